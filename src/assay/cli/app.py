@@ -1,0 +1,60 @@
+"""The ``assay`` command: one typer app; each command lives in its own module.
+
+Exit codes: 0 success (all gates pass), 1 a gate failed, 2 a usage or configuration error.
+Configuration errors print one clear line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from assay.errors import EvaluationError
+
+app = typer.Typer(
+    name="assay",
+    help="Judge AI agents: score outputs, tool calls, trajectories and retrieved context.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn configuration errors into one line on stderr and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EvaluationError as exc:
+            err_console.print(f"[bold red]error[/] [{exc.code}]: {exc.message}", highlight=False)
+            raise typer.Exit(EXIT_USAGE) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        from assay import __version__
+
+        console.print(f"assay {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=version_callback, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Judge AI agents with LLM judges and deterministic checks."""

@@ -1,0 +1,94 @@
+"""``assay judge``: score one expected/actual pair from the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from assay.cli.app import app, console, friendly_errors
+from assay.errors import ConfigError
+from assay.judges import build
+from assay.judges.base import EvalContext
+from assay.llm.config import EngineConfig
+from assay.llm.engine import JudgeEngine
+from assay.model import Case, Execution, Score
+
+
+def _maybe_json(text: str) -> Any:
+    """Parse JSON when the text is JSON, else keep the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@app.command()
+@friendly_errors
+def judge(
+    expected: str = typer.Option(..., "--expected", "-e", help="Expected output (text or JSON)."),
+    actual: str = typer.Option(..., "--actual", "-a", help="Actual output (text or JSON)."),
+    evaluator: str = typer.Option("semantic_similarity", "--evaluator", "-t",
+                                  help="Evaluator type: semantic_similarity, llm_judge, "
+                                  "exact_match, contains."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="Judge model, e.g. openai:gpt-4o-mini; default: "
+                                     "$ASSAY_JUDGE_MODEL or local:gemma-3-270m."),
+    prompt: Path | None = typer.Option(None, "--prompt", "-p", exists=True, dir_okay=False,
+                                       help="A prompt template file."),
+    question: str = typer.Option("", "--question", "-q", help="The question (llm_judge)."),
+    cache: str = typer.Option("use", "--cache", help="Response cache: use, refresh or off."),
+    as_json: bool = typer.Option(False, "--json", help="Print the score as JSON."),
+) -> None:
+    """Score one pair and print the score, rationale, tokens and cost."""
+    if cache not in ("use", "refresh", "off"):
+        raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
+    config: dict[str, Any] = {"type": evaluator}
+    if prompt is not None:
+        config["prompt"] = prompt.read_text()
+    if evaluator == "contains":
+        config["search_text"] = expected
+    built = build(config, where=f"--evaluator {evaluator}")
+    engine_config = EngineConfig(cache_mode=cache)  # type: ignore[arg-type]
+    if model:
+        engine_config.default_model = model
+    engine = JudgeEngine(engine_config)
+    case = Case(id="cli", input=question, expected_output=_maybe_json(expected))
+    execution = Execution(input=question, output=_maybe_json(actual))
+
+    async def go() -> Score:
+        try:
+            ctx = EvalContext(engine)
+            await engine.preflight(*[ctx.model(m) for m in built.models()])
+            return await built.evaluate(case, execution, ctx)
+        finally:
+            await engine.aclose()
+
+    result = asyncio.run(go())
+    if as_json:
+        console.print_json(result.model_dump_json())
+    else:
+        _print_score(result)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+def _print_score(score: Score) -> None:
+    if score.error is not None:
+        console.print(f"[bold red]error[/] {score.error.code}: {score.error.message}",
+                      highlight=False)
+    else:
+        raw = f" (raw {score.raw} on {score.scale})" if score.scale else ""
+        verdict = "[green]pass[/]" if score.passed else "[red]fail[/]"
+        console.print(f"score     {score.value:.3f}{raw} {verdict}", highlight=False)
+    if score.rationale:
+        console.print(f"rationale {score.rationale}", highlight=False)
+    usage = score.usage
+    cost = "unknown" if usage.cost is None else f"${usage.cost:.6f}"
+    console.print(
+        f"tokens    {usage.prompt_tokens} prompt + {usage.completion_tokens} completion; "
+        f"calls {usage.calls} (+{usage.cached_calls} cached); cost {cost}", highlight=False)
+    if score.judge_model:
+        console.print(f"judge     {score.judge_model}", highlight=False)

@@ -1,0 +1,71 @@
+"""What every evaluator is: a typed config that scores one execution of one case.
+
+An evaluator's ``score`` may raise; :meth:`Evaluator.evaluate` turns anything it raises into an
+error score (code and message) so one bad case never stops a run and never reads as a 0.
+Configuration problems are caught earlier, when the evaluator is built (see ``registry``).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.errors import EvaluationError
+from assay.llm.engine import JudgeEngine
+from assay.model import Case, Execution, Score
+
+
+@dataclass
+class EvalContext:
+    """What an evaluator may use besides the case: the engine and the default judge model."""
+
+    engine: JudgeEngine
+    judge_model: str | None = None
+
+    def model(self, own: str | None) -> str | None:
+        """The evaluator's own model, else the run's judge model, else the engine default."""
+        return own or self.judge_model
+
+
+class Evaluator(BaseModel):
+    """Base of all evaluators. Subclasses set ``type`` and implement :meth:`score`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    type: ClassVar[str] = ""
+    name: str = ""
+    weight: float = Field(default=1.0, ge=0)
+    threshold: float = Field(default=0.8, ge=0, le=1,
+                             description="a value at or above this passes")
+
+    def model_post_init(self, context: Any) -> None:
+        if not self.name:
+            self.name = self.type
+
+    @abstractmethod
+    async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
+        """Judge one execution. May raise; :meth:`evaluate` turns that into an error score."""
+
+    def models(self) -> list[str | None]:
+        """The judge models this evaluator will call (None: the run's default); [] for none."""
+        return []
+
+    async def evaluate(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
+        """Score, never raising: failures become error scores with the time they took."""
+        started = time.perf_counter()
+        try:
+            result = await self.score(case, execution, ctx)
+        except EvaluationError as exc:
+            result = Score.failed(self.name, exc.code, exc.message)
+        except Exception as exc:
+            result = Score.failed(self.name, "evaluator_failed", f"{type(exc).__name__}: {exc}")
+        if result.latency_ms is None:
+            result.latency_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    def verdict(self, value: float) -> bool:
+        return value >= self.threshold

@@ -1,0 +1,104 @@
+"""A generic LLM judge with a user prompt template (AgentV's ``llm_judge``).
+
+The judge answers ``{score 0-1, hits, misses, reasoning}``. Template variables are AgentV's:
+``{{question}}``, ``{{expected_outcome}}``, ``{{candidate_answer}}``, ``{{reference_answer}}``,
+``{{input_messages}}``, ``{{expected_messages}}``, ``{{output_messages}}``, ``{{note}}``, plus
+``{{guidelines}}`` and ``{{context}}``. A template that uses any other variable is rejected when
+the judge is built, before any call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from assay.judges.base import EvalContext
+from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
+from assay.judges.registry import register
+from assay.judges.templates import as_text, check_variables, delimit, render
+from assay.model import Case, Execution, Score
+
+VARIABLES = ("question", "expected_outcome", "candidate_answer", "reference_answer",
+             "input_messages", "expected_messages", "output_messages", "note", "guidelines",
+             "context")
+
+DEFAULT_PROMPT = """You are an expert evaluator. Grade the candidate_answer on how well it achieves \
+the expected_outcome for the original question. Use the reference_answer, if one is given, as a \
+gold standard: the candidate does not need to match it verbatim but should capture its key points.
+
+[[ ## expected_outcome ## ]]
+{{expected_outcome}}
+
+[[ ## question ## ]]
+{{question}}
+
+[[ ## reference_answer ## ]]
+{{reference_answer}}
+
+[[ ## candidate_answer ## ]]
+{{candidate_answer}}"""
+
+SYSTEM = """You are a strict, fair judge. {data}
+
+Respond with a single JSON object:
+{{"score": <number from 0.0 to 1.0>, "hits": [<up to 4 things done well>], \
+"misses": [<up to 4 things missed or wrong>], "reasoning": "<1-2 sentences>"}}"""
+
+
+class JudgeVerdict(BaseModel):
+    """What the judge must return."""
+
+    score: float = Field(ge=0.0, le=1.0)
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+    reasoning: str = ""
+
+
+def template_values(case: Case, execution: Execution) -> dict[str, str]:
+    """Every variable a judge template may use, as delimited prompt text."""
+    input_messages = case.input if isinstance(case.input, list) else [
+        {"role": "user", "content": case.question()}]
+    expected_messages = case.metadata.get("expected_messages", [])
+    raw: dict[str, Any] = {
+        "question": case.question().strip(),
+        "expected_outcome": "\n".join(case.expected_outcomes).strip(),
+        "candidate_answer": execution.output_text().strip(),
+        "reference_answer": as_text(case.expected_output).strip(),
+        "input_messages": input_messages,
+        "expected_messages": expected_messages,
+        "output_messages": execution.messages,
+        "note": as_text(case.metadata.get("note", "")),
+        "guidelines": "\n".join(case.guidelines),
+        "context": "\n\n".join(d.content for d in execution.retrieved_context)
+        or "\n\n".join(case.reference_context),
+    }
+    return {k: delimit(k, v) for k, v in raw.items()}
+
+
+@register
+class LLMJudge(LLMEvaluator):
+    """Scores with a prompt template; 0-1 with hits, misses and reasoning."""
+
+    type = "llm_judge"
+    prompt: str = DEFAULT_PROMPT
+
+    @field_validator("prompt")
+    @classmethod
+    def _known_variables(cls, prompt: str) -> str:
+        check_variables(prompt, VARIABLES, "llm_judge prompt")
+        return prompt
+
+    async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
+        user = render(self.prompt, template_values(case, execution))
+        result = await self.ask(ctx, SYSTEM.format(data=DATA_NOT_INSTRUCTIONS), user,
+                                JudgeVerdict)
+        if result.value is None:
+            return self.failed(result)
+        verdict = result.value
+        return Score(
+            name=self.name, value=verdict.score, raw=verdict.score, scale="0-1",
+            passed=self.verdict(verdict.score), rationale=verdict.reasoning,
+            hits=[h for h in verdict.hits if h.strip()][:4],
+            misses=[m for m in verdict.misses if m.strip()][:4],
+            usage=result.usage, latency_ms=result.latency_ms, judge_model=result.model)

@@ -1,0 +1,88 @@
+"""UiPath-style semantic similarity: a 0-100 judgement of actual vs expected output.
+
+The prompt uses ``{{ActualOutput}}`` and ``{{ExpectedOutput}}``; a custom prompt that lacks one
+gets it appended under a heading, as UiPath does. Values are substituted as JSON (UiPath
+substitutes Python ``str()``), inside delimiters the system prompt declares to be data.
+The 0-100 answer is kept as ``raw`` and normalised to 0-1 (not rounded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from assay.judges.base import EvalContext
+from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
+from assay.judges.registry import register
+from assay.judges.templates import check_variables, delimit, render
+from assay.model import Case, Execution, Score
+
+VARIABLES = ("ActualOutput", "ExpectedOutput")
+
+DEFAULT_PROMPT = """As an expert evaluator, analyze the semantic similarity of these JSON contents \
+to determine a score from 0-100. Focus on comparing the meaning and contextual equivalence of \
+corresponding fields, accounting for alternative valid expressions, synonyms, and reasonable \
+variations in language while maintaining high standards for accuracy and completeness. Provide \
+your score with a justification, explaining briefly and concisely why you gave that score.
+----
+ExpectedOutput:
+{{ExpectedOutput}}
+----
+ActualOutput:
+{{ActualOutput}}"""
+
+SYSTEM = """You are an expert evaluator tasked with assessing text based on specific criteria. \
+Respond with a numerical score from 0 to 100: 0 means the actual output does not meet the \
+criterion at all, 100 means it fully meets it. {data}
+
+Respond with a single JSON object: {{"justification": "<brief reasoning>", "score": <0-100>}}"""
+
+
+class SimilarityVerdict(BaseModel):
+    """Reasoning first, then the score, so the model thinks before it commits."""
+
+    justification: str
+    score: float = Field(ge=0.0, le=100.0)
+
+
+def with_placeholders(prompt: str, actual: str = "ActualOutput",
+                      expected: str = "ExpectedOutput") -> str:
+    """Append whichever of the two placeholders the prompt lacks, under clear headings."""
+    if "{{" + actual + "}}" not in prompt.replace(" ", ""):
+        prompt += f"\n\n## Actual Output\n{{{{{actual}}}}}"
+    if "{{" + expected + "}}" not in prompt.replace(" ", ""):
+        prompt += f"\n\n## Expected Output\n{{{{{expected}}}}}"
+    return prompt
+
+
+@register
+class SemanticSimilarity(LLMEvaluator):
+    """0-100 semantic similarity of the output to the expected output, normalised to 0-1."""
+
+    type = "semantic_similarity"
+    prompt: str = DEFAULT_PROMPT
+    expected: Any = None
+
+    @field_validator("prompt")
+    @classmethod
+    def _placeholders(cls, prompt: str) -> str:
+        check_variables(prompt, VARIABLES, "semantic_similarity prompt")
+        return with_placeholders(prompt)
+
+    async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
+        expected = self.expected if self.expected is not None else case.expected_output
+        user = render(self.prompt, {
+            "ActualOutput": delimit("actual_output", execution.output),
+            "ExpectedOutput": delimit("expected_output", expected),
+        })
+        result = await self.ask(ctx, SYSTEM.format(data=DATA_NOT_INSTRUCTIONS), user,
+                                SimilarityVerdict)
+        if result.value is None:
+            return self.failed(result)
+        raw = result.value.score
+        value = raw / 100.0
+        return Score(
+            name=self.name, value=value, raw=raw, scale="0-100", passed=self.verdict(value),
+            rationale=result.value.justification, usage=result.usage,
+            latency_ms=result.latency_ms, judge_model=result.model)

@@ -1,0 +1,25 @@
+"""The judge engine: providers, structured output, cache, retries, rate limits, usage and cost."""
+
+from assay.llm.config import EngineConfig, RateLimit, RetryPolicy
+from assay.llm.engine import DryRunSkipped, JudgeEngine
+from assay.llm.models import ModelSpec, parse_model
+from assay.llm.providers.custom import register_service
+from assay.llm.structured import StructuredResult, ask_structured, extract_json
+from assay.llm.types import ChatRequest, ChatResult, ProviderError
+
+__all__ = [
+    "ChatRequest",
+    "ChatResult",
+    "DryRunSkipped",
+    "EngineConfig",
+    "JudgeEngine",
+    "ModelSpec",
+    "ProviderError",
+    "RateLimit",
+    "RetryPolicy",
+    "StructuredResult",
+    "ask_structured",
+    "extract_json",
+    "parse_model",
+    "register_service",
+]

@@ -1,0 +1,65 @@
+"""One typed object that configures the judge engine, instead of options copied everywhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field
+
+CacheMode = Literal["use", "refresh", "off"]
+
+DEFAULT_JUDGE_MODEL = "local:gemma-3-270m"
+
+
+def default_cache_path() -> Path:
+    """The response cache file: ``$ASSAY_CACHE_DIR`` or the user cache dir."""
+    root = os.environ.get("ASSAY_CACHE_DIR") or platformdirs.user_cache_dir("assay")
+    return Path(root) / "responses.sqlite"
+
+
+class RateLimit(BaseModel):
+    """A per-model budget; None means unlimited."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+
+
+class RetryPolicy(BaseModel):
+    """Bounded retries: by attempts and by total time, with exponential backoff and jitter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(default=6, ge=1)
+    total_timeout_s: float = Field(default=300.0, gt=0)
+    call_timeout_s: float = Field(default=120.0, gt=0)
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    max_retry_after_s: float = Field(default=60.0, ge=0)
+
+
+class EngineConfig(BaseModel):
+    """Everything the judge engine needs; every layer passes this one object along."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_model: str = Field(
+        default_factory=lambda: os.environ.get("ASSAY_JUDGE_MODEL", DEFAULT_JUDGE_MODEL)
+    )
+    concurrency: int = Field(default=32, ge=1)
+    rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    cache_mode: CacheMode = Field(
+        default_factory=lambda: os.environ.get("ASSAY_CACHE", "use")  # type: ignore[arg-type]
+    )
+    cache_path: Path = Field(default_factory=default_cache_path)
+    reasks: int = Field(default=2, ge=0)
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="model -> (USD per 1M prompt tokens, USD per 1M completion tokens)",
+    )
+    dry_run: bool = False

@@ -1,0 +1,220 @@
+"""The judge engine: the only code in assay that talks to models.
+
+Every LLM call passes through :meth:`JudgeEngine.chat`, which is where concurrency, per-model
+rate limits, bounded retries, timeouts, the response cache and token/cost accounting live.
+Judges build a request and get back a :class:`ChatResult`, or a :class:`ProviderError` that
+says why no answer could be had; they never see a provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.llm.cache import ResponseCache, request_key
+from assay.llm.config import EngineConfig
+from assay.llm.limits import ModelLimiter
+from assay.llm.models import ModelSpec, parse_model
+from assay.llm.pricing import PriceTable
+from assay.llm.providers import Provider, create_provider
+from assay.llm.providers.http_session import close_session
+from assay.llm.types import (
+    CallStats,
+    CallTimeout,
+    ChatRequest,
+    ChatResult,
+    ProviderError,
+    RateLimited,
+    RetriesExhausted,
+)
+from assay.model import Usage
+
+
+class DryRunSkipped(ProviderError):
+    """Raised instead of calling a model in a dry run; the call was counted, not made."""
+
+    code = "dry_run"
+
+
+@dataclass
+class DryRunEstimate:
+    """What a run would cost: calls and estimated tokens (about 4 characters a token)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = 0.0
+    by_model: dict[str, int] = field(default_factory=dict)
+
+
+class JudgeEngine:
+    """Resolves models, and makes calls on their behalf under one set of rules."""
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self.prices = PriceTable(self.config.prices)
+        self.cache = ResponseCache(self.config.cache_path) if self.config.cache_mode != "off" \
+            else None
+        self.usage = Usage()
+        self.estimate = DryRunEstimate()
+        self._providers: dict[str, Provider] = {}
+        self._limiters: dict[str, ModelLimiter] = {}
+        self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._preflighted: set[str] = set()
+
+    # -- models ---------------------------------------------------------------------------
+
+    def resolve(self, model: str | None = None) -> Provider:
+        """The provider for a model string (the default model when None); raises ConfigError."""
+        name = model or self.config.default_model
+        spec = parse_model(name)
+        provider = self._providers.get(spec.name)
+        if provider is None:
+            provider = create_provider(spec)
+            self._providers[spec.name] = provider
+        return provider
+
+    def spec(self, model: str | None = None) -> ModelSpec:
+        return self.resolve(model).spec
+
+    async def preflight(self, *models: str | None) -> None:
+        """Check models can work (known, key present, server reachable) before any call."""
+        for model in models or (None,):
+            provider = self.resolve(model)
+            if provider.spec.name in self._preflighted or self.config.dry_run:
+                continue
+            await provider.preflight()
+            self._preflighted.add(provider.spec.name)
+
+    # -- calls ----------------------------------------------------------------------------
+
+    async def chat(self, request: ChatRequest, model: str | None = None) -> ChatResult:
+        """One chat completion, from the cache when possible, retried within bounds."""
+        provider = self.resolve(model)
+        name = provider.spec.name
+        key = request_key(name, request)
+        if self.cache is not None and self.config.cache_mode == "use":
+            cached = self.cache.get(key)
+            if cached is not None:
+                return self._account(provider, cached, CallStats(cached=True))
+        if self.config.dry_run:
+            self._estimate(provider, request)
+            raise DryRunSkipped(f"dry run: {name} not called")
+        started = time.perf_counter()
+        response, attempts = await self._call_with_retries(provider, request)
+        stats = CallStats(attempts=attempts, latency_ms=(time.perf_counter() - started) * 1000)
+        if self.cache is not None:
+            self.cache.put(key, name, response)
+        return self._account(provider, response, stats)
+
+    async def _call_with_retries(self, provider: Provider,
+                                 request: ChatRequest) -> tuple[dict[str, Any], int]:
+        policy = self.config.retry
+        deadline = time.monotonic() + policy.total_timeout_s
+        semaphore = self._semaphore()
+        limiter = self._limiter(provider.spec.name)
+        estimated_tokens = _estimate_tokens(request)
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RetriesExhausted(
+                    f"{provider.spec.name}: no answer within {policy.total_timeout_s:g}s "
+                    f"({attempt - 1} attempts)",
+                    CallTimeout("total time bound reached"), attempt - 1)
+            await limiter.acquire(estimated_tokens)
+            throttled = False
+            retry_after: float | None = None
+            try:
+                async with semaphore:
+                    return (await provider.complete(
+                        request, min(policy.call_timeout_s, remaining)), attempt)
+            except ProviderError as exc:
+                throttled = isinstance(exc, RateLimited)
+                retry_after = exc.retry_after
+                if not exc.retryable:
+                    raise
+                failure = exc
+            except TimeoutError:
+                failure = CallTimeout(f"{provider.spec.name}: call timed out")
+            finally:
+                await limiter.release(throttled=throttled, retry_after=retry_after)
+            self.usage.retries += 1
+            if attempt >= policy.max_attempts:
+                raise RetriesExhausted(
+                    f"{provider.spec.name}: {attempt} attempts failed; last: {failure}",
+                    failure, attempt)
+            delay = random.uniform(0, min(policy.backoff_max_s,
+                                          policy.backoff_base_s * 2 ** (attempt - 1)))
+            if failure.retry_after is not None:
+                delay = max(delay, min(failure.retry_after, policy.max_retry_after_s))
+            delay = min(delay, max(0.0, deadline - time.monotonic()))
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    def _account(self, provider: Provider, response: dict[str, Any],
+                 stats: CallStats) -> ChatResult:
+        usage = response.get("usage") or {}
+        stats.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        stats.completion_tokens = int(usage.get("completion_tokens") or 0)
+        stats.cost = self.prices.cost(provider.spec.model, stats.prompt_tokens,
+                                      stats.completion_tokens, free=provider.price_free)
+        if stats.cached:
+            stats.cost = 0.0  # a cached answer costs nothing, priced or not
+            self.usage = self.usage + Usage(cached_calls=1, cost=0.0)
+        else:
+            self.usage = self.usage + Usage(
+                calls=1, retries=0, prompt_tokens=stats.prompt_tokens,
+                completion_tokens=stats.completion_tokens, cost=stats.cost)
+        return ChatResult(response=response, stats=stats)
+
+    def _estimate(self, provider: Provider, request: ChatRequest) -> None:
+        prompt = _estimate_tokens(request)
+        completion = int(request.get("max_tokens") or 256)
+        est = self.estimate
+        est.calls += 1
+        est.prompt_tokens += prompt
+        est.completion_tokens += completion
+        cost = self.prices.cost(provider.spec.model, prompt, completion,
+                                free=provider.price_free)
+        est.cost = None if est.cost is None or cost is None else est.cost + cost
+        est.by_model[provider.spec.name] = est.by_model.get(provider.spec.name, 0) + 1
+
+    def _limiter(self, name: str) -> ModelLimiter:
+        limiter = self._limiters.get(name)
+        if limiter is None:
+            limit = self.config.rate_limits.get(name) or self.config.rate_limits.get(
+                name.split(":", 1)[-1])
+            limiter = ModelLimiter(limit, self.config.concurrency)
+            self._limiters[name] = limiter
+        return limiter
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            if self._semaphores:  # a new loop: limiters hold primitives of the old one
+                self._limiters.clear()
+            semaphore = asyncio.Semaphore(self.config.concurrency)
+            self._semaphores = {loop: semaphore}
+        return semaphore
+
+    async def aclose(self) -> None:
+        """Close providers, HTTP sessions and the cache file."""
+        for provider in self._providers.values():
+            await provider.aclose()
+        await close_session()
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _estimate_tokens(request: ChatRequest) -> int:
+    chars = 0
+    for message in request["messages"]:
+        content = message.get("content")
+        chars += len(content) if isinstance(content, str) else len(str(content or ""))
+    return max(1, chars // 4)

@@ -1,0 +1,88 @@
+"""Per-model rate limits that slow down on 429 and honour Retry-After.
+
+A model's limiter spaces requests to its requests-per-minute budget, keeps a tokens-per-minute
+bucket, and when the provider answers 429 it pauses every caller of that model until the
+Retry-After time and halves how many calls it lets run at once (recovering one slot per run of
+successes). With no limits set and no 429 seen, ``acquire`` costs one comparison.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from assay.llm.config import RateLimit
+
+
+class ModelLimiter:
+    """Admission control for one model."""
+
+    def __init__(self, limit: RateLimit | None, max_in_flight: int) -> None:
+        self.rpm = limit.requests_per_minute if limit else None
+        self.tpm = limit.tokens_per_minute if limit else None
+        self.ceiling = max_in_flight
+        self.allowed = max_in_flight
+        self.in_flight = 0
+        self.pause_until = 0.0
+        self.next_slot = 0.0
+        self.tokens = float(self.tpm or 0)
+        self.tokens_at = time.monotonic()
+        self.successes = 0
+        self.throttled = 0
+        self._cond = asyncio.Condition()
+        self._simple = self.rpm is None and self.tpm is None
+
+    async def acquire(self, tokens: int) -> None:
+        """Wait until this model may take one more call estimated at ``tokens`` tokens."""
+        if self._simple and self.in_flight < self.allowed and time.monotonic() >= self.pause_until:
+            self.in_flight += 1
+            return
+        async with self._cond:
+            while True:
+                now = time.monotonic()
+                wait = max(self.pause_until - now, 0.0)
+                if self.rpm:
+                    wait = max(wait, self.next_slot - now)
+                if self.tpm:
+                    self._refill(now)
+                    need = min(float(tokens), float(self.tpm))
+                    if self.tokens < need:
+                        wait = max(wait, (need - self.tokens) / (self.tpm / 60.0))
+                if wait <= 0 and self.in_flight < self.allowed:
+                    break
+                if wait > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._cond.wait(), wait)
+                else:
+                    await self._cond.wait()
+            self.in_flight += 1
+            if self.rpm:
+                self.next_slot = max(self.next_slot, time.monotonic()) + 60.0 / self.rpm
+            if self.tpm:
+                self.tokens -= min(float(tokens), float(self.tpm))
+
+    async def release(self, *, throttled: bool = False, retry_after: float | None = None) -> None:
+        """Give the slot back; ``throttled`` reports a 429 so the limiter slows down."""
+        self.in_flight -= 1
+        if throttled:
+            self.throttled += 1
+            self.allowed = max(1, self.allowed // 2)
+            self.successes = 0
+            pause = retry_after if retry_after is not None else 1.0
+            self.pause_until = max(self.pause_until, time.monotonic() + pause)
+            self._simple = False
+        elif self.allowed < self.ceiling:
+            self.successes += 1
+            if self.successes >= self.allowed:
+                self.allowed += 1
+                self.successes = 0
+        if not self._simple or self._cond._waiters:
+            async with self._cond:
+                self._cond.notify_all()
+
+    def _refill(self, now: float) -> None:
+        if self.tpm:
+            self.tokens = min(float(self.tpm),
+                              self.tokens + (now - self.tokens_at) * self.tpm / 60.0)
+            self.tokens_at = now

