@@ -1,0 +1,47 @@
+"""A target runs the agent under test for one case and reports what it did.
+
+Targets turn a :class:`Case` into an :class:`Execution`. A target that fails for a case
+returns an execution with ``error`` set (the runner then records error scores for that case),
+so one failing call never stops a run.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from assay.model import Case, Execution
+
+
+class Target(ABC):
+    """One way of running an agent; ``name`` is how suites and results refer to it."""
+
+    name: str = "target"
+    workers: int | None = None
+    judge_target: str | None = None
+
+    @abstractmethod
+    async def run(self, case: Case) -> Execution:
+        """Run the agent on ``case``; failures go in ``Execution.error``, not raised."""
+
+    async def preflight(self) -> None:
+        """Fail before any case runs when the target cannot work."""
+
+    async def aclose(self) -> None:
+        """Release what the target holds (processes, sessions)."""
+
+
+class RecordedOutput(Target):
+    """The execution is the case's own recorded output: for judging outputs made elsewhere."""
+
+    name = "recorded"
+
+    def __init__(self, outputs: dict[str, Execution] | None = None) -> None:
+        self.outputs = outputs or {}
+
+    async def run(self, case: Case) -> Execution:
+        if case.id in self.outputs:
+            return self.outputs[case.id]
+        recorded = case.metadata.get("output")
+        if recorded is None:
+            return Execution(input=case.input, error=f"no recorded output for case {case.id!r}")
+        return Execution(input=case.input, output=recorded)
