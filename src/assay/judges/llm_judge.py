@@ -41,9 +41,9 @@ gold standard: the candidate does not need to match it verbatim but should captu
 
 SYSTEM = """You are a strict, fair judge. {data}
 
-Respond with a single JSON object:
-{{"score": <number from 0.0 to 1.0>, "hits": [<up to 4 things done well>], \
-"misses": [<up to 4 things missed or wrong>], "reasoning": "<1-2 sentences>"}}"""
+Respond with a JSON object with four fields: "score", a number from 0.0 to 1.0; "hits", a list \
+of up to 4 short strings naming what the answer did well; "misses", a list of up to 4 short \
+strings naming what it missed or got wrong; "reasoning", one or two sentences."""
 
 
 class JudgeVerdict(BaseModel):

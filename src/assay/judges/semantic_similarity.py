@@ -36,7 +36,8 @@ SYSTEM = """You are an expert evaluator tasked with assessing text based on spec
 Respond with a numerical score from 0 to 100: 0 means the actual output does not meet the \
 criterion at all, 100 means it fully meets it. {data}
 
-Respond with a single JSON object: {{"justification": "<brief reasoning>", "score": <0-100>}}"""
+Respond with a JSON object with two fields: "justification", one or two sentences on how the \
+meanings agree or differ, then "score", a number from 0 to 100."""
 
 
 class SimilarityVerdict(BaseModel):

@@ -140,10 +140,10 @@ def extract_json(text: str) -> Any:
     fenced = _FENCE.search(stripped)
     candidates = [fenced.group(1).strip()] if fenced else []
     candidates.append(stripped)
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # tolerate raw newlines inside strings
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return json.loads(candidate, strict=False)
         except ValueError:
             pass
         for start in (i for i, ch in enumerate(candidate) if ch == "{"):

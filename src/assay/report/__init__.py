@@ -1,0 +1,1 @@
+"""Reports: terminal tables, result files (JSONL, JUnit, UiPath output) and HTML."""

@@ -1,0 +1,118 @@
+"""Terminal output with rich: the live progress bar and the tables of runs and cases."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from assay.model import Usage
+from assay.runner import CaseResult, RunSummary
+
+VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta"}
+
+
+class ProgressBar:
+    """A progress bar with ETA, errors so far and judge cost so far."""
+
+    def __init__(self, console: Console, label: str) -> None:
+        self.console = console
+        self.errors = 0
+        self.usage = Usage()
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("eta"), TimeRemainingColumn(), TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"), console=console, transient=False)
+        self._task: TaskID | None = None
+        self._label = label
+        self._last_plain = 0.0
+
+    def __enter__(self) -> ProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def start(self, total: int, done: int) -> None:
+        self._task = self._progress.add_task(self._label, total=total, completed=done,
+                                             status=self._status())
+
+    def advance(self, result: CaseResult) -> None:
+        self.errors += sum(1 for s in result.scores if s.error)
+        for s in result.scores:
+            self.usage = self.usage + s.usage
+        if self._task is not None:
+            self._progress.update(self._task, advance=1, status=self._status())
+        if not self.console.is_terminal and time.monotonic() - self._last_plain > 10:
+            self._last_plain = time.monotonic()
+            task = self._progress.tasks[0] if self._progress.tasks else None
+            if task is not None:
+                self.console.print(f"{int(task.completed)}/{int(task.total or 0)} cases, "
+                                   f"{self._status()}", highlight=False)
+
+    def _status(self) -> str:
+        cost = "cost ?" if self.usage.cost is None else f"cost ${self.usage.cost:.4f}"
+        return f"errors {self.errors} · {cost} · calls {self.usage.calls}" \
+               f" (+{self.usage.cached_calls} cached)"
+
+
+def fmt_score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def summary_lines(summary: RunSummary) -> list[str]:
+    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(summary.verdicts.items()))
+    u = summary.usage
+    cost = "unknown" if u.cost is None else f"${u.cost:.4f}"
+    lines = [
+        f"cases {summary.cases} ({verdicts}); mean score {fmt_score(summary.mean_score)}"
+        f" over {summary.scored} scored; evaluator errors {summary.evaluator_errors}",
+        f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries); tokens "
+        f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {cost}",
+    ]
+    return lines
+
+
+def runs_table(runs: list[dict[str, Any]]) -> Table:
+    table = Table(title="runs")
+    for col in ("run", "suite", "status", "created", "cases", "mean", "gate"):
+        table.add_column(col)
+    for r in runs:
+        s = r.get("summary") or {}
+        table.add_row(r["id"], str(r["suite"]), r["status"],
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
+                      str(s.get("cases", "")), fmt_score(s.get("mean_score")),
+                      "" if not s else ("pass" if s.get("passed") else "fail"))
+    return table
+
+
+def cases_table(rows: list[dict[str, Any]], verbose: bool = True) -> Table:
+    table = Table(title="cases", show_lines=verbose)
+    for col in ("case", "score", "verdict", "evaluators", "hits / misses", "reasoning"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        data = r.get("row", r)
+        evals = "\n".join(
+            f"{e['name']}: " + (f"error {e['error']['code']}" if e.get("error")
+                                else fmt_score(e.get("score")))
+            for e in data.get("evaluator_results", []))
+        hm = "\n".join([f"+ {h}" for h in data.get("hits", [])] +
+                       [f"- {m}" for m in data.get("misses", [])])
+        name = r["case_id"] if not r.get("repeat") else f"{r['case_id']}#{r['repeat']}"
+        verdict = r["verdict"]
+        table.add_row(name, fmt_score(r["score"]),
+                      f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]", evals, hm,
+                      data.get("reasoning", "") or data.get("error", ""))
+    return table

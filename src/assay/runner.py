@@ -1,0 +1,327 @@
+"""The async engine that drives cases through a target and their evaluators.
+
+For each (case, repeat) it runs the target once, runs every evaluator, and writes each
+execution, score and case result to the store the moment it exists. Resuming a run skips what
+the store already has: a stored execution is reused (the agent is not run again) and only the
+evaluators without a stored score run. Errors are scores, never exceptions that stop the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from assay import __version__
+from assay.errors import EvaluationError
+from assay.judges.base import EvalContext, Evaluator
+from assay.llm.engine import JudgeEngine
+from assay.model import Execution, Score, ScoreError, Usage
+from assay.run_config import RunConfig
+from assay.store.runs import RunStore
+from assay.suites.model import Suite, SuiteCase
+from assay.targets.base import Target
+
+
+@dataclass
+class CaseResult:
+    """One (case, repeat): its execution, its scores, the weighted score and the verdict."""
+
+    case_id: str
+    repeat: int
+    score: float | None
+    verdict: str
+    scores: list[Score]
+    execution: Execution
+    row: dict[str, Any]
+
+
+@dataclass
+class RunSummary:
+    """Aggregates over a run's case results; errors are counted, never averaged in."""
+
+    cases: int = 0
+    scored: int = 0
+    mean_score: float | None = None
+    verdicts: dict[str, int] = field(default_factory=dict)
+    evaluator_errors: int = 0
+    usage: Usage = field(default_factory=Usage)
+    gate_failures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.gate_failures
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"cases": self.cases, "scored": self.scored, "mean_score": self.mean_score,
+                "verdicts": self.verdicts, "evaluator_errors": self.evaluator_errors,
+                "usage": self.usage.model_dump(), "gate_failures": self.gate_failures,
+                "passed": self.passed}
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str
+    results: list[CaseResult]
+    summary: RunSummary
+
+
+class Progress(Protocol):
+    """Where the runner reports progress (the CLI's progress bar, or nothing)."""
+
+    def start(self, total: int, done: int) -> None: ...
+
+    def advance(self, result: CaseResult) -> None: ...
+
+
+class _NoProgress:
+    def start(self, total: int, done: int) -> None:
+        pass
+
+    def advance(self, result: CaseResult) -> None:
+        pass
+
+
+TargetResolver = Callable[[str | None], Target]
+
+
+def select_cases(suite: Suite, config: RunConfig) -> list[SuiteCase]:
+    """The suite's cases that match the run's filter glob."""
+    if not config.filter:
+        return list(suite.cases)
+    return [c for c in suite.cases if fnmatch.fnmatchcase(c.case.id, config.filter)]
+
+
+def check_evaluator_names(suite: Suite) -> None:
+    """Evaluator names key stored scores, so they must be unique within a case."""
+    for item in suite.cases:
+        names = [e.name for e in suite.evaluators_for(item)]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise EvaluationError(
+                "duplicate_evaluator_name",
+                f"case {item.case.id!r}: evaluator name(s) {', '.join(duplicates)} used more "
+                "than once; give each evaluator a distinct 'name'")
+
+
+def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
+             targets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a run records about how it was made (no secrets: targets come redacted)."""
+    models = sorted({str(m or config.judge_model or engine.config.default_model)
+                     for item in suite.cases for e in suite.evaluators_for(item)
+                     for m in e.models()})
+    return {
+        "suite_path": str(suite.source) if suite.source else None,
+        "suite_name": suite.name,
+        "suite_hash": suite.fingerprint(),
+        "target": suite.target,
+        "targets": targets or {},
+        "judge_models": models,
+        "run": config.model_dump(mode="json"),
+        "assay_version": __version__,
+    }
+
+
+class Runner:
+    """Runs one suite into one stored run."""
+
+    def __init__(self, suite: Suite, resolve_target: TargetResolver, engine: JudgeEngine,
+                 store: RunStore, config: RunConfig, progress: Progress | None = None) -> None:
+        self.suite = suite
+        self.resolve_target = resolve_target
+        self.engine = engine
+        self.store = store
+        self.config = config
+        self.progress = progress or _NoProgress()
+        self.ctx = EvalContext(engine, config.judge_model or suite.judge_target)
+
+    async def preflight(self) -> None:
+        """Check every judge model and target before the first case runs."""
+        check_evaluator_names(self.suite)
+        models = {self.ctx.model(m) for item in self.suite.cases
+                  for e in self.suite.evaluators_for(item) for m in e.models()}
+        await self.engine.preflight(*models)
+        for name in {item.target or self.suite.target for item in self.suite.cases}:
+            await self.resolve_target(name).preflight()
+
+    async def run(self, run_id: str) -> RunResult:
+        """Run (or resume) ``run_id``; results already in the store are not redone."""
+        cases = select_cases(self.suite, self.config)
+        work = [(item, r) for item in cases for r in range(self.config.repeat)]
+        stored_exec = self.store.executions(run_id)
+        stored_scores = self.store.scores(run_id)
+        stored_rows = {(r["case_id"], r["repeat"]): r for r in self.store.case_rows(run_id)}
+        results: list[CaseResult] = []
+        done = 0
+        pending = []
+        for item, repeat in work:
+            key = (item.case.id, repeat)
+            names = [e.name for e in self.suite.evaluators_for(item)]
+            have = stored_scores.get(key, {})
+            if key in stored_rows and all(n in have for n in names):
+                results.append(_from_stored(stored_rows[key], have, stored_exec.get(key)))
+                done += 1
+            else:
+                pending.append((item, repeat))
+        self.progress.start(len(work), done)
+        semaphore = asyncio.Semaphore(self.config.concurrency)
+
+        async def one(item: SuiteCase, repeat: int) -> None:
+            async with semaphore:
+                key = (item.case.id, repeat)
+                result = await self._run_case(run_id, item, repeat, stored_exec.get(key),
+                                              stored_scores.get(key, {}))
+            results.append(result)
+            self.progress.advance(result)
+
+        tasks = [asyncio.ensure_future(one(item, r)) for item, r in pending]
+        try:
+            if tasks:
+                await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        order = {(item.case.id, r): i for i, (item, r) in enumerate(work)}
+        results.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
+        summary = summarise(results, self.config)
+        return RunResult(run_id, "completed", results, summary)
+
+    async def _run_case(self, run_id: str, item: SuiteCase, repeat: int,
+                        execution: Execution | None, have: dict[str, Score]) -> CaseResult:
+        case = item.case
+        target_name = item.target or self.suite.target
+        if execution is None:
+            target = self.resolve_target(target_name)
+            started = time.perf_counter()
+            try:
+                execution = await target.run(case)
+            except Exception as exc:  # a target must not stop the run
+                execution = Execution(input=case.input, error=f"{type(exc).__name__}: {exc}")
+            if execution.latency_ms is None:
+                execution.latency_ms = (time.perf_counter() - started) * 1000
+            if not self.config.dry_run:
+                self.store.record_execution(run_id, case.id, repeat, execution)
+        evaluators = self.suite.evaluators_for(item)
+
+        async def judge(evaluator: Evaluator) -> Score:
+            if evaluator.name in have:
+                return have[evaluator.name]
+            if execution.error is not None:
+                score = Score(name=evaluator.name, error=ScoreError(
+                    code="target_failed", message=f"the target failed: {execution.error}"))
+            else:
+                score = await evaluator.evaluate(case, execution, self.ctx)
+            if not (self.config.dry_run and score.error and score.error.code == "dry_run"):
+                self.store.record_score(run_id, case.id, repeat, score)
+            return score
+
+        scores = list(await asyncio.gather(*(judge(e) for e in evaluators)))
+        value, verdict = case_verdict(evaluators, scores, self.config)
+        row = result_row(self.suite, item, repeat, target_name, execution, evaluators, scores,
+                         value, verdict)
+        if not self.config.dry_run:
+            self.store.record_case(run_id, case.id, repeat, value, verdict, row)
+        return CaseResult(case.id, repeat, value, verdict, scores, execution, row)
+
+
+def case_verdict(evaluators: list[Evaluator], scores: list[Score],
+                 config: RunConfig) -> tuple[float | None, str]:
+    """Weighted mean of the scores that have values; an evaluator that failed a required
+    check (``details.required_failed``) fails the case whatever the mean."""
+    total_weight = 0.0
+    weighted = 0.0
+    for evaluator, score in zip(evaluators, scores, strict=True):
+        if score.value is not None:
+            weighted += score.value * evaluator.weight
+            total_weight += evaluator.weight
+    if not scores:
+        return None, "error"
+    if total_weight == 0:
+        if all(s.value is not None for s in scores):
+            return 0.0, config.thresholds.verdict(0.0)
+        return None, "error"
+    value = weighted / total_weight
+    verdict = config.thresholds.verdict(value)
+    if any((s.details or {}).get("required_failed") for s in scores):
+        verdict = "fail"
+    return value, verdict
+
+
+def result_row(suite: Suite, item: SuiteCase, repeat: int, target: str | None,
+               execution: Execution, evaluators: list[Evaluator], scores: list[Score],
+               value: float | None, verdict: str) -> dict[str, Any]:
+    """The per-case result row, in AgentV's snake_case JSONL shape plus assay's fields."""
+    usage = Usage()
+    for s in scores:
+        usage = usage + s.usage
+    row: dict[str, Any] = {
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "eval_id": item.case.id,
+        "dataset": suite.name,
+        "repeat": repeat,
+        "score": value,
+        "verdict": verdict,
+        "hits": [f"[{s.name}] {h}" for s in scores for h in s.hits],
+        "misses": [f"[{s.name}] {m}" for s in scores for m in s.misses],
+        "candidate_answer": execution.output_text(),
+        "target": target,
+        "reasoning": " | ".join(f"{s.name}: {s.rationale}" for s in scores if s.rationale),
+        "evaluator_results": [
+            {
+                "name": s.name, "type": e.type, "score": s.value, "weight": e.weight,
+                "raw": s.raw, "scale": s.scale, "passed": s.passed,
+                "verdict": "error" if s.error else ("pass" if s.passed else "fail"),
+                "hits": s.hits, "misses": s.misses, "reasoning": s.rationale,
+                "error": s.error.model_dump() if s.error else None,
+                "details": s.details, "judge_model": s.judge_model,
+            }
+            for e, s in zip(evaluators, scores, strict=True)
+        ],
+        "errors": sum(1 for s in scores if s.error),
+        "usage": usage.model_dump(),
+        "latency_ms": execution.latency_ms,
+    }
+    if execution.error:
+        row["error"] = execution.error
+    return row
+
+
+def _from_stored(row: dict[str, Any], scores: dict[str, Score],
+                 execution: Execution | None) -> CaseResult:
+    data = row["row"]
+    ordered = [scores[r["name"]] for r in data.get("evaluator_results", []) if r["name"] in scores]
+    return CaseResult(row["case_id"], row["repeat"], row["score"], row["verdict"], ordered,
+                      execution or Execution(), data)
+
+
+def summarise(results: list[CaseResult], config: RunConfig) -> RunSummary:
+    """Aggregate case results and check the run's gates."""
+    summary = RunSummary(cases=len(results))
+    values = [r.score for r in results if r.score is not None]
+    summary.scored = len(values)
+    summary.mean_score = sum(values) / len(values) if values else None
+    for r in results:
+        summary.verdicts[r.verdict] = summary.verdicts.get(r.verdict, 0) + 1
+        for s in r.scores:
+            summary.usage = summary.usage + s.usage
+            summary.evaluator_errors += 1 if s.error else 0
+    gates = config.gates
+    failed = summary.verdicts.get("fail", 0)
+    errors = summary.verdicts.get("error", 0)
+    if gates.max_failed is not None and failed > gates.max_failed:
+        summary.gate_failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
+    if gates.max_errors is not None and errors > gates.max_errors:
+        summary.gate_failures.append(
+            f"{errors} case(s) could not be scored (allowed {gates.max_errors})")
+    if gates.min_mean_score is not None and (
+            summary.mean_score is None or summary.mean_score < gates.min_mean_score):
+        mean = "none" if summary.mean_score is None else f"{summary.mean_score:.3f}"
+        summary.gate_failures.append(
+            f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
+    return summary

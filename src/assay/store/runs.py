@@ -1,0 +1,183 @@
+"""The run store: runs, executions, scores and case results in SQLite or PostgreSQL.
+
+Every result is written (and committed) the moment it completes, with idempotent inserts, so a
+run killed at any point keeps what finished and resumes without duplicates. The database is
+reached through SQLAlchemy Core, so a ``postgresql://`` URL works as well as the default
+``sqlite:///.assay/runs.db``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from assay.errors import ErrorCategory, EvaluationError
+from assay.model import Execution, Score
+from assay.store import schema
+from assay.store.migrations import migrate
+
+DEFAULT_URL = "sqlite:///.assay/runs.db"
+
+
+class StoreError(EvaluationError):
+    """The store could not be read or written; what was already written stays readable."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("store_error", message, ErrorCategory.SYSTEM)
+
+
+def new_run_id() -> str:
+    """A short, sortable run id: UTC time plus randomness."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+class RunStore:
+    """Reads and writes runs. One instance per process; safe to call from the event loop."""
+
+    def __init__(self, url: str = DEFAULT_URL) -> None:
+        self.url = url
+        if url.startswith("sqlite:///"):
+            path = Path(url.removeprefix("sqlite:///"))
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store directory {path.parent}: {exc}") \
+                    from None
+        try:
+            self.engine: Engine = create_engine(url, future=True)
+        except (SQLAlchemyError, ImportError, ValueError) as exc:
+            raise StoreError(f"cannot open the run store {url!r}: {exc}") from None
+        self.dialect = self.engine.dialect.name
+        if self.dialect == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        with self._begin() as conn:
+            migrate(conn)
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            reason = str(exc.orig) if getattr(exc, "orig", None) else str(exc)
+            raise StoreError(
+                f"the run store {self.url} failed: {reason.splitlines()[0]}. Results written "
+                "before this point are kept and readable."
+            ) from None
+
+    def _insert_ignore(self, table: Any, **values: Any) -> Any:
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            return pg_insert(table).values(**values).on_conflict_do_nothing()
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table).values(**values).on_conflict_do_nothing()
+
+    # -- writing --------------------------------------------------------------------------
+
+    def create_run(self, suite: str, config: dict[str, Any], run_id: str | None = None) -> str:
+        run_id = run_id or new_run_id()
+        with self._begin() as conn:
+            conn.execute(schema.runs.insert().values(
+                id=run_id, suite=suite, status="running", created_at=time.time(),
+                config=config))
+        return run_id
+
+    def set_status(self, run_id: str, status: str, summary: dict[str, Any] | None = None) -> None:
+        values: dict[str, Any] = {"status": status}
+        if status != "running":
+            values["finished_at"] = time.time()
+        if summary is not None:
+            values["summary"] = summary
+        with self._begin() as conn:
+            conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
+
+    def record_execution(self, run_id: str, case_id: str, repeat: int,
+                         execution: Execution) -> None:
+        with self._begin() as conn:
+            conn.execute(self._insert_ignore(
+                schema.executions, run_id=run_id, case_id=case_id, repeat=repeat,
+                execution=execution.model_dump(mode="json"), created_at=time.time()))
+
+    def record_score(self, run_id: str, case_id: str, repeat: int, score: Score) -> None:
+        with self._begin() as conn:
+            conn.execute(self._insert_ignore(
+                schema.scores, run_id=run_id, case_id=case_id, repeat=repeat,
+                evaluator=score.name, value=score.value,
+                error_code=score.error.code if score.error else None,
+                score=score.model_dump(mode="json"), created_at=time.time()))
+
+    def record_case(self, run_id: str, case_id: str, repeat: int, score: float | None,
+                    verdict: str, row: dict[str, Any]) -> None:
+        with self._begin() as conn:
+            conn.execute(self._insert_ignore(
+                schema.case_results, run_id=run_id, case_id=case_id, repeat=repeat,
+                score=score, verdict=verdict, row=row, created_at=time.time()))
+
+    # -- reading --------------------------------------------------------------------------
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        with self._begin() as conn:
+            row = conn.execute(select(schema.runs).where(schema.runs.c.id == run_id)).first()
+            if row is None:
+                # Accept a unique prefix, as git does for commits.
+                rows = conn.execute(select(schema.runs).where(
+                    schema.runs.c.id.like(f"{run_id}%"))).fetchall()
+                if len(rows) == 1:
+                    row = rows[0]
+        if row is None:
+            raise StoreError(f"no run {run_id!r} in {self.url}; list runs with 'assay runs'")
+        return dict(row._mapping)
+
+    def runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        with self._begin() as conn:
+            rows = conn.execute(select(schema.runs).order_by(
+                schema.runs.c.created_at.desc()).limit(limit)).fetchall()
+        return [dict(r._mapping) for r in rows]
+
+    def executions(self, run_id: str) -> dict[tuple[str, int], Execution]:
+        with self._begin() as conn:
+            rows = conn.execute(select(schema.executions).where(
+                schema.executions.c.run_id == run_id)).fetchall()
+        return {(r.case_id, r.repeat): Execution.model_validate(r.execution) for r in rows}
+
+    def scores(self, run_id: str) -> dict[tuple[str, int], dict[str, Score]]:
+        with self._begin() as conn:
+            rows = conn.execute(select(schema.scores).where(
+                schema.scores.c.run_id == run_id)).fetchall()
+        found: dict[tuple[str, int], dict[str, Score]] = {}
+        for r in rows:
+            found.setdefault((r.case_id, r.repeat), {})[r.evaluator] = Score.model_validate(
+                r.score)
+        return found
+
+    def score_count(self, run_id: str) -> int:
+        with self._begin() as conn:
+            return len(conn.execute(select(schema.scores.c.evaluator).where(
+                schema.scores.c.run_id == run_id)).fetchall())
+
+    def case_rows(self, run_id: str) -> list[dict[str, Any]]:
+        with self._begin() as conn:
+            rows = conn.execute(select(schema.case_results).where(
+                schema.case_results.c.run_id == run_id).order_by(
+                schema.case_results.c.created_at)).fetchall()
+        return [dict(r._mapping) for r in rows]
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()

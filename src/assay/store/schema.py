@@ -1,0 +1,61 @@
+"""The run store's tables. Rows are written as results complete, so nothing finished is lost.
+
+Primary keys make every write idempotent: a (run, case, repeat, evaluator) score exists at most
+once, which is what lets a killed run resume without duplicates.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, Column, Float, Integer, MetaData, String, Table
+
+metadata = MetaData()
+
+migrations_table = Table(
+    "assay_migrations", metadata,
+    Column("name", String(200), primary_key=True),
+    Column("applied_at", Float, nullable=False),
+)
+
+runs = Table(
+    "runs", metadata,
+    Column("id", String(40), primary_key=True),
+    Column("suite", String(500), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("finished_at", Float),
+    Column("config", JSON, nullable=False),
+    Column("summary", JSON),
+)
+
+executions = Table(
+    "executions", metadata,
+    Column("run_id", String(40), primary_key=True),
+    Column("case_id", String(500), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("execution", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+scores = Table(
+    "scores", metadata,
+    Column("run_id", String(40), primary_key=True),
+    Column("case_id", String(500), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("evaluator", String(200), primary_key=True),
+    Column("value", Float),
+    Column("error_code", String(100)),
+    Column("score", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+case_results = Table(
+    "case_results", metadata,
+    Column("run_id", String(40), primary_key=True),
+    Column("case_id", String(500), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("score", Float),
+    Column("verdict", String(20), nullable=False),
+    Column("row", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+

@@ -1,0 +1,200 @@
+"""The runner and the run store: results written as they complete, resume without duplicates."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from assay.judges import Contains, ExactMatch, SemanticSimilarity
+from assay.model import Case, Execution
+from assay.run_config import Gates, RunConfig
+from assay.runner import Runner, case_verdict
+from assay.store import schema
+from assay.store.runs import RunStore, StoreError
+from assay.suites import Suite, SuiteCase
+from assay.targets import Target
+
+
+class EchoTarget(Target):
+    """Answers with the case input, counting calls; can fail or stall chosen cases."""
+
+    name = "echo"
+
+    def __init__(self, fail: set[str] | None = None, stall: set[str] | None = None) -> None:
+        self.calls: list[str] = []
+        self.fail = fail or set()
+        self.stall = stall or set()
+
+    async def run(self, case: Case) -> Execution:
+        self.calls.append(case.id)
+        if case.id in self.stall:
+            await asyncio.sleep(3600)
+        if case.id in self.fail:
+            raise RuntimeError("agent crashed")
+        return Execution(input=case.input, output=str(case.input))
+
+
+def _suite(n: int = 6) -> Suite:
+    cases = [SuiteCase(case=Case(id=f"case-{i}", input=f"answer {i}",
+                                 expected_output=f"answer {i}" if i % 3 else "something else"))
+             for i in range(n)]
+    return Suite(name="demo", evaluators=[ExactMatch(), Contains(search_text="answer"),
+                                          SemanticSimilarity()], cases=cases)
+
+
+def _count(store: RunStore, table, run_id: str) -> int:  # type: ignore[no-untyped-def]
+    with store.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table).where(
+            table.c.run_id == run_id)).scalar_one())
+
+
+async def test_run_stores_every_result_and_computes_verdicts(tmp_path, engine_factory):
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    target = EchoTarget()
+    runner = Runner(_suite(), lambda _n: target, engine_factory(), store, RunConfig())
+    await runner.preflight()
+    run_id = store.create_run("demo", {"run": RunConfig().model_dump()})
+    result = await runner.run(run_id)
+    assert _count(store, schema.scores, run_id) == 18
+    assert _count(store, schema.case_results, run_id) == 6
+    assert _count(store, schema.executions, run_id) == 6
+    by_id = {r.case_id: r for r in result.results}
+    assert by_id["case-1"].verdict == "pass" and by_id["case-1"].score == pytest.approx(1.0)
+    # case-0: exact 0, contains 1, similarity F1("something else", "answer 0") = 0
+    assert by_id["case-0"].score == pytest.approx(1 / 3)
+    assert by_id["case-0"].verdict == "fail"
+    assert result.summary.verdicts == {"pass": 4, "fail": 2}
+    assert result.summary.gate_failures  # two failing cases, none allowed
+    row = by_id["case-1"].row
+    assert row["eval_id"] == "case-1" and row["candidate_answer"] == "answer 1"
+    assert {e["name"] for e in row["evaluator_results"]} == {
+        "exact_match", "contains", "semantic_similarity"}
+
+
+async def test_target_failure_becomes_error_scores_not_zero(tmp_path, engine_factory):
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    runner = Runner(_suite(3), lambda _n: EchoTarget(fail={"case-1"}), engine_factory(),
+                    store, RunConfig(gates=Gates(max_failed=None)))
+    run_id = store.create_run("demo", {})
+    result = await runner.run(run_id)
+    failed = next(r for r in result.results if r.case_id == "case-1")
+    assert failed.verdict == "error" and failed.score is None
+    assert all(s.error and s.error.code == "target_failed" for s in failed.scores)
+    assert "agent crashed" in failed.row["error"]
+    assert result.summary.scored == 2
+    assert result.summary.gate_failures == ["1 case(s) could not be scored (allowed 0)"]
+
+
+async def test_interrupted_run_resumes_each_pair_exactly_once(tmp_path, engine_factory):
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    suite = _suite(8)
+    stalled = EchoTarget(stall={"case-5", "case-6"})
+    runner = Runner(suite, lambda _n: stalled, engine_factory(), store,
+                    RunConfig(concurrency=3))
+    run_id = store.create_run("demo", {})
+    task = asyncio.ensure_future(runner.run(run_id))
+    for _ in range(200):
+        await asyncio.sleep(0.02)
+        if _count(store, schema.case_results, run_id) >= 5:
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    finished_before = _count(store, schema.case_results, run_id)
+    assert 5 <= finished_before < 8
+    resumed_target = EchoTarget()
+    resumed = Runner(suite, lambda _n: resumed_target, engine_factory(), store, RunConfig())
+    result = await resumed.run(run_id)
+    assert len(result.results) == 8
+    assert _count(store, schema.scores, run_id) == 8 * 3
+    assert _count(store, schema.case_results, run_id) == 8
+    # Cases finished before the interruption were not run again.
+    assert set(resumed_target.calls) <= {"case-5", "case-6", "case-7"}
+    assert {"case-5", "case-6"} <= set(resumed_target.calls)
+
+
+async def test_resume_reuses_a_stored_execution_and_runs_only_missing_evaluators(
+        tmp_path, engine_factory, mock_server):
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    suite = _suite(1)
+    run_id = store.create_run("demo", {})
+    store.record_execution(run_id, "case-0", 0, Execution(output="answer 0"))
+    target = EchoTarget()
+    await Runner(suite, lambda _n: target, engine_factory(), store, RunConfig()).run(run_id)
+    assert target.calls == []
+    assert _count(store, schema.scores, run_id) == 3
+    assert mock_server.stats.requests == 1
+
+
+def test_case_verdict_weights_and_errors():
+    a, b = ExactMatch(name="a", weight=3), Contains(name="b", search_text="x", weight=1)
+    from assay.model import Score
+
+    ok = [Score(name="a", value=1.0), Score(name="b", value=0.0)]
+    assert case_verdict([a, b], ok, RunConfig()) == (0.75, "borderline")
+    err = [Score.failed("a", "x", "boom"), Score(name="b", value=1.0)]
+    assert case_verdict([a, b], err, RunConfig()) == (1.0, "pass")
+    both = [Score.failed("a", "x", "boom"), Score.failed("b", "x", "boom")]
+    assert case_verdict([a, b], both, RunConfig()) == (None, "error")
+    required = [Score(name="a", value=1.0, details={"required_failed": True}),
+                Score(name="b", value=1.0)]
+    assert case_verdict([a, b], required, RunConfig())[1] == "fail"
+
+
+def test_store_migrations_apply_once_and_inserts_are_idempotent(tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run_id = store.create_run("s", {})
+    from assay.model import Score
+
+    for _ in range(3):
+        store.record_score(run_id, "c", 0, Score(name="e", value=0.5))
+    assert store.score_count(run_id) == 1
+    again = RunStore(url)
+    with again.engine.connect() as conn:
+        names = [r[0] for r in conn.execute(select(schema.migrations_table.c.name))]
+    assert names == ["m001_initial_tables"]
+    assert again.run(run_id[:12])["id"] == run_id
+
+
+def _fill_disk(store: RunStore) -> None:
+    """Make the database full from now on, as a full disk would (works even for root)."""
+    from sqlalchemy import event
+
+    def cap(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        cursor = dbapi_conn.cursor()
+        pages = cursor.execute("PRAGMA page_count").fetchone()[0]
+        cursor.execute(f"PRAGMA max_page_count={pages}")
+        cursor.close()
+
+    store.engine.dispose()
+    event.listen(store.engine, "connect", cap)
+
+
+async def test_store_full_mid_run_is_a_clear_error_and_keeps_what_was_written(
+        tmp_path: Path, engine_factory):
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    suite = _suite(40)
+    run_id = store.create_run("demo", {})
+    first = Suite(name="demo", evaluators=suite.evaluators, cases=suite.cases[:5])
+    await Runner(first, lambda _n: EchoTarget(), engine_factory(), store, RunConfig()).run(run_id)
+    _fill_disk(store)
+    with pytest.raises(StoreError) as info:
+        await Runner(suite, lambda _n: EchoTarget(), engine_factory(), store,
+                     RunConfig(concurrency=2)).run(run_id)
+    assert "full" in info.value.message and "kept" in info.value.message
+    reader = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    rows = reader.case_rows(run_id)
+    assert len(rows) >= 5
+    scores = reader.scores(run_id)
+    for row in rows:  # every stored case row has all of its scores, readable
+        assert len(scores[(row["case_id"], row["repeat"])]) == 3
+
+
+def test_unknown_run_id_names_the_store(tmp_path):
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    with pytest.raises(StoreError, match="assay runs"):
+        store.run("nope")
