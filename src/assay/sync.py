@@ -2,7 +2,8 @@
 
 With no loop running (scripts, the CLI) this is ``asyncio.run``. Inside a running loop (a
 notebook cell) the coroutine runs to completion on a private loop in a worker thread while the
-caller waits: no patching of asyncio, and the notebook's own loop is left alone.
+caller waits: no patching of asyncio, and the notebook's own loop is left alone. Either way the
+private loop's pooled HTTP session is closed before the loop ends.
 """
 
 from __future__ import annotations
@@ -15,11 +16,20 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+async def _then_close(coro: Coroutine[Any, Any, T]) -> T:
+    from assay.llm.providers.http_session import close_session
+
+    try:
+        return await coro
+    finally:
+        await close_session()
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` and return its result, wherever it is called from."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return asyncio.run(_then_close(coro))
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="assay-sync") as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(asyncio.run, _then_close(coro)).result()

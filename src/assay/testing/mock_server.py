@@ -97,6 +97,7 @@ class MockServer:
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_post("/chat/completions", self.chat)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self.chat)
+        app.router.add_post("/v1/messages", self.messages)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/admin/stats", self.stats_handler)
         app.router.add_post("/admin/reset", self.reset_handler)
@@ -129,6 +130,14 @@ class MockServer:
         return chosen
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, lambda p: p, lambda r: r)
+
+    async def messages(self, request: web.Request) -> web.StreamResponse:
+        """Anthropic's Messages API, answered by the same deterministic answers."""
+        return await self._serve(request, _from_anthropic_request, _to_anthropic_response)
+
+    async def _serve(self, request: web.Request, to_openai: Any,
+                     from_openai: Any) -> web.StreamResponse:
         stats = self.stats
         stats.requests += 1
         stats.in_flight += 1
@@ -136,9 +145,9 @@ class MockServer:
         try:
             body = await request.read()
             try:
-                payload = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+                payload = to_openai(orjson.loads(body))
+            except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+                return web.json_response({"error": {"message": "malformed body"}}, status=400)
             problem = _invalid(payload)
             if problem:
                 return web.json_response({"error": {"message": problem}}, status=400)
@@ -153,7 +162,7 @@ class MockServer:
                 stats.faults[fault] += 1
                 return await self._fault(request, fault, payload)
             stats.completed += 1
-            return web.Response(body=orjson.dumps(answer(payload)),
+            return web.Response(body=orjson.dumps(from_openai(answer(payload))),
                                 content_type="application/json")
         finally:
             stats.in_flight -= 1
@@ -203,6 +212,42 @@ class MockServer:
         self.configure(MockConfig.model_validate(await request.json()))
         self.reset()
         return web.json_response(self.config.model_dump())
+
+
+def _from_anthropic_request(body: dict[str, Any]) -> dict[str, Any]:
+    messages = list(body["messages"])
+    if body.get("system"):
+        messages.insert(0, {"role": "system", "content": body["system"]})
+    request: dict[str, Any] = {"model": body.get("model"), "messages": messages}
+    tools = body.get("tools") or []
+    if tools:
+        request["tools"] = [{"type": "function", "function": {
+            "name": t["name"], "parameters": t.get("input_schema")}} for t in tools]
+        choice = body.get("tool_choice") or {}
+        if choice.get("type") == "tool":
+            request["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
+        elif choice.get("type") == "any":
+            request["tool_choice"] = "required"
+    return request
+
+
+def _to_anthropic_response(response: dict[str, Any]) -> dict[str, Any]:
+    message = response["choices"][0]["message"]
+    blocks: list[dict[str, Any]] = []
+    if message.get("content"):
+        blocks.append({"type": "text", "text": message["content"]})
+    for call in message.get("tool_calls") or []:
+        try:
+            arguments = orjson.loads(call["function"]["arguments"])
+        except orjson.JSONDecodeError:
+            arguments = {}
+        blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+                       "input": arguments})
+    usage = response["usage"]
+    return {"id": response["id"], "type": "message", "role": "assistant", "content": blocks,
+            "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn",
+            "usage": {"input_tokens": usage["prompt_tokens"],
+                      "output_tokens": usage["completion_tokens"]}}
 
 
 def _invalid(payload: Any) -> str | None:

@@ -1,0 +1,106 @@
+"""``anthropic:MODEL``: the Anthropic Messages API over the shared aiohttp session.
+
+Requests arrive in chat-completions shape and are translated: system messages become the
+``system`` field, a JSON-schema ``response_format`` becomes a forced tool call (Anthropic's
+strongest structured-output mode), and the answer is translated back into an OpenAI-shaped
+response so the engine and judges see one format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.llm.models import ModelSpec
+from assay.llm.providers.base import Provider, check_reachable, register_provider
+from assay.llm.providers.http_session import post_json
+from assay.llm.types import BadResponse, ChatRequest, ChatResponse
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+
+
+def to_anthropic(request: ChatRequest, model: str) -> dict[str, Any]:
+    """A Messages API body for a chat-completions request."""
+    system = "\n\n".join(str(m.get("content") or "") for m in request["messages"]
+                         if m["role"] in ("system", "developer"))
+    messages = [{"role": "assistant" if m["role"] == "assistant" else "user",
+                 "content": str(m.get("content") or "")}
+                for m in request["messages"] if m["role"] not in ("system", "developer")]
+    body: dict[str, Any] = {"model": model, "messages": messages,
+                            "max_tokens": request.get("max_tokens") or DEFAULT_MAX_TOKENS,
+                            "temperature": request.get("temperature", 0.0)}
+    if system:
+        body["system"] = system
+    fmt = request.get("response_format") or {}
+    tools = request.get("tools") or []
+    if fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        name = spec.get("name") or "evaluation_response"
+        tools = [{"type": "function", "function": {"name": name,
+                                                   "parameters": spec.get("schema") or {}}}]
+        request = {**request, "tool_choice": {"type": "function", "function": {"name": name}}}
+    if tools:
+        body["tools"] = [{"name": t["function"]["name"],
+                          "description": t["function"].get("description", ""),
+                          "input_schema": t["function"].get("parameters") or {"type": "object"}}
+                         for t in tools]
+        choice = request.get("tool_choice")
+        if isinstance(choice, dict) and choice.get("function"):
+            body["tool_choice"] = {"type": "tool", "name": choice["function"]["name"]}
+        elif choice in ("required", {"type": "required"}):
+            body["tool_choice"] = {"type": "any"}
+    return body
+
+
+def from_anthropic(response: dict[str, Any], model: str) -> ChatResponse:
+    """An OpenAI-shaped response for a Messages API answer."""
+    blocks = response.get("content")
+    if not isinstance(blocks, list):
+        raise BadResponse("Anthropic answer has no content list")
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    calls = [{"id": b.get("id"), "type": "function",
+              "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input", {}))}}
+             for b in blocks if b.get("type") == "tool_use"]
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
+    usage = response.get("usage") or {}
+    stop = response.get("stop_reason")
+    return {
+        "id": response.get("id"), "object": "chat.completion", "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "length" if stop == "max_tokens" else
+                     "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": usage.get("input_tokens", 0),
+                  "completion_tokens": usage.get("output_tokens", 0)},
+    }
+
+
+class AnthropicProvider(Provider):
+    structured_mode = "json_schema"  # translated into a forced tool call
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        self.base_url = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/")
+        self.api_key = os.environ.get("ANTHROPIC_API_KEY")
+        self.headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
+                        "x-api-key": self.api_key or ""}
+
+    async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
+        body = to_anthropic(request, self.spec.model)
+        answer = await post_json(f"{self.base_url}/v1/messages", body, self.headers, timeout)
+        return from_anthropic(answer, self.spec.name)
+
+    async def preflight(self) -> None:
+        if not self.api_key:
+            raise ConfigError(f"model {self.spec.name!r} needs an API key: set the "
+                              "ANTHROPIC_API_KEY environment variable", code="missing_api_key")
+        await check_reachable(self.base_url, f"model {self.spec.name!r}")
+
+
+@register_provider("anthropic")
+def _anthropic(spec: ModelSpec) -> Provider:
+    return AnthropicProvider(spec)

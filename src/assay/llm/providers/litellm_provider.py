@@ -1,0 +1,66 @@
+"""``litellm:PROVIDER/MODEL``: any model LiteLLM reaches (extra ``assay[litellm]``).
+
+LiteLLM is convenient for providers assay does not speak natively; it is not on the hot path
+for OpenAI-compatible servers, which the aiohttp provider serves far more cheaply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.llm.models import ModelSpec
+from assay.llm.providers.base import Provider, register_provider
+from assay.llm.types import (
+    BadResponse,
+    CallTimeout,
+    ChatRequest,
+    ChatResponse,
+    ConnectionFailed,
+    RateLimited,
+    RequestRejected,
+    ServerError,
+)
+
+
+class LiteLLMProvider(Provider):
+    def __init__(self, spec: ModelSpec, litellm: Any) -> None:
+        super().__init__(spec)
+        self.litellm = litellm
+
+    async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
+        body: dict[str, Any] = dict(request)
+        body["model"] = self.spec.model
+        try:
+            response = await self.litellm.acompletion(**body, timeout=timeout, num_retries=0)
+        except Exception as exc:  # LiteLLM raises its own exception family
+            raise _mapped(exc) from None
+        data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+        if not data.get("choices"):
+            raise BadResponse(f"{self.spec.name} returned no choices")
+        return data
+
+
+def _mapped(exc: Exception) -> Exception:
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    message = f"{name}: {exc}"
+    if status == 429 or "RateLimit" in name:
+        return RateLimited(message, status=429)
+    if "Timeout" in name:
+        return CallTimeout(message)
+    if "Connection" in name:
+        return ConnectionFailed(message)
+    if isinstance(status, int) and status >= 500:
+        return ServerError(message, status=status)
+    return RequestRejected(message, status=status)
+
+
+@register_provider("litellm")
+def _litellm(spec: ModelSpec) -> Provider:
+    try:
+        import litellm
+    except ImportError:
+        raise ConfigError("the litellm provider needs LiteLLM: pip install 'assay[litellm]'",
+                          code="missing_extra") from None
+    return LiteLLMProvider(spec, litellm)

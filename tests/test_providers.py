@@ -1,0 +1,82 @@
+"""Providers beyond plain OpenAI-compatible HTTP, each against a real local server."""
+
+from __future__ import annotations
+
+import pytest
+
+from assay.judges import EvalContext, SemanticSimilarity
+from assay.llm import EngineConfig, JudgeEngine
+from assay.llm.providers.anthropic_http import from_anthropic, to_anthropic
+from assay.model import Case, Execution
+from assay.testing.answers import similarity
+
+
+async def test_anthropic_messages_api_with_forced_tool(mock_server, monkeypatch, tmp_path):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", mock_server.url.removesuffix("/v1"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    engine = JudgeEngine(EngineConfig(default_model="anthropic:claude-3-5-haiku-latest",
+                                      cache_path=tmp_path / "c.db"))
+    await engine.preflight()
+    case = Case(id="a", expected_output="the sky is blue")
+    execution = Execution(output="blue is the sky today")
+    score = await SemanticSimilarity().evaluate(case, execution, EvalContext(engine))
+    assert score.ok, score.error
+    assert score.value == pytest.approx(similarity("the sky is blue", "blue is the sky today"),
+                                        abs=0.001)
+    assert score.usage.cost is not None and score.usage.cost > 0  # claude-3-5-haiku is priced
+    assert mock_server.stats.requests == 1
+    await engine.aclose()
+
+
+async def test_anthropic_missing_key(monkeypatch):
+    from assay.errors import ConfigError
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        await JudgeEngine(EngineConfig(cache_mode="off")).preflight("anthropic:claude-x")
+
+
+def test_anthropic_translation_round_trip():
+    body = to_anthropic({"model": "m", "messages": [
+        {"role": "system", "content": "be fair"}, {"role": "user", "content": "judge"}],
+        "response_format": {"type": "json_schema", "json_schema": {
+            "name": "verdict", "schema": {"type": "object"}}}, "max_tokens": 50}, "m")
+    assert body["system"] == "be fair" and body["messages"] == [
+        {"role": "user", "content": "judge"}]
+    assert body["tool_choice"] == {"type": "tool", "name": "verdict"}
+    assert body["max_tokens"] == 50
+    back = from_anthropic({"content": [{"type": "tool_use", "id": "t", "name": "verdict",
+                                        "input": {"score": 1}}],
+                           "stop_reason": "tool_use",
+                           "usage": {"input_tokens": 3, "output_tokens": 2}}, "anthropic:m")
+    call = back["choices"][0]["message"]["tool_calls"][0]
+    assert call["function"]["arguments"] == '{"score": 1}'
+    assert back["usage"] == {"prompt_tokens": 3, "completion_tokens": 2}
+
+
+async def test_azure_deployment_url_and_api_key_header(mock_server, monkeypatch, tmp_path):
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", mock_server.url.removesuffix("/v1"))
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "k")
+    engine = JudgeEngine(EngineConfig(default_model="azure:my-deployment",
+                                      cache_path=tmp_path / "c.db"))
+    provider = engine.resolve()
+    assert provider.url.endswith(  # type: ignore[attr-defined]
+        "/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21")
+    assert provider.headers["api-key"] == "k"  # type: ignore[attr-defined]
+    assert "Authorization" not in provider.headers  # type: ignore[attr-defined]
+    score = await SemanticSimilarity().evaluate(Case(id="a", expected_output="x"),
+                                                Execution(output="x"), EvalContext(engine))
+    assert score.ok and score.value == pytest.approx(1.0)
+    await engine.aclose()
+
+
+async def test_fake_provider_is_a_real_registered_provider(tmp_path):
+    engine = JudgeEngine(EngineConfig(default_model="fake:judge", cache_path=tmp_path / "c.db"))
+    score = await SemanticSimilarity().evaluate(Case(id="a", expected_output="red car"),
+                                                Execution(output="a red car"),
+                                                EvalContext(engine))
+    assert score.value == pytest.approx(similarity("red car", "a red car"), abs=0.001)
+    again = await SemanticSimilarity().evaluate(Case(id="a", expected_output="red car"),
+                                                Execution(output="a red car"),
+                                                EvalContext(engine))
+    assert again.usage.cached_calls == 1

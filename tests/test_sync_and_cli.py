@@ -1,0 +1,71 @@
+"""The synchronous API (also inside a running loop) and ``assay judge`` as a user runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import assay
+from assay import Case, EngineConfig, Execution, JudgeEngine, SemanticSimilarity
+
+ASSAY = [sys.executable, "-m", "assay"]
+
+
+def test_sync_score_in_a_script(mock_model, mock_server, tmp_path):
+    engine = JudgeEngine(EngineConfig(default_model=mock_model, cache_path=tmp_path / "c.db"))
+    score = assay.score(SemanticSimilarity(), Case(id="a", expected_output="red apple"),
+                        Execution(output="a red apple"), engine=engine)
+    assert score.ok and 0 < score.value <= 1
+
+
+async def test_sync_score_inside_a_running_event_loop(mock_model, mock_server, tmp_path):
+    """As in a notebook cell: a loop is running, and the synchronous call still works."""
+    asyncio.get_running_loop()
+    engine = JudgeEngine(EngineConfig(default_model=mock_model, cache_path=tmp_path / "c.db"))
+    score = assay.score(SemanticSimilarity(), Case(id="a", expected_output="red apple"),
+                        Execution(output="a red apple"), engine=engine)
+    assert score.ok
+    assert mock_server.stats.requests == 1
+
+
+def _run(args: list[str], env_extra: dict[str, str] | None = None,
+         cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([*ASSAY, *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=120)
+
+
+def test_cli_judge_prints_score_rationale_tokens_and_cost(mock_server, tmp_path):
+    model = f"{mock_server.url}#gpt-4o-mini"
+    out = _run(["judge", "-e", "Paris is the capital", "-a", "the capital is Paris",
+                "--model", model], {"ASSAY_CACHE_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert "score     1.000 (raw 100.0 on 0-100) pass" in out.stdout
+    assert "rationale" in out.stdout and "prompt +" in out.stdout
+    assert "cost $0.0000" in out.stdout
+    as_json = _run(["judge", "-e", "a", "-a", "b", "--model", model, "--json"],
+                   {"ASSAY_CACHE_DIR": str(tmp_path)})
+    data = json.loads(as_json.stdout)
+    assert data["scale"] == "0-100" and data["usage"]["prompt_tokens"] > 0
+
+
+def test_cli_judge_bad_input_is_one_clear_line_and_exit_2(tmp_path):
+    env = {"ASSAY_CACHE_DIR": str(tmp_path)}
+    out = _run(["judge", "-e", "a", "-a", "b", "--model", "nope:model"], env)
+    assert out.returncode == 2
+    assert "unknown provider 'nope'" in out.stderr and "Traceback" not in out.stderr
+    env.pop("OPENAI_API_KEY", None)
+    clean = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    missing = subprocess.run([*ASSAY, "judge", "-e", "a", "-a", "b", "--model",
+                              "openai:gpt-4o-mini"], capture_output=True, text=True,
+                             env={**clean, **env}, timeout=60)
+    assert missing.returncode == 2 and "OPENAI_API_KEY" in missing.stderr
+    prompt = tmp_path / "p.md"
+    prompt.write_text("Compare {{ActualOutput}} with {{Gold}}")
+    bad = _run(["judge", "-e", "a", "-a", "b", "--prompt", str(prompt), "--model",
+                "fake:x"], env)
+    assert bad.returncode == 2 and "{{Gold}}" in bad.stderr and "Traceback" not in bad.stderr
