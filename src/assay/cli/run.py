@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -188,10 +189,8 @@ def _execute(suite: Suite, targets: TargetRegistry, engine: JudgeEngine, runs: R
     except KeyboardInterrupt:
         run_id = runner_holder.get("id")
         if run_id:
-            try:
+            with contextlib.suppress(StoreError):
                 runs.set_status(run_id, "interrupted")
-            except StoreError:
-                pass
             err_console.print(
                 f"\n[yellow]stopped[/]: finished results of run {run_id} are stored. "
                 f"Resume with: assay run --resume {run_id}", highlight=False)

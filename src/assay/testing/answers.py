@@ -90,8 +90,18 @@ def similarity(expected: str, actual: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def fill(schema: dict[str, Any], text: str, path: str = "") -> Any:
+def fill(schema: dict[str, Any], text: str, path: str = "",
+         root: dict[str, Any] | None = None) -> Any:
     """A value that satisfies ``schema``, chosen deterministically from ``text``."""
+    root = root if root is not None else schema
+    if "$ref" in schema:
+        ref = str(schema["$ref"])
+        target: Any = root
+        for part in ref.removeprefix("#/").split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return fill(target or {"type": "object"}, text, path, root)
+    if "allOf" in schema and len(schema["allOf"]) == 1:
+        return fill(schema["allOf"][0], text, path, root)
     if schema.get("enum"):
         return schema["enum"][_hash_index(text + path, len(schema["enum"]))]
     if "const" in schema:
@@ -99,17 +109,17 @@ def fill(schema: dict[str, Any], text: str, path: str = "") -> Any:
     for key in ("anyOf", "oneOf"):
         if key in schema:
             options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
-            return fill(options[0], text, path)
+            return fill(options[0], text, path, root)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object" or "properties" in schema:
         props = schema.get("properties", {})
-        return {k: fill(v, text, f"{path}.{k}") for k, v in props.items()}
+        return {k: fill(v, text, f"{path}.{k}", root) for k, v in props.items()}
     if kind == "array":
         item = schema.get("items", {"type": "string"})
         n = max(int(schema.get("minItems", 0)), 1)
-        return [fill(item, text, f"{path}[{i}]") for i in range(n)]
+        return [fill(item, text, f"{path}[{i}]", root) for i in range(n)]
     if kind in ("number", "integer"):
         low = float(schema.get("minimum", schema.get("exclusiveMinimum", 0.0)))
         high = float(schema.get("maximum", schema.get("exclusiveMaximum", 1.0 if kind ==

@@ -1,0 +1,254 @@
+"""Code judges: a user's script scores the case (AgentV's ``code_judge``).
+
+Some checks are easiest to write as a program (run the generated code, diff a file, call an
+internal API). The script gets the case as one JSON object on stdin, in snake_case, and prints
+``{"score": 0..1, "hits": [...], "misses": [...], "reasoning": "...", "details": {...}}``.
+
+A script that crashes, hangs, prints something that is not that object, or gives a score
+outside [0, 1] produces an error score whose message ends with the tail of its stderr: a broken
+judge must be visible and fixable, never read as a 0. The script runs with the suite file's
+directory as its working directory (the loader fills ``cwd``), in its own process group so a
+timeout kills everything it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import signal
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from assay.errors import EvaluationError
+from assay.judges.base import EvalContext, Evaluator
+from assay.judges.registry import register
+from assay.judges.templates import as_text
+from assay.judges.trajectory import extract_tool_calls
+from assay.model import Case, Execution, Score
+
+STDERR_TAIL = 2000
+"""How much of a failing script's stderr goes into the error message."""
+
+
+class ScriptOutput(BaseModel):
+    """What a script must print. Unknown keys are ignored so scripts can log extra fields."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    score: float
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+    reasoning: str = ""
+    details: dict[str, Any] | None = None
+    passed: bool | None = None
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _a_number(cls, value: Any) -> Any:
+        # pydantic would accept "0.5" or true; a script that prints those has a bug to see.
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"score must be a number, got {value!r}")
+        if math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"score must be within [0, 1], got {value!r}")
+        return value
+
+
+def argv_of(script: str | list[str]) -> list[str]:
+    """A shell string runs through ``sh -c``; a list is the argv itself."""
+    return ["sh", "-c", script] if isinstance(script, str) else list(script)
+
+
+def _tail(stderr: bytes) -> str:
+    text = stderr.decode("utf-8", errors="replace").strip()
+    return text[-STDERR_TAIL:]
+
+
+def _with_stderr(message: str, stderr: bytes | str) -> str:
+    tail = _tail(stderr) if isinstance(stderr, bytes) else stderr
+    return f"{message}; stderr: {tail}" if tail else f"{message}; stderr was empty"
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """Kill the process and anything it spawned (``sh -c`` leaves children behind)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            process.kill()
+
+
+async def run_json_command(argv: list[str], payload: Any, *, cwd: str | None,
+                           timeout_s: float, what: str = "script"
+                           ) -> tuple[dict[str, Any], str]:
+    """Run ``argv`` with ``payload`` as JSON on stdin; return the JSON object it printed and
+    the tail of its stderr (for messages about what the object contained).
+
+    Raises EvaluationError (``code_judge_failed``, ``code_judge_timeout``, ``code_judge_exit``,
+    ``code_judge_bad_output``) carrying the stderr tail, so callers turn it into an error score.
+    """
+    if cwd is not None and not os.path.isdir(cwd):
+        raise EvaluationError("code_judge_failed", f"{what}: cwd {cwd!r} is not a directory")
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv, cwd=cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=hasattr(os, "killpg"))
+    except OSError as exc:
+        raise EvaluationError("code_judge_failed",
+                              f"{what}: could not start {argv[0]!r}: {exc}") from None
+    data = json.dumps(payload, ensure_ascii=False, default=str).encode()
+    stdout, stderr, finished = await _communicate(process, data, timeout_s)
+    if not finished:
+        raise EvaluationError("code_judge_timeout", _with_stderr(
+            f"{what} timed out after {timeout_s:g}s and was killed", stderr))
+    if process.returncode != 0:
+        raise EvaluationError("code_judge_exit", _with_stderr(
+            f"{what} exited with status {process.returncode}", stderr))
+    return _parse_stdout(stdout, stderr, what), _tail(stderr)
+
+
+async def _communicate(process: asyncio.subprocess.Process, data: bytes,
+                       timeout_s: float) -> tuple[bytes, bytes, bool]:
+    """Feed stdin, read both pipes, wait for exit; on timeout kill and keep what was read.
+
+    The pipes are read by tasks that outlive the timeout (``communicate`` under ``wait_for``
+    would lose what a hung script already wrote to stderr, the part most worth showing).
+    Returns stdout, stderr and whether the process finished in time.
+    """
+    assert process.stdin and process.stdout and process.stderr
+    reads = [asyncio.ensure_future(process.stdout.read()),
+             asyncio.ensure_future(process.stderr.read())]
+    tasks = [*reads, asyncio.ensure_future(_feed(process.stdin, data)),
+             asyncio.ensure_future(process.wait())]
+    try:
+        _, pending = await asyncio.wait(tasks, timeout=timeout_s)
+        if pending:
+            _kill_group(process)
+            # A grandchild that left the process group could hold the pipes open: bound it.
+            await asyncio.wait(pending, timeout=5.0)
+        out, err = (r.result() if r.done() and not r.cancelled() else b"" for r in reads)
+        return out, err, not pending
+    finally:
+        if process.returncode is None:
+            _kill_group(process)
+        for task in tasks:
+            task.cancel()
+
+
+async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
+    """Write the payload and close stdin; a script that does not read it is not an error."""
+    try:
+        stdin.write(data)
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        stdin.close()
+
+
+def _parse_stdout(stdout: bytes, stderr: bytes, what: str) -> dict[str, Any]:
+    """The whole stdout as a JSON object, else its last non-empty line (after log lines)."""
+    text = stdout.decode("utf-8", errors="replace").strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    for candidate in (text, lines[-1] if lines else ""):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    shown = text[-300:] if text else "<nothing>"
+    raise EvaluationError("code_judge_bad_output", _with_stderr(
+        f"{what} did not print a JSON object on stdout (got {shown!r})", stderr))
+
+
+def parse_script_output(printed: dict[str, Any], stderr: str, what: str) -> ScriptOutput:
+    """Validate what a script printed; an invalid result is an error carrying the stderr."""
+    try:
+        return ScriptOutput.model_validate(printed)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'output'}: {e['msg']}"
+                             for e in exc.errors())
+        raise EvaluationError("code_judge_bad_output", _with_stderr(
+            f"{what} printed an invalid result: {problems}", stderr)) from None
+
+
+def trace_summary(execution: Execution) -> dict[str, Any]:
+    """A compact view of what the agent did, so scripts need not parse traces themselves."""
+    calls = extract_tool_calls(execution)
+    by_name = Counter(call.name for call in calls)
+    usage = execution.usage
+    errors = sum(1 for span in execution.trace if span.status == "error")
+    return {
+        "event_count": len(execution.trace) + len(execution.messages),
+        "tool_names": sorted(by_name),
+        "tool_calls_by_name": dict(by_name),
+        "error_count": errors + (1 if execution.error else 0),
+        "token_usage": None if usage is None else {
+            "input": usage.prompt_tokens, "output": usage.completion_tokens,
+            "total": usage.total_tokens},
+        "cost_usd": None if usage is None else usage.cost,
+        "duration_ms": execution.latency_ms,
+    }
+
+
+def case_payload(case: Case, execution: Execution, config: dict[str, Any]) -> dict[str, Any]:
+    """The JSON a code judge reads on stdin: AgentV's snake_case field names."""
+    if isinstance(case.input, list):
+        input_messages: list[Any] = [m.model_dump(mode="json", exclude_none=True)
+                                     for m in case.input]
+    else:
+        input_messages = [{"role": "user", "content": case.question()}]
+    return {
+        "case_id": case.id,
+        "question": case.question().strip(),
+        "expected_outcome": "\n".join(case.expected_outcomes).strip(),
+        "reference_answer": as_text(case.expected_output).strip(),
+        "candidate_answer": execution.output_text().strip(),
+        "input_messages": input_messages,
+        "output_messages": [m.model_dump(mode="json", exclude_none=True)
+                            for m in execution.messages],
+        "expected_messages": case.metadata.get("expected_messages", []),
+        "guidelines": list(case.guidelines),
+        "trace_summary": trace_summary(execution),
+        "config": config,
+    }
+
+
+@register
+class CodeJudge(Evaluator):
+    """Scores with a script: case JSON on stdin, ``{score, hits, misses, reasoning}`` out."""
+
+    type = "code_judge"
+    script: str | list[str]
+    cwd: str | None = Field(default=None,
+                            description="working directory; the suite file's directory")
+    timeout_s: float = Field(default=60.0, gt=0)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("script")
+    @classmethod
+    def _runnable(cls, script: str | list[str]) -> str | list[str]:
+        if isinstance(script, str) and not script.strip():
+            raise ValueError("script must not be empty")
+        if isinstance(script, list) and (not script or not all(
+                isinstance(a, str) for a in script) or not script[0].strip()):
+            raise ValueError("script must be a non-empty list of strings")
+        return script
+
+    async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
+        payload = case_payload(case, execution, self.config)
+        what = f"code_judge {self.name!r}"
+        printed, stderr = await run_json_command(argv_of(self.script), payload, cwd=self.cwd,
+                                                 timeout_s=self.timeout_s, what=what)
+        out = parse_script_output(printed, stderr, what)
+        return Score(
+            name=self.name, value=out.score, raw=printed.get("score"), scale="0-1",
+            passed=out.passed if out.passed is not None else self.verdict(out.score),
+            rationale=out.reasoning or None,
+            hits=[h for h in out.hits if h.strip()], misses=[m for m in out.misses if m.strip()],
+            details=out.details)

@@ -1,0 +1,244 @@
+"""Composite: several evaluators judged as one (AgentV's ``composite``).
+
+A composite is how a suite says "this answer is good when these checks together say so". Its
+members are ordinary evaluator configs, built with the registry (so composites nest) and run
+concurrently; each keeps its own prompt, rubric and model. Aggregators:
+
+``weighted_average`` (default)
+    sum(score x w) / sum(w), ``w`` from ``aggregator.weights[member]``, else the member's own
+    ``weight``.
+``all_pass``
+    1.0 when every member passed, else 0.0.
+``min``
+    the lowest member score.
+``code``
+    a command that reads ``{"results": {member: {score, passed, hits, misses, reasoning}}}``
+    on stdin and prints ``{score, hits, misses, reasoning}``.
+
+A member that errored is reported in ``details["errored"]`` and left out of the average and
+the minimum, never counted as 0; when every member errored the composite is an error too. For
+``all_pass`` an errored member makes the result unknown (an error) unless another member
+failed outright, because a gate must not pass on a check that did not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from assay.errors import EvaluationError
+from assay.judges.base import EvalContext, Evaluator
+from assay.judges.code_judge import argv_of, parse_script_output, run_json_command
+from assay.judges.registry import build, register
+from assay.model import Case, Execution, Score, Usage
+
+
+class Aggregator(BaseModel):
+    """How member scores become one. ``script`` (alias ``path``) is for ``code`` only."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    type: Literal["weighted_average", "all_pass", "min", "code"] = "weighted_average"
+    weights: dict[str, float] = Field(default_factory=dict)
+    script: str | list[str] | None = Field(default=None, alias="path")
+    cwd: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, value: Any) -> Any:
+        # A bare name is shorthand ("aggregator: min"); AgentV calls the code one code_judge.
+        if isinstance(value, str):
+            value = {"type": value}
+        if isinstance(value, dict) and value.get("type") == "code_judge":
+            value = {**value, "type": "code"}
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> Aggregator:
+        if self.type == "code" and not self.script:
+            raise ValueError("aggregator type 'code' needs 'script' (the command to run)")
+        if self.type != "code" and self.script is not None:
+            raise ValueError(f"aggregator type {self.type!r} takes no 'script'")
+        if self.weights and self.type != "weighted_average":
+            raise ValueError(f"aggregator 'weights' only apply to weighted_average, "
+                             f"not {self.type!r}")
+        bad = [k for k, w in self.weights.items() if not w >= 0]
+        if bad:
+            raise ValueError(f"aggregator weights must be >= 0 ({', '.join(bad)})")
+        return self
+
+
+@register
+class Composite(Evaluator):
+    """Runs member evaluators concurrently and aggregates their scores into one."""
+
+    type = "composite"
+    evaluators: list[Any]
+    aggregator: Aggregator = Field(default_factory=Aggregator)
+
+    @field_validator("evaluators")
+    @classmethod
+    def _build_members(cls, members: list[Any]) -> list[Evaluator]:
+        if not members:
+            raise ValueError("a composite needs at least one member evaluator")
+        built: list[Evaluator] = []
+        for i, member in enumerate(members):
+            if isinstance(member, Evaluator):
+                built.append(member)
+            elif isinstance(member, dict):
+                built.append(build(member, where=f"composite evaluators[{i}]"))
+            else:
+                raise ValueError(f"evaluators[{i}] must be an evaluator config (a mapping)")
+        names = [m.name for m in built]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"member names must be unique; give each of these a 'name': "
+                             f"{', '.join(duplicates)}")
+        return built
+
+    @field_serializer("evaluators")
+    def _dump_members(self, members: list[Evaluator]) -> list[dict[str, Any]]:
+        # With the type, so a dumped composite builds again (and fingerprints see the kind).
+        return [{"type": m.type, **m.model_dump(mode="json")} for m in members]
+
+    @model_validator(mode="after")
+    def _weights_name_members(self) -> Composite:
+        names = {m.name for m in self.members}
+        unknown = sorted(set(self.aggregator.weights) - names)
+        if unknown:
+            raise ValueError(f"aggregator.weights name unknown member(s) {', '.join(unknown)}; "
+                             f"members: {', '.join(sorted(names))}")
+        if self.aggregator.type == "weighted_average" and not any(
+                self._weight(m) > 0 for m in self.members):
+            raise ValueError("every member has weight 0; weighted_average needs one above 0")
+        return self
+
+    @property
+    def members(self) -> list[Evaluator]:
+        return list(self.evaluators)
+
+    def models(self) -> list[str | None]:
+        seen: dict[str | None, None] = {}
+        for member in self.members:
+            for model in member.models():
+                seen.setdefault(model, None)
+        return list(seen)
+
+    def _weight(self, member: Evaluator) -> float:
+        return self.aggregator.weights.get(member.name, member.weight)
+
+    async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
+        members = self.members
+        scores: list[Score] = list(await asyncio.gather(
+            *(m.evaluate(case, execution, ctx) for m in members)))
+        usage = Usage()
+        for s in scores:
+            usage = usage + s.usage
+        results = dict(zip((m.name for m in members), scores, strict=True))
+        errored = [name for name, s in results.items() if not s.ok]
+        details: dict[str, Any] = {
+            "aggregator": self.aggregator.type,
+            "members": {m.name: {"type": m.type, "weight": self._weight(m),
+                                 **s.model_dump(mode="json", exclude_none=True)}
+                        for m, s in zip(members, scores, strict=True)},
+            "errored": errored,
+        }
+        hits = [f"[{name}] {h}" for name, s in results.items() for h in s.hits]
+        misses = [f"[{name}] {m}" for name, s in results.items() for m in s.misses]
+        misses += [f"[{name}] error {s.error.code}: {s.error.message}"
+                   for name, s in results.items() if s.error is not None]
+        reasoning = "; ".join(f"{name}: {s.rationale}" for name, s in results.items()
+                              if s.rationale)
+        if len(errored) == len(members):
+            codes = ", ".join(f"{n}: {s.error.code}" for n, s in results.items()
+                              if s.error is not None)
+            return Score.failed(self.name, "all_members_failed",
+                                f"every member of the composite errored ({codes})",
+                                usage=usage, details=details, misses=misses)
+        try:
+            return await self._aggregate(members, scores, usage, details, hits, misses,
+                                         reasoning)
+        except EvaluationError as exc:
+            # Keep what the members cost and said even when aggregation itself fails.
+            return Score.failed(self.name, exc.code, exc.message, usage=usage,
+                                details=details, misses=misses)
+
+    async def _aggregate(self, members: list[Evaluator], scores: list[Score], usage: Usage,
+                         details: dict[str, Any], hits: list[str], misses: list[str],
+                         reasoning: str) -> Score:
+        errored = details["errored"]
+        kind = self.aggregator.type
+        if kind == "code":
+            return await self._by_code(dict(zip((m.name for m in members), scores,
+                                                strict=True)), usage, details)
+        passed: bool | None = None
+        if kind == "weighted_average":
+            value = self._weighted(members, scores)
+        elif kind == "min":
+            value = min(s.value for s in scores if s.value is not None)
+        else:
+            verdicts = [self._passed(m, s) for m, s in zip(members, scores, strict=True)]
+            if any(v is False for v in verdicts):
+                value, passed = 0.0, False
+            elif errored:
+                return Score.failed(self.name, "member_errors",
+                                    f"all_pass cannot decide: member(s) {', '.join(errored)} "
+                                    "errored and none failed", usage=usage, details=details,
+                                    hits=hits, misses=misses)
+            else:
+                value, passed = 1.0, True
+        return Score(name=self.name, value=value, raw=value, scale="0-1",
+                     passed=self.verdict(value) if passed is None else passed,
+                     rationale=reasoning or None, hits=hits, misses=misses,
+                     details=details, usage=usage)
+
+    def _weighted(self, members: list[Evaluator], scores: list[Score]) -> float:
+        total = weighted = 0.0
+        for member, s in zip(members, scores, strict=True):
+            if s.value is None:
+                continue
+            w = self._weight(member)
+            total += w
+            weighted += w * s.value
+        if total <= 0:
+            raise EvaluationError("no_weighted_members",
+                                  "every member that produced a score has weight 0")
+        return min(1.0, max(0.0, weighted / total))
+
+    @staticmethod
+    def _passed(member: Evaluator, s: Score) -> bool | None:
+        if s.value is None:
+            return None
+        return s.passed if s.passed is not None else member.verdict(s.value)
+
+    async def _by_code(self, results: dict[str, Score], usage: Usage,
+                       details: dict[str, Any]) -> Score:
+        assert self.aggregator.script is not None
+        members = {m.name: m for m in self.members}
+        payload = {"results": {
+            name: {"score": s.value, "passed": self._passed(members[name], s), "hits": s.hits,
+                   "misses": s.misses, "reasoning": s.rationale or "",
+                   **({"error": s.error.model_dump()} if s.error else {})}
+            for name, s in results.items()}}
+        what = f"composite {self.name!r} aggregator"
+        printed, stderr = await run_json_command(
+            argv_of(self.aggregator.script), payload, cwd=self.aggregator.cwd,
+            timeout_s=self.aggregator.timeout_s, what=what)
+        out = parse_script_output(printed, stderr, what)
+        return Score(name=self.name, value=out.score, raw=printed.get("score"), scale="0-1",
+                     passed=out.passed if out.passed is not None else self.verdict(out.score),
+                     rationale=out.reasoning or None,
+                     hits=[h for h in out.hits if h.strip()],
+                     misses=[m for m in out.misses if m.strip()],
+                     details={**details, **({"script": out.details} if out.details else {})},
+                     usage=usage)

@@ -1,0 +1,231 @@
+"""Tool trajectory: did the agent call the right tools, in the right order, fast enough?
+
+AgentV's ``tool_trajectory`` has three modes:
+
+``any_order``
+    ``minimums: {tool: n}``; the score is the fraction of tools called at least n times.
+``in_order``
+    ``expected: [{tool, args?, max_duration_ms?}]`` must appear as a subsequence of the calls
+    (other calls may come between). Each expected call is looked for after the previous match;
+    one that is not found is a miss and the search goes on from the same place.
+``exact``
+    the calls must be the expected ones, position by position, and no more or fewer.
+
+In the two sequence modes the score is (sequence hits + latency hits) / (expected calls +
+latency assertions that had data): a ``max_duration_ms`` on a call that was not matched, or
+whose duration is unknown, is left out rather than counted as a failure. In ``exact`` mode a
+different number of calls always fails the verdict, whatever the positional score.
+
+``args`` is ``"any"`` (the default) or a partial dict: every key given must be present with an
+equal value (nested dicts partially, lists and scalars exactly).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from assay.judges.base import EvalContext, Evaluator
+from assay.judges.registry import register
+from assay.model import Case, Execution, Score, Span
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call the agent made: its name, its arguments if known, how long it took."""
+
+    name: str
+    args: Any = None
+    duration_ms: float | None = None
+
+
+def _parse_args(value: Any) -> Any:
+    """Arguments as data: JSON strings decoded, anything undecodable kept as it was."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _span_call(span: Span) -> ToolCallRecord | None:
+    name = span.attributes.get("tool.name")
+    if not isinstance(name, str) or not name:
+        return None
+    duration = None
+    if span.start_time is not None and span.end_time is not None:
+        # Spans keep times in seconds (floats, as time.time() gives).
+        duration = max(0.0, (span.end_time - span.start_time) * 1000)
+    return ToolCallRecord(name, _parse_args(span.attributes.get("input.value")), duration)
+
+
+def extract_tool_calls(execution: Execution) -> list[ToolCallRecord]:
+    """The tool calls of an execution, in order.
+
+    Trace spans whose attributes carry ``tool.name`` are preferred because they have timings;
+    without any, the OpenAI-format ``tool_calls`` of assistant messages are used. Taking one
+    source, not both, avoids counting a call twice when an agent reports it both ways.
+    """
+    spans = [s for s in execution.trace if isinstance(s.attributes.get("tool.name"), str)]
+    if spans:
+        # Exporters emit spans as they end; start times give the order calls were made in.
+        if all(s.start_time is not None for s in spans):
+            spans.sort(key=lambda s: s.start_time or 0.0)
+        return [c for s in spans if (c := _span_call(s)) is not None]
+    calls: list[ToolCallRecord] = []
+    for message in execution.messages:
+        if message.role != "assistant":
+            continue
+        for call in message.tool_calls or []:
+            calls.append(ToolCallRecord(call.function.name,
+                                        _parse_args(call.function.arguments)))
+    return calls
+
+
+def args_match(expected: Any, actual: Any) -> bool:
+    """``expected`` is "any"/None, or a partial dict of ``actual`` (recursively for dicts)."""
+    if expected is None or expected == "any":
+        return True
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return False
+        return all(k in actual and args_match_value(v, actual[k]) for k, v in expected.items())
+    return bool(expected == actual)
+
+
+def args_match_value(expected: Any, actual: Any) -> bool:
+    """A value inside an args dict: dicts partially, everything else by equality."""
+    if isinstance(expected, dict):
+        return args_match(expected, actual)
+    return bool(expected == actual)
+
+
+class ExpectedCall(BaseModel):
+    """One call the trajectory should contain."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tool: str = Field(min_length=1)
+    args: Literal["any"] | dict[str, Any] = "any"
+    max_duration_ms: float | None = Field(default=None, ge=0, alias="maxDurationMs")
+
+    def matches(self, call: ToolCallRecord) -> bool:
+        return call.name == self.tool and args_match(self.args, call.args)
+
+    def label(self) -> str:
+        args = "" if self.args == "any" else json.dumps(self.args, sort_keys=True)
+        return f"{self.tool}({args})"
+
+
+@register
+class ToolTrajectory(Evaluator):
+    """Scores the agent's tool calls against minimums or an expected sequence."""
+
+    type = "tool_trajectory"
+    mode: Literal["any_order", "in_order", "exact"]
+    minimums: dict[str, int] | None = None
+    expected: list[ExpectedCall] | None = None
+
+    @field_validator("minimums")
+    @classmethod
+    def _non_negative(cls, minimums: dict[str, int] | None) -> dict[str, int] | None:
+        if minimums is not None:
+            bad = [tool for tool, n in minimums.items() if n < 0]
+            if bad:
+                raise ValueError(f"minimums for {', '.join(bad)} must be >= 0")
+        return minimums
+
+    @model_validator(mode="after")
+    def _fits_mode(self) -> ToolTrajectory:
+        if self.mode == "any_order":
+            if not self.minimums:
+                raise ValueError("mode any_order needs a non-empty 'minimums' {tool: count}")
+            if self.expected is not None:
+                raise ValueError("'expected' is for in_order and exact; any_order uses "
+                                 "'minimums'")
+        else:
+            if not self.expected:
+                raise ValueError(f"mode {self.mode} needs a non-empty 'expected' list")
+            if self.minimums is not None:
+                raise ValueError(f"'minimums' is for any_order; {self.mode} uses 'expected'")
+        return self
+
+    async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
+        calls = extract_tool_calls(execution)
+        if self.mode == "any_order":
+            return self._any_order(calls)
+        return self._sequence(calls)
+
+    def _any_order(self, calls: list[ToolCallRecord]) -> Score:
+        assert self.minimums
+        counts = {tool: sum(1 for c in calls if c.name == tool) for tool in self.minimums}
+        hits: list[str] = []
+        misses: list[str] = []
+        for tool, minimum in self.minimums.items():
+            line = f"{tool}: called {counts[tool]} time(s), minimum {minimum}"
+            (hits if counts[tool] >= minimum else misses).append(line)
+        value = len(hits) / len(self.minimums)
+        return Score(name=self.name, value=value, raw=counts, scale="fraction",
+                     passed=self.verdict(value), hits=hits, misses=misses,
+                     rationale=f"{len(hits)} of {len(self.minimums)} tools met their minimum",
+                     details={"mode": self.mode, "counts": counts,
+                              "calls": [c.name for c in calls]})
+
+    def _sequence(self, calls: list[ToolCallRecord]) -> Score:
+        assert self.expected
+        matched = (self._match_in_order(calls) if self.mode == "in_order"
+                   else self._match_exact(calls))
+        hits: list[str] = []
+        misses: list[str] = []
+        latency_checked = latency_hits = 0
+        for i, (want, call) in enumerate(zip(self.expected, matched, strict=True)):
+            if call is None:
+                misses.append(f"#{i + 1} {want.label()}: not found")
+                continue
+            hits.append(f"#{i + 1} {want.label()}: matched")
+            if want.max_duration_ms is None or call.duration_ms is None:
+                continue
+            latency_checked += 1
+            line = f"#{i + 1} {want.tool}: {call.duration_ms:.0f} ms (max {want.max_duration_ms:g})"
+            if call.duration_ms <= want.max_duration_ms:
+                latency_hits += 1
+                hits.append(line)
+            else:
+                misses.append(line)
+        sequence_hits = sum(1 for c in matched if c is not None)
+        value = (sequence_hits + latency_hits) / (len(self.expected) + latency_checked)
+        passed = self.verdict(value)
+        if self.mode == "exact" and len(calls) != len(self.expected):
+            misses.append(f"expected exactly {len(self.expected)} tool calls, got {len(calls)}")
+            passed = False
+        return Score(
+            name=self.name, value=value, scale="fraction", passed=passed, hits=hits,
+            misses=misses,
+            raw={"sequence_hits": sequence_hits, "latency_hits": latency_hits,
+                 "expected": len(self.expected), "latency_checked": latency_checked},
+            rationale=f"{sequence_hits} of {len(self.expected)} expected calls matched "
+                      f"({self.mode})",
+            details={"mode": self.mode, "calls": [c.name for c in calls]})
+
+    def _match_in_order(self, calls: list[ToolCallRecord]) -> list[ToolCallRecord | None]:
+        assert self.expected
+        found: list[ToolCallRecord | None] = []
+        position = 0
+        for want in self.expected:
+            index = next((j for j in range(position, len(calls)) if want.matches(calls[j])),
+                         None)
+            if index is None:
+                found.append(None)
+            else:
+                found.append(calls[index])
+                position = index + 1
+        return found
+
+    def _match_exact(self, calls: list[ToolCallRecord]) -> list[ToolCallRecord | None]:
+        assert self.expected
+        return [calls[i] if i < len(calls) and want.matches(calls[i]) else None
+                for i, want in enumerate(self.expected)]
