@@ -83,8 +83,8 @@ def test_build_reports_unknown_type_and_bad_fields():
     with pytest.raises(EvaluationError) as bad:
         build({"type": "semantic_similarity", "temperature": "hot"})
     assert "temperature" in bad.value.message
-    with pytest.raises(EvaluationError, match="search_text"):
-        build({"type": "contains"})
+    with pytest.raises(EvaluationError, match="case_sensitive"):
+        build({"type": "contains", "case_sensitive": "maybe"})
 
 
 def test_missing_prompt_placeholder_is_appended():

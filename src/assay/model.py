@@ -148,6 +148,14 @@ class Execution(_Model):
             return []
         return [{"content": v} if isinstance(v, str) else v for v in value]
 
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _spans(cls, value: Any) -> Any:
+        """Accept OpenTelemetry spans, OTLP JSON exports and span dicts (see assay.traces)."""
+        from assay.traces import normalize_trace
+
+        return normalize_trace(value)
+
     def output_text(self) -> str:
         """The output as text: strings as they are, anything else as JSON."""
         if self.output is None:

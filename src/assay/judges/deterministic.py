@@ -1,59 +1,102 @@
-"""Deterministic checks: no model, no cost, same answer every time."""
+"""Deterministic checks: no model, no cost, same answer every time.
+
+Both follow UiPath's exact-match and contains evaluators so that eval sets written for UiPath
+score the same: the output is first narrowed by ``target_output_key`` and its numbers turned
+into floats (see :mod:`assay.judges.output_path`); values that are not strings are compared as
+Python ``str()`` text when the other side is a string. One consequence is worth knowing: an
+integer output ``5`` becomes ``5.0`` before that, so it does not equal the expected text
+``"5"`` (it does equal the expected number ``5``). No output at all counts as empty text.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from assay.judges.base import EvalContext, Evaluator
+from pydantic import AliasChoices, Field
+
+from assay.errors import EvaluationError
+from assay.judges.base import EvalContext
+from assay.judges.output_path import Comparison, OutputEvaluator
 from assay.judges.registry import register
-from assay.judges.templates import as_text
 from assay.model import Case, Execution, Score
 
 
-def _text(value: Any, case_sensitive: bool) -> str:
-    text = as_text(value)
+def as_str(value: Any) -> str:
+    """Python ``str()`` of a value, with no output (None) as empty text."""
+    return "" if value is None else str(value)
+
+
+def _fold(text: str, case_sensitive: bool) -> str:
     return text if case_sensitive else text.lower()
 
 
+def _bool_comparison(hit: bool, rationale: str, details: dict[str, Any]) -> Comparison:
+    return Comparison(value=1.0 if hit else 0.0, raw=hit, scale="bool", rationale=rationale,
+                      details=details)
+
+
 @register
-class ExactMatch(Evaluator):
-    """1.0 when the output equals the expected output (strings compared as text)."""
+class ExactMatch(OutputEvaluator):
+    """1.0 when the (selected part of the) output equals the expected output.
+
+    If either side is a string both are compared as text, lower-cased unless
+    ``case_sensitive``; otherwise the number-normalised values are compared with ``==``, so
+    ``{"n": 1}`` equals ``{"n": 1.0}``. ``negated`` turns a match into a failure.
+    """
 
     type = "exact_match"
-    case_sensitive: bool = False
+    case_sensitive: bool = Field(
+        default=False, validation_alias=AliasChoices("case_sensitive", "caseSensitive"))
     negated: bool = False
-    expected: Any = None
+    expected: Any = Field(
+        default=None, validation_alias=AliasChoices("expected", "expectedOutput"))
 
-    async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        expected = self.expected if self.expected is not None else case.expected_output
-        actual = execution.output
+    def compare(self, expected: Any, actual: Any) -> Comparison:
         if isinstance(expected, str) or isinstance(actual, str):
-            equal = _text(expected, self.case_sensitive).strip() == _text(
-                actual, self.case_sensitive).strip()
+            equal = _fold(as_str(expected), self.case_sensitive) == _fold(
+                as_str(actual), self.case_sensitive)
         else:
             equal = expected == actual
         hit = equal != self.negated
-        value = 1.0 if hit else 0.0
-        return Score(name=self.name, value=value, raw=hit, scale="bool", passed=hit,
-                     rationale=("output matches" if equal else "output differs") +
-                     (" (negated)" if self.negated else ""),
-                     details={"expected": expected, "actual": actual})
+        rationale = ("output matches" if equal else "output differs") + (
+            " (negated)" if self.negated else "")
+        return _bool_comparison(hit, rationale, {"expected": expected, "actual": actual})
 
 
 @register
-class Contains(Evaluator):
-    """1.0 when the output contains the search text."""
+class Contains(OutputEvaluator):
+    """1.0 when the output, as text, contains the search text (or lacks it, when negated).
+
+    The search text is the evaluator's ``search_text`` or, when that is unset, the case's
+    ``metadata.search_text``: one evaluator can then serve a whole suite of cases, as UiPath's
+    per-item ``searchText`` criteria do.
+    """
 
     type = "contains"
-    search_text: str
-    case_sensitive: bool = False
+    search_text: str | None = Field(
+        default=None, validation_alias=AliasChoices("search_text", "searchText"))
+    case_sensitive: bool = Field(
+        default=False, validation_alias=AliasChoices("case_sensitive", "caseSensitive"))
     negated: bool = False
 
+    uses_expected = False
+
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        found = _text(self.search_text, self.case_sensitive) in _text(
-            execution.output, self.case_sensitive)
+        if self.search_text is not None:
+            return await super().score(case, execution, ctx)
+        text = case.metadata.get("search_text")
+        if not isinstance(text, str) or not text:
+            raise EvaluationError(
+                "missing_search_text",
+                f"{self.name}: no search text; set 'search_text' on the evaluator or "
+                f"'metadata.search_text' on case {case.id!r}")
+        bound = self.model_copy(update={"search_text": text})
+        return await OutputEvaluator.score(bound, case, execution, ctx)
+
+    def compare(self, expected: Any, actual: Any) -> Comparison:
+        needle = str(self.search_text)
+        found = _fold(needle, self.case_sensitive) in _fold(as_str(actual), self.case_sensitive)
         hit = found != self.negated
-        return Score(name=self.name, value=1.0 if hit else 0.0, raw=hit, scale="bool",
-                     passed=hit,
-                     rationale=f"{self.search_text!r} {'found' if found else 'not found'}"
-                     + (" (negated)" if self.negated else ""))
+        rationale = f"{needle!r} {'found' if found else 'not found'}" + (
+            " (negated)" if self.negated else "")
+        return _bool_comparison(hit, rationale, {"expected": needle, "actual": actual})

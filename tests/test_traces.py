@@ -1,0 +1,353 @@
+"""Trace normalisation from the three shapes, tool calls, retrievals, name matching."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from assay.errors import EvaluationError
+from assay.model import Execution, Span
+from assay.traces import (
+    ToolCallRecord,
+    from_dict,
+    matches_expected,
+    matches_key,
+    normalize_trace,
+    otlp_id,
+    parse_args,
+    parse_output,
+    retrievals,
+    sanitize_tool_name,
+    to_seconds,
+    tool_calls,
+)
+
+otel_sdk = pytest.importorskip("opentelemetry.sdk.trace")
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import SpanKind, Status, StatusCode  # noqa: E402
+
+
+def record_spans() -> list[Any]:
+    """Real SDK spans: an agent span with a tool call, a synthesized tool and a retriever."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("agent", kind=SpanKind.SERVER) as agent:
+        agent.set_attribute("openinference.span.kind", "AGENT")
+        with tracer.start_as_current_span("search") as tool:
+            tool.set_attribute("tool.name", "web search")
+            tool.set_attribute("input.value", json.dumps({"q": "paris", "n": 3}))
+            tool.set_attribute("output.value", json.dumps({"content": "Paris is in France"}))
+            tool.set_attribute("tags", ["a", "b"])
+            tool.add_event("cache miss", {"key": "paris"})
+        with tracer.start_as_current_span("mock") as fake:
+            fake.set_attribute("tool.name", "calculator")
+            fake.set_attribute("tool.synthesized", True)
+        with tracer.start_as_current_span("retrieve") as retriever:
+            retriever.set_attribute("openinference.span.kind", "RETRIEVER")
+            retriever.set_attribute("input.value", "capital of France")
+            retriever.set_attribute("retrieval.documents.0.document.content", "Paris is ...")
+            retriever.set_attribute("retrieval.documents.0.document.id", "doc-1")
+            retriever.set_attribute("retrieval.documents.0.document.score", 0.9)
+            retriever.set_attribute("retrieval.documents.1.document.content", "France is ...")
+        agent.set_status(Status(StatusCode.ERROR, "boom"))
+    spans = list(exporter.get_finished_spans())
+    provider.shutdown()
+    return spans
+
+
+# -- (a) OpenTelemetry SDK -----------------------------------------------------------------
+
+
+def test_readable_spans_are_normalised() -> None:
+    raw = record_spans()
+    spans = normalize_trace(raw)
+    assert [s.name for s in spans] == ["search", "mock", "retrieve", "agent"]
+    agent = spans[3]
+    search = spans[0]
+    assert agent.kind == "server" and search.kind == "internal"
+    assert agent.status == "error" and agent.attributes["otel.status_description"] == "boom"
+    assert search.parent_id == agent.span_id
+    assert agent.parent_id is None
+    assert search.span_id == format(raw[0].context.span_id, "016x")
+    assert len(search.span_id) == 16
+    assert search.start_time == raw[0].start_time / 1_000_000_000
+    assert search.end_time is not None and search.start_time is not None
+    assert 0 <= search.end_time - search.start_time < 60
+    assert search.attributes["tags"] == ["a", "b"]
+    assert search.events[0]["name"] == "cache miss"
+    assert search.events[0]["attributes"] == {"key": "paris"}
+    assert isinstance(search.events[0]["time"], float)
+
+
+def test_execution_accepts_readable_spans_and_extracts_calls() -> None:
+    execution = Execution(output="x", trace=record_spans())
+    assert all(isinstance(s, Span) for s in execution.trace)
+    calls = tool_calls(execution)
+    assert calls == [ToolCallRecord(name="web search", args={"q": "paris", "n": 3},
+                                    output="Paris is in France", id=None)]
+    found = retrievals(execution)
+    assert len(found) == 1 and found[0].query == "capital of France"
+    docs = found[0].documents
+    assert [d.content for d in docs] == ["Paris is ...", "France is ..."]
+    assert docs[0].metadata == {"id": "doc-1", "score": 0.9}
+    # the normalised execution survives a JSON round trip
+    again = Execution.model_validate_json(execution.model_dump_json())
+    assert again.trace == execution.trace
+
+
+# -- (b) OTLP JSON -------------------------------------------------------------------------
+
+SPAN_ID = bytes.fromhex("00f067aa0ba902b7")
+PARENT_ID = bytes.fromhex("53995c3f42cd8ad8")
+
+
+def otlp_export(ids: str = "hex") -> dict[str, Any]:
+    def encode(raw: bytes) -> str:
+        return raw.hex() if ids == "hex" else base64.b64encode(raw).decode()
+
+    def attr(key: str, value: dict[str, Any]) -> dict[str, Any]:
+        return {"key": key, "value": value}
+
+    return {"resourceSpans": [{
+        "resource": {"attributes": [attr("service.name", {"stringValue": "agent"})]},
+        "scopeSpans": [{"scope": {"name": "x"}, "spans": [{
+            "traceId": encode(bytes(range(16))),
+            "spanId": encode(SPAN_ID),
+            "parentSpanId": encode(PARENT_ID),
+            "name": "lookup",
+            "kind": 3,
+            "startTimeUnixNano": "1700000000123456789",
+            "endTimeUnixNano": "1700000001500000000",
+            "status": {"code": 1},
+            "attributes": [
+                attr("tool.name", {"stringValue": "Lookup Order!"}),
+                attr("tool.id", {"stringValue": "orders-v2"}),
+                attr("input.value", {"stringValue": "{'order': 42}"}),
+                attr("output.value", {"stringValue": "shipped"}),
+                attr("retries", {"intValue": "3"}),
+                attr("ratio", {"doubleValue": 0.25}),
+                attr("cached", {"boolValue": False}),
+                attr("tags", {"arrayValue": {"values": [{"stringValue": "a"},
+                                                        {"intValue": "2"}]}}),
+                attr("extra", {"kvlistValue": {"values": [
+                    attr("k", {"stringValue": "v"}),
+                    attr("n", {"arrayValue": {"values": []}})]}}),
+                attr("empty", {}),
+            ],
+            "events": [{"timeUnixNano": "1700000000500000000", "name": "log",
+                        "attributes": [attr("msg", {"stringValue": "hi"})]}],
+        }]}],
+    }]}
+
+
+@pytest.mark.parametrize("ids", ["hex", "base64"])
+def test_otlp_json_is_normalised(ids: str) -> None:
+    (span,) = normalize_trace(otlp_export(ids))
+    assert span.name == "lookup" and span.kind == "client" and span.status == "ok"
+    assert span.span_id == "00f067aa0ba902b7" and span.parent_id == "53995c3f42cd8ad8"
+    assert span.start_time == pytest.approx(1700000000.123456789)
+    assert span.end_time == 1700000001.5
+    assert span.attributes["retries"] == 3 and span.attributes["ratio"] == 0.25
+    assert span.attributes["cached"] is False
+    assert span.attributes["tags"] == ["a", 2]
+    assert span.attributes["extra"] == {"k": "v", "n": []}
+    assert span.attributes["empty"] is None
+    assert "service.name" not in span.attributes
+    assert span.events == [{"name": "log", "time": 1700000000.5, "attributes": {"msg": "hi"}}]
+
+
+def test_otlp_text_kinds_statuses_and_jsonl() -> None:
+    export = otlp_export()
+    raw = export["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    raw["kind"] = "SPAN_KIND_PRODUCER"
+    raw["status"] = {"code": "STATUS_CODE_ERROR", "message": "late"}
+    line = json.dumps(export)
+    spans = normalize_trace(line + "\n" + line + "\n")
+    assert len(spans) == 2
+    assert spans[0].kind == "producer" and spans[0].status == "error"
+    assert spans[0].attributes["otel.status_description"] == "late"
+
+
+def test_otlp_tool_call_uses_literal_eval_and_id() -> None:
+    execution = Execution(trace=otlp_export())
+    (call,) = tool_calls(execution)
+    assert call == ToolCallRecord(name="Lookup Order!", args={"order": 42}, output="shipped",
+                                  id="orders-v2")
+
+
+def test_otlp_ids() -> None:
+    assert otlp_id("00F067AA0BA902B7") == "00f067aa0ba902b7"
+    assert otlp_id("0xABC") == "abc" and otlp_id(255) == "00000000000000ff"
+    assert otlp_id("abcd") == "abcd" and otlp_id("1") == "1"      # short ids stay as they are
+    assert otlp_id(base64.b64encode(SPAN_ID).decode()) == "00f067aa0ba902b7"
+    assert otlp_id("") is None and otlp_id(None) is None
+    assert otlp_id("not*base64") == "not*base64"
+
+
+# -- (c) plain dicts -----------------------------------------------------------------------
+
+
+def test_plain_dicts_in_span_field_names() -> None:
+    execution = Execution(trace=[
+        {"name": "plan", "span_id": "1", "start_time": 10.0, "end_time": 10.5},
+        {"name": "call", "span_id": "2", "parent_id": "1", "status": "ok",
+         "attributes": {"tool.name": "search", "input.value": {"q": "x"},
+                        "output.value": {"content": [1, 2]}}},
+    ])
+    assert execution.trace[0].start_time == 10.0
+    assert execution.trace[1].parent_id == "1" and execution.trace[1].status == "ok"
+    (call,) = tool_calls(execution)
+    assert call.args == {"q": "x"} and call.output == "[1, 2]"
+
+
+def test_plain_dicts_in_sdk_to_json_shape() -> None:
+    (raw,) = record_spans()[:1]
+    span = from_dict(json.loads(raw.to_json()))
+    assert span.name == "search" and span.kind == "internal" and span.status == "unset"
+    assert span.span_id == format(raw.context.span_id, "016x")
+    assert span.parent_id == format(raw.parent.span_id, "016x")
+    assert span.start_time == pytest.approx(raw.start_time / 1e9, abs=1e-6)
+    assert span.events[0]["name"] == "cache miss" and isinstance(span.events[0]["time"], float)
+
+
+def test_plain_dicts_with_otlp_names_and_units() -> None:
+    (span,) = normalize_trace({"spans": [{
+        "name": "s", "spanId": 255, "parentSpanId": "0xABC",
+        "startTimeUnixNano": 1_700_000_000_000_000_000, "end_time": 1_700_000_002_000,
+        "attributes": [{"key": "a", "value": {"intValue": "1"}}]}]})
+    assert span.span_id == "00000000000000ff" and span.parent_id == "abc"
+    assert span.start_time == 1_700_000_000.0 and span.end_time == 1_700_000_002.0
+    assert span.attributes == {"a": 1}
+
+
+def test_times_in_any_unit() -> None:
+    assert to_seconds(1.5) == 1.5
+    assert to_seconds(1_700_000_000) == 1_700_000_000.0
+    assert to_seconds(1_700_000_000_250) == 1_700_000_000.25
+    assert to_seconds(1_700_000_000_250_000) == 1_700_000_000.25
+    assert to_seconds("1700000000250000000") == 1_700_000_000.25
+    assert to_seconds("1970-01-01T00:00:02Z") == 2.0
+    assert to_seconds(None) is None
+    with pytest.raises(EvaluationError):
+        to_seconds("yesterday")
+
+
+def test_unknown_span_fields_and_objects_are_reported() -> None:
+    with pytest.raises(ValidationError, match="trace"):
+        Execution(trace=[{"name": "x", "colour": "red"}])
+    with pytest.raises(EvaluationError) as info:
+        normalize_trace([42])
+    assert info.value.code == "invalid_trace" and "trace[0]" in info.value.message
+    assert normalize_trace(None) == [] and Execution().trace == []
+
+
+def test_span_instances_pass_through() -> None:
+    span = Span(name="x")
+    assert normalize_trace([span])[0] is span
+
+
+# -- tool-call parsing rules ---------------------------------------------------------------
+
+
+def test_parse_args_rules() -> None:
+    assert parse_args('{"a": 1}') == {"a": 1}
+    assert parse_args("{'a': (1, 2)}") == {"a": (1, 2)}
+    assert parse_args("[1, 2]") == {}
+    assert parse_args("not python") == {}
+    assert parse_args(None) == {}
+
+
+def test_parse_output_rules() -> None:
+    assert parse_output('{"content": "done"}') == "done"
+    assert parse_output('{"status": "done"}') == '{"status": "done"}'
+    assert parse_output("[1, 2]") == "[1, 2]"
+    assert parse_output("plain text") == "plain text"
+    assert parse_output({"content": "x"}) == "x"
+    assert parse_output({"other": 1}) == '{"other": 1}'
+    assert parse_output(None) is None
+
+
+def test_synthesized_and_nameless_spans_are_not_tool_calls() -> None:
+    execution = Execution(trace=[
+        {"name": "a", "attributes": {"tool.name": "x", "tool.synthesized": "true"}},
+        {"name": "b", "attributes": {"tool.name": ""}},
+        {"name": "c", "attributes": {"tool.name": "y", "tool.synthesized": False}},
+    ])
+    assert [c.name for c in tool_calls(execution)] == ["y"]
+
+
+def test_messages_are_used_when_there_are_no_tool_spans() -> None:
+    messages = [
+        {"role": "user", "content": "weather in Paris and Rome?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
+            {"id": "call_2", "function": {"name": "weather", "arguments": "oops"}}]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "rain"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "sun"},
+        {"role": "assistant", "content": "Sun in Paris, rain in Rome."},
+    ]
+    execution = Execution(messages=messages, trace=[{"name": "llm"}])
+    assert tool_calls(execution) == [
+        ToolCallRecord(name="weather", args={"city": "Paris"}, output="sun"),
+        ToolCallRecord(name="weather", args={}, output="rain"),
+    ]
+    traced = Execution(messages=messages, trace=[{"name": "t", "attributes": {"tool.name": "z"}}])
+    assert [c.name for c in tool_calls(traced)] == ["z"]
+
+
+# -- names and matching --------------------------------------------------------------------
+
+
+def test_sanitize_tool_name() -> None:
+    assert sanitize_tool_name("Lookup Order!") == "Lookup_Order"
+    assert sanitize_tool_name("  web \t search ") == "web_search"
+    assert sanitize_tool_name("a.b/c-d_e") == "abc-d_e"
+    assert sanitize_tool_name("x" * 70) == "x" * 64
+
+
+def test_id_vs_name_matching() -> None:
+    named = ToolCallRecord(name="Web Search")
+    with_id = ToolCallRecord(name="Web Search", id="tool-7")
+    assert matches_key(named, "Web_Search") and matches_key(named, "Web Search")
+    assert not matches_key(named, "web_search")
+    assert matches_key(with_id, "tool-7") and not matches_key(with_id, "Web Search")
+    assert matches_expected(named, "Web Search", "tool-7")     # no actual id: by name
+    assert matches_expected(with_id, "anything", "tool-7")
+    assert not matches_expected(with_id, "Web Search", None)   # never an id against a name
+
+
+# -- retrievals ----------------------------------------------------------------------------
+
+
+def test_retrieval_documents_from_output_json() -> None:
+    execution = Execution(trace=[{"name": "r", "attributes": {
+        "openinference.span.kind": "RETRIEVER",
+        "input.value": json.dumps({"query": "capital"}),
+        "output.value": json.dumps({"documents": [
+            {"page_content": "Paris", "metadata": {"source": "wiki/paris"}},
+            {"b": 2, "a": 1},
+            "plain text"]}),
+    }}, {"name": "other", "attributes": {"openinference.span.kind": "LLM"}}])
+    (found,) = retrievals(execution)
+    assert found.query == "capital"
+    assert [d.content for d in found.documents] == ["Paris", '{"a": 1, "b": 2}', "plain text"]
+    assert found.documents[0].doc_uri == "wiki/paris"
+
+
+def test_retrieval_documents_as_attribute_list() -> None:
+    spans = normalize_trace([{"name": "r", "attributes": {
+        "openinference.span.kind": "retriever",
+        "retrieval.documents": [{"document.content": "A", "document.id": "1"}]}}])
+    (found,) = retrievals(spans)
+    assert found.query is None
+    assert found.documents[0].content == "A" and found.documents[0].metadata == {"id": "1"}
