@@ -1,0 +1,580 @@
+"""UiPath project evaluations in: evaluator files and eval sets, loaded into a :class:`Suite`.
+
+A UiPath project keeps ``evaluations/evaluators/*.json`` (one evaluator each) and
+``evaluations/eval-sets/*.json``; an eval set's evaluators are looked up by ``id`` in the
+``evaluators`` directory beside its own directory, as UiPath does.
+
+Evaluator files come in two shapes:
+
+* coded (``"version": "1.0"``): ``evaluatorTypeId`` names the type and ``evaluatorConfig``
+  holds camelCase options plus ``defaultEvaluationCriteria``;
+* legacy (no ``version``): integer ``category`` and ``type``, with ``prompt``, ``model``,
+  ``targetOutputKey`` and friends at the top level.
+
+Config keys are matched to the assay evaluator's fields by name or alias, else by their
+snake_case form. Keys that only describe the evaluator (``name``, ``description``, timestamps)
+are dropped, and so are options left at UiPath's default when assay has no such option
+(``targetOutputKey: "*"``). Anything else an evaluator does not take is dropped with a warning
+in ``suite.metadata["warnings"]``, never silently. A UiPath model name without a provider prefix
+(``gpt-4.1-2025-04-14``) cannot be called as is, so the run's judge model is used, with a
+warning.
+
+Per eval-set item, ``evaluationCriterias`` decides which evaluators run and with what:
+
+* an evaluator id that is absent: the evaluator is skipped for that item;
+* ``null``: the evaluator's ``defaultEvaluationCriteria``;
+* an object: those criteria, in place of the defaults (not merged with them).
+
+Criteria become evaluator fields, so each distinct set of criteria gets its own evaluator
+instance (built through the registry, so it is validated like any config). An item-level
+``expectedAgentBehavior`` fills the criteria of trajectory judges that lack one, as UiPath
+does. ``case.expected_output`` is the item's ``expectedOutput`` if it has one, else the first
+``expectedOutput`` among its criteria; an output evaluator without its own expected output
+compares against it. Legacy eval sets (no ``version``) apply every referenced evaluator to
+every item with ``{expectedOutput, expectedAgentBehavior}`` taken from the item.
+
+Weights come from ``evaluatorConfigs`` (``{"ref": id, "weight": w}``) or a top-level
+``evaluatorWeights`` object, default 1, and are set on the evaluators so the run's weighted
+case score uses them. Each evaluator is named by its UiPath id, which keys its scores; the
+display names are in ``suite.metadata["uipath"]`` for :mod:`assay.report.uipath_output`.
+
+Problems stop the load with an :class:`EvaluationError` naming the file and a JSON path
+(``$.evaluations[2].evaluationCriterias.MyEvaluator``), or ``file:line:col`` for invalid JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, ValidationError
+
+from assay.errors import ConfigError, EvaluationError
+from assay.judges.base import Evaluator
+from assay.judges.registry import EVALUATORS, build
+from assay.llm.models import parse_model
+from assay.model import Case
+from assay.suites.model import Suite, SuiteCase
+
+log = logging.getLogger(__name__)
+
+TYPE_IDS: Mapping[str, str] = {
+    "uipath-exact-match": "exact_match",
+    "uipath-contains": "contains",
+    "uipath-json-similarity": "json_similarity",
+    "uipath-llm-judge-output-semantic-similarity": "semantic_similarity",
+    "uipath-llm-judge-output-strict-json-similarity": "strict_json_similarity",
+    "uipath-llm-judge-trajectory-similarity": "llm_judge_trajectory",
+    "uipath-llm-judge-trajectory-simulation": "llm_judge_trajectory_simulation",
+    "uipath-tool-call-order": "tool_call_order",
+    "uipath-tool-call-count": "tool_call_count",
+    "uipath-tool-call-args": "tool_call_args",
+    "uipath-tool-call-output": "tool_call_output",
+    "uipath-binary-classification": "binary_classification",
+    "uipath-multiclass-classification": "multiclass_classification",
+}
+"""UiPath ``evaluatorTypeId`` -> assay evaluator type."""
+
+LEGACY_TYPES: Mapping[int, str] = {
+    1: "exact_match",            # Equals
+    4: "semantic_similarity",    # Factuality (an LLM judge with a prompt)
+    5: "semantic_similarity",    # Custom LLM-as-a-judge prompt
+    6: "json_similarity",        # JsonSimilarity
+    7: "llm_judge_trajectory",   # Trajectory
+}
+"""Legacy integer ``type`` -> assay evaluator type, for the types assay can reproduce."""
+
+LEGACY_TYPE_NAMES: Mapping[int, str] = {
+    0: "Unknown", 1: "Equals", 2: "Contains", 3: "Regex", 4: "Factuality", 5: "Custom",
+    6: "JsonSimilarity", 7: "Trajectory", 8: "ContextPrecision", 9: "Faithfulness",
+    10: "CSVColumnExactMatch",
+}
+
+DESCRIPTIVE_KEYS = frozenset({
+    "name", "description", "id", "version", "category", "type", "evaluator_type_id",
+    "created_at", "updated_at", "file_name", "evaluator_schema"})
+"""UiPath keys that describe an evaluator rather than configure it: dropped quietly."""
+
+UIPATH_DEFAULTS: Mapping[str, Any] = {
+    "target_output_key": "*", "line_by_line_evaluator": False,
+    "line_by_line_evaluation": False, "line_delimiter": "\n"}
+"""Options that mean "UiPath's default behaviour" and so change nothing when dropped."""
+
+RENAMES: Mapping[str, str] = {
+    "expected_output": "expected",
+    "line_by_line_evaluator": "line_by_line",
+    "line_by_line_evaluation": "line_by_line",
+}
+"""UiPath names (snake_cased) whose assay field has another name."""
+
+_GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                   r"[0-9a-fA-F]{12}$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def snake_case(name: str) -> str:
+    """``targetOutputKey`` -> ``target_output_key``; snake_case names are unchanged."""
+    return _CAMEL.sub(r"_\1", name).lower()
+
+
+def _norm_id(value: Any) -> str:
+    """An evaluator id as UiPath compares it: GUIDs lower-cased, everything else as written."""
+    text = str(value)
+    return text.lower() if _GUID.match(text) else text
+
+
+def _fail(code: str, where: str, message: str) -> EvaluationError:
+    return EvaluationError(code, f"{where}: {message}")
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; invalid JSON is an error at ``file:line:col``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _fail("invalid_suite_file", str(path),
+                    f"cannot read file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _fail("invalid_json", str(path), f"not UTF-8 text: {exc.reason}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail("invalid_json", f"{path}:{exc.lineno}:{exc.colno}",
+                    f"invalid JSON: {exc.msg}") from None
+
+
+# -- evaluator definitions ------------------------------------------------------------------
+
+
+@dataclass
+class EvaluatorDef:
+    """One evaluator file, read but not yet built: its assay type, config and defaults."""
+
+    id: str
+    name: str
+    type: str
+    type_id: str
+    file: Path
+    config: dict[str, Any] = field(default_factory=dict)
+    default_criteria: dict[str, Any] | None = None
+    legacy: bool = False
+    problem: EvaluationError | None = None
+    """Why it cannot be built (an unsupported type); raised only if an eval set uses it."""
+
+
+def _field_names(cls: type[Any]) -> dict[str, str]:
+    """Every name a field accepts (its name, alias and validation aliases) -> its name."""
+    names: dict[str, str] = {}
+    for name, info in cls.model_fields.items():
+        names[name] = name
+        if info.alias:
+            names[info.alias] = name
+        alias = info.validation_alias
+        if isinstance(alias, str):
+            names[alias] = name
+        elif isinstance(alias, AliasChoices):
+            names.update({c: name for c in alias.choices if isinstance(c, str)})
+    return names
+
+
+def to_fields(cls: type[Any], values: Mapping[str, Any], where: str,
+              warnings: list[str], what: str = "config key") -> dict[str, Any]:
+    """UiPath keys -> the evaluator's field names; report keys it does not take."""
+    accepted = _field_names(cls)
+    fields: dict[str, Any] = {}
+    for key, value in values.items():
+        snake = snake_case(key)
+        target = accepted.get(key) or accepted.get(snake) or accepted.get(RENAMES.get(snake, ""))
+        if target is not None:
+            fields[target] = value
+        elif snake in DESCRIPTIVE_KEYS or UIPATH_DEFAULTS.get(snake, object()) == value:
+            continue
+        else:
+            warnings.append(f"{where}: {what} {key!r} is not an option of assay's "
+                            f"{cls.type!r} evaluator; ignored")
+    return fields
+
+
+def _check_model(fields: dict[str, Any], where: str, warnings: list[str]) -> None:
+    """Keep ``model`` only if assay can call it; otherwise fall back to the run's model."""
+    model = fields.get("model")
+    if model is None:
+        return
+    if not isinstance(model, str) or not model.strip() or model == "same-as-agent":
+        del fields["model"]
+        if model == "same-as-agent":
+            warnings.append(f"{where}.model: 'same-as-agent' has no meaning here; the "
+                            "run's judge model is used")
+        return
+    try:
+        parse_model(model)
+    except ConfigError:
+        del fields["model"]
+        warnings.append(f"{where}.model: {model!r} names no provider (e.g. "
+                        f"'openai:{model}'); the run's judge model is used")
+
+
+def _criteria(value: Any, where: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _fail("invalid_suite_file", where,
+                    f"criteria must be an object or null, not {type(value).__name__}")
+    return value
+
+
+def read_evaluator(path: Path, data: Any) -> EvaluatorDef:
+    """One evaluator file (coded or legacy) as an :class:`EvaluatorDef`."""
+    if not isinstance(data, dict):
+        raise _fail("invalid_suite_file", f"{path}: $",
+                    f"an evaluator file holds a JSON object, not {type(data).__name__}")
+    if "id" not in data:
+        raise _fail("invalid_suite_file", f"{path}: $.id", "the evaluator has no 'id'")
+    ident = _norm_id(data["id"])
+    if "version" not in data:
+        return _read_legacy(path, data, ident)
+    type_id = data.get("evaluatorTypeId")
+    if not isinstance(type_id, str) or type_id not in TYPE_IDS:
+        hint = ("; custom Python evaluators are not supported"
+                if isinstance(type_id, str) and type_id.startswith("file://") else "")
+        problem = _fail("unknown_evaluator_type", f"{path}: $.evaluatorTypeId",
+                        f"unknown evaluatorTypeId {type_id!r}{hint}; known: "
+                        f"{', '.join(sorted(TYPE_IDS))}")
+        return EvaluatorDef(ident, ident, "", str(type_id), path, problem=problem)
+    config = data.get("evaluatorConfig") or {}
+    if not isinstance(config, dict):
+        raise _fail("invalid_suite_file", f"{path}: $.evaluatorConfig",
+                    f"must be an object, not {type(config).__name__}")
+    config = dict(config)
+    defaults = _criteria(config.pop("defaultEvaluationCriteria",
+                                    config.pop("default_evaluation_criteria", None)),
+                         f"{path}: $.evaluatorConfig.defaultEvaluationCriteria")
+    name = str(config.get("name") or data.get("name") or ident)
+    return EvaluatorDef(ident, name, TYPE_IDS[type_id], type_id, path, config, defaults)
+
+
+def _read_legacy(path: Path, data: dict[str, Any], ident: str) -> EvaluatorDef:
+    kind = data.get("type")
+    if not isinstance(kind, int) or kind not in LEGACY_TYPES:
+        label = LEGACY_TYPE_NAMES.get(kind, "?") if isinstance(kind, int) else "?"
+        problem = _fail("unknown_evaluator_type", f"{path}: $.type",
+                        f"legacy evaluator type {kind!r} ({label}) is not supported; supported: "
+                        + ", ".join(f"{k} ({LEGACY_TYPE_NAMES[k]})" for k in LEGACY_TYPES))
+        return EvaluatorDef(ident, ident, "", f"legacy:{label}", path, legacy=True,
+                            problem=problem)
+    assay_type = LEGACY_TYPES[kind]
+    config = {k: v for k, v in data.items()
+              if k not in ("id", "category", "type", "name", "description")}
+    return EvaluatorDef(ident, str(data.get("name") or ident), assay_type,
+                        f"legacy:{LEGACY_TYPE_NAMES[kind]}", path, config, None, legacy=True)
+
+
+def read_evaluators(directory: Path) -> dict[str, list[EvaluatorDef]]:
+    """Every evaluator file in ``directory`` by id (a list, so duplicates can be reported).
+
+    Every file must be valid JSON with an id, since any of them may hold the id an eval set
+    looks for; an unsupported type only matters if an eval set references it.
+    """
+    if not directory.is_dir():
+        raise _fail("missing_evaluator", str(directory),
+                    "the evaluators directory does not exist (UiPath looks for it beside the "
+                    "eval-sets directory)")
+    found: dict[str, list[EvaluatorDef]] = {}
+    for path in sorted(directory.glob("*.json")):
+        definition = read_evaluator(path, read_json(path))
+        found.setdefault(definition.id, []).append(definition)
+    return found
+
+
+# -- eval sets --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Builder:
+    """Builds evaluator instances for the items of one eval set, sharing identical ones."""
+
+    definitions: dict[str, EvaluatorDef]
+    weights: dict[str, float]
+    warnings: list[str]
+    base: dict[str, dict[str, Any]] = field(default_factory=dict)
+    built: dict[tuple[str, str], Evaluator] = field(default_factory=dict)
+
+    def base_config(self, ident: str) -> dict[str, Any]:
+        """The evaluator's own config as assay fields, converted (and warned about) once."""
+        if ident not in self.base:
+            definition = self.definitions[ident]
+            cls = EVALUATORS[definition.type]
+            where = f"{definition.file}: $" + ("" if definition.legacy else ".evaluatorConfig")
+            fields = to_fields(cls, definition.config, where, self.warnings)
+            _check_model(fields, where, self.warnings)
+            fields.update(type=definition.type, name=ident,
+                          weight=self.weights.get(ident, 1.0))
+            self.base[ident] = fields
+        return self.base[ident]
+
+    def evaluator(self, ident: str, criteria: Mapping[str, Any], where: str,
+                  hint: str = "") -> Evaluator:
+        """The evaluator ``ident`` with ``criteria`` applied, built once per distinct config.
+
+        A config the evaluator rejects is an error naming ``where`` (plus ``hint``).
+        """
+        definition = self.definitions[ident]
+        cls = EVALUATORS[definition.type]
+        own = to_fields(cls, criteria, where, self.warnings, "criteria key")
+        config = {**self.base_config(ident),
+                  **{k: v for k, v in own.items() if k not in ("name", "weight")}}
+        key = (ident, json.dumps(config, sort_keys=True, default=str))
+        if key not in self.built:
+            try:
+                self.built[key] = build(config, where)
+            except EvaluationError as exc:
+                message = exc.message if exc.message.startswith(where) else (
+                    f"{where}: {exc.message}")
+                raise EvaluationError(exc.code, message + hint, exc.category) from None
+        return self.built[key]
+
+    def accepts(self, ident: str, key: str) -> bool:
+        """Whether the evaluator takes the UiPath criteria key ``key``."""
+        names = _field_names(EVALUATORS[self.definitions[ident].type])
+        return key in names or snake_case(key) in names or RENAMES.get(
+            snake_case(key), "") in names
+
+
+def _weights(data: dict[str, Any], path: Path, refs: list[str]) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for index, entry in enumerate(data.get("evaluatorConfigs") or []):
+        if isinstance(entry, dict) and "weight" in entry:
+            weights[_norm_id(entry.get("ref"))] = _weight(
+                entry["weight"], f"{path}: $.evaluatorConfigs[{index}].weight")
+    own = data.get("evaluatorWeights") or {}
+    if not isinstance(own, dict):
+        raise _fail("invalid_suite_file", f"{path}: $.evaluatorWeights",
+                    "must be an object of evaluator id -> weight")
+    for ident, value in own.items():
+        weights[_norm_id(ident)] = _weight(value, f"{path}: $.evaluatorWeights.{ident}")
+    unknown = sorted(set(weights) - set(refs))
+    if unknown:
+        raise _fail("missing_evaluator", f"{path}: $.evaluatorWeights",
+                    f"weights given for evaluator(s) the eval set does not reference: "
+                    f"{', '.join(unknown)}")
+    return weights
+
+
+def _weight(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise _fail("invalid_suite_file", where, f"a weight is a number >= 0, not {value!r}")
+    return float(value)
+
+
+def _refs(data: dict[str, Any], path: Path) -> tuple[list[str], str]:
+    """The referenced evaluator ids: ``evaluatorConfigs`` when non-empty, else the refs;
+    with the key they came from, for error paths."""
+    configs = data.get("evaluatorConfigs") or []
+    if configs:
+        refs = []
+        for index, entry in enumerate(configs):
+            ref = entry.get("ref") if isinstance(entry, dict) else entry
+            if not isinstance(ref, str):
+                raise _fail("invalid_suite_file", f"{path}: $.evaluatorConfigs[{index}]",
+                            "expected an evaluator id or {\"ref\": id, \"weight\": w}")
+            refs.append(_norm_id(ref))
+        return refs, "evaluatorConfigs"
+    raw = data.get("evaluatorRefs")
+    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+        raise _fail("invalid_suite_file", f"{path}: $.evaluatorRefs",
+                    "expected a list of evaluator ids")
+    return [_norm_id(r) for r in raw], "evaluatorRefs"
+
+
+def _resolve(refs: list[str], key: str, available: dict[str, list[EvaluatorDef]], path: Path,
+             directory: Path) -> dict[str, EvaluatorDef]:
+    resolved: dict[str, EvaluatorDef] = {}
+    for index, ref in enumerate(refs):
+        where = f"{path}: $.{key}[{index}]"
+        candidates = available.get(ref, [])
+        if not candidates:
+            known = ", ".join(sorted(available)) or "none"
+            raise _fail("missing_evaluator", where,
+                        f"no evaluator file with id {ref!r} in {directory} (ids found: {known})")
+        if len(candidates) > 1:
+            files = ", ".join(str(c.file) for c in candidates)
+            raise _fail("duplicate_evaluator", where, f"evaluator id {ref!r} is defined "
+                        f"more than once: {files}")
+        definition = candidates[0]
+        if definition.problem is not None:
+            raise definition.problem
+        if definition.type not in EVALUATORS:
+            raise _fail("unknown_evaluator_type", f"{definition.file}: $.evaluatorTypeId",
+                        f"{definition.type_id} maps to assay's {definition.type!r}, which is "
+                        "not available in this installation")
+        resolved[ref] = definition
+    return resolved
+
+
+def _simulation_instructions(item: dict[str, Any]) -> str | None:
+    text = item.get("simulationInstructions")
+    strategy = item.get("mockingStrategy")
+    if not text and isinstance(strategy, dict):
+        text = strategy.get("prompt")
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _item_criteria(item: dict[str, Any], legacy: bool, refs: Iterable[str], where: str,
+                   warnings: list[str]) -> dict[str, dict[str, Any] | None]:
+    """evaluator id -> criteria (None: the defaults) for one item; absent ids are skipped."""
+    if legacy:
+        shared: dict[str, Any] = {
+            k: item[k] for k in ("expectedOutput", "expectedAgentBehavior") if k in item}
+        return {ref: dict(shared) for ref in refs}
+    raw = item.get("evaluationCriterias")
+    if raw is None:
+        warnings.append(f"{where}: no evaluationCriterias, so no evaluator applies")
+        return {}
+    if not isinstance(raw, dict):
+        raise _fail("invalid_suite_file", f"{where}.evaluationCriterias",
+                    "expected an object of evaluator id -> criteria or null")
+    criteria: dict[str, dict[str, Any] | None] = {}
+    for ident, value in raw.items():
+        norm = _norm_id(ident)
+        if norm not in refs:
+            warnings.append(f"{where}.evaluationCriterias.{ident}: the eval set does not "
+                            "reference this evaluator; ignored")
+            continue
+        criteria[norm] = _criteria(value, f"{where}.evaluationCriterias.{ident}")
+    return criteria
+
+
+def _case(item: dict[str, Any], where: str, expected: Any) -> Case:
+    ident = item.get("id")
+    if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
+        raise _fail("invalid_suite_file", f"{where}.id", "each evaluation needs an 'id'")
+    metadata: dict[str, Any] = {"name": str(item.get("name") or ident)}
+    instructions = _simulation_instructions(item)
+    if instructions:
+        metadata["simulation_instructions"] = instructions
+    behavior = item.get("expectedAgentBehavior")
+    if isinstance(behavior, str) and behavior.strip():
+        metadata["expected_agent_behavior"] = behavior
+    extras = {k: item[k] for k in ("mockingStrategy", "inputMockingStrategy", "simulateTools",
+                                   "toolsToSimulate", "simulateInput",
+                                   "inputGenerationInstructions") if item.get(k)}
+    if extras:
+        metadata["uipath"] = extras
+    inputs = item.get("inputs")
+    try:
+        return Case(id=str(ident), input={} if inputs is None else inputs,
+                    expected_output=expected, metadata=metadata)
+    except ValidationError as exc:
+        problem = "; ".join(e["msg"] for e in exc.errors()[:3])
+        raise _fail("invalid_suite_file", f"{where}.inputs", problem) from None
+
+
+def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) -> Suite:
+    """Load one UiPath eval-set file, with its evaluators, into a :class:`Suite`."""
+    path = Path(path)
+    directory = Path(evaluators_dir) if evaluators_dir else path.parent.parent / "evaluators"
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("evaluations"), list):
+        raise _fail("invalid_suite_file", f"{path}: $.evaluations",
+                    "a UiPath eval set is an object with an 'evaluations' list")
+    legacy = not _is_versioned(data.get("version"))
+    refs, refs_key = _refs(data, path)
+    definitions = _resolve(refs, refs_key, read_evaluators(directory), path, directory)
+    warnings: list[str] = []
+    builder = _Builder(definitions, _weights(data, path, refs), warnings)
+    cases: list[SuiteCase] = []
+    seen: set[str] = set()
+    for index, item in enumerate(data["evaluations"]):
+        where = f"{path}: $.evaluations[{index}]"
+        if not isinstance(item, dict):
+            raise _fail("invalid_suite_file", where, "each evaluation is a JSON object")
+        chosen = _item_criteria(item, legacy, refs, where, warnings)
+        evaluators: list[Evaluator] = []
+        expected_outputs: list[Any] = []
+        for ident in refs:  # the eval set's order, whatever the item's order
+            if ident not in chosen:
+                continue
+            criteria = chosen[ident]
+            at = f"{where}.evaluationCriterias.{ident}"
+            hint = ""
+            if criteria is None:
+                criteria = definitions[ident].default_criteria or {}
+                if definitions[ident].default_criteria is None:
+                    hint = (" (the criteria are null, meaning the evaluator's "
+                            "defaultEvaluationCriteria, and it has none)")
+            elif legacy:
+                criteria = {k: v for k, v in criteria.items() if builder.accepts(ident, k)}
+            behavior = item.get("expectedAgentBehavior")
+            if (not legacy and behavior and "expectedAgentBehavior" not in criteria
+                    and builder.accepts(ident, "expectedAgentBehavior")):
+                criteria = {**criteria, "expectedAgentBehavior": behavior}
+            if "expectedOutput" in criteria:
+                expected_outputs.append(criteria["expectedOutput"])
+            evaluators.append(builder.evaluator(ident, criteria, at, hint))
+        expected = item["expectedOutput"] if item.get("expectedOutput") is not None else (
+            expected_outputs[0] if expected_outputs else None)
+        case = _case(item, where, expected)
+        if case.id in seen:
+            raise _fail("invalid_suite_file", f"{where}.id", f"duplicate id {case.id!r}")
+        seen.add(case.id)
+        cases.append(SuiteCase(case=case, evaluators=evaluators))
+    for warning in dict.fromkeys(warnings):
+        log.warning("%s", warning)
+    name = str(data.get("name") or data.get("id") or path.stem)
+    return Suite(
+        name=name, source=path, cases=cases,
+        metadata={
+            "format": "uipath",
+            "warnings": list(dict.fromkeys(warnings)),
+            "uipath": {
+                "eval_set_id": data.get("id"),
+                "eval_set_name": name,
+                "legacy": legacy,
+                "evaluation_names": {c.case.id: c.case.metadata["name"] for c in cases},
+                "evaluator_names": {i: d.name for i, d in definitions.items()},
+                "evaluator_types": {i: d.type_id for i, d in definitions.items()},
+            },
+        })
+
+
+def _is_versioned(version: Any) -> bool:
+    """True for a coded (1.0 or later) eval set; no version or one below 1 is legacy."""
+    try:
+        return version is not None and float(str(version)) >= 1.0
+    except ValueError:
+        return True
+
+
+def find_eval_sets(root: str | Path) -> list[Path]:
+    """The eval-set files of a project root, its ``evaluations`` dir, or an eval-sets dir."""
+    root = Path(root)
+    for candidate in (root / "evaluations" / "eval-sets", root / "eval-sets", root):
+        if candidate.is_dir() and candidate.name == "eval-sets":
+            return sorted(candidate.glob("*.json"))
+    return []
+
+
+def load_uipath(path: str | Path) -> Suite:
+    """An eval-set file, or a project directory holding exactly one eval set."""
+    path = Path(path)
+    if path.is_file():
+        return load_eval_set(path)
+    sets = find_eval_sets(path)
+    if len(sets) == 1:
+        return load_eval_set(sets[0])
+    if not sets:
+        raise _fail("invalid_suite_file", str(path),
+                    "no eval sets found (expected evaluations/eval-sets/*.json)")
+    raise _fail("invalid_suite_file", str(path), "several eval sets found; name one: "
+                + ", ".join(str(s) for s in sets))
+
+
+def looks_like_uipath(data: Any) -> bool:
+    """Whether parsed JSON is a UiPath eval set (for format detection)."""
+    return (isinstance(data, dict) and isinstance(data.get("evaluations"), list)
+            and ("evaluatorRefs" in data or "evaluatorConfigs" in data))
