@@ -50,6 +50,36 @@ class RunSummary:
     evaluator_errors: int = 0
     usage: Usage = field(default_factory=Usage)
     gate_failures: list[str] = field(default_factory=list)
+    score_total: float = 0.0
+
+    def add(self, result: CaseResult) -> None:
+        """Fold one case result in; errors are counted, never averaged in."""
+        self.cases += 1
+        if result.score is not None:
+            self.scored += 1
+            self.score_total += result.score
+            self.mean_score = self.score_total / self.scored
+        self.verdicts[result.verdict] = self.verdicts.get(result.verdict, 0) + 1
+        for s in result.scores:
+            self.usage = self.usage + s.usage
+            self.evaluator_errors += 1 if s.error else 0
+
+    def check_gates(self, config: RunConfig) -> None:
+        """Record every gate of ``config`` that this run fails."""
+        gates = config.gates
+        self.gate_failures = []
+        failed = self.verdicts.get("fail", 0)
+        errors = self.verdicts.get("error", 0)
+        if gates.max_failed is not None and failed > gates.max_failed:
+            self.gate_failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
+        if gates.max_errors is not None and errors > gates.max_errors:
+            self.gate_failures.append(
+                f"{errors} case(s) could not be scored (allowed {gates.max_errors})")
+        if gates.min_mean_score is not None and (
+                self.mean_score is None or self.mean_score < gates.min_mean_score):
+            mean = "none" if self.mean_score is None else f"{self.mean_score:.3f}"
+            self.gate_failures.append(
+                f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
 
     @property
     def passed(self) -> bool:
@@ -130,8 +160,10 @@ class Runner:
     """Runs one suite into one stored run."""
 
     def __init__(self, suite: Suite, resolve_target: TargetResolver, engine: JudgeEngine,
-                 store: RunStore, config: RunConfig, progress: Progress | None = None) -> None:
+                 store: RunStore, config: RunConfig, progress: Progress | None = None,
+                 on_result: Callable[[CaseResult], None] | None = None) -> None:
         self.suite = suite
+        self.on_result = on_result
         self.resolve_target = resolve_target
         self.engine = engine
         self.store = store
@@ -148,48 +180,57 @@ class Runner:
         for name in {item.target or self.suite.target for item in self.suite.cases}:
             await self.resolve_target(name).preflight()
 
-    async def run(self, run_id: str) -> RunResult:
-        """Run (or resume) ``run_id``; results already in the store are not redone."""
+    async def run(self, run_id: str, keep_results: bool = True) -> RunResult:
+        """Run (or resume) ``run_id``; results already in the store are not redone.
+
+        A fixed pool of ``concurrency`` workers pulls (case, repeat) pairs from an iterator,
+        so memory does not grow with the number of cases. With ``keep_results`` False the
+        results are only reported to ``on_result`` and summarised, not kept.
+        """
         cases = select_cases(self.suite, self.config)
-        work = [(item, r) for item in cases for r in range(self.config.repeat)]
+        total = len(cases) * self.config.repeat
         stored_exec = self.store.executions(run_id)
         stored_scores = self.store.scores(run_id)
         stored_rows = {(r["case_id"], r["repeat"]): r for r in self.store.case_rows(run_id)}
         results: list[CaseResult] = []
-        done = 0
-        pending = []
-        for item, repeat in work:
-            key = (item.case.id, repeat)
-            names = [e.name for e in self.suite.evaluators_for(item)]
-            have = stored_scores.get(key, {})
-            if key in stored_rows and all(n in have for n in names):
-                results.append(_from_stored(stored_rows[key], have, stored_exec.get(key)))
-                done += 1
-            else:
-                pending.append((item, repeat))
-        self.progress.start(len(work), done)
-        semaphore = asyncio.Semaphore(self.config.concurrency)
+        summary = RunSummary()
+        self.progress.start(total, 0)
 
-        async def one(item: SuiteCase, repeat: int) -> None:
-            async with semaphore:
-                key = (item.case.id, repeat)
-                result = await self._run_case(run_id, item, repeat, stored_exec.get(key),
-                                              stored_scores.get(key, {}))
-            results.append(result)
+        def report(result: CaseResult) -> None:
+            summary.add(result)
+            if keep_results:
+                results.append(result)
+            if self.on_result is not None:
+                self.on_result(result)
             self.progress.advance(result)
 
-        tasks = [asyncio.ensure_future(one(item, r)) for item, r in pending]
+        work = ((item, r) for item in cases for r in range(self.config.repeat))
+
+        async def worker() -> None:
+            for item, repeat in work:
+                key = (item.case.id, repeat)
+                names = [e.name for e in self.suite.evaluators_for(item)]
+                have = stored_scores.pop(key, {})
+                if key in stored_rows and all(n in have for n in names):
+                    report(_from_stored(stored_rows.pop(key), have, stored_exec.pop(key, None)))
+                    continue
+                report(await self._run_case(run_id, item, repeat, stored_exec.pop(key, None),
+                                            have))
+
+        workers = [asyncio.ensure_future(worker())
+                   for _ in range(min(self.config.concurrency, max(total, 1)))]
         try:
-            if tasks:
-                await asyncio.gather(*tasks)
+            await asyncio.gather(*workers)
         except BaseException:
-            for task in tasks:
+            for task in workers:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*workers, return_exceptions=True)
             raise
-        order = {(item.case.id, r): i for i, (item, r) in enumerate(work)}
-        results.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
-        summary = summarise(results, self.config)
+        if keep_results:
+            order = {(item.case.id, r): i for i, item in enumerate(cases)
+                     for r in range(self.config.repeat)}
+            results.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
+        summary.check_gates(self.config)
         return RunResult(run_id, "completed", results, summary)
 
     async def _run_case(self, run_id: str, item: SuiteCase, repeat: int,
@@ -302,26 +343,8 @@ def _from_stored(row: dict[str, Any], scores: dict[str, Score],
 
 def summarise(results: list[CaseResult], config: RunConfig) -> RunSummary:
     """Aggregate case results and check the run's gates."""
-    summary = RunSummary(cases=len(results))
-    values = [r.score for r in results if r.score is not None]
-    summary.scored = len(values)
-    summary.mean_score = sum(values) / len(values) if values else None
-    for r in results:
-        summary.verdicts[r.verdict] = summary.verdicts.get(r.verdict, 0) + 1
-        for s in r.scores:
-            summary.usage = summary.usage + s.usage
-            summary.evaluator_errors += 1 if s.error else 0
-    gates = config.gates
-    failed = summary.verdicts.get("fail", 0)
-    errors = summary.verdicts.get("error", 0)
-    if gates.max_failed is not None and failed > gates.max_failed:
-        summary.gate_failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
-    if gates.max_errors is not None and errors > gates.max_errors:
-        summary.gate_failures.append(
-            f"{errors} case(s) could not be scored (allowed {gates.max_errors})")
-    if gates.min_mean_score is not None and (
-            summary.mean_score is None or summary.mean_score < gates.min_mean_score):
-        mean = "none" if summary.mean_score is None else f"{summary.mean_score:.3f}"
-        summary.gate_failures.append(
-            f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
+    summary = RunSummary()
+    for result in results:
+        summary.add(result)
+    summary.check_gates(config)
     return summary

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from assay.errors import EvaluationError
 
@@ -38,7 +39,8 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except EvaluationError as exc:
-            err_console.print(f"[bold red]error[/] [{exc.code}]: {exc.message}", highlight=False)
+            err_console.print(f"[bold red]error[/] {escape(f'[{exc.code}]')}: {escape(exc.message)}",
+                              highlight=False)
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from assay.cli.app import app, console, friendly_errors
 from assay.errors import ConfigError
@@ -77,14 +78,14 @@ def judge(
 
 def _print_score(score: Score) -> None:
     if score.error is not None:
-        console.print(f"[bold red]error[/] {score.error.code}: {score.error.message}",
+        console.print(f"[bold red]error[/] {score.error.code}: {escape(score.error.message)}",
                       highlight=False)
     else:
         raw = f" (raw {score.raw} on {score.scale})" if score.scale else ""
         verdict = "[green]pass[/]" if score.passed else "[red]fail[/]"
         console.print(f"score     {score.value:.3f}{raw} {verdict}", highlight=False)
     if score.rationale:
-        console.print(f"rationale {score.rationale}", highlight=False)
+        console.print(f"rationale {escape(score.rationale)}", highlight=False)
     usage = score.usage
     cost = "unknown" if usage.cost is None else f"${usage.cost:.6f}"
     console.print(

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.errors import ConfigError
 from assay.llm.config import EngineConfig
 from assay.llm.engine import JudgeEngine
 from assay.model import Case, Execution
-from assay.report.files import write_jsonl, write_junit
+from assay.report.files import RowWriter, write_junit
 from assay.report.terminal import ProgressBar, summary_lines
 from assay.run_config import Gates, RunConfig, Thresholds
 from assay.runner import Runner, RunResult, snapshot
@@ -67,7 +68,7 @@ class TargetRegistry:
             if name is None:
                 self._built[name] = RecordedOutput()
             else:
-                spec = self.config.get(name) if self.config else None
+                spec: Any = self.config.get(name) if self.config else None
                 if spec is None:
                     if ":" in name or name.startswith(("http://", "https://")):
                         spec = {"name": name, "provider": name}
@@ -98,7 +99,10 @@ def run(
                                     help="Cases (and judge calls) in flight at once."),
     filter_glob: str | None = typer.Option(None, "--filter", help="Only case ids matching."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Run every case N times."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write results JSONL."),
+    output: Path | None = typer.Option(None, "--output", "-o",
+                                       help="Write result rows (JSONL) as cases complete."),
+    uipath_output: Path | None = typer.Option(None, "--uipath-output",
+                                              help="Also write UiPath's output-file shape."),
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report."),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Estimate judge calls and tokens; call nothing."),
@@ -146,12 +150,20 @@ def run(
     if dry_run:
         _dry_run(suite, engine, runs, config)
         return
-    result = _execute(suite, targets, engine, runs, config, stored, resume)
-    rows = [r.row for r in result.results]
-    if output:
-        write_jsonl(output, rows)
+    writer = RowWriter(output) if output else None
+    try:
+        result = _execute(suite, targets, engine, runs, config, stored, resume, writer)
+    finally:
+        if writer is not None:
+            writer.close()
     if junit:
-        write_junit(junit, suite.name, rows, result.run_id)
+        write_junit(junit, suite.name, [r["row"] for r in runs.case_rows(result.run_id)],
+                    result.run_id)
+    if uipath_output:
+        from assay.report.uipath_output import render_for_suite, write_uipath_output
+
+        write_uipath_output(uipath_output, render_for_suite(
+            suite, [(r.case_id, r.scores) for r in result.results]))
     for line in summary_lines(result.summary):
         console.print(line, highlight=False)
     console.print(f"run [bold]{result.run_id}[/] stored in {runs.url}", highlight=False)
@@ -164,12 +176,13 @@ def run(
 
 def _execute(suite: Suite, targets: TargetRegistry, engine: JudgeEngine, runs: RunStore,
              config: RunConfig, stored: dict[str, Any] | None,
-             resume: str | None) -> RunResult:
+             resume: str | None, writer: RowWriter | None) -> RunResult:
     runner_holder: dict[str, str] = {}
 
     async def go() -> RunResult:
         with ProgressBar(console, suite.name) as bar:
-            runner = Runner(suite, targets, engine, runs, config, bar)
+            runner = Runner(suite, targets, engine, runs, config, bar,
+                            on_result=writer.write if writer else None)
             try:
                 await runner.preflight()
                 run_id = stored["id"] if stored else runs.create_run(
@@ -197,7 +210,7 @@ def _execute(suite: Suite, targets: TargetRegistry, engine: JudgeEngine, runs: R
         raise typer.Exit(130) from None
     except StoreError as exc:
         run_id = runner_holder.get("id", "?")
-        err_console.print(f"[bold red]error[/] [store_error]: {exc.message}\nrun {run_id}: "
+        err_console.print(f"[bold red]error[/] \\[store_error]: {escape(exc.message)}\nrun {run_id}: "
                           f"resume with 'assay run --resume {run_id}' once the store is "
                           "writable again", highlight=False)
         raise typer.Exit(EXIT_USAGE) from None

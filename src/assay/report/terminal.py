@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -112,7 +113,7 @@ def cases_table(rows: list[dict[str, Any]], verbose: bool = True) -> Table:
                        [f"- {m}" for m in data.get("misses", [])])
         name = r["case_id"] if not r.get("repeat") else f"{r['case_id']}#{r['repeat']}"
         verdict = r["verdict"]
-        table.add_row(name, fmt_score(r["score"]),
-                      f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]", evals, hm,
-                      data.get("reasoning", "") or data.get("error", ""))
+        table.add_row(escape(name), fmt_score(r["score"]),
+                      f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]", escape(evals),
+                      escape(hm), escape(data.get("reasoning", "") or data.get("error", "")))
     return table

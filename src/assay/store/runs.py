@@ -66,7 +66,7 @@ class RunStore:
             with self.engine.begin() as conn:
                 yield conn
         except SQLAlchemyError as exc:
-            reason = str(exc.orig) if getattr(exc, "orig", None) else str(exc)
+            reason = str(getattr(exc, "orig", None) or exc)
             raise StoreError(
                 f"the run store {self.url} failed: {reason.splitlines()[0]}. Results written "
                 "before this point are kept and readable."
