@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -77,3 +77,12 @@ def local_model_available() -> bool:
     except ImportError:
         return False
     return os.environ.get("ASSAY_SKIP_LOCAL") != "1"
+
+
+@pytest.fixture(autouse=True)
+async def _close_http_session() -> AsyncIterator[None]:
+    """Close the test loop's pooled HTTP session, as an application's shutdown would."""
+    yield
+    from assay.llm.providers.http_session import close_session
+
+    await close_session()

@@ -141,7 +141,8 @@ def check_evaluator_names(suite: Suite) -> None:
 def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
              targets: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a run records about how it was made (no secrets: targets come redacted)."""
-    models = sorted({str(m or config.judge_model or engine.config.default_model)
+    models = sorted({str(m or config.judge_model or suite.judge_target
+                         or engine.config.default_model)
                      for item in suite.cases for e in suite.evaluators_for(item)
                      for m in e.models()})
     return {

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 from rich.markup import escape
 
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
@@ -29,7 +30,7 @@ def store_url(option: str | None) -> str:
     return option or os.environ.get("ASSAY_STORE_URL") or DEFAULT_URL
 
 
-def load_any_suite(path: Path) -> Suite:
+def load_any_suite(path: Path, targets_file: Path | None = None) -> Suite:
     """EVAL.yaml / JSONL suites, or a UiPath project (a directory or an eval-set JSON)."""
     if not path.exists():
         raise ConfigError(f"{path}: no such file or directory", code="missing_suite")
@@ -39,7 +40,7 @@ def load_any_suite(path: Path) -> Suite:
         return load_uipath(path)
     from assay.suites.evalyaml import load_suite
 
-    return load_suite(path)
+    return load_suite(path, targets_file)
 
 
 class TargetRegistry:
@@ -109,12 +110,14 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="Resume a stopped run by id."),
     store: str | None = typer.Option(None, "--store", help="Run store URL ($ASSAY_STORE_URL)."),
     cache: str = typer.Option("use", "--cache", help="Judge response cache: use|refresh|off."),
-    min_score: float | None = typer.Option(None, "--min-score",
+    min_score: float | None = typer.Option(None, "--min-score", min=0.0, max=1.0,
                                            help="Gate: mean case score at least this."),
     max_failed: int | None = typer.Option(0, "--max-failed",
                                           help="Gate: at most this many failing cases."),
-    pass_at: float = typer.Option(0.8, "--pass-at", help="Case passes at this score."),
-    borderline_at: float = typer.Option(0.6, "--borderline-at", help="Borderline from here."),
+    pass_at: float = typer.Option(0.8, "--pass-at", min=0.0, max=1.0,
+                                  help="Case passes at this score."),
+    borderline_at: float = typer.Option(0.6, "--borderline-at", min=0.0, max=1.0,
+                                        help="Borderline from here."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     if cache not in ("use", "refresh", "off"):
@@ -133,12 +136,15 @@ def run(
     else:
         if suite_path is None:
             raise ConfigError("give a SUITE file, or --resume RUN_ID")
-        config = RunConfig(
-            concurrency=concurrency, judge_model=judge_model, repeat=repeat,
-            filter=filter_glob, dry_run=dry_run,
-            thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
-            gates=Gates(min_mean_score=min_score, max_failed=max_failed))
-    suite = load_any_suite(suite_path)
+        try:
+            config = RunConfig(
+                concurrency=concurrency, judge_model=judge_model, repeat=repeat,
+                filter=filter_glob, dry_run=dry_run,
+                thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
+                gates=Gates(min_mean_score=min_score, max_failed=max_failed))
+        except ValidationError as exc:
+            raise ConfigError("; ".join(e["msg"] for e in exc.errors())) from None
+    suite = load_any_suite(suite_path, targets_file)
     if stored is not None and stored["config"].get("suite_hash") != suite.fingerprint():
         err_console.print("[yellow]warning[/]: the suite changed since this run started; "
                           "finished results are kept, the rest use the new suite")

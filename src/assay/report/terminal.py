@@ -88,7 +88,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
 
 def runs_table(runs: list[dict[str, Any]]) -> Table:
     table = Table(title="runs")
-    for col in ("run", "suite", "status", "created", "cases", "mean", "gate"):
+    table.add_column("run", no_wrap=True)
+    for col in ("suite", "status", "created", "cases", "mean", "gate"):
         table.add_column(col)
     for r in runs:
         s = r.get("summary") or {}

@@ -11,6 +11,7 @@ This 270M base model is for offline runs and demos; real judging wants a capable
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from pathlib import Path
@@ -53,6 +54,20 @@ def resolve_model_path(name: str) -> Path:
             code="unknown_model",
         )
     return path
+
+
+def _close_all() -> None:
+    """Free models before interpreter shutdown; llama.cpp's finalizers fail once its module
+    globals are gone."""
+    with _LOAD_LOCK:
+        for model in _MODELS.values():
+            close = getattr(model, "close", None)
+            if close is not None:
+                close()
+        _MODELS.clear()
+
+
+atexit.register(_close_all)
 
 
 def _load(path: Path, chat_format: str | None) -> Any:

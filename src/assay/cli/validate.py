@@ -1,0 +1,68 @@
+"""``assay validate``: check suite files without running anything.
+
+Prints every problem of every file as ``file:line:col: message (expected: ...)`` (the shape
+editors and CI annotate), problems of the targets file in use included, then exits 0 when all
+is valid and 2 when anything is not. Output is plain text, never wrapped, so each problem
+stays on one line for tools that parse it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from assay.cli.app import EXIT_OK, EXIT_USAGE, app, friendly_errors
+from assay.suites.evalyaml import check_suite
+from assay.suites.model import Suite
+from assay.targets.config import TargetsFile, load_targets_for
+
+
+@app.command()
+@friendly_errors
+def validate(
+    files: list[Path] = typer.Argument(..., metavar="FILE...",
+                                       help="EVAL.yaml (.yaml, .yml) or JSONL suite files."),
+    targets: Path | None = typer.Option(None, "--targets",
+                                        help="A targets.yaml; default: the nearest "
+                                        ".assay/targets.yaml (or .agentv/) above each file."),
+) -> None:
+    """Check suite files: every problem, located, and nothing run."""
+    failed = False
+    reported: set[Path] = set()
+    for path in files:
+        if not path.is_file():
+            typer.echo(f"{path}: no such file")
+            failed = True
+            continue
+        found = load_targets_for(path, targets, strict=False)
+        if found is not None and found.path is not None and found.path not in reported:
+            reported.add(found.path)
+            for problem in found.problems:
+                typer.echo(str(problem))
+            failed = failed or bool(found.problems)
+        suite, problems = check_suite(path, found if found is not None else False)
+        for problem in problems:
+            typer.echo(str(problem))
+        if problems or suite is None:
+            failed = True
+        else:
+            typer.echo(summary(path, suite, found))
+    raise typer.Exit(EXIT_USAGE if failed else EXIT_OK)
+
+
+def summary(path: Path, suite: Suite, targets: TargetsFile | None) -> str:
+    """One line for a valid suite: its cases, evaluators and target."""
+    evaluators = {id(e): e for e in suite.evaluators}
+    for item in suite.cases:
+        for evaluator in item.evaluators or []:
+            evaluators[id(evaluator)] = evaluator
+    cases = len(suite.cases)
+    count = len(evaluators)
+    line = (f"{path}: ok, {cases} case{'s' if cases != 1 else ''}, "
+            f"{count} evaluator{'s' if count != 1 else ''}")
+    if suite.target:
+        line += f", target {suite.target}"
+    if targets is not None and targets.path is not None:
+        line += f" (targets: {targets.path})"
+    return line

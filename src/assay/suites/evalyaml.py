@@ -1,0 +1,590 @@
+"""AgentV's EVAL.yaml (and its JSONL variant) -> :class:`Suite`, or every problem at once.
+
+::
+
+    description: Math questions
+    execution:
+      target: my_agent                 # a target name (see assay.targets.config)
+      evaluators:
+        - {name: quality, type: llm_judge, prompt: ./prompts/quality.md, weight: 2}
+    evalcases:                         # also: cases
+      - id: addition
+        expected_outcome: Answers 42
+        input: What is 15 + 27?        # or input_messages: [{role, content}]
+        expected_output: "42"          # or expected_messages: [...]
+        rubrics: [Shows the working]   # a rubric evaluator for this case
+        note: ...                      # {{note}} in judge prompts
+        execution: {evaluators: [...]} # replaces the suite's evaluators for this case
+
+Checking walks the whole file and reports every problem, each at ``file:line:col`` with what
+was expected, so one run of ``assay validate`` shows everything to fix. Nothing runs on a
+suite with problems: :func:`load_eval_yaml` raises :class:`SuiteError` carrying them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from assay.errors import ConfigError, ErrorCategory, EvaluationError
+from assay.judges.base import Evaluator
+from assay.judges.registry import EVALUATORS
+from assay.llm.models import parse_model
+from assay.model import Case, Message, dump_json
+from assay.suites.evaluator_config import EvaluatorBuilder, type_name
+from assay.suites.model import Suite, SuiteCase
+from assay.suites.yaml_source import (
+    Loaded,
+    Mark,
+    PathKey,
+    Problem,
+    ProblemLog,
+    YamlSyntaxError,
+    load_yaml_file,
+)
+from assay.targets.config import TargetsFile, load_targets_for, read_targets
+
+__all__ = ["Problem", "SuiteError", "check_suite", "load_eval_yaml", "load_suite",
+           "validate_eval_yaml", "validate_suite"]
+
+TOP_KEYS = ("description", "name", "dataset", "version", "execution", "evalcases", "cases",
+            "evaluator", "target", "metadata")
+EXECUTION_KEYS = ("target", "evaluators")
+CASE_KEYS = ("id", "expected_outcome", "outcome", "input", "input_messages",
+             "expected_output", "expected_messages", "rubrics", "note", "guidelines",
+             "reference_context", "execution", "evaluators", "evaluator", "conversation_id",
+             "metadata")
+YAML_SUFFIXES = (".yaml", ".yml")
+JSONL_SUFFIXES = (".jsonl",)
+
+Targets = TargetsFile | Path | str | Literal[False] | None
+"""The targets a suite is checked against: a targets file (read or by path), None to use the
+nearest ``.assay/targets.yaml`` (or ``.agentv/``) above the suite, or False for none."""
+
+
+class SuiteError(EvaluationError):
+    """A suite file with problems; ``problems`` lists them all, located."""
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        lines = "\n".join(f"  {p}" for p in problems)
+        super().__init__("invalid_suite", f"{file} has {len(problems)} problem(s):\n{lines}",
+                         ErrorCategory.USER)
+        self.file = file
+        self.problems = problems
+
+
+def load_eval_yaml(path: Path | str, targets: Targets = None) -> Suite:
+    """An EVAL.yaml file as a Suite; raises SuiteError listing every problem.
+
+    ``targets`` lets target names be checked and an evaluator's ``target`` resolve to its
+    judge model (see :data:`Targets`); with none, target names are taken on trust.
+    """
+    suite, problems = check_eval_yaml(path, targets)
+    if problems or suite is None:
+        raise SuiteError(str(path), problems)
+    return suite
+
+
+def validate_eval_yaml(path: Path | str, targets: Targets = None) -> list[Problem]:
+    """Every problem in an EVAL.yaml file, in file order; empty when it is valid."""
+    return check_eval_yaml(path, targets)[1]
+
+
+def check_eval_yaml(path: Path | str, targets: Targets = None
+                    ) -> tuple[Suite | None, list[Problem]]:
+    """The suite (None when it cannot be built) and every problem found."""
+    display = str(path)
+    try:
+        loaded = load_yaml_file(Path(path), display)
+    except YamlSyntaxError as exc:
+        return None, [exc.problem]
+    return _check(loaded, Path(path), targets)
+
+
+def load_suite(path: Path | str, targets: Targets = None) -> Suite:
+    """A suite file of any supported format, chosen by extension (.yaml/.yml, .jsonl)."""
+    suite, problems = check_suite(path, targets)
+    if problems or suite is None:
+        raise SuiteError(str(path), problems)
+    return suite
+
+
+def validate_suite(path: Path | str, targets: Targets = None) -> list[Problem]:
+    """Every problem in a suite file of any supported format."""
+    return check_suite(path, targets)[1]
+
+
+def check_suite(path: Path | str, targets: Targets = None
+                ) -> tuple[Suite | None, list[Problem]]:
+    """Dispatch on the extension; an unsupported one is a ConfigError naming the formats."""
+    suffix = Path(path).suffix.lower()
+    if suffix in YAML_SUFFIXES:
+        return check_eval_yaml(path, targets)
+    if suffix in JSONL_SUFFIXES:
+        from assay.suites.evaljsonl import read_eval_jsonl
+
+        loaded = read_eval_jsonl(Path(path))
+        if loaded.data is None:
+            return None, loaded.problems
+        return _check(loaded, Path(path), targets)
+    raise ConfigError(f"{path}: unsupported suite file type {suffix or '(none)'!r}; expected "
+                      "an EVAL.yaml (.yaml, .yml) or a JSONL file of cases (.jsonl)",
+                      code="invalid_suite")
+
+
+def _check(loaded: Loaded, path: Path, targets: Targets) -> tuple[Suite | None, list[Problem]]:
+    log = ProblemLog(loaded.source)
+    log.extend(loaded.problems)
+    found = _targets(targets, path)
+    checker = _SuiteChecker(log, path, EvaluatorBuilder(log, path.parent.resolve(), found),
+                            found)
+    suite = checker.suite(loaded.data)
+    problems = log.sorted()
+    return (None if problems else suite), problems
+
+
+def _targets(targets: Targets, path: Path) -> TargetsFile | None:
+    """Only names matter for checking a suite, so the file is read leniently: its own
+    problems (a missing secret) are for whoever runs or validates the targets."""
+    if targets is False:
+        return None
+    if isinstance(targets, TargetsFile):
+        return targets
+    if targets is None:
+        return load_targets_for(path.parent, strict=False)
+    if not Path(targets).is_file():
+        raise ConfigError(f"targets file {targets} does not exist", code="invalid_targets")
+    return read_targets(targets, strict=False)
+
+
+@dataclass
+class _SuiteChecker:
+    """Walks one document; every ``_`` method reports into ``log`` and carries on."""
+
+    log: ProblemLog
+    path: Path
+    evaluators: EvaluatorBuilder
+    targets: TargetsFile | None
+    seen_ids: dict[str, Mark] = field(default_factory=dict)
+    suite_evaluators: list[Evaluator] = field(default_factory=list)
+    suite_has_list: bool = False
+
+    @property
+    def base_dir(self) -> Path:
+        return self.evaluators.base_dir
+
+    def suite(self, data: Any) -> Suite | None:
+        if data is None:
+            self.log.add((), "the file is empty", "a mapping with 'evalcases'")
+            return None
+        if not isinstance(data, dict):
+            self.log.add((), f"a suite file must be a mapping, not {type_name(data)}",
+                         "a mapping with 'description', 'execution' and 'evalcases'")
+            return None
+        self._unknown_keys(data, (), TOP_KEYS, "top-level key")
+        name = self._text(data, "name", ()) or self._text(data, "dataset", ()) or \
+            self.path.stem
+        description = self._text(data, "description", ()) or ""
+        metadata = self._mapping(data, "metadata", ()) or {}
+        for key in ("dataset", "version"):
+            if data.get(key) is not None:
+                metadata.setdefault(key, data[key])
+        execution = self._execution(data, ())
+        target = execution.get("target") or self._target(data, ())
+        evaluators = self._suite_evaluators(data, execution)
+        self.suite_evaluators = evaluators or []
+        self.suite_has_list = "evaluators" in execution
+        cases = self._cases(data)
+        if evaluators is None or cases is None:
+            return None
+        judge = self._judge_model(target)
+        try:
+            return Suite(name=name, description=description, source=self.path,
+                         target=target, judge_target=judge, evaluators=evaluators,
+                         cases=cases, metadata=metadata)
+        except ValidationError as exc:
+            self.log.add((), f"cannot build the suite: {exc}")
+            return None
+
+    def _judge_model(self, target: str | None) -> str | None:
+        """The model of the suite target's ``judge_target``: the run's default judge."""
+        if self.targets is None or target is None or target not in self.targets.targets:
+            return None
+        judge = self.targets.targets[target].judge_target
+        config = self.targets.targets.get(judge) if judge else None
+        return config.model_string() if config is not None else None
+
+    # -- execution and evaluators --------------------------------------------------------
+
+    def _execution(self, data: dict[str, Any], path: PathKey) -> dict[str, Any]:
+        """``execution`` checked: ``target`` (a known name) and raw ``evaluators``."""
+        raw = data.get("execution")
+        where = (*path, "execution")
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.log.add(where, f"execution must be a mapping, not {type_name(raw)}",
+                         "{target, evaluators}", value=True)
+            return {}
+        self._unknown_keys(raw, where, EXECUTION_KEYS, "key in execution")
+        out: dict[str, Any] = {}
+        target = self._target(raw, where)
+        if target is not None:
+            out["target"] = target
+        if "evaluators" in raw:
+            out["evaluators"] = raw["evaluators"]
+            out["evaluators_path"] = (*where, "evaluators")
+        return out
+
+    def _target(self, data: dict[str, Any], path: PathKey) -> str | None:
+        if data.get("target") is None:
+            return None
+        name = data["target"]
+        where = (*path, "target")
+        if not isinstance(name, str) or not name:
+            self.log.add(where, f"target must be a target name, not {type_name(name)}",
+                         "a name from the targets file", value=True)
+            return None
+        if self.targets is not None and name not in self.targets.targets and \
+                not _is_model(name):
+            known = ", ".join(self.targets.names()) or "none"
+            self.log.add(where, f"unknown target {name!r}", f"one of {known} (from "
+                         f"{self.targets.path}), or a model such as openai:gpt-4o-mini",
+                         value=True)
+        return name
+
+    def _suite_evaluators(self, data: dict[str, Any], execution: dict[str, Any]
+                          ) -> list[Evaluator] | None:
+        if "evaluators" in execution:
+            return self.evaluators.build_list(execution["evaluators"],
+                                              execution["evaluators_path"])
+        default = self._default_kind(data, ())
+        if default is False:
+            return None
+        # AgentV's rule: with no evaluator list, cases are judged by llm_judge's default.
+        return [e for e in [self.evaluators.build({"type": default or "llm_judge"},
+                                                  ("evaluator",))] if e is not None]
+
+    def _default_kind(self, data: dict[str, Any], path: PathKey) -> str | bool | None:
+        """The ``evaluator: KIND`` shorthand: a type name, None when absent, False if bad."""
+        kind = data.get("evaluator")
+        if kind is None:
+            return None
+        if not isinstance(kind, str) or kind not in EVALUATORS:
+            self.log.add((*path, "evaluator"), f"unknown evaluator type {kind!r}",
+                         "one of " + ", ".join(self.evaluators.known()), value=True)
+            return False
+        return kind
+
+    # -- cases ---------------------------------------------------------------------------
+
+    def _cases(self, data: dict[str, Any]) -> list[SuiteCase] | None:
+        if "evalcases" in data and "cases" in data:
+            self.log.add(("cases",), "both 'evalcases' and 'cases' are given",
+                         "one list of cases")
+        key = "evalcases" if "evalcases" in data else "cases"
+        raw = data.get(key)
+        if raw is None:
+            self.log.add((key,) if key in data else (), "the suite has no cases",
+                         "evalcases: a list of {id, input, expected_outcome, ...}")
+            return None
+        if not isinstance(raw, list):
+            self.log.add((key,), f"{key} must be a list, not {type_name(raw)}",
+                         "a list of cases", value=True)
+            return None
+        if not raw:
+            self.log.add((key,), f"{key} is empty", "at least one case", value=True)
+            return None
+        cases = [self._case(item, (key, index)) for index, item in enumerate(raw)]
+        return [c for c in cases if c is not None] if all(cases) else None
+
+    def _case(self, raw: Any, path: PathKey) -> SuiteCase | None:
+        if not isinstance(raw, dict):
+            self.log.add(path, f"a case must be a mapping, not {type_name(raw)}",
+                         "{id, input, expected_outcome, ...}")
+            return None
+        self._unknown_keys(raw, path, CASE_KEYS, "case key")
+        problems_before = len(self.log)
+        case_id = self._case_id(raw, path)
+        written_id = raw.get("id")
+        label = f"case {str(written_id)!r}" if isinstance(written_id, str | int) and \
+            not isinstance(written_id, bool) and str(written_id).strip() else "case"
+        outcomes = self._strings(raw, "expected_outcome", path) if "expected_outcome" in raw \
+            else self._strings(raw, "outcome", path)
+        case_input = self._input(raw, path, label)
+        metadata = self._mapping(raw, "metadata", path) or {}
+        expected = raw.get("expected_output")
+        if "expected_messages" in raw:
+            messages = self._messages(raw["expected_messages"], (*path, "expected_messages"))
+            if messages is not None:
+                metadata["expected_messages"] = [
+                    m.model_dump(mode="json", exclude_none=True) for m in messages]
+                if "expected_output" not in raw:
+                    expected = _last_assistant(messages, raw["expected_messages"])
+        note = raw.get("note")
+        if note is not None:
+            if isinstance(note, str):
+                metadata["note"] = note
+            else:
+                self.log.add((*path, "note"), f"note must be text, not {type_name(note)}",
+                             "text", value=True)
+        conversation = raw.get("conversation_id")
+        if conversation is not None:
+            metadata["conversation_id"] = conversation
+        guidelines = self._strings(raw, "guidelines", path)
+        context = self._strings(raw, "reference_context", path)
+        execution = self._execution(raw, path)
+        evaluators = self._case_evaluators(raw, path, execution)
+        if len(self.log) > problems_before or case_id is None or case_input is None:
+            return None
+        try:
+            case = Case(id=case_id, input=case_input, expected_output=expected,
+                        expected_outcomes=outcomes or [], guidelines=guidelines or [],
+                        reference_context=context or [], metadata=metadata)
+        except ValidationError as exc:
+            for error in exc.errors():
+                self.log.add(path, f"{label}: {'.'.join(map(str, error['loc']))}: "
+                             f"{error['msg']}")
+            return None
+        return SuiteCase(case=case, target=execution.get("target"),
+                         evaluators=evaluators if isinstance(evaluators, list) else None)
+
+    def _case_id(self, raw: dict[str, Any], path: PathKey) -> str | None:
+        if "id" not in raw:
+            self.log.add(path, "case has no 'id'", "id: a unique name for the case")
+            return None
+        value = raw["id"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not value.strip():
+            self.log.add((*path, "id"), f"case id must be non-empty text, not "
+                         f"{type_name(raw['id'])}", "a unique name", value=True)
+            return None
+        mark = self.log.source.locate((*path, "id"), value=True)
+        first = self.seen_ids.get(value)
+        if first is not None:
+            self.log.add((*path, "id"), f"duplicate case id {value!r} (first at line "
+                         f"{first.line})", "a unique id for each case", value=True)
+            return None
+        self.seen_ids[value] = mark
+        return value
+
+    def _input(self, raw: dict[str, Any], path: PathKey, label: str
+               ) -> str | dict[str, Any] | list[Message] | None:
+        if "input_messages" in raw:
+            messages = self._messages(raw["input_messages"], (*path, "input_messages"))
+            return messages
+        if "input" not in raw:
+            self.log.add(path, f"{label} has neither 'input' nor 'input_messages'",
+                         "input: text or a mapping, or input_messages: [{role, content}]")
+            return None
+        value = raw["input"]
+        if isinstance(value, str | dict):
+            return value
+        if isinstance(value, list):
+            return self._messages(value, (*path, "input"))
+        self.log.add((*path, "input"), f"input must be text, a mapping or messages, not "
+                     f"{type_name(value)}", "text, a mapping, or [{role, content}]",
+                     value=True)
+        return None
+
+    def _case_evaluators(self, raw: dict[str, Any], path: PathKey,
+                         execution: dict[str, Any]) -> list[Evaluator] | bool | None:
+        """This case's evaluators; None means the suite's, False that they are invalid."""
+        own: list[Evaluator] | None = None
+        ok = True
+        if "evaluators" in execution and "evaluators" in raw:
+            self.log.add((*path, "evaluators"), "both execution.evaluators and evaluators "
+                         "are given", "one evaluator list per case")
+            ok = False
+        if "evaluators" in execution:
+            own = self.evaluators.build_list(execution["evaluators"],
+                                             execution["evaluators_path"])
+            ok = ok and own is not None
+        elif "evaluators" in raw:
+            own = self.evaluators.build_list(raw["evaluators"], (*path, "evaluators"))
+            ok = ok and own is not None
+        kind = self._default_kind(raw, path)
+        if kind is False:
+            ok = False
+        elif kind is not None and own is None and not self.suite_has_list:
+            # AgentV's order: case list, then suite list, then this default kind.
+            built = self.evaluators.build({"type": kind}, (*path, "evaluator"))
+            own = [built] if built is not None else None
+        rubric = self._rubric(raw, path)
+        if rubric is False:
+            ok = False
+        if not ok:
+            return False
+        if isinstance(rubric, Evaluator):
+            base = own if own is not None else self.suite_evaluators
+            return [rubric, *[e for e in base if e.name != rubric.name]]
+        return own
+
+    def _rubric(self, raw: dict[str, Any], path: PathKey) -> Evaluator | bool | None:
+        if "rubrics" not in raw:
+            return None
+        rubrics = raw["rubrics"]
+        where = (*path, "rubrics")
+        if not isinstance(rubrics, list) or not rubrics:
+            self.log.add(where, "rubrics must be a non-empty list", "a list of criteria "
+                         "(text, or {id, expected_outcome, weight, required})", value=True)
+            return False
+        if "rubric" not in EVALUATORS:
+            self.log.add(where, "case rubrics need the 'rubric' evaluator type, which is not "
+                         "available", "one of " + ", ".join(self.evaluators.known()))
+            return False
+        before = len(self.log)
+        built = self.evaluators.build({"type": "rubric", "name": "rubrics",
+                                       "rubrics": rubrics}, path)
+        if built is None or len(self.log) > before:
+            return False
+        return built
+
+    # -- small typed readers ---------------------------------------------------------------
+
+    def _messages(self, raw: Any, path: PathKey) -> list[Message] | None:
+        if not isinstance(raw, list) or not raw:
+            self.log.add(path, "messages must be a non-empty list", "[{role, content}, ...]",
+                         value=True)
+            return None
+        messages: list[Message] = []
+        ok = True
+        for index, item in enumerate(raw):
+            where = (*path, index)
+            if not isinstance(item, dict):
+                self.log.add(where, f"a message must be a mapping, not {type_name(item)}",
+                             "{role, content}")
+                ok = False
+                continue
+            fields = dict(item)
+            content = fields.get("content")
+            if isinstance(content, list):
+                fields["content"] = self._segments(content, (*where, "content"))
+                if fields["content"] is None:
+                    ok = False
+                    continue
+            elif content is not None and not isinstance(content, str):
+                fields["content"] = dump_json(content)  # structured content travels as JSON
+            try:
+                messages.append(Message.model_validate(fields))
+            except ValidationError as exc:
+                ok = False
+                for error in exc.errors():
+                    key = error["loc"][0] if error["loc"] else None
+                    self.log.add((*where, key) if key in item else where,
+                                 f"message {'.'.join(map(str, error['loc']))}: "
+                                 f"{error['msg']}", value=key in item)
+        return messages if ok else None
+
+    def _segments(self, raw: list[Any], path: PathKey) -> list[dict[str, Any]] | None:
+        """AgentV content segments: ``{type: text, value}`` and ``{type: file, value: path}``
+        (the file's text, relative to the suite) become OpenAI text parts."""
+        parts: list[dict[str, Any]] = []
+        ok = True
+        for index, segment in enumerate(raw):
+            where = (*path, index)
+            if isinstance(segment, str):
+                parts.append({"type": "text", "text": segment})
+            elif isinstance(segment, dict) and segment.get("type") == "file":
+                text = self._file_segment(segment.get("value"), (*where, "value"))
+                ok = ok and text is not None
+                if text is not None:
+                    parts.append({"type": "text", "text": text})
+            elif isinstance(segment, dict) and segment.get("type") == "text" and \
+                    "value" in segment and "text" not in segment:
+                parts.append({"type": "text", "text": str(segment["value"])})
+            elif isinstance(segment, dict):
+                parts.append(segment)
+            else:
+                self.log.add(where, f"a content part must be text or a mapping, not "
+                             f"{type_name(segment)}", "{type: text, value} or "
+                             "{type: file, value: path}")
+                ok = False
+        return parts if ok else None
+
+    def _file_segment(self, value: Any, path: PathKey) -> str | None:
+        if not isinstance(value, str) or not value:
+            self.log.add(path, "a file segment needs 'value': the file's path", "a path",
+                         value=True)
+            return None
+        file = self.base_dir / value
+        try:
+            body = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = "not found" if isinstance(exc, FileNotFoundError) else str(exc)
+            self.log.add(path, f"input file {value}: {reason}", "a UTF-8 text file relative "
+                         "to the suite file", value=True)
+            return None
+        return f"\n<file path=\"{value}\">\n{body}\n</file>\n"
+
+    def _unknown_keys(self, data: dict[Hashable, Any], path: PathKey,
+                      known: tuple[str, ...], what: str) -> None:
+        for key in data:
+            if key not in known:
+                self.log.add((*path, key), f"unknown {what} {key!r}",
+                             "one of " + ", ".join(known))
+
+    def _text(self, data: dict[str, Any], key: str, path: PathKey) -> str | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        if not isinstance(value, str):
+            self.log.add((*path, key), f"{key} must be text, not {type_name(value)}", "text",
+                         value=True)
+            return None
+        return value
+
+    def _strings(self, data: dict[str, Any], key: str, path: PathKey) -> list[str] | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return list(value)
+        self.log.add((*path, key), f"{key} must be text or a list of text, not "
+                     f"{type_name(value)}", "text or a list of text", value=True)
+        return None
+
+    def _mapping(self, data: dict[str, Any], key: str, path: PathKey) -> dict[str, Any] | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            self.log.add((*path, key), f"{key} must be a mapping, not {type_name(value)}",
+                         "a mapping", value=True)
+            return None
+        return {str(k): v for k, v in value.items()}
+
+
+def _is_model(name: str) -> bool:
+    """True for a judge-engine model string, which works as a target without a targets file."""
+    try:
+        parse_model(name)
+    except ConfigError:
+        return False
+    return True
+
+
+def _last_assistant(messages: list[Message], raw: list[Any]) -> Any:
+    """The reference answer in expected messages: the last assistant turn's content (kept
+    structured when it was written structured), else its tool calls."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "assistant":
+            continue
+        written = raw[index].get("content") if isinstance(raw[index], dict) else None
+        if written is not None and not isinstance(written, str | list):
+            return written
+        if message.content is not None:
+            return message.text()
+        if message.tool_calls:
+            return [c.model_dump(mode="json", exclude_none=True) for c in message.tool_calls]
+    return None

@@ -1,0 +1,213 @@
+"""YAML that remembers where everything was written.
+
+A suite file is checked after it is parsed, so every complaint must still be able to say
+``file:line:column``. :func:`load_yaml` builds plain Python values (dicts, lists, scalars)
+and, beside them, a :class:`SourceMap` from each value's path (``("evalcases", 2, "id")``)
+to the line and column of its key or sequence item. Checking code works on plain values and
+asks the map where a path was written. Line and column are 1-based, as editors show them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from assay.errors import EvaluationError
+
+PathKey = tuple[Hashable, ...]
+"""Where a value sits in a document: mapping keys and sequence indexes from the root."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A place in a file. ``column`` is None for formats located by line only (JSONL)."""
+
+    file: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.file
+        if self.column is None:
+            return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a file, located, saying what was expected.
+
+    Renders as ``file:line:col: message (expected: ...)``, the shape editors and CI annotate.
+    """
+
+    file: str
+    line: int | None
+    column: int | None
+    message: str
+    expected: str | None = None
+
+    @classmethod
+    def at(cls, mark: Mark, message: str, expected: str | None = None) -> Problem:
+        return cls(mark.file, mark.line, mark.column, message, expected)
+
+    def __str__(self) -> str:
+        where = str(Mark(self.file, self.line, self.column))
+        tail = f" (expected: {self.expected})" if self.expected else ""
+        return f"{where}: {self.message}{tail}"
+
+    def sort_key(self) -> tuple[str, int, int]:
+        return (self.file, self.line or 0, self.column or 0)
+
+
+@dataclass
+class SourceMap:
+    """Path -> where it was written. ``keys`` holds a mapping key's (or sequence item's)
+    position; ``values`` holds the position of the value itself, for complaints about it."""
+
+    root: Mark
+    keys: dict[PathKey, Mark] = field(default_factory=dict)
+    values: dict[PathKey, Mark] = field(default_factory=dict)
+
+    def locate(self, path: PathKey, value: bool = False) -> Mark:
+        """The mark of ``path``, else of its nearest ancestor that has one."""
+        table = self.values if value else self.keys
+        for end in range(len(path), 0, -1):
+            prefix = path[:end]
+            mark = table.get(prefix) or self.keys.get(prefix)
+            if mark is not None:
+                return mark
+        return self.root
+
+
+@dataclass
+class Loaded:
+    """A parsed document with its source map and the problems parsing already found."""
+
+    data: Any
+    source: SourceMap
+    problems: list[Problem] = field(default_factory=list)
+
+
+class YamlSyntaxError(EvaluationError):
+    """The text is not YAML; ``problem`` says where and why."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__("invalid_yaml", str(problem))
+        self.problem = problem
+
+
+def load_yaml(text: str, file: str) -> Loaded:
+    """Parse one YAML document into plain values plus where each was written.
+
+    Raises :class:`YamlSyntaxError` (located) for text that is not YAML. Duplicate keys, which
+    YAML parsers silently resolve to the last one, are reported in ``Loaded.problems``.
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return Loaded(None, SourceMap(Mark(file, 1, 1)))
+        data = loader.construct_object(node, deep=True)
+        source = SourceMap(_mark(file, node))
+        source.values[()] = source.root
+        problems: list[Problem] = []
+        _walk(loader, node, (), file, source, problems)
+        return Loaded(data, source, problems)
+    except yaml.MarkedYAMLError as exc:
+        raise YamlSyntaxError(_syntax_problem(exc, file)) from None
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(Problem(file, None, None, f"invalid YAML: {exc}")) from None
+    finally:
+        loader.dispose()
+
+
+def load_yaml_file(path: Path, display: str | None = None) -> Loaded:
+    """Read and parse a file; ``display`` is the name used in problems (default: the path)."""
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlSyntaxError(Problem(name, None, None, f"not UTF-8 text: {exc.reason}")) \
+            from None
+    except OSError as exc:
+        raise YamlSyntaxError(
+            Problem(name, None, None, f"cannot read file: {exc.strerror or exc}")) from None
+    return load_yaml(text, name)
+
+
+def _mark(file: str, node: Node) -> Mark:
+    return Mark(file, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _walk(loader: yaml.SafeLoader, node: Node, path: PathKey, file: str,
+          source: SourceMap, problems: list[Problem]) -> None:
+    if isinstance(node, MappingNode):
+        seen: dict[Hashable, Mark] = {}
+        for key_node, value_node in node.value:
+            key = _key(loader, key_node)
+            key_mark = _mark(file, key_node)
+            if key in seen:
+                first = seen[key]
+                problems.append(Problem.at(
+                    key_mark, f"duplicate key {key!r} (first at line {first.line}); "
+                    "the last one would silently win", "each key once per mapping"))
+            seen[key] = key_mark
+            child = (*path, key)
+            source.keys[child] = key_mark
+            source.values[child] = _mark(file, value_node)
+            _walk(loader, value_node, child, file, source, problems)
+    elif isinstance(node, SequenceNode):
+        for index, item in enumerate(node.value):
+            child = (*path, index)
+            source.keys[child] = source.values[child] = _mark(file, item)
+            _walk(loader, item, child, file, source, problems)
+
+
+def _key(loader: yaml.SafeLoader, node: Node) -> Hashable:
+    if isinstance(node, ScalarNode):
+        value = loader.construct_object(node)
+        return value if isinstance(value, Hashable) else str(value)
+    return f"<{type(node).__name__} key at line {node.start_mark.line + 1}>"
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    what = exc.problem or "invalid YAML"
+    if exc.context:
+        what = f"{what} ({exc.context}"
+        if exc.context_mark is not None and exc.context_mark is not mark:
+            what += f" at line {exc.context_mark.line + 1}"
+        what += ")"
+    if mark is None:
+        return Problem(file, None, None, f"invalid YAML: {what}")
+    return Problem(file, mark.line + 1, mark.column + 1, f"invalid YAML: {what}")
+
+
+class ProblemLog:
+    """Collects located problems while a document is checked, so all are found in one pass."""
+
+    def __init__(self, source: SourceMap) -> None:
+        self.source = source
+        self.problems: list[Problem] = []
+
+    def add(self, path: PathKey, message: str, expected: str | None = None, *,
+            value: bool = False) -> None:
+        """Record a problem at ``path`` (its value's position when ``value``)."""
+        self.problems.append(Problem.at(self.source.locate(path, value), message, expected))
+
+    def extend(self, problems: list[Problem]) -> None:
+        self.problems.extend(problems)
+
+    def sorted(self) -> list[Problem]:
+        """Problems in file order, each reported once."""
+        unique = dict.fromkeys(self.problems)
+        return sorted(unique, key=Problem.sort_key)
+
+    def __len__(self) -> int:
+        return len(self.problems)

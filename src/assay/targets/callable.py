@@ -1,0 +1,192 @@
+"""A Python function as the agent: ``provider: python`` with ``function: module:function``.
+
+The function gets the case input (a string, a dict, or a list of message dicts), or the whole
+:class:`Case` when its first parameter is annotated ``Case``. It may be sync or async, and may
+return text, a dict, or an :class:`Execution` (to report messages, traces or usage too). Sync
+functions run in a worker thread so a slow agent never blocks the event loop. The module is
+imported with the suite's directory on the path, and ``agent.py:run`` names a file directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+import time
+import typing
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
+
+from assay.errors import ConfigError
+from assay.model import Case, Execution
+from assay.targets.base import Target
+from assay.targets.config import FieldSpec, TargetConfig, project_dir
+from assay.targets.inputs import elapsed_ms, plain_input
+
+
+class CallableTarget(Target):
+    """Calls a Python function for each case."""
+
+    FIELDS: ClassVar[dict[str, FieldSpec]] = {
+        "function": FieldSpec((str,), "'module:function' or 'path/to/file.py:function'"),
+        "timeout_s": FieldSpec((int, float), "seconds, a number"),
+    }
+    REQUIRED: ClassVar[tuple[tuple[str, ...], ...]] = (("function",),)
+
+    def __init__(self, fn: Callable[..., Any], *, name: str = "python",
+                 timeout_s: float | None = None) -> None:
+        self.fn = fn
+        self.name = name
+        self.timeout_s = timeout_s
+        self.wants_case = _first_parameter_is_case(fn)
+        self.is_async = inspect.iscoroutinefunction(fn) or (
+            not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__))
+
+    @classmethod
+    def from_config(cls, config: TargetConfig, base_dir: Path, engine: object = None
+                    ) -> CallableTarget:
+        places = [base_dir]
+        if config.source is not None:
+            places.append(project_dir(config.source))
+        places.append(Path.cwd())
+        places = list(dict.fromkeys(p.resolve() for p in places))
+        fn = load_function(str(config.get("function")), *places)
+        timeout = config.get("timeout_s")
+        return cls(fn, name=config.name, timeout_s=float(timeout) if timeout else None)
+
+    async def run(self, case: Case) -> Execution:
+        argument: Any = case if self.wants_case else plain_input(case.input)
+        started = time.perf_counter()
+        try:
+            call = self._call(argument)
+            result = await (asyncio.wait_for(call, self.timeout_s) if self.timeout_s else call)
+        except TimeoutError:
+            return Execution(input=case.input, latency_ms=elapsed_ms(started),
+                             error=f"agent function timed out after {self.timeout_s:g}s")
+        except Exception as exc:
+            return Execution(input=case.input, latency_ms=elapsed_ms(started),
+                             error=f"agent function raised {type(exc).__name__}: {exc}")
+        return _execution(case, result, elapsed_ms(started))
+
+    async def _call(self, argument: Any) -> Any:
+        if self.is_async:
+            return await self.fn(argument)
+        result = await asyncio.to_thread(self.fn, argument)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def load_function(reference: str, *places: Path) -> Callable[..., Any]:
+    """Import ``module:function`` (``a.b:c.d`` for nested attributes) or ``file.py:function``,
+    looking in ``places`` (the suite's directory, the project's) as well as on ``sys.path``.
+    Raises ConfigError saying what failed.
+    """
+    module_name, sep, attribute = reference.rpartition(":")
+    if not sep or not module_name or not attribute:
+        raise ConfigError(f"function {reference!r}: expected 'module:function'",
+                          code="invalid_target")
+    module = _import(module_name, list(places) or [Path.cwd()])
+    found: Any = module
+    for part in attribute.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise ConfigError(f"function {reference!r}: {module_name} has no {attribute!r}",
+                              code="invalid_target") from None
+    if not callable(found):
+        raise ConfigError(f"function {reference!r} is not callable", code="invalid_target")
+    return typing.cast(Callable[..., Any], found)
+
+
+def _import(module_name: str, places: list[Path]) -> ModuleType:
+    try:
+        if module_name.endswith(".py"):
+            found = [p / module_name for p in places if (p / module_name).is_file()]
+            return _import_file((found[0] if found else places[0] / module_name).resolve())
+        for place in places:
+            beside = place / f"{module_name}.py"
+            if "." not in module_name and beside.is_file():
+                # The suite's own agent.py: loaded by file so that another suite's agent.py,
+                # already imported under the same name, is never mistaken for it.
+                return _import_file(beside.resolve())
+        with contextlib.ExitStack() as stack:
+            for place in places:
+                stack.enter_context(_on_path(place))
+            return importlib.import_module(module_name)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        looked = ", ".join(str(p) for p in places)
+        raise ConfigError(f"cannot import {module_name!r} (looked in {looked} and on "
+                          f"sys.path): {type(exc).__name__}: {exc}",
+                          code="invalid_target") from None
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise ConfigError(f"agent module file {path} does not exist", code="invalid_target")
+    # A name unique to the file, so two suites' agent.py files never shadow each other.
+    name = f"_assay_agent_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load {path} as a Python module", code="invalid_target")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with _on_path(path.parent):
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+@contextlib.contextmanager
+def _on_path(directory: Path) -> Iterator[None]:
+    entry = str(directory.resolve())
+    added = entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
+
+
+def _first_parameter_is_case(fn: Callable[..., Any]) -> bool:
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if not parameters:
+        return False
+    first = parameters[0]
+    annotation: Any = first.annotation
+    # Unresolvable forward references fall back to the annotation's text.
+    with contextlib.suppress(Exception):
+        annotation = typing.get_type_hints(fn).get(first.name, annotation)
+    if annotation is Case:
+        return True
+    return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "Case"
+
+
+def _execution(case: Case, result: Any, latency_ms: float) -> Execution:
+    if isinstance(result, Execution):
+        execution = result.model_copy()
+        if execution.input in ("", None):
+            execution.input = case.input
+        if execution.latency_ms is None:
+            execution.latency_ms = latency_ms
+        return execution
+    return Execution(input=case.input, output=result, latency_ms=latency_ms)

@@ -1,0 +1,154 @@
+"""``assay run``, ``runs``, ``show`` and ``compare`` end to end, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+AGENT = '''
+import os
+VERSION = os.environ.get("AGENT_VERSION", "good")
+
+def answer(question: str) -> str:
+    if VERSION == "bad" and "Kenya" in question:
+        return "No idea."
+    return {"France": "Paris is the capital of France.",
+            "Japan": "Tokyo is the capital of Japan.",
+            "Kenya": "Nairobi is the capital of Kenya."}[question.split()[-1].rstrip("?")]
+'''
+
+SUITE = '''
+description: capitals
+execution:
+  target: agent
+  evaluators:
+    - name: names_city
+      type: contains
+      weight: 2
+    - name: similar
+      type: semantic_similarity
+evalcases:
+  - id: fr
+    input: Capital of France?
+    expected_output: Paris is the capital of France.
+    metadata: {search_text: Paris}
+  - id: jp
+    input: Capital of Japan?
+    expected_output: Tokyo is the capital of Japan.
+    metadata: {search_text: Tokyo}
+  - id: ke
+    input: Capital of Kenya?
+    expected_output: Nairobi is the capital of Kenya.
+    metadata: {search_text: Nairobi}
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path, mock_server) -> Path:  # type: ignore[no-untyped-def]
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "EVAL.yaml").write_text(SUITE)
+    (tmp_path / ".assay").mkdir()
+    (tmp_path / ".assay" / "targets.yaml").write_text(textwrap.dedent(f"""
+        targets:
+          - name: agent
+            provider: python
+            function: agent:answer
+            judge_target: judge
+          - name: judge
+            provider: {mock_server.url}#judge
+    """))
+    return tmp_path
+
+
+def assay(project: Path, *args: str, env: dict[str, str] | None = None
+          ) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "ASSAY_CACHE_DIR": str(project / "cache"), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=project, env=full_env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def _run_id(out: str) -> str:
+    line = next(x for x in out.splitlines() if x.startswith("run "))
+    return line.split()[1]
+
+
+def test_run_stores_writes_files_and_passes_gates(project, mock_server):
+    out = assay(project, "run", "EVAL.yaml", "-o", "results.jsonl", "--junit", "junit.xml")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "all gates passed" in out.stdout
+    rows = [json.loads(x) for x in (project / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["eval_id"] for r in rows) == ["fr", "jp", "ke"]
+    row = rows[0]
+    for key in ("timestamp", "eval_id", "dataset", "score", "hits", "misses",
+                "candidate_answer", "target", "reasoning", "evaluator_results"):
+        assert key in row
+    assert {e["name"] for e in row["evaluator_results"]} == {"names_city", "similar"}
+    assert all(r["score"] == pytest.approx(1.0) for r in rows)
+    suite = ET.parse(project / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == "3" and suite.get("failures") == "0"
+    assert mock_server.stats.requests == 3
+    db = sqlite3.connect(project / ".assay" / "runs.db")
+    (config,) = db.execute("SELECT config FROM runs").fetchone()
+    snapshot = json.loads(config)
+    assert snapshot["suite_hash"] and snapshot["assay_version"]
+    assert snapshot["judge_models"] == [f"{mock_server.url}#judge"]
+    assert db.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == 6
+    # A second identical run costs no judge calls.
+    again = assay(project, "run", "EVAL.yaml")
+    assert again.returncode == 0 and mock_server.stats.requests == 3
+    assert "judge calls 0 (+3 cached" in again.stdout
+
+
+def test_runs_show_and_compare_exit_codes(project, mock_server):
+    good = assay(project, "run", "EVAL.yaml")
+    bad = assay(project, "run", "EVAL.yaml", env={"AGENT_VERSION": "bad"})
+    assert good.returncode == 0
+    assert bad.returncode == 1 and "gate failed" in bad.stdout
+    good_id, bad_id = _run_id(good.stdout), _run_id(bad.stdout)
+    listed = assay(project, "runs")
+    assert good_id in listed.stdout and bad_id in listed.stdout
+    shown = assay(project, "show", bad_id, env={"COLUMNS": "250"})
+    assert shown.returncode == 0 and "ke" in shown.stdout and "fail" in shown.stdout
+    assert "not found" in shown.stdout  # the contains miss is shown
+    regressed = assay(project, "compare", good_id, bad_id)
+    assert regressed.returncode == 1, regressed.stdout
+    assert "regression" in regressed.stdout and "losses 1" in regressed.stdout
+    improved = assay(project, "compare", bad_id, good_id, "--json")
+    assert improved.returncode == 0
+    data = json.loads(improved.stdout)
+    assert data["wins"] == 1 and data["losses"] == 0 and data["mean_delta"] > 0
+    same = assay(project, "compare", good_id, good_id)
+    assert same.returncode == 0
+
+
+def test_filter_repeat_and_dry_run(project, mock_server):
+    dry = assay(project, "run", "EVAL.yaml", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "3 judge call(s)" in dry.stdout and mock_server.stats.requests == 0
+    assert not (project / ".assay" / "runs.db").exists() or "dry-run" not in assay(
+        project, "runs").stdout
+    out = assay(project, "run", "EVAL.yaml", "--filter", "j*", "--repeat", "2", "-o", "r.jsonl")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(x) for x in (project / "r.jsonl").read_text().splitlines()]
+    assert sorted((r["eval_id"], r["repeat"]) for r in rows) == [("jp", 0), ("jp", 1)]
+
+
+def test_gates_and_configuration_errors(project, mock_server):
+    low = assay(project, "run", "EVAL.yaml", "--min-score", "1.01")
+    assert low.returncode == 2  # an impossible gate is a usage error
+    (project / "broken.yaml").write_text("evalcases:\n  - id: a\n    input: [unclosed\n")
+    broken = assay(project, "run", "broken.yaml")
+    assert broken.returncode == 2 and "broken.yaml:" in broken.stderr
+    assert "Traceback" not in broken.stderr
+    unknown = assay(project, "run", "EVAL.yaml", "--target", "nobody")
+    assert unknown.returncode == 2 and "unknown target 'nobody'" in unknown.stderr
+    missing = assay(project, "show", "no-such-run")
+    assert missing.returncode == 2 and "no run 'no-such-run'" in missing.stderr
