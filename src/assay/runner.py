@@ -141,7 +141,7 @@ def check_evaluator_names(suite: Suite) -> None:
 def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
              targets: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a run records about how it was made (no secrets: targets come redacted)."""
-    models = sorted({str(m or config.judge_model or suite.judge_target
+    models = sorted({str(config.judge_model or m or suite.judge_target
                          or engine.config.default_model)
                      for item in suite.cases for e in suite.evaluators_for(item)
                      for m in e.models()})
@@ -170,7 +170,7 @@ class Runner:
         self.store = store
         self.config = config
         self.progress = progress or _NoProgress()
-        self.ctx = EvalContext(engine, config.judge_model or suite.judge_target)
+        self.ctx = EvalContext(engine, suite.judge_target, override_model=config.judge_model)
 
     async def preflight(self) -> None:
         """Check every judge model and target before the first case runs."""

@@ -25,10 +25,12 @@ class EvalContext:
 
     engine: JudgeEngine
     judge_model: str | None = None
+    override_model: str | None = None
 
     def model(self, own: str | None) -> str | None:
-        """The evaluator's own model, else the run's judge model, else the engine default."""
-        return own or self.judge_model
+        """The override (``--judge-model``), else the evaluator's own model, else the run's
+        judge model, else (None) the engine's default."""
+        return self.override_model or own or self.judge_model
 
 
 class Evaluator(BaseModel):

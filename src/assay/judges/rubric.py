@@ -175,8 +175,11 @@ def answer_schema(base: type[_Verdict], check: type[BaseModel],
     """``base`` narrowed to this rubric: ids an enum (so the judge sees them), all required."""
     id_type: Any = cast(Any, Literal)[ids]
     narrowed_check = create_model(check.__name__, __base__=check, id=(id_type, ...))
+    # One check per id: said in the schema the judge sees; the validator explains misses.
+    sized = Field(json_schema_extra={"minItems": len(ids), "maxItems": len(ids)})
     schema = cast(type[_Verdict], create_model(
-        base.__name__, __base__=base, checks=(list[narrowed_check], ...)))  # type: ignore[valid-type]
+        base.__name__, __base__=base,
+        checks=(list[narrowed_check], sized)))  # type: ignore[valid-type]
     schema.expected_ids = ids
     return schema
 

@@ -103,7 +103,11 @@ def fill(schema: dict[str, Any], text: str, path: str = "",
     if "allOf" in schema and len(schema["allOf"]) == 1:
         return fill(schema["allOf"][0], text, path, root)
     if schema.get("enum"):
-        return schema["enum"][_hash_index(text + path, len(schema["enum"]))]
+        options = schema["enum"]
+        index = re.findall(r"\[(\d+)\]", path)
+        if index:  # inside an array: distinct items get distinct values (ids, keys)
+            return options[int(index[-1]) % len(options)]
+        return options[_hash_index(text + path, len(options))]
     if "const" in schema:
         return schema["const"]
     for key in ("anyOf", "oneOf"):
