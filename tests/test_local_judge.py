@@ -37,5 +37,5 @@ def test_any_gguf_path_is_accepted_and_a_bad_one_is_refused(tmp_path):
     packaged = resolve_model_path("gemma-3-270m")
     assert packaged.suffix == ".gguf" and packaged.stat().st_size > 100_000_000
     assert resolve_model_path(str(packaged)) == packaged
-    with pytest.raises(ConfigError, match="existing .gguf"):
+    with pytest.raises(ConfigError, match=r"existing \.gguf"):
         resolve_model_path(str(tmp_path / "missing.gguf"))
