@@ -19,7 +19,8 @@ async def score_async(evaluator: Evaluator, case: Case, execution: Execution, *,
     engine = engine or JudgeEngine(EngineConfig())
     try:
         ctx = EvalContext(engine, judge_model)
-        await engine.preflight(*[ctx.model(m) for m in evaluator.models()])
+        if evaluator.models():
+            await engine.preflight(*[ctx.model(m) for m in evaluator.models()])
         return await evaluator.evaluate(case, execution, ctx)
     finally:
         if own_engine:

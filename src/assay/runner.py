@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -119,16 +119,22 @@ class _NoProgress:
 TargetResolver = Callable[[str | None], Target]
 
 
-def select_cases(suite: Suite, config: RunConfig) -> list[SuiteCase]:
-    """The suite's cases that match the run's filter glob."""
+def select_cases(suite: Suite, config: RunConfig) -> Iterator[SuiteCase]:
+    """The suite's cases that match the run's filter glob, streamed."""
+    for item in suite.iter_cases():
+        if not config.filter or fnmatch.fnmatchcase(item.case.id, config.filter):
+            yield item
+
+
+def count_cases(suite: Suite, config: RunConfig) -> int:
     if not config.filter:
-        return list(suite.cases)
-    return [c for c in suite.cases if fnmatch.fnmatchcase(c.case.id, config.filter)]
+        return suite.count()
+    return sum(1 for _ in select_cases(suite, config))
 
 
 def check_evaluator_names(suite: Suite) -> None:
     """Evaluator names key stored scores, so they must be unique within a case."""
-    for item in suite.cases:
+    for item in suite.iter_cases():
         names = [e.name for e in suite.evaluators_for(item)]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -143,7 +149,7 @@ def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
     """What a run records about how it was made (no secrets: targets come redacted)."""
     models = sorted({str(config.judge_model or m or suite.judge_target
                          or engine.config.default_model)
-                     for item in suite.cases for e in suite.evaluators_for(item)
+                     for item in suite.iter_cases() for e in suite.evaluators_for(item)
                      for m in e.models()})
     return {
         "suite_path": str(suite.source) if suite.source else None,
@@ -175,10 +181,15 @@ class Runner:
     async def preflight(self) -> None:
         """Check every judge model and target before the first case runs."""
         check_evaluator_names(self.suite)
-        models = {self.ctx.model(m) for item in self.suite.cases
-                  for e in self.suite.evaluators_for(item) for m in e.models()}
-        await self.engine.preflight(*models)
-        for name in {item.target or self.suite.target for item in self.suite.cases}:
+        models: set[str | None] = set()
+        names: set[str | None] = set()
+        for item in self.suite.iter_cases():
+            models.update(self.ctx.model(m) for e in self.suite.evaluators_for(item)
+                          for m in e.models())
+            names.add(item.target or self.suite.target)
+        if models:  # an all-deterministic suite needs no judge model at all
+            await self.engine.preflight(*models)
+        for name in names:
             await self.resolve_target(name).preflight()
 
     async def run(self, run_id: str, keep_results: bool = True) -> RunResult:
@@ -188,8 +199,7 @@ class Runner:
         so memory does not grow with the number of cases. With ``keep_results`` False the
         results are only reported to ``on_result`` and summarised, not kept.
         """
-        cases = select_cases(self.suite, self.config)
-        total = len(cases) * self.config.repeat
+        total = count_cases(self.suite, self.config) * self.config.repeat
         stored_exec = self.store.executions(run_id)
         stored_scores = self.store.scores(run_id)
         stored_rows = {(r["case_id"], r["repeat"]): r for r in self.store.case_rows(run_id)}
@@ -205,7 +215,8 @@ class Runner:
                 self.on_result(result)
             self.progress.advance(result)
 
-        work = ((item, r) for item in cases for r in range(self.config.repeat))
+        work = ((item, r) for item in select_cases(self.suite, self.config)
+                for r in range(self.config.repeat))
 
         async def worker() -> None:
             for item, repeat in work:
@@ -218,8 +229,14 @@ class Runner:
                 report(await self._run_case(run_id, item, repeat, stored_exec.pop(key, None),
                                             have))
 
+        async def flusher() -> None:
+            while True:
+                await asyncio.sleep(self.store.flush_seconds)
+                self.store.flush()
+
         workers = [asyncio.ensure_future(worker())
                    for _ in range(min(self.config.concurrency, max(total, 1)))]
+        timer = asyncio.ensure_future(flusher())
         try:
             await asyncio.gather(*workers)
         except BaseException:
@@ -227,9 +244,12 @@ class Runner:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             raise
+        finally:
+            timer.cancel()
+            self.store.flush()  # what finished is written, however the run ends
         if keep_results:
-            order = {(item.case.id, r): i for i, item in enumerate(cases)
-                     for r in range(self.config.repeat)}
+            order = {(item.case.id, r): i for i, item in enumerate(
+                select_cases(self.suite, self.config)) for r in range(self.config.repeat)}
             results.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
         summary.check_gates(self.config)
         return RunResult(run_id, "completed", results, summary)

@@ -63,7 +63,8 @@ def judge(
     async def go() -> Score:
         try:
             ctx = EvalContext(engine)
-            await engine.preflight(*[ctx.model(m) for m in built.models()])
+            if built.models():
+                await engine.preflight(*[ctx.model(m) for m in built.models()])
             return await built.evaluate(case, execution, ctx)
         finally:
             await engine.aclose()

@@ -158,7 +158,8 @@ def run(
         return
     writer = RowWriter(output) if output else None
     try:
-        result = _execute(suite, targets, engine, runs, config, stored, resume, writer)
+        result = _execute(suite, targets, engine, runs, config, stored, resume, writer,
+                          keep_results=uipath_output is not None)
     finally:
         if writer is not None:
             writer.close()
@@ -182,7 +183,8 @@ def run(
 
 def _execute(suite: Suite, targets: TargetRegistry, engine: JudgeEngine, runs: RunStore,
              config: RunConfig, stored: dict[str, Any] | None,
-             resume: str | None, writer: RowWriter | None) -> RunResult:
+             resume: str | None, writer: RowWriter | None,
+             keep_results: bool = False) -> RunResult:
     runner_holder: dict[str, str] = {}
 
     async def go() -> RunResult:
@@ -196,7 +198,7 @@ def _execute(suite: Suite, targets: TargetRegistry, engine: JudgeEngine, runs: R
                 runner_holder["id"] = run_id
                 if stored:
                     runs.set_status(run_id, "running")
-                result = await runner.run(run_id)
+                result = await runner.run(run_id, keep_results=keep_results)
                 runs.set_status(run_id, "completed", result.summary.as_dict())
                 return result
             finally:
@@ -245,7 +247,7 @@ def _dry_run(suite: Suite, engine: JudgeEngine, runs: RunStore, config: RunConfi
     asyncio.run(go())
     est = engine.estimate
     cost = "unknown" if est.cost is None else f"${est.cost:.4f}"
-    cases = len(suite.cases) * config.repeat
+    cases = suite.count() * config.repeat
     console.print(f"dry run: {cases} case(s); {est.calls} judge call(s) at most (cached ones "
                   f"excluded); about {est.prompt_tokens} prompt + {est.completion_tokens} "
                   f"completion tokens; cost {cost}", highlight=False)

@@ -54,10 +54,11 @@ def validate(
 def summary(path: Path, suite: Suite, targets: TargetsFile | None) -> str:
     """One line for a valid suite: its cases, evaluators and target."""
     evaluators = {id(e): e for e in suite.evaluators}
-    for item in suite.cases:
+    cases = 0
+    for item in suite.iter_cases():
+        cases += 1
         for evaluator in item.evaluators or []:
             evaluators[id(evaluator)] = evaluator
-    cases = len(suite.cases)
     count = len(evaluators)
     line = (f"{path}: ok, {cases} case{'s' if cases != 1 else ''}, "
             f"{count} evaluator{'s' if count != 1 else ''}")

@@ -22,6 +22,7 @@ from assay.llm.pricing import PriceTable
 from assay.llm.providers import Provider, create_provider
 from assay.llm.providers.http_session import close_session
 from assay.llm.types import (
+    BadResponse,
     CallStats,
     CallTimeout,
     ChatRequest,
@@ -113,54 +114,69 @@ class JudgeEngine:
     async def _call_with_retries(self, provider: Provider,
                                  request: ChatRequest) -> tuple[dict[str, Any], int]:
         policy = self.config.retry
+        name = provider.spec.name
         deadline = time.monotonic() + policy.total_timeout_s
         semaphore = self._semaphore()
-        limiter = self._limiter(provider.spec.name)
+        limiter = self._limiter(name)
         estimated_tokens = _estimate_tokens(request)
-        attempt = 0
+        attempt = 0  # attempts made so far
+        failure: ProviderError | None = None
         while True:
-            attempt += 1
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RetriesExhausted(
-                    f"{provider.spec.name}: no answer within {policy.total_timeout_s:g}s "
-                    f"({attempt - 1} attempts)",
-                    CallTimeout("total time bound reached"), attempt - 1)
-            await limiter.acquire(estimated_tokens)
+                    f"{name}: no answer within {policy.total_timeout_s:g}s ({attempt} "
+                    f"attempts){_last(failure)}",
+                    failure or CallTimeout("total time bound reached"), attempt)
+            try:
+                # Waiting for the rate limiter counts against the same time bound.
+                await limiter.acquire(estimated_tokens, timeout=remaining)
+            except TimeoutError:
+                raise RetriesExhausted(
+                    f"{name}: no answer within {policy.total_timeout_s:g}s: the model stays "
+                    f"rate limited past the time bound ({attempt} attempts){_last(failure)}",
+                    failure or RateLimited(f"{name}: rate limited"), attempt) from None
+            attempt += 1
+            if attempt > 1:
+                self.usage.retries += 1
             throttled = False
             retry_after: float | None = None
             try:
                 async with semaphore:
-                    return (await provider.complete(
-                        request, min(policy.call_timeout_s, remaining)), attempt)
+                    response = await provider.complete(
+                        request, min(policy.call_timeout_s, remaining))
+                problem = _shape_problem(response)
+                if problem is not None:
+                    raise BadResponse(f"{name}: unusable response: {problem}")
+                return response, attempt
             except ProviderError as exc:
                 throttled = isinstance(exc, RateLimited)
-                retry_after = exc.retry_after
+                if exc.retry_after is not None:
+                    retry_after = min(exc.retry_after, policy.max_retry_after_s)
                 if not exc.retryable:
                     raise
                 failure = exc
             except TimeoutError:
-                failure = CallTimeout(f"{provider.spec.name}: call timed out")
+                failure = CallTimeout(f"{name}: call timed out")
             finally:
                 await limiter.release(throttled=throttled, retry_after=retry_after)
-            self.usage.retries += 1
             if attempt >= policy.max_attempts:
                 raise RetriesExhausted(
-                    f"{provider.spec.name}: {attempt} attempts failed; last: {failure}",
-                    failure, attempt)
+                    f"{name}: {attempt} attempts failed; last: {failure}", failure, attempt)
             delay = random.uniform(0, min(policy.backoff_max_s,
                                           policy.backoff_base_s * 2 ** (attempt - 1)))
-            if failure.retry_after is not None:
-                delay = max(delay, min(failure.retry_after, policy.max_retry_after_s))
+            if retry_after is not None:
+                delay = max(delay, retry_after)
             delay = min(delay, max(0.0, deadline - time.monotonic()))
             if delay > 0:
                 await asyncio.sleep(delay)
 
     def _account(self, provider: Provider, response: dict[str, Any],
                  stats: CallStats) -> ChatResult:
-        usage = response.get("usage") or {}
-        stats.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        stats.completion_tokens = int(usage.get("completion_tokens") or 0)
+        usage = response.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        stats.prompt_tokens = _token_count(usage.get("prompt_tokens"))
+        stats.completion_tokens = _token_count(usage.get("completion_tokens"))
         stats.cost = self.prices.cost(provider.spec.model, stats.prompt_tokens,
                                       stats.completion_tokens, free=provider.price_free)
         if stats.cached:
@@ -218,3 +234,42 @@ def _estimate_tokens(request: ChatRequest) -> int:
         content = message.get("content")
         chars += len(content) if isinstance(content, str) else len(str(content or ""))
     return max(1, chars // 4)
+
+
+def _last(failure: ProviderError | None) -> str:
+    return f"; last: {failure}" if failure is not None else ""
+
+
+def _token_count(value: Any) -> int:
+    """A token count from a response's usage; anything that is not a count is 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return 0
+    return max(0, int(value)) if abs(value) < 1e15 else 0
+
+
+def _shape_problem(response: Any) -> str | None:
+    """Why a response is not a usable chat completion (None when it is).
+
+    Checked for every provider, custom services included, so a malformed body is a retryable
+    ``BadResponse`` that is never cached, not an exception deep inside a judge.
+    """
+    if not isinstance(response, dict):
+        return f"expected a JSON object, got {type(response).__name__}"
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return "no choices"
+    first = choices[0]
+    if not isinstance(first, dict):
+        return "choices[0] is not an object"
+    message = first.get("message")
+    if not isinstance(message, dict):
+        return "choices[0].message is not an object"
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        return f"the message content is {type(content).__name__}, not text"
+    calls = message.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls):
+            return "tool_calls is not a list of function calls"
+    return None

@@ -33,11 +33,17 @@ class ModelLimiter:
         self._cond = asyncio.Condition()
         self._simple = self.rpm is None and self.tpm is None
 
-    async def acquire(self, tokens: int) -> None:
-        """Wait until this model may take one more call estimated at ``tokens`` tokens."""
+    async def acquire(self, tokens: int, timeout: float | None = None) -> None:
+        """Wait until this model may take one more call estimated at ``tokens`` tokens.
+
+        With ``timeout``, raise :class:`TimeoutError` as soon as it is clear the call cannot
+        be admitted within that many seconds (a pause or a budget that ends later), so a
+        caller's time bound holds however long a provider asks everyone to wait.
+        """
         if self._simple and self.in_flight < self.allowed and time.monotonic() >= self.pause_until:
             self.in_flight += 1
             return
+        deadline = None if timeout is None else time.monotonic() + timeout
         async with self._cond:
             while True:
                 now = time.monotonic()
@@ -51,9 +57,12 @@ class ModelLimiter:
                         wait = max(wait, (need - self.tokens) / (self.tpm / 60.0))
                 if wait <= 0 and self.in_flight < self.allowed:
                     break
-                if wait > 0:
+                left = None if deadline is None else deadline - now
+                if left is not None and (left <= 0 or wait > left):
+                    raise TimeoutError(f"not admitted within {timeout:g}s")
+                if wait > 0 or left is not None:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._cond.wait(), wait)
+                        await asyncio.wait_for(self._cond.wait(), wait if wait > 0 else left)
                 else:
                     await self._cond.wait()
             self.in_flight += 1

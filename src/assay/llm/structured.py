@@ -19,7 +19,13 @@ from pydantic import BaseModel, ValidationError
 
 from assay.llm.engine import JudgeEngine
 from assay.llm.providers.base import StructuredMode
-from assay.llm.types import ChatRequest, ChatResult, ProviderError, RequestRejected
+from assay.llm.types import (
+    ChatRequest,
+    ChatResult,
+    ProviderError,
+    RequestRejected,
+    RetriesExhausted,
+)
 from assay.model import ScoreError, Usage
 
 T = TypeVar("T", bound=BaseModel)
@@ -67,6 +73,8 @@ async def ask_structured(
             result = await _ask_any_mode(engine, provider.spec.name, conversation, json_schema,
                                          name, temperature, max_tokens, seed)
         except ProviderError as exc:
+            if isinstance(exc, RetriesExhausted):  # the failed attempts are accounted too
+                usage = usage + Usage(retries=max(0, exc.attempts - 1))
             return StructuredResult(
                 None, raw_text, ScoreError(code=exc.code, message=str(exc)), usage,
                 (time.perf_counter() - started) * 1000, provider.spec.name, asks)

@@ -11,6 +11,7 @@ problems; a problem in a case is located at ``file:line``, one in the sidecar at
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,61 @@ def sidecar_of(path: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+CHUNK_CASES = 2000
+
+
+def iter_eval_jsonl(path: Path, chunk: int = CHUNK_CASES) -> Iterator[Loaded]:
+    """The file as a sequence of documents of at most ``chunk`` cases each, read lazily.
+
+    Each document carries the sidecar and its own cases with their line numbers, so a large
+    dataset is validated and run without ever holding all of its cases in memory.
+    """
+    file = str(path)
+    sidecar_source = SourceMap(Mark(file, None, None))
+    sidecar_problems: list[Problem] = []
+    sidecar = _sidecar(path, sidecar_source, sidecar_problems)
+    first = True
+
+    def document(cases: list[Any], marks: list[Mark], problems: list[Problem]) -> Loaded:
+        source = SourceMap(Mark(file, None, None))
+        source.keys.update(sidecar_source.keys)
+        source.values.update(sidecar_source.values)
+        source.keys[("evalcases",)] = source.values[("evalcases",)] = Mark(file, None, None)
+        for index, mark in enumerate(marks):
+            source.keys[("evalcases", index)] = source.values[("evalcases", index)] = mark
+        return Loaded({**sidecar, "evalcases": cases}, source, problems)
+
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        yield Loaded(None, sidecar_source,
+                     [Problem(file, None, None, f"cannot read file: {exc.strerror}")])
+        return
+    with handle:
+        cases: list[Any] = []
+        marks: list[Mark] = []
+        problems: list[Problem] = list(sidecar_problems)
+        try:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    cases.append(json.loads(line))
+                    marks.append(Mark(file, number, None))
+                except json.JSONDecodeError as exc:
+                    problems.append(Problem(file, number, exc.colno,
+                                            f"invalid JSON: {exc.msg}",
+                                            "one JSON object per line"))
+                if len(cases) >= chunk:
+                    yield document(cases, marks, problems)
+                    first = False
+                    cases, marks, problems = [], [], []
+        except UnicodeDecodeError:
+            problems.append(Problem(file, None, None, "cannot read file: not UTF-8 text"))
+        if cases or problems or first:
+            yield document(cases, marks, problems)
 
 
 def read_eval_jsonl(path: Path) -> Loaded:

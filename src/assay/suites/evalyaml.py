@@ -23,7 +23,7 @@ suite with problems: :func:`load_eval_yaml` raises :class:`SuiteError` carrying 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -125,12 +125,7 @@ def check_suite(path: Path | str, targets: Targets = None
     if suffix in YAML_SUFFIXES:
         return check_eval_yaml(path, targets)
     if suffix in JSONL_SUFFIXES:
-        from assay.suites.evaljsonl import read_eval_jsonl
-
-        loaded = read_eval_jsonl(Path(path))
-        if loaded.data is None:
-            return None, loaded.problems
-        return _check(loaded, Path(path), targets)
+        return _check_jsonl(Path(path), targets)
     raise ConfigError(f"{path}: unsupported suite file type {suffix or '(none)'!r}; expected "
                       "an EVAL.yaml (.yaml, .yml) or a JSONL file of cases (.jsonl)",
                       code="invalid_suite")
@@ -145,6 +140,52 @@ def _check(loaded: Loaded, path: Path, targets: Targets) -> tuple[Suite | None, 
     suite = checker.suite(loaded.data)
     problems = log.sorted()
     return (None if problems else suite), problems
+
+
+def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Problem]]:
+    """Check a JSONL suite chunk by chunk, so memory does not grow with the dataset.
+
+    A file of up to one chunk is kept in memory as usual; a larger one becomes a suite whose
+    cases are re-read from the file on each pass (validated once, here, in full).
+    """
+    from assay.suites.evaljsonl import CHUNK_CASES, iter_eval_jsonl
+
+    found = _targets(targets, path)
+    problems: list[Problem] = []
+    first: Suite | None = None
+    seen: dict[str, int | None] = {}
+    count = 0
+    for loaded in iter_eval_jsonl(path):
+        if loaded.data is None:
+            return None, loaded.problems
+        suite, chunk_problems = _check(loaded, path, found if found is not None else False)
+        problems.extend(chunk_problems)
+        if suite is None:
+            continue
+        first = first or suite
+        for index, item in enumerate(suite.cases):
+            line = loaded.source.keys[("evalcases", index)].line
+            if item.case.id in seen:
+                problems.append(Problem(str(path), line, None,
+                                        f"duplicate case id {item.case.id!r} (first at line "
+                                        f"{seen[item.case.id]})", "unique case ids"))
+            seen[item.case.id] = line
+        count += len(suite.cases)
+    if problems or first is None:
+        unique = {str(p): p for p in problems}  # sidecar problems repeat in every chunk
+        return None, sorted(unique.values(),
+                            key=lambda p: (p.file, p.line or 0, p.column or 0))
+    if count <= CHUNK_CASES:
+        return first, []
+    resolved: Targets = found if found is not None else False
+
+    def stream() -> Iterator[SuiteCase]:
+        for loaded in iter_eval_jsonl(path):
+            chunk, _ = _check(loaded, path, resolved)
+            if chunk is not None:
+                yield from chunk.cases
+
+    return first.model_copy(update={"cases": [], "case_source": stream, "case_count": count}), []
 
 
 def _targets(targets: Targets, path: Path) -> TargetsFile | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
 
 from assay.errors import EvaluationError
 
@@ -108,7 +109,11 @@ def load_yaml(text: str, file: str) -> Loaded:
     Raises :class:`YamlSyntaxError` (located) for text that is not YAML. Duplicate keys, which
     YAML parsers silently resolve to the last one, are reported in ``Loaded.problems``.
     """
-    loader = yaml.SafeLoader(text)
+    try:
+        # The reader checks for unprintable characters as soon as the loader is built.
+        loader = yaml.SafeLoader(text)
+    except ReaderError as exc:
+        raise YamlSyntaxError(_reader_problem(exc, text, file)) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -174,6 +179,17 @@ def _key(loader: yaml.SafeLoader, node: Node) -> Hashable:
         value = loader.construct_object(node)
         return value if isinstance(value, Hashable) else str(value)
     return f"<{type(node).__name__} key at line {node.start_mark.line + 1}>"
+
+
+def _reader_problem(exc: ReaderError, text: str, file: str) -> Problem:
+    """A character YAML does not allow (a control character, say), located."""
+    before = text[:exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    character = exc.character if isinstance(exc.character, int) else ord(str(exc.character))
+    return Problem(file, line, column, f"invalid YAML: character U+{character:04X} is not "
+                   "allowed in YAML", "printable text (write control characters as escapes "
+                   "inside double-quoted strings)")
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
