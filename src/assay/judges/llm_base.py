@@ -40,6 +40,14 @@ class LLMEvaluator(Evaluator):
             ctx.engine, messages, schema, model=ctx.model(self.model), name=self.type,
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
 
+    def on_100_point_scale(self, result: StructuredResult[Any], score: float,
+                           rationale: str) -> Score:
+        """The Score for a judge that answered 0-100: raw kept, value normalised to 0-1."""
+        value = score / 100.0
+        return Score(name=self.name, value=value, raw=score, scale="0-100",
+                     passed=self.verdict(value), rationale=rationale, usage=result.usage,
+                     latency_ms=result.latency_ms, judge_model=result.model)
+
     def failed(self, result: StructuredResult[Any]) -> Score:
         """The error score for a result with no value, keeping the raw answer."""
         assert result.error is not None

@@ -81,9 +81,4 @@ class SemanticSimilarity(LLMEvaluator):
                                 SimilarityVerdict)
         if result.value is None:
             return self.failed(result)
-        raw = result.value.score
-        value = raw / 100.0
-        return Score(
-            name=self.name, value=value, raw=raw, scale="0-100", passed=self.verdict(value),
-            rationale=result.value.justification, usage=result.usage,
-            latency_ms=result.latency_ms, judge_model=result.model)
+        return self.on_100_point_scale(result, result.value.score, result.value.justification)
