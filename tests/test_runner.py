@@ -198,3 +198,24 @@ def test_unknown_run_id_names_the_store(tmp_path):
     store = RunStore(f"sqlite:///{tmp_path}/runs.db")
     with pytest.raises(StoreError, match="assay runs"):
         store.run("nope")
+
+
+async def test_dataset_level_classification_metric_lands_in_the_summary(tmp_path,
+                                                                        engine_factory):
+    from assay.judges.classification import BinaryClassification
+
+    labels = [("yes", "yes"), ("yes", "no"), ("no", "yes"), ("yes", "yes"), ("no", "no")]
+    cases = [SuiteCase(case=Case(id=f"c{i}", input=predicted, expected_output=expected))
+             for i, (predicted, expected) in enumerate(labels)]
+    judge = BinaryClassification(positive_class="yes", metric_type="precision",
+                                 expected_class=None)  # type: ignore[call-arg]
+    suite = Suite(name="cls", evaluators=[judge], cases=cases)
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    result = await Runner(suite, lambda _n: EchoTarget(), engine_factory(), store,
+                          RunConfig(gates=Gates(max_failed=None))).run(
+        store.create_run("cls", {}), keep_results=False)
+    metric = result.summary.dataset_metrics["binary_classification"]
+    # predicted yes: c0 (tp), c1 (fp), c3 (tp) -> precision 2/3
+    assert metric.value == pytest.approx(2 / 3)
+    assert metric.details["tp"] == 2 and metric.details["fp"] == 1
+    assert result.results == []  # not kept, yet summarised

@@ -51,6 +51,7 @@ class RunSummary:
     usage: Usage = field(default_factory=Usage)
     gate_failures: list[str] = field(default_factory=list)
     score_total: float = 0.0
+    dataset_metrics: dict[str, Score] = field(default_factory=dict)
 
     def add(self, result: CaseResult) -> None:
         """Fold one case result in; errors are counted, never averaged in."""
@@ -89,6 +90,8 @@ class RunSummary:
         return {"cases": self.cases, "scored": self.scored, "mean_score": self.mean_score,
                 "verdicts": self.verdicts, "evaluator_errors": self.evaluator_errors,
                 "usage": self.usage.model_dump(), "gate_failures": self.gate_failures,
+                "dataset_metrics": {k: v.model_dump(mode="json")
+                                    for k, v in self.dataset_metrics.items()},
                 "passed": self.passed}
 
 
@@ -206,9 +209,14 @@ class Runner:
         results: list[CaseResult] = []
         summary = RunSummary()
         self.progress.start(total, 0)
+        # Evaluators with a dataset-level metric (classification) get every case's score.
+        reducers: dict[str, tuple[Evaluator, list[Score]]] = {}
 
         def report(result: CaseResult) -> None:
             summary.add(result)
+            for score in result.scores:
+                if score.name in reducers:
+                    reducers[score.name][1].append(score)
             if keep_results:
                 results.append(result)
             if self.on_result is not None:
@@ -220,6 +228,9 @@ class Runner:
 
         async def worker() -> None:
             for item, repeat in work:
+                for evaluator in self.suite.evaluators_for(item):
+                    if hasattr(evaluator, "reduce") and evaluator.name not in reducers:
+                        reducers[evaluator.name] = (evaluator, [])
                 key = (item.case.id, repeat)
                 names = [e.name for e in self.suite.evaluators_for(item)]
                 have = stored_scores.pop(key, {})
@@ -251,6 +262,8 @@ class Runner:
             order = {(item.case.id, r): i for i, item in enumerate(
                 select_cases(self.suite, self.config)) for r in range(self.config.repeat)}
             results.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
+        for name, (evaluator, scores) in reducers.items():
+            summary.dataset_metrics[name] = evaluator.reduce(scores)  # type: ignore[attr-defined]
         summary.check_gates(self.config)
         return RunResult(run_id, "completed", results, summary)
 

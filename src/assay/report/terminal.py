@@ -83,6 +83,12 @@ def summary_lines(summary: RunSummary) -> list[str]:
         f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries); tokens "
         f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {cost}",
     ]
+    for name, metric in summary.dataset_metrics.items():
+        if metric.error is not None:
+            lines.append(f"dataset metric {name}: error {metric.error.code}: "
+                         f"{metric.error.message}")
+        else:
+            lines.append(f"dataset metric {name}: {metric.value:.3f} ({metric.rationale})")
     return lines
 
 
