@@ -152,3 +152,22 @@ def test_gates_and_configuration_errors(project, mock_server):
     assert unknown.returncode == 2 and "unknown target 'nobody'" in unknown.stderr
     missing = assay(project, "show", "no-such-run")
     assert missing.returncode == 2 and "no run 'no-such-run'" in missing.stderr
+
+
+def test_resume_with_retry_errors_recomputes_failed_judgements(project, mock_server):
+    mock_server.configure(faults={"500": 1.0})
+    failed = assay(project, "run", "EVAL.yaml", "--max-attempts", "1")
+    assert failed.returncode == 1
+    assert "3 evaluator score(s) could not be computed" in failed.stdout
+    run_id = _run_id(failed.stdout)
+    mock_server.configure(faults={})
+    plain = assay(project, "run", "--resume", run_id)
+    assert plain.returncode == 1  # the stored errors stand until asked to retry them
+    retried = assay(project, "run", "--resume", run_id, "--retry-errors")
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    assert "3 error score(s) will be computed again" in retried.stdout
+    db = sqlite3.connect(project / ".assay" / "runs.db")
+    assert db.execute("SELECT COUNT(*) FROM scores WHERE run_id = ?", (run_id,)).fetchone() \
+        == (6,)
+    assert db.execute("SELECT COUNT(*) FROM scores WHERE error_code IS NOT NULL").fetchone() \
+        == (0,)

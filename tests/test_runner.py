@@ -85,7 +85,9 @@ async def test_target_failure_becomes_error_scores_not_zero(tmp_path, engine_fac
     assert all(s.error and s.error.code == "target_failed" for s in failed.scores)
     assert "agent crashed" in failed.row["error"]
     assert result.summary.scored == 2
-    assert result.summary.gate_failures == ["1 case(s) could not be scored (allowed 0)"]
+    assert result.summary.gate_failures == [
+        "3 evaluator score(s) could not be computed, 1 case(s) left with no score "
+        "(allowed 0 errors)"]
 
 
 async def test_interrupted_run_resumes_each_pair_exactly_once(tmp_path, engine_factory):

@@ -37,8 +37,9 @@ class Gates(BaseModel):
     min_mean_score: float | None = Field(default=None, ge=0, le=1)
     max_failed: int | None = Field(default=0, ge=0,
                                    description="cases with verdict fail; None: no limit")
-    max_errors: int | None = Field(default=0, ge=0,
-                                   description="cases whose score could not be computed")
+    max_errors: int | None = Field(
+        default=0, ge=0, description="evaluator scores that could not be computed; an error "
+        "is never a pass, even when a case's other evaluators scored it")
 
 
 class RunConfig(BaseModel):

@@ -70,12 +70,13 @@ class RunSummary:
         gates = config.gates
         self.gate_failures = []
         failed = self.verdicts.get("fail", 0)
-        errors = self.verdicts.get("error", 0)
         if gates.max_failed is not None and failed > gates.max_failed:
             self.gate_failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
-        if gates.max_errors is not None and errors > gates.max_errors:
+        if gates.max_errors is not None and self.evaluator_errors > gates.max_errors:
+            unscored = self.verdicts.get("error", 0)
             self.gate_failures.append(
-                f"{errors} case(s) could not be scored (allowed {gates.max_errors})")
+                f"{self.evaluator_errors} evaluator score(s) could not be computed, "
+                f"{unscored} case(s) left with no score (allowed {gates.max_errors} errors)")
         if gates.min_mean_score is not None and (
                 self.mean_score is None or self.mean_score < gates.min_mean_score):
             mean = "none" if self.mean_score is None else f"{self.mean_score:.3f}"

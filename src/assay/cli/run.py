@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.errors import ConfigError
-from assay.llm.config import EngineConfig
+from assay.llm.config import EngineConfig, RetryPolicy
 from assay.llm.engine import JudgeEngine
 from assay.model import Case, Execution
 from assay.report.files import RowWriter, write_junit
@@ -110,10 +110,20 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="Resume a stopped run by id."),
     store: str | None = typer.Option(None, "--store", help="Run store URL ($ASSAY_STORE_URL)."),
     cache: str = typer.Option("use", "--cache", help="Judge response cache: use|refresh|off."),
+    max_attempts: int = typer.Option(6, "--max-attempts", min=1,
+                                     help="Attempts per judge call (1 = no retries)."),
+    call_timeout: float = typer.Option(120.0, "--call-timeout", min=0.001,
+                                       help="Seconds one judge call may take."),
+    total_timeout: float = typer.Option(300.0, "--total-timeout", min=0.001,
+                                        help="Seconds one judge call may take, retries included."),
     min_score: float | None = typer.Option(None, "--min-score", min=0.0, max=1.0,
                                            help="Gate: mean case score at least this."),
-    max_failed: int | None = typer.Option(0, "--max-failed",
+    max_failed: int | None = typer.Option(0, "--max-failed", min=0,
                                           help="Gate: at most this many failing cases."),
+    max_errors: int | None = typer.Option(0, "--max-errors", min=0,
+                                          help="Gate: at most this many evaluator errors."),
+    retry_errors: bool = typer.Option(False, "--retry-errors",
+                                      help="With --resume: compute error scores again."),
     pass_at: float = typer.Option(0.8, "--pass-at", min=0.0, max=1.0,
                                   help="Case passes at this score."),
     borderline_at: float = typer.Option(0.6, "--borderline-at", min=0.0, max=1.0,
@@ -132,8 +142,13 @@ def run(
                 raise ConfigError(f"run {resume} has no suite path; give SUITE")
             suite_path = Path(path)
         config = RunConfig.model_validate(stored["config"]["run"])
+        if retry_errors:
+            forgotten = runs.forget_errors(stored["id"])
+            console.print(f"{forgotten} error score(s) will be computed again", highlight=False)
         config.concurrency = concurrency if concurrency != 8 else config.concurrency
     else:
+        if retry_errors:
+            raise ConfigError("--retry-errors goes with --resume RUN_ID")
         if suite_path is None:
             raise ConfigError("give a SUITE file, or --resume RUN_ID")
         try:
@@ -141,14 +156,17 @@ def run(
                 concurrency=concurrency, judge_model=judge_model, repeat=repeat,
                 filter=filter_glob, dry_run=dry_run,
                 thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
-                gates=Gates(min_mean_score=min_score, max_failed=max_failed))
+                gates=Gates(min_mean_score=min_score, max_failed=max_failed,
+                            max_errors=max_errors))
         except ValidationError as exc:
             raise ConfigError("; ".join(e["msg"] for e in exc.errors())) from None
     suite = load_any_suite(suite_path, targets_file)
     if stored is not None and stored["config"].get("suite_hash") != suite.fingerprint():
         err_console.print("[yellow]warning[/]: the suite changed since this run started; "
                           "finished results are kept, the rest use the new suite")
-    engine = JudgeEngine(EngineConfig(concurrency=max(config.concurrency, 1),
+    retry = RetryPolicy(max_attempts=max_attempts, call_timeout_s=call_timeout,
+                        total_timeout_s=total_timeout)
+    engine = JudgeEngine(EngineConfig(concurrency=max(config.concurrency, 1), retry=retry,
                                       cache_mode=cache, dry_run=config.dry_run))  # type: ignore[arg-type]
     if config.judge_model:
         engine.config.default_model = config.judge_model
@@ -214,13 +232,13 @@ def _execute(suite: Suite, targets: TargetRegistry, engine: JudgeEngine, runs: R
                 runs.set_status(run_id, "interrupted")
             err_console.print(
                 f"\n[yellow]stopped[/]: finished results of run {run_id} are stored. "
-                f"Resume with: assay run --resume {run_id}", highlight=False)
+                f"Resume with: assay run --resume {run_id}", highlight=False, soft_wrap=True)
         raise typer.Exit(130) from None
     except StoreError as exc:
         run_id = runner_holder.get("id", "?")
         err_console.print(f"[bold red]error[/] \\[store_error]: {escape(exc.message)}\nrun {run_id}: "
                           f"resume with 'assay run --resume {run_id}' once the store is "
-                          "writable again", highlight=False)
+                          "writable again", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 

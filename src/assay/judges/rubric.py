@@ -22,6 +22,7 @@ error, never a 0.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, Literal, cast
 
 from pydantic import (
@@ -170,6 +171,7 @@ class RangeVerdict(_Verdict):
     checks: list[RangeCheck]
 
 
+@functools.lru_cache(maxsize=256)
 def answer_schema(base: type[_Verdict], check: type[BaseModel],
                   ids: tuple[str, ...]) -> type[_Verdict]:
     """``base`` narrowed to this rubric: ids an enum (so the judge sees them), all required."""

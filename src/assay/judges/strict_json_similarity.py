@@ -24,6 +24,7 @@ and goes back to the judge through the engine's bounded re-asks, then becomes an
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -133,8 +134,14 @@ class StrictJsonVerdict(BaseModel):
 
 def verdict_for(expected_keys: Sequence[str]) -> type[StrictJsonVerdict]:
     """A verdict model that only accepts answers classifying exactly ``expected_keys``."""
+    return _verdict_for(tuple(expected_keys))
+
+
+@functools.lru_cache(maxsize=256)
+def _verdict_for(expected_keys: tuple[str, ...]) -> type[StrictJsonVerdict]:
+    # One class per key set, so its JSON schema is built once, not per call.
     return type(StrictJsonVerdict.__name__, (StrictJsonVerdict,),
-                {"expected_keys": tuple(expected_keys)})
+                {"expected_keys": expected_keys})
 
 
 def penalty(statuses: Sequence[str], extra_keys: int) -> float:

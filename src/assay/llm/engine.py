@@ -62,6 +62,7 @@ class JudgeEngine:
         self.usage = Usage()
         self.estimate = DryRunEstimate()
         self._providers: dict[str, Provider] = {}
+        self._by_string: dict[str, Provider] = {}
         self._limiters: dict[str, ModelLimiter] = {}
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._preflighted: set[str] = set()
@@ -71,11 +72,15 @@ class JudgeEngine:
     def resolve(self, model: str | None = None) -> Provider:
         """The provider for a model string (the default model when None); raises ConfigError."""
         name = model or self.config.default_model
+        provider = self._by_string.get(name)
+        if provider is not None:
+            return provider
         spec = parse_model(name)
         provider = self._providers.get(spec.name)
         if provider is None:
             provider = create_provider(spec)
             self._providers[spec.name] = provider
+        self._by_string[name] = provider
         return provider
 
     def spec(self, model: str | None = None) -> ModelSpec:
@@ -96,7 +101,7 @@ class JudgeEngine:
         """One chat completion, from the cache when possible, retried within bounds."""
         provider = self.resolve(model)
         name = provider.spec.name
-        key = request_key(name, request)
+        key = request_key(name, request) if self.cache is not None else ""
         if self.cache is not None and self.config.cache_mode == "use":
             cached = self.cache.get(key)
             if cached is not None:
@@ -268,8 +273,7 @@ def _shape_problem(response: Any) -> str | None:
     if content is not None and not isinstance(content, str | list):
         return f"the message content is {type(content).__name__}, not text"
     calls = message.get("tool_calls")
-    if calls is not None:
-        if not isinstance(calls, list) or not all(
-                isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls):
-            return "tool_calls is not a list of function calls"
+    if calls is not None and (not isinstance(calls, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls)):
+        return "tool_calls is not a list of function calls"
     return None

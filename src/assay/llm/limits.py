@@ -59,6 +59,8 @@ class ModelLimiter:
                     break
                 left = None if deadline is None else deadline - now
                 if left is not None and (left <= 0 or wait > left):
+                    if self.in_flight < self.allowed:
+                        self._cond.notify(1)  # pass on a wake-up this call cannot use
                     raise TimeoutError(f"not admitted within {timeout:g}s")
                 if wait > 0 or left is not None:
                     with contextlib.suppress(TimeoutError):
@@ -72,8 +74,13 @@ class ModelLimiter:
                 self.tokens -= min(float(tokens), float(self.tpm))
 
     async def release(self, *, throttled: bool = False, retry_after: float | None = None) -> None:
-        """Give the slot back; ``throttled`` reports a 429 so the limiter slows down."""
+        """Give the slot back; ``throttled`` reports a 429 so the limiter slows down.
+
+        An ordinary release wakes one waiter (two when a slot was just regained): waking
+        them all on every call made queued calls cost O(queue) each.
+        """
         self.in_flight -= 1
+        wake = 1
         if throttled:
             self.throttled += 1
             self.allowed = max(1, self.allowed // 2)
@@ -81,14 +88,19 @@ class ModelLimiter:
             pause = retry_after if retry_after is not None else 1.0
             self.pause_until = max(self.pause_until, time.monotonic() + pause)
             self._simple = False
+            wake = 0  # everyone must see the pause: notify_all below
         elif self.allowed < self.ceiling:
             self.successes += 1
             if self.successes >= self.allowed:
                 self.allowed += 1
                 self.successes = 0
-        if not self._simple or self._cond._waiters:
+                wake = 2
+        if self._cond._waiters:
             async with self._cond:
-                self._cond.notify_all()
+                if wake:
+                    self._cond.notify(wake)
+                else:
+                    self._cond.notify_all()
 
     def _refill(self, now: float) -> None:
         if self.tpm:

@@ -9,12 +9,14 @@ the result is an error (``judge_output_invalid``) that keeps the raw text: never
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from assay.llm.engine import JudgeEngine
@@ -60,7 +62,7 @@ async def ask_structured(
 ) -> StructuredResult[T]:
     """Get an instance of ``schema`` from the judge model, within the engine's rules."""
     provider = engine.resolve(model)
-    json_schema = schema.model_json_schema()
+    json_schema = json_schema_of(schema)
     conversation = [dict(m) for m in messages]
     usage = Usage()
     started = time.perf_counter()
@@ -117,6 +119,13 @@ async def _ask_any_mode(engine: JudgeEngine, model: str, messages: list[dict[str
             provider.structured_mode = _MODES[_MODES.index(mode) + 1]
 
 
+@functools.lru_cache(maxsize=512)
+def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, built once per class (building it costs more than a call's
+    whole HTTP round trip). Callers must treat the result as read-only."""
+    return schema.model_json_schema()
+
+
 def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any]],
                   json_schema: dict[str, Any], name: str, temperature: float,
                   max_tokens: int | None, seed: int | None) -> ChatRequest:
@@ -144,6 +153,10 @@ def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any
 
 def extract_json(text: str) -> Any:
     """The first JSON object in ``text``: fenced, bare, or surrounded by prose."""
+    try:
+        return orjson.loads(text)  # the common case: the whole answer is the JSON
+    except orjson.JSONDecodeError:
+        pass
     stripped = text.strip()
     fenced = _FENCE.search(stripped)
     candidates = [fenced.group(1).strip()] if fenced else []

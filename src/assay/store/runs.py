@@ -151,6 +151,25 @@ class RunStore:
             "run_id": run_id, "case_id": case_id, "repeat": repeat, "score": score,
             "verdict": verdict, "row": row, "created_at": time.time()})
 
+    def forget_errors(self, run_id: str) -> int:
+        """Delete a run's error scores and the case rows they belong to, so that a resume
+        computes them again; returns how many scores were deleted."""
+        from sqlalchemy import and_, delete
+
+        self.flush()
+        with self._begin() as conn:
+            keys = conn.execute(select(schema.scores.c.case_id, schema.scores.c.repeat).where(
+                and_(schema.scores.c.run_id == run_id,
+                     schema.scores.c.error_code.is_not(None)))).fetchall()
+            for case_id, repeat in {tuple(k) for k in keys}:
+                conn.execute(delete(schema.case_results).where(and_(
+                    schema.case_results.c.run_id == run_id,
+                    schema.case_results.c.case_id == case_id,
+                    schema.case_results.c.repeat == repeat)))
+            conn.execute(delete(schema.scores).where(and_(
+                schema.scores.c.run_id == run_id, schema.scores.c.error_code.is_not(None))))
+        return len(keys)
+
     # -- reading --------------------------------------------------------------------------
 
     def run(self, run_id: str) -> dict[str, Any]:
