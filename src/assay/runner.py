@@ -156,7 +156,7 @@ def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
                      for item in suite.iter_cases() for e in suite.evaluators_for(item)
                      for m in e.models()})
     return {
-        "suite_path": str(suite.source) if suite.source else None,
+        "suite_path": str(suite.source.resolve()) if suite.source else None,
         "suite_name": suite.name,
         "suite_hash": suite.fingerprint(),
         "target": suite.target,

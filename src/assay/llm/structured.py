@@ -34,6 +34,8 @@ T = TypeVar("T", bound=BaseModel)
 
 _MODES: tuple[StructuredMode, ...] = ("json_schema", "tools", "prompt")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+_LONG_INTEGER = re.compile(r"\d{19}")
+"""orjson turns integers beyond 64 bits into (rounded) floats; such answers take the slow path."""
 
 
 @dataclass
@@ -153,10 +155,11 @@ def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any
 
 def extract_json(text: str) -> Any:
     """The first JSON object in ``text``: fenced, bare, or surrounded by prose."""
-    try:
-        return orjson.loads(text)  # the common case: the whole answer is the JSON
-    except orjson.JSONDecodeError:
-        pass
+    if not _LONG_INTEGER.search(text):
+        try:
+            return orjson.loads(text)  # the common case: the whole answer is the JSON
+        except orjson.JSONDecodeError:
+            pass
     stripped = text.strip()
     fenced = _FENCE.search(stripped)
     candidates = [fenced.group(1).strip()] if fenced else []

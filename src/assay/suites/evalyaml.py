@@ -244,7 +244,8 @@ class _SuiteChecker:
             return None
         judge = self._judge_model(target)
         try:
-            return Suite(name=name, description=description, source=self.path,
+            # Absolute, so a run's recorded suite path resumes from any directory.
+            return Suite(name=name, description=description, source=self.path.absolute(),
                          target=target, judge_target=judge, evaluators=evaluators,
                          cases=cases, metadata=metadata)
         except ValidationError as exc:

@@ -527,7 +527,7 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
         log.warning("%s", warning)
     name = str(data.get("name") or data.get("id") or path.stem)
     return Suite(
-        name=name, source=path, cases=cases,
+        name=name, source=path.absolute(), cases=cases,
         metadata={
             "format": "uipath",
             "warnings": list(dict.fromkeys(warnings)),

@@ -347,6 +347,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault", action="append", default=[],
                         help=f"KIND=RATE, KIND one of {', '.join(FAULT_KINDS)}")
     parser.add_argument("--max-faults-per-request", type=int, default=None)
+    parser.add_argument("--fault-budget", type=int, default=None,
+                        help="inject at most this many faults in all, then none")
     parser.add_argument("--retry-after", type=float, default=0.0)
     parser.add_argument("--hang-s", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=0)
@@ -362,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"--fault {item!r}: RATE must be a number between 0 and 1")
     config = MockConfig(latency_ms=args.latency_ms, latency_jitter_ms=args.latency_jitter_ms,
                         faults=faults, max_faults_per_request=args.max_faults_per_request,
+                        fault_budget=args.fault_budget,
                         retry_after_s=args.retry_after, hang_s=args.hang_s, seed=args.seed)
     server = MockServer(config)
     with contextlib.suppress(KeyboardInterrupt):
