@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run every benchmark one after the other and print their tables.
 #
-#   bash benchmarks/run_all.sh            # full run (about 10 minutes on 2 cores, peers included)
+#   bash benchmarks/run_all.sh            # full run (about 15 minutes on 2 cores, peers included)
 #   QUICK=1 bash benchmarks/run_all.sh    # small smoke-sized run of each
+#   REPEAT=3 bash benchmarks/run_all.sh   # median of 3 for the throughput grids
 #
 # Each script's output is also kept in benchmarks/results/<name>.raw (not committed).
 # PYTHON picks the interpreter (default: the project's .venv). The peers' virtualenvs are
@@ -21,10 +22,12 @@ fi
 if [ -n "${QUICK:-}" ]; then
     ceiling_args=(--processes 1,2 --seconds 2)
     throughput_args=(--quick)
+    suite_args=(--quick)
     peers_args=(--n 40 --latency 0,50 --max-seconds 3)
 else
     ceiling_args=()
     throughput_args=(--repeat "${REPEAT:-1}")
+    suite_args=(--repeat "${REPEAT:-1}")
     peers_args=()
 fi
 
@@ -37,4 +40,5 @@ run() {
 
 run mock_ceiling "${ceiling_args[@]}"
 run judge_throughput "${throughput_args[@]}"
+run suite_throughput "${suite_args[@]}"
 run peers "${peers_args[@]}"

@@ -1,7 +1,8 @@
-"""The throughput benchmark still runs end to end and measures every implementation.
+"""The throughput benchmarks still run end to end and measure what they say they measure.
 
-It asserts that the script works and that each implementation made calls, never how fast:
-speed on a shared machine is a measurement for benchmarks/README.md, not a pass/fail check.
+They assert that the scripts work, that each implementation made calls and that a cached
+re-run made none, never how fast: speed on a shared machine is a measurement for
+benchmarks/README.md, not a pass/fail check.
 """
 
 from __future__ import annotations
@@ -35,3 +36,43 @@ def test_quick_throughput_run_prints_a_table_with_every_implementation() -> None
     assert sorted(seen) == sorted(EXPECTED), done.stdout
     for name, rates in seen.items():
         assert rates and all(rate > 0 for rate in rates), (name, rates)
+
+
+SUITE_SCRIPT = SCRIPT.parent / "suite_throughput.py"
+
+
+def markdown_tables(text: str) -> list[list[dict[str, str]]]:
+    """Every markdown table in ``text``, as rows keyed by the header's column names."""
+    tables: list[list[dict[str, str]]] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith("| ") and re.match(r"\|[-:|]+\|$", lines[i + 1]):
+            header = [cell.strip() for cell in line.strip("|").split("|")]
+            rows = []
+            for row in lines[i + 2:]:
+                if not row.startswith("| "):
+                    break
+                rows.append(dict(zip(header, (c.strip() for c in row.strip("|").split("|")),
+                                     strict=True)))
+            tables.append(rows)
+    return tables
+
+
+@pytest.mark.slow
+def test_quick_suite_run_prints_throughput_cache_and_memory_numbers() -> None:
+    done = subprocess.run([sys.executable, str(SUITE_SCRIPT), "--quick"], capture_output=True,
+                          text=True, timeout=300, cwd=SUITE_SCRIPT.parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    throughput, cache, memory = markdown_tables(done.stdout)
+    assert throughput and cache and memory, done.stdout
+    for row in throughput:
+        assert float(row["calls/s"]) > 0, row
+        assert float(row["raw aiohttp calls/s"]) > 0, row
+        assert row["server requests"] == row["cases"], row
+    reruns = [row for row in cache if row["run"] == "re-run"]
+    assert reruns, cache
+    for row in reruns:
+        assert float(row["cases/s"]) > 0, row
+        assert row["server requests"] == "0", row  # a fully cached re-run calls nothing
+    for row in memory:
+        assert float(row["peak RSS MB"]) > 0, row

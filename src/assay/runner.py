@@ -138,23 +138,18 @@ def count_cases(suite: Suite, config: RunConfig) -> int:
 
 def check_evaluator_names(suite: Suite) -> None:
     """Evaluator names key stored scores, so they must be unique within a case."""
-    for item in suite.iter_cases():
-        names = [e.name for e in suite.evaluators_for(item)]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise EvaluationError(
-                "duplicate_evaluator_name",
-                f"case {item.case.id!r}: evaluator name(s) {', '.join(duplicates)} used more "
-                "than once; give each evaluator a distinct 'name'")
+    for case_id, duplicates in suite.facts().duplicate_names.items():
+        raise EvaluationError(
+            "duplicate_evaluator_name",
+            f"case {case_id!r}: evaluator name(s) {', '.join(duplicates)} used more "
+            "than once; give each evaluator a distinct 'name'")
 
 
 def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
              targets: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a run records about how it was made (no secrets: targets come redacted)."""
     models = sorted({str(config.judge_model or m or suite.judge_target
-                         or engine.config.default_model)
-                     for item in suite.iter_cases() for e in suite.evaluators_for(item)
-                     for m in e.models()})
+                         or engine.config.default_model) for m in suite.facts().models})
     return {
         "suite_path": str(suite.source.resolve()) if suite.source else None,
         "suite_name": suite.name,
@@ -185,12 +180,9 @@ class Runner:
     async def preflight(self) -> None:
         """Check every judge model and target before the first case runs."""
         check_evaluator_names(self.suite)
-        models: set[str | None] = set()
-        names: set[str | None] = set()
-        for item in self.suite.iter_cases():
-            models.update(self.ctx.model(m) for e in self.suite.evaluators_for(item)
-                          for m in e.models())
-            names.add(item.target or self.suite.target)
+        facts = self.suite.facts()
+        models = {self.ctx.model(m) for m in facts.models}
+        names = facts.targets
         if models:  # an all-deterministic suite needs no judge model at all
             await self.engine.preflight(*models)
         for name in names:

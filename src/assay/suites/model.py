@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from assay.judges.base import Evaluator
 from assay.model import Case
+
+
+@dataclass
+class SuiteFacts:
+    """A suite's cases summarised: count, judge models, targets, duplicate evaluator names."""
+
+    cases: int = 0
+    models: set[str | None] = field(default_factory=set)
+    targets: set[str | None] = field(default_factory=set)
+    duplicate_names: dict[str, list[str]] = field(default_factory=dict)
+    fingerprint: str = ""
 
 
 class SuiteCase(BaseModel):
@@ -47,6 +59,7 @@ class Suite(BaseModel):
         default=None, exclude=True,
         description="for large datasets: re-reads the cases on each pass instead of `cases`")
     case_count: int | None = Field(default=None, description="the number of streamed cases")
+    _facts: SuiteFacts | None = PrivateAttr(default=None)
 
     def evaluators_for(self, item: SuiteCase) -> list[Evaluator]:
         return item.evaluators if item.evaluators is not None else self.evaluators
@@ -67,12 +80,29 @@ class Suite(BaseModel):
 
     def fingerprint(self) -> str:
         """A hash of everything that decides results, for run snapshots and resume checks."""
-        digest = hashlib.sha256()
-        for item in self.iter_cases():
-            digest.update(item.case.model_dump_json().encode())
-            for ev in self.evaluators_for(item):
-                digest.update(type(ev).__name__.encode())
-                digest.update(ev.model_dump_json().encode())
-            digest.update((item.target or "").encode())
-        digest.update((self.target or "").encode())
-        return digest.hexdigest()
+        return self.facts().fingerprint
+
+    def facts(self) -> SuiteFacts:
+        """What the runner checks before it starts, gathered in one pass over the cases (a
+        streamed suite is read once for all of it) and kept."""
+        if self._facts is None:
+            digest = hashlib.sha256()
+            facts = SuiteFacts()
+            for item in self.iter_cases():
+                facts.cases += 1
+                evaluators = self.evaluators_for(item)
+                names = [e.name for e in evaluators]
+                if len(set(names)) != len(names):
+                    facts.duplicate_names[item.case.id] = sorted(
+                        {n for n in names if names.count(n) > 1})
+                facts.models.update(m for e in evaluators for m in e.models())
+                facts.targets.add(item.target or self.target)
+                digest.update(item.case.model_dump_json().encode())
+                for ev in evaluators:
+                    digest.update(type(ev).__name__.encode())
+                    digest.update(ev.model_dump_json().encode())
+                digest.update((item.target or "").encode())
+            digest.update((self.target or "").encode())
+            facts.fingerprint = digest.hexdigest()
+            self._facts = facts
+        return self._facts
