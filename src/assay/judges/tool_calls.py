@@ -70,6 +70,20 @@ class ToolCallEvaluator(Evaluator):
                 "the messages)"
         return self._result(value, why, details)
 
+    def _greedy_score(self, expected: list[Any], actual: list[ToolCallRecord],
+                      fits: Callable[[Any, ToolCallRecord], bool],
+                      why_not: Callable[[Any], str], explained: str, what: str) -> Score:
+        """Match each expected item to the first unused actual call that ``fits`` it, and
+        score the fraction matched (all or nothing when strict)."""
+        details: dict[str, Any] = {"expected": [e.model_dump() for e in expected],
+                                   "actual": [c.model_dump() for c in actual]}
+        empty = self._empty(expected, actual, details)
+        if empty is not None:
+            return empty
+        chosen = _greedy(expected, actual, fits)
+        details[explained] = _explain(expected, actual, chosen, why_not)
+        return self._matched(expected, chosen, details, what)
+
     def _matched(self, expected: list[Any], chosen: list[int | None],
                  details: dict[str, Any], what: str) -> Score:
         matched = sum(1 for pick in chosen if pick is not None)
@@ -271,13 +285,6 @@ class ToolCallArgs(ToolCallEvaluator):
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
         actual = tool_calls(execution)
         expected = self.tool_calls
-        details: dict[str, Any] = {"expected": [e.model_dump() for e in expected],
-                                   "actual": [c.model_dump() for c in actual]}
-        empty = self._empty(expected, actual, details)
-        if empty is not None:
-            return empty
-        chosen = _greedy(expected, actual, lambda want, call: matches_expected(
-            call, want.name, want.id) and args_match(want.args, call.args, self.subset))
 
         def why_not(want: ExpectedToolCall) -> str:
             if any(matches_expected(c, want.name, want.id) for c in actual):
@@ -285,8 +292,10 @@ class ToolCallArgs(ToolCallEvaluator):
                     " (or those calls were matched already)" if len(expected) > 1 else "")
             return "never called"
 
-        details["explained_tool_calls_args"] = _explain(expected, actual, chosen, why_not)
-        return self._matched(expected, chosen, details, "calls had the expected arguments")
+        return self._greedy_score(
+            expected, actual, lambda want, call: matches_expected(call, want.name, want.id)
+            and args_match(want.args, call.args, self.subset),
+            why_not, "explained_tool_calls_args", "calls had the expected arguments")
 
 @register
 class ToolCallOutput(ToolCallEvaluator):
@@ -301,19 +310,14 @@ class ToolCallOutput(ToolCallEvaluator):
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
         actual = tool_calls(execution)
-        expected = self.tool_outputs
-        details: dict[str, Any] = {"expected": [e.model_dump() for e in expected],
-                                   "actual": [c.model_dump() for c in actual]}
-        empty = self._empty(expected, actual, details)
-        if empty is not None:
-            return empty
-        chosen = _greedy(expected, actual, lambda want, call: matches_expected(
-            call, want.name, want.id) and call.output is not None and call.output == want.output)
 
         def why_not(want: ExpectedToolOutput) -> str:
             if any(matches_expected(c, want.name, want.id) for c in actual):
                 return "called, but no unmatched call returned exactly this output"
             return "never called"
 
-        details["explained_tool_calls_outputs"] = _explain(expected, actual, chosen, why_not)
-        return self._matched(expected, chosen, details, "outputs were returned")
+        return self._greedy_score(
+            self.tool_outputs, actual, lambda want, call: matches_expected(
+                call, want.name, want.id) and call.output is not None
+            and call.output == want.output,
+            why_not, "explained_tool_calls_outputs", "outputs were returned")
