@@ -10,10 +10,10 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from assay.api import score_async
 from assay.cli.app import app, console, friendly_errors
 from assay.errors import ConfigError
 from assay.judges import build
-from assay.judges.base import EvalContext
 from assay.llm.config import EngineConfig
 from assay.llm.engine import JudgeEngine
 from assay.model import Case, Execution, Score
@@ -62,10 +62,7 @@ def judge(
 
     async def go() -> Score:
         try:
-            ctx = EvalContext(engine)
-            if built.models():
-                await engine.preflight(*[ctx.model(m) for m in built.models()])
-            return await built.evaluate(case, execution, ctx)
+            return await score_async(built, case, execution, engine=engine)
         finally:
             await engine.aclose()
 

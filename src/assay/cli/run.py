@@ -96,8 +96,9 @@ def run(
     targets_file: Path | None = typer.Option(None, "--targets", help="A targets.yaml file."),
     judge_model: str | None = typer.Option(None, "--judge-model",
                                            help="Judge model for every LLM evaluator."),
-    concurrency: int = typer.Option(8, "--concurrency", "-c", min=1,
-                                    help="Cases (and judge calls) in flight at once."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-c", min=1,
+        help="Cases (and judge calls) in flight at once [default: 8, or the resumed run's]."),
     filter_glob: str | None = typer.Option(None, "--filter", help="Only case ids matching."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Run every case N times."),
     output: Path | None = typer.Option(None, "--output", "-o",
@@ -145,7 +146,7 @@ def run(
         if retry_errors:
             forgotten = runs.forget_errors(stored["id"])
             console.print(f"{forgotten} error score(s) will be computed again", highlight=False)
-        config.concurrency = concurrency if concurrency != 8 else config.concurrency
+        config.concurrency = concurrency or config.concurrency
     else:
         if retry_errors:
             raise ConfigError("--retry-errors goes with --resume RUN_ID")
@@ -153,7 +154,8 @@ def run(
             raise ConfigError("give a SUITE file, or --resume RUN_ID")
         try:
             config = RunConfig(
-                concurrency=concurrency, judge_model=judge_model, repeat=repeat,
+                concurrency=concurrency or RunConfig().concurrency, judge_model=judge_model,
+                repeat=repeat,
                 filter=filter_glob, dry_run=dry_run,
                 thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
                 gates=Gates(min_mean_score=min_score, max_failed=max_failed,

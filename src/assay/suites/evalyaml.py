@@ -83,10 +83,7 @@ def load_eval_yaml(path: Path | str, targets: Targets = None) -> Suite:
     ``targets`` lets target names be checked and an evaluator's ``target`` resolve to its
     judge model (see :data:`Targets`); with none, target names are taken on trust.
     """
-    suite, problems = check_eval_yaml(path, targets)
-    if problems or suite is None:
-        raise SuiteError(str(path), problems)
-    return suite
+    return _valid(path, *check_eval_yaml(path, targets))
 
 
 def validate_eval_yaml(path: Path | str, targets: Targets = None) -> list[Problem]:
@@ -107,7 +104,11 @@ def check_eval_yaml(path: Path | str, targets: Targets = None
 
 def load_suite(path: Path | str, targets: Targets = None) -> Suite:
     """A suite file of any supported format, chosen by extension (.yaml/.yml, .jsonl)."""
-    suite, problems = check_suite(path, targets)
+    return _valid(path, *check_suite(path, targets))
+
+
+def _valid(path: Path | str, suite: Suite | None, problems: list[Problem]) -> Suite:
+    """The suite, or SuiteError with every problem: nothing runs on an invalid suite."""
     if problems or suite is None:
         raise SuiteError(str(path), problems)
     return suite
