@@ -630,21 +630,27 @@ def test_kill_9_then_resume_runs_each_pair_exactly_once(
     print(f"\nseed {seed}: killed with {len(before.case_rows)} case rows, "
           f"{len(before.executions)} executions, {sum(before.scores.values())} scores stored")
 
-    code, out, err = run_cli(project, "--resume", run_id)
+    calls = resume_and_check(project, run_id, before, calls_before)
+    # Others ran at most once more (once if the kill came before they were called).
+    assert all(calls[c] - calls_before[c] == (0 if c in before.executions else 1)
+               for c in project.cases)
+
+
+def resume_and_check(project: Project, run_id: str, before: Stored,
+                     calls_before: Counter[str], cwd: Path | None = None) -> Counter[str]:
+    """Resume the run; it completes with every result right and stored once, and the cases
+    stored before it stopped (a case row or an execution) were not run again."""
+    code, out, err = run_cli(project, "--resume", run_id, cwd=cwd)
     assert code == 0, (out, err)
     after = read_store(project.db)
-    assert after is not None
-    assert after.runs == [(run_id, "completed")]
+    assert after is not None and after.runs == [(run_id, "completed")]
     assert_complete(after, project)
     assert not assert_scores_right(after, project)
     calls = project.calls()
-    # Cases stored before the kill were not run again: a stored case row or execution is
-    # reused. Others ran at most once more (once if the kill came before they were called).
     for case_id in set(before.case_rows) | set(before.executions):
         assert calls[case_id] == calls_before[case_id] == 1, case_id
     assert set(calls) == set(project.cases)
-    assert all(calls[c] - calls_before[c] == (0 if c in before.executions else 1)
-               for c in project.cases)
+    return calls
 
 
 # -- drill 4: Ctrl-C ----------------------------------------------------------------------------
@@ -685,16 +691,7 @@ def test_ctrl_c_stops_cleanly_keeps_results_and_says_how_to_resume(
     # The run was started as "assay run EVAL.yaml" in the project; resume it from elsewhere.
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code, out, err = run_cli(project, "--resume", run_id, cwd=elsewhere)
-    assert code == 0, (out, err)
-    after = read_store(project.db)
-    assert after is not None and after.runs == [(run_id, "completed")]
-    assert_complete(after, project)
-    assert not assert_scores_right(after, project)
-    calls = project.calls()
-    for case_id in set(before.case_rows) | set(before.executions):
-        assert calls[case_id] == calls_before[case_id] == 1, case_id
-    assert set(calls) == set(project.cases)
+    resume_and_check(project, run_id, before, calls_before, cwd=elsewhere)
 
 
 # -- drill 5: the store stops taking writes mid-run ---------------------------------------------
