@@ -406,7 +406,6 @@ async def test_judge_calls_through_30_percent_mixed_faults(
     runner = Runner(suite, lambda _name: agent, engine, store, config)
     started = time.monotonic()
     try:
-        await runner.preflight()
         run_id = store.create_run(suite.name, {"run": config.model_dump(mode="json")})
         result = await runner.run(run_id)
     finally:

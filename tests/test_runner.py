@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from assay.judges import Contains, ExactMatch, SemanticSimilarity
 from assay.model import Case, Execution
+from assay.report.rows import agentv_row
 from assay.run_config import Gates, RunConfig
 from assay.runner import Runner, case_verdict
 from assay.store import schema
@@ -55,20 +56,19 @@ async def test_run_stores_every_result_and_computes_verdicts(tmp_path, engine_fa
     store = RunStore(f"sqlite:///{tmp_path}/runs.db")
     target = EchoTarget()
     runner = Runner(_suite(), lambda _n: target, engine_factory(), store, RunConfig())
-    await runner.preflight()
     run_id = store.create_run("demo", {"run": RunConfig().model_dump()})
     result = await runner.run(run_id)
     assert _count(store, schema.scores, run_id) == 18
     assert _count(store, schema.case_results, run_id) == 6
     assert _count(store, schema.executions, run_id) == 6
-    by_id = {r.case_id: r for r in result.results}
+    by_id = {r.case_id: r for r in result.records}
     assert by_id["case-1"].verdict == "pass" and by_id["case-1"].score == pytest.approx(1.0)
     # case-0: exact 0, contains 1, similarity F1("something else", "answer 0") = 0
     assert by_id["case-0"].score == pytest.approx(1 / 3)
     assert by_id["case-0"].verdict == "fail"
     assert result.summary.verdicts == {"pass": 4, "fail": 2}
     assert result.summary.gate_failures  # two failing cases, none allowed
-    row = by_id["case-1"].row
+    row = agentv_row(by_id["case-1"])
     assert row["eval_id"] == "case-1" and row["candidate_answer"] == "answer 1"
     assert {e["name"] for e in row["evaluator_results"]} == {
         "exact_match", "contains", "semantic_similarity"}
@@ -80,10 +80,10 @@ async def test_target_failure_becomes_error_scores_not_zero(tmp_path, engine_fac
                     store, RunConfig(gates=Gates(max_failed=None)))
     run_id = store.create_run("demo", {})
     result = await runner.run(run_id)
-    failed = next(r for r in result.results if r.case_id == "case-1")
+    failed = next(r for r in result.records if r.case_id == "case-1")
     assert failed.verdict == "error" and failed.score is None
     assert all(s.error and s.error.code == "target_failed" for s in failed.scores)
-    assert "agent crashed" in failed.row["error"]
+    assert "agent crashed" in failed.execution.error
     assert result.summary.scored == 2
     assert result.summary.gate_failures == [
         "3 evaluator score(s) could not be computed, 1 case(s) left with no score "
@@ -110,7 +110,7 @@ async def test_interrupted_run_resumes_each_pair_exactly_once(tmp_path, engine_f
     resumed_target = EchoTarget()
     resumed = Runner(suite, lambda _n: resumed_target, engine_factory(), store, RunConfig())
     result = await resumed.run(run_id)
-    assert len(result.results) == 8
+    assert len(result.records) == 8
     assert _count(store, schema.scores, run_id) == 8 * 3
     assert _count(store, schema.case_results, run_id) == 8
     # Cases finished before the interruption were not run again.
@@ -215,9 +215,9 @@ async def test_dataset_level_classification_metric_lands_in_the_summary(tmp_path
     store = RunStore(f"sqlite:///{tmp_path}/runs.db")
     result = await Runner(suite, lambda _n: EchoTarget(), engine_factory(), store,
                           RunConfig(gates=Gates(max_failed=None))).run(
-        store.create_run("cls", {}), keep_results=False)
+        store.create_run("cls", {}), keep=False)
     metric = result.summary.dataset_metrics["binary_classification"]
     # predicted yes: c0 (tp), c1 (fp), c3 (tp) -> precision 2/3
     assert metric.value == pytest.approx(2 / 3)
     assert metric.details["tp"] == 2 and metric.details["fp"] == 1
-    assert result.results == []  # not kept, yet summarised
+    assert result.records == []  # not kept, yet summarised

@@ -1,39 +1,147 @@
-"""assay: judge AI agents with LLM judges and deterministic checks."""
+"""assay: judge AI agents with LLM judges and deterministic checks.
 
+The public names are imported on first use (PEP 562), so ``import assay`` and the ``assay``
+command start in a few milliseconds instead of loading the whole engine.
+"""
+
+from __future__ import annotations
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
-
-from assay.api import score, score_async
-from assay.errors import ConfigError, EvaluationError
-from assay.judges import Contains, EvalContext, Evaluator, ExactMatch, LLMJudge, SemanticSimilarity
-from assay.llm import EngineConfig, JudgeEngine, register_service
-from assay.model import Case, Execution, Message, Score, ScoreError, Span, Usage, aggregate
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("assay")
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0"
 
+_EXPORTS: dict[str, str] = {
+    "score": "assay.api",
+    "score_async": "assay.api",
+    "evaluate": "assay.evaluation",
+    "evaluate_async": "assay.evaluation",
+    "rescore": "assay.evaluation",
+    "rescore_async": "assay.evaluation",
+    "resume": "assay.evaluation",
+    "resume_async": "assay.evaluation",
+    "EvaluationResult": "assay.results",
+    "CaseRecord": "assay.records",
+    "RunRecord": "assay.records",
+    "RunSummary": "assay.records",
+    "Verdict": "assay.records",
+    "RunConfig": "assay.run_config",
+    "Gates": "assay.run_config",
+    "Thresholds": "assay.run_config",
+    "ConfigError": "assay.errors",
+    "EvaluationError": "assay.errors",
+    "Contains": "assay.judges",
+    "EvalContext": "assay.judges",
+    "Evaluator": "assay.judges",
+    "ExactMatch": "assay.judges",
+    "LLMJudge": "assay.judges",
+    "SemanticSimilarity": "assay.judges",
+    "scorer": "assay.judges.python_scorer",
+    "EngineConfig": "assay.llm",
+    "JudgeEngine": "assay.llm",
+    "register_service": "assay.llm",
+    "Case": "assay.model",
+    "Execution": "assay.model",
+    "Message": "assay.model",
+    "Score": "assay.model",
+    "ScoreError": "assay.model",
+    "ScoreState": "assay.model",
+    "Span": "assay.model",
+    "Usage": "assay.model",
+    "aggregate": "assay.model",
+}
+
 __all__ = [
     "Case",
+    "CaseRecord",
     "ConfigError",
     "Contains",
     "EngineConfig",
     "EvalContext",
     "EvaluationError",
+    "EvaluationResult",
     "Evaluator",
     "ExactMatch",
     "Execution",
+    "Gates",
     "JudgeEngine",
     "LLMJudge",
     "Message",
+    "RunConfig",
+    "RunRecord",
+    "RunSummary",
     "Score",
     "ScoreError",
+    "ScoreState",
     "SemanticSimilarity",
     "Span",
+    "Thresholds",
     "Usage",
+    "Verdict",
     "__version__",
     "aggregate",
+    "evaluate",
+    "evaluate_async",
     "register_service",
+    "rescore",
+    "rescore_async",
+    "resume",
+    "resume_async",
     "score",
     "score_async",
+    "scorer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from assay.api import score, score_async
+    from assay.errors import ConfigError, EvaluationError
+    from assay.evaluation import (
+        evaluate,
+        evaluate_async,
+        rescore,
+        rescore_async,
+        resume,
+        resume_async,
+    )
+    from assay.judges import (
+        Contains,
+        EvalContext,
+        Evaluator,
+        ExactMatch,
+        LLMJudge,
+        SemanticSimilarity,
+    )
+    from assay.judges.python_scorer import scorer
+    from assay.llm import EngineConfig, JudgeEngine, register_service
+    from assay.model import (
+        Case,
+        Execution,
+        Message,
+        Score,
+        ScoreError,
+        ScoreState,
+        Span,
+        Usage,
+        aggregate,
+    )
+    from assay.records import CaseRecord, RunRecord, RunSummary, Verdict
+    from assay.results import EvaluationResult
+    from assay.run_config import Gates, RunConfig, Thresholds

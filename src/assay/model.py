@@ -9,6 +9,7 @@ floats in [0, 1]. A judge's native value (0-100, 0-5, yes/no) is kept in ``Score
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -140,6 +141,9 @@ class Execution(_Model):
     latency_ms: float | None = None
     usage: TokenUsage | None = None
     error: str | None = None
+    error_code: str | None = Field(
+        default=None, description="why the execution failed: target_failed (the default when "
+        "error is set) or invalid_output (the agent answered something that is not data)")
 
     @field_validator("retrieved_context", mode="before")
     @classmethod
@@ -202,14 +206,24 @@ class Usage(_Model):
         return self.prompt_tokens + self.completion_tokens
 
 
+class ScoreState(StrEnum):
+    """What a score holds: a value, an error, or nothing because it did not apply."""
+
+    VALUE = "value"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
 class Score(_Model):
     """One evaluator's judgement of one execution.
 
-    Exactly one of ``value`` and ``error`` is set. ``raw`` and ``scale`` keep what the judge
-    natively said (``87`` on ``"0-100"``) beside the normalised value (``0.87``).
+    Exactly one of ``value``, ``error`` and ``skipped`` is set. A skipped score is "not
+    applicable" (a judge whose inputs the case does not have): neither a failure nor an error,
+    and outside every mean and every error count. ``raw`` and ``scale`` keep what the judge
+    natively said (``87`` on ``"0-100"``) beside the normalised value (``0.87``). ``parts``
+    holds named sub-judgements that make this score up (composite members, named guideline
+    groups, several feedbacks of one scorer), each a full score of its own.
     """
-
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     name: str
     value: float | None = None
@@ -222,6 +236,8 @@ class Score(_Model):
     misses: list[str] = Field(default_factory=list)
     details: dict[str, Any] | None = None
     error: ScoreError | None = None
+    skipped: str | None = Field(default=None, description="why the evaluator did not apply")
+    parts: list[Score] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float | None = None
     judge_model: str | None = None
@@ -236,18 +252,25 @@ class Score(_Model):
         return value
 
     @model_validator(mode="after")
-    def _value_or_error(self) -> Score:
-        if self.value is None and self.error is None:
-            raise ValueError("a score needs a value or an error")
-        if self.value is not None and self.error is not None:
-            raise ValueError("a score with an error cannot carry a value")
-        if self.error is not None:
+    def _one_state(self) -> Score:
+        states = (self.value is not None) + (self.error is not None) + (self.skipped is not None)
+        if states == 0:
+            raise ValueError("a score needs a value, an error or a skip reason")
+        if states > 1:
+            raise ValueError("a score holds exactly one of a value, an error and a skip reason")
+        if self.value is None:
             self.passed = None
         return self
 
     @property
+    def state(self) -> ScoreState:
+        if self.value is not None:
+            return ScoreState.VALUE
+        return ScoreState.ERROR if self.error is not None else ScoreState.SKIPPED
+
+    @property
     def ok(self) -> bool:
-        """True when the score has a value (it may still be a failing one)."""
+        """True unless the score is an error (a value, failing or not, or a skip)."""
         return self.error is None
 
     @classmethod
@@ -256,6 +279,12 @@ class Score(_Model):
     ) -> Score:
         """A score that could not be computed; it never counts as 0."""
         return cls(name=name, error=ScoreError(code=code, message=message), **extra)
+
+    @classmethod
+    def not_applicable(cls, name: str, reason: str, **extra: Any) -> Score:
+        """A score for an evaluator that did not apply (its inputs are missing): no call was
+        made, and it is neither a failure nor an error."""
+        return cls(name=name, skipped=reason, **extra)
 
 
 def dump_json(value: Any) -> str:
@@ -276,11 +305,12 @@ def _json_default(value: Any) -> Any:
 
 
 class Aggregate(_Model):
-    """A summary of many scores that keeps errors apart from values."""
+    """A summary of many scores that keeps errors and skips apart from values."""
 
     count: int
     scored: int
     errors: int
+    skipped: int = 0
     mean: float | None
     passed: int
     failed: int
@@ -297,6 +327,7 @@ def aggregate(scores: list[Score]) -> Aggregate:
         count=len(scores),
         scored=len(values),
         errors=sum(1 for s in scores if s.error is not None),
+        skipped=sum(1 for s in scores if s.skipped is not None),
         mean=(sum(values) / len(values)) if values else None,
         passed=sum(1 for s in scores if s.passed is True),
         failed=sum(1 for s in scores if s.passed is False),

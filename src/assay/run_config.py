@@ -1,8 +1,16 @@
-"""The one typed object that configures a run, passed whole from the CLI to the runner."""
+"""The one typed object that configures a run, passed whole from the CLI or Python to the runner.
+
+Everything that decides a run's results is here and is snapshotted into the run when it starts
+(so ``--resume`` and ``assay rescore`` repeat it exactly); where results go (``store``) and how
+the judge engine retries are here too but are not part of what a result means.
+"""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from assay.llm.config import CacheMode, RetryPolicy
+from assay.records import Verdict
 
 
 class Thresholds(BaseModel):
@@ -19,18 +27,21 @@ class Thresholds(BaseModel):
             raise ValueError("borderline_at must not be above pass_at")
         return self
 
-    def verdict(self, score: float | None) -> str:
+    def verdict(self, score: float | None) -> Verdict:
         if score is None:
-            return "error"
+            return Verdict.ERROR
         if score >= self.pass_at:
-            return "pass"
+            return Verdict.PASS
         if score >= self.borderline_at:
-            return "borderline"
-        return "fail"
+            return Verdict.BORDERLINE
+        return Verdict.FAIL
 
 
 class Gates(BaseModel):
-    """What a whole run must meet for ``assay run`` to exit 0."""
+    """What a whole run must meet to pass (``assay run`` exits 0 only then).
+
+    A run with no case, or with no case that could be scored, never passes.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -43,14 +54,27 @@ class Gates(BaseModel):
 
 
 class RunConfig(BaseModel):
-    """How to run a suite: concurrency, judge, repeats, selection, verdicts and gates."""
+    """How to run a suite: target, judge, concurrency, repeats, selection, verdicts, gates."""
 
     model_config = ConfigDict(extra="forbid")
 
     concurrency: int = Field(default=8, ge=1, description="cases in flight at once")
-    judge_model: str | None = None
-    repeat: int = Field(default=1, ge=1)
+    judge_model: str | None = Field(
+        default=None, description="the judge model for every LLM evaluator (overrides theirs)")
+    target: str | None = Field(
+        default=None, description="a target name or model string replacing the suite's")
+    targets_file: str | None = Field(default=None, description="a targets.yaml to use")
+    repeat: int = Field(default=1, ge=1, description="independent runs of every case")
     filter: str | None = Field(default=None, description="a glob over case ids")
     thresholds: Thresholds = Field(default_factory=Thresholds)
     gates: Gates = Field(default_factory=Gates)
     dry_run: bool = False
+    cache: CacheMode = Field(default="use", description="judge response cache mode")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    @model_validator(mode="after")
+    def _judge_model_not_blank(self) -> RunConfig:
+        if self.judge_model is not None and not self.judge_model.strip():
+            raise ValueError("judge_model is empty; give a model such as openai:gpt-4o-mini "
+                             "or leave it unset for the default")
+        return self

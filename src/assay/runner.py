@@ -1,107 +1,36 @@
 """The async engine that drives cases through a target and their evaluators.
 
-For each (case, repeat) it runs the target once, runs every evaluator, and writes each
-execution, score and case result to the store the moment it exists. Resuming a run skips what
-the store already has: a stored execution is reused (the agent is not run again) and only the
-evaluators without a stored score run. Errors are scores, never exceptions that stop the run.
+For each (case, repeat) it runs the target once, runs every evaluator, and writes the
+execution, each score and the :class:`CaseRecord` to the store the moment they exist. Resuming
+a run skips what the store already has: a stored execution is reused (the agent is not run
+again) and only the evaluators without a stored score run. Errors are scores, never exceptions
+that stop the run; a value that is not data (agent output that cannot be stored) is that one
+case's error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
-from assay import __version__
 from assay.errors import EvaluationError
+from assay.jsondata import NotJSONData, as_json_data
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.engine import JudgeEngine
-from assay.model import Execution, Score, ScoreError, Usage
+from assay.model import Execution, Score
+from assay.records import CaseRecord, EvaluatorSpec, RunSummary, SummaryBuilder, Verdict
 from assay.run_config import RunConfig
-from assay.store.runs import RunStore
+from assay.store.runs import RecordRejected, RunStore
 from assay.suites.model import Suite, SuiteCase
-from assay.targets.base import Target
+from assay.targets.base import Target, sampling
 
-
-@dataclass
-class CaseResult:
-    """One (case, repeat): its execution, its scores, the weighted score and the verdict."""
-
-    case_id: str
-    repeat: int
-    score: float | None
-    verdict: str
-    scores: list[Score]
-    execution: Execution
-    row: dict[str, Any]
-
-
-@dataclass
-class RunSummary:
-    """Aggregates over a run's case results; errors are counted, never averaged in."""
-
-    cases: int = 0
-    scored: int = 0
-    mean_score: float | None = None
-    verdicts: dict[str, int] = field(default_factory=dict)
-    evaluator_errors: int = 0
-    usage: Usage = field(default_factory=Usage)
-    gate_failures: list[str] = field(default_factory=list)
-    score_total: float = 0.0
-    dataset_metrics: dict[str, Score] = field(default_factory=dict)
-
-    def add(self, result: CaseResult) -> None:
-        """Fold one case result in; errors are counted, never averaged in."""
-        self.cases += 1
-        if result.score is not None:
-            self.scored += 1
-            self.score_total += result.score
-            self.mean_score = self.score_total / self.scored
-        self.verdicts[result.verdict] = self.verdicts.get(result.verdict, 0) + 1
-        for s in result.scores:
-            self.usage = self.usage + s.usage
-            self.evaluator_errors += 1 if s.error else 0
-
-    def check_gates(self, config: RunConfig) -> None:
-        """Record every gate of ``config`` that this run fails."""
-        gates = config.gates
-        self.gate_failures = []
-        failed = self.verdicts.get("fail", 0)
-        if gates.max_failed is not None and failed > gates.max_failed:
-            self.gate_failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
-        if gates.max_errors is not None and self.evaluator_errors > gates.max_errors:
-            unscored = self.verdicts.get("error", 0)
-            self.gate_failures.append(
-                f"{self.evaluator_errors} evaluator score(s) could not be computed, "
-                f"{unscored} case(s) left with no score (allowed {gates.max_errors} errors)")
-        if gates.min_mean_score is not None and (
-                self.mean_score is None or self.mean_score < gates.min_mean_score):
-            mean = "none" if self.mean_score is None else f"{self.mean_score:.3f}"
-            self.gate_failures.append(
-                f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
-
-    @property
-    def passed(self) -> bool:
-        return not self.gate_failures
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"cases": self.cases, "scored": self.scored, "mean_score": self.mean_score,
-                "verdicts": self.verdicts, "evaluator_errors": self.evaluator_errors,
-                "usage": self.usage.model_dump(), "gate_failures": self.gate_failures,
-                "dataset_metrics": {k: v.model_dump(mode="json")
-                                    for k, v in self.dataset_metrics.items()},
-                "passed": self.passed}
-
-
-@dataclass
-class RunResult:
-    run_id: str
-    status: str
-    results: list[CaseResult]
-    summary: RunSummary
+TargetResolver = Callable[[str | None], Target]
+"""A target name (None: outputs recorded in the data) -> the Target that runs it."""
 
 
 class Progress(Protocol):
@@ -109,18 +38,15 @@ class Progress(Protocol):
 
     def start(self, total: int, done: int) -> None: ...
 
-    def advance(self, result: CaseResult) -> None: ...
+    def advance(self, record: CaseRecord) -> None: ...
 
 
 class _NoProgress:
     def start(self, total: int, done: int) -> None:
         pass
 
-    def advance(self, result: CaseResult) -> None:
+    def advance(self, record: CaseRecord) -> None:
         pass
-
-
-TargetResolver = Callable[[str | None], Target]
 
 
 def select_cases(suite: Suite, config: RunConfig) -> Iterator[SuiteCase]:
@@ -145,98 +71,103 @@ def check_evaluator_names(suite: Suite) -> None:
             "than once; give each evaluator a distinct 'name'")
 
 
-def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
-             targets: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What a run records about how it was made (no secrets: targets come redacted)."""
-    models = sorted({str(config.judge_model or m or suite.judge_target
-                         or engine.config.default_model) for m in suite.facts().models})
-    return {
-        "suite_path": str(suite.source.resolve()) if suite.source else None,
-        "suite_name": suite.name,
-        "suite_hash": suite.fingerprint(),
-        "target": suite.target,
-        "targets": targets or {},
-        "judge_models": models,
-        "run": config.model_dump(mode="json"),
-        "assay_version": __version__,
-    }
+def evaluator_spec(evaluator: Evaluator) -> EvaluatorSpec:
+    """The evaluator's type and parameters, as a run records them."""
+    params = evaluator.model_dump(mode="json", exclude={"name", "weight"},
+                                  fallback=lambda v: getattr(v, "__qualname__", repr(v)))
+    return EvaluatorSpec(name=evaluator.name, type=evaluator.type, weight=evaluator.weight,
+                         params=params)
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: its summary (gates checked) and, when kept, its records."""
+
+    summary: RunSummary
+    records: list[CaseRecord]
 
 
 class Runner:
-    """Runs one suite into one stored run."""
+    """Runs one suite into one run: ``store`` None keeps nothing (a dry run)."""
 
     def __init__(self, suite: Suite, resolve_target: TargetResolver, engine: JudgeEngine,
-                 store: RunStore, config: RunConfig, progress: Progress | None = None,
-                 on_result: Callable[[CaseResult], None] | None = None) -> None:
+                 store: RunStore | None, config: RunConfig, progress: Progress | None = None,
+                 on_record: Callable[[CaseRecord], None] | None = None,
+                 judge_for: Callable[[str | None], str | None] | None = None) -> None:
         self.suite = suite
-        self.on_result = on_result
         self.resolve_target = resolve_target
         self.engine = engine
         self.store = store
         self.config = config
         self.progress = progress or _NoProgress()
-        self.ctx = EvalContext(engine, suite.judge_target, override_model=config.judge_model)
+        self.on_record = on_record
+        self.judge_for = judge_for or (lambda _target: suite.judge_target)
+        self._contexts: dict[tuple[str | None, int], EvalContext] = {}
 
-    async def preflight(self) -> None:
-        """Check every judge model and target before the first case runs."""
-        check_evaluator_names(self.suite)
-        facts = self.suite.facts()
-        models = {self.ctx.model(m) for m in facts.models}
-        names = facts.targets
-        if models:  # an all-deterministic suite needs no judge model at all
-            await self.engine.preflight(*models)
-        for name in names:
-            await self.resolve_target(name).preflight()
+    def context(self, target: str | None, repeat: int) -> EvalContext:
+        """The evaluation context of a case: the judge of the target that ran it, and the
+        repeat as the sample index (so repeats are independent judgements, not cache hits)."""
+        key = (target, repeat)
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            ctx = EvalContext(self.engine, self.judge_for(target),
+                              override_model=self.config.judge_model, sample=repeat)
+            self._contexts[key] = ctx
+        return ctx
 
-    async def run(self, run_id: str, keep_results: bool = True) -> RunResult:
+    async def run(self, run_id: str, keep: bool = True) -> RunOutcome:
         """Run (or resume) ``run_id``; results already in the store are not redone.
 
         A fixed pool of ``concurrency`` workers pulls (case, repeat) pairs from an iterator,
-        so memory does not grow with the number of cases. With ``keep_results`` False the
-        results are only reported to ``on_result`` and summarised, not kept.
+        so memory does not grow with the number of cases. Records are reported to
+        ``on_record`` and summarised; with ``keep`` they are also returned.
         """
         total = count_cases(self.suite, self.config) * self.config.repeat
-        stored_exec = self.store.executions(run_id)
-        stored_scores = self.store.scores(run_id)
-        stored_rows = {(r["case_id"], r["repeat"]): r for r in self.store.case_rows(run_id)}
-        results: list[CaseResult] = []
-        summary = RunSummary()
+        store = self.store
+        stored_exec = store.executions(run_id) if store else {}
+        stored_scores = store.scores(run_id) if store else {}
+        stored_cases = store.case_keys(run_id) if store else set()
+        kept: list[CaseRecord] = []
+        summary = SummaryBuilder()
         self.progress.start(total, 0)
         # Evaluators with a dataset-level metric (classification) get every case's score.
         reducers: dict[str, tuple[Evaluator, list[Score]]] = {}
 
-        def report(result: CaseResult) -> None:
-            summary.add(result)
-            for score in result.scores:
+        def report(record: CaseRecord) -> None:
+            summary.add(record)
+            for score in record.scores:
                 if score.name in reducers:
                     reducers[score.name][1].append(score)
-            if keep_results:
-                results.append(result)
-            if self.on_result is not None:
-                self.on_result(result)
-            self.progress.advance(result)
+            if keep:
+                kept.append(record)
+            if self.on_record is not None:
+                self.on_record(record)
+            self.progress.advance(record)
 
         work = ((item, r) for item in select_cases(self.suite, self.config)
                 for r in range(self.config.repeat))
 
         async def worker() -> None:
             for item, repeat in work:
-                for evaluator in self.suite.evaluators_for(item):
+                evaluators = self.suite.evaluators_for(item)
+                for evaluator in evaluators:
                     if hasattr(evaluator, "reduce") and evaluator.name not in reducers:
                         reducers[evaluator.name] = (evaluator, [])
                 key = (item.case.id, repeat)
-                names = [e.name for e in self.suite.evaluators_for(item)]
                 have = stored_scores.pop(key, {})
-                if key in stored_rows and all(n in have for n in names):
-                    report(_from_stored(stored_rows.pop(key), have, stored_exec.pop(key, None)))
+                execution = stored_exec.pop(key, None)
+                if key in stored_cases and execution is not None and \
+                        all(e.name in have for e in evaluators):
+                    report(self._record(run_id, item, repeat, execution, evaluators, have,
+                                        store_it=False))
                     continue
-                report(await self._run_case(run_id, item, repeat, stored_exec.pop(key, None),
-                                            have))
+                report(await self._run_case(run_id, item, repeat, execution, evaluators, have))
 
         async def flusher() -> None:
             while True:
-                await asyncio.sleep(self.store.flush_seconds)
-                self.store.flush()
+                await asyncio.sleep(store.flush_seconds if store else 3600)
+                if store:
+                    store.flush()
 
         workers = [asyncio.ensure_future(worker())
                    for _ in range(min(self.config.concurrency, max(total, 1)))]
@@ -250,128 +181,179 @@ class Runner:
             raise
         finally:
             timer.cancel()
-            self.store.flush()  # what finished is written, however the run ends
-        if keep_results:
+            if store:
+                store.flush()  # what finished is written, however the run ends
+        if keep:
             order = {(item.case.id, r): i for i, item in enumerate(
                 select_cases(self.suite, self.config)) for r in range(self.config.repeat)}
-            results.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
+            kept.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
+        result = summary.build()
         for name, (evaluator, scores) in reducers.items():
-            summary.dataset_metrics[name] = evaluator.reduce(scores)  # type: ignore[attr-defined]
-        summary.check_gates(self.config)
-        return RunResult(run_id, "completed", results, summary)
+            result.dataset_metrics[name] = evaluator.reduce(scores)  # type: ignore[attr-defined]
+        check_gates(result, self.config)
+        return RunOutcome(result, kept)
 
     async def _run_case(self, run_id: str, item: SuiteCase, repeat: int,
-                        execution: Execution | None, have: dict[str, Score]) -> CaseResult:
+                        execution: Execution | None, evaluators: list[Evaluator],
+                        have: dict[str, Score]) -> CaseRecord:
         case = item.case
-        target_name = item.target or self.suite.target
+        target_name = self.target_of(item)
         if execution is None:
-            target = self.resolve_target(target_name)
-            started = time.perf_counter()
-            try:
-                execution = await target.run(case)
-            except Exception as exc:  # a target must not stop the run
-                execution = Execution(input=case.input, error=f"{type(exc).__name__}: {exc}")
-            if execution.latency_ms is None:
-                execution.latency_ms = (time.perf_counter() - started) * 1000
-            if not self.config.dry_run:
-                self.store.record_execution(run_id, case.id, repeat, execution)
-        evaluators = self.suite.evaluators_for(item)
+            execution = await self._execute(item, target_name, repeat)
+            self._store(run_id, case.id, repeat, execution)
+        ctx = self.context(target_name, repeat)
 
         async def judge(evaluator: Evaluator) -> Score:
             if evaluator.name in have:
                 return have[evaluator.name]
             if execution.error is not None:
-                score = Score(name=evaluator.name, error=ScoreError(
-                    code="target_failed", message=f"the target failed: {execution.error}"))
+                code = execution.error_code or "target_failed"
+                what = "the agent's output is not data" if code == "invalid_output" \
+                    else "the target failed"
+                score = Score.failed(evaluator.name, code, f"{what}: {execution.error}")
             else:
-                score = await evaluator.evaluate(case, execution, self.ctx)
-            if not (self.config.dry_run and score.error and score.error.code == "dry_run"):
-                self.store.record_score(run_id, case.id, repeat, score)
+                score = await evaluator.evaluate(case, execution, ctx)
+            if self.store is not None and not (score.error and score.error.code == "dry_run"):
+                try:
+                    self.store.record_score(run_id, case.id, repeat, score)
+                except RecordRejected as exc:
+                    score = Score.failed(evaluator.name, "invalid_output",
+                                         f"the score cannot be stored: {exc}")
+                    self.store.record_score(run_id, case.id, repeat, score)
             return score
 
-        scores = list(await asyncio.gather(*(judge(e) for e in evaluators)))
-        value, verdict = case_verdict(evaluators, scores, self.config)
-        row = result_row(self.suite, item, repeat, target_name, execution, evaluators, scores,
-                         value, verdict)
-        if not self.config.dry_run:
-            self.store.record_case(run_id, case.id, repeat, value, verdict, row)
-        return CaseResult(case.id, repeat, value, verdict, scores, execution, row)
+        if len(evaluators) == 1:
+            scores = {evaluators[0].name: await judge(evaluators[0])}
+        else:
+            done = await asyncio.gather(*(judge(e) for e in evaluators))
+            scores = {e.name: s for e, s in zip(evaluators, done, strict=True)}
+        return self._record(run_id, item, repeat, execution, evaluators, scores)
+
+    def target_of(self, item: SuiteCase) -> str | None:
+        """The target that runs a case: ``--target`` first, then the case's, then the suite's."""
+        return self.config.target or item.target or self.suite.target
+
+    async def _execute(self, item: SuiteCase, target_name: str | None,
+                       repeat: int) -> Execution:
+        case = item.case
+        if item.execution is not None and target_name is None:
+            execution = item.execution.model_copy()
+            if execution.input in ("", None):
+                execution.input = case.input
+            return execution
+        target = self.resolve_target(target_name)
+        started = time.perf_counter()
+        try:
+            with sampling(repeat):
+                execution = await target.run(case)
+        except Exception as exc:  # a target must not stop the run
+            execution = Execution(input=case.input, error=f"{type(exc).__name__}: {exc}")
+        if execution.latency_ms is None:
+            execution.latency_ms = (time.perf_counter() - started) * 1000
+        if execution.error is None:
+            try:
+                execution.output = as_json_data(execution.output)
+            except NotJSONData as exc:
+                execution = Execution(input=case.input, latency_ms=execution.latency_ms,
+                                      error=f"agent output is not JSON data: {exc}",
+                                      error_code="invalid_output")
+        return execution
+
+    def _store(self, run_id: str, case_id: str, repeat: int, execution: Execution) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.record_execution(run_id, case_id, repeat, execution)
+        except RecordRejected as exc:
+            execution.output, execution.messages, execution.trace = None, [], []
+            execution.retrieved_context = []
+            execution.error = f"the agent's execution cannot be stored: {exc}"
+            execution.error_code = "invalid_output"
+            self.store.record_execution(run_id, case_id, repeat, execution)
+
+    def _record(self, run_id: str, item: SuiteCase, repeat: int, execution: Execution,
+                evaluators: list[Evaluator], scores: dict[str, Score],
+                store_it: bool = True) -> CaseRecord:
+        ordered = [scores[e.name] for e in evaluators if e.name in scores]
+        value, verdict = case_verdict(evaluators, ordered, self.config)
+        record = CaseRecord(
+            run_id=run_id, case_id=item.case.id, repeat=repeat, case=item.case,
+            target=self.target_of(item), execution=execution, scores=ordered, score=value,
+            verdict=verdict, source=item.source, finished_at=time.time(),
+            evaluators=None if item.evaluators is None else
+            [evaluator_spec(e) for e in item.evaluators])
+        if store_it and self.store is not None and not self.config.dry_run:
+            with contextlib.suppress(RecordRejected):  # its parts were checked one by one
+                self.store.record_case(record)
+        return record
 
 
 def case_verdict(evaluators: list[Evaluator], scores: list[Score],
-                 config: RunConfig) -> tuple[float | None, str]:
-    """Weighted mean of the scores that have values; an evaluator that failed a required
-    check (``details.required_failed``) fails the case whatever the mean."""
+                 config: RunConfig) -> tuple[float | None, Verdict]:
+    """The case score and verdict from its evaluators' scores.
+
+    The score is the weighted mean of the scores that have values (errors and skips are left
+    out, never counted as 0); the verdict is its band, except that a score which blocks its
+    case (a failed required check) fails it whatever the mean. No value: ``error`` when any
+    evaluator errored, ``skipped`` when none applied.
+    """
     total_weight = 0.0
     weighted = 0.0
+    valued = 0
+    errors = 0
     for evaluator, score in zip(evaluators, scores, strict=True):
         if score.value is not None:
+            valued += 1
             weighted += score.value * evaluator.weight
             total_weight += evaluator.weight
-    if not scores:
-        return None, "error"
+        elif score.error is not None:
+            errors += 1
+    if not valued:
+        return None, (Verdict.ERROR if errors or not scores else Verdict.SKIPPED)
     if total_weight == 0:
-        if all(s.value is not None for s in scores):
-            return 0.0, config.thresholds.verdict(0.0)
-        return None, "error"
+        return None, Verdict.ERROR
     value = weighted / total_weight
     verdict = config.thresholds.verdict(value)
     if any((s.details or {}).get("required_failed") for s in scores):
-        verdict = "fail"
+        verdict = Verdict.FAIL
     return value, verdict
 
 
-def result_row(suite: Suite, item: SuiteCase, repeat: int, target: str | None,
-               execution: Execution, evaluators: list[Evaluator], scores: list[Score],
-               value: float | None, verdict: str) -> dict[str, Any]:
-    """The per-case result row, in AgentV's snake_case JSONL shape plus assay's fields."""
-    usage = Usage()
-    for s in scores:
-        usage = usage + s.usage
-    row: dict[str, Any] = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "eval_id": item.case.id,
-        "dataset": suite.name,
-        "repeat": repeat,
-        "score": value,
-        "verdict": verdict,
-        "hits": [f"[{s.name}] {h}" for s in scores for h in s.hits],
-        "misses": [f"[{s.name}] {m}" for s in scores for m in s.misses],
-        "candidate_answer": execution.output_text(),
-        "target": target,
-        "reasoning": " | ".join(f"{s.name}: {s.rationale}" for s in scores if s.rationale),
-        "evaluator_results": [
-            {
-                "name": s.name, "type": e.type, "score": s.value, "weight": e.weight,
-                "raw": s.raw, "scale": s.scale, "passed": s.passed,
-                "verdict": "error" if s.error else ("pass" if s.passed else "fail"),
-                "hits": s.hits, "misses": s.misses, "reasoning": s.rationale,
-                "error": s.error.model_dump() if s.error else None,
-                "details": s.details, "judge_model": s.judge_model,
-            }
-            for e, s in zip(evaluators, scores, strict=True)
-        ],
-        "errors": sum(1 for s in scores if s.error),
-        "usage": usage.model_dump(),
-        "latency_ms": execution.latency_ms,
-    }
-    if execution.error:
-        row["error"] = execution.error
-    return row
+def check_gates(summary: RunSummary, config: RunConfig) -> None:
+    """Record in ``summary`` every gate of ``config`` the run fails; a run with no case, or
+    none scored, never passes."""
+    gates = config.gates
+    failures: list[str] = []
+    if summary.cases == 0:
+        failures.append("no case was run (check --filter and the suite's cases)")
+    elif summary.scored == 0 and summary.count(Verdict.SKIPPED) < summary.cases:
+        failures.append("no case could be scored")
+    failed = summary.count(Verdict.FAIL)
+    if gates.max_failed is not None and failed > gates.max_failed:
+        failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
+    if gates.max_errors is not None and summary.evaluator_errors > gates.max_errors:
+        unscored = summary.count(Verdict.ERROR)
+        failures.append(
+            f"{summary.evaluator_errors} evaluator score(s) could not be computed, "
+            f"{unscored} case(s) left with no score (allowed {gates.max_errors} errors)")
+    if gates.min_mean_score is not None and (
+            summary.mean_score is None or summary.mean_score < gates.min_mean_score):
+        mean = "none" if summary.mean_score is None else f"{summary.mean_score:.3f}"
+        failures.append(f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
+    summary.gate_failures = failures
+    summary.passed = not failures
 
 
-def _from_stored(row: dict[str, Any], scores: dict[str, Score],
-                 execution: Execution | None) -> CaseResult:
-    data = row["row"]
-    ordered = [scores[r["name"]] for r in data.get("evaluator_results", []) if r["name"] in scores]
-    return CaseResult(row["case_id"], row["repeat"], row["score"], row["verdict"], ordered,
-                      execution or Execution(), data)
-
-
-def summarise(results: list[CaseResult], config: RunConfig) -> RunSummary:
-    """Aggregate case results and check the run's gates."""
-    summary = RunSummary()
-    for result in results:
-        summary.add(result)
-    summary.check_gates(config)
+def records_summary(records: list[CaseRecord], config: RunConfig) -> RunSummary:
+    """Aggregate case records and check the run's gates."""
+    builder = SummaryBuilder()
+    for record in records:
+        builder.add(record)
+    summary = builder.build()
+    check_gates(summary, config)
     return summary
+
+
+def snapshot_evaluators(suite: Suite) -> list[EvaluatorSpec]:
+    return [evaluator_spec(e) for e in suite.evaluators]
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import typer
+from rich.markup import escape
 
 from assay.cli.app import EXIT_GATE_FAILED, app, console, friendly_errors
 from assay.cli.run import store_url
@@ -36,21 +37,24 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the case rows as JSONL."),
 ) -> None:
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
+    from assay.report.rows import agentv_row
+
     runs = RunStore(store_url(store))
-    run = runs.run(run_id)
-    rows = runs.case_rows(run["id"])
+    run = runs.run_record(run_id)
+    records = runs.case_records(run.id)
     if as_json:
-        for r in rows:
-            print(json.dumps(r["row"], default=str))
+        types = {e.name: (e.type, e.weight) for e in run.config.evaluators}
+        for r in records:
+            print(json.dumps(agentv_row(r, run.suite, types), default=str, ensure_ascii=False))
         return
-    console.print(f"run [bold]{run['id']}[/] · suite {run['suite']} · {run['status']}",
+    console.print(f"run [bold]{run.id}[/] · suite {escape(run.suite)} · {run.status.value}",
                   highlight=False)
-    console.print(cases_table(rows))
-    summary = run.get("summary") or {}
-    if summary:
-        console.print(f"mean score {fmt_score(summary.get('mean_score'))}; verdicts "
-                      f"{summary.get('verdicts')}; gate "
-                      f"{'pass' if summary.get('passed') else 'fail'}", highlight=False)
+    console.print(cases_table(records))
+    summary = run.summary
+    if summary is not None:
+        console.print(f"mean score {fmt_score(summary.mean_score)}; verdicts "
+                      f"{summary.verdicts}; gate {'pass' if summary.passed else 'fail'}",
+                      highlight=False, markup=False)
 
 
 @app.command()

@@ -26,6 +26,8 @@ class EvalContext:
     engine: JudgeEngine
     judge_model: str | None = None
     override_model: str | None = None
+    sample: int = 0
+    """Which independent sample of a case this is (its repeat): part of the cache key."""
 
     def model(self, own: str | None) -> str | None:
         """The override (``--judge-model``), else the evaluator's own model, else the run's

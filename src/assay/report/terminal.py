@@ -19,9 +19,10 @@ from rich.progress import (
 from rich.table import Table
 
 from assay.model import Usage
-from assay.runner import CaseResult, RunSummary
+from assay.records import CaseRecord, RunSummary
 
-VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta"}
+VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta",
+                 "skipped": "dim"}
 
 
 class ProgressBar:
@@ -50,7 +51,7 @@ class ProgressBar:
         self._task = self._progress.add_task(self._label, total=total, completed=done,
                                              status=self._status())
 
-    def advance(self, result: CaseResult) -> None:
+    def advance(self, result: CaseRecord) -> None:
         self.errors += sum(1 for s in result.scores if s.error)
         for s in result.scores:
             self.usage = self.usage + s.usage
@@ -77,9 +78,10 @@ def summary_lines(summary: RunSummary) -> list[str]:
     verdicts = ", ".join(f"{k} {v}" for k, v in sorted(summary.verdicts.items()))
     u = summary.usage
     cost = "unknown" if u.cost is None else f"${u.cost:.4f}"
+    skips = f", skipped {summary.evaluator_skips}" if summary.evaluator_skips else ""
     lines = [
         f"cases {summary.cases} ({verdicts}); mean score {fmt_score(summary.mean_score)}"
-        f" over {summary.scored} scored; evaluator errors {summary.evaluator_errors}",
+        f" over {summary.scored} scored; evaluator errors {summary.evaluator_errors}{skips}",
         f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries); tokens "
         f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {cost}",
     ]
@@ -106,21 +108,26 @@ def runs_table(runs: list[dict[str, Any]]) -> Table:
     return table
 
 
-def cases_table(rows: list[dict[str, Any]], verbose: bool = True) -> Table:
+def _score_cell(score: Any) -> str:
+    if score.error is not None:
+        return f"{score.name}: error {score.error.code}"
+    if score.skipped is not None:
+        return f"{score.name}: n/a"
+    return f"{score.name}: {fmt_score(score.value)}"
+
+
+def cases_table(records: list[CaseRecord], verbose: bool = True) -> Table:
     table = Table(title="cases", show_lines=verbose)
     for col in ("case", "score", "verdict", "evaluators", "hits / misses", "reasoning"):
         table.add_column(col, overflow="fold")
-    for r in rows:
-        data = r.get("row", r)
-        evals = "\n".join(
-            f"{e['name']}: " + (f"error {e['error']['code']}" if e.get("error")
-                                else fmt_score(e.get("score")))
-            for e in data.get("evaluator_results", []))
-        hm = "\n".join([f"+ {h}" for h in data.get("hits", [])] +
-                       [f"- {m}" for m in data.get("misses", [])])
-        name = r["case_id"] if not r.get("repeat") else f"{r['case_id']}#{r['repeat']}"
-        verdict = r["verdict"]
-        table.add_row(escape(name), fmt_score(r["score"]),
+    for r in records:
+        evals = "\n".join(_score_cell(s) for s in r.scores)
+        hm = "\n".join([f"+ [{s.name}] {h}" for s in r.scores for h in s.hits] +
+                       [f"- [{s.name}] {m}" for s in r.scores for m in s.misses])
+        reasoning = " | ".join(f"{s.name}: {s.rationale}" for s in r.scores if s.rationale)
+        name = r.case_id if not r.repeat else f"{r.case_id}#{r.repeat}"
+        verdict = r.verdict.value
+        table.add_row(escape(name), fmt_score(r.score),
                       f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]", escape(evals),
-                      escape(hm), escape(data.get("reasoning", "") or data.get("error", "")))
+                      escape(hm), escape(reasoning or r.execution.error or ""))
     return table

@@ -97,6 +97,15 @@ def render_for_suite(suite: Suite, results: Results) -> dict[str, Any]:
         evaluator_names=meta.get("evaluator_names"))
 
 
+def render_for_records(result: Any) -> dict[str, Any]:
+    """The output-file object of an :class:`~assay.results.EvaluationResult`."""
+    results = [(r.case_id if not r.repeat else f"{r.case_id}#{r.repeat}", r.scores)
+               for r in result.records]
+    if result.suite is not None:
+        return render_for_suite(result.suite, results)
+    return render_uipath_output(results, eval_set_name=result.run.suite)
+
+
 def write_uipath_output(path: str | Path, output: Mapping[str, Any]) -> None:
     """Write the object as indented JSON; via a temporary file, so no reader sees half."""
     path = Path(path)

@@ -3,7 +3,11 @@
 Every result is written (and committed) the moment it completes, with idempotent inserts, so a
 run killed at any point keeps what finished and resumes without duplicates. The database is
 reached through SQLAlchemy Core, so a ``postgresql://`` URL works as well as the default
-``sqlite:///.assay/runs.db``.
+``sqlite:///.assay/runs.db``; ``sqlite://`` (no path) is a store in memory.
+
+Each row is encoded to JSON when it is recorded, not when its batch is committed: a value that
+cannot be stored is refused right there (:class:`RecordRejected`, which the runner turns into
+that one case's error) and never takes the rest of a batch down with it.
 """
 
 from __future__ import annotations
@@ -16,11 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pydantic_core
+from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, create_engine, event, select, update
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import StaticPool
 
 from assay.errors import ErrorCategory, EvaluationError
-from assay.model import Execution, Score
+from assay.model import Case, Execution, Score
+from assay.records import CaseRecord, EvaluatorSpec, RunRecord, SourceLocation, Verdict
 from assay.store import schema
 from assay.store.migrations import migrate
 
@@ -32,6 +40,24 @@ class StoreError(EvaluationError):
 
     def __init__(self, message: str) -> None:
         super().__init__("store_error", message, ErrorCategory.SYSTEM)
+
+
+class RecordRejected(ValueError):
+    """A value that cannot be stored as JSON (the row is not queued; nothing else is lost)."""
+
+
+class _Encoded(str):
+    """JSON text encoded when a row was recorded; the column serializer passes it through."""
+
+
+def encode(value: Any) -> _Encoded:
+    """A model or plain value as JSON text, or RecordRejected saying why it cannot be."""
+    try:
+        if isinstance(value, BaseModel):
+            return _Encoded(value.model_dump_json())
+        return _Encoded(pydantic_core.to_json(value).decode())
+    except (ValueError, TypeError, pydantic_core.PydanticSerializationError) as exc:
+        raise RecordRejected(str(exc).splitlines()[0]) from None
 
 
 def new_run_id() -> str:
@@ -56,16 +82,19 @@ class RunStore:
         self.flush_rows = flush_rows
         self._pending: list[tuple[Any, dict[str, Any]]] = []
         self._last_flush = time.monotonic()
-        if url.startswith("sqlite:///"):
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             path = Path(url.removeprefix("sqlite:///"))
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the store directory {path.parent}: {exc}") \
                     from None
+        memory = url in ("sqlite://", "sqlite:///:memory:")
+        options: dict[str, Any] = {"poolclass": StaticPool,
+                                   "connect_args": {"check_same_thread": False}} if memory else {}
         try:
             self.engine: Engine = create_engine(url, future=True, json_serializer=_json_text,
-                                                json_deserializer=orjson.loads)
+                                                json_deserializer=_json_load, **options)
         except (SQLAlchemyError, ImportError, ValueError) as exc:
             raise StoreError(f"cannot open the run store {url!r}: {exc}") from None
         self.dialect = self.engine.dialect.name
@@ -73,6 +102,11 @@ class RunStore:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         with self._begin() as conn:
             migrate(conn)
+
+    @property
+    def display_url(self) -> str:
+        """The store URL with any password hidden: the only form that is printed."""
+        return display_url(self.url)
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
@@ -137,42 +171,89 @@ class RunStore:
 
     def record_execution(self, run_id: str, case_id: str, repeat: int,
                          execution: Execution) -> None:
+        """Queue an execution; RecordRejected (nothing queued) when it cannot be stored."""
         self._queue(schema.executions, {
             "run_id": run_id, "case_id": case_id, "repeat": repeat,
-            "execution": execution.model_dump(mode="json"), "created_at": time.time()})
+            "execution": encode(execution), "created_at": time.time()})
 
     def record_score(self, run_id: str, case_id: str, repeat: int, score: Score) -> None:
+        """Queue a score; RecordRejected (nothing queued) when it cannot be stored."""
         self._queue(schema.scores, {
             "run_id": run_id, "case_id": case_id, "repeat": repeat, "evaluator": score.name,
             "value": score.value, "error_code": score.error.code if score.error else None,
-            "score": score.model_dump(mode="json"), "created_at": time.time()})
+            "score": encode(score), "created_at": time.time()})
 
-    def record_case(self, run_id: str, case_id: str, repeat: int, score: float | None,
-                    verdict: str, row: dict[str, Any]) -> None:
+    def record_case(self, record: CaseRecord) -> None:
+        """Queue a case's record. Its execution and scores are stored on their own (as they
+        complete); this row holds the case as given and the verdict."""
+        row: dict[str, Any] = {"case": record.case, "target": record.target}
+        if record.evaluators is not None:
+            row["evaluators"] = record.evaluators
+        if record.source is not None:
+            row["source"] = record.source
         self._queue(schema.case_results, {
-            "run_id": run_id, "case_id": case_id, "repeat": repeat, "score": score,
-            "verdict": verdict, "row": row, "created_at": time.time()})
+            "run_id": record.run_id, "case_id": record.case_id, "repeat": record.repeat,
+            "score": record.score, "verdict": record.verdict.value,
+            "row": encode(row), "created_at": record.finished_at or time.time()})
 
     def forget_errors(self, run_id: str) -> int:
-        """Delete a run's error scores and the case rows they belong to, so that a resume
-        computes them again; returns how many scores were deleted."""
-        from sqlalchemy import and_, delete
+        """Delete a run's error scores, its failed executions (an agent that errored is run
+        again) and the case rows they belong to, so that a resume computes them again;
+        returns how many scores were deleted."""
+        from sqlalchemy import and_, delete, tuple_
 
         self.flush()
         with self._begin() as conn:
             keys = conn.execute(select(schema.scores.c.case_id, schema.scores.c.repeat).where(
                 and_(schema.scores.c.run_id == run_id,
                      schema.scores.c.error_code.is_not(None)))).fetchall()
-            for case_id, repeat in {tuple(k) for k in keys}:
-                conn.execute(delete(schema.case_results).where(and_(
-                    schema.case_results.c.run_id == run_id,
-                    schema.case_results.c.case_id == case_id,
-                    schema.case_results.c.repeat == repeat)))
+            failed = [tuple(k) for k in conn.execute(
+                select(schema.executions.c.case_id, schema.executions.c.repeat,
+                       schema.executions.c.execution).where(
+                    schema.executions.c.run_id == run_id)).fetchall()
+                if (k[2] or {}).get("error") is not None]
+            cases = {tuple(k) for k in keys} | {(k[0], k[1]) for k in failed}
+            for case_id, repeat in cases:
+                where = (schema.case_results.c.run_id == run_id,
+                         schema.case_results.c.case_id == case_id,
+                         schema.case_results.c.repeat == repeat)
+                conn.execute(delete(schema.case_results).where(and_(*where)))
+            for case_id, repeat, _ in failed:
+                conn.execute(delete(schema.executions).where(and_(
+                    schema.executions.c.run_id == run_id,
+                    tuple_(schema.executions.c.case_id, schema.executions.c.repeat)
+                    == (case_id, repeat))))
             conn.execute(delete(schema.scores).where(and_(
                 schema.scores.c.run_id == run_id, schema.scores.c.error_code.is_not(None))))
         return len(keys)
 
     # -- reading --------------------------------------------------------------------------
+
+    def run_record(self, run_id: str) -> RunRecord:
+        """A run by id (or a unique id prefix) as a typed record."""
+        return _run_record(self.run(run_id))
+
+    def run_records(self, limit: int = 50) -> list[RunRecord]:
+        return [_run_record(r) for r in self.runs(limit)]
+
+    def case_keys(self, run_id: str) -> set[tuple[str, int]]:
+        """The (case id, repeat) pairs whose case record is stored."""
+        self.flush()
+        with self._begin() as conn:
+            return {(r[0], r[1]) for r in conn.execute(
+                select(schema.case_results.c.case_id, schema.case_results.c.repeat).where(
+                    schema.case_results.c.run_id == run_id))}
+
+    def case_records(self, run_id: str) -> list[CaseRecord]:
+        """Every case record of a run, in the order the cases finished."""
+        executions = self.executions(run_id)
+        scores = self.scores(run_id)
+        records = []
+        for row in self.case_rows(run_id):
+            key = (row["case_id"], row["repeat"])
+            records.append(_case_record(run_id, row, executions.get(key),
+                                        scores.get(key, {})))
+        return records
 
     def run(self, run_id: str) -> dict[str, Any]:
         with self._begin() as conn:
@@ -230,9 +311,68 @@ class RunStore:
         self.engine.dispose()
 
 
+def display_url(url: str) -> str:
+    """A database URL with its password hidden."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return "<unparsable store URL>"
+
+
 def _json_text(value: Any) -> str:
-    """orjson for the JSON columns: most of the store's time went to stdlib json.dumps."""
+    """The JSON columns' serializer: rows arrive encoded (see :func:`encode`); other values
+    (run configs and summaries) are plain data and go through orjson."""
+    if isinstance(value, _Encoded):
+        return value
     return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _json_load(text: str | bytes) -> Any:
+    """orjson for speed; the standard library for what orjson refuses (integers of 64 bits
+    or more, which agents do return)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        import json
+
+        return json.loads(text)
+
+
+def _run_record(row: dict[str, Any]) -> RunRecord:
+    return RunRecord.model_validate({k: row.get(k) for k in (
+        "id", "suite", "status", "created_at", "finished_at", "config", "summary")})
+
+
+def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,
+                 scores: dict[str, Score]) -> CaseRecord:
+    """A case record from its stored parts. Rows written by assay before typed records held
+    an AgentV-shaped result row instead of the case; the case is rebuilt from what it kept."""
+    data = row["row"] or {}
+    if "case" in data:
+        case = Case.model_validate(data["case"])
+        target = data.get("target")
+        evaluators = data.get("evaluators")
+        source = data.get("source")
+        names = [s for s in scores]
+    else:
+        case = Case(id=row["case_id"], input=(execution.input if execution else ""))
+        target, evaluators, source = data.get("target"), None, None
+        names = [r["name"] for r in data.get("evaluator_results", [])]
+    try:
+        verdict = Verdict(row["verdict"])
+    except ValueError:
+        verdict = Verdict.ERROR
+    return CaseRecord(
+        run_id=run_id, case_id=row["case_id"], repeat=row["repeat"], case=case, target=target,
+        execution=execution or Execution(input=case.input), score=row["score"],
+        scores=[scores[n] for n in names if n in scores], verdict=verdict,
+        evaluators=None if evaluators is None else
+        [EvaluatorSpec.model_validate(e) for e in evaluators],
+        source=None if source is None else SourceLocation.model_validate(source),
+        finished_at=row.get("created_at"))
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from assay.judges.base import Evaluator
-from assay.model import Case
+from assay.model import Case, Execution
+from assay.records import SourceLocation
 
 
 @dataclass
@@ -40,6 +41,10 @@ class SuiteCase(BaseModel):
     evaluators: list[Evaluator] | None = Field(
         default=None, description="this case's evaluators; None means the suite's")
     target: str | None = Field(default=None, description="a target name overriding the suite's")
+    execution: Execution | None = Field(
+        default=None, description="what the agent did, when the data records it (outputs "
+        "given in the data): used instead of running a target")
+    source: SourceLocation | None = Field(default=None, description="where the case is defined")
 
 
 class Suite(BaseModel):

@@ -7,9 +7,30 @@ so one failing call never stops a run.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 
 from assay.model import Case, Execution
+
+_SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("assay_sample", default=0)
+
+
+@contextlib.contextmanager
+def sampling(index: int) -> Iterator[None]:
+    """Mark the target calls inside as sample ``index`` of a case (its repeat), so that a
+    model-backed target draws a new answer for each repeat instead of a cached one."""
+    token = _SAMPLE.set(index)
+    try:
+        yield
+    finally:
+        _SAMPLE.reset(token)
+
+
+def current_sample() -> int:
+    """The repeat index the running target call belongs to (0 outside a repeated run)."""
+    return _SAMPLE.get()
 
 
 class Target(ABC):

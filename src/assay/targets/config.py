@@ -98,6 +98,9 @@ class TargetConfig:
     secrets: dict[str, str] = field(default_factory=dict)
     source: Path | None = None
     mark: Mark | None = None
+    missing_secrets: list[Problem] = field(default_factory=list)
+    """Problems for ``${{ VAR }}`` that are not set: they matter only to a run that uses
+    this target (an unused target's missing key must not block a run)."""
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.settings.get(key, default)
@@ -440,17 +443,20 @@ def _target(raw: Any, path: tuple[Hashable, ...], source: SourceMap, log: Proble
     used: dict[str, str] = {}
     missing: list[tuple[tuple[Hashable, ...], str]] = []
     settings = interpolate(written, env, used, missing)
+    unset: list[Problem] = []
     for where, var in missing:
         dotted = ".".join(str(p) for p in where)
         log.add((*path, *where), f"target {name!r}, field {dotted!r}: environment variable "
                 f"{var} is not set", f"{var} in the environment or in a .env file beside "
                 "the targets file", value=True)
+        unset.append(log.problems[-1])
     if not ok:
         return None
     assert isinstance(name, str) and isinstance(provider, str)
     config = TargetConfig(name=name, provider=provider, judge_target=judge, workers=workers,
                           settings=settings, written=written, secrets=used,
-                          source=Path(source.root.file), mark=source.locate(path))
+                          source=Path(source.root.file), mark=source.locate(path),
+                          missing_secrets=unset)
     kind = config.kind()
     if kind is None:
         log.add((*path, "provider"), _unknown_provider(name, provider),

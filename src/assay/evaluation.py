@@ -1,0 +1,445 @@
+"""Runs as library objects: :func:`evaluate`, :func:`resume` and :func:`rescore`.
+
+One call goes from data to a stored, gated run: the data becomes a suite, the target runs each
+case (or the outputs in the data are judged as given), every evaluator scores it through the
+judge engine, and every record is stored as it completes. ``assay run`` is a thin shell over
+:func:`evaluate_async`; there is no other code path, so the CLI and Python give identical
+stored records.
+
+The async functions are the core; :func:`evaluate`, :func:`resume` and :func:`rescore` run
+them from synchronous code, inside a notebook's running event loop too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay import __version__
+from assay.errors import ConfigError, EvaluationError
+from assay.judges.base import EvalContext, Evaluator
+from assay.llm.config import EngineConfig
+from assay.llm.engine import DryRunEstimate, JudgeEngine
+from assay.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
+from assay.results import EvaluationResult
+from assay.run_config import RunConfig
+from assay.runner import Progress, Runner, evaluator_spec
+from assay.store.runs import DEFAULT_URL, RunStore
+from assay.suites.model import Suite, SuiteCase
+from assay.sync import run_sync
+from assay.targets.base import Target
+from assay.targets.resolve import TargetResolver
+
+Data = Any
+"""A suite path (EVAL.yaml, JSONL, CSV, Parquet, a UiPath project), a loaded :class:`Suite`,
+a list of dicts or :class:`~assay.Case` objects, or a pandas DataFrame."""
+
+TargetLike = Target | Callable[..., Any] | str | None
+EvaluatorLike = Evaluator | str | Mapping[str, Any] | Callable[..., Any]
+StoreLike = RunStore | str | Path | None
+
+
+def evaluate(data: Data = None, *, target: TargetLike = None,
+             evaluators: Sequence[EvaluatorLike] | None = None,
+             config: RunConfig | None = None, store: StoreLike = None,
+             columns: Mapping[str, str] | None = None, name: str | None = None,
+             **options: Any) -> EvaluationResult:
+    """Evaluate ``data`` and return the stored, gated run. See :func:`evaluate_async`."""
+    return run_sync(evaluate_async(data, target=target, evaluators=evaluators, config=config,
+                                   store=store, columns=columns, name=name, **options))
+
+
+async def evaluate_async(
+        data: Data = None, *, target: TargetLike = None,
+        evaluators: Sequence[EvaluatorLike] | None = None, config: RunConfig | None = None,
+        store: StoreLike = None, columns: Mapping[str, str] | None = None,
+        name: str | None = None, engine: JudgeEngine | None = None,
+        progress: Progress | None = None,
+        on_record: Callable[[CaseRecord], None] | None = None,
+        on_start: Callable[[str], None] | None = None, keep: bool = True,
+        **options: Any) -> EvaluationResult:
+    """Evaluate ``data`` into a new run.
+
+    Args:
+        data: see :data:`Data`. Rows map onto cases by column name (``input``,
+            ``expected_output``, ``output`` and their usual spellings) or by ``columns``.
+        target: what runs each case: a Python callable (sync or async, given the case input),
+            a :class:`Target`, a target name from the targets file or a model string; None
+            judges the outputs in the data, or runs the suite's own target.
+        evaluators: evaluator instances, registered type names, ``{"type": ...}`` dicts, or
+            scorer functions; None uses the suite's own.
+        config: the run's :class:`RunConfig`; ``options`` override its fields by name
+            (``judge_model=``, ``concurrency=``, ``repeat=``, ``gates=``...).
+        store: a store URL, a SQLite file path, a :class:`RunStore`, or None for a store in
+            memory that lives as long as the result.
+        on_record: called with each case record as it completes (a results file, a UI).
+        on_start: called with the run id once the run is created.
+        keep: keep the records in the result (False: read them back from the store on
+            demand, for runs too large to hold).
+    """
+    config = _config(config, options)
+    suite = load_data(data, columns=columns, config=config, name=name)
+    if evaluators is not None:
+        suite = with_evaluators(suite, evaluators)
+    run_store = open_store(store)
+    given = as_target(target)
+    if given is None and isinstance(target, str):
+        config = config.model_copy(update={"target": target})
+    if given is not None and any(c.execution is not None for c in suite.cases):
+        raise ConfigError("the data holds the agent's outputs and a target was given too: "
+                          "judge the outputs as given (no target), or drop the output "
+                          "column and let the target run", code="invalid_data")
+    session = _Session(suite, config, run_store, engine, given,
+                       owns_given=given is not None and not isinstance(target, Target))
+    return await session.execute(progress, on_record, on_start, keep)
+
+
+def resume(run_id: str, **kwargs: Any) -> EvaluationResult:
+    """Finish a stopped run. See :func:`resume_async`."""
+    return run_sync(resume_async(run_id, **kwargs))
+
+
+async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = None,
+                       retry_errors: bool = False, concurrency: int | None = None,
+                       progress: Progress | None = None,
+                       on_record: Callable[[CaseRecord], None] | None = None,
+                       on_start: Callable[[str], None] | None = None,
+                       on_warning: Callable[[str], None] | None = None,
+                       on_notice: Callable[[str], None] | None = None,
+                       keep: bool = True) -> EvaluationResult:
+    """Resume ``run_id``: what the store has is kept, the rest runs with the run's own
+    recorded config (its target override, judge, thresholds and gates). ``retry_errors``
+    computes error scores and failed executions again."""
+    run_store = open_store(store if store is not None else DEFAULT_URL)
+    stored = run_store.run_record(run_id)
+    snapshot = stored.config
+    try:
+        config = RunConfig.model_validate(snapshot.run)
+    except ValidationError as exc:
+        raise ConfigError(f"run {stored.id}: its recorded config cannot be read: {exc}") \
+            from None
+    if concurrency is not None:
+        config.concurrency = concurrency
+    if data is None:
+        if not snapshot.suite_path:
+            raise ConfigError(f"run {stored.id} has no suite path; give the suite to resume",
+                              code="missing_suite")
+        data = Path(snapshot.suite_path)
+    suite = load_data(data, config=config)
+    if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
+        on_warning("the suite changed since this run started; finished results are kept, "
+                   "the rest use the new suite")
+    if retry_errors:
+        forgotten = run_store.forget_errors(stored.id)
+        if on_notice:
+            on_notice(f"{forgotten} error score(s) will be computed again")
+    session = _Session(suite, config, run_store, None, None, resume=stored)
+    return await session.execute(progress, on_record, on_start, keep)
+
+
+def rescore(run_id: str, **kwargs: Any) -> EvaluationResult:
+    """Judge a stored run's executions again. See :func:`rescore_async`."""
+    return run_sync(rescore_async(run_id, **kwargs))
+
+
+async def rescore_async(run_id: str, *, store: StoreLike = None,
+                        evaluators: Sequence[EvaluatorLike] | None = None,
+                        config: RunConfig | None = None,
+                        progress: Progress | None = None,
+                        on_record: Callable[[CaseRecord], None] | None = None,
+                        keep: bool = True, **options: Any) -> EvaluationResult:
+    """Judge the stored executions of ``run_id`` again, with its own evaluators or others,
+    into a new run in the same store. The agent is not run: every case is judged on what it
+    did in the original run (a failed execution stays failed)."""
+    run_store = open_store(store if store is not None else DEFAULT_URL)
+    stored = run_store.run_record(run_id)
+    base = RunConfig.model_validate(stored.config.run) if stored.config.run else RunConfig()
+    base = base.model_copy(update={"target": None, "repeat": 1, "filter": None})
+    config = _config(config or base, options)
+    records = run_store.case_records(stored.id)
+    if not records:
+        raise ConfigError(f"run {stored.id} has no stored cases to rescore",
+                          code="empty_run")
+    own = _rebuild_evaluators(stored) if evaluators is None else None
+    cases = []
+    for record in records:
+        case = record.case.model_copy(
+            update={"id": record.case_id if record.repeat == 0
+                    else f"{record.case_id}#{record.repeat}"})
+        case_evaluators = None
+        if evaluators is None and record.evaluators is not None:
+            case_evaluators = [_build_spec(e.model_dump()) for e in record.evaluators]
+        cases.append(SuiteCase(case=case, execution=record.execution,
+                               evaluators=case_evaluators, source=record.source))
+    suite = Suite(name=stored.suite, cases=cases, evaluators=own or [],
+                  metadata={"rescored_from": stored.id})
+    if evaluators is not None:
+        suite = with_evaluators(suite, evaluators)
+    session = _Session(suite, config, run_store, None, None, rescored_from=stored.id)
+    return await session.execute(progress, on_record, None, keep)
+
+
+# -- building blocks ---------------------------------------------------------------------
+
+
+def _config(config: RunConfig | None, options: Mapping[str, Any]) -> RunConfig:
+    base = config or RunConfig()
+    if not options:
+        return base
+    unknown = [k for k in options if k not in RunConfig.model_fields]
+    if unknown:
+        raise ConfigError(f"unknown option(s) {', '.join(unknown)}; RunConfig fields: "
+                          f"{', '.join(RunConfig.model_fields)}")
+    try:
+        return RunConfig.model_validate({**base.model_dump(), **options})
+    except ValidationError as exc:
+        raise ConfigError("; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                                    for e in exc.errors())) from None
+
+
+def load_data(data: Data, *, columns: Mapping[str, str] | None = None,
+              config: RunConfig | None = None, name: str | None = None) -> Suite:
+    """Any accepted data as a suite (see :data:`Data`)."""
+    from assay.suites import dataset
+
+    if isinstance(data, Suite):
+        return data
+    if data is None:
+        raise ConfigError("no data: give a suite path, a list of rows or a DataFrame",
+                          code="missing_suite")
+    if isinstance(data, str | Path):
+        path = Path(data)
+        targets_file = Path(config.targets_file) if config and config.targets_file else None
+        if path.suffix.lower() in dataset.DATA_SUFFIXES or (
+                path.suffix.lower() == ".jsonl" and path.is_file()
+                and (columns or dataset.looks_like_rows(path))):
+            return dataset.suite_from_file(path, columns=columns)
+        from assay.suites import load_any
+
+        return load_any(path, targets_file)
+    if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
+        return dataset.suite_from_dataframe(data, name=name or "dataframe", columns=columns)
+    if isinstance(data, Iterable) and not isinstance(data, str | bytes | Mapping):
+        return dataset.suite_from_rows(data, name=name or "dataset", columns=columns)
+    raise ConfigError(f"data of type {type(data).__name__} is not accepted: give a suite "
+                      "path, a Suite, a list of dicts or Cases, or a pandas DataFrame",
+                      code="invalid_data")
+
+
+def with_evaluators(suite: Suite, evaluators: Sequence[EvaluatorLike]) -> Suite:
+    """The suite judged by ``evaluators`` instead of its own (per-case ones included)."""
+    built = [as_evaluator(e, f"evaluators[{i}]") for i, e in enumerate(evaluators)]
+    if not built:
+        raise ConfigError("evaluators is empty: give at least one evaluator")
+    names = [e.name for e in built]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"evaluator name(s) {', '.join(duplicates)} used more than once; "
+                          "give each evaluator a distinct name")
+    if suite.case_source is not None:
+        source = suite.case_source
+
+        def stream() -> Iterable[SuiteCase]:
+            for item in source():
+                yield item.model_copy(update={"evaluators": None})
+
+        return suite.model_copy(update={"evaluators": built, "case_source": stream})
+    cases = [c.model_copy(update={"evaluators": None}) for c in suite.cases]
+    return suite.model_copy(update={"evaluators": built, "cases": cases})
+
+
+def as_evaluator(value: EvaluatorLike, where: str = "evaluator") -> Evaluator:
+    """An evaluator from an instance, a registered type name, a config dict or a function."""
+    from assay.judges.python_scorer import PythonScorer, scorer
+    from assay.judges.registry import build
+
+    if isinstance(value, Evaluator):
+        return value
+    if isinstance(value, str):
+        built: Evaluator = build({"type": value}, where)
+        return built
+    if isinstance(value, Mapping):
+        built = build(dict(value), where)
+        return built
+    if callable(value):
+        found = getattr(value, "evaluator", None)
+        return found if isinstance(found, PythonScorer) else scorer(value).evaluator
+    raise ConfigError(f"{where}: a {type(value).__name__} is not an evaluator (give an "
+                      "Evaluator, a type name, a config dict or a scorer function)",
+                      code="invalid_evaluator")
+
+
+def as_target(target: TargetLike) -> Target | None:
+    """A Target built from a callable; None for a name (resolved by the run) or None."""
+    if target is None or isinstance(target, str):
+        return None
+    if isinstance(target, Target):
+        return target
+    if callable(target):
+        from assay.targets.callable import CallableTarget
+
+        return CallableTarget(target, name=getattr(target, "__name__", "python"))
+    raise ConfigError(f"target of type {type(target).__name__} is not accepted: give a "
+                      "function, a Target, a target name or a model string",
+                      code="invalid_target")
+
+
+def open_store(store: StoreLike) -> RunStore:
+    """A store from a URL, a path to a SQLite file, an open store, or None (in memory)."""
+    if isinstance(store, RunStore):
+        return store
+    if store is None:
+        return RunStore("sqlite://")
+    text = str(store)
+    if "://" in text:
+        return RunStore(text)
+    return RunStore(f"sqlite:///{Path(text)}")
+
+
+def _build_spec(spec: dict[str, Any]) -> Evaluator:
+    from assay.judges.registry import build
+
+    built: Evaluator = build({"type": spec["type"], "name": spec["name"],
+                              "weight": spec["weight"], **spec.get("params", {})},
+                             f"evaluator {spec['name']!r}")
+    return built
+
+
+def _rebuild_evaluators(stored: RunRecord) -> list[Evaluator]:
+    if not stored.config.evaluators:
+        return []
+    return [_build_spec(e.model_dump()) for e in stored.config.evaluators]
+
+
+class _Session:
+    """One run from preflight to its final status; everything :func:`evaluate_async`,
+    :func:`resume_async` and :func:`rescore_async` share."""
+
+    def __init__(self, suite: Suite, config: RunConfig, store: RunStore,
+                 engine: JudgeEngine | None, given: Target | None, *,
+                 owns_given: bool = False, resume: RunRecord | None = None,
+                 rescored_from: str | None = None) -> None:
+        self.suite = suite
+        self.config = config
+        self.store = store
+        self.own_engine = engine is None
+        if engine is None:
+            engine = JudgeEngine(EngineConfig(
+                concurrency=max(config.concurrency, 1), retry=config.retry,
+                cache_mode=config.cache, dry_run=config.dry_run))
+            if config.judge_model:
+                engine.config.default_model = config.judge_model
+        self.engine = engine
+        base = suite.source.parent if suite.source else Path.cwd()
+        targets_file = Path(config.targets_file) if config.targets_file else None
+        self.targets = TargetResolver(self.engine, base, targets_file, given, owns_given)
+        self.resume = resume
+        self.rescored_from = rescored_from
+
+    def judge_for(self, target: str | None) -> str | None:
+        """The judge of the target that ran a case (its ``judge_target``), else the suite's."""
+        judge = self.targets.judge_model(target)
+        if judge is None and target == self.suite.target:
+            return self.suite.judge_target
+        return judge
+
+    def target_names(self) -> set[str | None]:
+        if self.config.target or self.targets.given is not None:
+            return {self.config.target}
+        facts = self.suite.facts()
+        return facts.targets
+
+    async def preflight(self) -> None:
+        """Check every judge model, target and the targets file before the first case."""
+        from assay.runner import check_evaluator_names
+
+        check_evaluator_names(self.suite)
+        names = self.target_names()
+        self.targets.check(names)
+        targets = [self.targets(name) for name in names]  # unknown names fail here
+        facts = self.suite.facts()
+        models = {EvalContext(self.engine, self.judge_for(t),
+                              override_model=self.config.judge_model).model(m)
+                  for m in facts.models for t in names}
+        if models:  # an all-deterministic suite needs no judge model at all
+            await self.engine.preflight(*models)
+        if not self.config.dry_run:
+            for target in targets:
+                await target.preflight()
+
+    def snapshot(self) -> RunSnapshot:
+        facts = self.suite.facts()
+        names = self.target_names()
+        models = sorted({str(EvalContext(self.engine, self.judge_for(t),
+                                         override_model=self.config.judge_model).model(m)
+                             or self.engine.config.default_model)
+                         for m in facts.models for t in names})
+        extra: dict[str, Any] = {}
+        if self.rescored_from:
+            extra["rescored_from"] = self.rescored_from
+        return RunSnapshot(
+            suite_path=str(self.suite.source.resolve()) if self.suite.source else None,
+            suite_name=self.suite.name, suite_hash=self.suite.fingerprint(),
+            target=self.config.target or self.suite.target,
+            target_override=self.config.target,
+            targets_file=str(self.targets.path) if self.targets.path else None,
+            targets=self.targets.redacted(), judge_models=models,
+            evaluators=[evaluator_spec(e) for e in self.suite.evaluators],
+            run=self.config.model_dump(mode="json"), assay_version=__version__, **extra)
+
+    async def execute(self, progress: Progress | None,
+                      on_record: Callable[[CaseRecord], None] | None,
+                      on_start: Callable[[str], None] | None, keep: bool) -> EvaluationResult:
+        runner = Runner(self.suite, self.targets, self.engine,
+                        None if self.config.dry_run else self.store, self.config, progress,
+                        on_record, judge_for=self.judge_for)
+        run_id: str | None = None
+        try:
+            await self.preflight()
+            if self.config.dry_run:
+                outcome = await runner.run("dry-run", keep=False)
+                return EvaluationResult.dry(self.suite, outcome.summary, self.config,
+                                            self.engine.estimate)
+            if self.resume is not None:
+                run_id = self.resume.id
+                self.store.set_status(run_id, RunStatus.RUNNING.value)
+            else:
+                run_id = self.store.create_run(self.suite.name,
+                                               self.snapshot().model_dump(mode="json"))
+            if on_start is not None:
+                on_start(run_id)
+            outcome = await runner.run(run_id, keep=keep)
+            self.store.set_status(run_id, RunStatus.COMPLETED.value,
+                                  outcome.summary.model_dump(mode="json"))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self._mark(run_id, RunStatus.INTERRUPTED)
+            raise
+        except EvaluationError:
+            self._mark(run_id, RunStatus.FAILED)
+            raise
+        except BaseException:
+            self._mark(run_id, RunStatus.FAILED)
+            raise
+        finally:
+            await self.targets.aclose()
+            if self.own_engine:
+                await self.engine.aclose()
+        return EvaluationResult(self.store, self.store.run_record(run_id),
+                                outcome.records if keep else None, suite=self.suite)
+
+    def _mark(self, run_id: str | None, status: RunStatus) -> None:
+        if run_id is None:
+            return
+        with contextlib.suppress(EvaluationError):
+            self.store.flush()
+        with contextlib.suppress(EvaluationError):
+            self.store.set_status(run_id, status.value)
+
+
+__all__ = ["DryRunEstimate", "EvaluationResult", "RunSummary", "evaluate", "evaluate_async",
+           "rescore", "rescore_async", "resume", "resume_async"]

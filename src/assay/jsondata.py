@@ -1,0 +1,101 @@
+"""Turning what an agent or a user's code returned into plain JSON data, or saying why not.
+
+Agent output, a scorer's details and a code judge's answer can hold anything Python can: custom
+objects, bytes, self-referencing dicts, NaN. Every such value crosses into assay through
+:func:`as_json_data` once, at the boundary, so that what is judged, stored and written to files
+is the same plain data everywhere, and a value that is not data becomes that one case's error
+instead of an exception that stops a run (or a row the store cannot write).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from pydantic import BaseModel
+
+MAX_DEPTH = 200
+"""Nesting deeper than this is refused: JSON readers and writers recurse."""
+
+
+class NotJSONData(ValueError):
+    """A value that cannot be plain JSON data; ``path`` says where in it (``$.a[3]``)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{reason} at {path}")
+        self.path = path
+        self.reason = reason
+
+
+_SCALARS = (str, bool, type(None))
+
+
+def as_json_data(value: Any) -> Any:
+    """``value`` as plain JSON data: dicts with string keys, lists, strings, numbers, booleans
+    and None. Tuples and sets become lists, pydantic models and dataclasses their fields, UTF-8
+    bytes text; NaN and infinities become None (JSON has no such numbers; the store and the
+    result files agree on null). Raises :class:`NotJSONData` for anything else, for bytes that
+    are not UTF-8, text with unpaired surrogates, cycles and nesting deeper than ``MAX_DEPTH``.
+    """
+    kind = type(value)
+    if kind is str:
+        return _text(value, "$")
+    if kind in (int, bool, type(None)):
+        return value
+    return _convert(value, "$", 0, set())
+
+
+def _text(value: str, path: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotJSONData(path, "text with unpaired surrogates (not valid Unicode)") from None
+    return value
+
+
+def _convert(value: Any, path: str, depth: int, active: set[int]) -> Any:
+    if isinstance(value, str):
+        return _text(value, path)
+    if isinstance(value, (*_SCALARS, int)):
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if depth >= MAX_DEPTH:
+        raise NotJSONData(path, f"nesting deeper than {MAX_DEPTH} levels")
+    if isinstance(value, bytes | bytearray | memoryview):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise NotJSONData(path, "bytes that are not UTF-8 text") from None
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="python")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    marker = id(value)
+    if isinstance(value, dict):
+        if marker in active:
+            raise NotJSONData(path, "a value that contains itself")
+        active.add(marker)
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, str):
+                name = _text(key, path)
+            elif isinstance(key, int | float | bool) or key is None:
+                name = "null" if key is None else str(key).lower() if isinstance(key, bool) \
+                    else str(key)
+            else:
+                raise NotJSONData(path, f"a dict key of type {type(key).__name__}")
+            out[name] = _convert(item, f"{path}.{name}", depth + 1, active)
+        active.discard(marker)
+        return out
+    if isinstance(value, list | tuple | set | frozenset):
+        if marker in active:
+            raise NotJSONData(path, "a value that contains itself")
+        active.add(marker)
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        result = [_convert(item, f"{path}[{i}]", depth + 1, active)
+                  for i, item in enumerate(items)]
+        active.discard(marker)
+        return result
+    raise NotJSONData(path, f"a {type(value).__name__} object, which is not JSON data")

@@ -1,0 +1,75 @@
+"""The per-case result row in AgentV's JSONL shape (snake_case), rendered from a CaseRecord.
+
+This is what ``assay run --output results.jsonl`` writes and ``assay show --json`` prints: one
+self-contained JSON object per (case, repeat), with assay's own fields (raw values, scales,
+error codes, skips, usage) beside AgentV's.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from assay.model import Score
+from assay.records import CaseRecord
+
+
+def evaluator_result(score: Score, type_: str | None = None,
+                     weight: float | None = None) -> dict[str, Any]:
+    """One evaluator's entry in a row; composite members and groups nest as ``parts``."""
+    if score.error is not None:
+        verdict = "error"
+    elif score.skipped is not None:
+        verdict = "skipped"
+    else:
+        verdict = "pass" if score.passed else "fail"
+    entry: dict[str, Any] = {
+        "name": score.name, "type": type_, "score": score.value, "weight": weight,
+        "raw": score.raw, "scale": score.scale, "label": score.label, "passed": score.passed,
+        "verdict": verdict, "hits": score.hits, "misses": score.misses,
+        "reasoning": score.rationale,
+        "error": score.error.model_dump() if score.error else None,
+        "skipped": score.skipped, "details": score.details, "judge_model": score.judge_model,
+        "latency_ms": score.latency_ms, "usage": score.usage.model_dump(),
+    }
+    if score.parts:
+        entry["parts"] = [evaluator_result(p) for p in score.parts]
+    return entry
+
+
+def agentv_row(record: CaseRecord, dataset: str = "",
+               types: dict[str, tuple[str, float]] | None = None) -> dict[str, Any]:
+    """The result row of one case record. ``types`` maps evaluator names to (type, weight)
+    for the ``evaluator_results`` entries (from the run's evaluator specs)."""
+    types = types or {}
+    if record.evaluators is not None:
+        types = {**types, **{e.name: (e.type, e.weight) for e in record.evaluators}}
+    scores = record.scores
+    finished = record.finished_at or time.time()
+    row: dict[str, Any] = {
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(finished)),
+        "eval_id": record.case_id,
+        "dataset": dataset,
+        "repeat": record.repeat,
+        "score": record.score,
+        "verdict": record.verdict.value,
+        "hits": [f"[{s.name}] {h}" for s in scores for h in s.hits],
+        "misses": [f"[{s.name}] {m}" for s in scores for m in s.misses],
+        "input": record.input,
+        "expected_output": record.expected_output,
+        "candidate_answer": record.execution.output_text(),
+        "target": record.target,
+        "reasoning": " | ".join(f"{s.name}: {s.rationale}" for s in scores if s.rationale),
+        "evaluator_results": [
+            evaluator_result(s, *types.get(s.name, (None, None))) for s in scores],
+        "errors": sum(1 for s in scores if s.error),
+        "usage": record.usage.model_dump(),
+        "latency_ms": record.execution.latency_ms,
+    }
+    if record.execution.error:
+        row["error"] = record.execution.error
+    if record.source is not None:
+        row["file"] = record.source.file
+        if record.source.line is not None:
+            row["line"] = record.source.line
+    return row

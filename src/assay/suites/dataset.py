@@ -1,0 +1,319 @@
+"""Rows of data -> a :class:`Suite`: lists of dicts, DataFrames, CSV, Parquet and plain JSONL.
+
+This is how :func:`assay.evaluate` takes data the way MLflow, DeepEval and Ragas users hold it:
+one row per case, with columns for the input, the expected output, and (when the agent is not
+run) the output it gave. Column names are recognised by their usual spellings
+(:data:`COLUMN_NAMES`), or mapped explicitly (``columns={"input": "question"}``). A column that
+is neither is an error naming it and what is accepted, before any call: a typo must not
+silently drop the expected output from every judgement.
+
+A row with an output becomes a case with a recorded execution: it is judged as given, and no
+target runs unless one is passed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay.errors import ConfigError
+from assay.model import Case, Execution, Message, dump_json
+from assay.records import SourceLocation
+from assay.suites.model import Suite, SuiteCase
+
+FIELDS = ("id", "input", "expected_output", "output", "expected_outcomes", "guidelines",
+          "retrieved_context", "reference_context", "trace", "messages", "metadata",
+          "latency_ms")
+"""The typed fields a row maps onto."""
+
+COLUMN_NAMES: dict[str, tuple[str, ...]] = {
+    "id": ("id", "case_id", "eval_id", "request_id"),
+    "input": ("input", "inputs", "request", "question", "query", "prompt"),
+    "expected_output": ("expected_output", "expected", "expected_response", "reference",
+                        "ground_truth", "reference_answer"),
+    "output": ("output", "outputs", "response", "actual_output", "prediction"),
+    "expected_outcomes": ("expected_outcomes", "expected_outcome", "outcomes"),
+    "guidelines": ("guidelines",),
+    "retrieved_context": ("retrieved_context", "context", "contexts"),
+    "reference_context": ("reference_context",),
+    "trace": ("trace", "spans"),
+    "messages": ("messages", "output_messages"),
+    "metadata": ("metadata", "tags"),
+    "latency_ms": ("latency_ms",),
+}
+"""Each field and the column names that mean it, first match wins."""
+
+DATA_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+class DatasetError(ConfigError):
+    """Data that cannot become cases; the message names the row and column."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="invalid_data")
+
+
+def suite_from_rows(rows: Iterable[Any], *, name: str = "dataset",
+                    columns: Mapping[str, str] | None = None,
+                    source: Path | None = None) -> Suite:
+    """A suite of one case per row. Rows are dicts, :class:`Case` or :class:`SuiteCase`."""
+    mapping = _mapping(columns)
+    cases: list[SuiteCase] = []
+    seen: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        if isinstance(row, SuiteCase):
+            item = row
+        elif isinstance(row, Case):
+            item = SuiteCase(case=row)
+        elif isinstance(row, Mapping):
+            item = _row_case(dict(row), index, mapping, source)
+        else:
+            raise DatasetError(f"row {index}: a {type(row).__name__}, not a dict or a Case "
+                               "(rows are dicts of column -> value)")
+        case_id = item.case.id
+        if case_id in seen:
+            if mapping.get("id") is not None or _explicit_id(row):
+                raise DatasetError(f"row {index}: duplicate id {case_id!r} (first in row "
+                                   f"{seen[case_id]}); ids must be unique")
+            item.case.id = _unique(case_id, seen)
+        seen[item.case.id] = index
+        cases.append(item)
+    if not cases:
+        raise DatasetError("the data has no rows")
+    return Suite(name=name, source=source, cases=cases)
+
+
+def suite_from_dataframe(frame: Any, *, name: str = "dataframe",
+                         columns: Mapping[str, str] | None = None) -> Suite:
+    """A pandas DataFrame as a suite (missing cells, NaN, become None)."""
+    records = frame.to_dict(orient="records")
+    return suite_from_rows(({k: _unmissing(v) for k, v in r.items()} for r in records),
+                           name=name, columns=columns)
+
+
+def suite_from_file(path: Path, *, columns: Mapping[str, str] | None = None) -> Suite:
+    """A CSV, Parquet or plain JSONL file of rows as a suite, each case located by line."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        rows = list(_csv_rows(path))
+    elif suffix in (".parquet", ".pq"):
+        rows = _parquet_rows(path)
+    elif suffix == ".jsonl":
+        rows = list(_jsonl_rows(path))
+    else:
+        raise DatasetError(f"{path}: unsupported data file {suffix!r}; expected .csv, "
+                           ".parquet or .jsonl")
+    suite = suite_from_rows(rows, name=path.stem, columns=columns, source=path.resolve())
+    return suite
+
+
+def looks_like_rows(path: Path) -> bool:
+    """True for a JSONL file of data rows rather than an AgentV suite: no sidecar, and its
+    first row has a key AgentV cases do not have (``output``, ``response``, ``request``...)."""
+    from assay.suites.evaljsonl import sidecar_of
+    from assay.suites.evalyaml import CASE_KEYS
+
+    if sidecar_of(path) is not None:
+        return False
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    first = json.loads(line)
+                    return isinstance(first, dict) and any(k not in CASE_KEYS for k in first)
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+# -- rows ----------------------------------------------------------------------------------
+
+
+def _mapping(columns: Mapping[str, str] | None) -> dict[str, str | None]:
+    mapping: dict[str, str | None] = {}
+    for field, column in (columns or {}).items():
+        if field not in FIELDS:
+            raise DatasetError(f"columns: unknown field {field!r}; map columns onto "
+                               f"{', '.join(FIELDS)}")
+        mapping[field] = column
+    return mapping
+
+
+def _explicit_id(row: Any) -> bool:
+    return isinstance(row, Mapping) and any(k in row for k in COLUMN_NAMES["id"])
+
+
+def _row_case(row: dict[str, Any], index: int, mapping: Mapping[str, str | None],
+              source: Path | None) -> SuiteCase:
+    values: dict[str, Any] = {}
+    used: set[str] = set()
+    for field in FIELDS:
+        column = mapping.get(field)
+        if column is not None:
+            if column not in row:
+                raise DatasetError(f"row {index}: no column {column!r} (mapped to {field}); "
+                                   f"columns: {', '.join(map(str, row)) or 'none'}")
+            candidates: tuple[str, ...] = (column,)
+        else:
+            candidates = COLUMN_NAMES[field]
+        for candidate in candidates:
+            if candidate in row and candidate not in used:
+                used.add(candidate)
+                values[field] = row[candidate]
+                break
+    unknown = [str(k) for k in row if k not in used and k != "__line__"]
+    if unknown:
+        accepted = "; ".join(f"{f}: {', '.join(n)}" for f, n in COLUMN_NAMES.items())
+        raise DatasetError(
+            f"row {index}: unknown column(s) {', '.join(repr(u) for u in unknown)}. "
+            f"Recognised columns, by field: {accepted}. Map others with "
+            "columns={'input': 'my_column'}, or put extra values in a 'metadata' dict")
+    line = row.get("__line__") if isinstance(row.get("__line__"), int) else None
+    return _case(values, index, source, line)
+
+
+def _case(values: dict[str, Any], index: int, source: Path | None,
+          line: int | None) -> SuiteCase:
+    where = f"row {index}" + (f" ({source}:{line})" if source and line else "")
+    raw_input = values.get("input", "")
+    if isinstance(raw_input, list):
+        raw_input = _messages(raw_input, where, "input")
+    elif raw_input is not None and not isinstance(raw_input, str | dict):
+        raise DatasetError(f"{where}, column input: {type(raw_input).__name__} is not "
+                           "accepted (expected text, a dict of inputs, or chat messages)")
+    case_id = values.get("id")
+    if case_id is None:
+        case_id = "row-" + hashlib.sha1(dump_json(raw_input).encode()).hexdigest()[:10]
+    elif not isinstance(case_id, str | int) or isinstance(case_id, bool):
+        raise DatasetError(f"{where}, column id: {type(case_id).__name__} is not accepted "
+                           "(expected text or a whole number)")
+    try:
+        case = Case.model_validate({
+            "id": str(case_id), "input": raw_input if raw_input is not None else "",
+            "expected_output": values.get("expected_output"),
+            "expected_outcomes": values.get("expected_outcomes"),
+            "guidelines": values.get("guidelines"),
+            "reference_context": values.get("reference_context"),
+            "metadata": values.get("metadata") or {}})
+    except ValidationError as exc:
+        raise DatasetError(f"{where}: {_problems(exc)}") from None
+    execution = None
+    if any(k in values for k in ("output", "messages", "trace", "retrieved_context")):
+        try:
+            execution = Execution(
+                input=case.input, output=values.get("output"),
+                messages=_messages(values.get("messages") or [], where, "messages"),
+                trace=values.get("trace") or [],
+                retrieved_context=values.get("retrieved_context") or [],
+                latency_ms=values.get("latency_ms"))
+        except (ValidationError, ValueError) as exc:
+            detail = _problems(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise DatasetError(f"{where}: {detail}") from None
+    return SuiteCase(case=case, execution=execution,
+                     source=SourceLocation(file=str(source), line=line) if source else None)
+
+
+def _messages(raw: Any, where: str, column: str) -> list[Message]:
+    if not isinstance(raw, list):
+        raise DatasetError(f"{where}, column {column}: expected a list of chat messages")
+    try:
+        return [m if isinstance(m, Message) else Message.model_validate(m) for m in raw]
+    except ValidationError as exc:
+        raise DatasetError(f"{where}, column {column}: not chat messages "
+                           f"({{role, content}}): {_problems(exc)}") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+                     for e in exc.errors()[:5])
+
+
+def _unique(case_id: str, seen: dict[str, int]) -> str:
+    n = 2
+    while f"{case_id}-{n}" in seen:
+        n += 1
+    return f"{case_id}-{n}"
+
+
+def _unmissing(value: Any) -> Any:
+    """pandas' missing values (NaN, None, NaT) as None; numpy scalars and arrays as Python."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and type(value).__module__.startswith("numpy"):
+        return tolist()
+    return value
+
+
+# -- files ---------------------------------------------------------------------------------
+
+
+def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """CSV rows; a cell holding a JSON object or array (a list of chunks, messages) is
+    parsed, and an empty cell is None."""
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            for row in reader:
+                out: dict[str, Any] = {"__line__": reader.line_num}
+                for key, cell in row.items():
+                    if key is None:
+                        raise DatasetError(f"{path}:{reader.line_num}: more cells than "
+                                           "header columns")
+                    out[key] = _cell(cell)
+                yield out
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except csv.Error as exc:
+        raise DatasetError(f"{path}: not a CSV file: {exc}") from None
+
+
+def _cell(cell: str | None) -> Any:
+    if cell is None or cell == "":
+        return None
+    stripped = cell.strip()
+    if stripped[:1] in ("[", "{"):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return cell
+    return cell
+
+
+def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise DatasetError(f"{path}:{number}: not JSON: {exc}") from None
+            if not isinstance(row, dict):
+                raise DatasetError(f"{path}:{number}: a row must be a JSON object")
+            yield {**row, "__line__": number}
+
+
+def _parquet_rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        import pandas as pd
+    except ImportError:
+        raise DatasetError(f"{path}: reading Parquet needs pandas and pyarrow: "
+                           "pip install 'assay[pandas]'") from None
+    try:
+        frame = pd.read_parquet(path)
+    except ImportError as exc:
+        raise DatasetError(f"{path}: reading Parquet needs pyarrow: {exc}") from None
+    except Exception as exc:
+        raise DatasetError(f"{path}: not a readable Parquet file: {exc}") from None
+    return [{k: _unmissing(v) for k, v in r.items()} for r in frame.to_dict(orient="records")]
+

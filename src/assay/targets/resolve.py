@@ -1,0 +1,111 @@
+"""Which Target runs a case, and which model judges it: names resolved once per run.
+
+A run names targets in three ways: the suite's (or a case's) target name, a ``--target``
+override, or a Python object passed to :func:`assay.evaluate` (a callable or a Target). Names
+come from the targets file found beside the suite (or given), or are judge-engine model strings.
+The targets file is read leniently: a run fails on the problems of the targets it uses (a
+missing secret among them), never on those of targets it does not touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.llm.engine import JudgeEngine
+from assay.llm.models import parse_model
+from assay.targets.base import RecordedOutput, Target
+from assay.targets.config import TargetsFile, build_target, load_targets_for
+
+
+class TargetResolver:
+    """Resolves target names for the runner, building each target once.
+
+    ``given`` (a Target from the caller) answers for every name when set, as ``--target``
+    does for a name; it is closed at the end only when ``owns_given`` (assay built it).
+    """
+
+    def __init__(self, engine: JudgeEngine, base_dir: Path, targets_file: Path | None = None,
+                 given: Target | None = None, owns_given: bool = False) -> None:
+        self.engine = engine
+        self.given = given
+        self.owns_given = owns_given
+        self.file: TargetsFile | None = load_targets_for(base_dir, targets_file, strict=False)
+        self.base_dir = self.file.base_dir if self.file else base_dir
+        self._built: dict[str | None, Target] = {}
+
+    @property
+    def path(self) -> Path | None:
+        return self.file.path if self.file else None
+
+    def redacted(self) -> dict[str, Any]:
+        """The targets file as written (secrets as placeholders): safe to store."""
+        return self.file.redacted() if self.file else {}
+
+    def check(self, names: Iterable[str | None]) -> None:
+        """Raise one ConfigError with the problems of the targets file that matter to a run
+        of ``names``: every problem except the unset secrets of targets not used."""
+        if self.file is None or not self.file.problems:
+            return
+        used = self._closure(names)
+        ignored = {p for name, cfg in self.file.targets.items() if name not in used
+                   for p in cfg.missing_secrets}
+        problems = [p for p in self.file.problems if p not in ignored]
+        if problems:
+            lines = "\n".join(f"  {p}" for p in problems)
+            raise ConfigError(f"targets file {self.file.path} has {len(problems)} "
+                              f"problem(s):\n{lines}", code="invalid_targets")
+
+    def _closure(self, names: Iterable[str | None]) -> set[str]:
+        """The named targets and the judge targets they name."""
+        used = {n for n in names if n}
+        if self.file is not None:
+            for name in list(used):
+                config = self.file.get(name)
+                if config is not None and config.judge_target:
+                    used.add(config.judge_target)
+        return used
+
+    def judge_model(self, name: str | None) -> str | None:
+        """The model of a target's ``judge_target`` (AgentV's rule: the target that ran a
+        case chooses its judge); None when it names none."""
+        if self.file is None or not name:
+            return None
+        config = self.file.get(name)
+        judge = self.file.get(config.judge_target) if config and config.judge_target else None
+        return judge.model_string() if judge is not None else None
+
+    def __call__(self, name: str | None) -> Target:
+        if self.given is not None:
+            return self.given
+        if name not in self._built:
+            self._built[name] = self._build(name)
+        return self._built[name]
+
+    def _build(self, name: str | None) -> Target:
+        if name is None:
+            return RecordedOutput()
+        config = self.file.get(name) if self.file else None
+        if config is not None:
+            self.check([name])
+            return build_target(config, self.base_dir, self.engine)
+        if ":" in name or name.startswith(("http://", "https://")):
+            parse_model(name)  # a clear error for a bad model string
+            return build_target({"name": name, "provider": name}, self.base_dir, self.engine)
+        if self.file is None:
+            raise ConfigError(
+                f"unknown target {name!r}: no targets file (.assay/targets.yaml) was found "
+                f"above {self.base_dir}; define the target there, pass --targets FILE, or "
+                "give a model string such as openai:gpt-4o-mini", code="unknown_target")
+        known = ", ".join(self.file.names()) or "none"
+        raise ConfigError(
+            f"unknown target {name!r}; targets defined in {self.file.path}: {known}; or give "
+            "a model string such as openai:gpt-4o-mini", code="unknown_target")
+
+    async def aclose(self) -> None:
+        for target in self._built.values():
+            await target.aclose()
+        if self.given is not None and self.owns_given:
+            await self.given.aclose()
