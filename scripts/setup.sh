@@ -26,6 +26,6 @@ if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
 fi
 .venv/bin/python -m pip install --quiet --find-links "$WHEELS" \
   "llama-cpp-python==$LLAMA_VERSION" 2>&1 | grep -v "is ignored" || true
-.venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[dev,local]" 2>&1 \
+.venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[local]" --group dev 2>&1 \
   | grep -v "is ignored" || true
 .venv/bin/python -c "import assay, llama_cpp; print('assay', assay.__version__, 'ready')"

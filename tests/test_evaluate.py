@@ -1,0 +1,302 @@
+"""assay.evaluate(): data in, a stored and gated run out, the same records as `assay run`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import assay
+from assay import Case, ExactMatch, SemanticSimilarity
+from assay.errors import ConfigError, EvaluationError
+from assay.records import Verdict
+from assay.run_config import Gates
+from assay.store.runs import RunStore
+
+ROWS = [
+    {"id": "fr", "input": "capital of France?", "expected_output": "the capital is Paris"},
+    {"id": "es", "input": "capital of Spain?", "expected_output": "the capital is Madrid"},
+    {"id": "de", "input": "capital of Germany?", "expected_output": "Berlin"},
+]
+ANSWERS = {"capital of France?": "the capital is Paris", "capital of Spain?": "the capital is Rome",
+           "capital of Germany?": "Berlin"}
+
+
+def agent(question: str) -> str:
+    return ANSWERS[question]
+
+
+def test_evaluate_rows_with_a_callable_target_against_the_mock(mock_model, mock_server):
+    calls: list[str] = []
+
+    async def async_agent(question: str) -> str:
+        calls.append(question)
+        return ANSWERS[question]
+
+    result = assay.evaluate(ROWS, target=async_agent,
+                            evaluators=[SemanticSimilarity(), ExactMatch()],
+                            judge_model=mock_model, gates=Gates(max_failed=None))
+    # semantic similarity on the mock is token F1: 1.0, 0.75 (3 of 4 words), 1.0
+    by_id = {r.case_id: r for r in result.records}
+    assert by_id["es"].score_named("semantic_similarity").value == pytest.approx(0.75)
+    assert by_id["es"].score_named("exact_match").value == 0.0
+    assert by_id["es"].score == pytest.approx(0.375)
+    assert by_id["es"].verdict is Verdict.FAIL
+    assert by_id["fr"].score == 1.0 and by_id["de"].score == 1.0
+    m = result.metrics
+    assert m["cases"] == 3 and m["scored"] == 3
+    assert m["mean_score"] == pytest.approx((1 + 0.375 + 1) / 3)
+    assert m["semantic_similarity/mean"] == pytest.approx((1 + 0.75 + 1) / 3)
+    assert m["exact_match/mean"] == pytest.approx(2 / 3)
+    assert m["verdict/pass"] == 2 and m["verdict/fail"] == 1
+    assert m["judge_calls"] == 3 and mock_server.stats.requests == 3
+    assert sorted(calls) == sorted(ANSWERS)
+    assert result.passed is True
+    assert result.records[0].case_id == "fr"  # suite order kept
+    assert by_id["es"].input == "capital of Spain?"
+    assert by_id["es"].expected_output == "the capital is Madrid"
+
+
+def test_evaluate_a_dataframe_with_recorded_outputs_and_round_trip(mock_model, mock_server):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame([{**r, "output": ANSWERS[r["input"]]} for r in ROWS])
+    result = assay.evaluate(frame, evaluators=["exact_match"], gates=Gates(max_failed=None))
+    assert result.metrics["exact_match/mean"] == pytest.approx(2 / 3)
+    assert mock_server.stats.requests == 0  # deterministic only: no judge call, no preflight
+    table = result.to_pandas()
+    assert list(table["case_id"]) == ["fr", "es", "de"]
+    assert list(table["exact_match/value"]) == [1.0, 0.0, 1.0]
+    assert list(table["output"]) == [ANSWERS[r["input"]] for r in ROWS]
+    # round trip: the result table, mapped back, evaluates to the same figures
+    again = assay.evaluate(table[["case_id", "input", "expected_output", "output"]],
+                           evaluators=["exact_match"], gates=Gates(max_failed=None))
+    assert [r.score for r in again.records] == [r.score for r in result.records]
+    assert [r.case_id for r in again.records] == ["fr", "es", "de"]
+
+
+def test_evaluate_works_inside_a_running_event_loop(mock_model, mock_server):
+    async def notebook_cell() -> assay.EvaluationResult:
+        # a notebook cell runs inside a loop: the sync call must still work
+        return assay.evaluate([{**ROWS[0], "output": "the capital is Paris"}],
+                              evaluators=["exact_match"])
+
+    result = asyncio.run(notebook_cell())
+    assert result.passed and result.records[0].score == 1.0
+    html = result._repr_html_()
+    assert "exact_match" in html and "fr" in html
+
+
+def test_evaluate_async_and_records_in_a_store_file(tmp_path, mock_model, mock_server):
+    store = tmp_path / "runs.db"
+
+    async def go() -> assay.EvaluationResult:
+        return await assay.evaluate_async(ROWS, target=agent, evaluators=[ExactMatch()],
+                                          store=store, gates=Gates(max_failed=None))
+
+    result = asyncio.run(go())
+    reread = RunStore(f"sqlite:///{store}")
+    run = reread.run_record(result.run_id)
+    assert run.status.value == "completed" and run.summary is not None
+    assert run.summary.cases == 3
+    assert [e.type for e in run.config.evaluators] == ["exact_match"]
+    records = reread.case_records(result.run_id)
+    assert {r.case_id: r.score for r in records} == {"fr": 1.0, "es": 0.0, "de": 1.0}
+    assert all(r.case.expected_output for r in records)
+
+
+def test_rescore_judges_stored_executions_without_running_the_agent(mock_model, mock_server):
+    calls: list[str] = []
+
+    def counting(question: str) -> str:
+        calls.append(question)
+        return ANSWERS[question]
+
+    first = assay.evaluate(ROWS, target=counting, evaluators=[ExactMatch()],
+                           gates=Gates(max_failed=None))
+    assert len(calls) == 3
+    again = assay.rescore(first.run_id, store=first.store,
+                          evaluators=[SemanticSimilarity()], judge_model=mock_model,
+                          gates=Gates(max_failed=None))
+    assert len(calls) == 3  # the agent was not run again
+    assert again.run_id != first.run_id
+    assert again.run.config.rescored_from == first.run_id  # type: ignore[attr-defined]
+    scores = {r.case_id: r.scores[0].value for r in again.records}
+    assert scores == pytest.approx({"fr": 1.0, "es": 0.75, "de": 1.0})
+    # the run's own evaluators when none are given
+    same = assay.rescore(first.run_id, store=first.store, gates=Gates(max_failed=None))
+    assert [r.score for r in same.records] == [r.score for r in first.records]
+
+
+def test_cli_and_evaluate_give_identical_stored_records(tmp_path, mock_model, mock_server):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "agent.py").write_text(textwrap.dedent('''
+        ANSWERS = {"capital of France?": "the capital is Paris",
+                   "capital of Spain?": "the capital is Rome", "capital of Germany?": "Berlin"}
+        def answer(question):
+            return ANSWERS[question]
+    '''))
+    (suite / ".assay").mkdir()
+    (suite / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - name: agent\n    provider: python\n    function: agent:answer\n")
+    cases = "\n".join(f"  - id: {r['id']}\n    input: {r['input']}\n    expected_output: "
+                      f"{r['expected_output']}" for r in ROWS)
+    (suite / "EVAL.yaml").write_text(
+        "execution:\n  target: agent\n  evaluators:\n    - type: exact_match\n"
+        f"    - type: semantic_similarity\nevalcases:\n{cases}\n")
+    store = tmp_path / "runs.db"
+    cli = subprocess.run(
+        [sys.executable, "-m", "assay", "run", str(suite / "EVAL.yaml"), "--store",
+         f"sqlite:///{store}", "--judge-model", mock_model, "--max-failed", "5"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    lib = assay.evaluate(suite / "EVAL.yaml", store=store, judge_model=mock_model,
+                         gates=Gates(max_failed=5), cache="off")
+    runs = RunStore(f"sqlite:///{store}").run_records()
+    assert len(runs) == 2
+    cli_run = next(r for r in runs if r.id != lib.run_id)
+
+    def comparable(run_id: str) -> list[dict[str, object]]:
+        out = []
+        for r in RunStore(f"sqlite:///{store}").case_records(run_id):
+            data = r.model_dump(mode="json", exclude={"run_id", "finished_at"})
+            data["execution"].pop("latency_ms")
+            for s in data["scores"]:
+                s.pop("latency_ms")
+            out.append(data)
+        return sorted(out, key=lambda d: str(d["case_id"]))
+
+    for a, b in zip(comparable(cli_run.id), comparable(lib.run_id), strict=True):
+        assert {k: v for k, v in a.items() if k != "scores"} == \
+            {k: v for k, v in b.items() if k != "scores"}
+        for x, y in zip(a["scores"], b["scores"], strict=True):  # type: ignore[call-overload]
+            assert x == y
+    assert cli_run.config.suite_hash == lib.run.config.suite_hash
+    assert cli_run.config.evaluators == lib.run.config.evaluators
+    assert cli_run.summary is not None and lib.run.summary is not None
+    assert cli_run.summary.mean_score == pytest.approx(lib.run.summary.mean_score)
+
+
+def test_a_target_that_raises_or_returns_non_data_is_that_cases_error(mock_model, mock_server):
+    class Opaque:
+        pass
+
+    def flaky(question: str) -> object:
+        if "France" in question:
+            raise ValueError("agent crashed")
+        if "Spain" in question:
+            return {"result": Opaque()}
+        if "Germany" in question:
+            return {"big": 2 ** 80, "nan": float("nan")}
+        return "ok"
+
+    result = assay.evaluate(ROWS, target=flaky, evaluators=[ExactMatch()],
+                            gates=Gates(max_failed=None, max_errors=None))
+    by_id = {r.case_id: r for r in result.records}
+    assert by_id["fr"].scores[0].error.code == "target_failed"  # type: ignore[union-attr]
+    assert "agent crashed" in by_id["fr"].scores[0].error.message  # type: ignore[union-attr]
+    assert by_id["es"].scores[0].error.code == "invalid_output"  # type: ignore[union-attr]
+    assert "Opaque" in by_id["es"].execution.error  # type: ignore[operator]
+    # a huge int is data: stored and read back exactly; NaN becomes null
+    assert by_id["de"].output == {"big": 2 ** 80, "nan": None}
+    reread = result.store.case_records(result.run_id)  # type: ignore[union-attr]
+    assert next(r for r in reread if r.case_id == "de").output == {"big": 2 ** 80, "nan": None}
+    assert result.summary.cases == 3 and result.summary.evaluator_errors == 2
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ([{"id": "a", "question_text": "x"}], "unknown column(s) 'question_text'"),
+    ([{"id": "a", "input": 42}], "row 0, column input: int is not accepted"),
+    ([{"id": "a", "input": "x"}, {"id": "a", "input": "y"}], "row 1: duplicate id 'a'"),
+    ([], "the data has no rows"),
+    (["not a dict"], "row 0: a str, not a dict"),
+])
+def test_bad_rows_name_the_row_and_column(rows, message):
+    with pytest.raises(ConfigError) as info:
+        assay.evaluate(rows, evaluators=["exact_match"])
+    assert message in info.value.message
+
+
+def test_bad_evaluators_and_options_are_clear_errors():
+    with pytest.raises(EvaluationError, match="unknown evaluator type .nope."):
+        assay.evaluate(ROWS, evaluators=["nope"])
+    with pytest.raises(ConfigError, match="unknown option"):
+        assay.evaluate(ROWS, evaluators=["exact_match"], concurency=3)
+    with pytest.raises(ConfigError, match=r"no column 'missing_col' \(mapped to input\)"):
+        assay.evaluate(ROWS, evaluators=["exact_match"], columns={"input": "missing_col"})
+    with pytest.raises(ConfigError, match="outputs and a target"):
+        assay.evaluate([{**ROWS[0], "output": "x"}], target=agent, evaluators=["exact_match"])
+
+
+def test_evaluate_a_jsonl_file_of_rows_and_a_csv(tmp_path):
+    jsonl = tmp_path / "data.jsonl"
+    jsonl.write_text("".join(json.dumps({**r, "output": ANSWERS[r["input"]]}) + "\n"
+                             for r in ROWS))
+    result = assay.evaluate(jsonl, evaluators=["exact_match"], gates=Gates(max_failed=None))
+    assert [r.score for r in result.records] == [1.0, 0.0, 1.0]
+    assert result.records[1].source is not None and result.records[1].source.line == 2
+    csv = tmp_path / "data.csv"
+    csv.write_text("id,input,expected_output,output\nfr,q,\"a, b\",\"a, b\"\n")
+    one = assay.evaluate(csv, evaluators=["exact_match"])
+    assert one.records[0].score == 1.0 and one.records[0].source.line == 2  # type: ignore[union-attr]
+
+
+def test_python_scorer_functions_choose_their_arguments():
+    seen: dict[str, object] = {}
+
+    @assay.scorer
+    def mentions_city(outputs, expectations) -> bool:
+        seen["expectations"] = expectations
+        return str(expectations["expected_output"]).split()[-1] in outputs
+
+    @assay.scorer(name="length_ok")
+    async def short(inputs, outputs) -> float:
+        return 1.0 if len(outputs) < 40 else 0.0
+
+    def verdict(outputs):  # an undecorated function is a scorer too
+        return "yes" if outputs else "no"
+
+    rows = [{**r, "output": ANSWERS[r["input"]]} for r in ROWS]
+    result = assay.evaluate(rows, evaluators=[mentions_city, short, verdict],
+                            gates=Gates(max_failed=None))
+    by_id = {r.case_id: r for r in result.records}
+    assert by_id["es"].score_named("mentions_city").value == 0.0
+    assert by_id["fr"].score_named("mentions_city").value == 1.0
+    assert by_id["fr"].score_named("length_ok").value == 1.0
+    assert by_id["fr"].score_named("verdict").label == "yes"
+    assert seen["expectations"] == {"expected_output": "Berlin"}
+    assert mentions_city("Paris", {"expected_output": "Paris"}) is True  # still a function
+    spec = next(e for e in result.run.config.evaluators if e.name == "mentions_city")
+    assert spec.type == "python" and spec.params["function"].endswith("mentions_city")
+
+
+def test_python_scorer_errors_and_bad_values_are_errors_not_zeros():
+    @assay.scorer
+    def broken(outputs):
+        raise RuntimeError("scorer bug")
+
+    @assay.scorer
+    def out_of_range(outputs):
+        return 5
+
+    result = assay.evaluate([{"id": "a", "input": "q", "output": "x"}],
+                            evaluators=[broken, out_of_range],
+                            gates=Gates(max_failed=None, max_errors=None))
+    scores = {s.name: s for s in result.records[0].scores}
+    assert scores["broken"].error.code == "scorer_error"  # type: ignore[union-attr]
+    assert "scorer bug" in scores["broken"].error.message  # type: ignore[union-attr]
+    assert scores["out_of_range"].error.code == "scorer_error"  # type: ignore[union-attr]
+    assert result.records[0].verdict is Verdict.ERROR
+    with pytest.raises(ConfigError, match="parameter 'foo'"):
+        assay.scorer(lambda foo: True)
+
+
+def test_zero_cases_never_pass():
+    result = assay.evaluate([Case(id="a", input="q")], evaluators=["exact_match"],
+                            filter="nothing*")
+    assert result.passed is False
+    assert "no case was run" in result.reason
