@@ -222,7 +222,7 @@ def test_bad_rows_name_the_row_and_column(rows, message):
 
 
 def test_bad_evaluators_and_options_are_clear_errors():
-    with pytest.raises(EvaluationError, match="unknown evaluator type .nope."):
+    with pytest.raises(EvaluationError, match="unknown evaluator type 'nope'"):
         assay.evaluate(ROWS, evaluators=["nope"])
     with pytest.raises(ConfigError, match="unknown option"):
         assay.evaluate(ROWS, evaluators=["exact_match"], concurency=3)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,7 +160,7 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     _ACTIVE.append(item.nodeid)
     started = time.perf_counter()
     try:
@@ -174,7 +174,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Iterator[None]:
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if call.when == "call" and call.excinfo is not None and \
             call.excinfo.errisinstance(JudgeError):
