@@ -120,7 +120,7 @@ class SuiteItem:
     item: Any
 
     def __repr__(self) -> str:
-        return self.item.case.id  # type: ignore[no-any-return]
+        return self.item.case.id
 
 
 def suite_cases(path: str | Path, **options: Any) -> list[Any]:
