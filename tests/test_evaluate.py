@@ -300,3 +300,37 @@ def test_zero_cases_never_pass():
                             filter="nothing*")
     assert result.passed is False
     assert "no case was run" in result.reason
+
+
+def test_rescore_command_makes_no_agent_calls(tmp_path, mock_model, mock_server):
+    marker = tmp_path / "calls.txt"
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "agent.py").write_text(
+        f"def answer(q):\n    open({str(marker)!r}, 'a').write(q + '\\n')\n    return 'Paris'\n")
+    (project / ".assay").mkdir()
+    (project / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - name: agent\n    provider: python\n    function: agent:answer\n")
+    (project / "EVAL.yaml").write_text(
+        "execution:\n  target: agent\n  evaluators:\n    - type: exact_match\n"
+        "evalcases:\n  - id: a\n    input: q1\n    expected_output: Paris\n"
+        "  - id: b\n    input: q2\n    expected_output: Rome\n")
+    store = f"sqlite:///{tmp_path}/runs.db"
+
+    def assay_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "assay", *args, "--store", store],
+                              capture_output=True, text=True, cwd=project, timeout=120)
+
+    first = assay_cli("run", "EVAL.yaml")
+    assert first.returncode == 1  # case b fails
+    run_id = RunStore(store).run_records()[0].id
+    assert marker.read_text().splitlines() == ["q1", "q2"]
+    again = assay_cli("rescore", run_id, "-e", "semantic_similarity", "--judge-model",
+                      mock_model)
+    assert "rescored run" in again.stdout, again.stdout + again.stderr
+    assert marker.read_text().splitlines() == ["q1", "q2"]  # no agent call
+    assert mock_server.stats.requests == 2
+    runs = RunStore(store).run_records()
+    assert len(runs) == 2
+    new = next(r for r in runs if r.id != run_id)
+    assert [e.type for e in new.config.evaluators] == ["semantic_similarity"]

@@ -25,6 +25,7 @@ from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.config import EngineConfig
 from assay.llm.engine import DryRunEstimate, JudgeEngine
+from assay.model import Case, Execution
 from assay.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
 from assay.results import EvaluationResult
 from assay.run_config import RunConfig
@@ -316,6 +317,19 @@ def _rebuild_evaluators(stored: RunRecord) -> list[Evaluator]:
     return [_build_spec(e.model_dump()) for e in stored.config.evaluators]
 
 
+class _BlankOutput(Target):
+    """Stands in for the agent in a dry run: the agent is not run either."""
+
+    name = "dry-run"
+
+    async def run(self, case: Case) -> Execution:
+        return Execution(input=case.input, output="")
+
+
+def _blank(_name: str | None) -> Target:
+    return _BlankOutput()
+
+
 class _Session:
     """One run from preflight to its final status; everything :func:`evaluate_async`,
     :func:`resume_async` and :func:`rescore_async` share."""
@@ -395,8 +409,9 @@ class _Session:
     async def execute(self, progress: Progress | None,
                       on_record: Callable[[CaseRecord], None] | None,
                       on_start: Callable[[str], None] | None, keep: bool) -> EvaluationResult:
-        runner = Runner(self.suite, self.targets, self.engine,
-                        None if self.config.dry_run else self.store, self.config, progress,
+        dry = self.config.dry_run
+        runner = Runner(self.suite, _blank if dry else self.targets, self.engine,
+                        None if dry else self.store, self.config, progress,
                         on_record, judge_for=self.judge_for)
         run_id: str | None = None
         try:

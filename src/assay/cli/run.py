@@ -20,7 +20,7 @@ from typing import Any
 import typer
 
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
-from assay.errors import ConfigError
+from assay.errors import ConfigError, EvaluationError
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
@@ -134,9 +134,12 @@ def run(
                 f"\n[yellow]stopped[/]: finished results of run {run_id} are stored. "
                 f"Resume with: assay run --resume {run_id}", highlight=False, soft_wrap=True)
         raise typer.Exit(stop.code) from None
-    except ConfigError:
-        reports.close(keep=False)
-        raise
+    except EvaluationError as exc:
+        reports.close(keep=True)
+        err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False,
+                          soft_wrap=True)
+        _store_hint(started.get("id"))
+        raise typer.Exit(EXIT_USAGE) from None
     except BaseException:
         reports.close(keep=True)
         _store_hint(started.get("id"))
@@ -146,6 +149,50 @@ def run(
         _print_dry_run(result)
         return
     reports.finish(result)
+    _print_result(result, runs)
+
+
+@app.command()
+@friendly_errors
+def rescore(
+    run_id: str = typer.Argument(..., metavar="RUN", help="The run whose executions to judge."),
+    evaluator: list[str] | None = typer.Option(
+        None, "--evaluator", "-e", help="An evaluator type to judge with instead of the "
+        "run's own (repeatable)."),
+    judge_model: str | None = typer.Option(None, "--judge-model", envvar="ASSAY_JUDGE_MODEL",
+                                           help="Judge model for every LLM evaluator."),
+    concurrency: int | None = typer.Option(None, "--concurrency", "-c", min=1),
+    store: str | None = typer.Option(None, "--store", envvar="ASSAY_STORE_URL",
+                                     help="Run store URL."),
+    output: Path | None = typer.Option(None, "--output", "-o",
+                                       help="Write result rows (JSONL) as cases complete."),
+    junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report."),
+) -> None:
+    """Judge a stored run's executions again into a new run, without running the agent."""
+    from assay.evaluation import open_store, rescore_async
+
+    if judge_model is not None and not judge_model.strip():
+        raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini")
+    runs = open_store(store_url(store))
+    reports = _Reports(output, junit, None)
+    reports.open([])
+    progress = _progress(None)
+    options: dict[str, Any] = {}
+    if judge_model:
+        options["judge_model"] = judge_model
+    if concurrency:
+        options["concurrency"] = concurrency
+    coro = rescore_async(run_id, store=runs, evaluators=evaluator or None, progress=progress,
+                         on_record=reports.on_record, keep=junit is not None, **options)
+    try:
+        result = _run_interruptible(coro, progress)
+    except _Stopped as stop:
+        reports.close(keep=True)
+        raise typer.Exit(stop.code) from None
+    finally:
+        reports.close(keep=True)
+    reports.finish(result)
+    console.print(f"rescored run {run_id} into a new run", highlight=False, markup=False)
     _print_result(result, runs)
 
 
@@ -226,12 +273,14 @@ class _Reports:
 
     def open(self, inputs: list[Path]) -> None:
         from assay.report.files import RowWriter
-        from assay.report.outputs import check_outputs
+        from assay.report.outputs import check_outputs, check_writable
 
         outputs = {name: path for name, path in (("--output", self.output),
                                                  ("--junit", self.junit),
                                                  ("--uipath-output", self.uipath)) if path}
         check_outputs(outputs, inputs)
+        for option, path in outputs.items():
+            check_writable(option, path)
         if self.output is not None:
             self.writer = RowWriter(self.output)
 

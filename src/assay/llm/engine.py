@@ -87,10 +87,11 @@ class JudgeEngine:
         return self.resolve(model).spec
 
     async def preflight(self, *models: str | None) -> None:
-        """Check models can work (known, key present, server reachable) before any call."""
+        """Check models can work (known, key present, server reachable) before any call; a
+        dry run checks them too, so it fails where the real run would."""
         for model in models or (None,):
             provider = self.resolve(model)
-            if provider.spec.name in self._preflighted or self.config.dry_run:
+            if provider.spec.name in self._preflighted:
                 continue
             await provider.preflight()
             self._preflighted.add(provider.spec.name)

@@ -43,3 +43,21 @@ def check_outputs(outputs: Mapping[str, Path], inputs: Iterable[Path]) -> None:
             if _same(Path(path), Path(other_path)):
                 raise ConfigError(f"{option} and {other} are the same file ({path})",
                                   code="output_is_input")
+
+
+def check_writable(option: str, path: Path) -> None:
+    """Raise ConfigError now (before a run) when ``path`` cannot be written: its directory
+    cannot be created or written, or it is a directory itself."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{option} {path} is a directory; give a file path",
+                          code="unwritable_output")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot create its directory: "
+                          f"{exc.strerror or exc}", code="unwritable_output") from None
+    if not os.access(path.parent, os.W_OK | os.X_OK) or (
+            path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{option} {path}: not writable (permission denied)",
+                          code="unwritable_output")

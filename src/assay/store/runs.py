@@ -12,6 +12,7 @@ that one case's error) and never takes the rest of a batch down with it.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -330,15 +331,17 @@ def _json_text(value: Any) -> str:
     return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
+_LONG_INTEGER = re.compile(r"\d{19}")
+
+
 def _json_load(text: str | bytes) -> Any:
-    """orjson for speed; the standard library for what orjson refuses (integers of 64 bits
-    or more, which agents do return)."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+    """orjson for speed; the standard library when the text may hold an integer of 64 bits
+    or more (agents do return them), which orjson would read back as a rounded float."""
+    if _LONG_INTEGER.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
         import json
 
         return json.loads(text)
+    return orjson.loads(text)
 
 
 def _run_record(row: dict[str, Any]) -> RunRecord:

@@ -1,0 +1,79 @@
+"""The pytest plugin, used by a small test project of its own (run with pytester)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_assertions_failures_and_judge_errors(pytester: pytest.Pytester, mock_model: str):
+    pytester.makepyfile(test_agent=textwrap.dedent(f'''
+        from assay import Case, ExactMatch, SemanticSimilarity
+        from assay.pytest_plugin import assert_passes
+
+        MODEL = {mock_model!r}
+
+        def test_exact():
+            assert_passes(ExactMatch(), Case(id="a", expected_output="Paris"), "Paris")
+
+        def test_wrong_answer():
+            assert_passes(ExactMatch(), Case(id="b", expected_output="Paris"), "Rome")
+
+        def test_similar_enough():
+            assert_passes(SemanticSimilarity(threshold=0.5),
+                          Case(id="c", expected_output="the capital is Paris"),
+                          "the capital is Rome", judge_model=MODEL)
+
+        def test_judge_unusable():
+            assert_passes(SemanticSimilarity(), Case(id="d", expected_output="Paris"),
+                          "<<mock-raw:this is not JSON>>", judge_model=MODEL)
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1, errors=1)
+    text = result.stdout.str()
+    assert "exact_match scored 0.000 (threshold 0.8)" in text
+    assert "ERROR (judge)" in text or "ERROR" in text
+    assert "semantic_similarity could not judge: [judge_output_invalid]" in text
+    assert "AssertionError" not in text.split("semantic_similarity could not judge")[1][:200]
+    assert "assay judgements" in text
+    assert "test_agent.py::test_similar_enough: 1 judgement(s), 1 call(s)" in text
+    # a second run is served from the cache
+    again = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    again.assert_outcomes(passed=2, failed=1, errors=1)
+    assert "test_agent.py::test_similar_enough: 1 judgement(s), 0 call(s) (+1 cached)" in \
+        again.stdout.str()
+
+
+def test_a_parametrised_eval_yaml(pytester: pytest.Pytester):
+    pytester.makefile(".yaml", EVAL=textwrap.dedent('''
+        execution:
+          target: agent
+          evaluators:
+            - type: contains
+              search_text: Paris
+        evalcases:
+          - id: france
+            input: capital of France?
+          - id: spain
+            input: capital of Spain?
+    '''))
+    pytester.makepyfile(agent="def answer(q):\n    return 'Paris' if 'France' in q else 'Madrid'\n")
+    (pytester.path / ".assay").mkdir()
+    (pytester.path / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - name: agent\n    provider: python\n    function: agent:answer\n")
+    pytester.makepyfile(test_suite=textwrap.dedent('''
+        import pytest
+        from assay.pytest_plugin import assert_case, suite_cases
+
+        @pytest.mark.parametrize("item", suite_cases("EVAL.yaml"))
+        def test_case(item):
+            assert_case(item)
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    text = result.stdout.str()
+    assert "test_case[france] PASSED" in text and "test_case[spain] FAILED" in text
+    assert "case spain fail" in text and "contains scored 0.000" in text
