@@ -10,8 +10,10 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.trajectory import ToolCallRecord, args_match, extract_tool_calls
+from assay.judges.trajectory import args_match
 from assay.model import Case, Execution, FunctionCall, Message, Span, ToolCall
+from assay.traces import ToolCallRecord
+from assay.traces import tool_calls as extract_tool_calls
 
 CASE = Case(id="t", input="book a flight")
 
@@ -43,7 +45,7 @@ async def _score(config: dict[str, Any], execution: Execution, engine_factory): 
 
 def test_extracts_calls_from_messages_and_prefers_timed_spans():
     from_messages = extract_tool_calls(_messages(("search", {"q": "x"}), ("book", {})))
-    assert from_messages == [ToolCallRecord("search", {"q": "x"}), ToolCallRecord("book", {})]
+    assert [(c.name, c.args) for c in from_messages] == [("search", {"q": "x"}), ("book", {})]
     from_spans = extract_tool_calls(_spans(("search", {"q": "x"}, 250), ("book", {}, 40)))
     assert [c.name for c in from_spans] == ["search", "book"]  # sorted by start time
     assert from_spans[0].args == {"q": "x"}
@@ -56,7 +58,7 @@ def test_extracts_calls_from_messages_and_prefers_timed_spans():
     assert [c.name for c in extract_tool_calls(both)] == ["search"]
     bad_json = Execution(messages=[Message(role="assistant", tool_calls=[ToolCall(
         function=FunctionCall(name="x", arguments="{not json"))])])
-    assert extract_tool_calls(bad_json) == [ToolCallRecord("x", "{not json")]
+    assert extract_tool_calls(bad_json) == [ToolCallRecord(name="x", args={})]  # not a dict
 
 
 def test_partial_args_matching():

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay.spans import Span, normalize_trace
+
 JSONValue = Any
 """Anything JSON can hold; kept loose because agents return arbitrary structures."""
 
@@ -96,20 +98,6 @@ class Case(_Model):
         return dump_json(self.input)
 
 
-class Span(_Model):
-    """One span of an agent's trace, normalised from OpenTelemetry, OTLP JSON or a dict."""
-
-    name: str
-    kind: str | None = None
-    span_id: str | None = None
-    parent_id: str | None = None
-    start_time: float | None = None
-    end_time: float | None = None
-    status: Literal["unset", "ok", "error"] = "unset"
-    attributes: dict[str, Any] = Field(default_factory=dict)
-    events: list[dict[str, Any]] = Field(default_factory=list)
-
-
 class RetrievedDocument(_Model):
     """A piece of context an agent retrieved."""
 
@@ -156,8 +144,6 @@ class Execution(_Model):
     @classmethod
     def _spans(cls, value: Any) -> Any:
         """Accept OpenTelemetry spans, OTLP JSON exports and span dicts (see assay.traces)."""
-        from assay.traces import normalize_trace
-
         return normalize_trace(value)
 
     def output_text(self) -> str:

@@ -28,7 +28,7 @@ from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
 from assay.judges.templates import as_text
-from assay.judges.trajectory import extract_tool_calls
+from assay.traces import tool_calls
 from assay.model import Case, Execution, Score
 
 STDERR_TAIL = 2000
@@ -179,7 +179,7 @@ def parse_script_output(printed: dict[str, Any], stderr: str, what: str) -> Scri
 
 def trace_summary(execution: Execution) -> dict[str, Any]:
     """A compact view of what the agent did, so scripts need not parse traces themselves."""
-    calls = extract_tool_calls(execution)
+    calls = tool_calls(execution)
     by_name = Counter(call.name for call in calls)
     usage = execution.usage
     errors = sum(1 for span in execution.trace if span.status == "error")

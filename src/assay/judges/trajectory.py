@@ -23,67 +23,14 @@ equal value (nested dicts partially, lists and scalars exactly).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
-from assay.model import Case, Execution, Score, Span
-
-
-@dataclass(frozen=True)
-class ToolCallRecord:
-    """One tool call the agent made: its name, its arguments if known, how long it took."""
-
-    name: str
-    args: Any = None
-    duration_ms: float | None = None
-
-
-def _parse_args(value: Any) -> Any:
-    """Arguments as data: JSON strings decoded, anything undecodable kept as it was."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _span_call(span: Span) -> ToolCallRecord | None:
-    name = span.attributes.get("tool.name")
-    if not isinstance(name, str) or not name:
-        return None
-    duration = None
-    if span.start_time is not None and span.end_time is not None:
-        # Spans keep times in seconds (floats, as time.time() gives).
-        duration = max(0.0, (span.end_time - span.start_time) * 1000)
-    return ToolCallRecord(name, _parse_args(span.attributes.get("input.value")), duration)
-
-
-def extract_tool_calls(execution: Execution) -> list[ToolCallRecord]:
-    """The tool calls of an execution, in order.
-
-    Trace spans whose attributes carry ``tool.name`` are preferred because they have timings;
-    without any, the OpenAI-format ``tool_calls`` of assistant messages are used. Taking one
-    source, not both, avoids counting a call twice when an agent reports it both ways.
-    """
-    spans = [s for s in execution.trace if isinstance(s.attributes.get("tool.name"), str)]
-    if spans:
-        # Exporters emit spans as they end; start times give the order calls were made in.
-        if all(s.start_time is not None for s in spans):
-            spans.sort(key=lambda s: s.start_time or 0.0)
-        return [c for s in spans if (c := _span_call(s)) is not None]
-    calls: list[ToolCallRecord] = []
-    for message in execution.messages:
-        if message.role != "assistant":
-            continue
-        for call in message.tool_calls or []:
-            calls.append(ToolCallRecord(call.function.name,
-                                        _parse_args(call.function.arguments)))
-    return calls
+from assay.model import Case, Execution, Score
+from assay.traces import ToolCallRecord, tool_calls
 
 
 def args_match(expected: Any, actual: Any) -> bool:
@@ -155,7 +102,7 @@ class ToolTrajectory(Evaluator):
         return self
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        calls = extract_tool_calls(execution)
+        calls = tool_calls(execution)
         if self.mode == "any_order":
             return self._any_order(calls)
         return self._sequence(calls)

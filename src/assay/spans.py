@@ -1,0 +1,342 @@
+"""Agent traces in, :class:`Span` out: one span shape whatever the tracing.
+
+Agents are traced in different ways, and an evaluator should not care which. Three shapes are
+read, all into the same :class:`Span` (times in seconds since the epoch, ids as lowercase hex):
+
+- OpenTelemetry SDK ``ReadableSpan`` objects (what an in-memory exporter hands back), read by
+  their attributes, so the SDK is not needed to import this module;
+- OTLP JSON exports: ``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}`` with typed
+  attribute values, hex or base64 ids and nanosecond times that may be strings;
+- plain dicts, in :class:`Span`'s own field names, in OTLP's names, or as written by the SDK's
+  ``span.to_json()`` (``context.span_id`` as ``0x...``, ISO times).
+
+This module depends on nothing else in assay but its errors, so the model layer can parse
+traces without importing what reads them (:mod:`assay.traces`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from assay.errors import EvaluationError
+
+
+class Span(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    """One span of an agent's trace, normalised from OpenTelemetry, OTLP JSON or a dict."""
+
+    name: str
+    kind: str | None = None
+    span_id: str | None = None
+    parent_id: str | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    status: Literal["unset", "ok", "error"] = "unset"
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
+KINDS = {0: None, 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+Status = Literal["unset", "ok", "error"]
+STATUSES: dict[int, Status] = {0: "unset", 1: "ok", 2: "error"}
+HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+class TraceFormatError(EvaluationError, ValueError):
+    """A trace that is in none of the accepted shapes.
+
+    It is also a ``ValueError`` so that pydantic reports it as a validation error of
+    ``Execution.trace`` instead of letting it escape as something else.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_trace", message)
+
+
+# -- normalising -------------------------------------------------------------------------
+
+
+def normalize_trace(obj: Any) -> list[Span]:
+    """Spans from any accepted trace shape; a JSON (or JSON Lines) string is parsed first."""
+    if obj is None:
+        return []
+    if isinstance(obj, str | bytes):
+        return normalize_trace(_parse_text(obj))
+    if isinstance(obj, Span | Mapping) or _is_readable_span(obj):
+        return _spans_of(obj, "trace")
+    if isinstance(obj, Iterable):
+        spans: list[Span] = []
+        for index, item in enumerate(obj):
+            spans.extend(_spans_of(item, f"trace[{index}]"))
+        return spans
+    raise TraceFormatError(f"trace: cannot read a {type(obj).__name__}; expected a list of "
+                           "OpenTelemetry spans, an OTLP JSON export or span dicts")
+
+
+def _parse_text(text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    lines = text.splitlines()
+    try:
+        return [json.loads(line) for line in lines if line.strip()]
+    except ValueError:
+        raise TraceFormatError("trace: text that is neither JSON nor JSON Lines") from None
+
+
+def _spans_of(item: Any, where: str) -> list[Span]:
+    """The spans one item holds: an export holds many, a span is one."""
+    if isinstance(item, Span):
+        return [item]
+    if _is_readable_span(item):
+        return [from_readable_span(item)]
+    if not isinstance(item, Mapping):
+        raise TraceFormatError(f"{where}: cannot read a {type(item).__name__} as a span")
+    if "resourceSpans" in item or "resource_spans" in item:
+        return from_otlp(item)
+    for container in ("scopeSpans", "instrumentationLibrarySpans"):
+        if container in item:
+            return [from_dict(s, where) for scope in item[container] for s in scope.get("spans", [])]
+    if "spans" in item and "name" not in item:
+        return normalize_trace(item["spans"])
+    return [from_dict(item, where)]
+
+
+def _is_readable_span(obj: Any) -> bool:
+    return (not isinstance(obj, Mapping) and hasattr(obj, "get_span_context")
+            and hasattr(obj, "start_time") and hasattr(obj, "attributes"))
+
+
+# -- OpenTelemetry SDK -------------------------------------------------------------------
+
+
+def from_readable_span(span: Any) -> Span:
+    """A ``ReadableSpan`` (OpenTelemetry SDK) as a Span."""
+    context = span.get_span_context()
+    parent = getattr(span, "parent", None)
+    status = getattr(span, "status", None)
+    code = getattr(getattr(status, "status_code", None), "name", "UNSET")
+    attributes = _plain(dict(span.attributes or {}))
+    description = getattr(status, "description", None)
+    if description:
+        attributes.setdefault("otel.status_description", description)
+    kind = getattr(getattr(span, "kind", None), "name", None)
+    return Span(
+        name=span.name,
+        kind=kind.lower() if kind else None,
+        span_id=_hex_id(context.span_id) if context is not None else None,
+        parent_id=_hex_id(parent.span_id) if parent is not None else None,
+        start_time=_nanos(span.start_time),
+        end_time=_nanos(span.end_time),
+        status=_status(code),
+        attributes=attributes,
+        events=[{"name": e.name, "time": _nanos(e.timestamp),
+                 "attributes": _plain(dict(e.attributes or {}))}
+                for e in getattr(span, "events", ()) or ()],
+    )
+
+
+def _plain(value: Any) -> Any:
+    """SDK attribute values hold tuples (and mappings); JSON-like data holds lists and dicts."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _hex_id(value: int) -> str:
+    return format(value, "016x")
+
+
+def _nanos(value: Any) -> float | None:
+    return None if value is None else int(value) / 1_000_000_000
+
+
+# -- OTLP JSON ---------------------------------------------------------------------------
+
+
+def from_otlp(export: Mapping[str, Any]) -> list[Span]:
+    """All spans of an OTLP JSON export (``resourceSpans`` -> ``scopeSpans`` -> ``spans``)."""
+    spans: list[Span] = []
+    for resource in export.get("resourceSpans") or export.get("resource_spans") or []:
+        scopes = resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []
+        for scope in scopes:
+            spans.extend(from_dict(s, "OTLP span") for s in scope.get("spans", []))
+    return spans
+
+
+def otlp_attributes(pairs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``[{"key": k, "value": {"stringValue": v}}, ...]`` -> ``{k: v}``."""
+    return {str(p["key"]): otlp_value(p.get("value") or {}) for p in pairs}
+
+
+def otlp_value(value: Mapping[str, Any]) -> Any:
+    """One typed OTLP value (``AnyValue``) as a plain value; an empty one is None."""
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "boolValue" in value:
+        flag = value["boolValue"]
+        return flag if isinstance(flag, bool) else str(flag).lower() == "true"
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "arrayValue" in value:
+        return [otlp_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+    if "kvlistValue" in value:
+        return otlp_attributes((value["kvlistValue"] or {}).get("values", []))
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def otlp_id(value: Any) -> str | None:
+    """A span or trace id as lowercase hex, whether written in hex, ``0x`` hex or base64.
+
+    Base64 is only assumed when it decodes to the 8 or 16 bytes of an OpenTelemetry id, so
+    short ids of hand-written traces (``"1"``, ``"plan"``) are kept as they are.
+    """
+    if not value:
+        return None
+    if isinstance(value, int):
+        return _hex_id(value)
+    text = str(value)
+    if text.startswith("0x"):
+        return text[2:].lower()
+    if len(text) in (16, 32) and HEX.fullmatch(text):
+        return text.lower()
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return text
+    return raw.hex() if len(raw) in (8, 16) else text
+
+
+def _kind(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return KINDS.get(value)
+    text = str(value).rsplit(".", 1)[-1].removeprefix("SPAN_KIND_").lower()
+    return None if text in ("", "unspecified") else text
+
+
+def _status(value: Any) -> Status:
+    if isinstance(value, int):
+        return STATUSES.get(value, "unset")
+    text = str(value).rsplit(".", 1)[-1].removeprefix("STATUS_CODE_").lower()
+    if text == "ok":
+        return "ok"
+    return "error" if text == "error" else "unset"
+
+
+# -- plain dicts -------------------------------------------------------------------------
+
+ALIASES = {
+    "spanId": "span_id", "id": "span_id", "parentSpanId": "parent_id",
+    "parent_span_id": "parent_id", "parentId": "parent_id",
+    "startTimeUnixNano": "start_time", "start_time_unix_nano": "start_time",
+    "endTimeUnixNano": "end_time", "end_time_unix_nano": "end_time",
+    "startTime": "start_time", "endTime": "end_time",
+}
+DROPPED = {"traceId", "trace_id", "links", "resource", "droppedAttributesCount",
+           "droppedEventsCount", "droppedLinksCount", "traceState", "flags"}
+
+
+def from_dict(raw: Mapping[str, Any], where: str = "span") -> Span:
+    """A span dict in Span's field names, OTLP JSON's, or ``ReadableSpan.to_json()``'s shape.
+
+    Unknown keys are an error rather than silently dropped, so a misspelt field is noticed.
+    """
+    data: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in DROPPED:
+            continue
+        if key == "context" and isinstance(value, Mapping):
+            data.setdefault("span_id", value.get("span_id"))
+            continue
+        data[ALIASES.get(key, key)] = value
+    for key in ("span_id", "parent_id"):
+        data[key] = otlp_id(data.get(key))
+    for key in ("start_time", "end_time"):
+        data[key] = to_seconds(data.get(key))
+    if "kind" in data:
+        data["kind"] = _kind(data["kind"])
+    for key in ("attributes", "events"):
+        if key in data and data[key] is None:
+            del data[key]
+    if isinstance(data.get("attributes"), list):
+        data["attributes"] = otlp_attributes(data["attributes"])
+    if "status" in data:
+        status = data["status"]
+        if isinstance(status, Mapping):
+            message = status.get("message") or status.get("description")
+            attributes = data.setdefault("attributes", {})
+            if message and isinstance(attributes, dict):
+                attributes.setdefault("otel.status_description", message)
+            status = status.get("status_code", status.get("code", "unset"))
+        data["status"] = _status(status)
+    if isinstance(data.get("events"), list):
+        data["events"] = [_dict_event(e) for e in data["events"]]
+    try:
+        return Span.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise TraceFormatError(f"{where}: {problems}") from None
+
+
+def _dict_event(event: Any) -> Any:
+    if not isinstance(event, Mapping):
+        return event
+    out = dict(event)
+    for key in ("timestamp", "timeUnixNano", "time_unix_nano"):
+        if key in out:
+            out["time"] = to_seconds(out.pop(key))
+    if isinstance(out.get("attributes"), list):
+        out["attributes"] = otlp_attributes(out["attributes"])
+    return out
+
+
+def to_seconds(value: Any) -> float | None:
+    """Seconds from seconds, milli-, micro- or nanoseconds (told apart by size) or ISO text.
+
+    Epoch times now are about 1.7e9 s, 1.7e12 ms, 1.7e15 us and 1.7e18 ns, so the unit is
+    unambiguous; small numbers (relative times) are taken as seconds.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):
+        try:
+            value = float(value) if "." in value else int(value)
+        except ValueError:
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                raise TraceFormatError(f"span time {value!r} is not a number or ISO time") \
+                    from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TraceFormatError(f"span time {value!r} is not a number or ISO time")
+    magnitude = abs(value)
+    if magnitude >= 1e17:
+        return int(value) / 1_000_000_000 if isinstance(value, int) else value / 1e9
+    if magnitude >= 1e14:
+        return value / 1e6
+    if magnitude >= 1e11:
+        return value / 1e3
+    return float(value)
+
+
