@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
@@ -103,6 +104,70 @@ class YamlSyntaxError(EvaluationError):
         self.problem = problem
 
 
+MAX_ALIAS_VALUES = 250_000
+"""How many values YAML aliases (``*name``) may add to a document in all. Each alias stands
+for a copy of its anchored value, so a few hundred bytes of nested aliases can stand for
+billions of values ("billion laughs"); everything after parsing (locating, checking, running)
+works on the expanded document, so the expansion is bounded while it is composed."""
+
+
+class _LimitExceeded(yaml.YAMLError):
+    """A document over one of the loader's bounds; ``problem`` says where and which."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(str(problem))
+        self.problem = problem
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing documents whose aliases expand past a bound.
+
+    Counting happens as nodes are composed, before anything is constructed or walked: each
+    anchored node remembers how many values it stands for (aliases inside it included), and
+    each alias adds that many to the document's expanded total.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text)
+        self.file = file
+        self.aliased = 0
+        self.sizes: dict[int, int] = {}  # id(anchored node) -> values it expands to
+        self.values = 0
+        self.open_anchors: set[str] = set()
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        if self.check_event(AliasEvent):
+            event = self.peek_event()
+            anchor = event.anchor
+            if anchor in self.open_anchors:
+                raise self.limit(event.start_mark, f"alias *{anchor} refers to a value that "
+                                 "contains it (a recursive structure)",
+                                 "aliases only to values defined before, outside them")
+            node = super().compose_node(parent, index)  # undefined: a located error
+            size = self.sizes.get(id(node), 1)
+            self.aliased += size
+            self.values += size
+            if self.aliased > MAX_ALIAS_VALUES:
+                raise self.limit(event.start_mark, f"YAML aliases expand the document to more "
+                                 f"than {MAX_ALIAS_VALUES:,} values (an alias bomb?)",
+                                 "anchored values reused fewer times, or written out")
+            return node
+        anchor = self.peek_event().anchor
+        before = self.values
+        self.values += 1
+        if anchor is not None:
+            self.open_anchors.add(anchor)
+        node = super().compose_node(parent, index)
+        if anchor is not None:
+            self.open_anchors.discard(anchor)
+            self.sizes[id(node)] = self.values - before
+        return node
+
+    def limit(self, mark: Any, message: str, expected: str) -> _LimitExceeded:
+        return _LimitExceeded(Problem(self.file, mark.line + 1, mark.column + 1, message,
+                                      expected))
+
+
 def load_yaml(text: str, file: str) -> Loaded:
     """Parse one YAML document into plain values plus where each was written.
 
@@ -111,7 +176,7 @@ def load_yaml(text: str, file: str) -> Loaded:
     """
     try:
         # The reader checks for unprintable characters as soon as the loader is built.
-        loader = yaml.SafeLoader(text)
+        loader = _BoundedLoader(text, file)
     except ReaderError as exc:
         raise YamlSyntaxError(_reader_problem(exc, text, file)) from None
     try:
@@ -124,6 +189,8 @@ def load_yaml(text: str, file: str) -> Loaded:
         problems: list[Problem] = []
         _walk(loader, node, (), file, source, problems)
         return Loaded(data, source, problems)
+    except _LimitExceeded as exc:
+        raise YamlSyntaxError(exc.problem) from None
     except yaml.MarkedYAMLError as exc:
         raise YamlSyntaxError(_syntax_problem(exc, file)) from None
     except yaml.YAMLError as exc:
