@@ -26,6 +26,12 @@ def cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def has(out: str, *texts: str) -> bool:
+    """Whether every text is in the output, however the terminal wrapped its lines."""
+    flat = "".join(out.split())
+    return all("".join(text.split()) in flat for text in texts)
+
+
 def run_cli(tmp_path: Path, *args: str) -> tuple[int, str]:
     return cli("run", *args, "--store", f"sqlite:///{tmp_path / 'runs.db'}")
 
@@ -51,7 +57,7 @@ def test_alias_bomb_is_refused_fast_by_validate_and_run(tmp_path: Path) -> None:
         elapsed = time.perf_counter() - started
         assert elapsed < 1.0, (command, elapsed)
         assert code == 2, out
-        assert f"{suite}:" in out and "aliases expand the document" in out, out
+        assert has(out, f"{suite}:", "aliases expand the document"), out
         assert "Traceback" not in out
 
 
@@ -84,3 +90,83 @@ def test_aliases_within_the_budget_still_work(tmp_path: Path) -> None:
     code, out = cli("validate", str(suite))
     assert code == 0, out
     assert "ok, 2 cases" in out
+
+
+# -- nesting depth ---------------------------------------------------------------------------
+
+
+def nested_composite(levels: int) -> str:
+    text = "{name: leaf, type: exact_match}"
+    for level in range(levels):
+        text = f"{{name: c{level}, type: composite, evaluators: [{text}]}}"
+    return text
+
+
+def test_deep_nesting_in_yaml_is_a_located_error_for_validate_and_run(tmp_path: Path) -> None:
+    suite = write(tmp_path, "deep.yaml", f"""
+        evalcases:
+          - id: a
+            input: x
+            expected_output: {"[" * 400}{"]" * 400}
+        """)
+    for code, out in (cli("validate", str(suite)), run_cli(tmp_path, str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:4:119: values nest more than 100 deep"), out
+        assert "Traceback" not in out and "RecursionError" not in out
+
+
+def test_deep_nesting_in_jsonl_is_a_located_error_for_validate_and_run(tmp_path: Path) -> None:
+    suite = tmp_path / "deep.jsonl"
+    deep = "[" * 400 + "]" * 400
+    deeper = "[" * 100_000 + "]" * 100_000  # deeper than the JSON decoder itself can go
+    suite.write_text(f'{{"id": "ok", "input": "x"}}\n'
+                     f'{{"id": "a", "input": "x", "expected_output": {deep}}}\n'
+                     f'{{"id": "b", "input": "x", "expected_output": {deeper}}}\n')
+    for code, out in (cli("validate", str(suite)), run_cli(tmp_path, str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:2: values nest more than 100 deep",
+                   f"{suite}:3: values nest more than 100 deep"), out
+        assert "Traceback" not in out and "RecursionError" not in out
+
+
+def test_deep_nesting_in_a_uipath_eval_set_is_an_error(tmp_path: Path) -> None:
+    eval_set = tmp_path / "evaluations" / "eval-sets" / "deep.json"
+    eval_set.parent.mkdir(parents=True)
+    eval_set.write_text('{"evaluations": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    code, out = run_cli(tmp_path, str(eval_set))
+    assert code == 2, out
+    assert has(out, f"{eval_set}: values nest more than 100 deep"), out
+    assert "Traceback" not in out
+
+
+def test_composites_nested_too_deep_are_a_located_error(tmp_path: Path) -> None:
+    suite = write(tmp_path, "composite.yaml", f"""
+        execution:
+          evaluators:
+            - {nested_composite(20)}
+        evalcases: [{{id: a, input: x, expected_output: x}}]
+        """)
+    for code, out in (cli("validate", str(suite)), run_cli(tmp_path, str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:3:", "composites nest more than 16 deep"), out
+    ok = write(tmp_path, "ok.yaml", f"""
+        execution:
+          evaluators:
+            - {nested_composite(16)}
+        evalcases: [{{id: a, input: x, expected_output: x}}]
+        """)
+    code, out = cli("validate", str(ok))
+    assert code == 0, out
+
+
+def test_composites_nested_200_deep_through_the_api_are_refused() -> None:
+    import pytest
+
+    from assay.errors import EvaluationError
+    from assay.judges.registry import build
+
+    config: dict[str, object] = {"type": "exact_match", "name": "leaf"}
+    for level in range(200):
+        config = {"type": "composite", "name": f"c{level}", "evaluators": [config]}
+    with pytest.raises(EvaluationError, match="composites nest more than 16 deep"):
+        build(config)

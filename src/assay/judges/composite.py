@@ -78,6 +78,31 @@ class Aggregator(BaseModel):
         return self
 
 
+MAX_NESTING = 16
+"""How deep composites may nest: members are built, run and reported recursively."""
+
+
+def nesting(members: list[Any]) -> int:
+    """How many levels of composites ``members`` hold (built, or configs not yet built).
+
+    Iterative, so a config nested far too deep is measured before anything recurses into it.
+    """
+    deepest = 0
+    stack = [(member, 1) for member in members]
+    while stack and deepest <= MAX_NESTING:
+        member, depth = stack.pop()
+        if isinstance(member, Composite):
+            children: Any = member.evaluators
+        elif isinstance(member, dict) and member.get("type") == "composite":
+            children = member.get("evaluators")
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if isinstance(children, list):
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 @register
 class Composite(Evaluator):
     """Runs member evaluators concurrently and aggregates their scores into one."""
@@ -91,6 +116,9 @@ class Composite(Evaluator):
     def _build_members(cls, members: list[Any]) -> list[Evaluator]:
         if not members:
             raise ValueError("a composite needs at least one member evaluator")
+        if 1 + nesting(members) > MAX_NESTING:
+            raise ValueError(f"composites nest more than {MAX_NESTING} deep; at most "
+                             f"{MAX_NESTING} may sit inside one another")
         built: list[Evaluator] = []
         for i, member in enumerate(members):
             if isinstance(member, Evaluator):

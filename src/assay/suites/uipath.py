@@ -59,6 +59,7 @@ from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, build
 from assay.llm.models import parse_model
 from assay.model import Case
+from assay.suites.limits import DEPTH_EXPECTED, depth_message, too_deep
 from assay.suites.model import Suite, SuiteCase
 
 log = logging.getLogger(__name__)
@@ -142,10 +143,16 @@ def read_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise _fail("invalid_json", str(path), f"not UTF-8 text: {exc.reason}") from None
     try:
-        return json.loads(text)
+        data = json.loads(text)
+        deep = too_deep(data)
     except json.JSONDecodeError as exc:
         raise _fail("invalid_json", f"{path}:{exc.lineno}:{exc.colno}",
                     f"invalid JSON: {exc.msg}") from None
+    except RecursionError:  # the decoder recurses, and gives up long past the bound
+        deep = True
+    if deep:
+        raise _fail("invalid_json", str(path), f"{depth_message()} (expected: {DEPTH_EXPECTED})")
+    return data
 
 
 # -- evaluator definitions ------------------------------------------------------------------

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.events import AliasEvent
+from yaml.events import AliasEvent, ScalarEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from assay.errors import EvaluationError
+from assay.suites.limits import DEPTH_EXPECTED, MAX_ALIAS_VALUES, MAX_DEPTH, depth_message
 
 PathKey = tuple[Hashable, ...]
 """Where a value sits in a document: mapping keys and sequence indexes from the root."""
@@ -104,13 +105,6 @@ class YamlSyntaxError(EvaluationError):
         self.problem = problem
 
 
-MAX_ALIAS_VALUES = 250_000
-"""How many values YAML aliases (``*name``) may add to a document in all. Each alias stands
-for a copy of its anchored value, so a few hundred bytes of nested aliases can stand for
-billions of values ("billion laughs"); everything after parsing (locating, checking, running)
-works on the expanded document, so the expansion is bounded while it is composed."""
-
-
 class _LimitExceeded(yaml.YAMLError):
     """A document over one of the loader's bounds; ``problem`` says where and which."""
 
@@ -120,19 +114,22 @@ class _LimitExceeded(yaml.YAMLError):
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing documents whose aliases expand past a bound.
+    """PyYAML's safe loader, refusing documents that nest too deep or whose aliases expand
+    past a bound (see :mod:`assay.suites.limits`).
 
-    Counting happens as nodes are composed, before anything is constructed or walked: each
-    anchored node remembers how many values it stands for (aliases inside it included), and
-    each alias adds that many to the document's expanded total.
+    Counting happens as nodes are composed, before anything is constructed or walked (both
+    recursive): each anchored node remembers how many values it stands for and how deep it
+    nests (aliases inside it included), and each alias adds those to where it is used.
     """
 
     def __init__(self, text: str, file: str) -> None:
         super().__init__(text)
         self.file = file
         self.aliased = 0
-        self.sizes: dict[int, int] = {}  # id(anchored node) -> values it expands to
         self.values = 0
+        self.depth = 0
+        self.deepest = 0
+        self.sizes: dict[int, tuple[int, int]] = {}  # id(anchored node) -> (values, depth)
         self.open_anchors: set[str] = set()
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
@@ -144,24 +141,41 @@ class _BoundedLoader(yaml.SafeLoader):
                                  "contains it (a recursive structure)",
                                  "aliases only to values defined before, outside them")
             node = super().compose_node(parent, index)  # undefined: a located error
-            size = self.sizes.get(id(node), 1)
+            size, depth = self.sizes.get(id(node), (1, 0))
             self.aliased += size
             self.values += size
             if self.aliased > MAX_ALIAS_VALUES:
                 raise self.limit(event.start_mark, f"YAML aliases expand the document to more "
                                  f"than {MAX_ALIAS_VALUES:,} values (an alias bomb?)",
                                  "anchored values reused fewer times, or written out")
+            self.reach(self.depth + depth, event.start_mark)
             return node
-        anchor = self.peek_event().anchor
-        before = self.values
+        event = self.peek_event()
+        anchor = event.anchor
+        before, outer_deepest = self.values, self.deepest
         self.values += 1
+        collection = not isinstance(event, ScalarEvent)
+        if collection:
+            self.depth += 1
+            self.reach(self.depth, event.start_mark)
+        self.deepest = self.depth
         if anchor is not None:
             self.open_anchors.add(anchor)
         node = super().compose_node(parent, index)
         if anchor is not None:
             self.open_anchors.discard(anchor)
-            self.sizes[id(node)] = self.values - before
+            self.sizes[id(node)] = (self.values - before,
+                                    self.deepest - self.depth + (1 if collection else 0))
+        if collection:
+            self.depth -= 1
+        self.deepest = max(outer_deepest, self.deepest)
         return node
+
+    def reach(self, depth: int, mark: Any) -> None:
+        """Note that values nest ``depth`` deep here; past the bound, a located error."""
+        self.deepest = max(self.deepest, depth)
+        if depth > MAX_DEPTH:
+            raise self.limit(mark, depth_message(MAX_DEPTH), DEPTH_EXPECTED)
 
     def limit(self, mark: Any, message: str, expected: str) -> _LimitExceeded:
         return _LimitExceeded(Problem(self.file, mark.line + 1, mark.column + 1, message,
