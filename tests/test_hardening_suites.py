@@ -170,3 +170,90 @@ def test_composites_nested_200_deep_through_the_api_are_refused() -> None:
         config = {"type": "composite", "name": f"c{level}", "evaluators": [config]}
     with pytest.raises(EvaluationError, match="composites nest more than 16 deep"):
         build(config)
+
+
+# -- weight 0 --------------------------------------------------------------------------------
+
+
+def test_a_case_whose_evaluators_all_weigh_0_is_refused_by_validate_and_run(
+        tmp_path: Path) -> None:
+    suite = write(tmp_path, "weightless.yaml", """
+        execution:
+          evaluators:
+            - {name: exact, type: exact_match, weight: 0}
+        evalcases:
+          - {id: a, input: x, expected_output: x}
+          - id: b
+            input: y
+            expected_output: y
+            evaluators:
+              - {name: contains, type: contains, weight: 0, search_text: y}
+          - id: c
+            input: z
+            expected_output: z
+            evaluators:
+              - {name: contains, type: contains, weight: 0, search_text: z}
+              - {name: exact, type: exact_match, weight: 0.5}
+        """)
+    for code, out in (cli("validate", str(suite)), run_cli(tmp_path, str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:2:3: every evaluator of this case has weight 0",
+                   f"{suite}:9:5: every evaluator of this case has weight 0"), out
+        assert not has(out, f"{suite}:13:"), out  # case c has an evaluator that counts
+        flat = "".join(out.split())
+        assert flat.count("everyevaluatorofthiscasehasweight0") == 2, out
+
+
+def test_a_zero_weight_evaluator_is_reported_but_does_not_count(tmp_path: Path) -> None:
+    import json
+
+    suite = write(tmp_path, "mixed.yaml", """
+        execution:
+          evaluators:
+            - {name: exact, type: exact_match, weight: 0}
+            - {name: contains, type: contains, weight: 1, search_text: x}
+        evalcases:
+          - {id: a, input: x, expected_output: y, metadata: {output: x}}
+        """)
+    code, out = run_cli(tmp_path, str(suite), "-o", str(tmp_path / "rows.jsonl"))
+    assert code == 0, out
+    (row,) = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert row["score"] == 1.0 and row["verdict"] == "pass"
+    exact = next(r for r in row["evaluator_results"] if r["name"] == "exact")
+    assert exact["weight"] == 0 and exact["score"] == 0.0 and exact["verdict"] == "fail"
+
+
+def test_case_verdict_never_turns_zero_weights_into_a_zero() -> None:
+    import pytest
+
+    from assay.judges import ExactMatch
+    from assay.model import Case, Score
+    from assay.run_config import RunConfig
+    from assay.runner import case_verdict
+    from assay.suites.model import Suite, SuiteCase
+
+    weightless = [ExactMatch(name="exact", weight=0)]
+    passed = [Score(name="exact", value=1.0, passed=True)]
+    assert case_verdict(weightless, passed, RunConfig()) == (None, "error")
+    with pytest.raises(ValueError, match="every evaluator of this case has weight 0"):
+        Suite(name="s", evaluators=weightless, cases=[SuiteCase(case=Case(id="a"))])
+
+
+def test_a_uipath_item_whose_evaluators_all_weigh_0_is_refused(tmp_path: Path) -> None:
+    import json
+
+    evaluations = tmp_path / "evaluations"
+    (evaluations / "evaluators").mkdir(parents=True)
+    (evaluations / "eval-sets").mkdir()
+    (evaluations / "evaluators" / "exact.json").write_text(json.dumps({
+        "version": "1.0", "id": "Exact", "evaluatorTypeId": "uipath-exact-match",
+        "evaluatorConfig": {"name": "Exact"}}))
+    eval_set = evaluations / "eval-sets" / "set.json"
+    eval_set.write_text(json.dumps({
+        "version": "1.0", "id": "set", "evaluatorRefs": ["Exact"],
+        "evaluatorConfigs": [{"ref": "Exact", "weight": 0}],
+        "evaluations": [{"id": "a", "inputs": {}, "evaluationCriterias": {
+            "Exact": {"expectedOutput": "x"}}}]}))
+    code, out = run_cli(tmp_path, str(eval_set))
+    assert code == 2, out
+    assert has(out, f"{eval_set}: $.evaluations[0]: every evaluator of this case has weight 0")

@@ -310,9 +310,7 @@ def case_verdict(evaluators: list[Evaluator], scores: list[Score],
             total_weight += evaluator.weight
     if not scores:
         return None, "error"
-    if total_weight == 0:
-        if all(s.value is not None for s in scores):
-            return 0.0, config.thresholds.verdict(0.0)
+    if total_weight == 0:  # weight 0 does not count: no weighted evaluator has a value
         return None, "error"
     value = weighted / total_weight
     verdict = config.thresholds.verdict(value)

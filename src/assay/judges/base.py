@@ -40,7 +40,8 @@ class Evaluator(BaseModel):
 
     type: ClassVar[str] = ""
     name: str = ""
-    weight: float = Field(default=1.0, ge=0)
+    weight: float = Field(default=1.0, ge=0, description="this evaluator's share of the case "
+                          "score; 0 reports the score without counting it")
     threshold: float = Field(default=0.8, ge=0, le=1,
                              description="a value at or above this passes")
 

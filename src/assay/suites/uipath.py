@@ -60,7 +60,7 @@ from assay.judges.registry import EVALUATORS, build
 from assay.llm.models import parse_model
 from assay.model import Case
 from assay.suites.limits import DEPTH_EXPECTED, depth_message, too_deep
-from assay.suites.model import Suite, SuiteCase
+from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 
 log = logging.getLogger(__name__)
 
@@ -525,6 +525,9 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
             evaluators.append(builder.evaluator(ident, criteria, at, hint))
         expected = item["expectedOutput"] if item.get("expectedOutput") is not None else (
             expected_outputs[0] if expected_outputs else None)
+        if weightless(evaluators):
+            raise _fail("invalid_suite_file", where, f"{WEIGHTLESS[0]} (expected: "
+                        f"{WEIGHTLESS[1]})")
         case = _case(item, where, expected)
         if case.id in seen:
             raise _fail("invalid_suite_file", f"{where}.id", f"duplicate id {case.id!r}")
