@@ -6,6 +6,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
@@ -160,8 +161,6 @@ def test_composites_nested_too_deep_are_a_located_error(tmp_path: Path) -> None:
 
 
 def test_composites_nested_200_deep_through_the_api_are_refused() -> None:
-    import pytest
-
     from assay.errors import EvaluationError
     from assay.judges.registry import build
 
@@ -224,8 +223,6 @@ def test_a_zero_weight_evaluator_is_reported_but_does_not_count(tmp_path: Path) 
 
 
 def test_case_verdict_never_turns_zero_weights_into_a_zero() -> None:
-    import pytest
-
     from assay.judges import ExactMatch
     from assay.model import Case, Score
     from assay.run_config import RunConfig
@@ -257,3 +254,128 @@ def test_a_uipath_item_whose_evaluators_all_weigh_0_is_refused(tmp_path: Path) -
     code, out = run_cli(tmp_path, str(eval_set))
     assert code == 2, out
     assert has(out, f"{eval_set}: $.evaluations[0]: every evaluator of this case has weight 0")
+
+
+# -- one blocking rule -----------------------------------------------------------------------
+
+
+def mock_answer(answer: object) -> str:
+    """A recorded agent output that makes the mock judge give ``answer``."""
+    import json
+
+    return "<<mock:" + json.dumps(answer) + ">>"
+
+
+def run_rows(tmp_path: Path, suite: Path, *args: str) -> tuple[int, str, list[dict]]:
+    import json
+
+    rows = tmp_path / "rows.jsonl"
+    code, out = run_cli(tmp_path, str(suite), "-o", str(rows), *args)
+    return code, out, [json.loads(x) for x in rows.read_text().splitlines()] \
+        if rows.exists() else []
+
+
+def test_a_score_range_below_its_required_minimum_fails_the_case(
+        tmp_path: Path, mock_model: str) -> None:
+    answer = mock_answer({"checks": [{"id": "clarity", "score": 10, "reasoning": ""},
+                                     {"id": "accuracy", "score": 4, "reasoning": ""}]})
+    suite = write(tmp_path, "ranges.yaml", f"""
+        execution:
+          evaluators:
+            - name: ranges
+              type: rubric
+              rubrics:
+                - {{id: clarity, expected_outcome: Clear, weight: 4,
+                    score_ranges: {{0: Unclear, 5: Clear}}}}
+                - {{id: accuracy, expected_outcome: Right, weight: 1, required_min_score: 5,
+                    score_ranges: {{0: Wrong, 5: Right}}}}
+        evalcases:
+          - {{id: a, input: q, metadata: {{output: '{answer}'}}}}
+        """)
+    code, out, (row,) = run_rows(tmp_path, suite, "--judge-model", mock_model)
+    assert row["score"] == pytest.approx(0.88)  # above the pass mark...
+    assert row["verdict"] == "fail", out  # ...but accuracy is below its required minimum
+    assert row["evaluator_results"][0]["verdict"] == "fail"
+    assert code == 1
+
+
+def test_a_required_item_inside_a_composite_still_fails_the_case(
+        tmp_path: Path, mock_model: str) -> None:
+    answer = mock_answer({"checks": [{"id": "safe", "satisfied": False, "reasoning": ""},
+                                     {"id": "useful", "satisfied": True, "reasoning": ""}]})
+    suite = write(tmp_path, "composite.yaml", f"""
+        execution:
+          evaluators:
+            - name: overall
+              type: composite
+              evaluators:
+                - name: checklist
+                  type: rubric
+                  rubrics:
+                    - {{id: safe, expected_outcome: Safe, weight: 1}}
+                    - {{id: useful, expected_outcome: Useful, weight: 9, required: false}}
+                - {{name: mentions, type: contains, search_text: mock}}
+        evalcases:
+          - {{id: a, input: q, metadata: {{output: '{answer}'}}}}
+        """)
+    code, out, (row,) = run_rows(tmp_path, suite, "--judge-model", mock_model)
+    assert row["score"] == pytest.approx(0.95)  # (0.9 + 1.0) / 2
+    assert row["verdict"] == "fail", out
+    (composite,) = row["evaluator_results"]
+    assert composite["verdict"] == "fail"
+    assert composite["details"]["blocking"] == ["checklist"]
+    assert code == 1
+
+
+def test_an_evaluator_marked_required_fails_its_case_when_it_fails_or_errors(
+        tmp_path: Path) -> None:
+    suite = write(tmp_path, "required.yaml", """
+        evalcases:
+          - id: fails
+            input: q
+            expected_output: right
+            metadata: {output: right}
+            evaluators:
+              - {name: exact, type: exact_match, weight: 9}
+              - {name: polite, type: contains, search_text: please, required: true}
+          - id: errors
+            input: q
+            expected_output: right
+            metadata: {output: right}
+            evaluators:
+              - {name: exact, type: exact_match, weight: 9}
+              - {name: cheap, type: cost, budget: 1, required: true}
+          - id: passes
+            input: q
+            expected_output: right please
+            metadata: {output: right please}
+            evaluators:
+              - {name: exact, type: exact_match, weight: 9}
+              - {name: polite, type: contains, search_text: please, required: true}
+        """)
+    code, out = cli("validate", str(suite))
+    assert code == 0, out
+    code, out, rows = run_rows(tmp_path, suite, "--max-errors", "1")
+    verdicts = {r["eval_id"]: (r["score"], r["verdict"]) for r in rows}
+    assert verdicts == {"fails": (0.9, "fail"), "errors": (1.0, "fail"), "passes": (1.0, "pass")}
+    assert code == 1, out
+
+
+async def test_tool_trajectory_passes_as_its_score_says_and_so_does_its_case() -> None:
+    from assay.judges import EvalContext, build
+    from assay.llm import EngineConfig, JudgeEngine
+    from assay.model import Case, Execution, Message
+    from assay.run_config import RunConfig
+    from assay.runner import case_verdict
+
+    calls = [{"role": "assistant", "tool_calls": [
+        {"type": "function", "function": {"name": name, "arguments": "{}"}}]}
+        for name in ("search", "book", "book")]
+    execution = Execution(messages=[Message.model_validate(m) for m in calls])
+    trajectory = build({"type": "tool_trajectory", "mode": "exact",
+                        "expected": [{"tool": "search"}, {"tool": "book"}]})
+    score = await trajectory.evaluate(Case(id="a"), execution,
+                                      EvalContext(JudgeEngine(EngineConfig())))
+    assert score.value == 1.0 and "expected exactly 2 tool calls, got 3" in score.misses
+    assert case_verdict([trajectory], [score], RunConfig()) == (1.0, "pass")
+    assert score.passed is True

@@ -206,7 +206,9 @@ class Score(_Model):
     """One evaluator's judgement of one execution.
 
     Exactly one of ``value`` and ``error`` is set. ``raw`` and ``scale`` keep what the judge
-    natively said (``87`` on ``"0-100"``) beside the normalised value (``0.87``).
+    natively said (``87`` on ``"0-100"``) beside the normalised value (``0.87``). ``blocking``
+    is the one way any evaluator says "this case fails, whatever the others say"; composites
+    pass it on from their members.
     """
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
@@ -217,6 +219,9 @@ class Score(_Model):
     scale: str | None = None
     label: str | None = None
     passed: bool | None = None
+    blocking: bool = Field(
+        default=False, description="this score fails its case whatever the case's mean: a "
+        "required check that did not pass (or could not run)")
     rationale: str | None = None
     hits: list[str] = Field(default_factory=list)
     misses: list[str] = Field(default_factory=list)
@@ -243,6 +248,8 @@ class Score(_Model):
             raise ValueError("a score with an error cannot carry a value")
         if self.error is not None:
             self.passed = None
+        elif self.blocking:
+            self.passed = False  # a score that fails its case does not pass itself
         return self
 
     @property

@@ -300,8 +300,8 @@ class Runner:
 
 def case_verdict(evaluators: list[Evaluator], scores: list[Score],
                  config: RunConfig) -> tuple[float | None, str]:
-    """Weighted mean of the scores that have values; an evaluator that failed a required
-    check (``details.required_failed``) fails the case whatever the mean."""
+    """Weighted mean of the scores that have values; a ``blocking`` score (a required check
+    that did not pass) fails the case whatever the mean."""
     total_weight = 0.0
     weighted = 0.0
     for evaluator, score in zip(evaluators, scores, strict=True):
@@ -314,7 +314,7 @@ def case_verdict(evaluators: list[Evaluator], scores: list[Score],
         return None, "error"
     value = weighted / total_weight
     verdict = config.thresholds.verdict(value)
-    if any((s.details or {}).get("required_failed") for s in scores):
+    if any(s.blocking for s in scores):
         verdict = "fail"
     return value, verdict
 
