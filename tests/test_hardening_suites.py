@@ -379,3 +379,23 @@ async def test_tool_trajectory_passes_as_its_score_says_and_so_does_its_case() -
     assert score.value == 1.0 and "expected exactly 2 tool calls, got 3" in score.misses
     assert case_verdict([trajectory], [score], RunConfig()) == (1.0, "pass")
     assert score.passed is True
+
+
+# -- missing expected output -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["semantic_similarity", "strict_json_similarity",
+                                  "exact_match", "json_similarity", "field_accuracy"])
+async def test_output_evaluators_without_an_expected_output_error_without_a_call(
+        kind: str, engine_factory, mock_server) -> None:  # type: ignore[no-untyped-def]
+    from assay.judges import EvalContext, build
+    from assay.model import Case, Execution
+
+    config: dict[str, object] = {"type": kind}
+    if kind == "field_accuracy":
+        config["fields"] = [{"path": "a"}]
+    score = await build(config).evaluate(Case(id="c", input="q"), Execution(output={"a": 1}),
+                                         EvalContext(engine_factory()))
+    assert score.error is not None and score.error.code == "missing_expected_output", score
+    assert score.value is None
+    assert mock_server.stats.requests == 0

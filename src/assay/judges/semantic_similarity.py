@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
+from assay.judges.output_path import require_expected
 from assay.judges.registry import register
 from assay.judges.templates import check_variables, delimit, render
 from assay.model import Case, Execution, Score
@@ -72,7 +73,7 @@ class SemanticSimilarity(LLMEvaluator):
         return with_placeholders(prompt)
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        expected = self.expected if self.expected is not None else case.expected_output
+        expected = require_expected(self.name, case, self.expected)
         user = render(self.prompt, {
             "ActualOutput": delimit("actual_output", execution.output),
             "ExpectedOutput": delimit("expected_output", expected),

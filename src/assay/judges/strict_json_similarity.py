@@ -35,7 +35,7 @@ from pydantic import AliasChoices, BaseModel, Field, field_validator, model_vali
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
-from assay.judges.output_path import TargetedEvaluator
+from assay.judges.output_path import TargetedEvaluator, require_expected
 from assay.judges.registry import register
 from assay.judges.semantic_similarity import with_placeholders
 from assay.judges.templates import check_variables, delimit, render
@@ -191,12 +191,7 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
         return with_placeholders(prompt)
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        raw_expected = self.expected if self.expected is not None else case.expected_output
-        if raw_expected is None:
-            raise EvaluationError(
-                "missing_expected_output",
-                f"{self.name}: case {case.id!r} has no expected_output and the evaluator sets "
-                "no 'expected'")
+        raw_expected = require_expected(self.name, case, self.expected)
         expected = as_object(self.expected_value(raw_expected))
         if not expected:
             raise EvaluationError(
