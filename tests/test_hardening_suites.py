@@ -399,3 +399,102 @@ async def test_output_evaluators_without_an_expected_output_error_without_a_call
     assert score.error is not None and score.error.code == "missing_expected_output", score
     assert score.value is None
     assert mock_server.stats.requests == 0
+
+
+# -- strict judge answers --------------------------------------------------------------------
+
+TEN_RANGES = {0: "Bad", 5: "Good"}
+
+
+@pytest.mark.parametrize(("config", "answer"), [
+    ({"type": "llm_judge"}, {"score": True, "reasoning": "r"}),
+    ({"type": "llm_judge"}, {"score": "0.8", "reasoning": "r"}),
+    ({"type": "semantic_similarity", "expected": "x"}, {"justification": "j", "score": "80"}),
+    ({"type": "semantic_similarity", "expected": "x"}, {"justification": "j", "score": True}),
+    ({"type": "llm_judge_trajectory", "expected_agent_behavior": "b"},
+     {"justification": "j", "score": True}),
+    ({"type": "rubric", "rubrics": ["Polite"]},
+     {"checks": [{"id": "r1", "satisfied": "true", "reasoning": ""}]}),
+    ({"type": "rubric", "rubrics": [{"id": "a", "expected_outcome": "A",
+                                     "score_ranges": TEN_RANGES}]},
+     {"checks": [{"id": "a", "score": True, "reasoning": ""}]}),
+    ({"type": "rubric", "rubrics": [{"id": "a", "expected_outcome": "A",
+                                     "score_ranges": TEN_RANGES}]},
+     {"checks": [{"id": "a", "score": "7", "reasoning": ""}]}),
+    ({"type": "strict_json_similarity", "expected": {"k": 1}},
+     {"keys": [{"key": "k", "reasoning": "r", "status": "identical"}], "extra_keys": [],
+      "justification": 1}),
+], ids=["bool-score", "string-score", "similarity-string", "similarity-bool", "trajectory-bool",
+        "checklist-string-bool", "range-bool", "range-string", "strict-json-number-text"])
+async def test_judge_answers_of_the_wrong_type_are_invalid_not_scores(
+        config: dict, answer: dict, engine_factory) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    import assay
+    from assay.judges import EvalContext, build
+    from assay.model import Case, Execution
+
+    asked = []
+
+    async def judge(request: dict) -> dict:
+        asked.append(request)
+        return {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": json.dumps(answer)}}]}
+
+    model = assay.register_service("wrong_types", judge)
+    score = await build({**config, "model": model}).evaluate(
+        Case(id="c", input="q", expected_output="x"), Execution(output={"k": 1}),
+        EvalContext(engine_factory()))
+    assert score.value is None, score
+    assert score.error is not None and score.error.code == "judge_output_invalid", score
+    assert len(asked) == 3  # asked, then re-asked twice with the problem
+
+
+async def test_whole_numbers_written_as_floats_are_still_integers(
+        engine_factory, mock_server) -> None:  # type: ignore[no-untyped-def]
+    from assay.judges import EvalContext, build
+    from assay.model import Case, Execution
+
+    rubric = build({"type": "rubric", "rubrics": [
+        {"id": "a", "expected_outcome": "A", "score_ranges": TEN_RANGES}]})
+    answer = {"checks": [{"id": "a", "score": 7.0, "reasoning": ""}]}
+    score = await rubric.evaluate(Case(id="c", input="q"), Execution(output=mock_answer(answer)),
+                                  EvalContext(engine_factory()))
+    assert score.value == pytest.approx(0.7) and score.raw == {"a": 7}
+
+
+async def test_a_custom_service_answering_a_bool_score_is_an_error(engine_factory) -> None:  # type: ignore[no-untyped-def]
+    import assay
+    from assay.judges import EvalContext, LLMJudge
+    from assay.model import Case, Execution
+
+    calls = []
+
+    async def service(request: dict) -> dict:
+        calls.append(request)
+        content = '{"score": true, "hits": [], "misses": [], "reasoning": "yes"}'
+        return {"choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": content}}]}
+
+    model = assay.register_service("bool_score", service)
+    score = await LLMJudge(model=model).evaluate(
+        Case(id="c", input="q"), Execution(output="a"), EvalContext(engine_factory()))
+    assert score.error is not None and score.error.code == "judge_output_invalid", score
+    assert "score" in score.error.message and len(calls) == 3
+    schema = calls[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["score"]["type"] == "number"  # what the judge is told
+
+
+async def test_a_code_judge_printing_a_string_bool_is_invalid(engine_factory) -> None:  # type: ignore[no-untyped-def]
+    import shlex
+    import sys
+
+    from assay.judges import EvalContext, build
+    from assay.model import Case, Execution
+
+    code = 'print(\'{"score": 1, "passed": "true"}\')'
+    judge = build({"type": "code_judge", "script": f"{sys.executable} -c {shlex.quote(code)}"})
+    score = await judge.evaluate(Case(id="c", input="q"), Execution(output="a"),
+                                 EvalContext(engine_factory()))
+    assert score.error is not None and score.error.code == "code_judge_bad_output", score
+    assert "passed" in score.error.message

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.registry import register
@@ -46,7 +47,7 @@ of up to 4 short strings naming what the answer did well; "misses", a list of up
 strings naming what it missed or got wrong; "reasoning", one or two sentences."""
 
 
-class JudgeVerdict(BaseModel):
+class JudgeVerdict(JudgeAnswer):
     """What the judge must return."""
 
     score: float = Field(ge=0.0, le=1.0)

@@ -36,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay.judges.answers import JudgeAnswer, WholeNumber
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.llm_judge import template_values
@@ -122,7 +123,7 @@ class RubricItem(_Config):
         return 10 if "required" in self.model_fields_set and self.required else None
 
 
-class _Verdict(BaseModel):
+class _Verdict(JudgeAnswer):
     """What every rubric answer shares: checks whose ids are exactly the rubric's."""
 
     expected_ids: ClassVar[tuple[str, ...]] = ()
@@ -144,7 +145,7 @@ class _Verdict(BaseModel):
         return self
 
 
-class ChecklistCheck(BaseModel):
+class ChecklistCheck(JudgeAnswer):
     """The judge's verdict on one checklist item."""
 
     id: str
@@ -158,11 +159,11 @@ class ChecklistVerdict(_Verdict):
     checks: list[ChecklistCheck]
 
 
-class RangeCheck(BaseModel):
+class RangeCheck(JudgeAnswer):
     """The judge's 0-10 score for one criterion."""
 
     id: str
-    score: int = Field(ge=0, le=10)
+    score: WholeNumber = Field(ge=0, le=10)
     reasoning: str = ""
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.output_path import require_expected
@@ -41,7 +42,7 @@ Respond with a JSON object with two fields: "justification", one or two sentence
 meanings agree or differ, then "score", a number from 0 to 100."""
 
 
-class SimilarityVerdict(BaseModel):
+class SimilarityVerdict(JudgeAnswer):
     """Reasoning first, then the score, so the model thinks before it commits."""
 
     justification: str

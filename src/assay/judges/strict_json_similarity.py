@@ -30,9 +30,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from assay.errors import EvaluationError
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.output_path import TargetedEvaluator, require_expected
@@ -81,7 +82,7 @@ Respond with a single JSON object:
 "justification": "<brief overall summary>"}}"""
 
 
-class KeyClassification(BaseModel):
+class KeyClassification(JudgeAnswer):
     """One expected key's verdict; reasoning comes before the status it justifies."""
 
     key: str
@@ -89,7 +90,7 @@ class KeyClassification(BaseModel):
     status: Status
 
 
-class StrictJsonVerdict(BaseModel):
+class StrictJsonVerdict(JudgeAnswer):
     """The judge's answer. Subclassed per evaluation with the keys it must classify."""
 
     expected_keys: ClassVar[tuple[str, ...]] = ()

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import AliasChoices, BaseModel, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 
 from assay.errors import EvaluationError
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.registry import register
@@ -82,7 +83,7 @@ at all, 100 means it fully met it. {data}
 """ + _RESPONSE
 
 
-class TrajectoryVerdict(BaseModel):
+class TrajectoryVerdict(JudgeAnswer):
     """Reasoning first, then the score, so the model thinks before it commits."""
 
     justification: str
