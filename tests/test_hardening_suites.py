@@ -498,3 +498,48 @@ async def test_a_code_judge_printing_a_string_bool_is_invalid(engine_factory) ->
                                  EvalContext(engine_factory()))
     assert score.error is not None and score.error.code == "code_judge_bad_output", score
     assert "passed" in score.error.message
+
+
+# -- llm_judge prompts that never show the answer --------------------------------------------
+
+
+def test_llm_judge_prompts_must_show_the_answer_or_say_they_do_not(tmp_path: Path) -> None:
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "single.md").write_text("Grade it.\n\nAnswer: {candidate_answer}\n")
+    suite = write(tmp_path, "prompts.yaml", """
+        execution:
+          evaluators:
+            - {name: single, type: llm_judge, prompt: ./prompts/single.md}
+            - {name: dashes, type: llm_judge, prompt: "Is {{ candidate-answer }} right?"}
+            - {name: case, type: llm_judge, prompt: "Is {{Candidate_Answer}} right?"}
+            - {name: none, type: llm_judge, prompt: "Is it right?"}
+            - {name: optout, type: llm_judge, prompt: "Is it right?", uses_answer: false}
+            - {name: fine, type: llm_judge, prompt: "Is {{ candidate_answer }} right?"}
+            - {name: messages, type: llm_judge, prompt: "Judge {{output_messages}}"}
+        evalcases: [{id: a, input: x}]
+        """)
+    for code, out in (cli("validate", str(suite)), run_cli(tmp_path, str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:3:47: llm_judge prompt writes a variable almost right",
+                   "'{candidate_answer}' at line 3, column 9: did you mean {{candidate_answer}}?"
+                   " (in prompt file ./prompts/single.md)",
+                   f"{suite}:4:47:", "'{{ candidate-answer }}' at line 1, column 4: did you "
+                   "mean {{candidate_answer}}?",
+                   f"{suite}:5:45:", "'{{Candidate_Answer}}' at line 1, column 4: did you mean "
+                   "{{candidate_answer}}?",
+                   f"{suite}:6:45: llm_judge prompt never shows the judge the agent's answer"), out
+        flat = "".join(out.split())
+        assert f"{suite}:7:" not in flat and f"{suite}:8:" not in flat, out
+        assert f"{suite}:9:" not in flat, out
+
+
+def test_other_prompt_templates_get_did_you_mean_too() -> None:
+    from assay.errors import TemplateError
+    from assay.judges import build
+
+    with pytest.raises(TemplateError, match=r"did you mean \{\{ActualOutput\}\}"):
+        build({"type": "semantic_similarity", "prompt": "Compare {ActualOutput} to this"})
+    with pytest.raises(TemplateError, match=r"did you mean \{\{AgentRunHistory\}\}"):
+        build({"type": "llm_judge_trajectory", "prompt": "Read {{ agent-run-history }}"})
+    with pytest.raises(TemplateError, match="uses_answer is false"):
+        build({"type": "llm_judge", "uses_answer": False})  # the default prompt shows it

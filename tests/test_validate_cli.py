@@ -66,7 +66,8 @@ BROKEN: list[tuple[str, str, str]] = [
         evalcases: [{id: a, input: x}]
         """,
      "5:7: unknown key 'temprature' for evaluator type 'llm_judge' (expected: one of type, "
-     "name, weight, threshold, required, model, temperature, max_tokens, seed, prompt)"),
+     "name, weight, threshold, required, model, temperature, max_tokens, seed, prompt, "
+     "uses_answer)"),
     ("unknown evaluator type", """
         execution:
           evaluators:

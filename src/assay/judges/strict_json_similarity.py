@@ -37,9 +37,10 @@ from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.output_path import TargetedEvaluator, require_expected
+from assay.judges.prompt_check import check_prompt
 from assay.judges.registry import register
 from assay.judges.semantic_similarity import with_placeholders
-from assay.judges.templates import check_variables, delimit, render
+from assay.judges.templates import delimit, render
 from assay.model import Case, Execution, Score, dump_json
 
 VARIABLES = ("ActualOutput", "ExpectedOutput")
@@ -188,7 +189,7 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
     @field_validator("prompt")
     @classmethod
     def _placeholders(cls, prompt: str) -> str:
-        check_variables(prompt, VARIABLES, "strict_json_similarity prompt")
+        check_prompt(prompt, VARIABLES, "strict_json_similarity prompt")
         return with_placeholders(prompt)
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:

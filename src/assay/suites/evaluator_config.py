@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ class EvaluatorBuilder:
     log: ProblemLog
     base_dir: Path
     targets: TargetsFile | None = None
+    prompt_files: dict[PathKey, str] = field(default_factory=dict)
+    """Where a prompt read from a file was named -> the file, for problems in its text."""
 
     def build_list(self, raw: Any, path: PathKey) -> list[Evaluator] | None:
         """A list of evaluators, or None when any of them (or the list) is invalid."""
@@ -217,6 +219,7 @@ class EvaluatorBuilder:
         file = self.base_dir / Path(candidate).expanduser()
         try:
             if file.is_file():
+                self.prompt_files[where] = candidate
                 return file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.log.add(where, f"cannot read prompt file {candidate}: {exc}",
@@ -283,7 +286,9 @@ class EvaluatorBuilder:
             return None
         except TemplateError as exc:
             where = origins.get("prompt", path)
-            self.log.add(where, exc.message, value=True)
+            file = self.prompt_files.get(where)
+            self.log.add(where, exc.message + (f" (in prompt file {file})" if file else ""),
+                         value=True)
         except EvaluationError as exc:
             self.log.add(path, f"{kind}: {exc.message}")
             return None
