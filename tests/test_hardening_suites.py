@@ -543,3 +543,60 @@ def test_other_prompt_templates_get_did_you_mean_too() -> None:
         build({"type": "llm_judge_trajectory", "prompt": "Read {{ agent-run-history }}"})
     with pytest.raises(TemplateError, match="uses_answer is false"):
         build({"type": "llm_judge", "uses_answer": False})  # the default prompt shows it
+
+
+# -- one loader for validate and run ---------------------------------------------------------
+
+
+def uipath_project(root: Path, evaluations: list[dict], model: str | None = None) -> Path:
+    import json
+
+    (root / "evaluations" / "evaluators").mkdir(parents=True)
+    (root / "evaluations" / "eval-sets").mkdir()
+    (root / "evaluations" / "evaluators" / "exact.json").write_text(json.dumps({
+        "version": "1.0", "id": "Exact", "evaluatorTypeId": "uipath-exact-match",
+        "evaluatorConfig": {"name": "Exact"}}))
+    config: dict[str, object] = {"name": "Similar"}
+    if model:
+        config["model"] = model
+    (root / "evaluations" / "evaluators" / "similar.json").write_text(json.dumps({
+        "version": "1.0", "id": "Similar",
+        "evaluatorTypeId": "uipath-llm-judge-output-semantic-similarity",
+        "evaluatorConfig": config}))
+    eval_set = root / "evaluations" / "eval-sets" / "set.json"
+    eval_set.write_text(json.dumps({"version": "1.0", "id": "set", "name": "set",
+                                    "evaluatorRefs": ["Exact"], "evaluations": evaluations}))
+    return eval_set
+
+
+def test_validate_accepts_the_uipath_projects_run_accepts(tmp_path: Path) -> None:
+    eval_set = uipath_project(tmp_path, [{"id": "a", "inputs": {"q": 1}, "evaluationCriterias": {
+        "Exact": {"expectedOutput": {"r": 1}}}}])
+    for path in (tmp_path, eval_set):
+        code, out = cli("validate", str(path))
+        assert code == 0, out
+        assert has(out, f"{path}: ok, 1 case, 1 evaluator"), out
+    broken = tmp_path / "broken"
+    broken_set = uipath_project(broken, [{"inputs": {}}])
+    for code, out in (cli("validate", str(broken)), run_cli(tmp_path, str(broken))):
+        assert code == 2, out
+        assert has(out, f"{broken_set}: $.evaluations[0].id: each evaluation needs an 'id'"), out
+    code, out = cli("validate", str(tmp_path / "missing"))
+    assert code == 2 and has(out, f"{tmp_path / 'missing'}: no such file or directory"), out
+
+
+def test_evaluator_models_are_checked_at_load_with_a_location(tmp_path: Path) -> None:
+    suite = write(tmp_path, "models.yaml", """
+        execution:
+          evaluators:
+            - {name: a, type: llm_judge, model: gpt-4o}
+            - {name: b, type: semantic_similarity, config: {model: "foo:bar"}}
+            - {name: c, type: llm_judge, model: "openai:gpt-4o-mini"}
+        evalcases: [{id: a, input: x, expected_output: y}]
+        """)
+    for code, out in (cli("validate", str(suite)), run_cli(tmp_path, str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:3:41: model 'gpt-4o' has no provider prefix",
+                   f"{suite}:4:60: unknown provider 'foo' in model 'foo:bar'"), out
+        assert f"{suite}:5:" not in "".join(out.split()), out
+

@@ -32,15 +32,9 @@ def store_url(option: str | None) -> str:
 
 def load_any_suite(path: Path, targets_file: Path | None = None) -> Suite:
     """EVAL.yaml / JSONL suites, or a UiPath project (a directory or an eval-set JSON)."""
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file or directory", code="missing_suite")
-    if path.is_dir() or path.suffix == ".json":
-        from assay.suites.uipath import load_uipath
+    from assay.suites import load_any
 
-        return load_uipath(path)
-    from assay.suites.evalyaml import load_suite
-
-    return load_suite(path, targets_file)
+    return load_any(path, targets_file)
 
 
 class TargetRegistry:

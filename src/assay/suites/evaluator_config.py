@@ -97,6 +97,7 @@ class EvaluatorBuilder:
             fields.pop("weight")
             ok = False
         ok = self._judge_target(cls, fields, origins) and ok
+        ok = self._model(cls, fields, origins) and ok
         ok = self._prompt(cls, fields, origins) and ok
         self._cwd(cls, fields)
         ok = self._members(cls, fields, origins) and ok
@@ -189,6 +190,22 @@ class EvaluatorBuilder:
                 return False
         fields["model"] = model
         origins["model"] = where
+        return True
+
+    def _model(self, cls: type[Evaluator], fields: dict[str, Any],
+               origins: dict[str, PathKey]) -> bool:
+        """A judge ``model`` is parsed now, as the engine will parse it, so a name it cannot
+        call (``gpt-4o`` with no provider, ``foo:bar``) is a located problem, not a failed
+        run."""
+        model = fields.get("model")
+        if "model" not in cls.model_fields or not isinstance(model, str):
+            return True  # absent, or not text: pydantic reports the type
+        try:
+            parse_model(model)
+        except ConfigError as exc:
+            self.log.add(origins["model"], exc.message, value=True)
+            fields.pop("model")
+            return False
         return True
 
     def _prompt(self, cls: type[Evaluator], fields: dict[str, Any],
