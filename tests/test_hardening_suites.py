@@ -600,3 +600,104 @@ def test_evaluator_models_are_checked_at_load_with_a_location(tmp_path: Path) ->
                    f"{suite}:4:60: unknown provider 'foo' in model 'foo:bar'"), out
         assert f"{suite}:5:" not in "".join(out.split()), out
 
+
+
+# -- targets files and agent modules ---------------------------------------------------------
+
+
+def agent_project(tmp_path: Path, agent: str, targets: str | None = None) -> Path:
+    write(tmp_path, "agent.py", agent)
+    write(tmp_path, ".assay/targets.yaml", targets or """
+        targets:
+          - {name: agent, provider: python, function: agent:answer}
+        """)
+    return write(tmp_path, "EVAL.yaml", """
+        execution:
+          target: agent
+          evaluators: [{name: exact, type: exact_match}]
+        evalcases:
+          - {id: a, input: one, expected_output: one}
+          - {id: b, input: exit, expected_output: exit}
+          - {id: c, input: three, expected_output: three}
+        """)
+
+
+def assay_process(project: Path, *args: str) -> tuple[int, str]:
+    """``python -m assay`` in a subprocess: what a user's shell sees, exit code included."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ASSAY_CACHE_DIR": str(project / "cache"), "COLUMNS": "400"}
+    done = subprocess.run([sys.executable, "-m", "assay", *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_broken_targets_file_is_reported_with_its_own_problems(tmp_path: Path) -> None:
+    suite = agent_project(tmp_path, "def answer(q):\n    return q\n", """
+        targets:
+          - name: agent
+            provider: python
+            function: agent:answer
+           indented: wrongly
+        """)
+    targets = tmp_path / ".assay" / "targets.yaml"
+    for code, out in (run_cli(tmp_path, str(suite)), cli("validate", str(suite))):
+        assert code == 2, out
+        assert has(out, f"{targets}:5:4: invalid YAML",
+                   f"{suite}:2:11: target 'agent' is not defined in {targets}"), out
+        assert "one of none" not in out
+        assert "".join(out.split()).count(f"{targets}:5:4:") == 1, out
+
+
+def test_a_module_that_exits_at_import_is_a_clear_error(tmp_path: Path) -> None:
+    agent_project(tmp_path, "import sys\nsys.exit(4)\n\ndef answer(q):\n    return q\n")
+    code, out = assay_process(tmp_path, "run", "EVAL.yaml", "--store",
+                              f"sqlite:///{tmp_path / 'runs.db'}")
+    assert code == 2, out
+    assert "cannot import agent module 'agent'" in out and "called sys.exit(4)" in out, out
+    assert "Traceback" not in out
+
+
+def test_a_module_raising_a_base_exception_at_import_is_a_clear_error(tmp_path: Path) -> None:
+    from assay.errors import ConfigError
+    from assay.targets.callable import load_function
+
+    write(tmp_path, "odd_agent.py", "class Odd(BaseException):\n    pass\n\nraise Odd('no')\n")
+    with pytest.raises(ConfigError, match=r"'odd_agent.*importing it raised Odd: no"):
+        load_function("odd_agent:answer", tmp_path)
+
+
+def test_sys_exit_inside_an_agent_fails_its_case_not_the_run(tmp_path: Path) -> None:
+    import json
+
+    agent_project(tmp_path, """
+        import sys
+
+        def answer(q):
+            if q == "exit":
+                sys.exit(3)
+            return q
+        """)
+    code, out = assay_process(tmp_path, "run", "EVAL.yaml", "-o", "rows.jsonl", "--store",
+                              f"sqlite:///{tmp_path / 'runs.db'}")
+    assert code == 1, out  # the gate fails on the error; the run itself completed
+    rows = {r["eval_id"]: r for r in map(json.loads,
+                                         (tmp_path / "rows.jsonl").read_text().splitlines())}
+    assert rows["a"]["verdict"] == rows["c"]["verdict"] == "pass"
+    failed = rows["b"]["evaluator_results"][0]
+    assert rows["b"]["verdict"] == "error" and failed["error"]["code"] == "target_failed"
+    assert "agent function called sys.exit(3)" in failed["error"]["message"]
+    assert "all gates passed" not in out
+
+
+def test_requiring_a_target_from_a_broken_file_lists_the_files_problems(tmp_path: Path) -> None:
+    from assay.errors import ConfigError
+    from assay.targets.config import read_targets
+
+    targets = write(tmp_path, "targets.yaml", "targets:\n  - {provider: python}\n")
+    found = read_targets(targets, strict=False)
+    with pytest.raises(ConfigError, match=rf"(?s)'agent' is not defined in {targets}.*"
+                                          rf"{targets}:2:5: target has no name"):
+        found.require("agent")

@@ -31,6 +31,7 @@ def validate(
     """Check suites as ``assay run`` loads them: every problem, located, and nothing run."""
     failed = False
     reported: set[Path] = set()
+    printed: set[str] = set()  # a targets file's problems are printed once
     for path in files:
         found = None
         if path.is_file() and not is_uipath(path):
@@ -38,11 +39,13 @@ def validate(
         if found is not None and found.path is not None and found.path not in reported:
             reported.add(found.path)
             for problem in found.problems:
+                printed.add(str(problem))
                 typer.echo(str(problem))
             failed = failed or bool(found.problems)
         suite, problems = check_any(path, found if found is not None else False)
         for problem in problems:
-            typer.echo(str(problem))
+            if str(problem) not in printed:
+                typer.echo(str(problem))
         if problems or suite is None:
             failed = True
             continue

@@ -181,8 +181,8 @@ class EvaluatorBuilder:
                 model = parse_model(name).name
             except ConfigError:
                 if self.targets is not None:
-                    self.log.add(where, f"unknown target {name!r}", "one of " + ", ".join(
-                        self.targets.names()) + f" (from {self.targets.path})", value=True)
+                    unknown_target(self.log, where, name, self.targets, "one of " + ", ".join(
+                        self.targets.names()) + f" (from {self.targets.path})")
                 else:
                     self.log.add(where, f"target {name!r} is not a model and no targets file "
                                  "was found", "a model such as openai:gpt-4o-mini, or a target "
@@ -338,6 +338,20 @@ class EvaluatorBuilder:
             label = f"{dotted}: " if dotted else ""
             self.log.add(where, f"{kind} evaluator {label}{message}",
                          _describe(cls, head) if len(loc) == 1 else None, value=True)
+
+
+def unknown_target(log: ProblemLog, where: PathKey, name: str, targets: TargetsFile,
+                   expected: str) -> None:
+    """Report a target name the targets file does not define. When the file has problems of
+    its own, the target may be in a part that could not be read: those problems are reported
+    too, located in the targets file, rather than a bare "one of none"."""
+    if not targets.problems:
+        log.add(where, f"unknown target {name!r}", expected, value=True)
+        return
+    log.add(where, f"target {name!r} is not defined in {targets.path}, which has "
+            f"{len(targets.problems)} problem(s) of its own (reported with it)",
+            "a targets file without problems that defines this target", value=True)
+    log.extend(targets.problems)
 
 
 def type_name(value: Any) -> str:

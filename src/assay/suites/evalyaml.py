@@ -35,7 +35,7 @@ from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS
 from assay.llm.models import parse_model
 from assay.model import Case, Message, dump_json
-from assay.suites.evaluator_config import EvaluatorBuilder, type_name
+from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 from assay.suites.yaml_source import (
     Loaded,
@@ -295,9 +295,8 @@ class _SuiteChecker:
         if self.targets is not None and name not in self.targets.targets and \
                 not _is_model(name):
             known = ", ".join(self.targets.names()) or "none"
-            self.log.add(where, f"unknown target {name!r}", f"one of {known} (from "
-                         f"{self.targets.path}), or a model such as openai:gpt-4o-mini",
-                         value=True)
+            unknown_target(self.log, where, name, self.targets, f"one of {known} (from "
+                           f"{self.targets.path}), or a model such as openai:gpt-4o-mini")
         return name
 
     def _suite_evaluators(self, data: dict[str, Any], execution: dict[str, Any]
