@@ -48,7 +48,7 @@ async def test_checklist_score_is_satisfied_weight_over_total(engine_factory, mo
     assert score.hits == ["[accurate] States the 30-day window: accurate reason"]
     assert score.misses == ["[polite] Is polite: polite reason"]
     assert score.rationale == "overall"
-    assert score.details is not None and score.details["required_failed"] == []
+    assert score.blocking is False
     assert score.usage.calls == 1 and mock_server.stats.requests == 1
 
 
@@ -61,7 +61,7 @@ async def test_unsatisfied_required_item_fails_whatever_the_score(engine_factory
                                  EvalContext(engine_factory()))
     assert score.value == pytest.approx(8 / 9)  # above the 0.8 threshold...
     assert score.passed is False  # ...but the required item failed
-    assert score.details is not None and score.details["required_failed"] == ["a"]
+    assert score.blocking is True  # and it fails the case whatever the case's mean
 
 
 async def test_plain_string_rubrics_are_numbered_and_required(engine_factory, mock_server):

@@ -141,9 +141,8 @@ def test_case_verdict_weights_and_errors():
     assert case_verdict([a, b], err, RunConfig()) == (1.0, "pass")
     both = [Score.failed("a", "x", "boom"), Score.failed("b", "x", "boom")]
     assert case_verdict([a, b], both, RunConfig()) == (None, "error")
-    required = [Score(name="a", value=1.0, details={"required_failed": True}),
-                Score(name="b", value=1.0)]
-    assert case_verdict([a, b], required, RunConfig())[1] == "fail"
+    required = [Score(name="a", value=1.0, blocking=True), Score(name="b", value=1.0)]
+    assert case_verdict([a, b], required, RunConfig()) == (1.0, "fail")
 
 
 def test_store_migrations_apply_once_and_inserts_are_idempotent(tmp_path):

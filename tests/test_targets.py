@@ -247,7 +247,7 @@ async def test_callable_file_reference_and_import_errors(tmp_path: Path) -> None
     assert (await target.run(Case(id="a", input="hi"))).output == "HI"
     with pytest.raises(ConfigError, match="has no 'missing'"):
         build(tmp_path, "- {name: g, provider: python, function: agents/bot.py:missing}")
-    with pytest.raises(ConfigError, match="cannot import 'no_such_module_xyz'"):
+    with pytest.raises(ConfigError, match="cannot import agent module 'no_such_module_xyz'"):
         build(tmp_path, "- {name: h, provider: python, function: no_such_module_xyz:run}")
 
 

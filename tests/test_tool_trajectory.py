@@ -123,9 +123,9 @@ async def test_exact_compares_positions_and_length(engine_factory):
     longer = await _score({"mode": "exact", "expected": expected},
                           _messages(("search", {}), ("book", {}), ("pay", {}), ("pay", {})),
                           engine_factory)
-    assert longer.value == 1.0  # every expected position matches...
-    assert longer.passed is False  # ...but there is an extra call
-    assert longer.misses == ["expected exactly 3 tool calls, got 4"]
+    assert longer.value == 1.0  # every expected position matches, as in AgentV...
+    assert longer.passed is True  # ...so the verdict follows the score
+    assert longer.misses == ["expected exactly 3 tool calls, got 4"]  # the extra call shows
     shorter = await _score({"mode": "exact", "expected": expected},
                            _messages(("search", {}), ("book", {})), engine_factory)
     assert shorter.value == pytest.approx(2 / 3) and shorter.passed is False

@@ -66,7 +66,8 @@ BROKEN: list[tuple[str, str, str]] = [
         evalcases: [{id: a, input: x}]
         """,
      "5:7: unknown key 'temprature' for evaluator type 'llm_judge' (expected: one of type, "
-     "name, weight, threshold, model, temperature, max_tokens, seed, prompt)"),
+     "name, weight, threshold, required, model, temperature, max_tokens, seed, prompt, "
+     "uses_answer)"),
     ("unknown evaluator type", """
         execution:
           evaluators:
@@ -268,7 +269,7 @@ def test_all_problems_of_all_files_in_one_run(tmp_path: Path) -> None:
     assert lines[2].startswith(f"{second}:2: duplicate case id 'x' (first at line 1)")
     assert lines[3].startswith(f"{second}:2: case 'x' has neither")
     assert lines[4] == f"{good}: ok, 1 case, 1 evaluator"
-    assert lines[5] == f"{tmp_path / 'missing.yaml'}: no such file"
+    assert lines[5].startswith(f"{tmp_path / 'missing.yaml'}: no such file or directory")
 
 
 def test_real_command_line(tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ async def evaluate_async(
         name: str | None = None, engine: JudgeEngine | None = None,
         progress: Progress | None = None,
         on_record: Callable[[CaseRecord], None] | None = None,
-        on_start: Callable[[str], None] | None = None, keep: bool = True,
+        on_start: Callable[[RunRecord], None] | None = None, keep: bool = True,
         **options: Any) -> EvaluationResult:
     """Evaluate ``data`` into a new run.
 
@@ -79,7 +79,7 @@ async def evaluate_async(
         store: a store URL, a SQLite file path, a :class:`RunStore`, or None for a store in
             memory that lives as long as the result.
         on_record: called with each case record as it completes (a results file, a UI).
-        on_start: called with the run id once the run is created.
+        on_start: called with the run's record once it is created (or resumed).
         keep: keep the records in the result (False: read them back from the store on
             demand, for runs too large to hold).
     """
@@ -109,7 +109,7 @@ async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = Non
                        retry_errors: bool = False, concurrency: int | None = None,
                        progress: Progress | None = None,
                        on_record: Callable[[CaseRecord], None] | None = None,
-                       on_start: Callable[[str], None] | None = None,
+                       on_start: Callable[[RunRecord], None] | None = None,
                        on_warning: Callable[[str], None] | None = None,
                        on_notice: Callable[[str], None] | None = None,
                        keep: bool = True) -> EvaluationResult:
@@ -408,7 +408,7 @@ class _Session:
 
     async def execute(self, progress: Progress | None,
                       on_record: Callable[[CaseRecord], None] | None,
-                      on_start: Callable[[str], None] | None, keep: bool) -> EvaluationResult:
+                      on_start: Callable[[RunRecord], None] | None, keep: bool) -> EvaluationResult:
         dry = self.config.dry_run
         runner = Runner(self.suite, _blank if dry else self.targets, self.engine,
                         None if dry else self.store, self.config, progress,
@@ -427,7 +427,7 @@ class _Session:
                 run_id = self.store.create_run(self.suite.name,
                                                self.snapshot().model_dump(mode="json"))
             if on_start is not None:
-                on_start(run_id)
+                on_start(self.store.run_record(run_id))
             outcome = await runner.run(run_id, keep=keep)
             self.store.set_status(run_id, RunStatus.COMPLETED.value,
                                   outcome.summary.model_dump(mode="json"))

@@ -208,7 +208,9 @@ class Score(_Model):
     and outside every mean and every error count. ``raw`` and ``scale`` keep what the judge
     natively said (``87`` on ``"0-100"``) beside the normalised value (``0.87``). ``parts``
     holds named sub-judgements that make this score up (composite members, named guideline
-    groups, several feedbacks of one scorer), each a full score of its own.
+    groups, several feedbacks of one scorer), each a full score of its own. ``blocking`` is
+    the one way any evaluator says "this case fails, whatever the others say"; composites pass
+    it on from their members.
     """
 
     name: str
@@ -217,6 +219,9 @@ class Score(_Model):
     scale: str | None = None
     label: str | None = None
     passed: bool | None = None
+    blocking: bool = Field(
+        default=False, description="this score fails its case whatever the case's mean: a "
+        "required check that did not pass (or could not run)")
     rationale: str | None = None
     hits: list[str] = Field(default_factory=list)
     misses: list[str] = Field(default_factory=list)
@@ -246,6 +251,8 @@ class Score(_Model):
             raise ValueError("a score holds exactly one of a value, an error and a skip reason")
         if self.value is None:
             self.passed = None
+        elif self.blocking:
+            self.passed = False  # a score that fails its case does not pass itself
         return self
 
     @property

@@ -293,8 +293,8 @@ def case_verdict(evaluators: list[Evaluator], scores: list[Score],
     """The case score and verdict from its evaluators' scores.
 
     The score is the weighted mean of the scores that have values (errors and skips are left
-    out, never counted as 0); the verdict is its band, except that a score which blocks its
-    case (a failed required check) fails it whatever the mean. No value: ``error`` when any
+    out, never counted as 0); the verdict is its band, except that a ``blocking`` score (a
+    required check that did not pass) fails it whatever the mean; weight 0 does not count. No value: ``error`` when any
     evaluator errored, ``skipped`` when none applied.
     """
     total_weight = 0.0
@@ -314,7 +314,7 @@ def case_verdict(evaluators: list[Evaluator], scores: list[Score],
         return None, Verdict.ERROR
     value = weighted / total_weight
     verdict = config.thresholds.verdict(value)
-    if any((s.details or {}).get("required_failed") for s in scores):
+    if any(s.blocking for s in scores):
         verdict = Verdict.FAIL
     return value, verdict
 

@@ -95,8 +95,9 @@ def run(
     progress = _progress(suite_path)
     started: dict[str, str] = {}
 
-    def on_start(run_id: str) -> None:
-        started["id"] = run_id
+    def on_start(run: Any) -> None:
+        started["id"] = run.id
+        reports.started(run)
 
     if resume:
         coro: Coroutine[Any, Any, Any] = resume_async(
@@ -283,6 +284,11 @@ class _Reports:
             check_writable(option, path)
         if self.output is not None:
             self.writer = RowWriter(self.output)
+
+    def started(self, run: Any) -> None:
+        """The run's evaluator types and weights, for the rows' evaluator entries."""
+        self.dataset = run.suite
+        self.types = {e.name: (e.type, e.weight) for e in run.config.evaluators}
 
     def on_record(self, record: Any) -> None:
         if self.writer is not None:

@@ -1,4 +1,4 @@
-"""``assay validate``: check suite files without running anything.
+"""``assay validate``: check suites without running anything, as ``assay run`` loads them.
 
 Prints every problem of every file as ``file:line:col: message (expected: ...)`` (the shape
 editors and CI annotate), problems of the targets file in use included, then exits 0 when all
@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from assay.cli.app import EXIT_OK, EXIT_USAGE, app, friendly_errors
-from assay.suites.evalyaml import check_suite
+from assay.suites import check_any, is_uipath
 from assay.suites.model import Suite
 from assay.targets.config import TargetsFile, load_targets_for
 
@@ -21,33 +21,35 @@ from assay.targets.config import TargetsFile, load_targets_for
 @app.command()
 @friendly_errors
 def validate(
-    files: list[Path] = typer.Argument(..., metavar="FILE...",
-                                       help="EVAL.yaml (.yaml, .yml) or JSONL suite files."),
+    files: list[Path] = typer.Argument(
+        ..., metavar="SUITE...", help="EVAL.yaml (.yaml, .yml) or JSONL suite files, or UiPath "
+        "projects (a project directory or an eval-set .json)."),
     targets: Path | None = typer.Option(None, "--targets",
                                         help="A targets.yaml; default: the nearest "
                                         ".assay/targets.yaml (or .agentv/) above each file."),
 ) -> None:
-    """Check suite files: every problem, located, and nothing run."""
+    """Check suites as ``assay run`` loads them: every problem, located, and nothing run."""
     failed = False
     reported: set[Path] = set()
+    printed: set[str] = set()  # a targets file's problems are printed once
     for path in files:
-        if not path.is_file():
-            typer.echo(f"{path}: no such file")
-            failed = True
-            continue
-        found = load_targets_for(path, targets, strict=False)
+        found = None
+        if path.is_file() and not is_uipath(path):
+            found = load_targets_for(path, targets, strict=False)
         if found is not None and found.path is not None and found.path not in reported:
             reported.add(found.path)
             for problem in found.problems:
+                printed.add(str(problem))
                 typer.echo(str(problem))
             failed = failed or bool(found.problems)
-        suite, problems = check_suite(path, found if found is not None else False)
+        suite, problems = check_any(path, found if found is not None else False)
         for problem in problems:
-            typer.echo(str(problem))
+            if str(problem) not in printed:
+                typer.echo(str(problem))
         if problems or suite is None:
             failed = True
-        else:
-            typer.echo(summary(path, suite, found))
+            continue
+        typer.echo(summary(path, suite, found))
     raise typer.Exit(EXIT_USAGE if failed else EXIT_OK)
 
 

@@ -1,7 +1,9 @@
 """What every evaluator is: a typed config that scores one execution of one case.
 
 An evaluator's ``score`` may raise; :meth:`Evaluator.evaluate` turns anything it raises into an
-error score (code and message) so one bad case never stops a run and never reads as a 0.
+error score (code and message) so one bad case never stops a run and never reads as a 0. An
+evaluator marked ``required`` (AgentV's ``required: true``) makes its score ``blocking`` when it
+does not pass: the case fails whatever its mean.
 Configuration problems are caught earlier, when the evaluator is built (see ``registry``).
 """
 
@@ -42,9 +44,13 @@ class Evaluator(BaseModel):
 
     type: ClassVar[str] = ""
     name: str = ""
-    weight: float = Field(default=1.0, ge=0)
+    weight: float = Field(default=1.0, ge=0, description="this evaluator's share of the case "
+                          "score; 0 reports the score without counting it")
     threshold: float = Field(default=0.8, ge=0, le=1,
                              description="a value at or above this passes")
+    required: bool = Field(default=False,
+                           description="when this evaluator does not pass, or cannot score, "
+                           "its case fails whatever its mean")
 
     def model_post_init(self, context: Any) -> None:
         if not self.name:
@@ -69,7 +75,16 @@ class Evaluator(BaseModel):
             result = Score.failed(self.name, "evaluator_failed", f"{type(exc).__name__}: {exc}")
         if result.latency_ms is None:
             result.latency_ms = (time.perf_counter() - started) * 1000
+        if self.required and not result.blocking and not self._passes(result):
+            result.blocking = True
+            if result.value is not None:
+                result.passed = False
         return result
+
+    def _passes(self, score: Score) -> bool:
+        if score.value is None:
+            return False  # a required check that did not run has not passed
+        return score.passed if score.passed is not None else self.verdict(score.value)
 
     def verdict(self, value: float) -> bool:
         return value >= self.threshold

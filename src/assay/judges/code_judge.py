@@ -22,23 +22,24 @@ import signal
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from assay.errors import EvaluationError
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
 from assay.judges.templates import as_text
-from assay.traces import tool_calls
 from assay.model import Case, Execution, Score
+from assay.traces import tool_calls
 
 STDERR_TAIL = 2000
 """How much of a failing script's stderr goes into the error message."""
 
 
-class ScriptOutput(BaseModel):
+class ScriptOutput(JudgeAnswer):
     """What a script must print. Unknown keys are ignored so scripts can log extra fields."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(strict=True, extra="ignore")
 
     score: float
     hits: list[str] = Field(default_factory=list)

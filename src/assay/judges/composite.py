@@ -16,7 +16,9 @@ concurrently; each keeps its own prompt, rubric and model. Aggregators:
     on stdin and prints ``{score, hits, misses, reasoning}``.
 
 A member that errored is reported in ``details["errored"]`` and left out of the average and
-the minimum, never counted as 0; when every member errored the composite is an error too. For
+the minimum, never counted as 0; when every member errored the composite is an error too. A
+member whose score is ``blocking`` (a required check that did not pass) makes the composite's
+score blocking too, named in ``details["blocking"]``, so it still fails the case. For
 ``all_pass`` an errored member makes the result unknown (an error) unless another member
 failed outright, because a gate must not pass on a check that did not run.
 """
@@ -78,6 +80,31 @@ class Aggregator(BaseModel):
         return self
 
 
+MAX_NESTING = 16
+"""How deep composites may nest: members are built, run and reported recursively."""
+
+
+def nesting(members: list[Any]) -> int:
+    """How many levels of composites ``members`` hold (built, or configs not yet built).
+
+    Iterative, so a config nested far too deep is measured before anything recurses into it.
+    """
+    deepest = 0
+    stack = [(member, 1) for member in members]
+    while stack and deepest <= MAX_NESTING:
+        member, depth = stack.pop()
+        if isinstance(member, Composite):
+            children: Any = member.evaluators
+        elif isinstance(member, dict) and member.get("type") == "composite":
+            children = member.get("evaluators")
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if isinstance(children, list):
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 @register
 class Composite(Evaluator):
     """Runs member evaluators concurrently and aggregates their scores into one."""
@@ -91,6 +118,9 @@ class Composite(Evaluator):
     def _build_members(cls, members: list[Any]) -> list[Evaluator]:
         if not members:
             raise ValueError("a composite needs at least one member evaluator")
+        if 1 + nesting(members) > MAX_NESTING:
+            raise ValueError(f"composites nest more than {MAX_NESTING} deep; at most "
+                             f"{MAX_NESTING} may sit inside one another")
         built: list[Evaluator] = []
         for i, member in enumerate(members):
             if isinstance(member, Evaluator):
@@ -159,19 +189,28 @@ class Composite(Evaluator):
                    for name, s in results.items() if s.error is not None]
         reasoning = "; ".join(f"{name}: {s.rationale}" for name, s in results.items()
                               if s.rationale)
+        # A member that blocks its case blocks it from inside the composite too.
+        blocking = [name for name, s in results.items() if s.blocking]
+        if blocking:
+            details["blocking"] = blocking
         if len(errored) == len(members):
             codes = ", ".join(f"{n}: {s.error.code}" for n, s in results.items()
                               if s.error is not None)
             return Score.failed(self.name, "all_members_failed",
                                 f"every member of the composite errored ({codes})",
-                                usage=usage, details=details, misses=misses)
+                                usage=usage, details=details, misses=misses,
+                                blocking=bool(blocking))
         try:
-            return await self._aggregate(members, scores, usage, details, hits, misses,
-                                         reasoning)
+            result = await self._aggregate(members, scores, usage, details, hits, misses,
+                                           reasoning)
         except EvaluationError as exc:
             # Keep what the members cost and said even when aggregation itself fails.
             return Score.failed(self.name, exc.code, exc.message, usage=usage,
-                                details=details, misses=misses)
+                                details=details, misses=misses, blocking=bool(blocking))
+        if blocking:
+            result = result.model_copy(update={
+                "blocking": True, "passed": None if result.value is None else False})
+        return result
 
     async def _aggregate(self, members: list[Evaluator], scores: list[Score], usage: Usage,
                          details: dict[str, Any], hits: list[str], misses: list[str],

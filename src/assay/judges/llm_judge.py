@@ -11,17 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from assay.errors import TemplateError
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
+from assay.judges.prompt_check import check_prompt, uses_any
 from assay.judges.registry import register
-from assay.judges.templates import as_text, check_variables, delimit, render
+from assay.judges.templates import as_text, delimit, render
 from assay.model import Case, Execution, Score
 
 VARIABLES = ("question", "expected_outcome", "candidate_answer", "reference_answer",
              "input_messages", "expected_messages", "output_messages", "note", "guidelines",
              "context")
+ANSWER_VARIABLES = ("candidate_answer", "output_messages")
+"""What shows the judge the agent's answer: a prompt uses one, or says it does not."""
 
 DEFAULT_PROMPT = """You are an expert evaluator. Grade the candidate_answer on how well it achieves \
 the expected_outcome for the original question. Use the reference_answer, if one is given, as a \
@@ -46,7 +51,7 @@ of up to 4 short strings naming what the answer did well; "misses", a list of up
 strings naming what it missed or got wrong; "reasoning", one or two sentences."""
 
 
-class JudgeVerdict(BaseModel):
+class JudgeVerdict(JudgeAnswer):
     """What the judge must return."""
 
     score: float = Field(ge=0.0, le=1.0)
@@ -82,12 +87,30 @@ class LLMJudge(LLMEvaluator):
 
     type = "llm_judge"
     prompt: str = DEFAULT_PROMPT
+    uses_answer: bool = Field(
+        default=True, description="false for a prompt that deliberately does not show the "
+        "judge the agent's answer ({{candidate_answer}} or {{output_messages}})")
 
     @field_validator("prompt")
     @classmethod
     def _known_variables(cls, prompt: str) -> str:
-        check_variables(prompt, VARIABLES, "llm_judge prompt")
+        check_prompt(prompt, VARIABLES, "llm_judge prompt")
         return prompt
+
+    @model_validator(mode="after")
+    def _shows_the_answer(self) -> LLMJudge:
+        """A judge that never sees the answer still answers with a score: say so, or fix it."""
+        shown = uses_any(self.prompt, ANSWER_VARIABLES)
+        if self.uses_answer and not shown:
+            raise TemplateError(
+                "llm_judge prompt never shows the judge the agent's answer: it uses neither "
+                "{{candidate_answer}} nor {{output_messages}} (expected: one of them in the "
+                "prompt, or uses_answer: false when the judge must not see the answer)")
+        if not self.uses_answer and shown:
+            raise TemplateError("llm_judge prompt uses the agent's answer, but uses_answer is "
+                                "false (expected: uses_answer true, or a prompt without "
+                                "{{candidate_answer}} and {{output_messages}})")
+        return self
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
         user = render(self.prompt, template_values(case, execution))

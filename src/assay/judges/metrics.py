@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator
+from assay.judges.output_path import require_expected
 from assay.judges.registry import register
 from assay.model import Case, Execution, Score, TokenUsage
 
@@ -191,10 +192,7 @@ class FieldAccuracy(Evaluator):
         return fields
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        if case.expected_output is None:
-            raise EvaluationError("missing_expected_output",
-                                  f"case {case.id!r} has no expected output to compare with")
-        expected = _structured(case.expected_output, "expected_output")
+        expected = _structured(require_expected(self.name, case), "expected_output")
         actual = _structured(execution.output, "output")
         hits: list[str] = []
         misses: list[str] = []

@@ -228,6 +228,22 @@ class TargetedEvaluator(Evaluator):
         return resolve_output(expected, self.target_output_key, "expected")
 
 
+def require_expected(name: str, case: Case, own: Any = None) -> Any:
+    """The output an evaluator compares against: its own ``expected``, else the case's.
+
+    Every evaluator that compares with an expected output asks here, so a case without one is
+    the same error (``missing_expected_output``) for all of them, raised before any judge is
+    called: comparing with nothing would give a number that means nothing.
+    """
+    expected = own if own is not None else case.expected_output
+    if expected is None:
+        raise EvaluationError(
+            "missing_expected_output",
+            f"{name}: case {case.id!r} has no expected_output and the evaluator sets no "
+            "'expected'")
+    return expected
+
+
 class OutputEvaluator(TargetedEvaluator):
     """Base of evaluators that compare (part of) the output, optionally line by line.
 
@@ -247,14 +263,7 @@ class OutputEvaluator(TargetedEvaluator):
 
     def reference(self, case: Case) -> Any:
         """The expected output before resolution; raise when there is none to compare to."""
-        own = getattr(self, "expected", None)
-        expected = own if own is not None else case.expected_output
-        if expected is None:
-            raise EvaluationError(
-                "missing_expected_output",
-                f"{self.name}: case {case.id!r} has no expected_output and the evaluator sets "
-                "no 'expected'")
-        return expected
+        return require_expected(self.name, case, getattr(self, "expected", None))
 
     @abstractmethod
     def compare(self, expected: Any, actual: Any) -> Comparison:

@@ -5,15 +5,16 @@ Two modes, chosen by the criteria themselves:
 Checklist (no ``score_ranges``)
     Each item ``{id, expected_outcome, weight=1, required=True}`` is satisfied or not. The score
     is the satisfied weight over the total weight; an unsatisfied *required* item fails the
-    verdict whatever the score, because a rubric author marks as required what no amount of
-    polish elsewhere can make up for.
+    verdict and the case (the score is ``blocking``) whatever the score, because a rubric
+    author marks as required what no amount of polish elsewhere can make up for.
 Score ranges (every criterion has ``score_ranges``)
     Each criterion is scored 0-10 against bands that describe what each range means, given as
     ``[{score_range: [min, max], expected_outcome}]`` or the shorthand ``{0: "Bad", 3: "OK",
     7: "Good", 10: "Perfect"}`` (each key starts a band that runs to the next key). Bands must
     be integers, must not overlap and must cover 0-10, so every answer the judge can give has
     a meaning. The score is sum(raw/10 x w) / sum(w); a criterion below its
-    ``required_min_score`` fails the verdict; a raw score of 7 or more is a hit.
+    ``required_min_score`` fails the verdict and the case (``blocking``); a raw score of 7 or
+    more is a hit.
 
 The judge's answer is validated against the rubric itself: an unknown, repeated or missing id
 is a validation error, so the engine re-asks, and after its bounded re-asks the score is an
@@ -35,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay.judges.answers import JudgeAnswer, WholeNumber
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.llm_judge import template_values
@@ -121,7 +123,7 @@ class RubricItem(_Config):
         return 10 if "required" in self.model_fields_set and self.required else None
 
 
-class _Verdict(BaseModel):
+class _Verdict(JudgeAnswer):
     """What every rubric answer shares: checks whose ids are exactly the rubric's."""
 
     expected_ids: ClassVar[tuple[str, ...]] = ()
@@ -143,7 +145,7 @@ class _Verdict(BaseModel):
         return self
 
 
-class ChecklistCheck(BaseModel):
+class ChecklistCheck(JudgeAnswer):
     """The judge's verdict on one checklist item."""
 
     id: str
@@ -157,11 +159,11 @@ class ChecklistVerdict(_Verdict):
     checks: list[ChecklistCheck]
 
 
-class RangeCheck(BaseModel):
+class RangeCheck(JudgeAnswer):
     """The judge's 0-10 score for one criterion."""
 
     id: str
-    score: int = Field(ge=0, le=10)
+    score: WholeNumber = Field(ge=0, le=10)
     reasoning: str = ""
 
 
@@ -314,9 +316,8 @@ class Rubric(LLMEvaluator):
         return Score(
             name=self.name, value=value, raw={i: checks[i].satisfied for i in checks},
             scale="checklist", passed=self.verdict(value) and not failed_required,
-            rationale=reasoning, hits=hits, misses=misses,
+            blocking=bool(failed_required), rationale=reasoning, hits=hits, misses=misses,
             details={"mode": "checklist", "satisfied_weight": satisfied, "total_weight": total,
-                     "required_failed": failed_required,
                      "checks": [{"id": item.id, "satisfied": checks[item.id].satisfied,
                                  "weight": item.weight, "required": item.required,
                                  "reasoning": checks[item.id].reasoning}
@@ -342,8 +343,8 @@ class Rubric(LLMEvaluator):
         raw_scores = {item.id: checks[item.id].score for item in self.rubrics}
         return Score(
             name=self.name, value=value, raw=raw_scores, scale="0-10",
-            passed=self.verdict(value) and not below, rationale=reasoning, hits=hits,
-            misses=misses,
+            passed=self.verdict(value) and not below, blocking=bool(below),
+            rationale=reasoning, hits=hits, misses=misses,
             details={"raw_scores": raw_scores, "normalization": "score / 10",
                      "aggregation": "weighted_average", "below_required_min": below})
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
+from assay.judges.output_path import require_expected
+from assay.judges.prompt_check import check_prompt
 from assay.judges.registry import register
-from assay.judges.templates import check_variables, delimit, render
+from assay.judges.templates import delimit, render
 from assay.model import Case, Execution, Score
 
 VARIABLES = ("ActualOutput", "ExpectedOutput")
@@ -40,7 +43,7 @@ Respond with a JSON object with two fields: "justification", one or two sentence
 meanings agree or differ, then "score", a number from 0 to 100."""
 
 
-class SimilarityVerdict(BaseModel):
+class SimilarityVerdict(JudgeAnswer):
     """Reasoning first, then the score, so the model thinks before it commits."""
 
     justification: str
@@ -68,11 +71,11 @@ class SemanticSimilarity(LLMEvaluator):
     @field_validator("prompt")
     @classmethod
     def _placeholders(cls, prompt: str) -> str:
-        check_variables(prompt, VARIABLES, "semantic_similarity prompt")
+        check_prompt(prompt, VARIABLES, "semantic_similarity prompt")
         return with_placeholders(prompt)
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        expected = self.expected if self.expected is not None else case.expected_output
+        expected = require_expected(self.name, case, self.expected)
         user = render(self.prompt, {
             "ActualOutput": delimit("actual_output", execution.output),
             "ExpectedOutput": delimit("expected_output", expected),

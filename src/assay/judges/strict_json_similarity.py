@@ -30,15 +30,17 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from assay.errors import EvaluationError
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
-from assay.judges.output_path import TargetedEvaluator
+from assay.judges.output_path import TargetedEvaluator, require_expected
+from assay.judges.prompt_check import check_prompt
 from assay.judges.registry import register
 from assay.judges.semantic_similarity import with_placeholders
-from assay.judges.templates import check_variables, delimit, render
+from assay.judges.templates import delimit, render
 from assay.model import Case, Execution, Score, dump_json
 
 VARIABLES = ("ActualOutput", "ExpectedOutput")
@@ -81,7 +83,7 @@ Respond with a single JSON object:
 "justification": "<brief overall summary>"}}"""
 
 
-class KeyClassification(BaseModel):
+class KeyClassification(JudgeAnswer):
     """One expected key's verdict; reasoning comes before the status it justifies."""
 
     key: str
@@ -89,7 +91,7 @@ class KeyClassification(BaseModel):
     status: Status
 
 
-class StrictJsonVerdict(BaseModel):
+class StrictJsonVerdict(JudgeAnswer):
     """The judge's answer. Subclassed per evaluation with the keys it must classify."""
 
     expected_keys: ClassVar[tuple[str, ...]] = ()
@@ -187,16 +189,11 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
     @field_validator("prompt")
     @classmethod
     def _placeholders(cls, prompt: str) -> str:
-        check_variables(prompt, VARIABLES, "strict_json_similarity prompt")
+        check_prompt(prompt, VARIABLES, "strict_json_similarity prompt")
         return with_placeholders(prompt)
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        raw_expected = self.expected if self.expected is not None else case.expected_output
-        if raw_expected is None:
-            raise EvaluationError(
-                "missing_expected_output",
-                f"{self.name}: case {case.id!r} has no expected_output and the evaluator sets "
-                "no 'expected'")
+        raw_expected = require_expected(self.name, case, self.expected)
         expected = as_object(self.expected_value(raw_expected))
         if not expected:
             raise EvaluationError(

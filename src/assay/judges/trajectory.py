@@ -13,8 +13,10 @@ AgentV's ``tool_trajectory`` has three modes:
 
 In the two sequence modes the score is (sequence hits + latency hits) / (expected calls +
 latency assertions that had data): a ``max_duration_ms`` on a call that was not matched, or
-whose duration is unknown, is left out rather than counted as a failure. In ``exact`` mode a
-different number of calls always fails the verdict, whatever the positional score.
+whose duration is unknown, is left out rather than counted as a failure. As in AgentV, the
+verdict follows the score, so it always agrees with the case: in ``exact`` mode a missing or
+misplaced call lowers the score, while a call beyond the expected ones is reported as a miss
+without changing it.
 
 ``args`` is ``"any"`` (the default) or a partial dict: every key given must be present with an
 equal value (nested dicts partially, lists and scalars exactly).
@@ -145,12 +147,10 @@ class ToolTrajectory(Evaluator):
                 misses.append(line)
         sequence_hits = sum(1 for c in matched if c is not None)
         value = (sequence_hits + latency_hits) / (len(self.expected) + latency_checked)
-        passed = self.verdict(value)
         if self.mode == "exact" and len(calls) != len(self.expected):
             misses.append(f"expected exactly {len(self.expected)} tool calls, got {len(calls)}")
-            passed = False
         return Score(
-            name=self.name, value=value, scale="fraction", passed=passed, hits=hits,
+            name=self.name, value=value, scale="fraction", passed=self.verdict(value), hits=hits,
             misses=misses,
             raw={"sequence_hits": sequence_hits, "latency_hits": latency_hits,
                  "expected": len(self.expected), "latency_checked": latency_checked},

@@ -27,14 +27,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import AliasChoices, BaseModel, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 
 from assay.errors import EvaluationError
+from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
+from assay.judges.prompt_check import check_prompt
 from assay.judges.registry import register
 from assay.judges.semantic_similarity import with_placeholders
-from assay.judges.templates import as_text, check_variables, delimit, render
+from assay.judges.templates import as_text, delimit, render
 from assay.model import Case, Execution, Score
 from assay.traces import tool_calls
 
@@ -82,7 +84,7 @@ at all, 100 means it fully met it. {data}
 """ + _RESPONSE
 
 
-class TrajectoryVerdict(BaseModel):
+class TrajectoryVerdict(JudgeAnswer):
     """Reasoning first, then the score, so the model thinks before it commits."""
 
     justification: str
@@ -126,7 +128,7 @@ class LLMJudgeTrajectory(LLMEvaluator):
     @field_validator("prompt")
     @classmethod
     def _placeholders(cls, prompt: str) -> str:
-        check_variables(prompt, VARIABLES, f"{cls.type} prompt")
+        check_prompt(prompt, VARIABLES, f"{cls.type} prompt")
         return with_placeholders(prompt, actual="AgentRunHistory",
                                  expected="ExpectedAgentBehavior")
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay.suites.limits import DEPTH_EXPECTED, depth_message, too_deep
 from assay.suites.yaml_source import (
     Loaded,
     Mark,
@@ -37,6 +38,20 @@ def sidecar_of(path: Path) -> Path | None:
 
 
 CHUNK_CASES = 2000
+
+
+def parse_case_line(line: str, file: str, number: int) -> tuple[Any, Problem | None]:
+    """One line's JSON value, or the located problem that stops it being a case."""
+    try:
+        case = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, Problem(file, number, exc.colno, f"invalid JSON: {exc.msg}",
+                             "one JSON object per line")
+    except RecursionError:  # the decoder recurses, and gives up long past the bound
+        return None, Problem(file, number, None, depth_message(), DEPTH_EXPECTED)
+    if too_deep(case):
+        return None, Problem(file, number, None, depth_message(), DEPTH_EXPECTED)
+    return case, None
 
 
 def iter_eval_jsonl(path: Path, chunk: int = CHUNK_CASES) -> Iterator[Loaded]:
@@ -74,13 +89,12 @@ def iter_eval_jsonl(path: Path, chunk: int = CHUNK_CASES) -> Iterator[Loaded]:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
-                try:
-                    cases.append(json.loads(line))
+                case, problem = parse_case_line(line, file, number)
+                if problem is not None:
+                    problems.append(problem)
+                else:
+                    cases.append(case)
                     marks.append(Mark(file, number, None))
-                except json.JSONDecodeError as exc:
-                    problems.append(Problem(file, number, exc.colno,
-                                            f"invalid JSON: {exc.msg}",
-                                            "one JSON object per line"))
                 if len(cases) >= chunk:
                     yield document(cases, marks, problems)
                     first = False
@@ -111,11 +125,9 @@ def read_eval_jsonl(path: Path) -> Loaded:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            case = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(file, number, exc.colno, f"invalid JSON: {exc.msg}",
-                                    "one JSON object per line"))
+        case, problem = parse_case_line(line, file, number)
+        if problem is not None:
+            problems.append(problem)
             continue
         mark = Mark(file, number, None)
         index = len(cases)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ class EvaluatorBuilder:
     log: ProblemLog
     base_dir: Path
     targets: TargetsFile | None = None
+    prompt_files: dict[PathKey, str] = field(default_factory=dict)
+    """Where a prompt read from a file was named -> the file, for problems in its text."""
 
     def build_list(self, raw: Any, path: PathKey) -> list[Evaluator] | None:
         """A list of evaluators, or None when any of them (or the list) is invalid."""
@@ -95,6 +97,7 @@ class EvaluatorBuilder:
             fields.pop("weight")
             ok = False
         ok = self._judge_target(cls, fields, origins) and ok
+        ok = self._model(cls, fields, origins) and ok
         ok = self._prompt(cls, fields, origins) and ok
         self._cwd(cls, fields)
         ok = self._members(cls, fields, origins) and ok
@@ -178,8 +181,8 @@ class EvaluatorBuilder:
                 model = parse_model(name).name
             except ConfigError:
                 if self.targets is not None:
-                    self.log.add(where, f"unknown target {name!r}", "one of " + ", ".join(
-                        self.targets.names()) + f" (from {self.targets.path})", value=True)
+                    unknown_target(self.log, where, name, self.targets, "one of " + ", ".join(
+                        self.targets.names()) + f" (from {self.targets.path})")
                 else:
                     self.log.add(where, f"target {name!r} is not a model and no targets file "
                                  "was found", "a model such as openai:gpt-4o-mini, or a target "
@@ -187,6 +190,22 @@ class EvaluatorBuilder:
                 return False
         fields["model"] = model
         origins["model"] = where
+        return True
+
+    def _model(self, cls: type[Evaluator], fields: dict[str, Any],
+               origins: dict[str, PathKey]) -> bool:
+        """A judge ``model`` is parsed now, as the engine will parse it, so a name it cannot
+        call (``gpt-4o`` with no provider, ``foo:bar``) is a located problem, not a failed
+        run."""
+        model = fields.get("model")
+        if "model" not in cls.model_fields or not isinstance(model, str):
+            return True  # absent, or not text: pydantic reports the type
+        try:
+            parse_model(model)
+        except ConfigError as exc:
+            self.log.add(origins["model"], exc.message, value=True)
+            fields.pop("model")
+            return False
         return True
 
     def _prompt(self, cls: type[Evaluator], fields: dict[str, Any],
@@ -217,6 +236,7 @@ class EvaluatorBuilder:
         file = self.base_dir / Path(candidate).expanduser()
         try:
             if file.is_file():
+                self.prompt_files[where] = candidate
                 return file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.log.add(where, f"cannot read prompt file {candidate}: {exc}",
@@ -283,7 +303,9 @@ class EvaluatorBuilder:
             return None
         except TemplateError as exc:
             where = origins.get("prompt", path)
-            self.log.add(where, exc.message, value=True)
+            file = self.prompt_files.get(where)
+            self.log.add(where, exc.message + (f" (in prompt file {file})" if file else ""),
+                         value=True)
         except EvaluationError as exc:
             self.log.add(path, f"{kind}: {exc.message}")
             return None
@@ -316,6 +338,20 @@ class EvaluatorBuilder:
             label = f"{dotted}: " if dotted else ""
             self.log.add(where, f"{kind} evaluator {label}{message}",
                          _describe(cls, head) if len(loc) == 1 else None, value=True)
+
+
+def unknown_target(log: ProblemLog, where: PathKey, name: str, targets: TargetsFile,
+                   expected: str) -> None:
+    """Report a target name the targets file does not define. When the file has problems of
+    its own, the target may be in a part that could not be read: those problems are reported
+    too, located in the targets file, rather than a bare "one of none"."""
+    if not targets.problems:
+        log.add(where, f"unknown target {name!r}", expected, value=True)
+        return
+    log.add(where, f"target {name!r} is not defined in {targets.path}, which has "
+            f"{len(targets.problems)} problem(s) of its own (reported with it)",
+            "a targets file without problems that defines this target", value=True)
+    log.extend(targets.problems)
 
 
 def type_name(value: Any) -> str:

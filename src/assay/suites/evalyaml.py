@@ -35,8 +35,8 @@ from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS
 from assay.llm.models import parse_model
 from assay.model import Case, Message, dump_json
-from assay.suites.evaluator_config import EvaluatorBuilder, type_name
-from assay.suites.model import Suite, SuiteCase
+from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
+from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 from assay.suites.yaml_source import (
     Loaded,
     Mark,
@@ -295,9 +295,8 @@ class _SuiteChecker:
         if self.targets is not None and name not in self.targets.targets and \
                 not _is_model(name):
             known = ", ".join(self.targets.names()) or "none"
-            self.log.add(where, f"unknown target {name!r}", f"one of {known} (from "
-                         f"{self.targets.path}), or a model such as openai:gpt-4o-mini",
-                         value=True)
+            unknown_target(self.log, where, name, self.targets, f"one of {known} (from "
+                           f"{self.targets.path}), or a model such as openai:gpt-4o-mini")
         return name
 
     def _suite_evaluators(self, data: dict[str, Any], execution: dict[str, Any]
@@ -382,6 +381,7 @@ class _SuiteChecker:
         context = self._strings(raw, "reference_context", path)
         execution = self._execution(raw, path)
         evaluators = self._case_evaluators(raw, path, execution)
+        self._weighted(raw, path, execution, evaluators)
         if len(self.log) > problems_before or case_id is None or case_input is None:
             return None
         try:
@@ -467,6 +467,23 @@ class _SuiteChecker:
             base = own if own is not None else self.suite_evaluators
             return [rubric, *[e for e in base if e.name != rubric.name]]
         return own
+
+    def _weighted(self, raw: dict[str, Any], path: PathKey, execution: dict[str, Any],
+                  evaluators: list[Evaluator] | bool | None) -> None:
+        """A case needs an evaluator that counts; the problem is at the list that lacks one
+        (the suite's list once, however many cases use it)."""
+        if evaluators is False:
+            return
+        own = evaluators if isinstance(evaluators, list) else None
+        if not weightless(own if own is not None else self.suite_evaluators):
+            return
+        if own is None:
+            where: PathKey = ("execution", "evaluators")
+        elif "evaluators" in execution:
+            where = execution["evaluators_path"]
+        else:
+            where = (*path, "evaluators") if "evaluators" in raw else path
+        self.log.add(where, *WEIGHTLESS)
 
     def _rubric(self, raw: dict[str, Any], path: PathKey) -> Evaluator | bool | None:
         if "rubrics" not in raw:

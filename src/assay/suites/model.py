@@ -14,11 +14,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from assay.judges.base import Evaluator
 from assay.model import Case, Execution
 from assay.records import SourceLocation
+
+WEIGHTLESS = ("every evaluator of this case has weight 0, so the case would have no score",
+              "at least one evaluator with a weight above 0; weight 0 reports a score without "
+              "counting it")
+"""The problem, and what is expected instead, when no evaluator of a case counts."""
+
+
+def weightless(evaluators: list[Evaluator]) -> bool:
+    """Whether a case judged by ``evaluators`` has no score to compute: the case score is the
+    weighted mean over evaluators, and an evaluator with weight 0 is reported but not
+    counted, so a case needs at least one evaluator with a weight above 0."""
+    return bool(evaluators) and all(e.weight == 0 for e in evaluators)
 
 
 @dataclass
@@ -65,6 +77,15 @@ class Suite(BaseModel):
         description="for large datasets: re-reads the cases on each pass instead of `cases`")
     case_count: int | None = Field(default=None, description="the number of streamed cases")
     _facts: SuiteFacts | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _every_case_scores(self) -> Suite:
+        """File formats report this located; a suite built in code is checked here."""
+        for item in self.cases:
+            if weightless(self.evaluators_for(item)):
+                raise ValueError(f"case {item.case.id!r}: {WEIGHTLESS[0]} (expected: "
+                                 f"{WEIGHTLESS[1]})")
+        return self
 
     def evaluators_for(self, item: SuiteCase) -> list[Evaluator]:
         return item.evaluators if item.evaluators is not None else self.evaluators

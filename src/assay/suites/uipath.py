@@ -59,7 +59,8 @@ from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, build
 from assay.llm.models import parse_model
 from assay.model import Case
-from assay.suites.model import Suite, SuiteCase
+from assay.suites.limits import DEPTH_EXPECTED, depth_message, too_deep
+from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 
 log = logging.getLogger(__name__)
 
@@ -142,10 +143,16 @@ def read_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise _fail("invalid_json", str(path), f"not UTF-8 text: {exc.reason}") from None
     try:
-        return json.loads(text)
+        data = json.loads(text)
+        deep = too_deep(data)
     except json.JSONDecodeError as exc:
         raise _fail("invalid_json", f"{path}:{exc.lineno}:{exc.colno}",
                     f"invalid JSON: {exc.msg}") from None
+    except RecursionError:  # the decoder recurses, and gives up long past the bound
+        deep = True
+    if deep:
+        raise _fail("invalid_json", str(path), f"{depth_message()} (expected: {DEPTH_EXPECTED})")
+    return data
 
 
 # -- evaluator definitions ------------------------------------------------------------------
@@ -518,6 +525,9 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
             evaluators.append(builder.evaluator(ident, criteria, at, hint))
         expected = item["expectedOutput"] if item.get("expectedOutput") is not None else (
             expected_outputs[0] if expected_outputs else None)
+        if weightless(evaluators):
+            raise _fail("invalid_suite_file", where, f"{WEIGHTLESS[0]} (expected: "
+                        f"{WEIGHTLESS[1]})")
         case = _case(item, where, expected)
         if case.id in seen:
             raise _fail("invalid_suite_file", f"{where}.id", f"duplicate id {case.id!r}")

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.events import AliasEvent, ScalarEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from assay.errors import EvaluationError
+from assay.suites.limits import DEPTH_EXPECTED, MAX_ALIAS_VALUES, MAX_DEPTH, depth_message
 
 PathKey = tuple[Hashable, ...]
 """Where a value sits in a document: mapping keys and sequence indexes from the root."""
@@ -103,6 +105,83 @@ class YamlSyntaxError(EvaluationError):
         self.problem = problem
 
 
+class _LimitExceeded(yaml.YAMLError):
+    """A document over one of the loader's bounds; ``problem`` says where and which."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(str(problem))
+        self.problem = problem
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing documents that nest too deep or whose aliases expand
+    past a bound (see :mod:`assay.suites.limits`).
+
+    Counting happens as nodes are composed, before anything is constructed or walked (both
+    recursive): each anchored node remembers how many values it stands for and how deep it
+    nests (aliases inside it included), and each alias adds those to where it is used.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text)
+        self.file = file
+        self.aliased = 0
+        self.values = 0
+        self.depth = 0
+        self.deepest = 0
+        self.sizes: dict[int, tuple[int, int]] = {}  # id(anchored node) -> (values, depth)
+        self.open_anchors: set[str] = set()
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        if self.check_event(AliasEvent):
+            event = self.peek_event()
+            anchor = event.anchor
+            if anchor in self.open_anchors:
+                raise self.limit(event.start_mark, f"alias *{anchor} refers to a value that "
+                                 "contains it (a recursive structure)",
+                                 "aliases only to values defined before, outside them")
+            node = super().compose_node(parent, index)  # undefined: a located error
+            size, depth = self.sizes.get(id(node), (1, 0))
+            self.aliased += size
+            self.values += size
+            if self.aliased > MAX_ALIAS_VALUES:
+                raise self.limit(event.start_mark, f"YAML aliases expand the document to more "
+                                 f"than {MAX_ALIAS_VALUES:,} values (an alias bomb?)",
+                                 "anchored values reused fewer times, or written out")
+            self.reach(self.depth + depth, event.start_mark)
+            return node
+        event = self.peek_event()
+        anchor = event.anchor
+        before, outer_deepest = self.values, self.deepest
+        self.values += 1
+        collection = not isinstance(event, ScalarEvent)
+        if collection:
+            self.depth += 1
+            self.reach(self.depth, event.start_mark)
+        self.deepest = self.depth
+        if anchor is not None:
+            self.open_anchors.add(anchor)
+        node = super().compose_node(parent, index)
+        if anchor is not None:
+            self.open_anchors.discard(anchor)
+            self.sizes[id(node)] = (self.values - before,
+                                    self.deepest - self.depth + (1 if collection else 0))
+        if collection:
+            self.depth -= 1
+        self.deepest = max(outer_deepest, self.deepest)
+        return node
+
+    def reach(self, depth: int, mark: Any) -> None:
+        """Note that values nest ``depth`` deep here; past the bound, a located error."""
+        self.deepest = max(self.deepest, depth)
+        if depth > MAX_DEPTH:
+            raise self.limit(mark, depth_message(MAX_DEPTH), DEPTH_EXPECTED)
+
+    def limit(self, mark: Any, message: str, expected: str) -> _LimitExceeded:
+        return _LimitExceeded(Problem(self.file, mark.line + 1, mark.column + 1, message,
+                                      expected))
+
+
 def load_yaml(text: str, file: str) -> Loaded:
     """Parse one YAML document into plain values plus where each was written.
 
@@ -111,7 +190,7 @@ def load_yaml(text: str, file: str) -> Loaded:
     """
     try:
         # The reader checks for unprintable characters as soon as the loader is built.
-        loader = yaml.SafeLoader(text)
+        loader = _BoundedLoader(text, file)
     except ReaderError as exc:
         raise YamlSyntaxError(_reader_problem(exc, text, file)) from None
     try:
@@ -124,6 +203,8 @@ def load_yaml(text: str, file: str) -> Loaded:
         problems: list[Problem] = []
         _walk(loader, node, (), file, source, problems)
         return Loaded(data, source, problems)
+    except _LimitExceeded as exc:
+        raise YamlSyntaxError(exc.problem) from None
     except yaml.MarkedYAMLError as exc:
         raise YamlSyntaxError(_syntax_problem(exc, file)) from None
     except yaml.YAMLError as exc:

@@ -69,9 +69,11 @@ class CallableTarget(Target):
         except TimeoutError:
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
                              error=f"agent function timed out after {self.timeout_s:g}s")
-        except Exception as exc:
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise  # the user (or the run) is stopping, not the agent failing
+        except BaseException as exc:  # sys.exit() in an agent fails its case, not the run
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
-                             error=f"agent function raised {type(exc).__name__}: {exc}")
+                             error=f"agent function {raised(exc)}")
         return _execution(case, result, elapsed_ms(started))
 
     async def _call(self, argument: Any) -> Any:
@@ -81,6 +83,13 @@ class CallableTarget(Target):
         if inspect.isawaitable(result):
             result = await result
         return result
+
+
+def raised(exc: BaseException) -> str:
+    """What an agent's exception says, ``called sys.exit(4)`` for an exit."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
+    return f"raised {type(exc).__name__}: {exc}"
 
 
 def load_function(reference: str, *places: Path) -> Callable[..., Any]:
@@ -120,12 +129,12 @@ def _import(module_name: str, places: list[Path]) -> ModuleType:
             for place in places:
                 stack.enter_context(_on_path(place))
             return importlib.import_module(module_name)
-    except ConfigError:
+    except (ConfigError, KeyboardInterrupt):
         raise
-    except Exception as exc:
+    except BaseException as exc:  # a module that exits or raises while importing
         looked = ", ".join(str(p) for p in places)
-        raise ConfigError(f"cannot import {module_name!r} (looked in {looked} and on "
-                          f"sys.path): {type(exc).__name__}: {exc}",
+        raise ConfigError(f"cannot import agent module {module_name!r} (looked in {looked} "
+                          f"and on sys.path): importing it {raised(exc)}",
                           code="invalid_target") from None
 
 

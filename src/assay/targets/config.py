@@ -163,10 +163,17 @@ class TargetsFile:
         return self.targets.get(name)
 
     def require(self, name: str) -> TargetConfig:
-        """The named target, or a ConfigError listing the ones there are."""
+        """The named target, or a ConfigError listing the ones there are; when the file has
+        problems of its own (the target may be in a part that could not be read), the error
+        lists those problems, located, instead."""
         found = self.targets.get(name)
         if found is None:
             where = f" in {self.path}" if self.path else ""
+            if self.problems:
+                lines = "\n".join(f"  {p}" for p in self.problems)
+                raise ConfigError(f"target {name!r} is not defined{where}, which has "
+                                  f"{len(self.problems)} problem(s):\n{lines}",
+                                  code="invalid_targets")
             known = ", ".join(self.targets) or "none"
             raise ConfigError(f"unknown target {name!r}{where}; defined: {known}",
                               code="unknown_target")

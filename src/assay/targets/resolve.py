@@ -99,6 +99,8 @@ class TargetResolver:
                 f"unknown target {name!r}: no targets file (.assay/targets.yaml) was found "
                 f"above {self.base_dir}; define the target there, pass --targets FILE, or "
                 "give a model string such as openai:gpt-4o-mini", code="unknown_target")
+        if self.file.problems:
+            self.file.require(name)  # lists the file's own problems, located
         known = ", ".join(self.file.names()) or "none"
         raise ConfigError(
             f"unknown target {name!r}; targets defined in {self.file.path}: {known}; or give "
