@@ -19,19 +19,12 @@ import orjson
 from sqlalchemy import Connection, Engine, create_engine, event, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from assay.errors import ErrorCategory, EvaluationError
 from assay.model import Execution, Score
 from assay.store import schema
-from assay.store.migrations import migrate
+from assay.store.errors import StoreError
+from assay.store.migrations import ensure_schema
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
-
-
-class StoreError(EvaluationError):
-    """The store could not be read or written; what was already written stays readable."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("store_error", message, ErrorCategory.SYSTEM)
 
 
 def new_run_id() -> str:
@@ -71,8 +64,18 @@ class RunStore:
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        with self._begin() as conn:
-            migrate(conn)
+        self._prepare_schema()
+
+    def _prepare_schema(self) -> None:
+        """Create or upgrade the schema (see :mod:`assay.store.migrations`)."""
+        shown = self.engine.url.render_as_string(hide_password=True)
+        try:
+            ensure_schema(self.engine)
+        except StoreError as exc:
+            raise StoreError(f"the run store {shown}: {exc.message}") from None
+        except SQLAlchemyError as exc:
+            reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+            raise StoreError(f"cannot open the run store {shown}: {reason}") from None
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
@@ -237,7 +240,8 @@ def _json_text(value: Any) -> str:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
+    # The timeout first: switching a new file to WAL waits on other processes' locks.
+    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
