@@ -262,3 +262,29 @@ def test_an_unreachable_server_is_a_clear_error_without_the_password():
         RunStore("postgresql+psycopg://assay:s3cret-pw@127.0.0.1:1/assay")
     assert "cannot open the run store" in info.value.message
     assert "s3cret-pw" not in info.value.message
+
+
+@pytest.mark.slow
+def test_concurrent_assay_runs_on_a_new_store_all_complete(new_store, tmp_path):
+    (tmp_path / "agent.py").write_text(
+        "def answer(question: str) -> str:\n    return 'echo ' + question\n")
+    (tmp_path / "EVAL.yaml").write_text(
+        "description: echo\nexecution:\n  target: agent\n  evaluators:\n"
+        "    - {name: has_echo, type: contains, search_text: echo}\n"
+        "evalcases:\n" + "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(5)))
+    (tmp_path / ".assay").mkdir()
+    (tmp_path / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - {name: agent, provider: python, function: 'agent:answer'}\n")
+    url = new_store()
+    procs = [subprocess.Popen([sys.executable, "-m", "assay", "run", "EVAL.yaml", "--store", url],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**_env(), "ASSAY_CACHE_DIR": str(tmp_path / "c")})
+             for _ in range(4)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out + err
+    store = RunStore(url)
+    runs = store.runs()
+    assert len(runs) == 4 and {r["status"] for r in runs} == {"completed"}
+    assert all(len(store.case_rows(r["id"])) == 5 for r in runs)
+    store.close()
