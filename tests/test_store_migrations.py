@@ -288,3 +288,15 @@ def test_concurrent_assay_runs_on_a_new_store_all_complete(new_store, tmp_path):
     assert len(runs) == 4 and {r["status"] for r in runs} == {"completed"}
     assert all(len(store.case_rows(r["id"])) == 5 for r in runs)
     store.close()
+
+
+def test_postgres_tests_fail_under_ci_and_skip_elsewhere_without_a_server(monkeypatch):
+    from tests.postgres_support import URL_VARIABLE
+
+    monkeypatch.delenv(URL_VARIABLE, raising=False)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="must run in CI"):
+        postgres_url()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match=r"scripts/postgres\.sh start"):
+        postgres_url()
