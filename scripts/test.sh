@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Set up, then run every test: the default suite, then the slow ones (embedded model, drills).
+# Set up, check and run every test: lint and types, the fast in-process suite, then the marked
+# ones (embedded model, fault drills, fuzzing, PostgreSQL, browser).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/python -m pytest -m "not slow" -q "$@"
-# The slow pass: pytest exits 5 when a selection holds no test, which is not a failure here.
+.venv/bin/ruff check src tests
+.venv/bin/mypy
+# A throw-away PostgreSQL server for the store tests (tests marked postgres fail under CI
+# without it).
+ASSAY_TEST_POSTGRES_URL="$(bash scripts/postgres.sh start)"
+export ASSAY_TEST_POSTGRES_URL
+trap 'bash scripts/postgres.sh stop' EXIT
+.venv/bin/python -m pytest -m "not slow and not postgres" -q "$@"
+# The marked pass: pytest exits 5 when a selection holds no test, which is not a failure here.
 status=0
-.venv/bin/python -m pytest -m slow -q "$@" || status=$?
+.venv/bin/python -m pytest -m "slow or postgres" -q "$@" || status=$?
 if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then
   exit "$status"
 fi

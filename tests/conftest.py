@@ -10,6 +10,7 @@ import pytest
 
 from assay.llm import EngineConfig, JudgeEngine, RetryPolicy
 from assay.testing.mock_server import MockConfig, RunningServer, serve_in_thread
+from tests.postgres_support import fresh_database, postgres_url
 
 
 @pytest.fixture(autouse=True)
@@ -86,3 +87,14 @@ async def _close_http_session() -> AsyncIterator[None]:
     from assay.llm.providers.http_session import close_session
 
     await close_session()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A new, empty run store: a SQLite file, then a fresh PostgreSQL database (tests using
+    this run once per backend; see tests/postgres_support.py for the server)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/runs.db"
+        return
+    with fresh_database(postgres_url()) as url:
+        yield url

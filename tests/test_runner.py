@@ -52,8 +52,8 @@ def _count(store: RunStore, table, run_id: str) -> int:  # type: ignore[no-untyp
             table.c.run_id == run_id)).scalar_one())
 
 
-async def test_run_stores_every_result_and_computes_verdicts(tmp_path, engine_factory):
-    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+async def test_run_stores_every_result_and_computes_verdicts(store_url, engine_factory):
+    store = RunStore(store_url)
     target = EchoTarget()
     runner = Runner(_suite(), lambda _n: target, engine_factory(), store, RunConfig())
     run_id = store.create_run("demo", {"run": RunConfig().model_dump()})
@@ -74,8 +74,8 @@ async def test_run_stores_every_result_and_computes_verdicts(tmp_path, engine_fa
         "exact_match", "contains", "semantic_similarity"}
 
 
-async def test_target_failure_becomes_error_scores_not_zero(tmp_path, engine_factory):
-    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+async def test_target_failure_becomes_error_scores_not_zero(store_url, engine_factory):
+    store = RunStore(store_url)
     runner = Runner(_suite(3), lambda _n: EchoTarget(fail={"case-1"}), engine_factory(),
                     store, RunConfig(gates=Gates(max_failed=None)))
     run_id = store.create_run("demo", {})
@@ -90,8 +90,8 @@ async def test_target_failure_becomes_error_scores_not_zero(tmp_path, engine_fac
         "(allowed 0 errors)"]
 
 
-async def test_interrupted_run_resumes_each_pair_exactly_once(tmp_path, engine_factory):
-    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+async def test_interrupted_run_resumes_each_pair_exactly_once(store_url, engine_factory):
+    store = RunStore(store_url)
     suite = _suite(8)
     stalled = EchoTarget(stall={"case-5", "case-6"})
     runner = Runner(suite, lambda _n: stalled, engine_factory(), store,
@@ -119,8 +119,8 @@ async def test_interrupted_run_resumes_each_pair_exactly_once(tmp_path, engine_f
 
 
 async def test_resume_reuses_a_stored_execution_and_runs_only_missing_evaluators(
-        tmp_path, engine_factory, mock_server):
-    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+        store_url, engine_factory, mock_server):
+    store = RunStore(store_url)
     suite = _suite(1)
     run_id = store.create_run("demo", {})
     store.record_execution(run_id, "case-0", 0, Execution(output="answer 0"))
@@ -145,19 +145,20 @@ def test_case_verdict_weights_and_errors():
     assert case_verdict([a, b], required, RunConfig()) == (1.0, "fail")
 
 
-def test_store_migrations_apply_once_and_inserts_are_idempotent(tmp_path):
-    url = f"sqlite:///{tmp_path}/runs.db"
-    store = RunStore(url)
+def test_store_migrations_apply_once_and_inserts_are_idempotent(store_url):
+    store = RunStore(store_url)
     run_id = store.create_run("s", {})
     from assay.model import Score
 
     for _ in range(3):
         store.record_score(run_id, "c", 0, Score(name="e", value=0.5))
     assert store.score_count(run_id) == 1
-    again = RunStore(url)
+    again = RunStore(store_url)
+    from assay.store import migrations
+
     with again.engine.connect() as conn:
-        names = [r[0] for r in conn.execute(select(schema.migrations_table.c.name))]
-    assert names == ["m001_initial_tables"]
+        assert migrations.recorded_revisions(conn) == (migrations.revisions()[-1],)
+    assert migrations.ensure_schema(again.engine) == []
     assert again.run(run_id[:12])["id"] == run_id
 
 
@@ -195,13 +196,13 @@ async def test_store_full_mid_run_is_a_clear_error_and_keeps_what_was_written(
         assert len(scores[(row["case_id"], row["repeat"])]) == 3
 
 
-def test_unknown_run_id_names_the_store(tmp_path):
-    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+def test_unknown_run_id_names_the_store(store_url):
+    store = RunStore(store_url)
     with pytest.raises(StoreError, match="assay runs"):
         store.run("nope")
 
 
-async def test_dataset_level_classification_metric_lands_in_the_summary(tmp_path,
+async def test_dataset_level_classification_metric_lands_in_the_summary(store_url,
                                                                         engine_factory):
     from assay.judges.classification import BinaryClassification
 
@@ -211,7 +212,7 @@ async def test_dataset_level_classification_metric_lands_in_the_summary(tmp_path
     judge = BinaryClassification(positive_class="yes", metric_type="precision",
                                  expected_class=None)  # type: ignore[call-arg]
     suite = Suite(name="cls", evaluators=[judge], cases=cases)
-    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    store = RunStore(store_url)
     result = await Runner(suite, lambda _n: EchoTarget(), engine_factory(), store,
                           RunConfig(gates=Gates(max_failed=None))).run(
         store.create_run("cls", {}), keep=False)

@@ -269,26 +269,24 @@ class _Reports:
     def __init__(self, output: Path | None, junit: Path | None, uipath: Path | None) -> None:
         self.output, self.junit, self.uipath = output, junit, uipath
         self.writer: Any = None
-        self.types: dict[str, tuple[str, float]] = {}
+        self.types: dict[str, Any] = {}
         self.dataset = ""
 
     def open(self, inputs: list[Path]) -> None:
+        """Refuse an output that is an input (or another output, or not writable) before any
+        case runs, and open the results file."""
         from assay.report.files import RowWriter
-        from assay.report.outputs import check_outputs, check_writable
+        from assay.report.outputs import check_outputs
 
-        outputs = {name: path for name, path in (("--output", self.output),
-                                                 ("--junit", self.junit),
-                                                 ("--uipath-output", self.uipath)) if path}
-        check_outputs(outputs, inputs)
-        for option, path in outputs.items():
-            check_writable(option, path)
+        check_outputs({"--output": self.output, "--junit": self.junit,
+                       "--uipath-output": self.uipath}, inputs)
         if self.output is not None:
-            self.writer = RowWriter(self.output)
+            self.writer = RowWriter(self.output, "--output")
 
     def started(self, run: Any) -> None:
         """The run's evaluator types and weights, for the rows' evaluator entries."""
         self.dataset = run.suite
-        self.types = {e.name: (e.type, e.weight) for e in run.config.evaluators}
+        self.types = {e.name: e for e in run.config.evaluators}
 
     def on_record(self, record: Any) -> None:
         if self.writer is not None:
@@ -298,7 +296,7 @@ class _Reports:
 
     def close(self, keep: bool) -> None:
         if self.writer is not None:
-            self.writer.close()
+            self.writer.close(keep=keep)
             self.writer = None
 
     def finish(self, result: Any) -> None:
@@ -307,7 +305,7 @@ class _Reports:
         if self.junit is not None:
             from assay.report.files import write_junit
 
-            types = {e.name: (e.type, e.weight) for e in result.run.config.evaluators}
+            types = {e.name: e for e in result.run.config.evaluators}
             write_junit(self.junit, result.run.suite,
                         [agentv_row(r, result.run.suite, types) for r in result.records],
                         result.run_id)

@@ -7,9 +7,9 @@ import json
 import typer
 from rich.markup import escape
 
-from assay.cli.app import EXIT_GATE_FAILED, app, console, friendly_errors
+from assay.cli.app import EXIT_GATE_FAILED, app, console, err_console, friendly_errors
 from assay.cli.run import store_url
-from assay.compare import compare_rows
+from assay.compare import compare_runs
 from assay.report.terminal import cases_table, fmt_score, runs_table
 from assay.store.runs import RunStore
 
@@ -43,7 +43,7 @@ def show(
     run = runs.run_record(run_id)
     records = runs.case_records(run.id)
     if as_json:
-        types = {e.name: (e.type, e.weight) for e in run.config.evaluators}
+        types = {e.name: e for e in run.config.evaluators}
         for r in records:
             print(json.dumps(agentv_row(r, run.suite, types), default=str, ensure_ascii=False))
         return
@@ -66,11 +66,20 @@ def compare(
                                     help="A score change of at least this is a win or loss."),
     store: str | None = typer.Option(None, "--store", help="Run store URL."),
     as_json: bool = typer.Option(False, "--json"),
+    allow_incomplete: bool = typer.Option(
+        False, "--allow-incomplete",
+        help="Compare the cases both runs hold even when a run did not complete or their "
+             "cases differ (runs sharing no case are still refused)."),
 ) -> None:
-    """Compare two runs case by case; exit 1 when the candidate regressed."""
+    """Compare two completed runs of the same cases; exit 1 when the candidate regressed,
+    2 when the runs cannot be compared."""
     runs = RunStore(store_url(store))
     a, b = runs.run(baseline), runs.run(candidate)
-    result = compare_rows(runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold)
+    result = compare_runs(a, b, runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold,
+                          allow_incomplete=allow_incomplete)
+    for reason in result.incomplete:
+        err_console.print(f"[yellow]warning[/]: comparing anyway: {escape(reason)}",
+                          highlight=False)
     if as_json:
         print(json.dumps(result.as_dict(), indent=2))
     else:

@@ -1,66 +1,205 @@
-"""Result files: JSONL rows (AgentV's snake_case shape) and JUnit XML for CI systems."""
+"""Result files: JSONL rows (AgentV's snake_case shape) and JUnit XML for CI systems.
+
+Every file is written through :mod:`assay.report.outputs`: to a temporary file renamed into
+place, so that a reader never sees half a file and a crash leaves the previous one intact.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from assay.report.outputs import AtomicOutput, write_atomic
+
+
+def _plain(value: Any, seen: frozenset[int] = frozenset()) -> Any:
+    """``value`` with what JSON cannot hold replaced: a NaN or infinity by null, a container
+    that holds itself by a marker string, a key that is no JSON key by its text."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict | list | tuple):
+        if id(value) in seen:
+            return "<circular reference>"
+        inner = seen | {id(value)}
+        if isinstance(value, dict):
+            return {k if isinstance(k, str | int | bool) or k is None else str(k):
+                    _plain(v, inner) for k, v in value.items()}
+        return [_plain(v, inner) for v in value]
+    return value
+
+
+def row_line(row: Any) -> bytes:
+    """One JSONL line: strict JSON (no bare NaN), UTF-8 even for a lone surrogate, which is
+    written as its ``\\uXXXX`` escape and so reads back as it was."""
+    try:
+        text = json.dumps(row, ensure_ascii=False, default=str, allow_nan=False)
+    except (ValueError, TypeError):  # NaN, a container holding itself, a tuple as a key
+        text = json.dumps(_plain(row), ensure_ascii=False, default=str, allow_nan=False)
+    return (text + "\n").encode("utf-8", "backslashreplace")
+
 
 class RowWriter:
-    """Appends each case's result row to a JSONL file the moment the case completes, so a
-    stopped run's file holds everything that finished (AgentV writes its results the same way).
+    """Appends each case's result row to the JSONL output the moment the case completes.
+
+    The rows go to a temporary file beside the output, renamed over it by :meth:`close` (also
+    when the run was interrupted: what finished is kept). So a run killed outright leaves the
+    previous file as it was, and a line is either whole in the file or absent. Raises
+    :class:`~assay.errors.ConfigError` at once when the output cannot be written, and
+    :class:`~assay.report.outputs.OutputWriteError` when a write fails (a full disk).
     """
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("w", encoding="utf-8")
+    def __init__(self, path: Path, label: str = "--output") -> None:
+        self._out = AtomicOutput(path, label)
+        self.rows = 0
+
+    @property
+    def path(self) -> Path:
+        return self._out.path
 
     def write(self, result: Any) -> None:
         row = result.row if hasattr(result, "row") else result
-        self._file.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        self._file.flush()
+        self._out.write(row_line(row))
+        self.rows += 1
 
-    def close(self) -> None:
-        self._file.close()
+    def close(self, keep: bool = True) -> None:
+        """Put the rows written in place of the output (``keep``), or drop them and leave the
+        previous file as it was."""
+        if keep:
+            self._out.commit()
+        else:
+            self._out.discard()
+
+    def __enter__(self) -> RowWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    """One result row per line; written whole to a temp file then renamed, so a reader never
-    sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-    tmp.replace(path)
+def write_jsonl(path: Path, rows: list[dict[str, Any]], label: str = "output") -> None:
+    """One result row per line, the whole file replaced at once."""
+    write_atomic(path, b"".join(row_line(row) for row in rows), label)
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+"""What XML 1.0 forbids even as a character reference (most C0 controls, lone surrogates,
+U+FFFE and U+FFFF), plus DEL and the C1 controls, which it discourages."""
+
+
+def xml_text(value: Any) -> str:
+    """``value`` as text an XML 1.0 document can hold: each character XML cannot carry is
+    written as its Python escape (``\\x1b``), so ids that differ only there stay distinct."""
+    text = value if isinstance(value, str) else str(value)
+    return _NOT_XML.sub(
+        lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+def _element(parent: ET.Element, tag: str, text: str | None = None,
+             **attributes: Any) -> ET.Element:
+    """A child element; every attribute and the text pass through :func:`xml_text`."""
+    element = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attributes.items()
+                                          if v is not None})
+    if text is not None:
+        element.text = xml_text(text)
+    return element
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "none"
+    return f"{value:.3f}" if isinstance(value, int | float) else str(value)
+
+
+def _seconds(row: dict[str, Any]) -> float:
+    value = row.get("latency_ms")
+    return value / 1000 if isinstance(value, int | float) and value > 0 else 0.0
+
+
+def _junit_timestamp(value: Any) -> str | None:
+    """JUnit's timestamp: ISO 8601 local form without a zone (the rows' are UTC)."""
+    if not value:
+        return None
+    return str(value).removesuffix("Z")
+
+
+def _evaluator_errors(row: dict[str, Any]) -> list[str]:
+    """Each evaluator that could not score, with its error code and message."""
+    lines = []
+    for e in row.get("evaluator_results") or []:
+        error = e.get("error")
+        if error:
+            code, message = ((error.get("code"), error.get("message"))
+                             if isinstance(error, dict) else ("error", error))
+            lines.append(f"{e.get('name')} [{code}]: {message}")
+    if not lines and row.get("verdict") == "error":
+        lines = [f"no score could be computed: {row.get('error') or 'no evaluator gave one'}"]
+    return lines
+
+
+def _evaluator_failures(row: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, description) of each evaluator that did not pass: its score, threshold (when
+    the row holds it), rationale and its own misses."""
+    found = []
+    for e in row.get("evaluator_results") or []:
+        if e.get("error") or (e.get("passed") is not False and e.get("verdict") != "fail"):
+            continue
+        name = str(e.get("name"))
+        line = f"{name}: score {_number(e.get('score'))}"
+        if e.get("threshold") is not None:
+            line += f", threshold {_number(e['threshold'])}"
+        if e.get("reasoning"):
+            line += f": {e['reasoning']}"
+        found.append((name, line + "".join(f"\n  miss: {m}" for m in e.get("misses") or [])))
+    return found
 
 
 def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
-                run_id: str) -> None:
-    """A JUnit report: a test case per (case, repeat). Verdict fail is a failure and error an
-    error; borderline passes, as it does the run's gate, with its verdict in system-out."""
-    failures = sum(1 for r in rows if r["verdict"] == "fail")
-    errors = sum(1 for r in rows if r["verdict"] == "error")
-    suite = ET.Element("testsuite", name=suite_name, tests=str(len(rows)),
-                       failures=str(failures), errors=str(errors), id=run_id)
+                run_id: str, timestamp: str | None = None) -> None:
+    """A JUnit report: a test case per (case, repeat).
+
+    A case in which any evaluator could not score is an ``<error>`` naming each such
+    evaluator with its error code and message (an error is never a pass); otherwise a case
+    whose verdict is fail is a ``<failure>`` naming the evaluators that failed, with their
+    score, threshold and rationale. Borderline passes, as it does the run's gate, with its
+    verdict in system-out. Cases carry their time, timestamp and, when the row knows them,
+    the ``file`` and ``line`` they were defined at. Every piece of text is made safe for XML
+    1.0, so that no case id or judge answer can break the document.
+    """
+    errors = {id(r): _evaluator_errors(r) for r in rows}
+    failed = {id(r): r.get("verdict") == "fail" and not errors[id(r)] for r in rows}
+    stamps = [str(r["timestamp"]) for r in rows if r.get("timestamp")]
+    root = ET.Element("testsuites")
+    suite = _element(
+        root, "testsuite", name=suite_name, tests=len(rows),
+        failures=sum(failed.values()), errors=sum(1 for v in errors.values() if v),
+        skipped=0, time=f"{sum(_seconds(r) for r in rows):.3f}",
+        timestamp=_junit_timestamp(timestamp or (min(stamps) if stamps else None)), id=run_id)
     for row in rows:
         name = row["eval_id"] if not row.get("repeat") else f"{row['eval_id']}#{row['repeat']}"
-        case = ET.SubElement(suite, "testcase", classname=suite_name, name=name,
-                             time=f"{(row.get('latency_ms') or 0) / 1000:.3f}")
-        score = "none" if row["score"] is None else f"{row['score']:.3f}"
-        if row["verdict"] == "error":
-            problems = [f"{e['name']}: {e['error']['message']}" for e in row["evaluator_results"]
-                        if e.get("error")]
-            el = ET.SubElement(case, "error", message=f"score could not be computed ({score})")
-            el.text = "\n".join(problems or [row.get("error", "")])
-        elif row["verdict"] == "fail":
-            el = ET.SubElement(case, "failure", message=f"{row['verdict']}: score {score}")
-            el.text = "\n".join(row.get("misses", [])) or row.get("reasoning", "")
-        ET.SubElement(case, "system-out").text = (
-            f"verdict {row['verdict']}, score {score}\n{row.get('reasoning', '')}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+        case = _element(suite, "testcase", classname=suite_name, name=name,
+                        time=f"{_seconds(row):.3f}",
+                        timestamp=_junit_timestamp(row.get("timestamp")),
+                        file=row.get("file"), line=row.get("line"))
+        score = _number(row.get("score"))
+        failing = _evaluator_failures(row)
+        if errors[id(row)]:
+            problems = errors[id(row)]
+            _element(case, "error",
+                     "\n".join(problems + [f"also failed: {line}" for _, line in failing]),
+                     message=f"{len(problems)} evaluator error(s): {problems[0]}"[:500],
+                     type="evaluator_error")
+        elif failed[id(row)]:
+            names = ", ".join(name for name, _ in failing) or "no single evaluator"
+            _element(case, "failure",
+                     "\n".join(line for _, line in failing)
+                     or f"the case score {score} is below the pass band",
+                     message=f"failed: {names} (case score {score})"[:500], type="fail")
+        _element(case, "system-out",
+                 f"verdict {row.get('verdict')}, score {score}\n{row.get('reasoning') or ''}")
+    write_atomic(path, ET.tostring(root, encoding="utf-8", xml_declaration=True), "--junit")

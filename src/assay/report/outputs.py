@@ -1,63 +1,190 @@
-"""Output files never overwrite input files.
+"""Output files that cannot destroy an input, and never show half their content.
 
-``assay run s.jsonl -o s.jsonl`` must not empty the suite it is about to read, and a results
-file must not land on a targets file or a recorded target's outputs. Every output path is
-checked against every file the run reads (compared by real path and, when both exist, by
-device and inode, so symlinks and hard links are caught too) before anything is opened.
+Every file assay writes (results JSONL, JUnit XML, UiPath output, any later report) goes
+through :class:`AtomicOutput`: the bytes go to a temporary file beside the final path, which is
+renamed over it only when the content is whole. A crash leaves the previous file as it was; a
+reader never sees a half-written line. :func:`check_outputs` runs before any case: it refuses an
+output that is one of the inputs (by path, symbolic link or hard link) or another output, and
+one that cannot be written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import TracebackType
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, ErrorCategory, EvaluationError
 
 
-def _same(a: Path, b: Path) -> bool:
+class OutputWriteError(EvaluationError):
+    """Writing an output file failed part way (a full disk, a vanished directory). The file
+    keeps only whole content; the message says what was kept."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("output_write_failed", message, ErrorCategory.SYSTEM)
+
+
+def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
+    """What makes two paths the same file: the resolved path, and the (device, inode) of a
+    file that exists (which also catches hard links)."""
+    real = os.path.realpath(path)
     try:
-        if a.resolve() == b.resolve():
-            return True
+        st = os.stat(real)
     except OSError:
-        return False
-    try:
-        sa, sb = os.stat(a), os.stat(b)
-    except OSError:
-        return False
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+        return real, None
+    return real, (st.st_dev, st.st_ino)
 
 
-def check_outputs(outputs: Mapping[str, Path], inputs: Iterable[Path]) -> None:
-    """Raise ConfigError when an output is an input, or two outputs are the same file."""
-    sources = [Path(p) for p in inputs]
-    named = list(outputs.items())
-    for option, path in named:
-        for source in sources:
-            if _same(Path(path), source):
+def _same(a: tuple[str, tuple[int, int] | None], b: tuple[str, tuple[int, int] | None]) -> bool:
+    return a[0] == b[0] or (a[1] is not None and a[1] == b[1])
+
+
+def check_outputs(outputs: Mapping[str, Path | None],
+                  inputs: Iterable[Path] | Mapping[Path, str]) -> None:
+    """Refuse, with a :class:`ConfigError`, outputs that would overwrite an input or each
+    other, and outputs that cannot be written.
+
+    ``outputs`` maps the option that named each output (``"--output"``) to its path (None for
+    one not asked for); ``inputs`` are the files the run reads, optionally mapped to what they
+    are (``"the suite file"``). Call it before the run starts: an output found unwritable
+    afterwards would cost the whole run.
+    """
+    described: Mapping[Path, str] = (
+        inputs if isinstance(inputs, Mapping) else dict.fromkeys(inputs, "an input file"))
+    seen: list[tuple[str, Path, tuple[str, tuple[int, int] | None]]] = []
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        ident = _identity(path)
+        for source, what in described.items():
+            if _same(ident, _identity(source)):
                 raise ConfigError(
-                    f"{option} {path} is also an input of this run ({source}); writing it "
-                    "would destroy it. Choose another output path.", code="output_is_input")
-    for i, (option, path) in enumerate(named):
-        for other, other_path in named[i + 1:]:
-            if _same(Path(path), Path(other_path)):
-                raise ConfigError(f"{option} and {other} are the same file ({path})",
-                                  code="output_is_input")
+                    f"{option} {path} is also an input: {what} {source}. Write the output "
+                    "to another path; assay never writes over a file it reads",
+                    code="output_is_input")
+        for other_option, other_path, other in seen:
+            if _same(ident, other):
+                raise ConfigError(f"{option} {path} and {other_option} {other_path} are the "
+                                  "same file; give each output its own path",
+                                  code="output_collision")
+        seen.append((option, path, ident))
+        check_writable(path, option)
 
 
-def check_writable(option: str, path: Path) -> None:
-    """Raise ConfigError now (before a run) when ``path`` cannot be written: its directory
-    cannot be created or written, or it is a directory itself."""
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{option} {path} is a directory; give a file path",
-                          code="unwritable_output")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"{option} {path}: cannot create its directory: "
-                          f"{exc.strerror or exc}", code="unwritable_output") from None
-    if not os.access(path.parent, os.W_OK | os.X_OK) or (
-            path.exists() and not os.access(path, os.W_OK)):
-        raise ConfigError(f"{option} {path}: not writable (permission denied)",
-                          code="unwritable_output")
+def check_writable(path: Path, label: str = "output") -> None:
+    """Raise :class:`ConfigError` unless a file can be created beside ``path`` and renamed
+    onto it (creating missing directories, as writing it would)."""
+    AtomicOutput(path, label).discard()
+
+
+class AtomicOutput:
+    """One output file, written to a temporary file in the same directory and renamed into
+    place by :meth:`commit`.
+
+    :meth:`write` takes whole units (a JSONL line, a document): if one fails half way, the
+    temporary file is cut back to the end of the last whole unit, so :meth:`commit` can still
+    keep everything written before. A symbolic link at ``path`` is followed: the file it points
+    to is replaced, the link stays.
+    """
+
+    def __init__(self, path: Path, label: str = "output") -> None:
+        self.path = Path(path)
+        self.label = label
+        self.target = Path(os.path.realpath(self.path))
+        self.written = 0
+        self._failed: OutputWriteError | None = None
+        self._done = False
+        self.tmp: Path | None = None
+        try:
+            existing = os.stat(self.target)
+        except OSError:
+            existing = None
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise ConfigError(f"{label} {self.path} is a directory; give a file path",
+                              code="unwritable_output")
+        try:
+            if existing is not None and not stat.S_ISREG(existing.st_mode):
+                # A terminal, pipe or device (/dev/stdout): written in place, never replaced.
+                self._fd = os.open(self.target, os.O_WRONLY | os.O_APPEND)
+                return
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self.tmp = self.target.with_name(f"{self.target.name}.{secrets.token_hex(4)}.tmp")
+            # O_EXCL: never follow or reuse someone else's file; 0o666 lets the umask decide.
+            self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as exc:
+            raise ConfigError(f"cannot write {label} {self.path}: "
+                              f"{exc.strerror or exc}", code="unwritable_output") from None
+        if existing is not None:  # keep the replaced file's permissions
+            with contextlib.suppress(OSError):
+                os.chmod(self.tmp, existing.st_mode & 0o7777)
+
+    def write(self, data: bytes) -> None:
+        """Append ``data`` whole, or not at all (then raise :class:`OutputWriteError`)."""
+        if self._failed is not None:
+            raise self._failed
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            if self.tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self.written)
+            self._failed = OutputWriteError(
+                f"writing {self.label} {self.path} failed: {exc.strerror or exc}. It keeps "
+                "what was written whole before the failure")
+            raise self._failed from None
+        self.written += len(data)
+
+    def commit(self) -> None:
+        """Make the content written so far the file at ``path``."""
+        if self._done:
+            return
+        self._done = True
+        if self.tmp is None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            return
+        try:
+            try:
+                os.fsync(self._fd)
+            finally:
+                os.close(self._fd)
+            os.replace(self.tmp, self.target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+            raise OutputWriteError(f"writing {self.label} {self.path} failed: "
+                                   f"{exc.strerror or exc}") from None
+
+    def discard(self) -> None:
+        """Drop what was written; the file at ``path`` stays as it was."""
+        if self._done:
+            return
+        self._done = True
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+
+    def __enter__(self) -> AtomicOutput:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+def write_atomic(path: Path, data: bytes, label: str = "output") -> None:
+    """Write a whole file at once through :class:`AtomicOutput`."""
+    with AtomicOutput(path, label) as out:
+        out.write(data)

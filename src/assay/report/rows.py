@@ -8,14 +8,14 @@ error codes, skips, usage) beside AgentV's.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from assay.model import Score
-from assay.records import CaseRecord
+from assay.records import CaseRecord, EvaluatorSpec
 
 
-def evaluator_result(score: Score, type_: str | None = None,
-                     weight: float | None = None) -> dict[str, Any]:
+def evaluator_result(score: Score, spec: EvaluatorSpec | None = None) -> dict[str, Any]:
     """One evaluator's entry in a row; composite members and groups nest as ``parts``."""
     if score.error is not None:
         verdict = "error"
@@ -24,9 +24,12 @@ def evaluator_result(score: Score, type_: str | None = None,
     else:
         verdict = "pass" if score.passed else "fail"
     entry: dict[str, Any] = {
-        "name": score.name, "type": type_, "score": score.value, "weight": weight,
+        "name": score.name, "type": spec.type if spec else None, "score": score.value,
+        "weight": spec.weight if spec else None,
+        "threshold": spec.params.get("threshold") if spec else None,
         "raw": score.raw, "scale": score.scale, "label": score.label, "passed": score.passed,
-        "verdict": verdict, "hits": score.hits, "misses": score.misses,
+        "verdict": verdict, "blocking": score.blocking, "hits": score.hits,
+        "misses": score.misses,
         "reasoning": score.rationale,
         "error": score.error.model_dump() if score.error else None,
         "skipped": score.skipped, "details": score.details, "judge_model": score.judge_model,
@@ -38,12 +41,13 @@ def evaluator_result(score: Score, type_: str | None = None,
 
 
 def agentv_row(record: CaseRecord, dataset: str = "",
-               types: dict[str, tuple[str, float]] | None = None) -> dict[str, Any]:
-    """The result row of one case record. ``types`` maps evaluator names to (type, weight)
-    for the ``evaluator_results`` entries (from the run's evaluator specs)."""
-    types = types or {}
+               specs: Mapping[str, EvaluatorSpec] | None = None) -> dict[str, Any]:
+    """The result row of one case record. ``specs`` are the run's evaluators by name (their
+    type, weight and threshold go in the ``evaluator_results`` entries); a case's own
+    evaluators take precedence."""
+    specs = dict(specs or {})
     if record.evaluators is not None:
-        types = {**types, **{e.name: (e.type, e.weight) for e in record.evaluators}}
+        specs.update({e.name: e for e in record.evaluators})
     scores = record.scores
     finished = record.finished_at or time.time()
     row: dict[str, Any] = {
@@ -61,7 +65,7 @@ def agentv_row(record: CaseRecord, dataset: str = "",
         "target": record.target,
         "reasoning": " | ".join(f"{s.name}: {s.rationale}" for s in scores if s.rationale),
         "evaluator_results": [
-            evaluator_result(s, *types.get(s.name, (None, None))) for s in scores],
+            evaluator_result(s, specs.get(s.name)) for s in scores],
         "errors": sum(1 for s in scores if s.error),
         "usage": record.usage.model_dump(),
         "latency_ms": record.execution.latency_ms,

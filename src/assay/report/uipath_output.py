@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.model import Score, dump_json
+from assay.report.outputs import write_atomic
 from assay.suites.model import Suite
 
 Results = Sequence[tuple[str, Sequence[Score]]]
@@ -107,10 +108,7 @@ def render_for_records(result: Any) -> dict[str, Any]:
 
 
 def write_uipath_output(path: str | Path, output: Mapping[str, Any]) -> None:
-    """Write the object as indented JSON; via a temporary file, so no reader sees half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(output, ensure_ascii=False, indent=2, default=str) + "\n",
-                   encoding="utf-8")
-    tmp.replace(path)
+    """Write the object as indented JSON, replacing the file at once (see
+    :mod:`assay.report.outputs`), so no reader sees half of it."""
+    text = json.dumps(output, ensure_ascii=False, indent=2, default=str) + "\n"
+    write_atomic(Path(path), text.encode("utf-8", "backslashreplace"), "--uipath-output")

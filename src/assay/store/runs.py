@@ -27,20 +27,13 @@ from sqlalchemy import Connection, Engine, create_engine, event, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from assay.errors import ErrorCategory, EvaluationError
 from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, EvaluatorSpec, RunRecord, SourceLocation, Verdict
 from assay.store import schema
-from assay.store.migrations import migrate
+from assay.store.errors import StoreError
+from assay.store.migrations import ensure_schema
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
-
-
-class StoreError(EvaluationError):
-    """The store could not be read or written; what was already written stays readable."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("store_error", message, ErrorCategory.SYSTEM)
 
 
 class RecordRejected(ValueError):
@@ -101,8 +94,18 @@ class RunStore:
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        with self._begin() as conn:
-            migrate(conn)
+        self._prepare_schema()
+
+    def _prepare_schema(self) -> None:
+        """Create or upgrade the schema (see :mod:`assay.store.migrations`)."""
+        shown = self.engine.url.render_as_string(hide_password=True)
+        try:
+            ensure_schema(self.engine)
+        except StoreError as exc:
+            raise StoreError(f"the run store {shown}: {exc.message}") from None
+        except SQLAlchemyError as exc:
+            reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+            raise StoreError(f"cannot open the run store {shown}: {reason}") from None
 
     @property
     def display_url(self) -> str:
@@ -380,7 +383,27 @@ def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=30000")
+    _use_wal(cursor)
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _use_wal(cursor: Any, wait_seconds: float = 30.0) -> None:
+    """Switch the file to WAL mode, which it keeps from then on.
+
+    The switch needs the file to itself and SQLite answers "locked" at once instead of
+    waiting (the busy timeout does not apply), which happens when several processes open a new
+    store together: retry until the first of them has switched it.
+    """
+    import sqlite3
+
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005 + secrets.randbelow(20) / 1000)

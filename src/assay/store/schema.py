@@ -1,5 +1,8 @@
 """The run store's tables. Rows are written as results complete, so nothing finished is lost.
 
+This is the schema the code reads and writes through; the migrations in
+``assay.store.migrations`` create it, and a test checks that the two agree.
+
 Primary keys make every write idempotent: a (run, case, repeat, evaluator) score exists at most
 once, which is what lets a killed run resume without duplicates.
 """
@@ -9,12 +12,6 @@ from __future__ import annotations
 from sqlalchemy import JSON, Column, Float, Integer, MetaData, String, Table
 
 metadata = MetaData()
-
-migrations_table = Table(
-    "assay_migrations", metadata,
-    Column("name", String(200), primary_key=True),
-    Column("applied_at", Float, nullable=False),
-)
 
 runs = Table(
     "runs", metadata,

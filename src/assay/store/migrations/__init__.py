@@ -1,0 +1,118 @@
+"""The run store's schema, managed by Alembic: named, append-only migrations.
+
+Each file in ``versions/`` is one migration whose revision id is its file name without
+``.py``: a four-digit number, so that the ids sort in the order they apply, and a name that
+says what it does (``0001_initial_tables``). Never edit, rename or reorder a migration that has
+shipped: add the next number, with ``down_revision`` set to the previous id. Migrations only
+move forward. Ids stay within 32 characters, the width of Alembic's version column.
+
+Opening a store asks for its recorded revision with one plain query. Alembic takes a good part
+of a second to import, so it is loaded only when the schema actually has to change: a current
+store opens at the cost of that query. The upgrade runs in one transaction that first takes a
+lock (``BEGIN IMMEDIATE`` on SQLite, a transaction-scoped advisory lock on PostgreSQL) and reads
+the revision again once it holds it, so any number of processes can open a new store at the
+same moment: one migrates, the others wait for it and find nothing left to do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
+
+from assay.store.errors import StoreError
+
+VERSION_TABLE = "assay_alembic_version"
+"""Alembic's version table, under a name of its own so that a database shared with another
+Alembic-managed application keeps the two apart."""
+
+SCRIPT_DIR = Path(__file__).parent
+VERSIONS_DIR = SCRIPT_DIR / "versions"
+_REVISION_FILE = re.compile(r"^(\d{4}_[a-z0-9_]+)\.py$")
+
+PG_LOCK_KEY = 0x6173736179_0001
+"""The key of the PostgreSQL advisory lock held while the schema is upgraded."""
+
+
+def revisions() -> list[str]:
+    """Every revision this version of assay knows, oldest first, read from the file names
+    (importing the scripts would cost what the fast path avoids)."""
+    found = (_REVISION_FILE.match(name) for name in os.listdir(VERSIONS_DIR))
+    return sorted(m.group(1) for m in found if m)
+
+
+def recorded_revisions(conn: Connection) -> tuple[str, ...]:
+    """The revisions recorded in the store; empty when it has no version table yet.
+
+    Call it on a connection of its own: on PostgreSQL the failed query of a store without a
+    version table spoils the transaction it runs in.
+    """
+    try:
+        rows = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars().all()
+    except (OperationalError, ProgrammingError):
+        return ()
+    return tuple(sorted(rows))
+
+
+def ensure_schema(engine: Engine) -> list[str]:
+    """Bring the store's schema up to date; return the revisions applied now (usually none).
+
+    Raises :class:`StoreError` when the store was written by a newer assay, and lets
+    SQLAlchemy's errors (an unreachable server, a read-only file) through for the caller to
+    report with the store's name.
+    """
+    known = revisions()
+    with engine.connect() as conn:
+        found = recorded_revisions(conn)
+    if found == (known[-1],):
+        return []
+    _check_known(found, known)
+    return _upgrade(engine, known)
+
+
+def _check_known(found: tuple[str, ...], known: list[str]) -> None:
+    unknown = [rev for rev in found if rev not in known]
+    if unknown:
+        raise StoreError(
+            f"its schema is at revision {', '.join(unknown)}, written by a newer version of "
+            f"assay than this one (which knows up to {known[-1]}); upgrade assay to use it")
+
+
+def _upgrade(engine: Engine, known: list[str]) -> list[str]:
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from alembic.util.exc import CommandError
+
+    with engine.connect() as conn:
+        _lock(conn)
+        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        before = tuple(sorted(context.get_current_heads()))
+        _check_known(before, known)
+        if before == (known[-1],):  # another process migrated while this one waited
+            conn.rollback()
+            return []
+        config = Config()
+        config.set_main_option("script_location", str(SCRIPT_DIR))
+        config.set_main_option("path_separator", "os")
+        config.attributes["connection"] = conn
+        try:
+            command.upgrade(config, "head")
+        except CommandError as exc:
+            raise StoreError(f"its schema could not be upgraded: {exc}") from None
+        conn.commit()
+    start = known.index(before[0]) + 1 if before else 0
+    return known[start:]
+
+
+def _lock(conn: Connection) -> None:
+    """Open the migration's transaction holding a lock that other migrating processes wait on;
+    it is released when the transaction ends."""
+    if conn.dialect.name == "sqlite":
+        # Takes SQLite's write lock now; the others wait (busy_timeout) for the commit.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_LOCK_KEY})

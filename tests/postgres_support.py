@@ -1,0 +1,48 @@
+"""A fresh PostgreSQL database per test, on the server named by ``$ASSAY_TEST_POSTGRES_URL``.
+
+``scripts/postgres.sh start`` starts a throw-away server and prints such a URL. Without one,
+tests marked ``postgres`` are skipped on a developer's machine but fail under CI (``$CI`` set),
+so a CI job that forgot to start the server cannot pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+URL_VARIABLE = "ASSAY_TEST_POSTGRES_URL"
+
+
+def postgres_url() -> str:
+    """The server's URL; skips the test (fails it under CI) when none is configured."""
+    url = os.environ.get(URL_VARIABLE, "").strip()
+    if url:
+        return url
+    message = (f"${URL_VARIABLE} is not set: start a server with "
+               f'`export {URL_VARIABLE}="$(scripts/postgres.sh start)"`')
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"PostgreSQL tests must run in CI; {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@contextmanager
+def fresh_database(base_url: str) -> Iterator[str]:
+    """Create an empty database beside the one in ``base_url``, yield its URL, drop it."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = make_url(base_url)
+    name = f"assay_t_{secrets.token_hex(6)}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

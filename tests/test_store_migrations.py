@@ -1,0 +1,302 @@
+"""The store's schema: Alembic migrations, safe when many processes open a new store at once,
+quick to check when there is nothing to do, and stores made before Alembic upgraded in place."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from sqlalchemy import (
+    JSON,
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    insert,
+    text,
+)
+
+from assay.model import Score
+from assay.store import migrations, schema
+from assay.store.runs import RunStore, StoreError
+from tests.postgres_support import fresh_database, postgres_url
+
+ROOT = Path(__file__).resolve().parents[1]
+LEGACY_DUMP = Path(__file__).parent / "data" / "legacy_store_m001.sql"
+LEGACY_RUN = "20240101-000000-abcdef"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], str]]:
+    """Makes as many new, empty stores as a test needs, on each backend in turn."""
+    with ExitStack() as stack:
+        made: list[str] = []
+
+        def make() -> str:
+            if request.param == "sqlite":
+                made.append(f"sqlite:///{tmp_path}/runs-{len(made)}.db")
+            else:
+                made.append(stack.enter_context(fresh_database(postgres_url())))
+            return made[-1]
+
+        yield make
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+
+# Opens each store given at its own start time, so that every process opens the same store in
+# the same instant (after imports, which take far longer than a migration).
+OPEN_STORES = """
+import sys, time
+from assay.store.runs import RunStore
+start, gap = float(sys.argv[1]), float(sys.argv[2])
+for i, url in enumerate(sys.argv[3:]):
+    time.sleep(max(0.0, start + i * gap - time.time()))
+    store = RunStore(url)
+    store.create_run("suite", {})
+    store.close()
+"""
+
+
+def test_many_processes_opening_new_stores_at_once_all_succeed(new_store):
+    urls = [new_store() for _ in range(3)]
+    start = time.time() + 3.0
+    procs = [subprocess.Popen([sys.executable, "-c", OPEN_STORES, str(start), "1.5", *urls],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env())
+             for _ in range(5)]
+    failures = []
+    for proc in procs:
+        _out, err = proc.communicate(timeout=240)
+        if proc.returncode != 0:
+            failures.append(err.strip().splitlines()[-1:])
+    assert not failures, failures
+    for url in urls:
+        store = RunStore(url)
+        assert len(store.runs()) == 5
+        assert _versions(url) == [migrations.revisions()[-1]]
+        store.close()
+
+
+@pytest.mark.slow
+def test_concurrent_cli_commands_on_a_new_store_all_succeed(new_store):
+    url = new_store()
+    procs = [subprocess.Popen([sys.executable, "-m", "assay", "runs", "--store", url, "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env())
+             for _ in range(4)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+        assert json.loads(out) == []
+
+
+def test_a_current_store_opens_without_importing_alembic(new_store):
+    url = new_store()
+    RunStore(url).close()  # creates the schema
+    probe = ("import sys\nfrom assay.store.runs import RunStore\n"
+             "RunStore(sys.argv[1]).close()\nprint('alembic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe, url], capture_output=True, text=True,
+                         env=_env(), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_the_migrations_create_exactly_the_schema_the_code_uses(new_store):
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    url = new_store()
+    RunStore(url).close()
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={
+            "compare_type": True, "version_table": migrations.VERSION_TABLE})
+        assert compare_metadata(context, schema.metadata) == []
+    engine.dispose()
+
+
+def test_revision_ids_are_the_file_names_in_one_line_of_descent():
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(migrations.SCRIPT_DIR))
+    walked = [s.revision for s in script.walk_revisions()][::-1]  # oldest first
+    assert walked == migrations.revisions()
+    assert script.get_heads() == [migrations.revisions()[-1]]
+    for rev in walked:
+        assert len(rev) <= 32  # the width of Alembic's version column
+        assert (migrations.VERSIONS_DIR / f"{rev}.py").is_file()
+
+
+# The tables exactly as the store defined them before Alembic managed its schema.
+def _legacy_metadata() -> MetaData:
+    md = MetaData()
+    Table("assay_migrations", md, Column("name", String(200), primary_key=True),
+          Column("applied_at", Float, nullable=False))
+    Table("runs", md, Column("id", String(40), primary_key=True),
+          Column("suite", String(500), nullable=False),
+          Column("status", String(20), nullable=False),
+          Column("created_at", Float, nullable=False), Column("finished_at", Float),
+          Column("config", JSON, nullable=False), Column("summary", JSON))
+    Table("executions", md, Column("run_id", String(40), primary_key=True),
+          Column("case_id", String(500), primary_key=True),
+          Column("repeat", Integer, primary_key=True),
+          Column("execution", JSON, nullable=False),
+          Column("created_at", Float, nullable=False))
+    Table("scores", md, Column("run_id", String(40), primary_key=True),
+          Column("case_id", String(500), primary_key=True),
+          Column("repeat", Integer, primary_key=True),
+          Column("evaluator", String(200), primary_key=True), Column("value", Float),
+          Column("error_code", String(100)), Column("score", JSON, nullable=False),
+          Column("created_at", Float, nullable=False))
+    Table("case_results", md, Column("run_id", String(40), primary_key=True),
+          Column("case_id", String(500), primary_key=True),
+          Column("repeat", Integer, primary_key=True), Column("score", Float),
+          Column("verdict", String(20), nullable=False), Column("row", JSON, nullable=False),
+          Column("created_at", Float, nullable=False))
+    return md
+
+
+def _make_legacy_store(url: str) -> None:
+    md = _legacy_metadata()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        md.create_all(conn)
+        conn.execute(insert(md.tables["assay_migrations"]).values(
+            name="m001_initial_tables", applied_at=1.0))
+        conn.execute(insert(md.tables["runs"]).values(
+            id=LEGACY_RUN, suite="legacy-suite", status="completed", created_at=1.0,
+            finished_at=2.0, config={"run": {"concurrency": 4}}, summary={"mean_score": 1.0}))
+        conn.execute(insert(md.tables["case_results"]).values(
+            run_id=LEGACY_RUN, case_id="case-1", repeat=0, score=1.0, verdict="pass",
+            row={"eval_id": "case-1"}, created_at=1.5))
+    engine.dispose()
+
+
+def _versions(url: str) -> list[str]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        found = [r[0] for r in conn.execute(
+            text(f"SELECT version_num FROM {migrations.VERSION_TABLE}"))]
+    engine.dispose()
+    return found
+
+
+def _tables(url: str) -> set[str]:
+    from sqlalchemy import inspect
+
+    engine = create_engine(url)
+    names = set(inspect(engine).get_table_names())
+    engine.dispose()
+    return names
+
+
+def _assert_adopted(url: str) -> None:
+    store = RunStore(url)
+    scores_before = store.score_count(LEGACY_RUN)
+    assert store.run(LEGACY_RUN)["summary"] == {"mean_score": 1.0}
+    assert [r["verdict"] for r in store.case_rows(LEGACY_RUN)] == ["pass"]
+    store.record_score(LEGACY_RUN, "case-2", 0, Score(name="e", value=0.5))
+    new_run = store.create_run("after-upgrade", {})
+    store.close()
+    assert _versions(url) == [migrations.revisions()[-1]]
+    assert "assay_migrations" not in _tables(url)
+    again = RunStore(url)
+    assert {r["id"] for r in again.runs()} == {LEGACY_RUN, new_run}
+    assert again.score_count(LEGACY_RUN) == scores_before + 1
+    again.close()
+
+
+def test_a_store_written_before_alembic_is_upgraded_in_place(new_store):
+    url = new_store()
+    _make_legacy_store(url)
+    _assert_adopted(url)
+
+
+def test_the_sqlite_file_of_an_old_store_is_upgraded_in_place(tmp_path):
+    """The dump of a store file that the previous store code wrote, byte for byte its SQL."""
+    db = tmp_path / "runs.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(LEGACY_DUMP.read_text())
+    conn.close()
+    _assert_adopted(f"sqlite:///{db}")
+
+
+def test_tables_that_assay_did_not_create_are_not_taken_over(new_store):
+    url = new_store()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE runs (id INTEGER PRIMARY KEY, owner VARCHAR(20))"))
+    engine.dispose()
+    with pytest.raises(StoreError, match=r"already holds table\(s\) runs that assay did not"):
+        RunStore(url)
+    assert migrations.VERSION_TABLE not in _tables(url)
+
+
+def test_a_store_from_a_newer_assay_is_refused_with_a_clear_error(new_store):
+    url = new_store()
+    RunStore(url).close()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} SET version_num = '0999_future'"))
+    engine.dispose()
+    with pytest.raises(StoreError, match="0999_future, written by a newer version of assay"):
+        RunStore(url)
+
+
+def test_an_unreachable_server_is_a_clear_error_without_the_password():
+    with pytest.raises(StoreError) as info:
+        RunStore("postgresql+psycopg://assay:s3cret-pw@127.0.0.1:1/assay")
+    assert "cannot open the run store" in info.value.message
+    assert "s3cret-pw" not in info.value.message
+
+
+@pytest.mark.slow
+def test_concurrent_assay_runs_on_a_new_store_all_complete(new_store, tmp_path):
+    (tmp_path / "agent.py").write_text(
+        "def answer(question: str) -> str:\n    return 'echo ' + question\n")
+    (tmp_path / "EVAL.yaml").write_text(
+        "description: echo\nexecution:\n  target: agent\n  evaluators:\n"
+        "    - {name: has_echo, type: contains, search_text: echo}\n"
+        "evalcases:\n" + "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(5)))
+    (tmp_path / ".assay").mkdir()
+    (tmp_path / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - {name: agent, provider: python, function: 'agent:answer'}\n")
+    url = new_store()
+    procs = [subprocess.Popen([sys.executable, "-m", "assay", "run", "EVAL.yaml", "--store", url],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**_env(), "ASSAY_CACHE_DIR": str(tmp_path / "c")})
+             for _ in range(4)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out + err
+    store = RunStore(url)
+    runs = store.runs()
+    assert len(runs) == 4 and {r["status"] for r in runs} == {"completed"}
+    assert all(len(store.case_rows(r["id"])) == 5 for r in runs)
+    store.close()
+
+
+def test_postgres_tests_fail_under_ci_and_skip_elsewhere_without_a_server(monkeypatch):
+    from tests.postgres_support import URL_VARIABLE
+
+    monkeypatch.delenv(URL_VARIABLE, raising=False)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="must run in CI"):
+        postgres_url()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match=r"scripts/postgres\.sh start"):
+        postgres_url()
