@@ -19,6 +19,7 @@ from assay import __version__
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.engine import JudgeEngine
+from assay.llm.models import display_model
 from assay.model import Execution, Score, ScoreError, Usage
 from assay.run_config import RunConfig
 from assay.store.runs import RunStore
@@ -148,8 +149,9 @@ def check_evaluator_names(suite: Suite) -> None:
 def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
              targets: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a run records about how it was made (no secrets: targets come redacted)."""
-    models = sorted({str(config.judge_model or m or suite.judge_target
-                         or engine.config.default_model) for m in suite.facts().models})
+    models = sorted({display_model(str(config.judge_model or m or suite.judge_target
+                                       or engine.config.default_model))
+                     for m in suite.facts().models})
     return {
         "suite_path": str(suite.source.resolve()) if suite.source else None,
         "suite_name": suite.name,
@@ -157,7 +159,8 @@ def snapshot(suite: Suite, config: RunConfig, engine: JudgeEngine,
         "target": suite.target,
         "targets": targets or {},
         "judge_models": models,
-        "run": config.model_dump(mode="json"),
+        "run": {**config.model_dump(mode="json"), "judge_model": (
+            display_model(config.judge_model) if config.judge_model else None)},
         "assay_version": __version__,
     }
 

@@ -40,7 +40,7 @@ def friendly_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except EvaluationError as exc:
             err_console.print(f"[bold red]error[/] {escape(f'[{exc.code}]')}: {escape(exc.message)}",
-                              highlight=False)
+                              highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]

@@ -11,11 +11,12 @@ import typer
 from rich.markup import escape
 
 from assay.api import score_async
-from assay.cli.app import app, console, friendly_errors
+from assay.cli.app import app, console, err_console, friendly_errors
 from assay.errors import ConfigError
 from assay.judges import build
 from assay.llm.config import EngineConfig
 from assay.llm.engine import JudgeEngine
+from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
 from assay.model import Case, Execution, Score
 
 
@@ -54,9 +55,11 @@ def judge(
         config["search_text"] = expected
     built = build(config, where=f"--evaluator {evaluator}")
     engine_config = EngineConfig(cache_mode=cache)  # type: ignore[arg-type]
-    if model:
+    if model is not None:  # an empty --model is an error, not the default
         engine_config.default_model = model
     engine = JudgeEngine(engine_config)
+    if any(is_demo_model(m or engine_config.default_model) for m in built.models()):
+        err_console.print(f"[yellow]note[/]: {DEMO_MODEL_NOTE}", highlight=False, soft_wrap=True)
     case = Case(id="cli", input=question, expected_output=_maybe_json(expected))
     execution = Execution(input=question, output=_maybe_json(actual))
 

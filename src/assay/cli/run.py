@@ -193,7 +193,8 @@ def run(
             suite, [(r.case_id, r.scores) for r in result.results]))
     for line in summary_lines(result.summary):
         console.print(line, highlight=False)
-    console.print(f"run [bold]{result.run_id}[/] stored in {runs.url}", highlight=False)
+    console.print(f"run [bold]{result.run_id}[/] stored in {escape(runs.display_url)}",
+                  highlight=False)
     if not result.summary.passed:
         for failure in result.summary.gate_failures:
             console.print(f"[red]gate failed[/]: {failure}", highlight=False)

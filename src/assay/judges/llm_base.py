@@ -38,7 +38,8 @@ class LLMEvaluator(Evaluator):
         ]
         return await ask_structured(
             ctx.engine, messages, schema, model=ctx.model(self.model), name=self.type,
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
+            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
+            sample=ctx.sample)
 
     def on_100_point_scale(self, result: StructuredResult[Any], score: float,
                            rationale: str) -> Score:

@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from assay.errors import ErrorCategory, EvaluationError
 from assay.model import Execution, Score
+from assay.redact import redact_url, scrub, url_secrets
 from assay.store import schema
 from assay.store.migrations import migrate
 
@@ -52,6 +53,8 @@ class RunStore:
     def __init__(self, url: str = DEFAULT_URL, flush_seconds: float = 0.2,
                  flush_rows: int = 1000) -> None:
         self.url = url
+        self.display_url = redact_url(url)
+        """The URL as it may be shown: a password in it is hidden."""
         self.flush_seconds = flush_seconds
         self.flush_rows = flush_rows
         self._pending: list[tuple[Any, dict[str, Any]]] = []
@@ -67,7 +70,8 @@ class RunStore:
             self.engine: Engine = create_engine(url, future=True, json_serializer=_json_text,
                                                 json_deserializer=orjson.loads)
         except (SQLAlchemyError, ImportError, ValueError) as exc:
-            raise StoreError(f"cannot open the run store {url!r}: {exc}") from None
+            raise StoreError(f"cannot open the run store {self.display_url!r}: "
+                             f"{scrub(str(exc), url_secrets(url))}") from None
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -82,7 +86,8 @@ class RunStore:
         except SQLAlchemyError as exc:
             reason = str(getattr(exc, "orig", None) or exc)
             raise StoreError(
-                f"the run store {self.url} failed: {reason.splitlines()[0]}. Results written "
+                f"the run store {self.display_url} failed: "
+                f"{scrub(reason.splitlines()[0], url_secrets(self.url))}. Results written "
                 "before this point are kept and readable."
             ) from None
 
@@ -184,7 +189,8 @@ class RunStore:
                 if len(rows) == 1:
                     row = rows[0]
         if row is None:
-            raise StoreError(f"no run {run_id!r} in {self.url}; list runs with 'assay runs'")
+            raise StoreError(f"no run {run_id!r} in {self.display_url}; list runs with "
+                             "'assay runs'")
         return dict(row._mapping)
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.llm.models import KNOWN_PROVIDERS, parse_model
+from assay.redact import env_label, scrub
 from assay.suites.yaml_source import (
     Mark,
     Problem,
@@ -128,11 +129,9 @@ class TargetConfig:
         return out
 
     def scrub(self, text: str) -> str:
-        """``text`` with every secret value of this target replaced by its placeholder."""
-        for var, value in sorted(self.secrets.items(), key=lambda kv: -len(kv[1])):
-            if value:
-                text = text.replace(value, "${{ " + var + " }}")
-        return text
+        """``text`` with every secret value of this target replaced by its placeholder and
+        URL credentials hidden (the judge engine's mechanism, :mod:`assay.redact`)."""
+        return scrub(text, {value: env_label(var) for var, value in self.secrets.items()})
 
     def __repr__(self) -> str:
         return f"TargetConfig({self.redacted()!r})"
