@@ -142,6 +142,19 @@ async def test_http_target_and_judge_share_one_scrub(tmp_path: Path, mock_server
     assert "agent-token-0123456789" not in execution.error
 
 
+async def test_an_agent_printing_the_judge_key_on_stderr_is_scrubbed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent inherits the environment; its error text must not carry the judge's key."""
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "service-token-0123456789")
+    target = build_target({"name": "leaky", "provider": "cli", "command":
+                           "echo \"$OPENAI_API_KEY $MY_SERVICE_TOKEN\" >&2; exit 1"}, tmp_path)
+    execution = await target.run(Case(id="c", input="hi"))
+    assert execution.error is not None
+    assert "${{ OPENAI_API_KEY }} ${{ MY_SERVICE_TOKEN }}" in execution.error
+    assert leaks(execution.error, OPENAI_KEY, "service-token-0123456789") == []
+
+
 def test_scrub_hides_longest_secret_first_and_url_credentials() -> None:
     secrets = Secrets({"abcd1234": "${{ A }}", "abcd1234-long": "${{ B }}", "xy": "short"})
     text = "a abcd1234-long b abcd1234 c xy http://u:pw@h/v1 https://tok@h ?api_key=k1&q=2"

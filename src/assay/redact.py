@@ -131,15 +131,9 @@ class Secrets:
         for value, label in values.items():
             self.add(value, label)
 
-    def __contains__(self, value: object) -> bool:
-        return value in self._labels
-
-    def __len__(self) -> int:
-        return len(self._labels)
-
-    def covers(self, text: str) -> bool:
-        """True when ``text`` holds a known secret already."""
-        return any(value in text for value in self._labels)
+    def labels(self) -> dict[str, str]:
+        """The secret values and their labels (value -> label)."""
+        return dict(self._labels)
 
     def scrub(self, text: str) -> str:
         """``text`` with every known secret replaced and URL credentials redacted."""
@@ -149,6 +143,17 @@ class Secrets:
                 self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
             text = self._pattern.sub(lambda m: self._labels[m.group(0)], text)
         return redact_urls(text)
+
+
+def environment_secrets(names: Iterable[str] = (),
+                        environ: Mapping[str, str] | None = None) -> Secrets:
+    """The secrets the environment holds: the named variables (API keys a judge or an agent
+    may be given) and every variable named like a key, token, secret or password. Judges
+    and targets both start from this set, since an agent inherits the environment too."""
+    secrets = Secrets()
+    secrets.add_env(names, environ)
+    secrets.add_secret_looking_env(environ)
+    return secrets
 
 
 def scrub(text: str, secrets: Secrets | Mapping[str, str] | None = None) -> str:

@@ -42,7 +42,7 @@ from assay.llm.types import (
     RetriesExhausted,
 )
 from assay.model import Usage
-from assay.redact import Secrets, url_secrets
+from assay.redact import environment_secrets
 
 
 class DryRunSkipped(ProviderError):
@@ -72,9 +72,7 @@ class JudgeEngine:
             else None
         self.usage = Usage()
         self.estimate = DryRunEstimate()
-        self.secrets = Secrets()
-        self.secrets.add_env(KEY_ENV_VARS)
-        self.secrets.add_secret_looking_env()
+        self.secrets = environment_secrets(KEY_ENV_VARS)
         self.cache_failures = 0
         self.cache_problem: str | None = None
         self._providers: dict[str, Provider] = {}
@@ -93,7 +91,6 @@ class JudgeEngine:
             return provider
         try:
             spec = parse_model(name)
-            self.secrets.update(url_secrets(spec.base_url or ""))
             provider = self._providers.get(spec.name)
             if provider is None:
                 provider = create_provider(spec)
