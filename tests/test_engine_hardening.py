@@ -136,9 +136,11 @@ async def test_a_cached_answer_that_does_not_validate_is_dropped_and_asked_again
     with sqlite3.connect(tmp_path / "cache.sqlite") as db:  # an answer cached by an old version
         db.execute("UPDATE responses SET response = ?", (
             b'{"choices": [{"message": {"role": "assistant", "content": "prose"}}]}',))
-    again = await _judge(engine_factory())
+    again = await _judge(engine_factory(reasks=0))  # no re-ask can hide a replayed answer
     assert again.ok and again.value == seen.value
     assert again.usage.calls == 1 and mock_server.stats.requests == 2
+    third = await _judge(engine_factory(reasks=0))  # the new answer was cached
+    assert third.ok and third.usage.cached_calls == 1 and mock_server.stats.requests == 2
 
 
 async def test_retry_errors_after_invalid_judge_output_calls_the_judge_again(
