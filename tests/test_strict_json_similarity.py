@@ -15,6 +15,7 @@ from assay.judges.strict_json_similarity import (
     penalty_score,
     verdict_for,
 )
+from assay.judges.templates import delimit
 from assay.llm import register_service
 from assay.model import Case, Execution
 
@@ -238,8 +239,8 @@ async def test_request_carries_data_as_delimited_json_and_a_narrowed_schema(engi
     assert score.value == pytest.approx(0.75)
     system, user = (m["content"] for m in seen[0]["messages"])
     assert DATA_NOT_INSTRUCTIONS in system
-    assert '<expected_output>\n{"a": 1.5, "b": true}\n</expected_output>' in user
-    assert "<actual_output>" in user and "True" not in user
+    assert delimit("expected_output", {"a": 1.5, "b": True}) in user
+    assert "<actual_output_" in user and "True" not in user
     assert user.count("</actual_output>") == 1
     schema = seen[0]["response_format"]["json_schema"]["schema"]
     item = schema["$defs"]["KeyClassification"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from assay.errors import TemplateError
 from assay.judges import EvalContext, build
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS
+from assay.judges.templates import delimit
 from assay.judges.trajectory_judges import (
     LLMJudgeTrajectory,
     LLMJudgeTrajectorySimulation,
@@ -108,10 +110,12 @@ async def test_prompt_carries_every_placeholder_as_delimited_data(engine_factory
     assert score.scale == "0-100" and score.rationale == "followed the plan"
     system, user = (m["content"] for m in seen[0]["messages"])
     assert DATA_NOT_INSTRUCTIONS in system and "simulation" not in system.lower()
-    assert '<agent_input>\n{"request": "email Ann"}\n</agent_input>' in user
-    assert "<expected_agent_behavior>\nLook Ann up, then email her.\n" in user
-    assert "<agent_run_history>\nTool call 1: lookup_user" in user
-    assert 'Final output:\n{"status": "sent"}\n</agent_run_history>' in user
+    assert delimit("agent_input", {"request": "email Ann"}) in user
+    assert delimit("expected_agent_behavior", "Look Ann up, then email her.") in user
+    history = re.search(r"<(agent_run_history_\w+)>\n(.*)\n</\1>", user, re.S)
+    assert history is not None
+    assert history.group(2).startswith("Tool call 1: lookup_user")
+    assert history.group(2).endswith('Final output:\n{"status": "sent"}')
 
 
 async def test_simulation_instructions_reach_the_prompt(engine_factory):
@@ -123,13 +127,13 @@ async def test_simulation_instructions_reach_the_prompt(engine_factory):
     await judge.evaluate(case, Execution(messages=MESSAGES, output="Done."), EvalContext(engine))
     system, user = (m["content"] for m in seen[0]["messages"])
     assert "simulation" in system.lower()
-    assert ("<simulation_instructions>\nlookup_user returns ann@example.com\n"
-            "</simulation_instructions>") in user
-    assert "<expected_agent_behavior>\nlooks Ann up\nemails her\n" in user
+    assert delimit("simulation_instructions", "lookup_user returns ann@example.com") in user
+    assert delimit("expected_agent_behavior", "looks Ann up\nemails her") in user
     own = LLMJudgeTrajectorySimulation(model=judge.model,
                                        simulation_instructions="all tools fail")
     await own.evaluate(case, Execution(output="Done."), EvalContext(engine))
-    assert "<simulation_instructions>\nall tools fail\n" in seen[1]["messages"][1]["content"]
+    assert delimit("simulation_instructions", "all tools fail") in seen[1]["messages"][1][
+        "content"]
 
 
 async def test_executions_own_input_wins_over_the_case_input(engine_factory):
@@ -139,7 +143,7 @@ async def test_executions_own_input_wins_over_the_case_input(engine_factory):
     await judge.evaluate(Case(id="i", input="case input"),
                          Execution(input="synthetic input", output="ok"),
                          EvalContext(engine_factory(cache_mode="off")))
-    assert "<agent_input>\nsynthetic input\n</agent_input>" in seen[0]["messages"][1]["content"]
+    assert delimit("agent_input", "synthetic input") in seen[0]["messages"][1]["content"]
 
 
 async def test_score_through_the_mock_server(engine_factory, mock_server):

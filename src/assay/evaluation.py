@@ -25,6 +25,7 @@ from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.config import EngineConfig
 from assay.llm.engine import DryRunEstimate, JudgeEngine
+from assay.llm.models import display_model
 from assay.model import Case, Execution
 from assay.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
 from assay.results import EvaluationResult
@@ -107,6 +108,7 @@ def resume(run_id: str, **kwargs: Any) -> EvaluationResult:
 
 async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = None,
                        retry_errors: bool = False, concurrency: int | None = None,
+                       judge_model: str | None = None,
                        progress: Progress | None = None,
                        on_record: Callable[[CaseRecord], None] | None = None,
                        on_start: Callable[[RunRecord], None] | None = None,
@@ -115,7 +117,8 @@ async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = Non
                        keep: bool = True) -> EvaluationResult:
     """Resume ``run_id``: what the store has is kept, the rest runs with the run's own
     recorded config (its target override, judge, thresholds and gates). ``retry_errors``
-    computes error scores and failed executions again."""
+    computes error scores and failed executions again; ``judge_model`` replaces the recorded
+    judge (a judge URL's password is never recorded, so it must be given again)."""
     run_store = open_store(store if store is not None else DEFAULT_URL)
     stored = run_store.run_record(run_id)
     snapshot = stored.config
@@ -126,6 +129,8 @@ async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = Non
             from None
     if concurrency is not None:
         config.concurrency = concurrency
+    if judge_model is not None:  # e.g. a judge URL whose password the run could not keep
+        config.judge_model = judge_model
     if data is None:
         if not snapshot.suite_path:
             raise ConfigError(f"run {stored.id} has no suite path; give the suite to resume",
@@ -389,10 +394,12 @@ class _Session:
     def snapshot(self) -> RunSnapshot:
         facts = self.suite.facts()
         names = self.target_names()
-        models = sorted({str(EvalContext(self.engine, self.judge_for(t),
-                                         override_model=self.config.judge_model).model(m)
-                             or self.engine.config.default_model)
-                         for m in facts.models for t in names})
+        models = sorted({display_model(str(EvalContext(
+            self.engine, self.judge_for(t), override_model=self.config.judge_model).model(m)
+            or self.engine.config.default_model)) for m in facts.models for t in names})
+        run = self.config.model_dump(mode="json")
+        if self.config.judge_model:  # a password in a judge URL is never stored
+            run["judge_model"] = display_model(self.config.judge_model)
         extra: dict[str, Any] = {}
         if self.rescored_from:
             extra["rescored_from"] = self.rescored_from
@@ -404,7 +411,7 @@ class _Session:
             targets_file=str(self.targets.path) if self.targets.path else None,
             targets=self.targets.redacted(), judge_models=models,
             evaluators=[evaluator_spec(e) for e in self.suite.evaluators],
-            run=self.config.model_dump(mode="json"), assay_version=__version__, **extra)
+            run=run, assay_version=__version__, **extra)
 
     async def execute(self, progress: Progress | None,
                       on_record: Callable[[CaseRecord], None] | None,

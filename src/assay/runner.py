@@ -36,13 +36,13 @@ TargetResolver = Callable[[str | None], Target]
 class Progress(Protocol):
     """Where the runner reports progress (the CLI's progress bar, or nothing)."""
 
-    def start(self, total: int, done: int) -> None: ...
+    def start(self, total: int, done: int, label: str = "") -> None: ...
 
     def advance(self, record: CaseRecord) -> None: ...
 
 
 class _NoProgress:
-    def start(self, total: int, done: int) -> None:
+    def start(self, total: int, done: int, label: str = "") -> None:
         pass
 
     def advance(self, record: CaseRecord) -> None:
@@ -129,7 +129,7 @@ class Runner:
         stored_cases = store.case_keys(run_id) if store else set()
         kept: list[CaseRecord] = []
         summary = SummaryBuilder()
-        self.progress.start(total, 0)
+        self.progress.start(total, 0, self.suite.name)
         # Evaluators with a dataset-level metric (classification) get every case's score.
         reducers: dict[str, tuple[Evaluator, list[Score]]] = {}
 

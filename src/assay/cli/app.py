@@ -1,7 +1,8 @@
 """The ``assay`` command: one typer app; each command lives in its own module.
 
 Exit codes: 0 success (all gates pass), 1 a gate failed, 2 a usage or configuration error.
-Configuration errors print one clear line, never a traceback.
+Configuration errors print one clear line, never a traceback. Everything printed that comes
+from data (ids, names, messages) goes through :func:`assay.report.safe_text.for_terminal`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from assay.errors import EvaluationError
+from assay.report.safe_text import for_terminal, make_console
 
 app = typer.Typer(
     name="assay",
@@ -23,8 +23,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -39,8 +39,8 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except EvaluationError as exc:
-            err_console.print(f"[bold red]error[/] {escape(f'[{exc.code}]')}: {escape(exc.message)}",
-                              highlight=False)
+            err_console.print(f"[bold red]error[/] {for_terminal(f'[{exc.code}]')}: "
+                              f"{for_terminal(exc.message)}", highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]

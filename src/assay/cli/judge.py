@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from assay.api import score_async
-from assay.cli.app import app, console, friendly_errors
+from assay.cli.app import app, console, err_console, friendly_errors
 from assay.errors import ConfigError
 from assay.judges import build
 from assay.llm.config import EngineConfig
 from assay.llm.engine import JudgeEngine
+from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
 from assay.model import Case, Execution, Score
+from assay.report.safe_text import for_terminal
 
 
 def _maybe_json(text: str) -> Any:
@@ -54,9 +55,11 @@ def judge(
         config["search_text"] = expected
     built = build(config, where=f"--evaluator {evaluator}")
     engine_config = EngineConfig(cache_mode=cache)  # type: ignore[arg-type]
-    if model:
+    if model is not None:  # an empty --model is an error, not the default
         engine_config.default_model = model
     engine = JudgeEngine(engine_config)
+    if any(is_demo_model(m or engine_config.default_model) for m in built.models()):
+        err_console.print(f"[yellow]note[/]: {DEMO_MODEL_NOTE}", highlight=False, soft_wrap=True)
     case = Case(id="cli", input=question, expected_output=_maybe_json(expected))
     execution = Execution(input=question, output=_maybe_json(actual))
 
@@ -76,18 +79,19 @@ def judge(
 
 def _print_score(score: Score) -> None:
     if score.error is not None:
-        console.print(f"[bold red]error[/] {score.error.code}: {escape(score.error.message)}",
-                      highlight=False)
+        console.print(f"[bold red]error[/] {for_terminal(score.error.code)}: "
+                      f"{for_terminal(score.error.message)}", highlight=False)
     else:
-        raw = f" (raw {score.raw} on {score.scale})" if score.scale else ""
+        raw = f" (raw {for_terminal(score.raw)} on {for_terminal(score.scale)})" \
+            if score.scale else ""
         verdict = "[green]pass[/]" if score.passed else "[red]fail[/]"
         console.print(f"score     {score.value:.3f}{raw} {verdict}", highlight=False)
     if score.rationale:
-        console.print(f"rationale {escape(score.rationale)}", highlight=False)
+        console.print(f"rationale {for_terminal(score.rationale)}", highlight=False)
     usage = score.usage
     cost = "unknown" if usage.cost is None else f"${usage.cost:.6f}"
     console.print(
         f"tokens    {usage.prompt_tokens} prompt + {usage.completion_tokens} completion; "
         f"calls {usage.calls} (+{usage.cached_calls} cached); cost {cost}", highlight=False)
     if score.judge_model:
-        console.print(f"judge     {score.judge_model}", highlight=False)
+        console.print(f"judge     {for_terminal(score.judge_model)}", highlight=False)

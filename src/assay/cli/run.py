@@ -102,7 +102,7 @@ def run(
     if resume:
         coro: Coroutine[Any, Any, Any] = resume_async(
             resume, store=runs, data=suite_path, retry_errors=retry_errors,
-            concurrency=concurrency, progress=progress, on_record=reports.on_record,
+            concurrency=concurrency, judge_model=judge_model, progress=progress, on_record=reports.on_record,
             on_start=on_start, on_warning=_warn, on_notice=_notice,
             keep=uipath_output is not None)
         inputs = _inputs(suite_path, targets_file)

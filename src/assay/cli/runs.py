@@ -10,6 +10,7 @@ from rich.markup import escape
 from assay.cli.app import EXIT_GATE_FAILED, app, console, err_console, friendly_errors
 from assay.cli.run import store_url
 from assay.compare import compare_runs
+from assay.report.safe_text import for_terminal
 from assay.report.terminal import cases_table, fmt_score, runs_table
 from assay.store.runs import RunStore
 
@@ -45,16 +46,16 @@ def show(
     if as_json:
         types = {e.name: e for e in run.config.evaluators}
         for r in records:
-            print(json.dumps(agentv_row(r, run.suite, types), default=str, ensure_ascii=False))
+            print(json.dumps(agentv_row(r, run.suite, types), default=str))
         return
-    console.print(f"run [bold]{run.id}[/] · suite {escape(run.suite)} · {run.status.value}",
-                  highlight=False)
+    console.print(f"run [bold]{for_terminal(run.id)}[/] · suite {for_terminal(run.suite)} · "
+                  f"{run.status.value}", highlight=False)
     console.print(cases_table(records))
     summary = run.summary
     if summary is not None:
         console.print(f"mean score {fmt_score(summary.mean_score)}; verdicts "
-                      f"{summary.verdicts}; gate {'pass' if summary.passed else 'fail'}",
-                      highlight=False, markup=False)
+                      f"{for_terminal(summary.verdicts)}; gate "
+                      f"{'pass' if summary.passed else 'fail'}", highlight=False)
 
 
 @app.command()
@@ -85,27 +86,27 @@ def compare(
     else:
         from rich.table import Table
 
-        table = Table(title=f"{a['id']} → {b['id']}")
+        table = Table(title=f"{for_terminal(a['id'])} → {for_terminal(b['id'])}")
         for col in ("case", "before", "after", "delta", "outcome", "verdict"):
             table.add_column(col)
         style = {"win": "green", "loss": "red", "tie": "white", "error": "magenta"}
         for c in result.cases:
             delta = "—" if c.delta is None else f"{c.delta:+.3f}"
-            table.add_row(c.case_id if not c.repeat else f"{c.case_id}#{c.repeat}",
+            table.add_row(for_terminal(c.case_id if not c.repeat else f"{c.case_id}#{c.repeat}"),
                           fmt_score(c.before), fmt_score(c.after), delta,
                           f"[{style[c.outcome]}]{c.outcome}[/]",
-                          f"{c.verdict_before} → {c.verdict_after}")
+                          for_terminal(f"{c.verdict_before} → {c.verdict_after}"))
         console.print(table)
         d = result.as_dict()
         mean = "—" if d["mean_delta"] is None else f"{d['mean_delta']:+.4f}"
         console.print(f"matched {d['matched']}: wins {d['wins']}, losses {d['losses']}, ties "
                       f"{d['ties']}, errors {d['errors']}; mean delta {mean}", highlight=False)
         if result.only_before or result.only_after:
-            console.print(f"only in {a['id']}: {len(result.only_before)}; only in {b['id']}: "
-                          f"{len(result.only_after)}", highlight=False)
+            console.print(f"only in {for_terminal(a['id'])}: {len(result.only_before)}; only in "
+                          f"{for_terminal(b['id'])}: {len(result.only_after)}", highlight=False)
     if result.regressions:
         if not as_json:
             console.print(f"[red]regression[/]: {len(result.regressions)} case(s): " +
-                          ", ".join(c.case_id for c in result.regressions[:10]),
+                          ", ".join(for_terminal(c.case_id) for c in result.regressions[:10]),
                           highlight=False)
         raise typer.Exit(EXIT_GATE_FAILED)

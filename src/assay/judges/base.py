@@ -29,7 +29,8 @@ class EvalContext:
     judge_model: str | None = None
     override_model: str | None = None
     sample: int = 0
-    """Which independent sample of a case this is (its repeat): part of the cache key."""
+    """Which independent draw this is (the repeat of a case): judge calls of different samples
+    are made and cached apart, so repeats measure the judge's spread; 0 is the first."""
 
     def model(self, own: str | None) -> str | None:
         """The override (``--judge-model``), else the evaluator's own model, else the run's

@@ -1,13 +1,18 @@
 """``{{ variable }}`` prompt templates that fail early on unknown variables.
 
 Values that are not strings are serialised as JSON, never Python repr. Values that come from
-the agent are wrapped in a named tag (``<actual_output>...</actual_output>``) so the judge can
-tell data from instructions; a closing tag inside the value is neutralised so the data cannot
-end its own delimiter.
+the agent or a dataset are framed by :func:`delimit` in a tag that carries a boundary code
+(``<actual_output_3f9a1c2b7d4e>...</actual_output_3f9a1c2b7d4e>``) so the judge can tell data
+from instructions. The code is checked to be absent from the value, so no text inside can end
+the frame (``</actual_output>``, ``</ACTUAL_OUTPUT >`` and the like are just data), and it is
+derived from the value (not drawn at random) so an unchanged prompt keeps its cache key. The
+section headers of assay's own prompts (``[[ ## name ## ]]``) are broken up inside data, so a
+value cannot open a section of its own either.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -16,6 +21,8 @@ from assay.errors import TemplateError
 from assay.model import dump_json
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+BOUNDARY_CHARS = 12
+_HEADER = re.compile(r"\[\[(\s*##)|(##\s*)\]\]")
 
 
 def variables(template: str) -> list[str]:
@@ -46,9 +53,34 @@ def as_text(value: Any) -> str:
 
 
 def delimit(tag: str, value: Any) -> str:
-    """``value`` as text inside ``<tag>...</tag>``, unable to close the tag itself."""
-    text = as_text(value).replace(f"</{tag}>", f"<\\/{tag}>")
-    return f"<{tag}>\n{text}\n</{tag}>"
+    """``value`` as data framed by ``<tag_CODE>`` and ``</tag_CODE>``, where CODE does not
+    occur in the value: nothing inside can close the frame or open a prompt section."""
+    text = _HEADER.sub(_break_header, as_text(value))
+    name = f"{tag}_{boundary(text)}"
+    return f"<{name}>\n{text}\n</{name}>"
+
+
+def boundary(text: str) -> str:
+    """A code of :data:`BOUNDARY_CHARS` hex digits that does not occur in ``text``.
+
+    Derived from the text, so the same value always gets the same code (prompts, and so
+    cache keys, stay stable); a value that happens to hold its own code gets the next one.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    salt = 0
+    while True:
+        code = hashlib.sha256(b"%d:" % salt + data).hexdigest()[:BOUNDARY_CHARS]
+        if code not in text.lower():
+            return code
+        salt += 1
+
+
+def _break_header(match: re.Match[str]) -> str:
+    """``[[ ##`` becomes ``[ [ ##`` (and ``## ]]`` becomes ``## ] ]``): still readable, no
+    longer the marker of a prompt section."""
+    if match.group(1) is not None:
+        return "[ [" + match.group(1)
+    return match.group(2) + "] ]"
 
 
 def render(template: str, values: Mapping[str, str]) -> str:

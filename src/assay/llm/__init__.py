@@ -2,7 +2,7 @@
 
 from assay.llm.config import EngineConfig, RateLimit, RetryPolicy
 from assay.llm.engine import DryRunSkipped, JudgeEngine
-from assay.llm.models import ModelSpec, parse_model
+from assay.llm.models import ModelSpec, is_demo_model, parse_model
 from assay.llm.providers.custom import register_service
 from assay.llm.structured import StructuredResult, ask_structured, extract_json
 from assay.llm.types import ChatRequest, ChatResult, ProviderError
@@ -20,6 +20,7 @@ __all__ = [
     "StructuredResult",
     "ask_structured",
     "extract_json",
+    "is_demo_model",
     "parse_model",
     "register_service",
 ]

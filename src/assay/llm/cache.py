@@ -2,7 +2,12 @@
 
 It survives processes, so a re-run with unchanged inputs makes no model calls. The key covers
 everything that changes an answer: provider and model, messages, schema or tools, temperature,
-max_tokens and seed. Modes: ``use`` (read and write), ``refresh`` (write only), ``off``.
+max_tokens and seed, and the sample number (repeats of a case are independent samples, each
+cached on its own). Modes: ``use`` (read and write), ``refresh`` (write only), ``off``.
+
+The engine stores only answers that were usable (a judge's answer only once it validated), so
+a replayed answer is never one that already failed. A cache that cannot be opened or written
+is reported by :meth:`ResponseCache.check` before a run, naming the file and the way out.
 """
 
 from __future__ import annotations
@@ -16,18 +21,25 @@ from typing import Any
 
 import orjson
 
+from assay.errors import ConfigError
 from assay.llm.types import ChatRequest
 
 _KEY_FIELDS = ("messages", "response_format", "tools", "tool_choice", "temperature",
                "max_tokens", "seed")
 
 
-def request_key(model_name: str, request: ChatRequest) -> str:
-    """A stable hash of what determines the answer (dict key order does not matter)."""
+def request_key(model_name: str, request: ChatRequest, sample: int = 0) -> str:
+    """A stable hash of what determines the answer (dict key order does not matter).
+
+    ``sample`` 0 is the key every earlier version computed; sample N > 0 is another draw of
+    the same request, cached apart.
+    """
     canonical: dict[str, Any] = {"model": model_name}
     for field in _KEY_FIELDS:
         if field in request and request[field] is not None:  # type: ignore[literal-required]
             canonical[field] = request[field]  # type: ignore[literal-required]
+    if sample:
+        canonical["sample"] = sample
     return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
@@ -44,12 +56,16 @@ class ResponseCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                    timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, "
-                "response BLOB NOT NULL, created REAL NOT NULL)"
-            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, "
+                    "response BLOB NOT NULL, created REAL NOT NULL)"
+                )
+            except sqlite3.Error:
+                conn.close()
+                raise
             self._conn = conn
         return self._conn
 
@@ -68,6 +84,26 @@ class ResponseCache:
                 (key, model, orjson.dumps(response), time.time()),
             )
 
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._db().execute("DELETE FROM responses WHERE key = ?", (key,))
+
+    def check(self) -> None:
+        """Open the file and try a write, or raise ConfigError that names the file and says
+        how to go on (another cache directory, or no cache)."""
+        try:
+            with self._lock:
+                conn = self._db()
+                conn.execute("BEGIN IMMEDIATE")  # takes the write lock: fails when read-only
+                conn.execute("ROLLBACK")
+                conn.execute("SELECT COUNT(*) FROM responses LIMIT 1").fetchone()
+        except (sqlite3.Error, OSError) as exc:
+            self.close()
+            raise ConfigError(
+                f"the response cache {self.path} cannot be used: {type(exc).__name__}: {exc}. "
+                "Fix or delete that file, point ASSAY_CACHE_DIR at a writable directory, or "
+                "run with --cache off", code="cache_unusable") from None
+
     def count(self) -> int:
         with self._lock:
             return int(self._db().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
@@ -75,5 +111,5 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+                conn, self._conn = self._conn, None
+                conn.close()

@@ -7,11 +7,16 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from assay.errors import ConfigError
 
 CacheMode = Literal["use", "refresh", "off"]
 
 DEFAULT_JUDGE_MODEL = "local:gemma-3-270m"
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+"""A judge answer larger than this fails its call: a judgement is a few kilobytes, and a
+body of tens of megabytes would only fill memory, the store and the files."""
 
 
 def default_cache_path() -> Path:
@@ -40,15 +45,20 @@ class RetryPolicy(BaseModel):
     backoff_base_s: float = Field(default=0.5, ge=0)
     backoff_max_s: float = Field(default=30.0, ge=0)
     max_retry_after_s: float = Field(default=60.0, ge=0)
+    max_bad_responses: int = Field(
+        default=4, ge=1,
+        description="malformed bodies (not JSON, no choices) one call accepts before it "
+        "gives up: a proxy can garble an answer now and then, but a service that never "
+        "speaks the protocol should fail in seconds, not after every attempt and backoff")
 
 
 class EngineConfig(BaseModel):
     """Everything the judge engine needs; every layer passes this one object along."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     default_model: str = Field(
-        default_factory=lambda: os.environ.get("ASSAY_JUDGE_MODEL", DEFAULT_JUDGE_MODEL)
+        default_factory=lambda: os.environ.get("ASSAY_JUDGE_MODEL") or DEFAULT_JUDGE_MODEL
     )
     concurrency: int = Field(default=32, ge=1)
     rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
@@ -63,3 +73,17 @@ class EngineConfig(BaseModel):
         description="model -> (USD per 1M prompt tokens, USD per 1M completion tokens)",
     )
     dry_run: bool = False
+    max_response_bytes: int = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, gt=0,
+        description="a model answer larger than this fails its call, with a clear error")
+
+    @field_validator("default_model")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        # ConfigError (not ValueError) passes through pydantic unchanged: one clear line.
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(
+                "the judge model is empty; name one such as openai:gpt-4o-mini or "
+                f"{DEFAULT_JUDGE_MODEL} (or leave the option out for the default)",
+                code="unknown_model")
+        return value.strip()

@@ -4,20 +4,29 @@ Every LLM call passes through :meth:`JudgeEngine.chat`, which is where concurren
 rate limits, bounded retries, timeouts, the response cache and token/cost accounting live.
 Judges build a request and get back a :class:`ChatResult`, or a :class:`ProviderError` that
 says why no answer could be had; they never see a provider.
+
+Every text that leaves the engine in an error passes through the engine's :class:`Secrets`
+(API keys from the environment, every provider's header values, passwords in base URLs), so
+a provider that echoes a request's headers in its error body cannot leak a key into a score,
+a store or a terminal. Answers are bounded in size (``max_response_bytes``), a body that is
+malformed again and again is not retried as if the fault were passing, and a judge's answer
+is cached only once the judge has accepted it (:meth:`JudgeEngine.remember`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.errors import EvaluationError
 from assay.llm.cache import ResponseCache, request_key
 from assay.llm.config import EngineConfig
 from assay.llm.limits import ModelLimiter
-from assay.llm.models import ModelSpec, parse_model
+from assay.llm.models import KEY_ENV_VARS, ModelSpec, parse_model
 from assay.llm.pricing import PriceTable
 from assay.llm.providers import Provider, create_provider
 from assay.llm.providers.http_session import close_session
@@ -29,9 +38,11 @@ from assay.llm.types import (
     ChatResult,
     ProviderError,
     RateLimited,
+    ResponseTooLarge,
     RetriesExhausted,
 )
 from assay.model import Usage
+from assay.redact import environment_secrets
 
 
 class DryRunSkipped(ProviderError):
@@ -61,6 +72,9 @@ class JudgeEngine:
             else None
         self.usage = Usage()
         self.estimate = DryRunEstimate()
+        self.secrets = environment_secrets(KEY_ENV_VARS)
+        self.cache_failures = 0
+        self.cache_problem: str | None = None
         self._providers: dict[str, Provider] = {}
         self._by_string: dict[str, Provider] = {}
         self._limiters: dict[str, ModelLimiter] = {}
@@ -75,57 +89,122 @@ class JudgeEngine:
         provider = self._by_string.get(name)
         if provider is not None:
             return provider
-        spec = parse_model(name)
-        provider = self._providers.get(spec.name)
-        if provider is None:
-            provider = create_provider(spec)
-            self._providers[spec.name] = provider
+        try:
+            spec = parse_model(name)
+            provider = self._providers.get(spec.name)
+            if provider is None:
+                provider = create_provider(spec)
+                provider.max_response_bytes = self.config.max_response_bytes
+                self.secrets.update(provider.secrets())
+                self._providers[spec.name] = provider
+        except EvaluationError as exc:
+            raise self._scrubbed_config(exc) from None
         self._by_string[name] = provider
         return provider
 
     def spec(self, model: str | None = None) -> ModelSpec:
         return self.resolve(model).spec
 
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret the engine knows hidden: for any text from a model or
+        a provider that may be shown or stored."""
+        return self.secrets.scrub(text)
+
     async def preflight(self, *models: str | None) -> None:
-        """Check models can work (known, key present, server reachable) before any call; a
-        dry run checks them too, so it fails where the real run would."""
+        """Check models can work (known, key present, server reachable) and the response
+        cache can be used, before any call; a dry run checks them too, so it fails where the
+        real run would."""
+        if self.cache is not None:
+            self.cache.check()
         for model in models or (None,):
             provider = self.resolve(model)
             if provider.spec.name in self._preflighted:
                 continue
-            await provider.preflight()
+            try:
+                await provider.preflight()
+            except EvaluationError as exc:
+                raise self._scrubbed_config(exc) from None
             self._preflighted.add(provider.spec.name)
+
+    def _scrubbed_config(self, exc: EvaluationError) -> EvaluationError:
+        exc.message = self.scrub(exc.message)
+        exc.args = (exc.message,)
+        return exc
 
     # -- calls ----------------------------------------------------------------------------
 
-    async def chat(self, request: ChatRequest, model: str | None = None) -> ChatResult:
-        """One chat completion, from the cache when possible, retried within bounds."""
+    async def chat(self, request: ChatRequest, model: str | None = None, *, sample: int = 0,
+                   remember: bool = True) -> ChatResult:
+        """One chat completion, from the cache when possible, retried within bounds.
+
+        ``sample`` numbers independent draws of the same request (repeats of a case): each
+        sample is called and cached on its own; sample 0 keeps the keys of earlier versions.
+        With ``remember`` False the answer is not cached until the caller accepts it with
+        :meth:`remember` (a judge does so once the answer validated). Every error raised
+        carries a scrubbed message.
+        """
         provider = self.resolve(model)
-        name = provider.spec.name
-        key = request_key(name, request) if self.cache is not None else ""
+        name = provider.spec.display
+        key = request_key(name, request, sample) if self.cache is not None else ""
         if self.cache is not None and self.config.cache_mode == "use":
-            cached = self.cache.get(key)
+            cached = self._cache_get(key)
             if cached is not None:
-                return self._account(provider, cached, CallStats(cached=True))
+                return self._account(provider, cached, CallStats(cached=True), key)
         if self.config.dry_run:
             self._estimate(provider, request)
             raise DryRunSkipped(f"dry run: {name} not called")
         started = time.perf_counter()
-        response, attempts = await self._call_with_retries(provider, request)
+        try:
+            response, attempts = await self._call_with_retries(provider, request)
+        except ProviderError as exc:
+            raise exc.scrubbed(self.scrub) from None
         stats = CallStats(attempts=attempts, latency_ms=(time.perf_counter() - started) * 1000)
-        if self.cache is not None:
-            self.cache.put(key, name, response)
-        return self._account(provider, response, stats)
+        result = self._account(provider, response, stats, key)
+        if remember:
+            self.remember(result)
+        return result
+
+    def remember(self, result: ChatResult) -> None:
+        """Cache an answer the caller accepted (a cached one is already there)."""
+        if self.cache is None or not result.key or result.stats.cached:
+            return
+        try:
+            self.cache.put(result.key, result.model, result.response)
+        except (sqlite3.Error, OSError) as exc:  # the answer stands; only the cache missed it
+            self._cache_failed(exc)
+
+    def forget(self, result: ChatResult) -> None:
+        """Drop a cached answer the caller found unusable, so it is asked for again."""
+        if self.cache is None or not result.key:
+            return
+        try:
+            self.cache.delete(result.key)
+        except (sqlite3.Error, OSError) as exc:
+            self._cache_failed(exc)
+
+    def _cache_get(self, key: str) -> dict[str, Any] | None:
+        try:
+            return self.cache.get(key) if self.cache is not None else None
+        except (sqlite3.Error, OSError) as exc:  # unreadable now: ask the model instead
+            self._cache_failed(exc)
+            return None
+
+    def _cache_failed(self, exc: BaseException) -> None:
+        self.cache_failures += 1
+        if self.cache_problem is None and self.cache is not None:
+            self.cache_problem = (f"the response cache {self.cache.path} failed: "
+                                  f"{type(exc).__name__}: {exc}")
 
     async def _call_with_retries(self, provider: Provider,
                                  request: ChatRequest) -> tuple[dict[str, Any], int]:
         policy = self.config.retry
-        name = provider.spec.name
+        name = provider.spec.display
         deadline = time.monotonic() + policy.total_timeout_s
         semaphore = self._semaphore()
         limiter = self._limiter(name)
         estimated_tokens = _estimate_tokens(request)
         attempt = 0  # attempts made so far
+        bad_bodies = 0
         failure: ProviderError | None = None
         while True:
             remaining = deadline - time.monotonic()
@@ -154,7 +233,12 @@ class JudgeEngine:
                 problem = _shape_problem(response)
                 if problem is not None:
                     raise BadResponse(f"{name}: unusable response: {problem}")
+                _check_size(response, self.config.max_response_bytes)
                 return response, attempt
+            except ResponseTooLarge as exc:
+                raise ResponseTooLarge(
+                    f"{name}: {exc}; a judgement is a few kilobytes, so the model or server "
+                    "is misbehaving (the bound is EngineConfig.max_response_bytes)") from None
             except ProviderError as exc:
                 throttled = isinstance(exc, RateLimited)
                 if exc.retry_after is not None:
@@ -162,10 +246,21 @@ class JudgeEngine:
                 if not exc.retryable:
                     raise
                 failure = exc
+                if isinstance(exc, BadResponse):
+                    bad_bodies += 1
             except TimeoutError:
                 failure = CallTimeout(f"{name}: call timed out")
+            except Exception as exc:  # a custom service or SDK failing in its own way
+                raise ProviderError(f"{name}: the provider failed: {type(exc).__name__}: "
+                                    f"{exc}") from None
             finally:
                 await limiter.release(throttled=throttled, retry_after=retry_after)
+            if bad_bodies >= policy.max_bad_responses:
+                raise RetriesExhausted(
+                    f"{name}: answered with a malformed body {bad_bodies} times in "
+                    f"{attempt} attempts, so it is not a passing fault; check that the model "
+                    f"and server speak the chat-completions protocol. Last: {failure}",
+                    failure, attempt)
             if attempt >= policy.max_attempts:
                 raise RetriesExhausted(
                     f"{name}: {attempt} attempts failed; last: {failure}", failure, attempt)
@@ -185,7 +280,7 @@ class JudgeEngine:
                 await asyncio.sleep(delay)
 
     def _account(self, provider: Provider, response: dict[str, Any],
-                 stats: CallStats) -> ChatResult:
+                 stats: CallStats, key: str = "") -> ChatResult:
         usage = response.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         stats.prompt_tokens = _token_count(usage.get("prompt_tokens"))
@@ -204,7 +299,7 @@ class JudgeEngine:
             total.completion_tokens += stats.completion_tokens
             total.cost = None if total.cost is None or stats.cost is None \
                 else total.cost + stats.cost
-        return ChatResult(response=response, stats=stats)
+        return ChatResult(response=response, stats=stats, key=key, model=provider.spec.display)
 
     def _estimate(self, provider: Provider, request: ChatRequest) -> None:
         prompt = _estimate_tokens(request)
@@ -216,7 +311,8 @@ class JudgeEngine:
         cost = self.prices.cost(provider.spec.model, prompt, completion,
                                 free=provider.price_free)
         est.cost = None if est.cost is None or cost is None else est.cost + cost
-        est.by_model[provider.spec.name] = est.by_model.get(provider.spec.name, 0) + 1
+        shown = provider.spec.display
+        est.by_model[shown] = est.by_model.get(shown, 0) + 1
 
     def _limiter(self, name: str) -> ModelLimiter:
         limiter = self._limiters.get(name)
@@ -263,6 +359,24 @@ def _token_count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         return 0
     return max(0, int(value)) if abs(value) < 1e15 else 0
+
+
+def _check_size(response: dict[str, Any], max_chars: int) -> None:
+    """Raise ResponseTooLarge when the answer's text is over ``max_chars``.
+
+    HTTP providers stop reading at the byte bound already; an in-process service (custom,
+    LiteLLM, local) has no bytes to count, so its answer's text is measured here.
+    """
+    message = response["choices"][0]["message"]
+    content = message.get("content")
+    size = len(content) if isinstance(content, str) else sum(
+        len(str(part.get("text", ""))) for part in content or () if isinstance(part, dict))
+    for call in message.get("tool_calls") or ():
+        arguments = call["function"].get("arguments")
+        size += len(arguments) if isinstance(arguments, str) else 0
+    if size > max_chars:
+        raise ResponseTooLarge(f"the answer is {size:,} characters, over the limit of "
+                               f"{max_chars:,}")
 
 
 def _shape_problem(response: Any) -> str | None:

@@ -13,16 +13,29 @@ Accepted forms::
     fake:NAME                          deterministic in-process judge, for tests and demos
     custom:NAME                        an async callable registered with register_service()
     http://127.0.0.1:8000/v1#MODEL     any OpenAI-compatible server at that base URL
+
+``provider:/model`` (MLflow's spelling) means ``provider:model``. Credentials in a base URL
+(``http://user:PASS@host/v1#m``) are used for requests but never shown: :attr:`ModelSpec.display`
+is the form for messages, scores, stores and cache keys.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlparse
+from urllib.parse import urlsplit
 
 from assay.errors import ConfigError
+from assay.redact import REDACTED, redact_url, url_credentials
 
 LOCAL_DEFAULT_MODEL = "gemma-3-270m"
+LOCAL_PACKAGED_NAMES = (LOCAL_DEFAULT_MODEL, "gemma3-270m", "default")
+"""``local:`` names of the small model shipped with the ``local`` extra: a demo, not a judge."""
+DEMO_MODEL_NOTE = (
+    "the judge is the embedded 270M demo model (local:gemma-3-270m); its scores are not "
+    "meaningful; use a capable judge model such as openai:gpt-4o-mini.")
+"""One line for every summary and report whose judge is the demo model."""
 
 # provider -> (default base URL, env var overriding it, env var holding the key or None)
 OPENAI_COMPATIBLE: dict[str, tuple[str, str, str | None]] = {
@@ -32,6 +45,9 @@ OPENAI_COMPATIBLE: dict[str, tuple[str, str, str | None]] = {
     "lmstudio": ("http://127.0.0.1:1234/v1", "LMSTUDIO_BASE_URL", None),
     "llamacpp": ("http://127.0.0.1:8080/v1", "LLAMACPP_BASE_URL", None),
 }
+OLLAMA_DEFAULT_PORT = 11434
+KEY_ENV_VARS = ("ASSAY_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+"""Environment variables that hold judge API keys: their values are never shown."""
 OTHER_PROVIDERS = ("azure", "anthropic", "litellm", "local", "fake", "custom", "http")
 KNOWN_PROVIDERS = tuple(OPENAI_COMPATIBLE) + OTHER_PROVIDERS
 
@@ -51,6 +67,29 @@ class ModelSpec:
             return f"{self.base_url}#{self.model}"
         return f"{self.provider}:{self.model}"
 
+    @property
+    def display(self) -> str:
+        """The name with any credentials of its URL hidden: what messages, scores, run
+        records and cache keys use."""
+        return redact_url(self.name) if self.provider == "http" else self.name
+
+
+def display_model(text: str) -> str:
+    """A model string as it may be shown or stored (credentials in a URL hidden)."""
+    return redact_url(text)
+
+
+def is_demo_model(text: str | None) -> bool:
+    """True for the embedded demo model (``local:gemma-3-270m``): its scores are not
+    meaningful, and every report that uses it should say so."""
+    if not text:
+        return False
+    try:
+        spec = parse_model(text)
+    except ConfigError:
+        return False
+    return spec.provider == "local" and spec.model in LOCAL_PACKAGED_NAMES
+
 
 def parse_model(text: str) -> ModelSpec:
     """Parse a model string, raising :class:`ConfigError` that lists the accepted forms."""
@@ -58,27 +97,96 @@ def parse_model(text: str) -> ModelSpec:
     if not value:
         raise ConfigError(_explain("an empty model name"), code="unknown_model")
     if value.startswith(("http://", "https://")):
-        url, sep, model = value.partition("#")
-        parsed = urlparse(url)
-        if not sep or not model or not parsed.netloc:
-            raise ConfigError(
-                _explain(f"model {value!r}: a base URL needs '#MODEL' after it"),
-                code="unknown_model",
-            )
-        return ModelSpec("http", model, base_url=url.rstrip("/"))
+        return _parse_url_model(value)
     provider, sep, model = value.partition(":")
+    shown = redact_url(value)
     if not sep:
         raise ConfigError(
-            _explain(f"model {value!r} has no provider prefix"), code="unknown_model"
+            _explain(f"model {shown!r} has no provider prefix"), code="unknown_model"
         )
     provider = provider.lower()
     if provider not in KNOWN_PROVIDERS:
         raise ConfigError(
-            _explain(f"unknown provider {provider!r} in model {value!r}"), code="unknown_provider"
+            _explain(f"unknown provider {provider!r} in model {shown!r}"), code="unknown_provider"
         )
-    if not model:
-        raise ConfigError(_explain(f"model {value!r} names no model"), code="unknown_model")
+    if provider != "local":  # 'openai:/gpt-4o' (MLflow's form); a local path keeps its '/'
+        model = model.removeprefix("/")
+    if not model.strip():
+        raise ConfigError(_explain(f"model {shown!r} names no model"), code="unknown_model")
     return ModelSpec(provider, model)
+
+
+def _parse_url_model(value: str) -> ModelSpec:
+    """``http(s)://host[:port]/path#MODEL``, checked so a bad URL is a ConfigError."""
+    url, sep, model = value.partition("#")
+    shown = redact_url(value)
+    if not sep or not model.strip():
+        raise ConfigError(_explain(f"model {shown!r}: a base URL needs '#MODEL' after it"),
+                          code="unknown_model")
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a port that is not a number from 0 to 65535
+    except ValueError as exc:
+        raise ConfigError(_explain(f"model {shown!r}: the base URL is not valid ({exc})"),
+                          code="unknown_model") from None
+    if not parts.hostname:
+        raise ConfigError(_explain(f"model {shown!r}: the base URL names no host"),
+                          code="unknown_model")
+    if port == 0:
+        raise ConfigError(_explain(f"model {shown!r}: port 0 is not a port to connect to"),
+                          code="unknown_model")
+    _, _, password = url_credentials(url)
+    if password == REDACTED:
+        raise ConfigError(
+            f"model {shown!r}: its password was hidden when it was shown or stored, so it "
+            "cannot be used to call the model. Give the model string with the real password "
+            "again (for example with --judge-model), or put the key in ASSAY_API_KEY and "
+            "leave it out of the URL.", code="redacted_credentials")
+    return ModelSpec("http", model, base_url=url.rstrip("/"))
+
+
+def base_url_for(provider: str, environ: Mapping[str, str] | None = None) -> str:
+    """The base URL of an OpenAI-compatible provider: its ``*_BASE_URL`` variable, for Ollama
+    also ``OLLAMA_HOST`` (``host[:port]``, scheme optional, as Ollama itself reads it), else
+    the provider's usual local address."""
+    env = os.environ if environ is None else environ
+    default_url, url_env, _ = OPENAI_COMPATIBLE[provider]
+    explicit = (env.get(url_env) or "").strip()
+    if explicit:
+        return explicit
+    if provider == "ollama" and (env.get("OLLAMA_HOST") or "").strip():
+        return ollama_host_url(env["OLLAMA_HOST"].strip())
+    return default_url
+
+
+def ollama_host_url(host: str) -> str:
+    """The OpenAI-compatible base URL for an ``OLLAMA_HOST`` value.
+
+    ``0.0.0.0:11434`` (a listen address) is reached at 127.0.0.1; with no scheme the scheme
+    is http and a missing port is Ollama's 11434; with an explicit scheme a missing port is
+    that scheme's own (80, 443), as Ollama's client reads it.
+    """
+    default_port = OLLAMA_DEFAULT_PORT
+    if "://" in host:
+        value = host
+        default_port = 443 if host.lower().startswith("https://") else 80
+    else:
+        value = f"http://{host}"
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"OLLAMA_HOST {host!r} is not host[:port] ({exc})",
+                          code="invalid_base_url") from None
+    hostname = parts.hostname or "127.0.0.1"
+    if hostname in ("0.0.0.0", "::"):
+        hostname = "127.0.0.1"
+    if ":" in hostname:
+        hostname = f"[{hostname}]"
+    path = parts.path.rstrip("/")
+    if not path.endswith("/v1"):
+        path += "/v1"
+    return f"{parts.scheme or 'http'}://{hostname}:{port or default_port}{path}"
 
 
 def _explain(problem: str) -> str:

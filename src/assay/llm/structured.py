@@ -5,6 +5,10 @@ tool call, else the schema in the prompt with lenient JSON extraction) and steps
 when a server refuses the stronger one. The answer is validated with pydantic, ranges included;
 an invalid answer is re-asked with the validation error at most ``reasks`` times. After that
 the result is an error (``judge_output_invalid``) that keeps the raw text: never a silent 0.
+
+Only an answer that validated is cached, so a re-run (``--retry-errors``) asks again where the
+judge failed before; a cached answer that no longer validates is dropped and asked for afresh.
+What is echoed back in a re-ask and what is kept of a raw answer are bounded in size.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ _MODES: tuple[StructuredMode, ...] = ("json_schema", "tools", "prompt")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 _LONG_INTEGER = re.compile(r"\d{19}")
 """orjson turns integers beyond 64 bits into (rounded) floats; such answers take the slow path."""
+REASK_ECHO_CHARS = 4000
+"""How much of an invalid answer a re-ask quotes back: enough to correct it, never a flood."""
+RAW_KEPT_CHARS = 8000
+"""How much of a raw answer an error keeps (in the score's details, the store, the files)."""
 
 
 @dataclass
@@ -61,9 +69,15 @@ async def ask_structured(
     temperature: float = 0.0,
     max_tokens: int | None = None,
     seed: int | None = None,
+    sample: int = 0,
 ) -> StructuredResult[T]:
-    """Get an instance of ``schema`` from the judge model, within the engine's rules."""
+    """Get an instance of ``schema`` from the judge model, within the engine's rules.
+
+    ``sample`` numbers independent draws of the same question (repeats of a case); each is
+    called and cached on its own.
+    """
     provider = engine.resolve(model)
+    shown = provider.spec.display
     json_schema = json_schema_of(schema)
     conversation = [dict(m) for m in messages]
     usage = Usage()
@@ -71,17 +85,18 @@ async def ask_structured(
     raw_text = ""
     problem = ""
     asks = 0
-    for _ in range(engine.config.reasks + 1):
+    dropped = 0
+    while asks < engine.config.reasks + 1:
         asks += 1
         try:
             result = await _ask_any_mode(engine, provider.spec.name, conversation, json_schema,
-                                         name, temperature, max_tokens, seed)
+                                         name, temperature, max_tokens, seed, sample)
         except ProviderError as exc:
             if isinstance(exc, RetriesExhausted):  # the failed attempts are accounted too
                 usage = usage + Usage(retries=max(0, exc.attempts - 1))
             return StructuredResult(
-                None, raw_text, ScoreError(code=exc.code, message=str(exc)), usage,
-                (time.perf_counter() - started) * 1000, provider.spec.name, asks)
+                None, _kept(engine, raw_text), ScoreError(code=exc.code, message=str(exc)),
+                usage, (time.perf_counter() - started) * 1000, shown, asks)
         usage = usage + _usage_of(result)
         raw_text, payload = _payload(result)
         try:
@@ -89,30 +104,51 @@ async def ask_structured(
                 raise ValueError("the answer was cut off at max_tokens")
             value = schema.model_validate(payload if payload is not None else
                                           extract_json(raw_text))
-            return StructuredResult(value, raw_text, None, usage,
-                                    (time.perf_counter() - started) * 1000,
-                                    provider.spec.name, asks)
         except (ValueError, ValidationError) as exc:
             problem = _describe(exc)
-        conversation = [*conversation, {"role": "assistant", "content": raw_text},
+            if result.stats.cached and dropped <= engine.config.reasks:
+                # Cached before answers were checked, or checked against another schema:
+                # drop it and ask the model itself, without spending a re-ask on it.
+                engine.forget(result)
+                dropped += 1
+                asks -= 1
+                continue
+        else:
+            engine.remember(result)
+            return StructuredResult(value, raw_text, None, usage,
+                                    (time.perf_counter() - started) * 1000, shown, asks)
+        conversation = [*conversation, {"role": "assistant",
+                                        "content": bounded(raw_text, REASK_ECHO_CHARS)},
                         {"role": "user", "content": _reask(problem, json_schema)}]
     return StructuredResult(
-        None, raw_text,
+        None, _kept(engine, raw_text),
         ScoreError(code="judge_output_invalid",
-                   message=f"judge output invalid after {asks} asks: {problem}"),
-        usage, (time.perf_counter() - started) * 1000, provider.spec.name, asks)
+                   message=engine.scrub(f"judge output invalid after {asks} asks: {problem}")),
+        usage, (time.perf_counter() - started) * 1000, shown, asks)
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with a marker saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit:,} more characters not shown]"
+
+
+def _kept(engine: JudgeEngine, raw_text: str) -> str:
+    """What an error keeps of a raw answer: bounded, with any known secret hidden."""
+    return engine.scrub(bounded(raw_text, RAW_KEPT_CHARS)) if raw_text else ""
 
 
 async def _ask_any_mode(engine: JudgeEngine, model: str, messages: list[dict[str, Any]],
                         json_schema: dict[str, Any], name: str, temperature: float,
-                        max_tokens: int | None, seed: int | None) -> ChatResult:
+                        max_tokens: int | None, seed: int | None, sample: int) -> ChatResult:
     provider = engine.resolve(model)
     while True:
         mode = provider.structured_mode
         request = build_request(mode, provider.spec.model, messages, json_schema, name,
                                 temperature, max_tokens, seed)
         try:
-            return await engine.chat(request, model)
+            return await engine.chat(request, model, sample=sample, remember=False)
         except RequestRejected as exc:
             text = str(exc).lower()
             refused = ("response_format" in text or "json_schema" in text or "tool" in text)

@@ -8,6 +8,7 @@ OpenAI-shaped response dict.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
@@ -47,6 +48,10 @@ class ChatResult:
 
     response: ChatResponse
     stats: CallStats = field(default_factory=CallStats)
+    key: str = ""
+    """The cache key of the request ("" without a cache)."""
+    model: str = ""
+    """The model as it may be shown (credentials hidden)."""
 
     def message(self) -> dict[str, Any]:
         choices = self.response.get("choices") or []
@@ -77,6 +82,16 @@ class ProviderError(Exception):
         self.status = status
         self.retry_after = retry_after
 
+    def scrubbed(self, scrub: Callable[[str], str]) -> ProviderError:
+        """This error with ``scrub`` applied to its message (and its cause's): what the
+        engine does to every error before it leaves, so no secret echoed by a provider
+        reaches a score, a store or a terminal."""
+        self.args = (scrub(str(self)),)
+        last = getattr(self, "last", None)
+        if isinstance(last, ProviderError) and last is not self:
+            last.scrubbed(scrub)
+        return self
+
 
 class RateLimited(ProviderError):
     code = "rate_limited"
@@ -103,6 +118,13 @@ class BadResponse(ProviderError):
 
     code = "bad_response"
     retryable = True
+
+
+class ResponseTooLarge(ProviderError):
+    """The answer is larger than the engine accepts; asking again would get the same."""
+
+    code = "response_too_large"
+    retryable = False
 
 
 class RequestRejected(ProviderError):

@@ -1,4 +1,9 @@
-"""Terminal output with rich: the live progress bar and the tables of runs and cases."""
+"""Terminal output with rich: the live progress bar and the tables of runs and cases.
+
+Every value that comes from data (suite and case names, judge text, error messages) passes
+through :func:`assay.report.safe_text.for_terminal`, so no escape sequence reaches the terminal
+and no markup in data is interpreted.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -20,6 +24,7 @@ from rich.table import Table
 
 from assay.model import Usage
 from assay.records import CaseRecord, RunSummary
+from assay.report.safe_text import for_terminal
 
 VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta",
                  "skipped": "dim"}
@@ -37,7 +42,7 @@ class ProgressBar:
             TextColumn("eta"), TimeRemainingColumn(), TimeElapsedColumn(),
             TextColumn("{task.fields[status]}"), console=console, transient=False)
         self._task: TaskID | None = None
-        self._label = label
+        self._label = for_terminal(label)
         self._last_plain = 0.0
 
     def __enter__(self) -> ProgressBar:
@@ -47,7 +52,9 @@ class ProgressBar:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def start(self, total: int, done: int) -> None:
+    def start(self, total: int, done: int, label: str = "") -> None:
+        if label:
+            self._label = for_terminal(label)
         self._task = self._progress.add_task(self._label, total=total, completed=done,
                                              status=self._status())
 
@@ -75,7 +82,8 @@ def fmt_score(value: float | None) -> str:
 
 
 def summary_lines(summary: RunSummary) -> list[str]:
-    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(summary.verdicts.items()))
+    """The run's summary as lines of Rich markup (data in them escaped)."""
+    verdicts = ", ".join(f"{for_terminal(k)} {v}" for k, v in sorted(summary.verdicts.items()))
     u = summary.usage
     cost = "unknown" if u.cost is None else f"${u.cost:.4f}"
     skips = f", skipped {summary.evaluator_skips}" if summary.evaluator_skips else ""
@@ -87,10 +95,12 @@ def summary_lines(summary: RunSummary) -> list[str]:
     ]
     for name, metric in summary.dataset_metrics.items():
         if metric.error is not None:
-            lines.append(f"dataset metric {name}: error {metric.error.code}: "
-                         f"{metric.error.message}")
+            lines.append(f"dataset metric {for_terminal(name)}: error "
+                         f"{for_terminal(metric.error.code)}: "
+                         f"{for_terminal(metric.error.message)}")
         else:
-            lines.append(f"dataset metric {name}: {metric.value:.3f} ({metric.rationale})")
+            lines.append(f"dataset metric {for_terminal(name)}: {metric.value:.3f} "
+                         f"({for_terminal(metric.rationale)})")
     return lines
 
 
@@ -101,7 +111,7 @@ def runs_table(runs: list[dict[str, Any]]) -> Table:
         table.add_column(col)
     for r in runs:
         s = r.get("summary") or {}
-        table.add_row(r["id"], str(r["suite"]), r["status"],
+        table.add_row(for_terminal(r["id"]), for_terminal(r["suite"]), for_terminal(r["status"]),
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
                       str(s.get("cases", "")), fmt_score(s.get("mean_score")),
                       "" if not s else ("pass" if s.get("passed") else "fail"))
@@ -127,7 +137,8 @@ def cases_table(records: list[CaseRecord], verbose: bool = True) -> Table:
         reasoning = " | ".join(f"{s.name}: {s.rationale}" for s in r.scores if s.rationale)
         name = r.case_id if not r.repeat else f"{r.case_id}#{r.repeat}"
         verdict = r.verdict.value
-        table.add_row(escape(name), fmt_score(r.score),
-                      f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]", escape(evals),
-                      escape(hm), escape(reasoning or r.execution.error or ""))
+        table.add_row(for_terminal(name), fmt_score(r.score),
+                      f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]",
+                      for_terminal(evals), for_terminal(hm),
+                      for_terminal(reasoning or r.execution.error or ""))
     return table

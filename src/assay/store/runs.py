@@ -29,6 +29,7 @@ from sqlalchemy.pool import StaticPool
 
 from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, EvaluatorSpec, RunRecord, SourceLocation, Verdict
+from assay.redact import redact_url, scrub, url_secrets
 from assay.store import schema
 from assay.store.errors import StoreError
 from assay.store.migrations import ensure_schema
@@ -72,6 +73,8 @@ class RunStore:
     def __init__(self, url: str = DEFAULT_URL, flush_seconds: float = 0.2,
                  flush_rows: int = 1000) -> None:
         self.url = url
+        self.display_url = redact_url(url)
+        """The URL as it may be shown: a password in it is hidden."""
         self.flush_seconds = flush_seconds
         self.flush_rows = flush_rows
         self._pending: list[tuple[Any, dict[str, Any]]] = []
@@ -90,7 +93,8 @@ class RunStore:
             self.engine: Engine = create_engine(url, future=True, json_serializer=_json_text,
                                                 json_deserializer=_json_load, **options)
         except (SQLAlchemyError, ImportError, ValueError) as exc:
-            raise StoreError(f"cannot open the run store {url!r}: {exc}") from None
+            raise StoreError(f"cannot open the run store {self.display_url!r}: "
+                             f"{scrub(str(exc), url_secrets(url))}") from None
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -107,11 +111,6 @@ class RunStore:
             reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
             raise StoreError(f"cannot open the run store {shown}: {reason}") from None
 
-    @property
-    def display_url(self) -> str:
-        """The store URL with any password hidden: the only form that is printed."""
-        return display_url(self.url)
-
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
         try:
@@ -120,7 +119,8 @@ class RunStore:
         except SQLAlchemyError as exc:
             reason = str(getattr(exc, "orig", None) or exc)
             raise StoreError(
-                f"the run store {self.url} failed: {reason.splitlines()[0]}. Results written "
+                f"the run store {self.display_url} failed: "
+                f"{scrub(reason.splitlines()[0], url_secrets(self.url))}. Results written "
                 "before this point are kept and readable."
             ) from None
 
@@ -269,7 +269,8 @@ class RunStore:
                 if len(rows) == 1:
                     row = rows[0]
         if row is None:
-            raise StoreError(f"no run {run_id!r} in {self.url}; list runs with 'assay runs'")
+            raise StoreError(f"no run {run_id!r} in {self.display_url}; list runs with "
+                             "'assay runs'")
         return dict(row._mapping)
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
@@ -313,17 +314,6 @@ class RunStore:
     def close(self) -> None:
         self.flush()
         self.engine.dispose()
-
-
-def display_url(url: str) -> str:
-    """A database URL with its password hidden."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        return "<unparsable store URL>"
 
 
 def _json_text(value: Any) -> str:

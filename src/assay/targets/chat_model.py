@@ -76,15 +76,16 @@ class ChatModelTarget(Target):
             result = await self.engine.chat(self.request(case), self.model)
         except ProviderError as exc:
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
-                             error=f"model {self.model} failed: {exc}")
+                             error=self.engine.scrub(f"model {self.model} failed: {exc}"))
         except Exception as exc:  # a per-case failure must not stop the run
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
-                             error=f"model {self.model} failed: {type(exc).__name__}: {exc}")
+                             error=self.engine.scrub(
+                                 f"model {self.model} failed: {type(exc).__name__}: {exc}"))
         latency = elapsed_ms(started)
         message = assistant_message(result.message())
         if message is None:
-            return Execution(input=case.input, latency_ms=latency,
-                             error=f"model {self.model} answered without a usable message")
+            return Execution(input=case.input, latency_ms=latency, error=self.engine.scrub(
+                f"model {self.model} answered without a usable message"))
         stats = result.stats
         return Execution(
             input=case.input, output=result.text(), messages=[message], latency_ms=latency,

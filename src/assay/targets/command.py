@@ -1,18 +1,29 @@
 """A command as the agent: ``provider: cli`` (or ``command``).
 
 ``command`` is a shell string (run with ``sh -c``) or an argv list (run directly). The input
-is substituted for ``{input}`` (the input as text, JSON when structured) or ``{PROMPT}`` (the
-user's question) when either appears, and written to stdin otherwise. Substituted into a shell
-string, values are shell-quoted, so an input can never run commands of its own. The answer is
-stdout: parsed when it is a JSON object or array, else the text. A non-zero exit, a timeout or
-a command that cannot start becomes ``Execution.error`` with the tail of stderr.
+is handed over through ``{input}`` (the input as text, JSON when structured) or ``{PROMPT}``
+(the user's question) when either appears, and written to stdin otherwise.
+
+Case data never becomes shell code. In an argv list a placeholder is replaced inside its own
+argument, which no shell parses. In a shell string a placeholder is not replaced by the data at
+all: it becomes a quoted variable reference (``"${ASSAY_INPUT}"``, ``"${ASSAY_PROMPT}"``) and
+the data travels in the environment, so the shell expands it as one word and never parses it.
+A placeholder the shell would not expand that way (inside '...' or "...", after a backslash)
+or one inside the code of an interpreter in an argv list (``[sh, -c, "echo {input}"]``,
+``[python, -c, ...]``) is refused when the target is built, naming the target and the field.
+
+The answer is stdout: parsed when it is a JSON object or array, else the text. A non-zero
+exit, a timeout or a command that cannot start becomes ``Execution.error`` with the tail of
+stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -30,6 +41,20 @@ from assay.targets.inputs import elapsed_ms, input_text, parse_output
 STDERR_TAIL = 2000
 DEFAULT_TIMEOUT_S = 120.0
 PLACEHOLDERS = ("{input}", "{PROMPT}")
+ENV_VARS = {"{input}": "ASSAY_INPUT", "{PROMPT}": "ASSAY_PROMPT"}
+"""The environment variable that carries each placeholder's value into a shell string."""
+
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
+                     "csh", "tcsh", "yash", "posh"})
+_CODE_FLAGS: dict[str, frozenset[str]] = {
+    "python": frozenset({"-c"}), "pypy": frozenset({"-c"}),
+    "node": frozenset({"-e", "-p", "--eval", "--print"}), "deno": frozenset({"eval"}),
+    "bun": frozenset({"-e", "--eval"}), "perl": frozenset({"-e", "-E"}),
+    "ruby": frozenset({"-e"}), "php": frozenset({"-r"}), "lua": frozenset({"-e"}),
+    "pwsh": frozenset({"-c", "-command"}), "powershell": frozenset({"-c", "-command"}),
+    "cmd": frozenset({"/c", "/k"}), "osascript": frozenset({"-e"}),
+}
 
 
 class CommandTarget(Target):
@@ -48,13 +73,13 @@ class CommandTarget(Target):
     def __init__(self, command: str | list[str], *, name: str = "command",
                  cwd: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  env: dict[str, str] | None = None, shown: str | None = None,
-                 scrub: Callable[[str], str] | None = None) -> None:
+                 scrub: Callable[[str], str] | None = None, field: str = "command") -> None:
         if isinstance(command, list) and (not command or not all(
                 isinstance(a, str) for a in command)):
-            raise ConfigError(f"target {name!r}: command must be a non-empty list of strings",
+            raise ConfigError(f"target {name!r}: {field} must be a non-empty list of strings",
                               code="invalid_target")
         if isinstance(command, str) and not command.strip():
-            raise ConfigError(f"target {name!r}: command is empty", code="invalid_target")
+            raise ConfigError(f"target {name!r}: {field} is empty", code="invalid_target")
         self.command = command
         self.name = name
         self.cwd = cwd
@@ -62,18 +87,27 @@ class CommandTarget(Target):
         self.env = env or {}
         self.shown = shown or (command if isinstance(command, str) else shlex.join(command))
         self.scrub = scrub or (lambda text: text)
+        where = f"target {name!r}: {field} {self.shown!r}"
+        if isinstance(command, str):
+            self._script = shell_script(command, where)
+            self.uses = {p for p in PLACEHOLDERS if p in command}
+        else:
+            check_argv(command, where)
+            self.uses = {p for p in PLACEHOLDERS if any(p in a for a in command)}
 
     @classmethod
     def from_config(cls, config: TargetConfig, base_dir: Path, engine: object = None
                     ) -> CommandTarget:
-        command = config.get("command", config.get("command_template"))
-        written = config.written.get("command", config.written.get("command_template"))
+        field = "command" if config.get("command") is not None else "command_template"
+        command = config.get(field)
+        written = config.written.get(field)
         cwd = config.get("cwd")
         timeout = config.get("timeout_s", config.get("timeout_seconds", DEFAULT_TIMEOUT_S))
         env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
         return cls(command, name=config.name,
                    cwd=(base_dir / cwd) if cwd else base_dir, timeout_s=float(timeout),
-                   env=env, scrub=config.scrub, shown=written if isinstance(written, str)
+                   env=env, scrub=config.scrub, field=field,
+                   shown=written if isinstance(written, str)
                    else shlex.join(str(a) for a in written or []))
 
     async def preflight(self) -> None:
@@ -86,34 +120,43 @@ class CommandTarget(Target):
 
     def argv(self, case: Case) -> tuple[list[str], bytes | None]:
         """The argv for a case, and what goes to stdin (None when the input is in argv)."""
-        values = {"{input}": input_text(case.input), "{PROMPT}": case.question()}
         if isinstance(self.command, str):
-            used = any(p in self.command for p in PLACEHOLDERS)
-            script = self.command
-            for placeholder, value in values.items():
-                script = script.replace(placeholder, shlex.quote(value))
-            argv = ["sh", "-c", script]
+            argv = ["sh", "-c", self._script]
         else:
-            used = any(p in a for a in self.command for p in PLACEHOLDERS)
-            argv = []
-            for arg in self.command:
-                for placeholder, value in values.items():
-                    arg = arg.replace(placeholder, value)
-                argv.append(arg)
-        return argv, None if used else values["{input}"].encode()
+            values = self._values(case)
+            argv = [_PLACEHOLDER.sub(lambda m: values[m.group(0)], arg) for arg in self.command]
+        return argv, None if self.uses else input_text(case.input).encode()
+
+    def data_env(self, case: Case) -> dict[str, str]:
+        """The environment variables that carry the case's data into a shell string."""
+        if not isinstance(self.command, str) or not self.uses:
+            return {}
+        values = self._values(case)
+        return {ENV_VARS[p]: values[p] for p in self.uses}
+
+    @staticmethod
+    def _values(case: Case) -> dict[str, str]:
+        return {"{input}": input_text(case.input), "{PROMPT}": case.question()}
 
     async def run(self, case: Case) -> Execution:
         argv, stdin = self.argv(case)
         started = time.perf_counter()
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv, cwd=self.cwd, env={**os.environ, **self.env},
+                *argv, cwd=self.cwd, env={**os.environ, **self.env, **self.data_env(case)},
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 start_new_session=hasattr(os, "killpg"))
         except OSError as exc:
-            return Execution(input=case.input, latency_ms=elapsed_ms(started),
-                             error=f"command {self.shown!r} could not start: {exc.strerror or exc}")
+            hint = (": the input is too long for an argument or the environment; leave "
+                    "{input} out of the command to get it on stdin"
+                    if exc.errno == errno.E2BIG else "")
+            return Execution(input=case.input, latency_ms=elapsed_ms(started), error=self.scrub(
+                f"command {self.shown!r} could not start: {exc.strerror or exc}{hint}"))
+        except ValueError:  # a NUL byte: no argument or environment variable can hold one
+            return Execution(input=case.input, latency_ms=elapsed_ms(started), error=(
+                "the input holds a NUL byte, which cannot be passed as an argument or in the "
+                "environment; leave {input} out of the command to get it on stdin"))
         try:
             stdout, stderr = await asyncio.wait_for(process.communicate(stdin), self.timeout_s)
         except TimeoutError:
@@ -133,6 +176,79 @@ class CommandTarget(Target):
                 f"stderr: {tail or '<empty>'}"))
         return Execution(input=case.input, latency_ms=latency,
                          output=parse_output(stdout.decode("utf-8", "replace")))
+
+
+def shell_script(command: str, where: str) -> str:
+    """The shell script for a command string, placeholders turned into quoted variables.
+
+    Raises ConfigError when a placeholder sits where the shell would not expand the variable
+    as one plain word: inside single or double quotes, or escaped by a backslash.
+    """
+    out: list[str] = []
+    quote = ""  # "'" or '"' while inside quotes
+    i, n = 0, len(command)
+    while i < n:
+        ch = command[i]
+        escaped = ch == "\\" and quote != "'"
+        found = _PLACEHOLDER.match(command, i + 1 if escaped else i)
+        if found is not None and (escaped or found.start() == i):
+            placeholder = found.group(0)
+            if quote or escaped:
+                context = {"'": "single quotes", '"': "double quotes"}.get(quote, "an escape")
+                raise ConfigError(
+                    f"{where} puts {placeholder} inside {context} (column {found.start() + 1}). "
+                    "Case data "
+                    "is never pasted into shell code: write the placeholder unquoted (assay "
+                    f"passes it as \"${{{ENV_VARS[placeholder]}}}\"), use an argument list, or "
+                    "read the input from stdin", code="invalid_target")
+            out.append(f'"${{{ENV_VARS[placeholder]}}}"')
+            i = found.end()
+            continue
+        out.append(ch)
+        if quote == "'":
+            if ch == "'":
+                quote = ""
+        elif ch == "\\" and i + 1 < n:
+            out.append(command[i + 1])
+            i += 1
+        elif quote == '"':
+            if ch == '"':
+                quote = ""
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch == "#" and (i == 0 or command[i - 1] in " \t\n;&|("):
+            end = command.find("\n", i)
+            end = n if end < 0 else end
+            out.append(command[i + 1:end])
+            i = end
+            continue
+        i += 1
+    return "".join(out)
+
+
+def check_argv(command: list[str], where: str) -> None:
+    """Refuse a placeholder inside code an interpreter in the argv will run (``sh -c``)."""
+    for i, arg in enumerate(command):
+        program = os.path.basename(arg).lower().removesuffix(".exe")
+        if program in _SHELLS:
+            flags: frozenset[str] | None = None
+        else:
+            base = re.sub(r"[\d.]+$", "", program)
+            flags = _CODE_FLAGS.get(base)
+            if flags is None:
+                continue
+        for j in range(i + 1, len(command) - 1):
+            flag = command[j]
+            is_code = (flag.lower() in flags if flags is not None
+                       else flag.startswith("-") and not flag.startswith("--") and "c" in flag)
+            found = _PLACEHOLDER.search(command[j + 1]) if is_code else None
+            if found is not None:
+                raise ConfigError(
+                    f"{where} puts {found.group(0)} inside the code {command[i]} runs "
+                    f"(argument {j + 2}). Case data is never "
+                    "pasted into code: pass it as a separate argument (for a shell: "
+                    "[sh, -c, 'echo \"$1\"', sh, '{input}']) or read it from stdin",
+                    code="invalid_target")
 
 
 def _findable(program: str, cwd: Path | None) -> bool:

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
-from assay.llm.models import KNOWN_PROVIDERS, parse_model
+from assay.llm.models import KEY_ENV_VARS, KNOWN_PROVIDERS, parse_model
+from assay.redact import Secrets, env_label, environment_secrets
 from assay.suites.yaml_source import (
     Mark,
     Problem,
@@ -131,11 +132,12 @@ class TargetConfig:
         return out
 
     def scrub(self, text: str) -> str:
-        """``text`` with every secret value of this target replaced by its placeholder."""
-        for var, value in sorted(self.secrets.items(), key=lambda kv: -len(kv[1])):
-            if value:
-                text = text.replace(value, "${{ " + var + " }}")
-        return text
+        """``text`` with every secret value of this target replaced by its placeholder, the
+        environment's keys (which an agent inherits) and URL credentials hidden: the judge
+        engine's mechanism, :mod:`assay.redact`."""
+        secrets = Secrets({value: env_label(var) for var, value in self.secrets.items()})
+        secrets.update(environment_secrets(KEY_ENV_VARS).labels())
+        return secrets.scrub(text)
 
     def __repr__(self) -> str:
         return f"TargetConfig({self.redacted()!r})"

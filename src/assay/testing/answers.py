@@ -10,8 +10,12 @@ steer it with directives placed in a message:
 ``<<mock-seq:["bad", "{\\"score\\": 1}"]>>``
     the Nth element for the Nth attempt in a conversation (re-asks append messages)
 
+The mock server's hostile faults transform a normal answer with :func:`as_prose` (no JSON,
+the score in words) and :func:`with_bool_scores` (``"score": true``).
+
 Without a directive, a requested schema is filled in: a ``score``-like number is the token
-overlap (F1) between an ``<expected...>`` block and an ``<actual...>`` block of the prompt when
+overlap (F1) between an ``<expected...>`` block and an ``<actual...>`` block of the prompt (tag
+names may end in a boundary code, ``<actual_output_3f9a1c2b7d4e>``) when
 both exist, else a stable value derived from a hash of the request.
 """
 
@@ -24,8 +28,8 @@ from typing import Any
 import orjson
 
 _DIRECTIVE = re.compile(r"<<mock(-raw|-seq)?:(.*?)>>", re.S)
-_BLOCK = re.compile(r"<([A-Za-z_]*?(expected|reference|actual|candidate)[A-Za-z_]*)>(.*?)</\1>",
-                    re.S | re.I)
+_BLOCK = re.compile(
+    r"<([A-Za-z_]*?(expected|reference|actual|candidate)[A-Za-z0-9_]*)>(.*?)</\1>", re.S | re.I)
 _WORD = re.compile(r"\w+")
 
 
@@ -201,3 +205,45 @@ def _directed(messages: list[dict[str, Any]], text: str) -> str | None:
         item = items[min(attempt, len(items) - 1)]
         return item if isinstance(item, str) else orjson.dumps(item).decode()
     return body
+
+
+def _edit_answer(response: dict[str, Any], edit: Any) -> dict[str, Any]:
+    """``response`` with ``edit`` applied to its answer text (content or tool arguments)."""
+    message = response["choices"][0]["message"]
+    for call in message.get("tool_calls") or []:
+        call["function"]["arguments"] = edit(call["function"]["arguments"])
+    if message.get("content") is not None:
+        message["content"] = edit(message["content"])
+    return response
+
+
+PROSE = ("Thanks for the question! Having read both texts carefully, I would say they agree "
+         "fairly well, so I'd give it about eight out of ten overall.")
+
+
+def as_prose(response: dict[str, Any]) -> dict[str, Any]:
+    """The answer as a chatty paragraph: no JSON at all, the score in words."""
+    message = response["choices"][0]["message"]
+    message.pop("tool_calls", None)
+    message["content"] = PROSE
+    response["choices"][0]["finish_reason"] = "stop"
+    return response
+
+
+def with_bool_scores(response: dict[str, Any]) -> dict[str, Any]:
+    """The JSON answer with every ``score`` field set to ``true``."""
+    def edit(text: str) -> str:
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+        return orjson.dumps(_bool_scores(value)).decode()
+    return _edit_answer(response, edit)
+
+
+def _bool_scores(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: True if k == "score" else _bool_scores(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bool_scores(v) for v in value]
+    return value

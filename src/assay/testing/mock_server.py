@@ -5,6 +5,24 @@ path. It can add latency and inject faults by rate, and it counts what it saw::
 
     python -m assay.testing.mock_server --port 8765 --latency-ms 100 --fault 429=0.1
 
+Faults (``--fault KIND=RATE``, or ``MockConfig.faults``):
+
+``429``, ``500``, ``503``, ``401``
+    an error status; ``--echo-headers`` makes every error body quote the request's headers
+    (API keys included), as careless proxies and servers do
+``hang``, ``drop``
+    no answer for ``--hang-s`` seconds; a connection closed without an answer
+``invalid_json``, ``empty_choices``, ``truncated``
+    a body that is not JSON; a completion with no choices; an answer cut off at max_tokens
+``huge``
+    a valid answer padded to ``--huge-bytes`` bytes (a judge that will not stop talking)
+``drip``
+    a valid answer sent one byte every ``--drip-interval`` seconds (a stalled stream)
+``prose``
+    a chatty answer in prose with the score in words, no JSON
+``bool_score``
+    the JSON answer with every ``score`` turned into ``true`` (a type a lax parser accepts)
+
 Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions`` and Azure's
 ``/openai/deployments/{name}/chat/completions``), ``GET /v1/models``, ``GET /admin/stats``,
 ``POST /admin/reset``, ``POST /admin/config`` (a JSON :class:`MockConfig`).
@@ -26,9 +44,10 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.testing.answers import answer
+from assay.testing.answers import answer, as_prose, with_bool_scores
 
-FAULT_KINDS = ("429", "500", "503", "hang", "drop", "invalid_json", "truncated", "empty_choices")
+FAULT_KINDS = ("429", "500", "503", "hang", "drop", "invalid_json", "truncated", "empty_choices",
+               "401", "huge", "drip", "prose", "bool_score")
 
 
 class MockConfig(BaseModel):
@@ -48,6 +67,12 @@ class MockConfig(BaseModel):
     retry_after_s: float | None = 0.0
     hang_s: float = 30.0
     seed: int = 0
+    echo_headers: bool = Field(
+        default=False, description="error bodies quote the request headers, keys included")
+    huge_bytes: int = Field(default=30 * 1024 * 1024, ge=0,
+                            description="the size of a 'huge' answer")
+    drip_interval_s: float = Field(default=0.05, ge=0,
+                                   description="the pause between bytes of a 'drip' answer")
 
 
 @dataclass
@@ -60,6 +85,8 @@ class MockStats:
     max_in_flight: int = 0
     faults: Counter[str] = field(default_factory=Counter)
     models: Counter[str] = field(default_factory=Counter)
+    authorization: Counter[str] = field(default_factory=Counter)
+    """How often each Authorization header value was sent (tests check credentials arrive)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +97,7 @@ class MockStats:
             "faults": dict(self.faults),
             "fault_total": sum(self.faults.values()),
             "models": dict(self.models),
+            "authorization": dict(self.authorization),
         }
 
 
@@ -152,6 +180,7 @@ class MockServer:
             if problem:
                 return web.json_response({"error": {"message": problem}}, status=400)
             stats.models[str(payload.get("model"))] += 1
+            stats.authorization[request.headers.get("Authorization", "")] += 1
             delay = self.config.latency_ms
             if self.config.latency_jitter_ms:
                 delay += self._rng.uniform(-1, 1) * self.config.latency_jitter_ms
@@ -172,11 +201,25 @@ class MockServer:
         headers = {}
         if self.config.retry_after_s is not None:
             headers["Retry-After"] = f"{self.config.retry_after_s:g}"
-        if fault == "429":
-            return web.json_response({"error": {"message": "rate limited"}}, status=429,
-                                     headers=headers)
-        if fault in ("500", "503"):
-            return web.json_response({"error": {"message": "server error"}}, status=int(fault))
+        if fault in ("429", "500", "503", "401"):
+            message = {"429": "rate limited", "401": "invalid credentials"}.get(
+                fault, "server error")
+            error: dict[str, Any] = {"message": message}
+            if self.config.echo_headers:
+                error["request_headers"] = dict(request.headers)
+                error["message"] += f"; request headers were {dict(request.headers)}"
+            return web.json_response({"error": error}, status=int(fault),
+                                     headers=headers if fault == "429" else None)
+        if fault == "huge":
+            return await self._huge(request, answer(payload))
+        if fault == "drip":
+            return await self._drip(request, orjson.dumps(answer(payload)))
+        if fault == "prose":
+            return web.Response(body=orjson.dumps(as_prose(answer(payload))),
+                                content_type="application/json")
+        if fault == "bool_score":
+            return web.Response(body=orjson.dumps(with_bool_scores(answer(payload))),
+                                content_type="application/json")
         if fault == "hang":
             await asyncio.sleep(self.config.hang_s)
             return web.json_response({"error": {"message": "hung"}}, status=504)
@@ -198,6 +241,38 @@ class MockServer:
         full["choices"][0]["finish_reason"] = "length"
         return web.Response(body=orjson.dumps(full), content_type="application/json")
 
+    async def _huge(self, request: web.Request, full: dict[str, Any]) -> web.StreamResponse:
+        """A valid answer padded to ``huge_bytes``, streamed in chunks with no length declared
+        (so a client must bound what it reads), without ever holding it whole."""
+        marker = "\u0000PAD\u0000"
+        body = orjson.dumps(_with_marker(full, marker))
+        head, _, tail = body.partition(orjson.dumps(marker)[1:-1])
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        await response.write(head)
+        chunk = b" " * 65536
+        left = self.config.huge_bytes
+        try:
+            while left > 0:
+                await response.write(chunk[:left])
+                left -= len(chunk)
+            await response.write(tail)
+            await response.write_eof()
+        except (ConnectionError, RuntimeError):  # the client stopped reading: as it should
+            pass
+        return response
+
+    async def _drip(self, request: web.Request, body: bytes) -> web.StreamResponse:
+        """Send ``body`` one byte at a time, pausing between bytes."""
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.content_length = len(body)
+        await response.prepare(request)
+        for i in range(len(body)):
+            await response.write(body[i:i + 1])
+            await asyncio.sleep(self.config.drip_interval_s)
+        await response.write_eof()
+        return response
+
     async def models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "mock", "object": "model"}]})
 
@@ -212,6 +287,16 @@ class MockServer:
         self.configure(MockConfig.model_validate(await request.json()))
         self.reset()
         return web.json_response(self.config.model_dump())
+
+
+def _with_marker(response: dict[str, Any], marker: str) -> dict[str, Any]:
+    """The answer with ``marker`` appended to its text, where padding is streamed in."""
+    message = response["choices"][0]["message"]
+    for call in message.get("tool_calls") or []:
+        call["function"]["arguments"] += marker
+    if message.get("content") is not None:
+        message["content"] += marker
+    return response
 
 
 def _from_anthropic_request(body: dict[str, Any]) -> dict[str, Any]:
@@ -339,7 +424,9 @@ def serve_in_thread(config: MockConfig | None = None, host: str = "127.0.0.1",
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("Endpoints:")[0] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency-ms", type=float, default=0.0)
@@ -352,6 +439,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after", type=float, default=0.0)
     parser.add_argument("--hang-s", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--echo-headers", action="store_true",
+                        help="error bodies (429, 500, 503, 401) quote the request headers, "
+                        "API keys included")
+    parser.add_argument("--huge-bytes", type=int, default=30 * 1024 * 1024,
+                        help="size of a 'huge' answer in bytes")
+    parser.add_argument("--drip-interval", type=float, default=0.05,
+                        help="seconds between the bytes of a 'drip' answer")
     args = parser.parse_args(argv)
     faults = {}
     for item in args.fault:
@@ -365,7 +459,9 @@ def main(argv: list[str] | None = None) -> None:
     config = MockConfig(latency_ms=args.latency_ms, latency_jitter_ms=args.latency_jitter_ms,
                         faults=faults, max_faults_per_request=args.max_faults_per_request,
                         fault_budget=args.fault_budget,
-                        retry_after_s=args.retry_after, hang_s=args.hang_s, seed=args.seed)
+                        retry_after_s=args.retry_after, hang_s=args.hang_s, seed=args.seed,
+                        echo_headers=args.echo_headers, huge_bytes=args.huge_bytes,
+                        drip_interval_s=args.drip_interval)
     server = MockServer(config)
     with contextlib.suppress(KeyboardInterrupt):
         web.run_app(server.app(), host=args.host, port=args.port, access_log=None,

@@ -15,8 +15,9 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
 from assay.llm.providers.base import Provider, check_reachable, register_provider
-from assay.llm.providers.http_session import post_json
+from assay.llm.providers.http_session import post_json, split_credentials
 from assay.llm.types import BadResponse, ChatRequest, ChatResponse
+from assay.redact import env_label, url_secrets
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
@@ -84,21 +85,31 @@ class AnthropicProvider(Provider):
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
-        self.base_url = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/")
+        base_url = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        self._url_secrets = url_secrets(base_url)
         self.api_key = os.environ.get("ANTHROPIC_API_KEY")
-        self.headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
-                        "x-api-key": self.api_key or ""}
+        headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
+                   "x-api-key": self.api_key or ""}
+        base_url, self.headers = split_credentials(base_url, headers)
+        self.base_url = base_url.rstrip("/")
+
+    def secrets(self) -> dict[str, str]:
+        found = dict(self._url_secrets)
+        if self.api_key:
+            found[self.api_key] = env_label("ANTHROPIC_API_KEY")
+        return found
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
         body = to_anthropic(request, self.spec.model)
-        answer = await post_json(f"{self.base_url}/v1/messages", body, self.headers, timeout)
-        return from_anthropic(answer, self.spec.name)
+        answer = await post_json(f"{self.base_url}/v1/messages", body, self.headers, timeout,
+                                 self.max_response_bytes)
+        return from_anthropic(answer, self.spec.display)
 
     async def preflight(self) -> None:
         if not self.api_key:
-            raise ConfigError(f"model {self.spec.name!r} needs an API key: set the "
+            raise ConfigError(f"model {self.spec.display!r} needs an API key: set the "
                               "ANTHROPIC_API_KEY environment variable", code="missing_api_key")
-        await check_reachable(self.base_url, f"model {self.spec.name!r}")
+        await check_reachable(self.base_url, f"model {self.spec.display!r}")
 
 
 @register_provider("anthropic")

@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
 from assay.llm.types import ChatRequest, ChatResponse
+from assay.redact import REDACTED, redact_url
 
 StructuredMode = Literal["json_schema", "tools", "prompt"]
 
@@ -54,9 +55,16 @@ class Provider(ABC):
 
     structured_mode: StructuredMode = "json_schema"
     price_free: bool = False
+    max_response_bytes: int | None = None
+    """Set by the engine: the largest answer an HTTP provider reads before failing the call."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
+
+    def secrets(self) -> dict[str, str]:
+        """Secret values this provider sends (keys, header values), each with the label it
+        is shown as; the engine hides them in every error text."""
+        return {}
 
     @abstractmethod
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
@@ -69,16 +77,30 @@ class Provider(ABC):
         """Release connections and models."""
 
 
+NOT_SECRET_HEADERS = frozenset({"content-type", "accept", "user-agent", "anthropic-version"})
+
+
+def header_secrets(headers: dict[str, str]) -> dict[str, str]:
+    """Every header value that could be a credential, to be hidden as ``***``."""
+    return {value: REDACTED for name, value in headers.items()
+            if name.lower() not in NOT_SECRET_HEADERS and value}
+
+
 async def check_reachable(base_url: str, what: str, timeout: float = 5.0) -> None:
     """Open (and close) a TCP connection to the base URL's host, or raise ConfigError."""
-    parsed = urlparse(base_url)
-    host = parsed.hostname or ""
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    shown = redact_url(base_url)
+    try:
+        parsed = urlparse(base_url)
+        host = parsed.hostname or ""
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    except ValueError as exc:
+        raise ConfigError(f"{what}: the base URL {shown} is not valid ({exc})",
+                          code="invalid_base_url") from None
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
     except (OSError, TimeoutError) as exc:
         raise ConfigError(
-            f"{what}: cannot reach {base_url} ({type(exc).__name__}: {exc or 'timed out'}). "
+            f"{what}: cannot reach {shown} ({type(exc).__name__}: {exc or 'timed out'}). "
             "Check the base URL and that the server is running.",
             code="unreachable_base_url",
         ) from None

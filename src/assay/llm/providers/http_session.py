@@ -7,6 +7,7 @@ to the loop that created it, so the synchronous wrapper (which runs its own loop
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import email.utils
 import time
@@ -22,8 +23,15 @@ from assay.llm.types import (
     ProviderError,
     RateLimited,
     RequestRejected,
+    ResponseTooLarge,
     ServerError,
 )
+from assay.redact import redact_url, url_credentials
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""The most any answer may hold when the caller sets no bound of its own."""
+ERROR_BODY_BYTES = 16 * 1024
+"""How much of an error answer is read: enough for its message, never a flood."""
 
 _SESSIONS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
     weakref.WeakKeyDictionary()
@@ -54,9 +62,34 @@ async def close_session() -> None:
             await current.close()
 
 
+def split_credentials(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """``url`` without user info, and ``headers`` with that user info as Basic auth.
+
+    Credentials in a URL are sent as an ``Authorization`` header instead, so the URL itself
+    can appear in messages. A URL with credentials and an explicit ``Authorization`` header
+    is ambiguous and refused.
+    """
+    clean, user, password = url_credentials(url)
+    if user is None and password is None:
+        return url, headers
+    if any(name.lower() == "authorization" for name in headers):
+        raise RequestRejected(f"{redact_url(url)} carries credentials and an Authorization "
+                              "header is set as well; use one of them")
+    token = base64.b64encode(f"{user or ''}:{password or ''}".encode()).decode()
+    return clean, {**headers, "Authorization": f"Basic {token}"}
+
+
 async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
-                    timeout: float) -> dict[str, object]:
-    """POST a JSON body and decode the JSON answer, mapping every failure to a ProviderError."""
+                    timeout: float, max_bytes: int | None = None) -> dict[str, object]:
+    """POST a JSON body and decode the JSON answer, mapping every failure to a ProviderError.
+
+    The answer is read up to ``max_bytes``; a larger one fails the call with
+    :class:`ResponseTooLarge` before it is held in memory. Messages show the URL without
+    credentials.
+    """
+    limit = max_bytes or DEFAULT_MAX_BYTES
+    url, headers = split_credentials(url, headers)
+    shown = redact_url(url)
     try:
         async with session().post(
             url,
@@ -64,26 +97,54 @@ async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
             headers=headers,
             timeout=aiohttp.ClientTimeout(total=timeout),
         ) as resp:
-            payload = await resp.read()
             if resp.status >= 400:
+                payload = await _read_bounded(resp, ERROR_BODY_BYTES, truncate=True)
                 raise status_error(resp.status, resp.headers.get("Retry-After"), payload)
+            payload = await _read_bounded(resp, limit)
     except ProviderError:
         raise
     except TimeoutError:
-        raise CallTimeout(f"no answer from {url} within {timeout:g}s") from None
+        raise CallTimeout(f"no answer from {shown} within {timeout:g}s") from None
     except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-        raise ConnectionFailed(f"connection to {url} failed: {type(exc).__name__}: {exc}") from None
+        raise ConnectionFailed(
+            f"connection to {shown} failed: {type(exc).__name__}: {exc}") from None
     except aiohttp.ClientError as exc:
-        raise ConnectionFailed(f"request to {url} failed: {type(exc).__name__}: {exc}") from None
+        raise ConnectionFailed(f"request to {shown} failed: {type(exc).__name__}: {exc}") \
+            from None
+    except ValueError as exc:  # aiohttp's own checks of a URL or header
+        raise RequestRejected(f"request to {shown} is not valid: {exc}") from None
     try:
         decoded = orjson.loads(payload)
     except orjson.JSONDecodeError:
         raise BadResponse(
-            f"{url} answered with a body that is not JSON: {payload[:200]!r}"
+            f"{shown} answered with a body that is not JSON: {payload[:200]!r}"
         ) from None
     if not isinstance(decoded, dict):
-        raise BadResponse(f"{url} answered with JSON that is not an object")
+        raise BadResponse(f"{shown} answered with JSON that is not an object")
     return decoded
+
+
+async def _read_bounded(resp: aiohttp.ClientResponse, limit: int,
+                        truncate: bool = False) -> bytes:
+    """The body, at most ``limit`` bytes: cut there (``truncate``) or fail the call."""
+    declared = resp.content_length
+    if declared is not None and declared > limit and not truncate:
+        raise ResponseTooLarge(_too_large(declared, limit))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            if truncate:
+                return b"".join(chunks)[:limit]
+            raise ResponseTooLarge(_too_large(size, limit, at_least=True))
+    return b"".join(chunks)
+
+
+def _too_large(size: int, limit: int, at_least: bool = False) -> str:
+    more = "more than " if at_least else ""
+    return f"the answer is {more}{size:,} bytes, over the limit of {limit:,} bytes"
 
 
 def status_error(status: int, retry_after: str | None, payload: bytes) -> ProviderError:

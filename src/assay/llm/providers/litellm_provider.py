@@ -37,7 +37,7 @@ class LiteLLMProvider(Provider):
             raise _mapped(exc) from None
         data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
         if not data.get("choices"):
-            raise BadResponse(f"{self.spec.name} returned no choices")
+            raise BadResponse(f"{self.spec.display} returned no choices")
         return data
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import platformdirs
 
 from assay.errors import ConfigError
-from assay.llm.models import LOCAL_DEFAULT_MODEL, ModelSpec
+from assay.llm.models import LOCAL_DEFAULT_MODEL, LOCAL_PACKAGED_NAMES, ModelSpec
 from assay.llm.providers.base import Provider, register_provider
 from assay.llm.types import ChatRequest, ChatResponse, RequestRejected
 
@@ -29,7 +29,7 @@ _LOAD_LOCK = threading.Lock()
 DEFAULT_CONTEXT = 8192
 DEFAULT_MAX_TOKENS = 384
 MAX_STRING_CHARS = 600
-_PACKAGED_NAMES = (LOCAL_DEFAULT_MODEL, "gemma3-270m", "default")
+_PACKAGED_NAMES = LOCAL_PACKAGED_NAMES
 _QUIET: list[Any] = []
 
 

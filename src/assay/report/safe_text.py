@@ -1,0 +1,43 @@
+"""Data made safe for the terminal: the one way assay puts untrusted text on screen.
+
+Case ids, suite names, agent output, judge rationales and error texts come from suites,
+agents and models, so they may hold terminal escape sequences (clear the screen, set the
+window title, hide text) or Rich markup (``[red]``, ``[/]``, ``[link=...]``) that Rich would
+interpret, or crash on. :func:`for_terminal` turns any value into text that shows as written:
+control characters (C0 but newline and tab, DEL, C1, and the bidirectional overrides that
+reorder what is shown) become visible escapes such as ``\\x1b``, and markup is escaped.
+:func:`make_console` builds consoles that do not turn ``:name:`` into emoji.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(value: Any) -> str:
+    """``value`` as text with every control character shown as an escape (``\\x1b``);
+    newlines and tabs are kept. For plain output (no Rich markup parsing)."""
+    text = value if isinstance(value, str) else str(value)
+    return _CONTROL.sub(_visible, text)
+
+
+def for_terminal(value: Any) -> str:
+    """``value`` as Rich markup that prints exactly as written: control characters made
+    visible, markup escaped. Use it for every piece of data put into a printed line."""
+    return escape(printable(value))
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for assay's output: no emoji codes (``openai:x:`` stays text)."""
+    return Console(stderr=stderr, emoji=False)

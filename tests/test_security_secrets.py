@@ -1,0 +1,243 @@
+"""No secret reaches a store, a file, a message or the terminal.
+
+A hostile judge server echoes the request headers (API keys included) in its error bodies;
+credentials are written into judge and store URLs. The keys must never be found in runs.db,
+the results JSONL, the JUnit XML, the response cache, or what ``assay`` prints.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assay.errors import ConfigError
+from assay.judges import EvalContext, SemanticSimilarity
+from assay.llm import EngineConfig, JudgeEngine
+from assay.model import Case, Execution
+from assay.redact import Secrets, redact_url, scrub
+from assay.store.runs import RunStore, StoreError
+from assay.targets.config import build_target
+from assay.testing.mock_server import RunningServer
+from tests.conftest import fast_retry
+
+API_KEY = "sk-assay-test-0123456789abcdef"
+OPENAI_KEY = "sk-openai-test-fedcba9876543210"
+PASSWORD = "hunter2-Pa55word"
+
+SUITE = """
+description: secrets
+execution:
+  evaluators:
+    - name: similar
+      type: semantic_similarity
+evalcases:
+  - id: fr
+    input: Capital of France?
+    expected_output: Paris is the capital of France.
+    metadata: {output: Paris.}
+  - id: jp
+    input: Capital of Japan?
+    expected_output: Tokyo is the capital of Japan.
+    metadata: {output: Tokyo.}
+"""
+
+
+def assay(cwd: Path, *args: str, env: dict[str, str] | None = None
+          ) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "ASSAY_CACHE_DIR": str(cwd / "cache"), **(env or {})}
+    for var in ("ASSAY_JUDGE_MODEL", "OPENAI_BASE_URL", "ASSAY_STORE_URL"):
+        full_env.pop(var, None)
+    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def everything_written(root: Path) -> bytes:
+    """Every byte of every file under ``root`` (stores with their WAL, caches, reports)."""
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+
+
+def leaks(blob: bytes | str, *secrets: str) -> list[str]:
+    data = blob.encode() if isinstance(blob, str) else blob
+    found = []
+    for secret in secrets:
+        forms = {secret, base64.b64encode(f"user:{secret}".encode()).decode()}
+        found += [form for form in forms if form.encode() in data]
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "EVAL.yaml").write_text(SUITE)
+    return tmp_path
+
+
+# -- keys echoed back in provider errors ------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["401", "500"])
+def test_key_echoed_in_error_bodies_never_reaches_store_files_or_output(
+        project: Path, mock_server: RunningServer, status: str) -> None:
+    mock_server.configure(faults={status: 1.0}, echo_headers=True)
+    env = {"ASSAY_API_KEY": API_KEY, "OPENAI_API_KEY": OPENAI_KEY}
+    result = assay(project, "run", "EVAL.yaml", "--judge-model", f"{mock_server.url}#judge",
+                   "--store", "sqlite:///runs.db", "-o", "results.jsonl",
+                   "--junit", "junit.xml", "--max-attempts", "2", "--max-errors", "100",
+                   env=env)
+    # Every judgement failed, so no case was scored: that gate fails whatever --max-errors says.
+    assert result.returncode == 1, result.stderr
+    assert "no case could be scored" in result.stdout
+    # The premise: the server did receive the key and did echo it back.
+    assert f"Bearer {API_KEY}" in mock_server.stats.authorization
+    written = (project / "results.jsonl").read_text()
+    assert "request headers were" in written and "${{ ASSAY_API_KEY }}" in written
+    assert leaks(everything_written(project), API_KEY) == []
+    assert leaks(result.stdout + result.stderr, API_KEY) == []
+    run_id = next(x for x in result.stdout.splitlines() if x.startswith("run ")).split()[1]
+    shown = assay(project, "show", run_id, "--store", "sqlite:///runs.db")
+    assert shown.returncode == 0, shown.stderr
+    assert leaks(shown.stdout + shown.stderr, API_KEY) == []
+
+    judged = assay(project, "judge", "-e", "Paris", "-a", "Paris it is",
+                   "-m", f"{mock_server.url}#judge", env=env)
+    assert judged.returncode == 1
+    assert "request headers were" in judged.stdout
+    assert leaks(judged.stdout + judged.stderr, API_KEY) == []
+    as_json = assay(project, "judge", "-e", "Paris", "-a", "Paris it is", "--json",
+                    "-m", f"{mock_server.url}#judge", env=env)
+    assert "request headers were" in as_json.stdout
+    assert leaks(as_json.stdout + as_json.stderr, API_KEY) == []
+
+
+async def test_every_provider_key_is_scrubbed_from_engine_errors(
+        engine_factory, mock_server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenAI, Azure and Anthropic keys, whichever provider echoes them."""
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", mock_server.url)
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-key-0123456789")
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", mock_server.url.removesuffix("/v1"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-key-0123456789")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", mock_server.url.removesuffix("/v1"))
+    mock_server.configure(faults={"401": 1.0}, echo_headers=True)
+    engine = engine_factory(cache_mode="off")
+    case, execution = Case(id="c", expected_output="Paris"), Execution(output="Paris")
+    for model in ("openai:gpt-4o-mini", "azure:deploy", "anthropic:claude"):
+        score = await SemanticSimilarity().evaluate(case, execution, EvalContext(engine, model))
+        assert score.error is not None and "request headers were" in score.error.message
+        assert leaks(score.model_dump_json(), OPENAI_KEY, "azure-key-0123456789",
+                     "anthropic-key-0123456789") == [], model
+
+
+async def test_http_target_and_judge_share_one_scrub(tmp_path: Path, mock_server: RunningServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_KEY", "agent-token-0123456789")
+    mock_server.configure(faults={"500": 1.0}, echo_headers=True)
+    target = build_target({"name": "api", "provider": "http", "url": f"{mock_server.url}/chat/"
+                           "completions", "headers": {"X-Key": "${{ AGENT_KEY }}"}}, tmp_path)
+    execution = await target.run(Case(id="c", input="hi"))
+    assert execution.error is not None and "${{ AGENT_KEY }}" in execution.error
+    assert "agent-token-0123456789" not in execution.error
+
+
+async def test_an_agent_printing_the_judge_key_on_stderr_is_scrubbed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent inherits the environment; its error text must not carry the judge's key."""
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "service-token-0123456789")
+    target = build_target({"name": "leaky", "provider": "cli", "command":
+                           "echo \"$OPENAI_API_KEY $MY_SERVICE_TOKEN\" >&2; exit 1"}, tmp_path)
+    execution = await target.run(Case(id="c", input="hi"))
+    assert execution.error is not None
+    assert "${{ OPENAI_API_KEY }} ${{ MY_SERVICE_TOKEN }}" in execution.error
+    assert leaks(execution.error, OPENAI_KEY, "service-token-0123456789") == []
+
+
+def test_scrub_hides_longest_secret_first_and_url_credentials() -> None:
+    secrets = Secrets({"abcd1234": "${{ A }}", "abcd1234-long": "${{ B }}", "xy": "short"})
+    text = "a abcd1234-long b abcd1234 c xy http://u:pw@h/v1 https://tok@h ?api_key=k1&q=2"
+    assert secrets.scrub(text) == ("a ${{ B }} b ${{ A }} c xy http://u:***@h/v1 "
+                                   "https://***@h ?api_key=***&q=2")
+    assert scrub("see postgresql://me:pw@db:5432/x") == "see postgresql://me:***@db:5432/x"
+
+
+# -- credentials in URLs ------------------------------------------------------------------
+
+
+def test_judge_url_password_is_used_but_never_written_or_shown(
+        project: Path, mock_server: RunningServer) -> None:
+    host = mock_server.url.removeprefix("http://")
+    model = f"http://user:{PASSWORD}@{host}#judge"
+    result = assay(project, "run", "EVAL.yaml", "--judge-model", model,
+                   "--store", "sqlite:///runs.db", "-o", "results.jsonl", "--junit",
+                   "junit.xml", "--max-failed", "10")
+    assert result.returncode == 0, result.stderr
+    token = base64.b64encode(f"user:{PASSWORD}".encode()).decode()
+    assert mock_server.stats.authorization == {f"Basic {token}": 2}, "requests authenticate"
+    jsonl = (project / "results.jsonl").read_text()
+    assert f"http://user:***@{host}#judge" in jsonl
+    assert leaks(everything_written(project), PASSWORD) == []
+    assert leaks(result.stdout + result.stderr, PASSWORD) == []
+
+
+async def test_base_url_password_hidden_in_errors_scores_and_cache(
+        engine_factory, mock_server: RunningServer, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    host = mock_server.url.removeprefix("http://")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://user:{PASSWORD}@{host}")
+    case, execution = Case(id="c", expected_output="Paris"), Execution(output="Paris")
+    engine = engine_factory(default_model="openai:gpt-4o-mini")
+    good = await SemanticSimilarity().evaluate(case, execution, EvalContext(engine))
+    assert good.ok and good.judge_model == "openai:gpt-4o-mini"
+    mock_server.configure(faults={"500": 1.0}, echo_headers=True)
+    judge_url = f"http://user:{PASSWORD}@{host}#judge"
+    for model in (None, judge_url):
+        engine = engine_factory(cache_mode="off", retry=fast_retry(max_attempts=2),
+                                default_model=model or "openai:gpt-4o-mini")
+        score = await SemanticSimilarity().evaluate(case, execution, EvalContext(engine))
+        assert score.error is not None
+        assert leaks(score.model_dump_json(), PASSWORD) == [], score.error.message
+    assert "user:***@" in str(score.judge_model)
+    engine = engine_factory(default_model=judge_url)
+    mock_server.configure(faults={}, echo_headers=False)
+    assert (await SemanticSimilarity().evaluate(case, execution, EvalContext(engine))).ok
+    await engine.aclose()
+    assert leaks((tmp_path / "cache.sqlite").read_bytes(), PASSWORD) == []
+
+
+async def test_unreachable_url_error_hides_password() -> None:
+    engine = JudgeEngine(EngineConfig(default_model=f"http://u:{PASSWORD}@127.0.0.1:9/v1#m",
+                                      cache_mode="off"))
+    with pytest.raises(ConfigError) as caught:
+        await engine.preflight()
+    assert "cannot reach" in caught.value.message and PASSWORD not in caught.value.message
+
+
+def test_a_redacted_model_string_is_refused_clearly() -> None:
+    engine = JudgeEngine(EngineConfig(default_model="http://u:***@127.0.0.1:9/v1#m",
+                                      cache_mode="off"))
+    with pytest.raises(ConfigError, match="password was hidden"):
+        engine.resolve()
+
+
+def test_store_url_password_is_never_shown(tmp_path: Path) -> None:
+    url = f"postgresql://me:{PASSWORD}@127.0.0.1:1/assay"
+    with pytest.raises(StoreError) as caught:
+        RunStore(url)
+    assert PASSWORD not in caught.value.message and "me:***@127.0.0.1:1" in caught.value.message
+    store = RunStore(f"sqlite:///{tmp_path / 'runs.db'}")
+    assert store.display_url == store.url  # nothing to hide
+    assert redact_url(url) == "postgresql://me:***@127.0.0.1:1/assay"
+    result = assay(tmp_path, "runs", "--store", url)
+    assert result.returncode == 2 and "me:***@" in result.stderr
+    assert PASSWORD not in result.stdout + result.stderr
+    (tmp_path / "EVAL.yaml").write_text(textwrap.dedent("""
+        evalcases:
+          - {id: a, input: x, expected_output: x}
+    """))
+    run = assay(tmp_path, "run", "EVAL.yaml", "--store", url)
+    assert run.returncode == 2 and PASSWORD not in run.stdout + run.stderr
