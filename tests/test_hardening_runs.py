@@ -356,3 +356,50 @@ def test_read_only_store_is_a_clear_error(tmp_path):
     assert done.returncode == 2, done.stdout + done.stderr
     assert "readonly" in done.stderr.lower() or "read-only" in done.stderr.lower()
     assert "--resume ?" not in done.stderr and "Traceback" not in done.stderr
+
+
+# -- the embedded demo judge is named plainly in every summary --------------------------------
+
+
+def test_a_run_judged_by_the_demo_model_says_its_scores_are_not_meaningful(tmp_path):
+    import assay
+    from assay.llm.models import DEMO_MODEL_NOTE
+    from assay.run_config import Gates
+
+    result = assay.evaluate([{"id": "a", "input": "q", "output": "x", "expected_output": "x"}],
+                            evaluators=["semantic_similarity"], dry_run=True,
+                            judge_model="local:gemma-3-270m", gates=Gates(max_failed=None))
+    assert DEMO_MODEL_NOTE in result.summary.notes
+    fine = assay.evaluate([{"id": "a", "input": "q", "output": "x", "expected_output": "x"}],
+                          evaluators=["exact_match"])
+    assert fine.summary.notes == []
+
+
+def test_validate_output_shows_control_characters_escaped(tmp_path):
+    bad = tmp_path / "s.yaml"
+    bad.write_text("evalcases:\n  - id: \"a\\e]0;title\\a\"\n    input: x\n    nope: 1\n")
+    done = assay_cli(tmp_path, "validate", str(bad))
+    assert done.returncode == 2
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+
+
+# -- 24. repeats are independent samples ------------------------------------------------------
+
+
+def test_repeats_draw_new_agent_answers_and_new_judgements(tmp_path, mock_server):
+    judge = f"{mock_server.url}#judge"
+    agent = f"{mock_server.url}#agent"
+    root = project(tmp_path / "p", extra_targets=f"  - name: model_agent\n    provider: {agent}\n")
+    (root / "s.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i}", "input": f"q{i}", "expected_output": f"q{i}"}) + "\n"
+        for i in range(2)))
+    (root / "s.yaml").write_text("execution:\n  target: model_agent\n  evaluators:\n"
+                                 "    - type: semantic_similarity\n")
+    for concurrency in ("1", "8"):  # independence must not depend on -c
+        mock_server.server.reset()
+        done = assay_cli(root, "run", "s.jsonl", "--repeat", "3", "--judge-model", judge,
+                         "-c", concurrency, "--store", "sqlite://", "--max-failed", "10",
+                         env={"ASSAY_CACHE_DIR": str(tmp_path / f"cache{concurrency}")})
+        assert done.returncode == 0, done.stdout + done.stderr
+        # 2 cases x 3 repeats: 6 agent calls and 6 judge calls, none served from a cache
+        assert mock_server.stats.requests == 12, concurrency

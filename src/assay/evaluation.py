@@ -25,7 +25,7 @@ from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.config import EngineConfig
 from assay.llm.engine import DryRunEstimate, JudgeEngine
-from assay.llm.models import display_model
+from assay.llm.models import DEMO_MODEL_NOTE, display_model, is_demo_model
 from assay.model import Case, Execution
 from assay.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
 from assay.results import EvaluationResult
@@ -425,6 +425,7 @@ class _Session:
             await self.preflight()
             if self.config.dry_run:
                 outcome = await runner.run("dry-run", keep=False)
+                outcome.summary.notes = self.notes()
                 return EvaluationResult.dry(self.suite, outcome.summary, self.config,
                                             self.engine.estimate)
             if self.resume is not None:
@@ -436,6 +437,7 @@ class _Session:
             if on_start is not None:
                 on_start(self.store.run_record(run_id))
             outcome = await runner.run(run_id, keep=keep)
+            outcome.summary.notes = self.notes()
             self.store.set_status(run_id, RunStatus.COMPLETED.value,
                                   outcome.summary.model_dump(mode="json"))
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -453,6 +455,16 @@ class _Session:
                 await self.engine.aclose()
         return EvaluationResult(self.store, self.store.run_record(run_id),
                                 outcome.records if keep else None, suite=self.suite)
+
+    def notes(self) -> list[str]:
+        """What a reader of this run's figures must be told."""
+        notes = []
+        if any(is_demo_model(m) for m in self.snapshot().judge_models):
+            notes.append(DEMO_MODEL_NOTE)
+        if self.engine.cache_problem:
+            notes.append(f"{self.engine.cache_problem} ({self.engine.cache_failures} time(s)); "
+                         "those answers were asked for again and not kept")
+        return notes
 
     def _mark(self, run_id: str | None, status: RunStatus) -> None:
         if run_id is None:

@@ -143,6 +143,9 @@ class RunSummary(BaseModel):
     dataset_metrics: dict[str, Score] = Field(default_factory=dict)
     gate_failures: list[str] = Field(default_factory=list)
     passed: bool = False
+    notes: list[str] = Field(
+        default_factory=list, description="what a reader must know to trust the figures (the "
+        "judge is the demo model, the cache failed), shown with every summary")
 
     def count(self, verdict: Verdict) -> int:
         return self.verdicts.get(verdict.value, 0)

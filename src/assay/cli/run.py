@@ -316,6 +316,7 @@ class _Reports:
 
 
 def _print_result(result: Any, runs: Any) -> None:
+    from assay.report.safe_text import for_terminal
     from assay.report.terminal import summary_lines
 
     for line in summary_lines(result.summary):
@@ -324,7 +325,7 @@ def _print_result(result: Any, runs: Any) -> None:
                   markup=False)
     if not result.passed:
         for failure in result.summary.gate_failures:
-            console.print(f"[red]gate failed[/]: {_plain(failure)}", highlight=False)
+            console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
         raise typer.Exit(EXIT_GATE_FAILED)
     console.print("[green]all gates passed[/]")
 
@@ -353,12 +354,6 @@ def _notice(message: str) -> None:
 
 def _warn(message: str) -> None:
     err_console.print(f"warning: {message}", highlight=False, markup=False)
-
-
-def _plain(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 def _validation_text(exc: ValueError) -> str:

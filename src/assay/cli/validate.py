@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from assay.cli.app import EXIT_OK, EXIT_USAGE, app, friendly_errors
+from assay.report.safe_text import printable
 from assay.suites import check_any, is_uipath
 from assay.suites.model import Suite
 from assay.targets.config import TargetsFile, load_targets_for
@@ -40,16 +41,16 @@ def validate(
             reported.add(found.path)
             for problem in found.problems:
                 printed.add(str(problem))
-                typer.echo(str(problem))
+                typer.echo(printable(problem))
             failed = failed or bool(found.problems)
         suite, problems = check_any(path, found if found is not None else False)
         for problem in problems:
             if str(problem) not in printed:
-                typer.echo(str(problem))
+                typer.echo(printable(problem))
         if problems or suite is None:
             failed = True
             continue
-        typer.echo(summary(path, suite, found))
+        typer.echo(printable(summary(path, suite, found)))
     raise typer.Exit(EXIT_USAGE if failed else EXIT_OK)
 
 

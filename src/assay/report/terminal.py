@@ -93,6 +93,14 @@ def summary_lines(summary: RunSummary) -> list[str]:
         f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries); tokens "
         f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {cost}",
     ]
+    for name, e in summary.evaluators.items():
+        counts = [f"{e.scored} scored"]
+        if e.errors:
+            counts.append(f"{e.errors} error(s)")
+        if e.skipped:
+            counts.append(f"{e.skipped} not applicable")
+        lines.append(f"  {for_terminal(name)}: mean {fmt_score(e.mean)} ({', '.join(counts)}; "
+                     f"{e.passed} passed, {e.failed} failed)")
     for name, metric in summary.dataset_metrics.items():
         if metric.error is not None:
             lines.append(f"dataset metric {for_terminal(name)}: error "
@@ -101,6 +109,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         else:
             lines.append(f"dataset metric {for_terminal(name)}: {metric.value:.3f} "
                          f"({for_terminal(metric.rationale)})")
+    lines.extend(f"[yellow]note[/]: {for_terminal(note)}" for note in summary.notes)
     return lines
 
 

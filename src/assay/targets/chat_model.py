@@ -17,7 +17,7 @@ from assay.errors import ConfigError
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ChatRequest, ProviderError
 from assay.model import Case, Execution, TokenUsage
-from assay.targets.base import Target
+from assay.targets.base import Target, current_sample
 from assay.targets.config import FieldSpec, TargetConfig
 from assay.targets.inputs import assistant_message, elapsed_ms, input_messages
 
@@ -73,7 +73,9 @@ class ChatModelTarget(Target):
     async def run(self, case: Case) -> Execution:
         started = time.perf_counter()
         try:
-            result = await self.engine.chat(self.request(case), self.model)
+            # each repeat of a case is its own draw, not the first answer from the cache
+            result = await self.engine.chat(self.request(case), self.model,
+                                            sample=current_sample())
         except ProviderError as exc:
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
                              error=self.engine.scrub(f"model {self.model} failed: {exc}"))
