@@ -221,9 +221,7 @@ def load_data(data: Data, *, columns: Mapping[str, str] | None = None,
     if isinstance(data, str | Path):
         path = Path(data)
         targets_file = Path(config.targets_file) if config and config.targets_file else None
-        if path.suffix.lower() in dataset.DATA_SUFFIXES or (
-                path.suffix.lower() == ".jsonl" and path.is_file()
-                and (columns or dataset.looks_like_rows(path))):
+        if columns and path.is_file():  # mapped columns: the file is rows of data
             return dataset.suite_from_file(path, columns=columns)
         from assay.suites import load_any
 

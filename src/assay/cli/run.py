@@ -50,6 +50,9 @@ def run(
     uipath_output: Path | None = typer.Option(None, "--uipath-output",
                                               help="Also write UiPath's output-file shape."),
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report."),
+    report: list[str] | None = typer.Option(
+        None, "--report", help="Write a report: FORMAT:PATH (jsonl, junit, uipath, or a "
+        "plugin's); repeatable."),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Estimate judge calls and tokens; call nothing."),
     resume: str | None = typer.Option(None, "--resume", help="Resume a stopped run by id."),
@@ -91,7 +94,7 @@ def run(
     if resume is None and suite_path is None:
         raise ConfigError("give a SUITE file, or --resume RUN_ID")
     runs = open_store(store_url(store))
-    reports = _Reports(output, junit, uipath_output)
+    reports = _Reports(output, junit, uipath_output, _report_options(report))
     progress = _progress(suite_path)
     started: dict[str, str] = {}
 
@@ -104,7 +107,7 @@ def run(
             resume, store=runs, data=suite_path, retry_errors=retry_errors,
             concurrency=concurrency, judge_model=judge_model, progress=progress, on_record=reports.on_record,
             on_start=on_start, on_warning=_warn, on_notice=_notice,
-            keep=uipath_output is not None)
+            keep=False)
         inputs = _inputs(suite_path, targets_file)
     else:
         try:
@@ -121,7 +124,7 @@ def run(
             raise ConfigError(_validation_text(exc)) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
                               on_record=reports.on_record, on_start=on_start,
-                              keep=uipath_output is not None)
+                              keep=False)
         inputs = _inputs(suite_path, targets_file)
     if not dry_run:
         reports.open(inputs)
@@ -184,7 +187,7 @@ def rescore(
     if concurrency:
         options["concurrency"] = concurrency
     coro = rescore_async(run_id, store=runs, evaluators=evaluator or None, progress=progress,
-                         on_record=reports.on_record, keep=junit is not None, **options)
+                         on_record=reports.on_record, keep=False, **options)
     try:
         result = _run_interruptible(coro, progress)
     except _Stopped as stop:
@@ -195,6 +198,21 @@ def rescore(
     reports.finish(result)
     console.print(f"rescored run {run_id} into a new run", highlight=False, markup=False)
     _print_result(result, runs)
+
+
+def _report_options(values: list[str] | None) -> list[tuple[str, Path]]:
+    """``--report FORMAT:PATH`` values, each format checked against the registry now."""
+    from assay.registry import REGISTRY
+
+    found = []
+    for value in values or []:
+        name, sep, path = value.partition(":")
+        if not sep or not name or not path:
+            raise ConfigError(f"--report {value!r}: expected FORMAT:PATH, such as "
+                              "junit:report.xml")
+        REGISTRY.require("reporter", name, "--report")
+        found.append((name, Path(path)))
+    return found
 
 
 class _Stopped(Exception):
@@ -266,8 +284,10 @@ def _inputs(suite_path: Path | None, targets_file: Path | None) -> list[Path]:
 class _Reports:
     """The result files of a run: JSONL rows as cases complete, JUnit and UiPath at the end."""
 
-    def __init__(self, output: Path | None, junit: Path | None, uipath: Path | None) -> None:
+    def __init__(self, output: Path | None, junit: Path | None, uipath: Path | None,
+                 extra: list[tuple[str, Path]] | None = None) -> None:
         self.output, self.junit, self.uipath = output, junit, uipath
+        self.extra = extra or []
         self.writer: Any = None
         self.types: dict[str, Any] = {}
         self.dataset = ""
@@ -278,8 +298,10 @@ class _Reports:
         from assay.report.files import RowWriter
         from assay.report.outputs import check_outputs
 
-        check_outputs({"--output": self.output, "--junit": self.junit,
-                       "--uipath-output": self.uipath}, inputs)
+        outputs: dict[str, Path | None] = {"--output": self.output, "--junit": self.junit,
+                                           "--uipath-output": self.uipath}
+        outputs.update({f"--report {name}:{path}": path for name, path in self.extra})
+        check_outputs(outputs, inputs)
         if self.output is not None:
             self.writer = RowWriter(self.output, "--output")
 
@@ -300,19 +322,13 @@ class _Reports:
             self.writer = None
 
     def finish(self, result: Any) -> None:
-        from assay.report.rows import agentv_row
+        from assay.registry import REGISTRY
 
-        if self.junit is not None:
-            from assay.report.files import write_junit
-
-            types = {e.name: e for e in result.run.config.evaluators}
-            write_junit(self.junit, result.run.suite,
-                        [agentv_row(r, result.run.suite, types) for r in result.records],
-                        result.run_id)
-        if self.uipath is not None:
-            from assay.report.uipath_output import render_for_records, write_uipath_output
-
-            write_uipath_output(self.uipath, render_for_records(result))
+        for name, path in (("junit", self.junit), ("uipath", self.uipath)):
+            if path is not None:
+                REGISTRY.require("reporter", name)(result, path)
+        for name, path in self.extra:
+            REGISTRY.require("reporter", name)(result, path)
 
 
 def _print_result(result: Any, runs: Any) -> None:

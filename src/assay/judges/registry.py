@@ -7,20 +7,27 @@ and the Python API build them through :func:`build`, which turns pydantic's comp
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import ValidationError
 
 from assay.errors import EvaluationError
+from assay.registry import REGISTRY, evaluator
 
-E = TypeVar("E")
-EVALUATORS: dict[str, type[Any]] = {}
+register = evaluator
+"""Class decorator: make an evaluator buildable by its ``type`` (:func:`assay.registry.evaluator`)."""
+
+EVALUATORS: dict[str, type[Any]] = REGISTRY.entries("evaluator")
+"""Evaluator type names -> classes: the registry's own table (built-ins are registered when
+``assay.judges`` is imported; plugins by :func:`evaluator_class` on a miss)."""
 
 
-def register(cls: type[E]) -> type[E]:
-    """Class decorator: make the evaluator buildable by its ``type`` name."""
-    EVALUATORS[cls.type] = cls  # type: ignore[attr-defined]
-    return cls
+def evaluator_class(kind: Any) -> type[Any] | None:
+    """The class registered for an evaluator type, installed plugins included; None if none."""
+    if not isinstance(kind, str):
+        return None
+    found: type[Any] | None = REGISTRY.get("evaluator", kind)
+    return found
 
 
 def build(config: dict[str, Any], where: str = "evaluator") -> Any:
@@ -28,14 +35,15 @@ def build(config: dict[str, Any], where: str = "evaluator") -> Any:
     from assay import judges  # noqa: F401  (registers the built-ins)
 
     kind = config.get("type")
-    if kind not in EVALUATORS:
+    cls = evaluator_class(kind)
+    if cls is None:
         raise EvaluationError(
             "unknown_evaluator_type",
             f"{where}: unknown evaluator type {kind!r}; known: {', '.join(sorted(EVALUATORS))}",
         )
     fields = {k: v for k, v in config.items() if k != "type"}
     try:
-        return EVALUATORS[kind].model_validate(fields)
+        return cls.model_validate(fields)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or kind}: {e['msg']}" for e in exc.errors())

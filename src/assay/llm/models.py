@@ -105,7 +105,7 @@ def parse_model(text: str) -> ModelSpec:
             _explain(f"model {shown!r} has no provider prefix"), code="unknown_model"
         )
     provider = provider.lower()
-    if provider not in KNOWN_PROVIDERS:
+    if provider not in KNOWN_PROVIDERS and not _plugin_provider(provider):
         raise ConfigError(
             _explain(f"unknown provider {provider!r} in model {shown!r}"), code="unknown_provider"
         )
@@ -114,6 +114,14 @@ def parse_model(text: str) -> ModelSpec:
     if not model.strip():
         raise ConfigError(_explain(f"model {shown!r} names no model"), code="unknown_model")
     return ModelSpec(provider, model)
+
+
+def _plugin_provider(name: str) -> bool:
+    """Whether an installed plugin registered a provider by this name (asked only for names
+    assay does not know, so built-in models never pay for the plugin lookup)."""
+    from assay.registry import REGISTRY
+
+    return REGISTRY.get("provider", name) is not None
 
 
 def _parse_url_model(value: str) -> ModelSpec:

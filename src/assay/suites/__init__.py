@@ -9,7 +9,7 @@ project or eval set, ``.yaml``/``.yml`` an EVAL.yaml, ``.jsonl`` a JSONL file of
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assay.suites.model import Suite, SuiteCase
 
@@ -17,12 +17,31 @@ if TYPE_CHECKING:
     from assay.suites.evalyaml import Targets
     from assay.suites.yaml_source import Problem
 
-__all__ = ["Suite", "SuiteCase", "check_any", "is_uipath", "load_any"]
+__all__ = ["Suite", "SuiteCase", "check_any", "find_format", "is_uipath", "load_any"]
 
 
 def is_uipath(path: Path) -> bool:
     """Whether ``path`` names a UiPath project (a directory) or eval set (a ``.json`` file)."""
     return path.is_dir() or path.suffix.lower() == ".json"
+
+
+def find_format(path: Path) -> Any:
+    """The registered suite format that reads ``path``, or a ConfigError naming them all."""
+    from assay.errors import ConfigError
+    from assay.registry import REGISTRY
+
+    formats = REGISTRY.table("suite_format")
+    for fmt in formats.values():
+        if fmt.matches(path):
+            return fmt
+    REGISTRY.load_plugins()
+    for fmt in REGISTRY.table("suite_format").values():
+        if fmt.matches(path):
+            return fmt
+    raise ConfigError(f"{path}: no suite format reads this file ({path.suffix or 'no suffix'});"
+                      " expected an EVAL.yaml (.yaml, .yml), a JSONL file, a CSV or Parquet "
+                      "file of rows, or a UiPath project (a directory or an eval-set .json)",
+                      code="invalid_suite")
 
 
 def load_any(path: Path | str, targets: Targets = None) -> Suite:
@@ -32,17 +51,15 @@ def load_any(path: Path | str, targets: Targets = None) -> Suite:
     ``.assay/targets.yaml`` above the suite, as ``assay run`` uses).
     """
     from assay.errors import ConfigError
+    from assay.suites.evalyaml import SuiteError
 
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such file or directory", code="missing_suite")
-    if is_uipath(path):
-        from assay.suites.uipath import load_uipath
-
-        return load_uipath(path)
-    from assay.suites.evalyaml import load_suite
-
-    return load_suite(path, targets)
+    suite, problems = find_format(path).check(path, targets)
+    if problems or suite is None:
+        raise SuiteError(str(path), problems)
+    return suite
 
 
 def check_any(path: Path | str, targets: Targets = None) -> tuple[Suite | None, list[Problem]]:
@@ -59,13 +76,8 @@ def check_any(path: Path | str, targets: Targets = None) -> tuple[Suite | None, 
         return None, [Problem(str(path), None, None, "no such file or directory",
                               "an EVAL.yaml, a JSONL file of cases, or a UiPath project")]
     try:
-        if is_uipath(path):
-            from assay.suites.uipath import load_uipath
-
-            return load_uipath(path), []
-        from assay.suites.evalyaml import check_suite
-
-        return check_suite(path, targets)
+        suite, problems = find_format(path).check(path, targets)
+        return suite, list(problems)
     except EvaluationError as exc:
         return None, [problem_of(exc, path)]
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from assay.errors import ConfigError, EvaluationError, TemplateError
 from assay.judges.base import Evaluator
-from assay.judges.registry import EVALUATORS
+from assay.judges.registry import EVALUATORS, evaluator_class
 from assay.llm.models import parse_model
 from assay.suites.yaml_source import PathKey, ProblemLog
 from assay.targets.config import TargetsFile
@@ -83,7 +83,7 @@ class EvaluatorBuilder:
             self.log.add(path, "evaluator has no 'type'", "type: one of " + ", ".join(known))
             self._check_weight(raw, path)
             return None
-        if not isinstance(kind, str) or kind not in EVALUATORS:
+        if evaluator_class(kind) is None:
             self.log.add((*path, "type"), f"unknown evaluator type {kind!r}",
                          "one of " + ", ".join(known), value=True)
             self._check_weight(raw, path)

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from assay.errors import ConfigError, ErrorCategory, EvaluationError
 from assay.judges.base import Evaluator
-from assay.judges.registry import EVALUATORS
+from assay.judges.registry import EVALUATORS, evaluator_class
 from assay.llm.models import parse_model
 from assay.model import Case, Message, dump_json
 from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
@@ -316,7 +316,7 @@ class _SuiteChecker:
         kind = data.get("evaluator")
         if kind is None:
             return None
-        if not isinstance(kind, str) or kind not in EVALUATORS:
+        if evaluator_class(kind) is None:
             self.log.add((*path, "evaluator"), f"unknown evaluator type {kind!r}",
                          "one of " + ", ".join(self.evaluators.known()), value=True)
             return False

@@ -56,7 +56,7 @@ from pydantic import AliasChoices, ValidationError
 
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator
-from assay.judges.registry import EVALUATORS, build
+from assay.judges.registry import EVALUATORS, build, evaluator_class
 from assay.llm.models import parse_model
 from assay.model import Case
 from assay.suites.limits import DEPTH_EXPECTED, depth_message, too_deep
@@ -415,7 +415,7 @@ def _resolve(refs: list[str], key: str, available: dict[str, list[EvaluatorDef]]
         definition = candidates[0]
         if definition.problem is not None:
             raise definition.problem
-        if definition.type not in EVALUATORS:
+        if evaluator_class(definition.type) is None:
             raise _fail("unknown_evaluator_type", f"{definition.file}: $.evaluatorTypeId",
                         f"{definition.type_id} maps to assay's {definition.type!r}, which is "
                         "not available in this installation")

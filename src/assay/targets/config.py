@@ -107,11 +107,14 @@ class TargetConfig:
         return self.settings.get(key, default)
 
     def kind(self) -> str | None:
-        """``callable``, ``command``, ``http``, ``recorded``, ``chat_model``, or None."""
+        """``callable``, ``command``, ``http``, ``recorded``, ``chat_model``, a target kind an
+        installed plugin registered, or None."""
         known = _KINDS.get(self.provider.lower())
         if known is not None:
             return known[0]
-        return "chat_model" if self.model_string() is not None else None
+        if self.model_string() is not None:
+            return "chat_model"
+        return self.provider if _plugin_target(self.provider) is not None else None
 
     def model_string(self) -> str | None:
         """The judge-engine model this target names, when it is a chat model."""
@@ -207,9 +210,21 @@ def chat_model_string(provider: str, settings: dict[str, Any]) -> str | None:
 
 def target_class(kind: str) -> type[Target]:
     """The Target class for a kind; imported on demand so unused kinds cost nothing."""
+    plugin = None if kind == "chat_model" or any(v[0] == kind for v in _KINDS.values()) \
+        else _plugin_target(kind)
+    if plugin is not None:
+        return plugin
     module, cls = _CHAT_MODEL if kind == "chat_model" else next(
         v for v in _KINDS.values() if v[0] == kind)
     found: type[Target] = getattr(importlib.import_module(f"assay.targets.{module}"), cls)
+    return found
+
+
+def _plugin_target(name: str) -> type[Target] | None:
+    """A Target class an installed plugin registered under ``name`` (``@target_kind``)."""
+    from assay.registry import REGISTRY
+
+    found: type[Target] | None = REGISTRY.get("target", name)
     return found
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Literal
 from urllib.parse import urlparse
 
+from assay import registry
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
 from assay.llm.types import ChatRequest, ChatResponse
@@ -17,30 +18,22 @@ from assay.redact import REDACTED, redact_url
 StructuredMode = Literal["json_schema", "tools", "prompt"]
 
 ProviderFactory = Callable[[ModelSpec], "Provider"]
-_FACTORIES: dict[str, ProviderFactory] = {}
 
-
-def register_provider(*names: str) -> Callable[[ProviderFactory], ProviderFactory]:
-    """Register a factory under one or more provider prefixes (``openai``, ``local``...)."""
-
-    def decorate(factory: ProviderFactory) -> ProviderFactory:
-        for name in names:
-            _FACTORIES[name] = factory
-        return factory
-
-    return decorate
+register_provider = registry.provider
+"""Register a factory under one or more provider prefixes (``openai``, ``local``...)."""
 
 
 def create_provider(spec: ModelSpec) -> Provider:
-    """Build the provider for a parsed model; imports optional backends only when named."""
+    """Build the provider for a parsed model; imports optional backends only when named, and
+    looks installed plugins up for a prefix assay does not know."""
     from assay.llm.providers import load_builtin
 
     load_builtin(spec.provider)
-    factory = _FACTORIES.get(spec.provider)
+    factory: ProviderFactory | None = registry.REGISTRY.get("provider", spec.provider)
     if factory is None:
         raise ConfigError(
             f"no provider is registered for {spec.provider!r}; registered: "
-            f"{', '.join(sorted(_FACTORIES))}",
+            f"{', '.join(registry.REGISTRY.names('provider'))}",
             code="unknown_provider",
         )
     return factory(spec)

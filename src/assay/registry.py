@@ -1,0 +1,202 @@
+"""One registry for every extension point: evaluators, providers, targets, suite formats and
+reporters, each with a decorator, and third-party plugins through the ``assay`` entry points.
+
+A plugin is an installed package that declares, in its ``pyproject.toml``::
+
+    [project.entry-points.assay]
+    my_plugin = "my_plugin"            # a module whose decorators register what it defines
+
+or ``"my_plugin:register"``, a function that is called with the :data:`REGISTRY`. Plugins are
+loaded the first time a name is not found among the built-ins (or when every name is listed),
+never at start-up, so an installed plugin costs nothing to a run that does not use it. A
+plugin that fails to import is an error naming it, not a missing name.
+
+Built-ins register the same way, on first use of their kind, so the ``assay`` command does not
+import every evaluator and provider to print its version.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any, Literal, TypeVar
+
+from assay.errors import ConfigError
+
+Kind = Literal["evaluator", "provider", "target", "suite_format", "reporter"]
+KINDS: tuple[Kind, ...] = ("evaluator", "provider", "target", "suite_format", "reporter")
+ENTRY_POINT_GROUP = "assay"
+
+T = TypeVar("T")
+
+_BUILTINS: dict[Kind, Callable[[], None]] = {}
+"""How each kind's built-ins get registered: importing the modules that define them."""
+
+
+class PluginError(ConfigError):
+    """An ``assay`` plugin that could not be loaded."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="plugin_failed")
+
+
+class Registry:
+    """Names -> objects, per kind."""
+
+    def __init__(self) -> None:
+        self._tables: dict[Kind, dict[str, Any]] = {kind: {} for kind in KINDS}
+        self._builtins: set[Kind] = set()
+        self._plugins_loaded = False
+
+    def add(self, kind: Kind, name: str, obj: Any) -> None:
+        """Register ``obj`` under ``name``; a later registration of a name replaces it."""
+        self._tables[kind][name] = obj
+
+    def entries(self, kind: Kind) -> dict[str, Any]:
+        """The live table of a kind as it stands, loading nothing (for the modules that fill
+        it, which must not trigger their own import)."""
+        return self._tables[kind]
+
+    def table(self, kind: Kind) -> dict[str, Any]:
+        """The live table of a kind, built-ins loaded (plugins only once looked for)."""
+        self._load_builtins(kind)
+        return self._tables[kind]
+
+    def get(self, kind: Kind, name: str) -> Any | None:
+        """The object named ``name``: built-ins first, then installed plugins; None if none."""
+        table = self.table(kind)
+        found = table.get(name)
+        if found is None and not self._plugins_loaded:
+            self.load_plugins()
+            found = table.get(name)
+        return found
+
+    def require(self, kind: Kind, name: str, where: str = "") -> Any:
+        """Like :meth:`get`, raising a ConfigError that lists every registered name."""
+        found = self.get(kind, name)
+        if found is None:
+            prefix = f"{where}: " if where else ""
+            raise ConfigError(f"{prefix}unknown {kind.replace('_', ' ')} {name!r}; known: "
+                              f"{', '.join(self.names(kind)) or 'none'}",
+                              code=f"unknown_{kind}")
+        return found
+
+    def names(self, kind: Kind) -> list[str]:
+        """Every registered name of a kind, plugins included."""
+        self.load_plugins()
+        return sorted(self.table(kind))
+
+    def load_plugins(self) -> None:
+        """Import every installed ``assay`` plugin (once)."""
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        for point in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                loaded = point.load()
+            except Exception as exc:
+                raise PluginError(f"the assay plugin {point.name!r} ({point.value}) failed to "
+                                  f"load: {type(exc).__name__}: {exc}") from None
+            if callable(loaded) and not isinstance(loaded, type):
+                try:
+                    loaded(self)
+                except Exception as exc:
+                    raise PluginError(f"the assay plugin {point.name!r} ({point.value}) "
+                                      f"failed to register: {type(exc).__name__}: {exc}") \
+                        from None
+
+    def _load_builtins(self, kind: Kind) -> None:
+        if kind not in self._builtins:
+            self._builtins.add(kind)
+            loader = _BUILTINS.get(kind)
+            if loader is not None:
+                loader()
+
+
+REGISTRY = Registry()
+
+
+def builtins(kind: Kind) -> Callable[[Callable[[], None]], Callable[[], None]]:
+    """Declare how a kind's built-ins are registered (called once, on first use)."""
+
+    def decorate(loader: Callable[[], None]) -> Callable[[], None]:
+        _BUILTINS[kind] = loader
+        return loader
+
+    return decorate
+
+
+# -- one decorator per kind -------------------------------------------------------------------
+
+
+def evaluator(cls: type[T]) -> type[T]:
+    """Class decorator: an :class:`~assay.judges.Evaluator` buildable by its ``type`` name
+    (from suite files, ``assay.evaluate(evaluators=["name"])`` and the CLI)."""
+    REGISTRY.add("evaluator", cls.type, cls)  # type: ignore[attr-defined]
+    return cls
+
+
+def provider(*names: str) -> Callable[[T], T]:
+    """Register a provider factory (``ModelSpec -> Provider``) under model-string prefixes:
+    ``@provider("myllm")`` makes ``myllm:model-name`` a judge model."""
+
+    def decorate(factory: T) -> T:
+        for name in names:
+            REGISTRY.add("provider", name, factory)
+        return factory
+
+    return decorate
+
+
+def target_kind(*names: str) -> Callable[[T], T]:
+    """Register a Target class under the ``provider:`` names a targets file uses for it."""
+
+    def decorate(cls: T) -> T:
+        for name in names:
+            REGISTRY.add("target", name, cls)
+        return cls
+
+    return decorate
+
+
+def suite_format(name: str) -> Callable[[T], T]:
+    """Register a suite format: an object with ``matches(path) -> bool`` and
+    ``load(path, targets_file) -> Suite`` (and optionally ``check(path, targets_file) ->
+    (Suite | None, problems)``)."""
+
+    def decorate(fmt: T) -> T:
+        REGISTRY.add("suite_format", name, fmt)
+        return fmt
+
+    return decorate
+
+
+def reporter(name: str) -> Callable[[T], T]:
+    """Register a reporter: ``write(result, path)`` renders an evaluation result to a file
+    (``assay run --report NAME:PATH``, ``assay report``)."""
+
+    def decorate(fn: T) -> T:
+        REGISTRY.add("reporter", name, fn)
+        return fn
+
+    return decorate
+
+
+@builtins("evaluator")
+def _evaluators() -> None:
+    importlib.import_module("assay.judges")
+
+
+@builtins("suite_format")
+def _formats() -> None:
+    importlib.import_module("assay.suites.formats")
+
+
+@builtins("reporter")
+def _reporters() -> None:
+    importlib.import_module("assay.report.reporters")
+
+
+__all__ = ["KINDS", "REGISTRY", "Kind", "PluginError", "Registry", "evaluator", "provider",
+           "reporter", "suite_format", "target_kind"]

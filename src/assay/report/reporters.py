@@ -1,0 +1,46 @@
+"""The built-in reporters: an evaluation result rendered to a file, registered by name.
+
+``assay run --report junit:report.xml`` (and ``--output``, ``--junit``, ``--uipath-output``,
+which are these by another name) write through here; a plugin adds a format with
+``@assay.registry.reporter("name")`` on a ``write(result, path)`` function.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.registry import reporter
+from assay.report.rows import agentv_row
+
+
+def _specs(result: Any) -> dict[str, Any]:
+    return {e.name: e for e in result.run.config.evaluators}
+
+
+@reporter("jsonl")
+def write_rows(result: Any, path: Path) -> None:
+    """One AgentV-shaped result row per (case, repeat)."""
+    from assay.report.files import write_jsonl
+
+    specs = _specs(result)
+    write_jsonl(path, [agentv_row(r, result.run.suite, specs) for r in result.records],
+                "jsonl report")
+
+
+@reporter("junit")
+def write_junit_report(result: Any, path: Path) -> None:
+    """A JUnit XML report for CI systems."""
+    from assay.report.files import write_junit
+
+    specs = _specs(result)
+    write_junit(path, result.run.suite,
+                [agentv_row(r, result.run.suite, specs) for r in result.records], result.run_id)
+
+
+@reporter("uipath")
+def write_uipath_report(result: Any, path: Path) -> None:
+    """UiPath's ``uipath eval --output-file`` shape."""
+    from assay.report.uipath_output import render_for_records, write_uipath_output
+
+    write_uipath_output(path, render_for_records(result))
