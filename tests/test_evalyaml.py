@@ -23,8 +23,8 @@ from assay.suites.evalyaml import (
     validate_eval_yaml,
     validate_suite,
 )
-from assay.suites.yaml_source import YamlSyntaxError, load_yaml
 from assay.targets.config import read_targets
+from assay.yaml_source import YamlSyntaxError, load_yaml
 
 
 def write(directory: Path, name: str, text: str) -> Path:

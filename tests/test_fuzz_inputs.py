@@ -38,8 +38,8 @@ from assay.llm import EngineConfig, JudgeEngine, RetryPolicy, extract_json, regi
 from assay.model import Case, Execution, Score
 from assay.suites.evalyaml import check_suite, load_suite
 from assay.suites.uipath import load_uipath
-from assay.suites.yaml_source import Problem
 from assay.targets.config import build_target, read_targets
+from assay.yaml_source import Problem
 
 pytestmark = pytest.mark.timeout(60)  # a parser that hangs fails the test
 

@@ -13,12 +13,9 @@ timeout kills everything it started.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import math
 import os
-import signal
 from collections import Counter
 from typing import Any
 
@@ -30,6 +27,7 @@ from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
 from assay.judges.templates import as_text
 from assay.model import Case, Execution, Score
+from assay.processes import StartFailed, run_program
 from assay.traces import tool_calls
 
 STDERR_TAIL = 2000
@@ -74,15 +72,6 @@ def _with_stderr(message: str, stderr: bytes | str) -> str:
     return f"{message}; stderr: {tail}" if tail else f"{message}; stderr was empty"
 
 
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """Kill the process and anything it spawned (``sh -c`` leaves children behind)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            process.kill()
-
-
 async def run_json_command(argv: list[str], payload: Any, *, cwd: str | None,
                            timeout_s: float, what: str = "script"
                            ) -> tuple[dict[str, Any], str]:
@@ -94,61 +83,19 @@ async def run_json_command(argv: list[str], payload: Any, *, cwd: str | None,
     """
     if cwd is not None and not os.path.isdir(cwd):
         raise EvaluationError("code_judge_failed", f"{what}: cwd {cwd!r} is not a directory")
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=hasattr(os, "killpg"))
-    except OSError as exc:
-        raise EvaluationError("code_judge_failed",
-                              f"{what}: could not start {argv[0]!r}: {exc}") from None
     data = json.dumps(payload, ensure_ascii=False, default=str).encode()
-    stdout, stderr, finished = await _communicate(process, data, timeout_s)
-    if not finished:
+    try:
+        done = await run_program(argv, stdin=data, cwd=cwd, timeout_s=timeout_s)
+    except StartFailed as exc:
+        raise EvaluationError("code_judge_failed",
+                              f"{what}: could not start {argv[0]!r}: {exc.reason}") from None
+    if done.timed_out:
         raise EvaluationError("code_judge_timeout", _with_stderr(
-            f"{what} timed out after {timeout_s:g}s and was killed", stderr))
-    if process.returncode != 0:
+            f"{what} timed out after {timeout_s:g}s and was killed", done.stderr))
+    if done.returncode != 0:
         raise EvaluationError("code_judge_exit", _with_stderr(
-            f"{what} exited with status {process.returncode}", stderr))
-    return _parse_stdout(stdout, stderr, what), _tail(stderr)
-
-
-async def _communicate(process: asyncio.subprocess.Process, data: bytes,
-                       timeout_s: float) -> tuple[bytes, bytes, bool]:
-    """Feed stdin, read both pipes, wait for exit; on timeout kill and keep what was read.
-
-    The pipes are read by tasks that outlive the timeout (``communicate`` under ``wait_for``
-    would lose what a hung script already wrote to stderr, the part most worth showing).
-    Returns stdout, stderr and whether the process finished in time.
-    """
-    assert process.stdin and process.stdout and process.stderr
-    reads = [asyncio.ensure_future(process.stdout.read()),
-             asyncio.ensure_future(process.stderr.read())]
-    tasks = [*reads, asyncio.ensure_future(_feed(process.stdin, data)),
-             asyncio.ensure_future(process.wait())]
-    try:
-        _, pending = await asyncio.wait(tasks, timeout=timeout_s)
-        if pending:
-            _kill_group(process)
-            # A grandchild that left the process group could hold the pipes open: bound it.
-            await asyncio.wait(pending, timeout=5.0)
-        out, err = (r.result() if r.done() and not r.cancelled() else b"" for r in reads)
-        return out, err, not pending
-    finally:
-        if process.returncode is None:
-            _kill_group(process)
-        for task in tasks:
-            task.cancel()
-
-
-async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
-    """Write the payload and close stdin; a script that does not read it is not an error."""
-    try:
-        stdin.write(data)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    finally:
-        stdin.close()
+            f"{what} exited with status {done.returncode}", done.stderr))
+    return _parse_stdout(done.stdout, done.stderr, what), _tail(done.stderr)
 
 
 def _parse_stdout(stdout: bytes, stderr: bytes, what: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from assay.suites.model import Suite, SuiteCase
 
 if TYPE_CHECKING:
     from assay.suites.evalyaml import Targets
-    from assay.suites.yaml_source import Problem
+    from assay.yaml_source import Problem
 
 __all__ = ["Suite", "SuiteCase", "check_any", "find_format", "is_uipath", "load_any"]
 
@@ -69,7 +69,7 @@ def check_any(path: Path | str, targets: Targets = None) -> tuple[Suite | None, 
     for YAML and JSONL, ``file: $.json.path`` for UiPath JSON).
     """
     from assay.errors import EvaluationError
-    from assay.suites.yaml_source import Problem
+    from assay.yaml_source import Problem
 
     path = Path(path)
     if not path.exists():
@@ -88,7 +88,7 @@ def problem_of(exc: Exception, path: Path) -> Problem:
     import re
 
     from assay.errors import EvaluationError
-    from assay.suites.yaml_source import Problem
+    from assay.yaml_source import Problem
 
     message = exc.message if isinstance(exc, EvaluationError) else str(exc)
     where, sep, rest = message.partition(": ")

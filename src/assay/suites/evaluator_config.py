@@ -24,8 +24,8 @@ from assay.errors import ConfigError, EvaluationError, TemplateError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, evaluator_class
 from assay.llm.models import parse_model
-from assay.suites.yaml_source import PathKey, ProblemLog
 from assay.targets.config import TargetsFile
+from assay.yaml_source import PathKey, ProblemLog
 
 AGENTV_SPELLINGS = {"threshold": "threshold_ms"}
 """AgentV field names that mean another field here: ``latency``'s ``threshold`` is in ms,

@@ -37,7 +37,8 @@ from assay.llm.models import parse_model
 from assay.model import Case, Message, dump_json
 from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
-from assay.suites.yaml_source import (
+from assay.targets.config import TargetsFile, load_targets_for, read_targets
+from assay.yaml_source import (
     Loaded,
     Mark,
     PathKey,
@@ -46,7 +47,6 @@ from assay.suites.yaml_source import (
     YamlSyntaxError,
     load_yaml_file,
 )
-from assay.targets.config import TargetsFile, load_targets_for, read_targets
 
 __all__ = ["Problem", "SuiteError", "check_suite", "load_eval_yaml", "load_suite",
            "validate_eval_yaml", "validate_suite"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from assay.registry import suite_format
 from assay.suites.model import Suite
-from assay.suites.yaml_source import Problem
+from assay.yaml_source import Problem
 
 
 @suite_format("data")

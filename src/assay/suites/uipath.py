@@ -57,9 +57,9 @@ from pydantic import AliasChoices, ValidationError
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, build, evaluator_class
+from assay.limits import DEPTH_EXPECTED, depth_message, too_deep
 from assay.llm.models import parse_model
 from assay.model import Case
-from assay.suites.limits import DEPTH_EXPECTED, depth_message, too_deep
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 
 log = logging.getLogger(__name__)

@@ -19,14 +19,10 @@ stderr.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import errno
 import os
 import re
 import shlex
 import shutil
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +30,7 @@ from typing import ClassVar
 
 from assay.errors import ConfigError
 from assay.model import Case, Execution
+from assay.processes import StartFailed, run_program
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig
 from assay.targets.inputs import elapsed_ms, input_text, parse_output
@@ -142,40 +139,31 @@ class CommandTarget(Target):
         argv, stdin = self.argv(case)
         started = time.perf_counter()
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv, cwd=self.cwd, env={**os.environ, **self.env, **self.data_env(case)},
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=hasattr(os, "killpg"))
-        except OSError as exc:
+            done = await run_program(argv, stdin=stdin, cwd=self.cwd,
+                                     env={**os.environ, **self.env, **self.data_env(case)},
+                                     timeout_s=self.timeout_s)
+        except StartFailed as exc:
+            if "NUL byte" in exc.reason:
+                reason = ("the input holds a NUL byte, which cannot be passed as an argument "
+                          "or in the environment; leave {input} out of the command to get it "
+                          "on stdin")
+                return Execution(input=case.input, latency_ms=elapsed_ms(started),
+                                 error=reason)
             hint = (": the input is too long for an argument or the environment; leave "
-                    "{input} out of the command to get it on stdin"
-                    if exc.errno == errno.E2BIG else "")
+                    "{input} out of the command to get it on stdin" if exc.too_long else "")
             return Execution(input=case.input, latency_ms=elapsed_ms(started), error=self.scrub(
-                f"command {self.shown!r} could not start: {exc.strerror or exc}{hint}"))
-        except ValueError:  # a NUL byte: no argument or environment variable can hold one
-            return Execution(input=case.input, latency_ms=elapsed_ms(started), error=(
-                "the input holds a NUL byte, which cannot be passed as an argument or in the "
-                "environment; leave {input} out of the command to get it on stdin"))
-        try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(stdin), self.timeout_s)
-        except TimeoutError:
-            _kill(process)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.communicate(), 5.0)
-            return Execution(input=case.input, latency_ms=elapsed_ms(started),
-                             error=f"command timed out after {self.timeout_s:g}s and was killed")
-        except asyncio.CancelledError:
-            _kill(process)
-            raise
+                f"command {self.shown!r} could not start: {exc.reason}{hint}"))
         latency = elapsed_ms(started)
-        if process.returncode != 0:
-            tail = stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
+        if done.timed_out:
+            return Execution(input=case.input, latency_ms=latency,
+                             error=f"command timed out after {self.timeout_s:g}s and was killed")
+        if done.returncode != 0:
+            tail = done.stderr.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
             return Execution(input=case.input, latency_ms=latency, error=self.scrub(
-                f"command exited with status {process.returncode}; "
+                f"command exited with status {done.returncode}; "
                 f"stderr: {tail or '<empty>'}"))
         return Execution(input=case.input, latency_ms=latency,
-                         output=parse_output(stdout.decode("utf-8", "replace")))
+                         output=parse_output(done.stdout.decode("utf-8", "replace")))
 
 
 def shell_script(command: str, where: str) -> str:
@@ -256,12 +244,3 @@ def _findable(program: str, cwd: Path | None) -> bool:
     if os.sep in program or (os.altsep and os.altsep in program):
         return ((cwd or Path.cwd()) / program).exists()
     return shutil.which(program) is not None
-
-
-def _kill(process: asyncio.subprocess.Process) -> None:
-    """Kill the process and what it started (``sh -c`` leaves children behind)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            process.kill()

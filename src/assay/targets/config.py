@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 from assay.llm.models import KEY_ENV_VARS, KNOWN_PROVIDERS, parse_model
 from assay.redact import Secrets, env_label, environment_secrets
-from assay.suites.yaml_source import (
+from assay.yaml_source import (
     Mark,
     Problem,
     ProblemLog,

@@ -20,7 +20,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from assay.errors import EvaluationError
-from assay.suites.limits import DEPTH_EXPECTED, MAX_ALIAS_VALUES, MAX_DEPTH, depth_message
+from assay.limits import DEPTH_EXPECTED, MAX_ALIAS_VALUES, MAX_DEPTH, depth_message
 
 PathKey = tuple[Hashable, ...]
 """Where a value sits in a document: mapping keys and sequence indexes from the root."""
@@ -115,7 +115,7 @@ class _LimitExceeded(yaml.YAMLError):
 
 class _BoundedLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing documents that nest too deep or whose aliases expand
-    past a bound (see :mod:`assay.suites.limits`).
+    past a bound (see :mod:`assay.limits`).
 
     Counting happens as nodes are composed, before anything is constructed or walked (both
     recursive): each anchored node remembers how many values it stands for and how deep it
