@@ -28,4 +28,7 @@ fi
   "llama-cpp-python==$LLAMA_VERSION" 2>&1 | grep -v "is ignored" || true
 .venv/bin/python -m pip install --quiet --find-links "$WHEELS" -e ".[local]" --group dev 2>&1 \
   | grep -v "is ignored" || true
+# Compile assay's own modules once: the command starts faster, and so does every test that
+# runs it as a subprocess (an editable install is not byte-compiled by pip).
+PYTHONDONTWRITEBYTECODE= .venv/bin/python -m compileall -q src >/dev/null
 .venv/bin/python -c "import assay, llama_cpp; print('assay', assay.__version__, 'ready')"

@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Byte-code caches on: many tests run the assay command as a subprocess, and compiling the
+# package from source in each one would dominate the run.
+unset PYTHONDONTWRITEBYTECODE
 .venv/bin/ruff check src tests
 .venv/bin/mypy
 # A throw-away PostgreSQL server for the store tests (tests marked postgres fail under CI

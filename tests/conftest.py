@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -11,6 +12,11 @@ import pytest
 from assay.llm import EngineConfig, JudgeEngine, RetryPolicy
 from assay.testing.mock_server import MockConfig, RunningServer, serve_in_thread
 from tests.postgres_support import fresh_database, postgres_url
+
+# The assay command runs as a subprocess in many tests: let it use (and write) byte-code
+# caches, or each one compiles the package from source.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture(autouse=True)

@@ -7,13 +7,9 @@ command start in a few milliseconds instead of loading the whole engine.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("assay")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0"
+from assay._version import __version__
 
 _EXPORTS: dict[str, str] = {
     "score": "assay.api",

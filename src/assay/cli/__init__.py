@@ -5,7 +5,11 @@ import importlib
 
 from assay.cli.app import app
 
-for _module in ("judge", "run", "runs", "validate"):
+COMMANDS = ("judge", "run", "runs", "validate")
+"""The modules that define commands; each imports the library only inside its commands, so
+building the command line costs little more than typer itself."""
+
+for _module in COMMANDS:
     try:
         importlib.import_module(f"assay.cli.{_module}")
     except ModuleNotFoundError as exc:  # a command module not present in this build

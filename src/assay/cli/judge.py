@@ -5,19 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from assay.api import score_async
 from assay.cli.app import app, console, err_console, friendly_errors
 from assay.errors import ConfigError
-from assay.judges import build
-from assay.llm.config import EngineConfig
-from assay.llm.engine import JudgeEngine
-from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
-from assay.model import Case, Execution, Score
-from assay.report.safe_text import for_terminal
+
+if TYPE_CHECKING:
+    from assay.model import Score
 
 
 def _maybe_json(text: str) -> Any:
@@ -46,6 +42,13 @@ def judge(
     as_json: bool = typer.Option(False, "--json", help="Print the score as JSON."),
 ) -> None:
     """Score one pair and print the score, rationale, tokens and cost."""
+    from assay.api import score_async
+    from assay.judges import build
+    from assay.llm.config import EngineConfig
+    from assay.llm.engine import JudgeEngine
+    from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
+    from assay.model import Case, Execution
+
     if cache not in ("use", "refresh", "off"):
         raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
     config: dict[str, Any] = {"type": evaluator}
@@ -78,6 +81,8 @@ def judge(
 
 
 def _print_score(score: Score) -> None:
+    from assay.report.safe_text import for_terminal
+
     if score.error is not None:
         console.print(f"[bold red]error[/] {for_terminal(score.error.code)}: "
                       f"{for_terminal(score.error.message)}", highlight=False)

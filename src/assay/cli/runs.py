@@ -5,14 +5,9 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.markup import escape
 
 from assay.cli.app import EXIT_GATE_FAILED, app, console, err_console, friendly_errors
 from assay.cli.run import store_url
-from assay.compare import compare_runs
-from assay.report.safe_text import for_terminal
-from assay.report.terminal import cases_table, fmt_score, runs_table
-from assay.store.runs import RunStore
 
 
 @app.command("runs")
@@ -23,6 +18,9 @@ def list_runs(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """List stored runs, newest first."""
+    from assay.report.terminal import runs_table
+    from assay.store.runs import RunStore
+
     rows = RunStore(store_url(store)).runs(limit)
     if as_json:
         print(json.dumps(rows, default=str, indent=2))
@@ -39,6 +37,9 @@ def show(
 ) -> None:
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
     from assay.report.rows import agentv_row
+    from assay.report.safe_text import for_terminal
+    from assay.report.terminal import cases_table, fmt_score
+    from assay.store.runs import RunStore
 
     runs = RunStore(store_url(store))
     run = runs.run_record(run_id)
@@ -74,6 +75,13 @@ def compare(
 ) -> None:
     """Compare two completed runs of the same cases; exit 1 when the candidate regressed,
     2 when the runs cannot be compared."""
+    from rich.markup import escape
+
+    from assay.compare import compare_runs
+    from assay.report.safe_text import for_terminal
+    from assay.report.terminal import fmt_score
+    from assay.store.runs import RunStore
+
     runs = RunStore(store_url(store))
     a, b = runs.run(baseline), runs.run(candidate)
     result = compare_runs(a, b, runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold,

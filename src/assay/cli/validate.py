@@ -9,14 +9,15 @@ stays on one line for tools that parse it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from assay.cli.app import EXIT_OK, EXIT_USAGE, app, friendly_errors
-from assay.report.safe_text import printable
-from assay.suites import check_any, is_uipath
-from assay.suites.model import Suite
-from assay.targets.config import TargetsFile, load_targets_for
+
+if TYPE_CHECKING:
+    from assay.suites.model import Suite
+    from assay.targets.config import TargetsFile
 
 
 @app.command()
@@ -30,6 +31,10 @@ def validate(
                                         ".assay/targets.yaml (or .agentv/) above each file."),
 ) -> None:
     """Check suites as ``assay run`` loads them: every problem, located, and nothing run."""
+    from assay.report.safe_text import printable
+    from assay.suites import check_any, is_uipath
+    from assay.targets.config import load_targets_for
+
     failed = False
     reported: set[Path] = set()
     printed: set[str] = set()  # a targets file's problems are printed once
