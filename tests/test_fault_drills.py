@@ -59,6 +59,8 @@ a process killed mid-call never leaves half a line."""
 
 import os
 
+pytestmark = pytest.mark.drill
+
 LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.log")
 
 

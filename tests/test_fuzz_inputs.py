@@ -41,7 +41,7 @@ from assay.suites.uipath import load_uipath
 from assay.targets.config import build_target, read_targets
 from assay.yaml_source import Problem
 
-pytestmark = pytest.mark.timeout(60)  # a parser that hangs fails the test
+pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(60)]  # a parser that hangs fails
 
 FUZZ = settings(deadline=None, database=None, max_examples=150,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
