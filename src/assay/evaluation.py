@@ -131,12 +131,17 @@ async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = Non
         config.concurrency = concurrency
     if judge_model is not None:  # e.g. a judge URL whose password the run could not keep
         config.judge_model = judge_model
-    if data is None:
-        if not snapshot.suite_path:
-            raise ConfigError(f"run {stored.id} has no suite path; give the suite to resume",
-                              code="missing_suite")
-        data = Path(snapshot.suite_path)
-    suite = load_data(data, config=config)
+    source_run = getattr(snapshot, "rescored_from", None)
+    if data is None and source_run:  # a rescore: its cases are the source run's executions
+        suite = _rescore_suite(run_store, run_store.run_record(source_run), None)
+        suite = suite.model_copy(update={"evaluators": _rebuild_evaluators(stored)})
+    else:
+        if data is None:
+            if not snapshot.suite_path:
+                raise ConfigError(f"run {stored.id} has no suite path; give the suite to "
+                                  "resume", code="missing_suite")
+            data = Path(snapshot.suite_path)
+        suite = load_data(data, config=config)
     if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
         on_warning("the suite changed since this run started; finished results are kept, "
                    "the rest use the new suite")
@@ -167,25 +172,7 @@ async def rescore_async(run_id: str, *, store: StoreLike = None,
     base = RunConfig.model_validate(stored.config.run) if stored.config.run else RunConfig()
     base = base.model_copy(update={"target": None, "repeat": 1, "filter": None})
     config = _config(config or base, options)
-    records = run_store.case_records(stored.id)
-    if not records:
-        raise ConfigError(f"run {stored.id} has no stored cases to rescore",
-                          code="empty_run")
-    own = _rebuild_evaluators(stored) if evaluators is None else None
-    cases = []
-    for record in records:
-        case = record.case.model_copy(
-            update={"id": record.case_id if record.repeat == 0
-                    else f"{record.case_id}#{record.repeat}"})
-        case_evaluators = None
-        if evaluators is None and record.evaluators is not None:
-            case_evaluators = [_build_spec(e.model_dump()) for e in record.evaluators]
-        cases.append(SuiteCase(case=case, execution=record.execution,
-                               evaluators=case_evaluators, source=record.source))
-    suite = Suite(name=stored.suite, cases=cases, evaluators=own or [],
-                  metadata={"rescored_from": stored.id})
-    if evaluators is not None:
-        suite = with_evaluators(suite, evaluators)
+    suite = _rescore_suite(run_store, stored, evaluators)
     session = _Session(suite, config, run_store, None, None, rescored_from=stored.id)
     return await session.execute(progress, on_record, None, keep)
 
@@ -312,6 +299,30 @@ def _build_spec(spec: dict[str, Any]) -> Evaluator:
                               "weight": spec["weight"], **spec.get("params", {})},
                              f"evaluator {spec['name']!r}")
     return built
+
+
+def _rescore_suite(run_store: RunStore, stored: RunRecord,
+                   evaluators: Sequence[EvaluatorLike] | None) -> Suite:
+    """A run's stored executions as a suite of recorded cases, judged by ``evaluators`` or by
+    the run's own (rebuilt from their recorded specs)."""
+    records = run_store.case_records(stored.id)
+    if not records:
+        raise ConfigError(f"run {stored.id} has no stored cases to rescore",
+                          code="empty_run")
+    cases = []
+    for record in records:
+        case = record.case.model_copy(
+            update={"id": record.case_id if record.repeat == 0
+                    else f"{record.case_id}#{record.repeat}"})
+        case_evaluators = None
+        if evaluators is None and record.evaluators is not None:
+            case_evaluators = [_build_spec(e.model_dump()) for e in record.evaluators]
+        cases.append(SuiteCase(case=case, execution=record.execution,
+                               evaluators=case_evaluators, source=record.source))
+    suite = Suite(name=stored.suite, cases=cases,
+                  evaluators=_rebuild_evaluators(stored) if evaluators is None else [],
+                  metadata={"rescored_from": stored.id})
+    return suite if evaluators is None else with_evaluators(suite, evaluators)
 
 
 def _rebuild_evaluators(stored: RunRecord) -> list[Evaluator]:

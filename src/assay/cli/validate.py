@@ -9,7 +9,7 @@ stays on one line for tools that parse it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -42,13 +42,16 @@ def validate(
         found = None
         if path.is_file() and not is_uipath(path):
             found = load_targets_for(path, targets, strict=False)
+        suite, problems = check_any(path, found if found is not None else False)
         if found is not None and found.path is not None and found.path not in reported:
             reported.add(found.path)
+            # An unset secret matters only to a run that uses its target, as in `assay run`.
+            unused = unused_secrets(found, suite)
             for problem in found.problems:
                 printed.add(str(problem))
-                typer.echo(printable(problem))
-            failed = failed or bool(found.problems)
-        suite, problems = check_any(path, found if found is not None else False)
+                prefix = "note (target not used by this suite): " if problem in unused else ""
+                typer.echo(printable(f"{prefix}{problem}"))
+            failed = failed or any(p not in unused for p in found.problems)
         for problem in problems:
             if str(problem) not in printed:
                 typer.echo(printable(problem))
@@ -57,6 +60,20 @@ def validate(
             continue
         typer.echo(printable(summary(path, suite, found)))
     raise typer.Exit(EXIT_USAGE if failed else EXIT_OK)
+
+
+def unused_secrets(targets: TargetsFile, suite: Suite | None) -> set[Any]:
+    """The unset-secret problems of targets the suite does not use (none for a suite that
+    could not be read: then every problem counts)."""
+    if suite is None:
+        return set()
+    used = {name for name in suite.facts().targets if name}
+    for name in list(used):
+        config = targets.get(name)
+        if config is not None and config.judge_target:
+            used.add(config.judge_target)
+    return {p for name, config in targets.targets.items() if name not in used
+            for p in config.missing_secrets}
 
 
 def summary(path: Path, suite: Suite, targets: TargetsFile | None) -> str:

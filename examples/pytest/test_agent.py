@@ -1,0 +1,13 @@
+import pytest
+
+from assay import Case, ExactMatch
+from assay.pytest_plugin import assert_case, assert_passes, suite_cases
+
+
+def test_the_capital():
+    assert_passes(ExactMatch(), Case(id="fr", expected_output="Paris"), "Paris")
+
+
+@pytest.mark.parametrize("item", suite_cases("../quickstart/EVAL.yaml"))
+def test_quickstart_case(item):
+    assert item.item.case.id
