@@ -44,6 +44,20 @@ class SuiteFacts:
     fingerprint: str = ""
 
 
+class _EvaluatorFacts:
+    """What a list of evaluators contributes to a suite's facts."""
+
+    def __init__(self, evaluators: list[Evaluator]) -> None:
+        names = [e.name for e in evaluators]
+        self.duplicates = sorted({n for n in names if names.count(n) > 1})
+        self.models = {m for e in evaluators for m in e.models()}
+        digest = hashlib.sha256()
+        for ev in evaluators:
+            digest.update(type(ev).__name__.encode())
+            digest.update(ev.model_dump_json().encode())
+        self.digest = digest.digest()
+
+
 class SuiteCase(BaseModel):
     """A case with what is particular to it in this suite."""
 
@@ -114,19 +128,18 @@ class Suite(BaseModel):
         if self._facts is None:
             digest = hashlib.sha256()
             facts = SuiteFacts()
+            shared = _EvaluatorFacts(self.evaluators)  # computed once, not once per case
             for item in self.iter_cases():
                 facts.cases += 1
-                evaluators = self.evaluators_for(item)
-                names = [e.name for e in evaluators]
-                if len(set(names)) != len(names):
-                    facts.duplicate_names[item.case.id] = sorted(
-                        {n for n in names if names.count(n) > 1})
-                facts.models.update(m for e in evaluators for m in e.models())
+                own = shared if item.evaluators is None else _EvaluatorFacts(item.evaluators)
+                if own.duplicates:
+                    facts.duplicate_names[item.case.id] = own.duplicates
+                facts.models.update(own.models)
                 facts.targets.add(item.target or self.target)
                 digest.update(item.case.model_dump_json().encode())
-                for ev in evaluators:
-                    digest.update(type(ev).__name__.encode())
-                    digest.update(ev.model_dump_json().encode())
+                if item.execution is not None:  # recorded outputs decide results too
+                    digest.update(item.execution.model_dump_json().encode())
+                digest.update(own.digest)
                 digest.update((item.target or "").encode())
             digest.update((self.target or "").encode())
             facts.fingerprint = digest.hexdigest()
