@@ -21,6 +21,7 @@ is the form for messages, scores, stores and cache keys.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,15 +64,22 @@ class ModelSpec:
 
     @property
     def name(self) -> str:
-        if self.provider == "http":
-            return f"{self.base_url}#{self.model}"
-        return f"{self.provider}:{self.model}"
+        return _names(self)[0]
 
     @property
     def display(self) -> str:
         """The name with any credentials of its URL hidden: what messages, scores, run
         records and cache keys use."""
-        return redact_url(self.name) if self.provider == "http" else self.name
+        return _names(self)[1]
+
+
+@functools.lru_cache(maxsize=256)
+def _names(spec: ModelSpec) -> tuple[str, str]:
+    """A spec's canonical name and its display form, worked out once per spec (both are
+    asked for on every judge call)."""
+    name = f"{spec.base_url}#{spec.model}" if spec.provider == "http" \
+        else f"{spec.provider}:{spec.model}"
+    return name, (redact_url(name) if spec.provider == "http" else name)
 
 
 def display_model(text: str) -> str:

@@ -42,8 +42,17 @@ class PriceTable:
         self.prices = dict(DEFAULT_PRICES)
         self.prices.update(_from_env())
         self.prices.update(overrides or {})
+        self._found: dict[str, tuple[float, float] | None] = {}
 
     def price(self, model: str) -> tuple[float, float] | None:
+        """The (prompt, completion) price per million tokens; looked up once per model."""
+        if model in self._found:
+            return self._found[model]
+        found = self._lookup(model)
+        self._found[model] = found
+        return found
+
+    def _lookup(self, model: str) -> tuple[float, float] | None:
         if model in self.prices:
             return self.prices[model]
         bare = model.split(":", 1)[-1].split("#", 1)[-1]
