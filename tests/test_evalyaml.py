@@ -396,3 +396,19 @@ async def test_example_suite_in_test_data_loads_and_its_agent_runs() -> None:
     agent = build_target(config, path.parent)
     outputs = [(await agent.run(item.case)).output for item in suite.cases]
     assert outputs == ["42", "6", "hello"]
+
+
+def test_duplicate_ids_in_a_large_jsonl_are_found_across_chunks(tmp_path):
+    """The duplicate finder keeps fixed memory (a bitset) yet names both lines."""
+    import json
+
+    from assay.suites.evalyaml import validate_suite
+
+    path = tmp_path / "big.jsonl"
+    ids = [f"c{i}" for i in range(2500)]
+    ids[2399] = "c5"
+    path.write_text("".join(json.dumps({"id": i, "input": "x"}) + "\n" for i in ids))
+    (tmp_path / "big.yaml").write_text("execution:\n  evaluators:\n    - type: exact_match\n")
+    problems = validate_suite(path)
+    assert [(p.line, p.message) for p in problems] == [
+        (2400, "duplicate case id 'c5' (first at line 6)")]

@@ -105,6 +105,17 @@ def iter_eval_jsonl(path: Path, chunk: int = CHUNK_CASES) -> Iterator[Loaded]:
             yield document(cases, marks, problems)
 
 
+def iter_case_ids(path: Path) -> Iterator[tuple[str, int]]:
+    """(case id, line number) for each line holding a case with an id, read lightly."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            case, problem = parse_case_line(line, str(path), number)
+            if problem is None and isinstance(case, dict) and case.get("id") is not None:
+                yield str(case["id"]), number
+
+
 def read_eval_jsonl(path: Path) -> Loaded:
     """The JSONL cases and their sidecar as one EVAL.yaml-shaped document.
 

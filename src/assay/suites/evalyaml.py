@@ -154,7 +154,7 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
     found = _targets(targets, path)
     problems: list[Problem] = []
     first: Suite | None = None
-    seen: dict[str, int | None] = {}
+    seen = IdSeen()
     count = 0
     for loaded in iter_eval_jsonl(path):
         if loaded.data is None:
@@ -164,14 +164,10 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
         if suite is None:
             continue
         first = first or suite
-        for index, item in enumerate(suite.cases):
-            line = loaded.source.keys[("evalcases", index)].line
-            if item.case.id in seen:
-                problems.append(Problem(str(path), line, None,
-                                        f"duplicate case id {item.case.id!r} (first at line "
-                                        f"{seen[item.case.id]})", "unique case ids"))
-            seen[item.case.id] = line
+        for item in suite.cases:
+            seen.add(item.case.id)
         count += len(suite.cases)
+    problems.extend(_duplicate_ids(path, seen))
     if problems or first is None:
         unique = {str(p): p for p in problems}  # sidecar problems repeat in every chunk
         return None, sorted(unique.values(),
@@ -187,6 +183,53 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
                 yield from chunk.cases
 
     return first.model_copy(update={"cases": [], "case_source": stream, "case_count": count}), []
+
+
+class IdSeen:
+    """Finds repeated case ids in a stream of any length in fixed memory.
+
+    Each id sets a bit of a 16 MB bitset (2^27 bits) chosen by its hash; an id whose bit was
+    already set is a candidate. Only candidates are kept (with the ids they could repeat
+    found in a second pass over the file), so a million distinct ids cost 16 MB, not the
+    hundred a dict of every id would.
+    """
+
+    BITS = 1 << 27
+
+    def __init__(self) -> None:
+        self._bits = bytearray(self.BITS // 8)
+        self.candidates: set[int] = set()
+
+    def add(self, case_id: str) -> None:
+        slot = self.slot(case_id)
+        byte, bit = divmod(slot, 8)
+        if self._bits[byte] >> bit & 1:
+            self.candidates.add(slot)
+        else:
+            self._bits[byte] |= 1 << bit
+
+    def slot(self, case_id: str) -> int:
+        return hash(case_id) % self.BITS
+
+
+def _duplicate_ids(path: Path, seen: IdSeen) -> list[Problem]:
+    """Problems for case ids that repeat: a second, light pass over the candidates only."""
+    if not seen.candidates:
+        return []
+    from assay.suites.evaljsonl import iter_case_ids
+
+    first: dict[str, int | None] = {}
+    problems = []
+    for case_id, line in iter_case_ids(path):
+        if seen.slot(case_id) not in seen.candidates:
+            continue
+        if case_id in first:
+            problems.append(Problem(str(path), line, None,
+                                    f"duplicate case id {case_id!r} (first at line "
+                                    f"{first[case_id]})", "unique case ids"))
+        else:
+            first[case_id] = line
+    return problems
 
 
 def _targets(targets: Targets, path: Path) -> TargetsFile | None:
