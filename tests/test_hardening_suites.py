@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 import time
 from pathlib import Path
 
@@ -10,15 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
+from tests.test_validate_cli import write
 
 runner = CliRunner()
-
-
-def write(directory: Path, name: str, text: str) -> Path:
-    path = directory / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return path
 
 
 def cli(*args: str) -> tuple[int, str]:
