@@ -49,7 +49,9 @@ def test_alias_bomb_is_refused_fast_by_validate_and_run(tmp_path: Path) -> None:
         code, out = (cli(*command) if command[0] == "validate"
                      else run_cli(tmp_path, *command[1:]))
         elapsed = time.perf_counter() - started
-        assert elapsed < 1.0, (command, elapsed)
+        # Before the bound this ran past 60 s at 4.4 GB; now it stops at once (about 0.1 s
+        # on an idle machine). The bound is loose so a busy CI machine cannot flake it.
+        assert elapsed < 10.0, (command, elapsed)
         assert code == 2, out
         assert has(out, f"{suite}:", "aliases expand the document"), out
         assert "Traceback" not in out
