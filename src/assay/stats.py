@@ -68,11 +68,19 @@ class PairedComparison(BaseModel):
     n_nonzero: int | None = None
     ties: int | None = Field(default=None, description="pairs with no difference")
     warnings: list[str] = Field(default_factory=list)
+    alpha: float | None = Field(default=None, description="the level ``significant`` is at")
+    significant: bool | None = Field(default=None, description="p_value < alpha, once a "
+                                     "level is set with at_level; None before")
 
-    def significant(self, alpha: float = 0.05) -> bool:
+    def is_significant(self, alpha: float = 0.05) -> bool:
         """True when the test ran and its p-value is below ``alpha``."""
         return self.p_value is not None and not math.isnan(self.p_value) and \
             self.p_value < alpha
+
+    def at_level(self, alpha: float) -> PairedComparison:
+        """This result judged at significance level ``alpha``."""
+        return self.model_copy(update={"alpha": alpha,
+                                       "significant": self.is_significant(alpha)})
 
 
 def paired_compare(baseline: Sequence[float | bool], candidate: Sequence[float | bool], *,

@@ -20,6 +20,7 @@ key and ``requests`` keeps every request, for tests that read what a judge was s
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -56,6 +57,8 @@ class StubJudge:
         self.expand = expand
         self.calls: Counter[str] = Counter()
         self.requests: list[dict[str, Any]] = []
+        self.delay = 0.0
+        """Seconds each answer takes (a judge that is not instant, for interruption tests)."""
 
     def key_for(self, request: Mapping[str, Any]) -> str:
         users = [message_text(m) for m in request.get("messages") or []
@@ -69,6 +72,8 @@ class StubJudge:
 
     async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         self.requests.append(request)
+        if self.delay:
+            await asyncio.sleep(self.delay)
         key = self.key_for(request)
         self.calls[key] += 1
         content = self.render(self.table[key], request)

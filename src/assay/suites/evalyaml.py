@@ -453,9 +453,9 @@ class _SuiteChecker:
             else:
                 self.log.add((*path, "note"), f"note must be text, not {type_name(note)}",
                              "text", value=True)
-        conversation = raw.get("conversation_id")
-        if conversation is not None:
-            metadata["conversation_id"] = conversation
+        conversation_id = raw.get("conversation_id")
+        if conversation_id is not None:
+            metadata["conversation_id"] = conversation_id
         guidelines = self._strings(raw, "guidelines", path)
         context = self._strings(raw, "reference_context", path)
         execution = self._execution(raw, path)
