@@ -211,7 +211,7 @@ def available(custom: list[MetricDefinition] | None = None) -> dict[str, MetricD
     return found
 
 
-def select_metrics(choices: list[MetricChoice] | None,
+def select_metrics(choices: list[MetricChoice] | list[dict[str, Any]] | None,
                    custom: list[MetricDefinition] | None = None) -> list[WeightedMetric]:
     """The metrics to score with renormalised weights, or MetricSelectionError.
 
@@ -226,7 +226,9 @@ def select_metrics(choices: list[MetricChoice] | None,
                   if m.include_in_defaults and (m.name not in PREDEFINED or not m.is_binary)]
     else:
         seen: set[str] = set()
-        for choice in choices:
+        for given in choices:
+            choice = given if isinstance(given, MetricChoice) else \
+                MetricChoice.model_validate(given)
             metric = known.get(choice.metric)
             if metric is None:
                 why = " (it is a draft)" if choice.metric in drafts else ""

@@ -162,7 +162,7 @@ def test_c19_case_set_drift(stub, store, tmp_path):
                                                  ("C", "⟦FAIL⟧")]))[2]
     cand = run(store, _suite(tmp_path, "cand", [("B", "⟦PASS⟧"), ("C", "⟦FAIL⟧"),
                                                  ("D", "⟦FAIL⟧")]))[2]
-    code, result, out = compare(store, base, cand)
+    _, result, _ = compare(store, base, cand)
     assert result is not None
     assert result["baseline_only_test_cases"] == ["A"]
     assert result["candidate_only_test_cases"] == ["D"]
@@ -171,7 +171,7 @@ def test_c19_case_set_drift(stub, store, tmp_path):
     assert round(result["candidate"]["pass_rate"], 4) == 0.3333
     assert result["aggregate"]["pass_rate_delta"] == -0.3333
     assert result["verdict"]["reasons"] == ["pass_rate dropped 33% (0.67 → 0.33)"]
-    code, result, out = compare(store, base, cand, "--matched-only")
+    _, result, _ = compare(store, base, cand, "--matched-only")
     assert result is not None
     assert (result["baseline"]["pass_rate"], result["candidate"]["pass_rate"]) == (0.5, 0.5)
     assert result["verdict"]["reasons"] == []
@@ -294,7 +294,7 @@ def test_b01_significance_does_not_change_the_verdict_unless_required(stub, stor
                        "⟦B01-flip⟧": answer(same(5), [False])})
     base = run(store, _twenty(tmp_path, "base", flip=False))[2]
     cand = run(store, _twenty(tmp_path, "cand", flip=True))[2]
-    code, result, out = compare(store, base, cand, "--no-fail-on-thresholds")
+    code, result, _ = compare(store, base, cand, "--no-fail-on-thresholds")
     assert result is not None
     assert result["verdict"]["regression_detected"] is True
     assert result["verdict"]["reasons"] == ["pass_rate dropped 5% (1.00 → 0.95)"]

@@ -187,7 +187,7 @@ def test_b02_a_flaky_case(stub, store, tmp_path):
         evalcases:
           - {id: Z, input: "⟦Z⟧ q", expected_outcomes: [The agent answers]}
         """), encoding="utf-8")
-    code, out, run_id = run(store, path, "--repeat", "3", "--targets", str(TARGETS))
+    run_id = run(store, path, "--repeat", "3", "--targets", str(TARGETS))[2]
     _code, out = cli("show", run_id, "--store", store, "--summary", "--json")
     shown = json.loads(out)
     z = shown["case_summary"]["Z"]
@@ -208,7 +208,7 @@ def _latency_suite(tmp_path: Path, count: int) -> Path:
 
 def test_c15_latency_over_a_run(stub, store, tmp_path):
     stub.table["⟦LAT⟧"] = answer(same(4))
-    code, out, run_id = run(store, _latency_suite(tmp_path, 20))
+    run_id = run(store, _latency_suite(tmp_path, 20))[2]
     s = summary(store, run_id)
     assert (s["latency_p50_ms"], s["latency_p95_ms"], s["latency_avg_ms"],
             s["latency_max_ms"]) == (1050.0, 1995.0, 1050.0, 2000)
@@ -220,7 +220,7 @@ def test_c15_latency_over_a_run(stub, store, tmp_path):
 
 
 def test_c15_latency_of_a_conversation(stub, store, tmp_path):
-    code, out, run_id = run(store, HERE / "conversation.yaml", "--filter", "C15c")
+    run_id = run(store, HERE / "conversation.yaml", "--filter", "C15c")[2]
     record, _ = judge_record(store, run_id, "C15c")
     assert record.execution.conversation.turn_latencies_ms == [300, 100, 200]
     latency = case_latency(record.execution)
