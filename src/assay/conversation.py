@@ -225,6 +225,15 @@ def _with_latency(message: Message, latency_ms: float | None) -> Message:
     return Message.model_validate(data)
 
 
+def _plain(message: Message) -> Message:
+    """A transcript message as an agent is sent it: chat fields only, no assay bookkeeping."""
+    if "latency_ms" not in (message.model_extra or {}):
+        return message
+    data = message.model_dump(mode="json", exclude_none=True)
+    data.pop("latency_ms", None)
+    return Message.model_validate(data)
+
+
 def _called(messages: list[Message], tools: set[str]) -> bool:
     return any(call.function.name in tools for m in messages for call in m.tool_calls or [])
 
@@ -272,8 +281,9 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
             state.stop = "timeout"
             return False
         try:
+            history = [_plain(m) for m in state.transcript]
             execution = await asyncio.wait_for(
-                agent.run_turn(case, list(state.transcript), state.rounds), remaining())
+                agent.run_turn(case, history, state.rounds), remaining())
         except TimeoutError:
             state.stop = "timeout"
             return False

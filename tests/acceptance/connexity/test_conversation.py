@@ -307,3 +307,48 @@ def test_a_conversation_without_an_agent_is_a_clear_error(tmp_path: Path) -> Non
                      encoding="utf-8")
     with pytest.raises(assay.ConfigError, match="conversations, which need an agent"):
         assay.evaluate(suite, evaluators=["exact_match"])
+
+
+async def test_an_http_agent_holds_a_conversation_turn_by_turn():
+    """The HTTP contract: the conversation so far and the turn's metadata in, the turn's
+    assistant and tool messages out."""
+    from aiohttp import web
+
+    from assay.targets.http import HttpTarget
+
+    seen: list[dict[str, Any]] = []
+
+    async def respond(request: web.Request) -> web.Response:
+        body = await request.json()
+        seen.append(body)
+        last = body["messages"][-1]["content"]
+        return web.json_response({"messages": [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"t{len(seen)}", "type": "function",
+                 "function": {"name": "lookup", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"t{len(seen)}", "content": "found"},
+            {"role": "assistant", "content": f"you said {last}"}]})
+
+    app = web.Application()
+    app.router.add_post("/agent/respond", respond)
+    server = web.AppRunner(app)
+    await server.setup()
+    site = web.TCPSite(server, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        target = HttpTarget(f"http://127.0.0.1:{port}/agent/respond")
+        case = Case(id="web", conversation=ConversationSpec(first_message="hello",
+                                                            scripted_messages=["bye"]))
+        execution = await converse(target, case, ConversationSettings())
+    finally:
+        await server.cleanup()
+    assert [b["metadata"] for b in seen] == [{"test_case_id": "web", "turn_index": 0},
+                                             {"test_case_id": "web", "turn_index": 1}]
+    assert [m["role"] for m in seen[1]["messages"]] == ["user", "assistant", "tool",
+                                                         "assistant", "user"]
+    assert not any("latency_ms" in m for m in seen[1]["messages"])  # chat fields only
+    assert [m.role for m in execution.messages] == ["user", "assistant", "tool", "assistant"] * 2
+    assert execution.output == "you said bye"
+    assert execution.conversation.stop_reason == "script_exhausted"
+    assert len(execution.conversation.turn_latencies_ms) == 2
