@@ -80,15 +80,15 @@ def run(
     borderline_at: float = typer.Option(0.6, "--borderline-at", min=0.0, max=1.0,
                                         help="Borderline from here."),
     scoring: str | None = typer.Option(
-        None, "--scoring", help="default or connexity [default: the suite's]."),
+        None, "--scoring", help="default or connexity (default: the suite's)."),
     metrics_pass_threshold: float | None = typer.Option(
         None, "--metrics-pass-threshold", min=0.0, max=100.0,
-        help="Gate: mean case score (0-100) at least this [default: the suite's; 80 under "
-        "scoring: connexity]."),
+        help="Gate: mean case score (0-100) at least this (default: the suite's; 80 under "
+        "scoring: connexity)."),
     cases_pass_threshold: float | None = typer.Option(
         None, "--cases-pass-threshold", min=0.0, max=100.0,
         help="Gate: percent of executions passed (errors not passed) at least this "
-        "[default: the suite's; 100 under scoring: connexity]."),
+        "(default: the suite's; 100 under scoring: connexity)."),
     max_error_rate: float | None = typer.Option(
         None, "--max-error-rate", min=0.0, max=1.0,
         help="Gate: errored executions over all at most this fraction."),

@@ -97,16 +97,16 @@ def compare(
         "'scoring: connexity', else cases."),
     max_pass_rate_drop: float | None = typer.Option(
         None, "--max-pass-rate-drop", min=0.0, help="A pass-rate drop (0-1) above this is a "
-        "regression [default: 0.0]."),
+        "regression (default: 0.0)."),
     max_avg_score_drop: float | None = typer.Option(
         None, "--max-avg-score-drop", min=0.0, help="An average-score drop (0-100 points) "
-        "above this is a regression [default: 5.0]."),
+        "above this is a regression (default: 5.0)."),
     max_latency_increase_pct: str | None = typer.Option(
         None, "--max-latency-increase-pct", help="A latency increase above this fraction "
-        "(0.2) or percentage (20%) is a regression [default: 0.2]."),
+        "(0.2) or percentage (20%) is a regression (default: 0.2)."),
     max_cost_increase_pct: str | None = typer.Option(
         None, "--max-cost-increase-pct", help="A cost increase above this fraction or "
-        "percentage is a regression [default: not checked]."),
+        "percentage is a regression (default: not checked)."),
     fail_on_thresholds: bool = typer.Option(
         True, "--fail-on-thresholds/--no-fail-on-thresholds",
         help="Also exit 1 when the candidate fails its own run dimensions."),
@@ -146,7 +146,17 @@ def compare(
         raise ConfigError("give two runs to compare (RUN_A RUN_B), or one with "
                           "--against-baseline")
     a, b = runs.run(baseline), runs.run(candidate)
-    chosen = _policy(policy, a, b)
+    flags = [name for name, value in (
+        ("--max-pass-rate-drop", max_pass_rate_drop), ("--max-avg-score-drop", max_avg_score_drop),
+        ("--max-latency-increase-pct", max_latency_increase_pct),
+        ("--max-cost-increase-pct", max_cost_increase_pct),
+        ("--require-significance", require_significance),
+        ("--strict-comparability", strict_comparability or None),
+        ("--matched-only", matched_only or None),
+        ("--missing-is-regression", missing_is_regression or None),
+        ("--no-fail-on-thresholds", None if fail_on_thresholds else True),
+        ("--against-baseline", against_baseline or None)) if value is not None]
+    chosen = _policy(policy, a, b, flags)
     if chosen == "cases":
         _compare_cases(runs, a, b, threshold, as_json, allow_incomplete)
         return
@@ -181,14 +191,19 @@ def compare(
         raise typer.Exit(code)
 
 
-def _policy(given: str | None, baseline: dict[str, Any], candidate: dict[str, Any]) -> str:
+def _policy(given: str | None, baseline: dict[str, Any], candidate: dict[str, Any],
+            flags: list[str]) -> str:
+    """The comparison policy: ``--policy``, else connexity when a run was scored that way or
+    a flag only that policy has was given, else the per-case policy."""
     if given is not None:
         if given not in ("connexity", "cases"):
             raise ConfigError(f"--policy {given!r}: expected connexity or cases")
+        if given == "cases" and flags:
+            raise ConfigError(f"{', '.join(flags)} only apply to --policy connexity")
         return given
     scorings = {((run.get("config") or {}).get("run") or {}).get("scoring")
                 for run in (baseline, candidate)}
-    return "connexity" if "connexity" in scorings else "cases"
+    return "connexity" if "connexity" in scorings or flags else "cases"
 
 
 def _compare_cases(runs: RunStore, a: dict[str, Any], b: dict[str, Any], threshold: float,

@@ -329,3 +329,16 @@ def test_compare_thresholds_validate():
     with pytest.raises(ValueError):
         CompareThresholds(max_pass_rate_drop=-0.1)
     assert CompareThresholds(max_latency_increase_pct="20%").max_latency_increase_pct == 0.2
+
+
+def test_the_policy_follows_the_runs_scoring_and_the_flags(stub, store):
+    base = run(store, HERE / "compare_base.yaml", "--scoring", "default")[2]
+    cand = run(store, HERE / "compare_cand.yaml", "--scoring", "default")[2]
+    code, out = cli("compare", base, cand, "--store", store, "--json")
+    assert "matched" in json.loads(out)  # the per-case comparison of default-scored runs
+    code, result, out = compare(store, base, cand, "--max-avg-score-drop", "3")
+    assert result is not None and result["verdict"]["thresholds_used"][
+        "max_avg_score_drop"] == 3.0
+    code, out = cli("compare", base, cand, "--store", store, "--policy", "cases",
+                    "--matched-only")
+    assert code == 2 and has(out, "--matched-only only apply to --policy connexity")
