@@ -342,3 +342,26 @@ def test_the_policy_follows_the_runs_scoring_and_the_flags(stub, store):
     code, out = cli("compare", base, cand, "--store", store, "--policy", "cases",
                     "--matched-only")
     assert code == 2 and has(out, "--matched-only only apply to --policy connexity")
+
+
+def test_repeats_are_compared_by_mean_score_and_pass_all_not_by_index(stub, store, tmp_path):
+    from assay.targets.callable import load_function
+
+    agent = load_function("agents.py:repeat_marker", HERE.parent)
+    stub.table.update({"⟦K-r0⟧": answer(same(5)), "⟦K-r1⟧": answer(same(4)),
+                       "⟦N-r0⟧": answer(same(3)), "⟦N-r1⟧": answer(same(5))})
+    base_suite = tmp_path / "base.yaml"
+    base_suite.write_text('name: reps\nscoring: connexity\nexecution:\n  evaluators:\n'
+                          '    - {type: connexity_judge, model: "custom:stub"}\n'
+                          'evalcases:\n  - {id: X, input: "⟦K⟧ q"}\n', encoding="utf-8")
+    cand_suite = tmp_path / "cand.yaml"
+    cand_suite.write_text(base_suite.read_text().replace("⟦K⟧", "⟦N⟧"), encoding="utf-8")
+    base = assay.evaluate(base_suite, target=agent, repeat=2, store=store, cache="off")
+    cand = assay.evaluate(cand_suite, target=agent, repeat=2, store=store, cache="off")
+    result = assay.compare(base.run_id, cand.run_id, store=store)
+    case = result.test_case_comparisons[0]
+    assert (case.baseline_executions, case.candidate_executions) == (2, 2)
+    assert (case.baseline_passed, case.candidate_passed) == (True, False)  # pass^k
+    assert (case.baseline_pass_fraction, case.candidate_pass_fraction) == (1.0, 0.5)
+    assert (case.baseline_score, case.candidate_score) == (90.0, 80.0)  # means, 100|80 vs 60|100
+    assert case.status == "regression"
