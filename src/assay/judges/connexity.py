@@ -261,7 +261,8 @@ class ConnexityJudge(LLMEvaluator):
     custom_metrics: list[MetricDefinition] = Field(
         default_factory=list, description="metrics declared by the suite, selectable by name")
     metrics: list[MetricChoice] | None = Field(
-        default=None, description="[{metric, weight}] (or metric names); none: the 8 defaults")
+        default=None, validate_default=True,
+        description="[{metric, weight}] (or metric names); none: the 8 defaults")
     pass_threshold: float = Field(
         default=75.0, ge=0, le=100, allow_inf_nan=False,
         description="a case without expected outcomes passes at this overall score (0-100)")

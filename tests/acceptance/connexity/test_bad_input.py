@@ -138,6 +138,12 @@ def test_bad_custom_metrics_are_located(stub, tmp_path, custom, metrics, message
     assert code == 2 and has(out, message), out
 
 
+def test_a_clashing_custom_metric_is_an_error_with_no_metrics_selected(stub, tmp_path):
+    path = suite(tmp_path, judge=", custom_metrics: [{name: tool_routing, default_weight: 1}]")
+    code, out = cli("validate", str(path))
+    assert code == 2 and has(out, "has the name of a predefined metric"), out
+
+
 def test_selection_errors_in_python_too():
     with pytest.raises(MetricSelectionError, match="Unknown metric: nope"):
         select_metrics([{"metric": "nope"}])
