@@ -40,6 +40,8 @@ from assay.testing.answers import similarity
 
 T = TypeVar("T")
 
+pytestmark = pytest.mark.drill
+
 EVALUATORS = ("similar", "replied")
 """The suite's evaluators: an LLM judge (semantic similarity) and a deterministic check."""
 
@@ -58,8 +60,6 @@ case id) so a drill can count how often each case was run. One appending write p
 a process killed mid-call never leaves half a line."""
 
 import os
-
-pytestmark = pytest.mark.drill
 
 LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.log")
 

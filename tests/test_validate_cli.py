@@ -47,7 +47,8 @@ BROKEN: list[tuple[str, str, str]] = [
         evalcases: [{id: a, input: x}]
         """,
      "1:1: unknown top-level key 'descripton' (expected: one of description, name, dataset, "
-     "version, execution, evalcases, cases, evaluator, target, metadata)"),
+     "version, execution, evalcases, cases, evaluator, target, metadata, scoring, thresholds, "
+     "conversation, agent)"),
     ("unknown case key", """
         evalcases:
           - id: a
@@ -56,7 +57,9 @@ BROKEN: list[tuple[str, str, str]] = [
         """,
      "4:5: unknown case key 'expected_outcom' (expected: one of id, expected_outcome, outcome, "
      "input, input_messages, expected_output, expected_messages, rubrics, note, guidelines, "
-     "reference_context, execution, evaluators, evaluator, conversation_id, metadata)"),
+     "reference_context, execution, evaluators, evaluator, conversation_id, metadata, "
+     "expected_outcomes, expected_tool_calls, evaluation_criteria_override, persona, "
+     "persona_context, first_turn, first_message, user_context, scripted_messages, max_turns)"),
     ("unknown evaluator key", """
         execution:
           evaluators:

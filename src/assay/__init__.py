@@ -14,6 +14,7 @@ from assay._version import __version__
 _EXPORTS: dict[str, str] = {
     "score": "assay.api",
     "score_async": "assay.api",
+    "compare": "assay.compare",
     "evaluate": "assay.evaluation",
     "evaluate_async": "assay.evaluation",
     "rescore": "assay.evaluation",
@@ -80,6 +81,7 @@ __all__ = [
     "Verdict",
     "__version__",
     "aggregate",
+    "compare",
     "evaluate",
     "evaluate_async",
     "register_service",
@@ -108,6 +110,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from assay.api import score, score_async
+    from assay.compare import compare
     from assay.errors import ConfigError, EvaluationError
     from assay.evaluation import (
         evaluate,

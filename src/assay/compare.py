@@ -12,6 +12,8 @@ says so; two runs that share no case are never compared, since there would be no
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,3 +158,24 @@ def compare_runs(baseline: Mapping[str, Any], candidate: Mapping[str, Any],
     result = compare_rows(before, after, threshold)
     result.incomplete = reasons
     return result
+
+
+def compare(baseline: str, candidate: str, **options: Any) -> Any:
+    """Compare two stored runs: the regression verdict on whole-run aggregates, per-case and
+    per-metric deltas, paired significance and the config diff, as a typed
+    :class:`~assay.connexity.compare.RunComparison` (see :func:`assay.connexity.compare.compare`
+    for the options). The per-case comparison above stays what AgentV and UiPath suites use."""
+    from assay.connexity.compare import compare as compare_stored
+
+    return compare_stored(baseline, candidate, **options)
+
+
+class _CallableModule(types.ModuleType):
+    """``assay.compare`` is both this module and the function: whichever the package
+    attribute holds (the module, once something imports it), calling it compares runs."""
+
+    def __call__(self, baseline: str, candidate: str, **options: Any) -> Any:
+        return compare(baseline, candidate, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule

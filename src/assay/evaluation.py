@@ -26,7 +26,7 @@ from assay.judges.base import EvalContext, Evaluator
 from assay.llm.config import EngineConfig
 from assay.llm.engine import DryRunEstimate, JudgeEngine
 from assay.llm.models import DEMO_MODEL_NOTE, display_model, is_demo_model
-from assay.model import Case, Execution
+from assay.model import AgentInfo, Case, Execution
 from assay.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
 from assay.results import EvaluationResult
 from assay.run_config import RunConfig
@@ -319,9 +319,11 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
             case_evaluators = [_build_spec(e.model_dump()) for e in record.evaluators]
         cases.append(SuiteCase(case=case, execution=record.execution,
                                evaluators=case_evaluators, source=record.source))
+    agent = (stored.config.model_extra or {}).get("agent")
     suite = Suite(name=stored.suite, cases=cases,
                   evaluators=_rebuild_evaluators(stored) if evaluators is None else [],
-                  metadata={"rescored_from": stored.id})
+                  metadata={"rescored_from": stored.id},
+                  agent=AgentInfo.model_validate(agent) if isinstance(agent, dict) else None)
     return suite if evaluators is None else with_evaluators(suite, evaluators)
 
 
@@ -353,6 +355,7 @@ class _Session:
                  owns_given: bool = False, resume: RunRecord | None = None,
                  rescored_from: str | None = None) -> None:
         self.suite = suite
+        config = config.settled(suite.scoring, suite.run_thresholds)
         self.config = config
         self.store = store
         self.own_engine = engine is None
@@ -394,11 +397,35 @@ class _Session:
         models = {EvalContext(self.engine, self.judge_for(t),
                               override_model=self.config.judge_model).model(m)
                   for m in facts.models for t in names}
+        if facts.conversations and None in names and self.targets.given is None:
+            raise ConfigError(
+                f"{facts.conversations} case(s) are conversations, which need an agent to "
+                "talk to: give the suite (or each case) a target, or --target",
+                code="missing_target")
+        if facts.simulated:
+            models.add(self.simulator_model())
         if models:  # an all-deterministic suite needs no judge model at all
             await self.engine.preflight(*models)
         if not self.config.dry_run:
             for target in targets:
                 await target.preflight()
+
+    def simulator_model(self) -> str | None:
+        """The simulated user's model: ``--simulator-model``, the suite's, else the judge's."""
+        settings = self.suite.conversation
+        return self.config.simulator_model or (settings.simulator.model if settings else None) \
+            or self.config.judge_model or self.suite.judge_target
+
+    def resolver(self) -> Any:
+        """What the runner asks for targets: conversation cases are played turn by turn."""
+        if self.config.dry_run:
+            return _blank
+        if not self.suite.facts().conversations:
+            return self.targets
+        from assay.conversation import ConversationResolver
+
+        return ConversationResolver(self.targets, self.engine, self.suite.conversation,
+                                    self.simulator_model())
 
     def snapshot(self) -> RunSnapshot:
         facts = self.suite.facts()
@@ -412,6 +439,11 @@ class _Session:
         extra: dict[str, Any] = {}
         if self.rescored_from:
             extra["rescored_from"] = self.rescored_from
+        if self.suite.agent is not None:
+            extra["agent"] = self.suite.agent.model_dump(mode="json", exclude_none=True)
+        if facts.simulated:
+            extra["simulator_model"] = display_model(str(
+                self.simulator_model() or self.engine.config.default_model))
         return RunSnapshot(
             suite_path=str(self.suite.source.resolve()) if self.suite.source else None,
             suite_name=self.suite.name, suite_hash=self.suite.fingerprint(),
@@ -426,7 +458,7 @@ class _Session:
                       on_record: Callable[[CaseRecord], None] | None,
                       on_start: Callable[[RunRecord], None] | None, keep: bool) -> EvaluationResult:
         dry = self.config.dry_run
-        runner = Runner(self.suite, _blank if dry else self.targets, self.engine,
+        runner = Runner(self.suite, self.resolver(), self.engine,
                         None if dry else self.store, self.config, progress,
                         on_record, judge_for=self.judge_for)
         run_id: str | None = None

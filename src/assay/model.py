@@ -65,6 +65,76 @@ class Message(BaseModel):
 CaseInput = str | dict[str, Any] | list[Message]
 
 
+class ToolExpectation(_Model):
+    """A tool call a case expects the agent to make: the tool's name, the arguments that
+    must be among its arguments, and (for agents whose tools are mocked) what it returns."""
+
+    tool: str = Field(min_length=1)
+    expected_params: dict[str, Any] | None = None
+    mock_response: JSONValue = None
+
+
+class ConversationSpec(_Model):
+    """How the user side of a multi-turn case is played (a case with one of these is run as
+    a conversation). Fields left unset take the suite's :class:`ConversationSettings`."""
+
+    persona: str | None = Field(default=None, description="who the simulated user is")
+    first_turn: Literal["user", "agent"] = "user"
+    first_message: str | None = Field(
+        default=None, description="the opening message (the user's, or with first_turn: "
+        "agent the agent's greeting); None: the simulated user (or agent) opens")
+    user_context: dict[str, Any] = Field(
+        default_factory=dict, description="facts only the simulated user knows")
+    scripted_messages: list[str] | None = Field(
+        default=None, description="user messages replayed in order after the first one, "
+        "instead of a simulated user")
+    max_turns: int | None = Field(
+        default=None, ge=1, description="agent rounds at most; None: the suite's")
+
+    @field_validator("scripted_messages")
+    @classmethod
+    def _not_empty(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value:
+            raise ValueError("scripted_messages must not be empty (leave it out for a "
+                             "simulated user)")
+        return value
+
+
+class SimulatorSettings(_Model):
+    """The simulated user: a judge-engine model playing the case's persona."""
+
+    model: str | None = Field(default=None, description="None: the run's judge model")
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    seed: int | None = Field(default=0, description="sent with every request, so that with "
+                             "the response cache a baseline and a candidate meet the same user")
+    stop_signal: bool = Field(default=True, description="the user may end the conversation "
+                              "when its goal is met")
+
+
+class ConversationSettings(_Model):
+    """A suite's defaults for its multi-turn cases."""
+
+    max_turns: int | None = Field(default=10, ge=1, description="agent rounds at most; None: "
+                                  "no cap (the timeout still bounds the case)")
+    timeout_per_test_case_ms: float = Field(default=120_000, gt=0)
+    terminating_tools: list[str] = Field(
+        default_factory=list, description="tools that end the conversation when the agent "
+        "calls them")
+    scripted_messages: list[str] | None = None
+    simulator: SimulatorSettings = Field(default_factory=SimulatorSettings)
+
+
+class AgentInfo(_Model):
+    """What is known of the agent under test: shown to judges, snapshotted into runs, and
+    compared between runs (a changed prompt or tool set explains a changed result)."""
+
+    name: str | None = None
+    version: str | None = None
+    model: str | None = None
+    system_prompt: str | None = None
+    tools: list[dict[str, Any]] | None = None
+
+
 class Case(_Model):
     """One thing to evaluate: what goes in, and what a good result looks like."""
 
@@ -75,6 +145,11 @@ class Case(_Model):
     guidelines: list[str] = Field(default_factory=list)
     reference_context: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    expected_tool_calls: list[ToolExpectation] = Field(default_factory=list)
+    evaluation_criteria_override: str | None = Field(
+        default=None, description="what a judge should weigh most for this case")
+    conversation: ConversationSpec | None = Field(
+        default=None, description="set for a multi-turn case: how its user is played")
 
     @field_validator("expected_outcomes", "guidelines", "reference_context", mode="before")
     @classmethod
@@ -132,6 +207,9 @@ class Execution(_Model):
     error_code: str | None = Field(
         default=None, description="why the execution failed: target_failed (the default when "
         "error is set) or invalid_output (the agent answered something that is not data)")
+    conversation: ConversationInfo | None = Field(
+        default=None, description="for a multi-turn case: why it stopped, its turns and the "
+        "simulated user's usage; the transcript is in messages")
 
     @field_validator("retrieved_context", mode="before")
     @classmethod
@@ -190,6 +268,24 @@ class Usage(_Model):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+class ConversationInfo(_Model):
+    """How a multi-turn case went. The transcript itself is ``Execution.messages``; what ended
+    it is recorded here, never as a turn of the transcript (a judge reads only what was said).
+
+    ``stop_reason``: ``max_turns``, ``script_exhausted``, ``user_ended`` (the simulated user
+    said its goal was met), ``terminating_tool``, ``timeout``, ``agent_error`` or
+    ``simulator_error``.
+    """
+
+    stop_reason: str
+    agent_turns: int = 0
+    user_turns: int = 0
+    turn_latencies_ms: list[float] = Field(
+        default_factory=list, description="each agent turn's latency, in order")
+    simulator_usage: Usage = Field(default_factory=Usage)
+    detail: str | None = Field(default=None, description="what went wrong, for error stops")
 
 
 class ScoreState(StrEnum):

@@ -9,12 +9,13 @@ all render from them, so no two of them can disagree about a result.
 
 from __future__ import annotations
 
+import math
 import statistics
 from array import array
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from assay.model import Case, Execution, Score, Usage
 
@@ -72,6 +73,9 @@ class CaseRecord(_Record):
         default=None, description="this case's own evaluators, when they differ from the run's")
     source: SourceLocation | None = None
     finished_at: float | None = None
+    overall_score: float | None = Field(
+        default=None, description="the case's score on its scoring policy's own 0-100 scale "
+        "(the multi-metric judge's overall_score); None when the policy has none")
 
     @property
     def input(self) -> Any:
@@ -126,6 +130,18 @@ class LatencySummary(_Record):
     max_ms: float | None = None
 
 
+class CaseSummary(_Record):
+    """One case over its repeats: how often it passed, and whether it is flaky."""
+
+    executions: int = 0
+    passed: int = 0
+    errors: int = 0
+    pass_fraction: float = 0.0
+    pass_all: bool = False
+    flaky: bool = Field(default=False, description="passed in some repeats, not in others")
+    mean_overall_score: float | None = None
+
+
 class RunSummary(BaseModel):
     """A run's aggregates. Errors and skips are counted apart and never averaged in."""
 
@@ -147,21 +163,79 @@ class RunSummary(BaseModel):
     notes: list[str] = Field(
         default_factory=list, description="what a reader must know to trust the figures (the "
         "judge is the demo model, the cache failed), shown with every summary")
+    scoring: str = "default"
+    # Executions (case x repeat) and their outcome. Every execution is exactly one of
+    # passed, failed (a fail or borderline verdict), errored or skipped.
+    total_executions: int = 0
+    unique_test_case_count: int = 0
+    passed_count: int = 0
+    failed_count: int = 0
+    error_count: int = 0
+    skipped_count: int = 0
+    # The two run dimensions (percent, inclusive) and the error budget; None: not gated.
+    weighted_metrics_score_pct: float | None = Field(
+        default=None, description="mean case score (0-100) over the executions that have one")
+    metrics_pass_threshold: float | None = None
+    metrics_passed: bool | None = None
+    cases_pass_rate_pct: float | None = Field(
+        default=None, description="passed over all executions x 100 (errors not passed)")
+    cases_pass_threshold: float | None = None
+    cases_passed: bool | None = None
+    max_error_rate: float | None = None
+    # Agent latency over the run: the statistics of each execution's median turn latency.
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = Field(default=None,
+                                         description="None under 20 executions")
+    latency_avg_ms: float | None = None
+    latency_max_ms: float | None = None
+    # Tokens and cost by who spent them; the judge's are ``usage``.
+    agent_usage: Usage = Field(default_factory=Usage)
+    simulator_usage: Usage = Field(default_factory=Usage)
+    estimated_cost_usd: float | None = Field(
+        default=None, description="agent, simulated user and judge costs that are known")
+    stop_reasons: dict[str, int] = Field(default_factory=dict)
+    case_summary: dict[str, CaseSummary] = Field(default_factory=dict)
 
     def count(self, verdict: Verdict) -> int:
         return self.verdicts.get(verdict.value, 0)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def pass_rate(self) -> float | None:
         """Passed cases over all cases (errors count as not passed); None for no cases."""
         return self.count(Verdict.PASS) / self.cases if self.cases else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pass_rate_incl_errors(self) -> float | None:
+        """The pass rate with errors as not passed (the cases dimension's rule)."""
+        return self.pass_rate
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pass_rate_excl_errors(self) -> float | None:
+        """Passed over the executions that produced a result (errors and skips left out)."""
+        produced = self.cases - self.count(Verdict.ERROR) - self.count(Verdict.SKIPPED)
+        return self.count(Verdict.PASS) / produced if produced > 0 else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def error_rate(self) -> float | None:
+        """Errored executions over all executions."""
+        return self.count(Verdict.ERROR) / self.cases if self.cases else None
+
+    @property
+    def avg_overall_score(self) -> float | None:
+        return self.weighted_metrics_score_pct
 
 
 class SummaryBuilder:
     """Folds case records into a :class:`RunSummary` one at a time, keeping O(1) state per
     evaluator (plus one latency per case), so a run of a million cases summarises in place."""
 
-    def __init__(self) -> None:
+    def __init__(self, track_cases: bool = True) -> None:
+        """``track_cases``: keep a summary per case id (pass fraction, flakiness across
+        repeats); runs without repeats turn it off, so their summary stays small."""
         self.cases = 0
         self.scored = 0
         self.score_total = 0.0
@@ -171,8 +245,19 @@ class SummaryBuilder:
         self.target_errors = 0
         self.usage = Usage()
         self.evaluators: dict[str, list[float]] = {}
-        # 8 bytes a case (a list of floats would take 32): a million cases summarise in 8 MB
+        # 8 bytes a case (a list of floats would take 32): a million cases summarise
+        # in a few MB
         self.latencies = array("d")
+        self.case_p50s = array("d")
+        self.overall_total = 0.0
+        self.overall_count = 0
+        self.agent_usage = Usage()
+        self.simulator_usage = Usage()
+        self.stop_reasons: dict[str, int] = {}
+        # case id -> [executions, passed, errors, overall total, overall count]; kept only
+        # when cases repeat (one entry per case would grow with a million-case run)
+        self.per_case: dict[str, list[float]] = {}
+        self.track_cases = track_cases
 
     def add(self, record: CaseRecord) -> None:
         self.cases += 1
@@ -181,10 +266,39 @@ class SummaryBuilder:
             self.score_total += record.score
         verdict = record.verdict.value
         self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
-        if record.execution.error is not None:
+        execution = record.execution
+        if execution.error is not None:
             self.target_errors += 1
-        if record.execution.latency_ms is not None:
-            self.latencies.append(record.execution.latency_ms)
+        if execution.latency_ms is not None:
+            self.latencies.append(execution.latency_ms)
+        p50 = case_latency(execution).p50_ms
+        if p50 is not None:
+            self.case_p50s.append(p50)
+        overall = record.overall_score
+        if overall is None and record.score is not None:
+            overall = record.score * 100
+        if overall is not None:
+            self.overall_total += overall
+            self.overall_count += 1
+        if execution.usage is not None:
+            self.agent_usage = self.agent_usage + Usage(
+                calls=1, prompt_tokens=execution.usage.prompt_tokens,
+                completion_tokens=execution.usage.completion_tokens,
+                cost=execution.usage.cost or 0.0)
+        if execution.conversation is not None:
+            self.simulator_usage = self.simulator_usage + execution.conversation.simulator_usage
+            reason = execution.conversation.stop_reason
+            self.stop_reasons[reason] = self.stop_reasons.get(reason, 0) + 1
+        if self.track_cases:
+            acc_case = self.per_case.get(record.case_id)
+            if acc_case is None:
+                acc_case = self.per_case[record.case_id] = [0, 0, 0, 0.0, 0]
+            acc_case[0] += 1
+            acc_case[1] += record.verdict is Verdict.PASS
+            acc_case[2] += record.verdict is Verdict.ERROR
+            if overall is not None:
+                acc_case[3] += overall
+                acc_case[4] += 1
         usage = self.usage
         for s in record.scores:
             u = s.usage
@@ -219,13 +333,83 @@ class SummaryBuilder:
                                    errors=int(a[2]), skipped=int(a[3]), passed=int(a[4]),
                                    failed=int(a[5]), mean=a[6] / a[1] if a[1] else None)
             for name, a in self.evaluators.items()}
+        count = self.verdicts.get
+        passed = count(Verdict.PASS.value, 0)
+        errors = count(Verdict.ERROR.value, 0)
+        skipped = count(Verdict.SKIPPED.value, 0)
+        costs = [u.cost for u in (self.usage, self.agent_usage, self.simulator_usage)
+                 if u.cost is not None and (u.calls or u.cost)]
         return RunSummary(
             cases=self.cases, scored=self.scored,
             mean_score=self.score_total / self.scored if self.scored else None,
             verdicts=dict(self.verdicts), evaluator_errors=self.evaluator_errors,
             evaluator_skips=self.evaluator_skips, target_errors=self.target_errors,
             usage=self.usage.model_copy(), evaluators=evaluators,
-            latency=latency_summary(list(self.latencies)))
+            latency=latency_summary(list(self.latencies)),
+            total_executions=self.cases,
+            unique_test_case_count=len(self.per_case) if self.track_cases else self.cases,
+            passed_count=passed, error_count=errors, skipped_count=skipped,
+            failed_count=self.cases - passed - errors - skipped,
+            weighted_metrics_score_pct=round(self.overall_total / self.overall_count, 10)
+            if self.overall_count else None,
+            cases_pass_rate_pct=passed / self.cases * 100 if self.cases else None,
+            **run_latency(list(self.case_p50s)).model_dump(),
+            agent_usage=self.agent_usage, simulator_usage=self.simulator_usage,
+            estimated_cost_usd=math.fsum(costs) if costs else None,
+            stop_reasons=dict(self.stop_reasons),
+            case_summary={case_id: CaseSummary(
+                executions=int(a[0]), passed=int(a[1]), errors=int(a[2]),
+                pass_fraction=a[1] / a[0], pass_all=a[1] == a[0], flaky=0 < a[1] < a[0],
+                mean_overall_score=a[3] / a[4] if a[4] else None)
+                for case_id, a in self.per_case.items()})
+
+
+class CaseLatency(_Record):
+    """An execution's agent latency over its turns (one turn for a one-shot case)."""
+
+    turns: int = 0
+    p50_ms: int | None = Field(default=None, description="the median turn, whole ms")
+    p95_ms: float | None = Field(default=None, description="the 19th of 20 quantiles; the "
+                                 "max under 20 turns")
+    max_ms: float | None = None
+
+
+def turn_latencies(execution: Execution) -> list[float]:
+    """The agent's latency per turn: a conversation's turns, else the one execution."""
+    if execution.conversation is not None:
+        return list(execution.conversation.turn_latencies_ms)
+    return [execution.latency_ms] if execution.latency_ms is not None else []
+
+
+def case_latency(execution: Execution) -> CaseLatency:
+    """p50 (the median as whole ms), p95 (the max under 20 turns) and max of the turns."""
+    values = sorted(turn_latencies(execution))
+    if not values:
+        return CaseLatency()
+    p95 = statistics.quantiles(values, n=20)[18] if len(values) >= 20 else values[-1]
+    return CaseLatency(turns=len(values), p50_ms=int(statistics.median(values)), p95_ms=p95,
+                       max_ms=values[-1])
+
+
+class RunLatency(_Record):
+    """A run's agent latency: statistics of its executions' median turn latencies."""
+
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    latency_avg_ms: float | None = None
+    latency_max_ms: float | None = None
+
+
+def run_latency(case_p50s: list[float]) -> RunLatency:
+    """A run's latency figures over its executions' p50s: median, p95 (None under 20
+    values, unlike a case's, which falls back to its max), mean and max."""
+    if not case_p50s:
+        return RunLatency()
+    ordered = sorted(case_p50s)
+    return RunLatency(latency_p50_ms=float(statistics.median(ordered)),
+                      latency_p95_ms=statistics.quantiles(ordered, n=20)[18]
+                      if len(ordered) >= 20 else None,
+                      latency_avg_ms=statistics.fmean(ordered), latency_max_ms=ordered[-1])
 
 
 def latency_summary(values: list[float]) -> LatencySummary:

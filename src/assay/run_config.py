@@ -7,6 +7,8 @@ the judge engine retries are here too but are not part of what a result means.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.llm.config import CacheMode, RetryPolicy
@@ -53,6 +55,32 @@ class Gates(BaseModel):
         "is never a pass, even when a case's other evaluators scored it")
 
 
+Scoring = Literal["default", "connexity"]
+"""How cases and runs are judged: ``default`` (the weighted mean of evaluators in verdict bands)
+or ``connexity`` (the multi-metric judge's gate decides each case; see assay.connexity)."""
+
+CONNEXITY_METRICS_THRESHOLD = 80.0
+CONNEXITY_CASES_THRESHOLD = 100.0
+
+
+class RunThresholds(BaseModel):
+    """A run's two independent dimensions, in percent and inclusive, and an error budget.
+
+    The metrics dimension is the mean case score (0-100) of the cases that have one; the cases
+    dimension is passed cases over all executions (an error is a case not passed). None turns
+    a dimension's gate off; ``scoring: connexity`` turns both on at 80 and 100 by default.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    metrics_pass_threshold: float | None = Field(default=None, ge=0, le=100,
+                                                 allow_inf_nan=False)
+    cases_pass_threshold: float | None = Field(default=None, ge=0, le=100, allow_inf_nan=False)
+    max_error_rate: float | None = Field(
+        default=None, ge=0, le=1, allow_inf_nan=False,
+        description="errored executions over all executions at most this (a fraction)")
+
+
 class RunConfig(BaseModel):
     """How to run a suite: target, judge, concurrency, repeats, selection, verdicts, gates."""
 
@@ -71,6 +99,32 @@ class RunConfig(BaseModel):
     dry_run: bool = False
     cache: CacheMode = Field(default="use", description="judge response cache mode")
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    scoring: Scoring | None = Field(default=None, description="None: the suite's")
+    run_thresholds: RunThresholds = Field(
+        default_factory=RunThresholds, description="the run's dimensions; unset ones take "
+        "the suite's, then the scoring's defaults, when the run starts")
+    connexity_compat: bool = Field(
+        default=False, description="score a failed judge call 0 and count its case as failed "
+        "(not errored), as the Connexity platform does, for identical numbers")
+    simulator_model: str | None = Field(
+        default=None, description="the simulated user's model for conversation cases "
+        "(overrides the suite's)")
+
+    def settled(self, scoring: Scoring, thresholds: RunThresholds | None) -> RunConfig:
+        """This config with the suite's scoring and thresholds filled in where it has none,
+        then the scoring's defaults: what a run snapshots when it starts, so later edits to
+        the suite file do not move its pass criteria."""
+        chosen: Scoring = self.scoring or scoring
+        given = self.run_thresholds.model_dump()
+        suite = thresholds.model_dump() if thresholds is not None else {}
+        merged = {k: v if v is not None else suite.get(k) for k, v in given.items()}
+        if chosen == "connexity":
+            if merged["metrics_pass_threshold"] is None:
+                merged["metrics_pass_threshold"] = CONNEXITY_METRICS_THRESHOLD
+            if merged["cases_pass_threshold"] is None:
+                merged["cases_pass_threshold"] = CONNEXITY_CASES_THRESHOLD
+        return self.model_copy(update={"scoring": chosen,
+                                       "run_thresholds": RunThresholds(**merged)})
 
     @model_validator(mode="after")
     def _judge_model_not_blank(self) -> RunConfig:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from assay.connexity import policy
 from assay.errors import EvaluationError
 from assay.jsondata import NotJSONData, as_json_data
 from assay.judges.base import EvalContext, Evaluator
@@ -111,7 +112,8 @@ class Runner:
         ctx = self._contexts.get(key)
         if ctx is None:
             ctx = EvalContext(self.engine, self.judge_for(target),
-                              override_model=self.config.judge_model, sample=repeat)
+                              override_model=self.config.judge_model, sample=repeat,
+                              agent=self.suite.agent)
             self._contexts[key] = ctx
         return ctx
 
@@ -128,7 +130,7 @@ class Runner:
         stored_scores = store.scores(run_id) if store else {}
         stored_cases = store.case_keys(run_id) if store else set()
         kept: list[CaseRecord] = []
-        summary = SummaryBuilder()
+        summary = SummaryBuilder(track_cases=self.config.repeat > 1)
         self.progress.start(total, 0, self.suite.name)
         # Evaluators with a dataset-level metric (classification) get every case's score.
         reducers: dict[str, tuple[Evaluator, list[Score]]] = {}
@@ -208,8 +210,9 @@ class Runner:
                 return have[evaluator.name]
             if execution.error is not None:
                 code = execution.error_code or "target_failed"
-                what = "the agent's output is not data" if code == "invalid_output" \
-                    else "the target failed"
+                what = {"invalid_output": "the agent's output is not data",
+                        "simulator_failed": "the conversation stopped"}.get(
+                    code, "the target failed")
                 score = Score.failed(evaluator.name, code, f"{what}: {execution.error}")
             else:
                 score = await evaluator.evaluate(case, execution, ctx)
@@ -275,11 +278,14 @@ class Runner:
                 evaluators: list[Evaluator], scores: dict[str, Score],
                 store_it: bool = True) -> CaseRecord:
         ordered = [scores[e.name] for e in evaluators if e.name in scores]
-        value, verdict = case_verdict(evaluators, ordered, self.config)
+        if policy.is_connexity(self.config):
+            value, verdict, overall = policy.case_outcome(evaluators, ordered, self.config)
+        else:
+            (value, verdict), overall = case_verdict(evaluators, ordered, self.config), None
         record = CaseRecord(
             run_id=run_id, case_id=item.case.id, repeat=repeat, case=item.case,
             target=self.target_of(item), execution=execution, scores=ordered, score=value,
-            verdict=verdict, source=item.source, finished_at=time.time(),
+            verdict=verdict, source=item.source, finished_at=time.time(), overall_score=overall,
             evaluators=None if item.evaluators is None else
             [evaluator_spec(e) for e in item.evaluators])
         if store_it and self.store is not None and not self.config.dry_run:
@@ -295,8 +301,12 @@ def case_verdict(evaluators: list[Evaluator], scores: list[Score],
     The score is the weighted mean of the scores that have values (errors and skips are left
     out, never counted as 0); the verdict is its band, except that a ``blocking`` score (a
     required check that did not pass) fails it whatever the mean; weight 0 does not count. No value: ``error`` when any
-    evaluator errored, ``skipped`` when none applied.
+    evaluator errored, ``skipped`` when none applied. Under ``scoring: connexity`` the
+    verdict is the multi-metric judge's gate instead (see :mod:`assay.connexity.policy`).
     """
+    if policy.is_connexity(config):
+        value, verdict, _ = policy.case_outcome(evaluators, scores, config)
+        return value, verdict
     total_weight = 0.0
     weighted = 0.0
     valued = 0
@@ -328,6 +338,12 @@ def check_gates(summary: RunSummary, config: RunConfig) -> None:
         failures.append("no case was run (check --filter and the suite's cases)")
     elif summary.scored == 0 and summary.count(Verdict.SKIPPED) < summary.cases:
         failures.append("no case could be scored")
+    dimensions = policy.apply_run_thresholds(summary, config)
+    if policy.is_connexity(config):  # the two dimensions replace the count gates
+        summary.gate_failures = failures + dimensions
+        summary.passed = not summary.gate_failures
+        return
+    failures.extend(dimensions)
     failed = summary.count(Verdict.FAIL)
     if gates.max_failed is not None and failed > gates.max_failed:
         failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")

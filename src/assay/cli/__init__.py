@@ -5,7 +5,7 @@ import importlib
 
 from assay.cli.app import app
 
-COMMANDS = ("judge", "run", "runs", "validate")
+COMMANDS = ("judge", "run", "runs", "validate", "baseline")
 """The modules that define commands; each imports the library only inside its commands, so
 building the command line costs little more than typer itself."""
 

@@ -21,6 +21,7 @@ import typer
 
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.errors import ConfigError, EvaluationError
+from assay.report.safe_text import for_terminal
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
@@ -78,11 +79,35 @@ def run(
                                   help="Case passes at this score."),
     borderline_at: float = typer.Option(0.6, "--borderline-at", min=0.0, max=1.0,
                                         help="Borderline from here."),
+    scoring: str | None = typer.Option(
+        None, "--scoring", help="default or connexity (default: the suite's)."),
+    metrics_pass_threshold: float | None = typer.Option(
+        None, "--metrics-pass-threshold", min=0.0, max=100.0,
+        help="Gate: mean case score (0-100) at least this (default: the suite's; 80 under "
+        "scoring: connexity)."),
+    cases_pass_threshold: float | None = typer.Option(
+        None, "--cases-pass-threshold", min=0.0, max=100.0,
+        help="Gate: percent of executions passed (errors not passed) at least this "
+        "(default: the suite's; 100 under scoring: connexity)."),
+    max_error_rate: float | None = typer.Option(
+        None, "--max-error-rate", min=0.0, max=1.0,
+        help="Gate: errored executions over all at most this fraction."),
+    connexity_compat: bool = typer.Option(
+        False, "--connexity-compat", help="Score a failed judge call 0 and count its case "
+        "as failed, as the Connexity platform does."),
+    simulator_model: str | None = typer.Option(
+        None, "--simulator-model", help="The simulated user's model for conversation cases."),
+    set_baseline: bool = typer.Option(
+        False, "--set-baseline", help="Make this run the baseline of its suite and target "
+        "when it passes its gates."),
+    compare_to_baseline: bool = typer.Option(
+        False, "--compare-to-baseline", help="Compare this run with its suite's baseline "
+        "afterwards; exit 1 on a regression."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     from assay.evaluation import evaluate_async, open_store, resume_async
     from assay.llm.config import RetryPolicy
-    from assay.run_config import Gates, RunConfig, Thresholds
+    from assay.run_config import Gates, RunConfig, RunThresholds, Thresholds
 
     if cache not in ("use", "refresh", "off"):
         raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
@@ -93,6 +118,11 @@ def run(
         raise ConfigError("--retry-errors goes with --resume RUN_ID")
     if resume is None and suite_path is None:
         raise ConfigError("give a SUITE file, or --resume RUN_ID")
+    if scoring is not None and scoring not in ("default", "connexity"):
+        raise ConfigError(f"--scoring {scoring!r}: expected default or connexity")
+    if dry_run and (set_baseline or compare_to_baseline):
+        raise ConfigError("--set-baseline and --compare-to-baseline need a stored run, "
+                          "not --dry-run")
     runs = open_store(store_url(store))
     reports = _Reports(output, junit, uipath_output, _report_options(report))
     progress = _progress(suite_path)
@@ -119,7 +149,12 @@ def run(
                                   total_timeout_s=total_timeout),
                 thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
                 gates=Gates(min_mean_score=min_score, max_failed=max_failed,
-                            max_errors=max_errors))
+                            max_errors=max_errors),
+                scoring=scoring,  # type: ignore[arg-type]
+                run_thresholds=RunThresholds(metrics_pass_threshold=metrics_pass_threshold,
+                                             cases_pass_threshold=cases_pass_threshold,
+                                             max_error_rate=max_error_rate),
+                connexity_compat=connexity_compat, simulator_model=simulator_model)
         except ValueError as exc:
             raise ConfigError(_validation_text(exc)) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
@@ -153,7 +188,39 @@ def run(
         _print_dry_run(result)
         return
     reports.finish(result)
-    _print_result(result, runs)
+    _print_result(result, runs, lambda: _baseline(result, runs, set_baseline,
+                                                  compare_to_baseline))
+
+
+def _baseline(result: Any, runs: Any, set_it: bool, compare_it: bool) -> bool:
+    """Compare the run with its baseline and/or make it the baseline; True on a
+    regression."""
+    from assay.store.baselines import baseline_for
+    from assay.store.baselines import set_baseline as mark
+
+    regressed = False
+    if compare_it:
+        found = baseline_for(runs, result.run_id)
+        if found is None or found.run_id == result.run_id:
+            console.print("no baseline to compare with yet (set one with assay baseline set "
+                          "RUN, or --set-baseline)", highlight=False, markup=False)
+        else:
+            from assay.connexity.compare import compare_records, load_run
+            from assay.report.comparison import print_comparison
+
+            base, before = load_run(runs, found.run_id, "baseline")
+            cand, after = load_run(runs, result.run_id, "candidate")
+            comparison = compare_records(base, cand, before, after)
+            print_comparison(console, comparison)
+            regressed = comparison.verdict.regression_detected
+    if set_it:
+        if result.passed and not regressed:
+            made = mark(runs, result.run_id)
+            console.print(f"baseline set for suite {for_terminal(made.suite)}",
+                          highlight=False)
+        else:
+            console.print("[yellow]baseline not set[/]: the run did not pass", highlight=False)
+    return regressed
 
 
 @app.command()
@@ -331,17 +398,17 @@ class _Reports:
             REGISTRY.require("reporter", name)(result, path)
 
 
-def _print_result(result: Any, runs: Any) -> None:
-    from assay.report.safe_text import for_terminal
+def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = None) -> None:
     from assay.report.terminal import summary_lines
 
     for line in summary_lines(result.summary):
         console.print(line, highlight=False)
     console.print(f"run {result.run_id} stored in {runs.display_url}", highlight=False,
                   markup=False)
-    if not result.passed:
-        for failure in result.summary.gate_failures:
-            console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
+    for failure in result.summary.gate_failures:
+        console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
+    regressed = after() if after is not None else False
+    if not result.passed or regressed:
         raise typer.Exit(EXIT_GATE_FAILED)
     console.print("[green]all gates passed[/]")
 

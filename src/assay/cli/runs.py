@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from assay.cli.app import EXIT_GATE_FAILED, app, console, err_console, friendly_errors
 from assay.cli.run import store_url
+from assay.errors import ConfigError
+
+if TYPE_CHECKING:
+    from assay.store.runs import RunStore
 
 
 @app.command("runs")
@@ -34,6 +39,9 @@ def show(
     run_id: str = typer.Argument(..., metavar="RUN"),
     store: str | None = typer.Option(None, "--store", help="Run store URL."),
     as_json: bool = typer.Option(False, "--json", help="Print the case rows as JSONL."),
+    summary_only: bool = typer.Option(
+        False, "--summary", help="Print the run's summary (with --json: as one JSON object) "
+        "instead of its cases."),
 ) -> None:
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
     from assay.report.rows import agentv_row
@@ -43,6 +51,18 @@ def show(
 
     runs = RunStore(store_url(store))
     run = runs.run_record(run_id)
+    if summary_only:
+        from assay.records import RunSummary
+        from assay.report.terminal import summary_lines
+
+        found = run.summary or RunSummary()
+        if as_json:
+            print(json.dumps({"run_id": run.id, "suite": run.suite, "status": run.status.value,
+                              **found.model_dump(mode="json")}, indent=2))
+        else:
+            for line in summary_lines(found):
+                console.print(line, highlight=False)
+        return
     records = runs.case_records(run.id)
     if as_json:
         types = {e.name: e for e in run.config.evaluators}
@@ -62,28 +82,144 @@ def show(
 @app.command()
 @friendly_errors
 def compare(
-    baseline: str = typer.Argument(..., metavar="RUN_A"),
-    candidate: str = typer.Argument(..., metavar="RUN_B"),
+    baseline: str | None = typer.Argument(None, metavar="RUN_A",
+                                          help="The baseline run (with --against-baseline: "
+                                          "the candidate)."),
+    candidate: str | None = typer.Argument(None, metavar="RUN_B", help="The candidate run."),
     threshold: float = typer.Option(0.1, "--threshold",
-                                    help="A score change of at least this is a win or loss."),
+                                    help="Per-case policy: a score change of at least this "
+                                    "is a win or loss."),
     store: str | None = typer.Option(None, "--store", help="Run store URL."),
     as_json: bool = typer.Option(False, "--json"),
     allow_incomplete: bool = typer.Option(
         False, "--allow-incomplete",
-        help="Compare the cases both runs hold even when a run did not complete or their "
-             "cases differ (runs sharing no case are still refused)."),
+        help="Compare even when a run did not complete (per-case policy: or when their cases "
+             "differ; runs sharing no case are still refused)."),
+    policy: str | None = typer.Option(
+        None, "--policy", help="connexity (a verdict on whole-run aggregates) or cases (any "
+        "case that regressed); default: connexity when the runs were scored with "
+        "'scoring: connexity', else cases."),
+    max_pass_rate_drop: float | None = typer.Option(
+        None, "--max-pass-rate-drop", min=0.0, help="A pass-rate drop (0-1) above this is a "
+        "regression (default: 0.0)."),
+    max_avg_score_drop: float | None = typer.Option(
+        None, "--max-avg-score-drop", min=0.0, help="An average-score drop (0-100 points) "
+        "above this is a regression (default: 5.0)."),
+    max_latency_increase_pct: str | None = typer.Option(
+        None, "--max-latency-increase-pct", help="A latency increase above this fraction "
+        "(0.2) or percentage (20%) is a regression (default: 0.2)."),
+    max_cost_increase_pct: str | None = typer.Option(
+        None, "--max-cost-increase-pct", help="A cost increase above this fraction or "
+        "percentage is a regression (default: not checked)."),
+    fail_on_thresholds: bool = typer.Option(
+        True, "--fail-on-thresholds/--no-fail-on-thresholds",
+        help="Also exit 1 when the candidate fails its own run dimensions."),
+    require_significance: float | None = typer.Option(
+        None, "--require-significance", metavar="ALPHA", min=0.0, max=1.0,
+        help="Count only regression reasons whose paired test is significant at ALPHA."),
+    strict_comparability: bool = typer.Option(
+        False, "--strict-comparability", help="Exit 2 when the judge, its settings or the "
+        "scoring changed between the runs."),
+    matched_only: bool = typer.Option(False, "--matched-only",
+                                      help="Aggregate over the cases both runs hold."),
+    missing_is_regression: bool = typer.Option(
+        False, "--missing-is-regression", help="A baseline case missing from the candidate "
+        "is a regression."),
+    against_baseline: bool = typer.Option(
+        False, "--against-baseline", help="Compare the one run given with the baseline of "
+        "its suite and target (see assay baseline)."),
 ) -> None:
-    """Compare two completed runs of the same cases; exit 1 when the candidate regressed,
-    2 when the runs cannot be compared."""
+    """Compare two completed runs; exit 1 when the candidate regressed (or fails its own
+    run dimensions), 2 when the runs cannot be compared."""
+    from assay.connexity.compare import CompareThresholds, compare_records, parse_fraction
+    from assay.store.runs import RunStore
+
+    runs = RunStore(store_url(store))
+    if against_baseline:
+        if candidate is not None or baseline is None:
+            raise ConfigError("--against-baseline compares one run with its suite's baseline: "
+                              "give only the candidate run, not two runs")
+        from assay.store.baselines import baseline_for
+
+        candidate = baseline
+        found = baseline_for(runs, candidate)
+        if found is None:
+            raise ConfigError(f"run {candidate} has no baseline to compare with: set one "
+                              "with 'assay baseline set RUN'", code="no_baseline")
+        baseline = found.run_id
+    if baseline is None or candidate is None:
+        raise ConfigError("give two runs to compare (RUN_A RUN_B), or one with "
+                          "--against-baseline")
+    a, b = runs.run(baseline), runs.run(candidate)
+    flags = [name for name, value in (
+        ("--max-pass-rate-drop", max_pass_rate_drop), ("--max-avg-score-drop", max_avg_score_drop),
+        ("--max-latency-increase-pct", max_latency_increase_pct),
+        ("--max-cost-increase-pct", max_cost_increase_pct),
+        ("--require-significance", require_significance),
+        ("--strict-comparability", strict_comparability or None),
+        ("--matched-only", matched_only or None),
+        ("--missing-is-regression", missing_is_regression or None),
+        ("--no-fail-on-thresholds", None if fail_on_thresholds else True),
+        ("--against-baseline", against_baseline or None)) if value is not None]
+    chosen = _policy(policy, a, b, flags)
+    if chosen == "cases":
+        _compare_cases(runs, a, b, threshold, as_json, allow_incomplete)
+        return
+    try:
+        options: dict[str, Any] = {
+            "max_pass_rate_drop": max_pass_rate_drop, "max_avg_score_drop": max_avg_score_drop,
+            "max_latency_increase_pct": None if max_latency_increase_pct is None
+            else parse_fraction(max_latency_increase_pct),
+            "max_cost_increase_pct": None if max_cost_increase_pct is None
+            else parse_fraction(max_cost_increase_pct)}
+        thresholds = CompareThresholds(**{k: v for k, v in options.items()
+                                          if v is not None or k == "max_cost_increase_pct"})
+    except ValueError as exc:
+        raise ConfigError(f"comparison thresholds: {exc}") from None
+    from assay.connexity.compare import load_run
+
+    base, before = load_run(runs, a["id"], "baseline", allow_incomplete)
+    cand, after = load_run(runs, b["id"], "candidate", allow_incomplete)
+    result = compare_records(base, cand, before, after, thresholds=thresholds,
+                             matched_only=matched_only,
+                             require_significance=require_significance,
+                             missing_is_regression=missing_is_regression,
+                             strict_comparability=strict_comparability)
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        from assay.report.comparison import print_comparison
+
+        print_comparison(console, result)
+    code = result.exit_code(fail_on_thresholds)
+    if code:
+        raise typer.Exit(code)
+
+
+def _policy(given: str | None, baseline: dict[str, Any], candidate: dict[str, Any],
+            flags: list[str]) -> str:
+    """The comparison policy: ``--policy``, else connexity when a run was scored that way or
+    a flag only that policy has was given, else the per-case policy."""
+    if given is not None:
+        if given not in ("connexity", "cases"):
+            raise ConfigError(f"--policy {given!r}: expected connexity or cases")
+        if given == "cases" and flags:
+            raise ConfigError(f"{', '.join(flags)} only apply to --policy connexity")
+        return given
+    scorings = {((run.get("config") or {}).get("run") or {}).get("scoring")
+                for run in (baseline, candidate)}
+    return "connexity" if "connexity" in scorings or flags else "cases"
+
+
+def _compare_cases(runs: RunStore, a: dict[str, Any], b: dict[str, Any], threshold: float,
+                   as_json: bool, allow_incomplete: bool) -> None:
     from rich.markup import escape
 
     from assay.compare import compare_runs
     from assay.report.safe_text import for_terminal
     from assay.report.terminal import fmt_score
-    from assay.store.runs import RunStore
 
-    runs = RunStore(store_url(store))
-    a, b = runs.run(baseline), runs.run(candidate)
+    """The per-case comparison (AgentV and UiPath suites): exit 1 on any case regression."""
     result = compare_runs(a, b, runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold,
                           allow_incomplete=allow_incomplete)
     for reason in result.incomplete:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
-from assay.model import Case, Execution, Score
+from assay.model import AgentInfo, Case, Execution, Score
 
 
 @dataclass
@@ -31,6 +31,9 @@ class EvalContext:
     sample: int = 0
     """Which independent draw this is (the repeat of a case): judge calls of different samples
     are made and cached apart, so repeats measure the judge's spread; 0 is the first."""
+    agent: AgentInfo | None = None
+    """What the suite says of the agent under test (its system prompt and tools), for judges
+    that show it."""
 
     def model(self, own: str | None) -> str | None:
         """The override (``--judge-model``), else the evaluator's own model, else the run's

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.model import Score
-from assay.records import CaseRecord, EvaluatorSpec
+from assay.records import CaseRecord, EvaluatorSpec, case_latency
 
 
 def evaluator_result(score: Score, spec: EvaluatorSpec | None = None) -> dict[str, Any]:
@@ -70,6 +70,18 @@ def agentv_row(record: CaseRecord, dataset: str = "",
         "usage": record.usage.model_dump(),
         "latency_ms": record.execution.latency_ms,
     }
+    if record.overall_score is not None:
+        row["overall_score"] = record.overall_score
+    conversation = record.execution.conversation
+    if conversation is not None:
+        latency = case_latency(record.execution)
+        row.update({"stop_reason": conversation.stop_reason,
+                    "agent_turns": conversation.agent_turns,
+                    "agent_latency_p50_ms": latency.p50_ms,
+                    "agent_latency_p95_ms": latency.p95_ms,
+                    "agent_latency_max_ms": latency.max_ms,
+                    "transcript": [m.model_dump(mode="json", exclude_none=True)
+                                   for m in record.execution.messages]})
     if record.execution.error:
         row["error"] = record.execution.error
     if record.source is not None:

@@ -109,7 +109,49 @@ def summary_lines(summary: RunSummary) -> list[str]:
         else:
             lines.append(f"dataset metric {for_terminal(name)}: {metric.value:.3f} "
                          f"({for_terminal(metric.rationale)})")
+    lines.extend(dimension_lines(summary))
     lines.extend(f"[yellow]note[/]: {for_terminal(note)}" for note in summary.notes)
+    return lines
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _gate(passed: bool | None) -> str:
+    return {True: "[green]pass[/]", False: "[red]fail[/]", None: "not gated"}[passed]
+
+
+def dimension_lines(summary: RunSummary) -> list[str]:
+    """The run's executions both ways (errors in and out of the pass rate), its two
+    dimensions, its latency and who spent what; shown when the run has dimensions."""
+    if summary.metrics_pass_threshold is None and summary.cases_pass_threshold is None \
+            and summary.scoring == "default":
+        return []
+    incl, excl = summary.pass_rate_incl_errors, summary.pass_rate_excl_errors
+    lines = [
+        f"executions {summary.total_executions} ({summary.unique_test_case_count} case(s)): "
+        f"{summary.passed_count} passed, {summary.failed_count} failed, {summary.error_count} "
+        f"errored, {summary.skipped_count} skipped; pass rate {_pct(incl)} (errors as not "
+        f"passed), {_pct(excl)} (of executions with a result)",
+        f"metrics dimension {_pct(summary.weighted_metrics_score_pct)} (threshold "
+        f"{_pct(summary.metrics_pass_threshold)}): {_gate(summary.metrics_passed)}; cases "
+        f"dimension {_pct(summary.cases_pass_rate_pct)}% (threshold "
+        f"{_pct(summary.cases_pass_threshold)}%): {_gate(summary.cases_passed)}",
+    ]
+    if summary.latency_p50_ms is not None:
+        p95 = "—" if summary.latency_p95_ms is None else f"{summary.latency_p95_ms:.0f}ms"
+        lines.append(f"agent latency p50 {summary.latency_p50_ms:.0f}ms, p95 {p95}, avg "
+                     f"{summary.latency_avg_ms or 0:.0f}ms, max {summary.latency_max_ms or 0:.0f}ms")
+    agent, sim = summary.agent_usage, summary.simulator_usage
+    if agent.total_tokens or sim.calls or sim.cached_calls:
+        cost = "unknown" if summary.estimated_cost_usd is None \
+            else f"${summary.estimated_cost_usd:.4f}"
+        lines.append(f"tokens: agent {agent.total_tokens}, simulated user {sim.total_tokens}, "
+                     f"judge {summary.usage.total_tokens}; estimated cost {cost}")
+    if summary.stop_reasons:
+        lines.append("conversations stopped: " + ", ".join(
+            f"{for_terminal(k)} {v}" for k, v in sorted(summary.stop_reasons.items())))
     return lines
 
 

@@ -199,6 +199,8 @@ class RunStore:
             row["evaluators"] = record.evaluators
         if record.source is not None:
             row["source"] = record.source
+        if record.overall_score is not None:
+            row["overall_score"] = record.overall_score
         self._queue(schema.case_results, {
             "run_id": record.run_id, "case_id": record.case_id, "repeat": record.repeat,
             "score": record.score, "verdict": record.verdict.value,
@@ -372,7 +374,7 @@ def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,
         evaluators=None if evaluators is None else
         [EvaluatorSpec.model_validate(e) for e in evaluators],
         source=None if source is None else SourceLocation.model_validate(source),
-        finished_at=row.get("created_at"))
+        finished_at=row.get("created_at"), overall_score=data.get("overall_score"))
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -56,3 +56,13 @@ case_results = Table(
     Column("created_at", Float, nullable=False),
 )
 
+
+baselines = Table(
+    "baselines", metadata,
+    Column("suite", String(500), primary_key=True),
+    Column("target", String(500), primary_key=True),
+    Column("run_id", String(40), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+"""The named baseline of each (suite, target): the run a new run is compared to. One per
+scope, so setting another replaces it; ``target`` is "" for outputs judged as recorded."""

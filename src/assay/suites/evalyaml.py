@@ -28,13 +28,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from assay.errors import ConfigError, ErrorCategory, EvaluationError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, evaluator_class
 from assay.llm.models import parse_model
-from assay.model import Case, Message, dump_json
+from assay.model import (
+    AgentInfo,
+    Case,
+    ConversationSettings,
+    ConversationSpec,
+    Message,
+    ToolExpectation,
+    dump_json,
+)
+from assay.run_config import RunThresholds
 from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 from assay.targets.config import TargetsFile, load_targets_for, read_targets
@@ -52,12 +61,17 @@ __all__ = ["Problem", "SuiteError", "check_suite", "load_eval_yaml", "load_suite
            "validate_eval_yaml", "validate_suite"]
 
 TOP_KEYS = ("description", "name", "dataset", "version", "execution", "evalcases", "cases",
-            "evaluator", "target", "metadata")
+            "evaluator", "target", "metadata", "scoring", "thresholds", "conversation", "agent")
 EXECUTION_KEYS = ("target", "evaluators")
+CONVERSATION_KEYS = ("persona", "persona_context", "first_turn", "first_message", "user_context",
+                     "scripted_messages", "max_turns")
+"""Case keys that make a case a conversation with a simulated (or scripted) user."""
+SCORINGS = ("default", "connexity")
 CASE_KEYS = ("id", "expected_outcome", "outcome", "input", "input_messages",
              "expected_output", "expected_messages", "rubrics", "note", "guidelines",
              "reference_context", "execution", "evaluators", "evaluator", "conversation_id",
-             "metadata")
+             "metadata", "expected_outcomes", "expected_tool_calls",
+             "evaluation_criteria_override", *CONVERSATION_KEYS)
 YAML_SUFFIXES = (".yaml", ".yml")
 JSONL_SUFFIXES = (".jsonl",)
 
@@ -257,6 +271,7 @@ class _SuiteChecker:
     seen_ids: dict[str, Mark] = field(default_factory=dict)
     suite_evaluators: list[Evaluator] = field(default_factory=list)
     suite_has_list: bool = False
+    conversation: ConversationSettings | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -283,6 +298,10 @@ class _SuiteChecker:
         evaluators = self._suite_evaluators(data, execution)
         self.suite_evaluators = evaluators or []
         self.suite_has_list = "evaluators" in execution
+        scoring = self._scoring(data)
+        thresholds = self._typed(RunThresholds, data, "thresholds", ())
+        self.conversation = self._typed(ConversationSettings, data, "conversation", ())
+        agent = self._agent(data)
         cases = self._cases(data)
         if evaluators is None or cases is None:
             return None
@@ -291,7 +310,9 @@ class _SuiteChecker:
             # Absolute, so a run's recorded suite path resumes from any directory.
             return Suite(name=name, description=description, source=self.path.absolute(),
                          target=target, judge_target=judge, evaluators=evaluators,
-                         cases=cases, metadata=metadata)
+                         cases=cases, metadata=metadata, scoring=scoring,
+                         run_thresholds=thresholds, conversation=self.conversation,
+                         agent=agent)
         except ValidationError as exc:
             self.log.add((), f"cannot build the suite: {exc}")
             return None
@@ -303,6 +324,62 @@ class _SuiteChecker:
         judge = self.targets.targets[target].judge_target
         config = self.targets.targets.get(judge) if judge else None
         return config.model_string() if config is not None else None
+
+    # -- scoring, thresholds, conversations and the agent -----------------------------------
+
+    def _scoring(self, data: dict[str, Any]) -> Any:
+        value = data.get("scoring")
+        if value is None:
+            return "default"
+        if value not in SCORINGS:
+            self.log.add(("scoring",), f"unknown scoring {value!r}", "one of "
+                         + ", ".join(SCORINGS), value=True)
+            return "default"
+        return value
+
+    def _typed(self, model: type[Any], data: dict[str, Any], key: str,
+               path: PathKey) -> Any:
+        """``data[key]`` validated as ``model``, each problem at the key it is about."""
+        raw = data.get(key)
+        where = (*path, key)
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            self.log.add(where, f"{key} must be a mapping, not {type_name(raw)}",
+                         "a mapping of " + ", ".join(model.model_fields), value=True)
+            return None
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            self._pydantic(exc, where, key, model)
+            return None
+
+    def _pydantic(self, exc: ValidationError, where: PathKey, what: str,
+                  model: type[BaseModel]) -> None:
+        for error in exc.errors():
+            loc = tuple(error["loc"])
+            dotted = ".".join(str(p) for p in loc)
+            if error["type"] == "extra_forbidden":
+                self.log.add((*where, *loc), f"unknown key {loc[-1]!r} in {what}",
+                             "one of " + ", ".join(model.model_fields) if len(loc) == 1
+                             else None)
+            elif error["type"] == "missing":
+                self.log.add((*where, *loc[:-1]), f"{what} needs {dotted!r}")
+            else:
+                message = str(error["msg"]).removeprefix("Value error, ")
+                self.log.add((*where, *loc), f"{what}.{dotted}: {message}" if dotted
+                             else f"{what}: {message}", value=True)
+
+    def _agent(self, data: dict[str, Any]) -> AgentInfo | None:
+        raw = data.get("agent")
+        if isinstance(raw, dict) and isinstance(raw.get("system_prompt"), str):
+            prompt = self.evaluators.read_prompt(raw["system_prompt"],
+                                                 ("agent", "system_prompt"))
+            if prompt is None:
+                return None
+            raw = {**raw, "system_prompt": prompt}
+            return self._typed(AgentInfo, {"agent": raw}, "agent", ())
+        return self._typed(AgentInfo, data, "agent", ())
 
     # -- execution and evaluators --------------------------------------------------------
 
@@ -398,9 +475,11 @@ class _SuiteChecker:
         written_id = raw.get("id")
         label = f"case {str(written_id)!r}" if isinstance(written_id, str | int) and \
             not isinstance(written_id, bool) and str(written_id).strip() else "case"
-        outcomes = self._strings(raw, "expected_outcome", path) if "expected_outcome" in raw \
-            else self._strings(raw, "outcome", path)
-        case_input = self._input(raw, path, label)
+        outcomes = self._outcomes(raw, path)
+        conversation = self._conversation(raw, path, label)
+        case_input = self._input(raw, path, label, conversation)
+        tool_calls = self._tool_expectations(raw, path)
+        emphasis = self._text(raw, "evaluation_criteria_override", path)
         metadata = self._mapping(raw, "metadata", path) or {}
         expected = raw.get("expected_output")
         if "expected_messages" in raw:
@@ -417,9 +496,9 @@ class _SuiteChecker:
             else:
                 self.log.add((*path, "note"), f"note must be text, not {type_name(note)}",
                              "text", value=True)
-        conversation = raw.get("conversation_id")
-        if conversation is not None:
-            metadata["conversation_id"] = conversation
+        conversation_id = raw.get("conversation_id")
+        if conversation_id is not None:
+            metadata["conversation_id"] = conversation_id
         guidelines = self._strings(raw, "guidelines", path)
         context = self._strings(raw, "reference_context", path)
         execution = self._execution(raw, path)
@@ -430,7 +509,9 @@ class _SuiteChecker:
         try:
             case = Case(id=case_id, input=case_input, expected_output=expected,
                         expected_outcomes=outcomes or [], guidelines=guidelines or [],
-                        reference_context=context or [], metadata=metadata)
+                        reference_context=context or [], metadata=metadata,
+                        expected_tool_calls=tool_calls or [],
+                        evaluation_criteria_override=emphasis, conversation=conversation)
         except ValidationError as exc:
             for error in exc.errors():
                 self.log.add(path, f"{label}: {'.'.join(map(str, error['loc']))}: "
@@ -459,11 +540,78 @@ class _SuiteChecker:
         self.seen_ids[value] = mark
         return value
 
-    def _input(self, raw: dict[str, Any], path: PathKey, label: str
+    def _outcomes(self, raw: dict[str, Any], path: PathKey) -> list[str] | None:
+        given = [k for k in ("expected_outcome", "expected_outcomes", "outcome") if k in raw]
+        if len(given) > 1:
+            self.log.add((*path, given[1]), f"both {given[0]!r} and {given[1]!r} are given",
+                         "one list of expected outcomes")
+            return None
+        return self._strings(raw, given[0], path) if given else None
+
+    def _conversation(self, raw: dict[str, Any], path: PathKey,
+                      label: str) -> ConversationSpec | None:
+        """A case with any conversation key, or any case of a suite with a ``conversation``
+        block, is played as a conversation."""
+        keys = [k for k in CONVERSATION_KEYS if k in raw]
+        if not keys and self.conversation is None:
+            return None
+        fields = {k: raw[k] for k in keys}
+        if "persona_context" in fields:
+            if "persona" in fields:
+                self.log.add((*path, "persona_context"), "both 'persona' and "
+                             "'persona_context' are given", "one of them")
+                return None
+            fields["persona"] = fields.pop("persona_context")
+        if "max_turns" in fields and fields["max_turns"] is None:
+            fields.pop("max_turns")  # null: the suite's
+        if "first_message" not in fields and isinstance(raw.get("input"), str) and \
+                fields.get("first_turn", "user") == "user":
+            fields["first_message"] = raw["input"]
+        try:
+            return ConversationSpec.model_validate(fields)
+        except ValidationError as exc:
+            for error in exc.errors():
+                loc = tuple(error["loc"])
+                key = "persona_context" if loc and loc[0] == "persona" and \
+                    "persona_context" in raw else (loc[0] if loc else None)
+                message = str(error["msg"]).removeprefix("Value error, ")
+                self.log.add((*path, key, *loc[1:]) if key is not None else path,
+                             f"{label}: {'.'.join(map(str, loc))}: {message}", value=True)
+            return None
+
+    def _tool_expectations(self, raw: dict[str, Any],
+                           path: PathKey) -> list[ToolExpectation] | None:
+        value = raw.get("expected_tool_calls")
+        where = (*path, "expected_tool_calls")
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            self.log.add(where, f"expected_tool_calls must be a list, not {type_name(value)}",
+                         "a list of {tool, expected_params, mock_response}", value=True)
+            return None
+        found: list[ToolExpectation] = []
+        for index, item in enumerate(value):
+            if isinstance(item, str):
+                item = {"tool": item}
+            if not isinstance(item, dict):
+                self.log.add((*where, index), f"an expected tool call must be a mapping, not "
+                             f"{type_name(item)}", "{tool, expected_params, mock_response}")
+                continue
+            try:
+                found.append(ToolExpectation.model_validate(item))
+            except ValidationError as exc:
+                self._pydantic(exc, (*where, index), "expected tool call", ToolExpectation)
+        return found
+
+    def _input(self, raw: dict[str, Any], path: PathKey, label: str,
+               conversation: ConversationSpec | None = None
                ) -> str | dict[str, Any] | list[Message] | None:
         if "input_messages" in raw:
             messages = self._messages(raw["input_messages"], (*path, "input_messages"))
             return messages
+        if "input" not in raw and conversation is not None:
+            return conversation.first_message if conversation.first_turn == "user" and \
+                conversation.first_message else ""
         if "input" not in raw:
             self.log.add(path, f"{label} has neither 'input' nor 'input_messages'",
                          "input: text or a mapping, or input_messages: [{role, content}]")

@@ -17,8 +17,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from assay.judges.base import Evaluator
-from assay.model import Case, Execution
+from assay.model import AgentInfo, Case, ConversationSettings, Execution
 from assay.records import SourceLocation
+from assay.run_config import RunThresholds, Scoring
 
 WEIGHTLESS = ("every evaluator of this case has weight 0, so the case would have no score",
               "at least one evaluator with a weight above 0; weight 0 reports a score without "
@@ -42,6 +43,10 @@ class SuiteFacts:
     targets: set[str | None] = field(default_factory=set)
     duplicate_names: dict[str, list[str]] = field(default_factory=dict)
     fingerprint: str = ""
+    conversations: int = 0
+    """Cases to be played as conversations (a case whose execution the data holds is not)."""
+    simulated: int = 0
+    """Conversation cases whose user is simulated (not scripted): they need the simulator."""
 
 
 class _EvaluatorFacts:
@@ -90,6 +95,14 @@ class Suite(BaseModel):
         default=None, exclude=True,
         description="for large datasets: re-reads the cases on each pass instead of `cases`")
     case_count: int | None = Field(default=None, description="the number of streamed cases")
+    scoring: Scoring = Field(default="default", description="how cases and the run are "
+                             "judged (see RunConfig.scoring)")
+    run_thresholds: RunThresholds | None = Field(
+        default=None, description="the suite's run dimensions (the file's 'thresholds')")
+    conversation: ConversationSettings | None = Field(
+        default=None, description="defaults for the suite's multi-turn cases")
+    agent: AgentInfo | None = Field(
+        default=None, description="the agent under test, as judges and comparisons see it")
     _facts: SuiteFacts | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -136,12 +149,22 @@ class Suite(BaseModel):
                     facts.duplicate_names[item.case.id] = own.duplicates
                 facts.models.update(own.models)
                 facts.targets.add(item.target or self.target)
+                if item.case.conversation is not None and item.execution is None:
+                    facts.conversations += 1
+                    script = item.case.conversation.scripted_messages or (
+                        self.conversation.scripted_messages if self.conversation else None)
+                    facts.simulated += script is None
                 digest.update(item.case.model_dump_json().encode())
                 if item.execution is not None:  # recorded outputs decide results too
                     digest.update(item.execution.model_dump_json().encode())
                 digest.update(own.digest)
                 digest.update((item.target or "").encode())
             digest.update((self.target or "").encode())
+            for extra in (self.run_thresholds, self.conversation, self.agent):
+                if extra is not None:  # absent: the fingerprints of older suites stand
+                    digest.update(extra.model_dump_json().encode())
+            if self.scoring != "default":
+                digest.update(self.scoring.encode())
             facts.fingerprint = digest.hexdigest()
             self._facts = facts
         return self._facts

@@ -12,7 +12,7 @@ import contextvars
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
-from assay.model import Case, Execution
+from assay.model import Case, Execution, Message
 
 _SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("assay_sample", default=0)
 
@@ -44,6 +44,18 @@ class Target(ABC):
     async def run(self, case: Case) -> Execution:
         """Run the agent on ``case``; failures go in ``Execution.error``, not raised."""
 
+    async def run_turn(self, case: Case, messages: list[Message], turn: int) -> Execution:
+        """One agent turn of a conversation: the conversation so far in, the turn's assistant
+        (and tool) messages out, in ``Execution.messages`` or as its output.
+
+        By default the conversation becomes the input of :meth:`run`, so every target can
+        hold a conversation: a Python function gets the message list (or the case, with
+        ``metadata.turn_index``), an HTTP agent gets ``{"messages": [...]}``.
+        """
+        metadata = {**case.metadata, "turn_index": turn}
+        return await self.run(case.model_copy(update={"input": list(messages),
+                                                      "metadata": metadata}))
+
     async def preflight(self) -> None:
         """Fail before any case runs when the target cannot work."""
 
@@ -65,4 +77,7 @@ class RecordedOutput(Target):
         recorded = case.metadata.get("output")
         if recorded is None:
             return Execution(input=case.input, error=f"no recorded output for case {case.id!r}")
-        return Execution(input=case.input, output=recorded)
+        latency = case.metadata.get("latency_ms")
+        if isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0:
+            latency = None  # the measured time stands in for a latency not recorded
+        return Execution(input=case.input, output=recorded, latency_ms=latency)

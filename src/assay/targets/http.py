@@ -59,7 +59,19 @@ class HttpTarget(Target):
                    model=config.get("model"), body=config.get("body"), scrub=config.scrub)
 
     async def run(self, case: Case) -> Execution:
-        body: dict[str, Any] = {**self.body, "messages": input_messages(case)}
+        return await self._post(case, {"messages": input_messages(case)})
+
+    async def run_turn(self, case: Case, messages: list[Message], turn: int) -> Execution:
+        """One conversation turn: ``{"messages": [...], "metadata": {"test_case_id",
+        "turn_index"}}``; the reply holds the turn's assistant and tool messages
+        (``{"messages": [...]}``), or is a chat completion or an ``{"output": ...}`` body."""
+        turn_case = case.model_copy(update={"input": list(messages)})
+        return await self._post(turn_case, {
+            "messages": input_messages(turn_case),
+            "metadata": {"test_case_id": case.id, "turn_index": turn}})
+
+    async def _post(self, case: Case, payload: dict[str, Any]) -> Execution:
+        body: dict[str, Any] = {**self.body, **payload}
         if self.model:
             body["model"] = self.model
         started = time.perf_counter()
@@ -93,8 +105,14 @@ def read_response(case: Case, response: dict[str, Any], latency_ms: float) -> Ex
         messages = [Message.model_validate(m) for m in response.get("messages") or []]
         return Execution(input=case.input, output=response["output"], messages=messages,
                          latency_ms=latency_ms, usage=usage)
+    if isinstance(response.get("messages"), list) and response["messages"]:
+        messages = [Message.model_validate(m) for m in response["messages"]]
+        said = [m for m in messages if m.role == "assistant" and m.content is not None]
+        return Execution(input=case.input, output=said[-1].text() if said else None,
+                         messages=messages, latency_ms=latency_ms, usage=usage)
     keys = ", ".join(sorted(response)) or "none"
-    raise ValueError(f"expected choices[0].message or an 'output' key, got keys: {keys}")
+    raise ValueError(f"expected choices[0].message, an 'output' key or a 'messages' list, got "
+                     f"keys: {keys}")
 
 
 def _usage(raw: Any) -> TokenUsage | None:

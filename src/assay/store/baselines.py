@@ -1,0 +1,86 @@
+"""Named baselines: the run of a suite (and target) that later runs are compared to.
+
+Setting a baseline replaces the one before it in the same scope; only a completed run can be
+one, since an interrupted run has no whole-run figures to compare with.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel
+from sqlalchemy import and_, delete, select
+
+from assay.errors import ConfigError
+from assay.records import RunRecord, RunStatus
+from assay.store import schema
+from assay.store.runs import RunStore
+
+
+class Baseline(BaseModel):
+    """A scope's baseline run."""
+
+    suite: str
+    target: str | None
+    run_id: str
+    created_at: float
+
+
+def scope_of(run: RunRecord) -> tuple[str, str]:
+    """A run's baseline scope: its suite, and the target that ran it ("" for none)."""
+    return run.suite, run.config.target or ""
+
+
+def set_baseline(store: RunStore, run_id: str) -> Baseline:
+    """Make ``run_id`` its scope's baseline, replacing any other; ConfigError unless it
+    completed."""
+    run = store.run_record(run_id)
+    if run.status is not RunStatus.COMPLETED:
+        raise ConfigError(f"Only completed runs can be marked as baseline "
+                          f"(status={run.status.value})", code="run_not_completed")
+    suite, target = scope_of(run)
+    now = time.time()
+    with store._begin() as conn:
+        conn.execute(delete(schema.baselines).where(and_(
+            schema.baselines.c.suite == suite, schema.baselines.c.target == target)))
+        conn.execute(schema.baselines.insert().values(suite=suite, target=target,
+                                                      run_id=run.id, created_at=now))
+    return Baseline(suite=suite, target=target or None, run_id=run.id, created_at=now)
+
+
+def get_baseline(store: RunStore, suite: str, target: str | None = None) -> Baseline | None:
+    """The baseline of (suite, target), or None."""
+    with store._begin() as conn:
+        row = conn.execute(select(schema.baselines).where(and_(
+            schema.baselines.c.suite == suite,
+            schema.baselines.c.target == (target or "")))).first()
+    if row is None:
+        return None
+    return Baseline(suite=row.suite, target=row.target or None, run_id=row.run_id,
+                    created_at=row.created_at)
+
+
+def baseline_for(store: RunStore, run_id: str) -> Baseline | None:
+    """The baseline of the scope ``run_id`` belongs to."""
+    return get_baseline(store, *scope_of(store.run_record(run_id)))
+
+
+def list_baselines(store: RunStore) -> list[Baseline]:
+    with store._begin() as conn:
+        rows = conn.execute(select(schema.baselines).order_by(
+            schema.baselines.c.suite, schema.baselines.c.target)).fetchall()
+    return [Baseline(suite=r.suite, target=r.target or None, run_id=r.run_id,
+                     created_at=r.created_at) for r in rows]
+
+
+def clear_baseline(store: RunStore, suite: str, target: str | None = None) -> bool:
+    """Remove the baseline of (suite, target); False when there was none."""
+    with store._begin() as conn:
+        done = conn.execute(delete(schema.baselines).where(and_(
+            schema.baselines.c.suite == suite,
+            schema.baselines.c.target == (target or ""))))
+    return bool(done.rowcount)
+
+
+__all__ = ["Baseline", "baseline_for", "clear_baseline", "get_baseline", "list_baselines",
+           "scope_of", "set_baseline"]
