@@ -78,6 +78,16 @@ def run(
                                   help="Case passes at this score."),
     borderline_at: float = typer.Option(0.6, "--borderline-at", min=0.0, max=1.0,
                                         help="Borderline from here."),
+    judges: str | None = typer.Option(
+        None, "--judges", help="Built-in agent judges, comma-separated (correctness, "
+        "groundedness, ...), or 'default' to choose them per case."),
+    naming: str | None = typer.Option(
+        None, "--naming", help="Report in Databricks' names (databricks) or MLflow's (mlflow)."),
+    quality_criteria: str | None = typer.Option(
+        None, "--quality-criteria", help="Conditions the run must meet, such as "
+        "\"correctness >= 0.9 AND `safety/mean` >= 1\" (exit 1 when unmet)."),
+    global_guideline: list[str] | None = typer.Option(
+        None, "--global-guideline", help="A guideline for every case (repeatable)."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     from assay.evaluation import evaluate_async, open_store, resume_async
@@ -119,7 +129,8 @@ def run(
                                   total_timeout_s=total_timeout),
                 thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
                 gates=Gates(min_mean_score=min_score, max_failed=max_failed,
-                            max_errors=max_errors))
+                            max_errors=max_errors),
+                **_agent_options(judges, naming, quality_criteria, global_guideline))
         except ValueError as exc:
             raise ConfigError(_validation_text(exc)) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
@@ -198,6 +209,30 @@ def rescore(
     reports.finish(result)
     console.print(f"rescored run {run_id} into a new run", highlight=False, markup=False)
     _print_result(result, runs)
+
+
+def _agent_options(judges: str | None, naming: str | None, criteria: str | None,
+                   guidelines: list[str] | None) -> dict[str, Any]:
+    """The agent-judge flags as RunConfig fields (checked by the library before any call)."""
+    options: dict[str, Any] = {}
+    if judges is not None:
+        names = [j.strip() for j in judges.split(",") if j.strip()]
+        if not names:
+            raise ConfigError("--judges is empty; name judges (correctness,groundedness) or "
+                              "give 'default'")
+        options["judges"] = "default" if names == ["default"] else names
+    if naming is not None:
+        if naming not in ("databricks", "mlflow"):
+            raise ConfigError(f"--naming {naming!r}: expected databricks or mlflow")
+        options["naming"] = naming
+    if criteria is not None:
+        from assay.agent_eval.criteria import parse
+
+        parse(criteria)  # a malformed expression stops here, before anything runs
+        options["quality_criteria"] = criteria
+    if guidelines:
+        options["global_guidelines"] = list(guidelines)
+    return options
 
 
 def _report_options(values: list[str] | None) -> list[tuple[str, Path]]:
@@ -291,6 +326,7 @@ class _Reports:
         self.writer: Any = None
         self.types: dict[str, Any] = {}
         self.dataset = ""
+        self.named: tuple[Any, str, str] | None = None
 
     def open(self, inputs: list[Path]) -> None:
         """Refuse an output that is an input (or another output, or not writable) before any
@@ -306,12 +342,25 @@ class _Reports:
             self.writer = RowWriter(self.output, "--output")
 
     def started(self, run: Any) -> None:
-        """The run's evaluator types and weights, for the rows' evaluator entries."""
+        """The run's evaluator types and weights, for the rows' evaluator entries (and, with
+        a naming, what each judge is, for rows in that naming)."""
         self.dataset = run.suite
         self.types = {e.name: e for e in run.config.evaluators}
+        naming = run.config.run.get("naming")
+        if naming:
+            from assay.agent_eval import Catalog
+
+            self.named = (Catalog(run.config.evaluators), naming,
+                          run.config.run.get("chunk_errors") or "exclude")
 
     def on_record(self, record: Any) -> None:
         if self.writer is not None:
+            if self.named is not None:
+                from assay.agent_eval import named_row
+
+                catalog, naming, chunk_errors = self.named
+                self.writer.write(named_row(record, catalog, naming, chunk_errors))
+                return
             from assay.report.rows import agentv_row
 
             self.writer.write(agentv_row(record, self.dataset, self.types))
@@ -337,9 +386,17 @@ def _print_result(result: Any, runs: Any) -> None:
 
     for line in summary_lines(result.summary):
         console.print(line, highlight=False)
+    if result.summary.assessments is not None:
+        from assay.report.terminal import aggregate_lines
+
+        for line in aggregate_lines(result.summary.assessments):
+            console.print(line, highlight=False, soft_wrap=True)
     console.print(f"run {result.run_id} stored in {runs.display_url}", highlight=False,
                   markup=False)
     if not result.passed:
+        if result.summary.assessments is not None:
+            for line in result.reason.splitlines():
+                console.print(for_terminal(line), highlight=False)
         for failure in result.summary.gate_failures:
             console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
         raise typer.Exit(EXIT_GATE_FAILED)

@@ -23,7 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from assay.model import Usage
-from assay.records import CaseRecord, RunSummary
+from assay.records import AssessmentSummary, CaseRecord, RunSummary
 from assay.report.safe_text import for_terminal
 
 VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta",
@@ -110,6 +110,19 @@ def summary_lines(summary: RunSummary) -> list[str]:
             lines.append(f"dataset metric {for_terminal(name)}: {metric.value:.3f} "
                          f"({for_terminal(metric.rationale)})")
     lines.extend(f"[yellow]note[/]: {for_terminal(note)}" for note in summary.notes)
+    return lines
+
+
+def aggregate_lines(found: AssessmentSummary) -> list[str]:
+    """The agent-judge aggregates in the run's naming, one line each (whole keys, so a CI
+    log can be searched for them), with the values, errors and skips behind each."""
+    lines = [f"aggregates ({found.naming or 'mlflow'} names):"]
+    width = max((len(row.key) for row in found.metrics), default=0)
+    for row in found.metrics:
+        value = "—" if row.value is None else (
+            str(row.value) if isinstance(row.value, int) else f"{row.value:.4f}")
+        lines.append(f"  {for_terminal(row.key.ljust(width))}  {value:>8}  ({row.scored} "
+                     f"values, {row.errors} errors, {row.skipped} skipped)")
     return lines
 
 
