@@ -281,3 +281,18 @@ def test_cli_reads_run_options_from_a_yaml_sidecar(tmp_path, mock_model, mock_se
     row = json.loads((tmp_path / "rows.jsonl").read_text())
     assert row["response/llm_judged/guideline_adherence/tone/rating"] == "yes"
     assert row["response/llm_judged/safety/rating"] == "yes"
+
+
+def test_agent_judges_from_eval_yaml(tmp_path):
+    (tmp_path / "EVAL.yaml").write_text(
+        "execution:\n  evaluators:\n    - type: correctness\n    - type: custom_judge\n"
+        "      name: polite\n      instructions: 'How polite, 1 to 5? {{ response }}'\n"
+        "evalcases:\n  - id: a\n    input: '⟦a⟧ capital of France?'\n"
+        "    expected_output: '⟦truth⟧ Paris'\n")
+    assay.register_service("stub", StubJudge({"⟦truth⟧": "yes", "⟦p⟧": 2}))
+    result = assay.evaluate(tmp_path / "EVAL.yaml", target=lambda q: "⟦p⟧ Paris.",
+                            naming="databricks", judge_model="custom:stub", cache="off")
+    row = result.rows()[0]
+    assert row["response/llm_judged/correctness/rating"] == "yes"
+    assert row["response/llm_judged/polite/rating"] == "no"  # 2 < 3
+    assert row["response/overall_assessment/rating"] == "no"
