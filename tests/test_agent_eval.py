@@ -296,3 +296,24 @@ def test_agent_judges_from_eval_yaml(tmp_path):
     assert row["response/llm_judged/correctness/rating"] == "yes"
     assert row["response/llm_judged/polite/rating"] == "no"  # 2 < 3
     assert row["response/overall_assessment/rating"] == "no"
+
+
+def test_mlflow_rows_round_trip_through_parquet(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame([{"inputs": {"question": "⟦pq⟧ q"}, "outputs": "a",
+                           "expectations": {"expected_facts": ["f1", "f2"],
+                                            "expected_retrieved_context": [{"doc_uri": "u"}],
+                                            "expected_tool_calls": [{"name": "search"}]}}])
+    frame.to_parquet(tmp_path / "data.parquet")
+    stub = StubJudge({"⟦pq⟧": "yes"})
+    assay.register_service("stub", stub)
+    result = assay.evaluate(tmp_path / "data.parquet", judges=["correctness"],
+                            naming="mlflow", judge_model="custom:stub", cache="off")
+    case = result.records[0].case
+    assert case.expected_facts == ["f1", "f2"]
+    assert [d.doc_uri for d in case.expected_retrieved_context] == ["u"]
+    # Parquet's nested arrays arrive as plain lists, so scorers and the store see JSON data
+    assert case.expectations == {"expected_tool_calls": [{"name": "search"}]}
+    assert result.metrics == {"correctness/mean": 1.0}
+    assert "\n- f1\n- f2" in stub.prompts[0]

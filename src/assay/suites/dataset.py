@@ -400,7 +400,12 @@ def _unmissing(value: Any) -> Any:
         return None
     tolist = getattr(value, "tolist", None)
     if callable(tolist) and type(value).__module__.startswith("numpy"):
-        return tolist()
+        value = tolist()
+    # Parquet nests: a column of dicts (MLflow's expectations, chunks) holds arrays inside.
+    if isinstance(value, dict):
+        return {k: _unmissing(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unmissing(v) for v in value]
     return value
 
 
