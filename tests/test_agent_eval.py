@@ -317,3 +317,18 @@ def test_mlflow_rows_round_trip_through_parquet(tmp_path):
     assert case.expectations == {"expected_tool_calls": [{"name": "search"}]}
     assert result.metrics == {"correctness/mean": 1.0}
     assert "\n- f1\n- f2" in stub.prompts[0]
+
+
+def test_a_sidecar_of_run_options_makes_jsonl_data_rows_and_only_then(tmp_path):
+    from assay.suites import load_any
+
+    rows = tmp_path / "cases.jsonl"
+    rows.write_text(json.dumps({"id": "a", "input": "q", "expected_output": "x"}) + "\n")
+    (tmp_path / "cases.yaml").write_text("description: an AgentV suite\n")
+    assert load_any(rows, None).metadata.get("run_options") is None  # AgentV's sidecar
+    (tmp_path / "cases.yaml").write_text("judges: [safety]\nnaming: mlflow\n")
+    suite = load_any(rows, None)
+    assert suite.metadata["run_options"] == {"judges": ["safety"], "naming": "mlflow"}
+    (tmp_path / "cases.yaml").write_text("judges: [safety]\nnaming: mlfow\n")
+    with pytest.raises(ConfigError, match=r"cases\.yaml"):
+        assay.evaluate(rows)

@@ -149,7 +149,8 @@ SIDECAR_KEYS = (*SIDECAR_OPTIONS, "evaluators", "name", "description")
 
 def data_sidecar(path: Path) -> Path | None:
     """The ``<name>.yaml`` (or ``.yml``) beside a data file that holds run options for it:
-    a mapping with only :data:`SIDECAR_KEYS` (an AgentV sidecar has other keys)."""
+    a mapping with only :data:`SIDECAR_KEYS`, at least one of them a run option or
+    ``evaluators`` (an AgentV sidecar has ``execution`` and other keys instead)."""
     from assay.suites.evaljsonl import sidecar_of
 
     sidecar = sidecar_of(path)
@@ -162,7 +163,8 @@ def data_sidecar(path: Path) -> Path | None:
         data = load_yaml_file(sidecar).data
     except EvaluationError:
         return None
-    if isinstance(data, dict) and data and all(k in SIDECAR_KEYS for k in data):
+    if isinstance(data, dict) and all(k in SIDECAR_KEYS for k in data) and \
+            any(k in data for k in (*SIDECAR_OPTIONS, "evaluators")):
         return sidecar
     return None
 
@@ -193,13 +195,14 @@ def _with_sidecar(suite: Suite, sidecar: Path) -> Suite:
 
 
 def looks_like_rows(path: Path) -> bool:
-    """True for a JSONL file of data rows rather than an AgentV suite: no sidecar, and its
-    first row has a key AgentV cases do not have (``output``, ``response``, ``request``...)."""
+    """True for a JSONL file of data rows rather than an AgentV suite: a sidecar of run
+    options (:func:`data_sidecar`), or no sidecar and a first row with a key AgentV cases do
+    not have (``output``, ``response``, ``request``...)."""
     from assay.suites.evaljsonl import sidecar_of
     from assay.suites.evalyaml import CASE_KEYS
 
-    if sidecar_of(path) is not None and data_sidecar(path) is None:
-        return False
+    if sidecar_of(path) is not None:  # run options make it data; anything else, AgentV's
+        return data_sidecar(path) is not None
     try:
         with path.open(encoding="utf-8") as handle:
             for line in handle:
