@@ -332,3 +332,22 @@ def test_a_sidecar_of_run_options_makes_jsonl_data_rows_and_only_then(tmp_path):
     (tmp_path / "cases.yaml").write_text("judges: [safety]\nnaming: mlfow\n")
     with pytest.raises(ConfigError, match=r"cases\.yaml"):
         assay.evaluate(rows)
+
+
+def test_legacy_metric_functions_receive_row_fields_by_name():
+    seen: dict[str, Any] = {}
+
+    @assay.scorer
+    def legacy(request, response, expected_response, retrieved_context, custom_outputs):
+        seen.update(request=request, response=response, expected=expected_response,
+                    context=retrieved_context, custom=custom_outputs)
+        return "yes"
+
+    row = {"request_id": "m", "request": {"messages": [{"role": "user", "content": "hi"}]},
+           "response": {"choices": [{"message": {"role": "assistant", "content": "hello"}}]},
+           "expected_response": "hello", "custom_outputs": {"k": 1},
+           "retrieved_context": [{"content": "c", "doc_uri": "u"}]}
+    result = assay.evaluate([row], scorers=[legacy], naming="databricks")
+    assert seen == {"request": "hi", "response": "hello", "expected": "hello",
+                    "context": [{"content": "c", "doc_uri": "u"}], "custom": {"k": 1}}
+    assert result.rows()[0]["metric/legacy/value"] == "yes"

@@ -50,8 +50,12 @@ from assay.judges.feedback import (
 from assay.judges.registry import register
 from assay.model import Case, Execution, Score
 
-PARAMETERS = ("inputs", "outputs", "expectations", "trace", "case", "execution")
-"""What a scorer function may ask for, by parameter name."""
+PARAMETERS = ("inputs", "outputs", "expectations", "trace", "case", "execution",
+              "request", "response", "expected_response", "expected_facts",
+              "expected_retrieved_context", "retrieved_context", "guidelines",
+              "custom_expected", "custom_inputs", "custom_outputs", "tool_calls")
+"""What a scorer function may ask for, by parameter name: MLflow 3's names, assay's own, and
+the row fields Databricks' legacy ``@metric`` functions receive by name."""
 
 YES = frozenset({"yes", "y", "pass", "passed", "true", "correct", "1"})
 NO = frozenset({"no", "n", "fail", "failed", "false", "incorrect", "0"})
@@ -86,6 +90,44 @@ def expectations_of(case: Case) -> dict[str, Any]:
     if isinstance(extra, dict):
         found.update(extra)
     return found
+
+
+def _argument(name: str, case: Case, execution: Execution) -> Any:
+    """The value of one scorer parameter (see :data:`PARAMETERS`)."""
+    if name == "inputs":
+        return case.input
+    if name == "outputs":
+        return execution.output
+    if name == "expectations":
+        return expectations_of(case)
+    if name == "trace":
+        return execution.trace
+    if name == "case":
+        return case
+    if name == "execution":
+        return execution
+    from assay.judges.agent_inputs import request_text, response_text
+    from assay.traces import retrieved_context, tool_calls
+
+    if name == "request":
+        return request_text(case)
+    if name == "response":
+        return response_text(execution)
+    if name == "expected_response":
+        return case.expected_output
+    if name == "expected_facts":
+        return list(case.expected_facts)
+    if name == "expected_retrieved_context":
+        return [d.model_dump(exclude_none=True) for d in case.expected_retrieved_context]
+    if name == "retrieved_context":
+        return [{"content": c.content, "doc_uri": c.doc_uri}
+                for c in retrieved_context(execution).chunks]
+    if name == "guidelines":
+        return dict(case.named_guidelines) if case.named_guidelines else list(case.guidelines)
+    if name == "tool_calls":
+        return [c.model_dump(exclude_none=True) for c in tool_calls(execution)]
+    return {"custom_expected": case.custom_expected, "custom_inputs": case.custom_inputs,
+            "custom_outputs": execution.custom_outputs}[name]
 
 
 def _wanted(fn: Callable[..., Any], where: str) -> tuple[str, ...]:
@@ -172,10 +214,7 @@ class PythonScorer(Evaluator):
         if self._fn is None:
             raise ConfigError(f"scorer {self.name!r} has no function: give function: "
                               "module:name", code="invalid_scorer")
-        available = {"inputs": case.input, "outputs": execution.output,
-                     "expectations": expectations_of(case), "trace": execution.trace,
-                     "case": case, "execution": execution}
-        kwargs = {name: available[name] for name in self._wants}
+        kwargs = {name: _argument(name, case, execution) for name in self._wants}
         try:
             if inspect.iscoroutinefunction(self._fn):
                 value = await self._fn(**kwargs)
