@@ -76,3 +76,18 @@ def test_quick_suite_run_prints_throughput_cache_and_memory_numbers() -> None:
         assert row["server requests"] == "0", row  # a fully cached re-run calls nothing
     for row in memory:
         assert float(row["peak RSS MB"]) > 0, row
+
+
+AGENT_SCRIPT = SCRIPT.parent / "agent_judges_throughput.py"
+
+
+@pytest.mark.slow
+def test_agent_judges_benchmark_makes_every_call_it_counts() -> None:
+    done = subprocess.run([sys.executable, str(AGENT_SCRIPT), "--rows", "20", "--latency",
+                           "10"], capture_output=True, text=True, timeout=120,
+                          cwd=SCRIPT.parent.parent)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (table,) = markdown_tables(done.stdout)
+    (row,) = table
+    assert int(row["calls"]) == 20 * 9 == int(row["server requests"])
+    assert row["errors"] == "0"

@@ -268,7 +268,8 @@ def test_python_scorer_functions_choose_their_arguments():
     assert by_id["fr"].score_named("mentions_city").value == 1.0
     assert by_id["fr"].score_named("length_ok").value == 1.0
     assert by_id["fr"].score_named("verdict").label == "yes"
-    assert seen["expectations"] == {"expected_output": "Berlin"}
+    # assay's name and MLflow's name (expected_response) for the expected output
+    assert seen["expectations"] == {"expected_output": "Berlin", "expected_response": "Berlin"}
     assert mentions_city("Paris", {"expected_output": "Paris"}) is True  # still a function
     spec = next(e for e in result.run.config.evaluators if e.name == "mentions_city")
     assert spec.type == "python" and spec.params["function"].endswith("mentions_city")
@@ -289,7 +290,10 @@ def test_python_scorer_errors_and_bad_values_are_errors_not_zeros():
     scores = {s.name: s for s in result.records[0].scores}
     assert scores["broken"].error.code == "scorer_error"  # type: ignore[union-attr]
     assert "scorer bug" in scores["broken"].error.message  # type: ignore[union-attr]
-    assert scores["out_of_range"].error.code == "scorer_error"  # type: ignore[union-attr]
+    # a number off the 0-1 scale is a measurement (MLflow aggregates it as it is): kept as
+    # raw, never a made-up score and never averaged into the case score
+    assert scores["out_of_range"].value is None and scores["out_of_range"].raw == 5
+    assert scores["out_of_range"].skipped and scores["out_of_range"].details["measurement"]
     assert result.records[0].verdict is Verdict.ERROR
     with pytest.raises(ConfigError, match="parameter 'foo'"):
         assay.scorer(lambda foo: True)

@@ -52,13 +52,17 @@ def test_the_first_two_commands_are_the_setup_and_the_ci_command():
     assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
 
 
-@pytest.mark.parametrize("index", range(len(blocks("python"))))
+# The pytest example runs in test_the_pytest_example_passes, under pytest.
+PYTHON_BLOCKS = [(code, before) for code, before in blocks("python")
+                 if "from assay.pytest_plugin" not in code]
+
+
+@pytest.mark.parametrize("index", range(len(PYTHON_BLOCKS)))
 def test_python_blocks_run(index, tmp_path, mock_server):
-    code, _ = blocks("python")[index]
-    if "from assay.pytest_plugin" in code:
-        pytest.skip("the pytest example runs in test_the_pytest_example_passes")
-    work = tmp_path / "suite"
-    shutil.copytree(ROOT / "examples" / "suite", work)
+    code, before = PYTHON_BLOCKS[index]
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    named = re.findall(r"From `examples/([^`]+)`", before[-400:])
+    work = tmp_path / "examples" / (named[-1] if named else "suite")
     done = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
                           text=True, env=env_for(mock_server.url), timeout=120)
     assert done.returncode == 0, done.stderr

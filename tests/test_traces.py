@@ -337,7 +337,9 @@ def test_retrieval_documents_from_output_json() -> None:
     }}, {"name": "other", "attributes": {"openinference.span.kind": "LLM"}}])
     (found,) = retrievals(execution)
     assert found.query == "capital"
-    assert [d.content for d in found.documents] == ["Paris", '{"a": 1, "b": 2}', "plain text"]
+    # a document with no text field is not turned into text: it is listed as unparsable
+    assert [d.content for d in found.documents] == ["Paris", "plain text"]
+    assert found.unparsable == [1]
     assert found.documents[0].doc_uri == "wiki/paris"
 
 
@@ -348,3 +350,59 @@ def test_retrieval_documents_as_attribute_list() -> None:
     (found,) = retrievals(spans)
     assert found.query is None
     assert found.documents[0].content == "A" and found.documents[0].metadata == {"id": "1"}
+
+
+# -- retrieved context for judges: top-level retrievers, MLflow's trace JSON ----------------
+
+
+def test_mlflow3_span_dicts_and_top_level_retrievers() -> None:
+    """MLflow 3's ``Span.to_dict()`` shape: base64 ids, nanosecond times, a status object,
+    JSON-encoded attribute values; a retriever inside a retriever is not top-level."""
+    import base64
+
+    from assay.traces import retrieved_context, top_level_retrievers
+
+    def b64(hex_id: str) -> str:
+        return base64.b64encode(bytes.fromhex(hex_id)).decode()
+
+    def span(hex_id: str, name: str, kind: str, parent: str | None, docs: object = None,
+             ) -> dict[str, object]:
+        attributes = {"mlflow.spanType": json.dumps(kind)}
+        if docs is not None:
+            attributes["mlflow.spanOutputs"] = json.dumps(docs)
+        return {"trace_id": b64("0" * 32), "span_id": b64(hex_id), "trace_state": "",
+                "parent_span_id": b64(parent) if parent else None, "name": name,
+                "start_time_unix_nano": 1700000000000000000,
+                "end_time_unix_nano": 1700000001000000000, "attributes": attributes,
+                "status": {"message": "", "code": "STATUS_CODE_OK"}, "events": []}
+
+    trace = {"info": {"trace_id": "tr-1"}, "data": {"spans": [
+        span("00000000000000b0", "agent", "AGENT", None),
+        span("00000000000000b1", "rerank", "RETRIEVER", "00000000000000b0",
+             [{"page_content": "kept", "metadata": {"doc_uri": "k"}}]),
+        span("00000000000000b2", "search", "RETRIEVER", "00000000000000b1",
+             [{"page_content": "inner", "metadata": {"doc_uri": "i"}}]),
+        span("00000000000000b3", "other", "RETRIEVER", "00000000000000b0",
+             [{"text": "also kept", "metadata": {"doc_uri": "a"}}, {"score": 1.0}]),
+    ]}}
+    execution = Execution(output="x", trace=trace)
+    assert [s.name for s in top_level_retrievers(execution.trace)] == ["rerank", "other"]
+    context = retrieved_context(execution)
+    assert context.source == "trace"
+    assert [c.content for c in context.chunks] == ["kept", "also kept", None]
+    assert context.doc_uris == ["k", "a"]
+    assert context.problem is not None and "has no text" in context.problem
+    # given context wins over the trace
+    given = Execution(output="x", trace=trace, retrieved_context=[{"content": "given"}])
+    assert [c.content for c in retrieved_context(given).chunks] == ["given"]
+
+
+def test_span_type_and_outputs_shorthand_in_span_dicts() -> None:
+    from assay.traces import retrieved_context
+
+    spans = normalize_trace([{"name": "r", "span_id": "1", "span_type": "RETRIEVER",
+                              "outputs": [{"content": "c", "metadata": {"doc_uri": "u"}}],
+                              "status_code": "OK", "status_message": ""}])
+    assert spans[0].status == "ok"
+    context = retrieved_context(Execution(trace=spans))
+    assert [(c.content, c.doc_uri) for c in context.chunks] == [("c", "u")]

@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "LLMJudge": "assay.judges",
     "SemanticSimilarity": "assay.judges",
     "scorer": "assay.judges.python_scorer",
+    "Feedback": "assay.judges.feedback",
+    "make_judge": "assay.judges.custom_judges",
     "EngineConfig": "assay.llm",
     "JudgeEngine": "assay.llm",
     "register_service": "assay.llm",
@@ -64,6 +66,7 @@ __all__ = [
     "Evaluator",
     "ExactMatch",
     "Execution",
+    "Feedback",
     "Gates",
     "JudgeEngine",
     "LLMJudge",
@@ -84,6 +87,7 @@ __all__ = [
     "compare",
     "evaluate",
     "evaluate_async",
+    "make_judge",
     "register_service",
     "rescore",
     "rescore_async",
@@ -128,6 +132,8 @@ if TYPE_CHECKING:
         LLMJudge,
         SemanticSimilarity,
     )
+    from assay.judges.custom_judges import make_judge
+    from assay.judges.feedback import Feedback
     from assay.judges.python_scorer import scorer
     from assay.llm import EngineConfig, JudgeEngine, register_service
     from assay.model import (

@@ -50,10 +50,12 @@ def evaluate(data: Data = None, *, target: TargetLike = None,
              evaluators: Sequence[EvaluatorLike] | None = None,
              config: RunConfig | None = None, store: StoreLike = None,
              columns: Mapping[str, str] | None = None, name: str | None = None,
+             scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
              **options: Any) -> EvaluationResult:
     """Evaluate ``data`` and return the stored, gated run. See :func:`evaluate_async`."""
     return run_sync(evaluate_async(data, target=target, evaluators=evaluators, config=config,
-                                   store=store, columns=columns, name=name, **options))
+                                   store=store, columns=columns, name=name, scorers=scorers,
+                                   predict_fn=predict_fn, **options))
 
 
 async def evaluate_async(
@@ -64,6 +66,7 @@ async def evaluate_async(
         progress: Progress | None = None,
         on_record: Callable[[CaseRecord], None] | None = None,
         on_start: Callable[[RunRecord], None] | None = None, keep: bool = True,
+        scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
         **options: Any) -> EvaluationResult:
     """Evaluate ``data`` into a new run.
 
@@ -83,11 +86,25 @@ async def evaluate_async(
         on_start: called with the run's record once it is created (or resumed).
         keep: keep the records in the result (False: read them back from the store on
             demand, for runs too large to hold).
+        scorers, predict_fn: MLflow's names for ``evaluators`` (added to them) and
+            ``target``.
+
+    The agent-judge options (``naming``, ``judges``, ``global_guidelines``,
+    ``quality_criteria``...; see :mod:`assay.agent_eval`) are RunConfig fields too.
     """
+    from assay import agent_eval
+
     config = _config(config, options)
+    if predict_fn is not None:
+        if target is not None:
+            raise ConfigError("give target or predict_fn, not both", code="invalid_target")
+        target = predict_fn
+    if scorers is not None:
+        evaluators = [*(evaluators or []), *scorers]
     suite = load_data(data, columns=columns, config=config, name=name)
     if evaluators is not None:
         suite = with_evaluators(suite, evaluators)
+    suite, config = agent_eval.prepare(suite, config)
     run_store = open_store(store)
     given = as_target(target)
     if given is None and isinstance(target, str):
@@ -142,6 +159,7 @@ async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = Non
                                   "resume", code="missing_suite")
             data = Path(snapshot.suite_path)
         suite = load_data(data, config=config)
+    suite, config = _prepare_again(suite, config, stored)
     if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
         on_warning("the suite changed since this run started; finished results are kept, "
                    "the rest use the new suite")
@@ -173,6 +191,9 @@ async def rescore_async(run_id: str, *, store: StoreLike = None,
     base = base.model_copy(update={"target": None, "repeat": 1, "filter": None})
     config = _config(config or base, options)
     suite = _rescore_suite(run_store, stored, evaluators)
+    from assay import agent_eval
+
+    suite, config = agent_eval.prepare(suite, config)
     session = _Session(suite, config, run_store, None, None, rescored_from=stored.id)
     return await session.execute(progress, on_record, None, keep)
 
@@ -327,6 +348,18 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
     return suite if evaluators is None else with_evaluators(suite, evaluators)
 
 
+def _prepare_again(suite: Suite, config: RunConfig, stored: RunRecord) -> tuple[Suite, RunConfig]:
+    """A resumed run's agent judges, as it recorded them (a stored run's own evaluators are
+    rebuilt first when its data names none)."""
+    from assay import agent_eval
+
+    if not agent_eval.active(config):
+        return suite, config
+    if not suite.evaluators and stored.config.evaluators:
+        suite = suite.model_copy(update={"evaluators": _rebuild_evaluators(stored)})
+    return agent_eval.prepare(suite, config)
+
+
 def _rebuild_evaluators(stored: RunRecord) -> list[Evaluator]:
     if not stored.config.evaluators:
         return []
@@ -371,6 +404,9 @@ class _Session:
         self.targets = TargetResolver(self.engine, base, targets_file, given, owns_given)
         self.resume = resume
         self.rescored_from = rescored_from
+        from assay import agent_eval
+
+        self.fold = agent_eval.fold_for(suite, config)
 
     def judge_for(self, target: str | None) -> str | None:
         """The judge of the target that ran a case (its ``judge_target``), else the suite's."""
@@ -458,6 +494,15 @@ class _Session:
                       on_record: Callable[[CaseRecord], None] | None,
                       on_start: Callable[[RunRecord], None] | None, keep: bool) -> EvaluationResult:
         dry = self.config.dry_run
+        fold = self.fold
+        if fold is not None and not dry:
+            given = on_record
+
+            def on_record(record: CaseRecord) -> None:
+                fold.add(record)
+                if given is not None:
+                    given(record)
+
         runner = Runner(self.suite, self.resolver(), self.engine,
                         None if dry else self.store, self.config, progress,
                         on_record, judge_for=self.judge_for)
@@ -479,6 +524,8 @@ class _Session:
                 on_start(self.store.run_record(run_id))
             outcome = await runner.run(run_id, keep=keep)
             outcome.summary.notes = self.notes()
+            if fold is not None:
+                fold.finish(outcome.summary)
             self.store.set_status(run_id, RunStatus.COMPLETED.value,
                                   outcome.summary.model_dump(mode="json"))
         except (KeyboardInterrupt, asyncio.CancelledError):

@@ -133,10 +133,22 @@ class AgentInfo(_Model):
     model: str | None = None
     system_prompt: str | None = None
     tools: list[dict[str, Any]] | None = None
+class ExpectedDocument(_Model):
+    """A document a retriever should have found (ground truth for retrieval recall)."""
+
+    doc_uri: str
+    content: str | None = None
 
 
 class Case(_Model):
-    """One thing to evaluate: what goes in, and what a good result looks like."""
+    """One thing to evaluate: what goes in, and what a good result looks like.
+
+    ``guidelines`` are rules the answer must follow; ``named_guidelines`` are groups of them,
+    each judged on its own (a ``guidelines`` dict of name -> rules is read into it). The
+    RAG ground truth (``expected_facts``, ``expected_retrieved_context``) and the Databricks
+    and MLflow extras (``guidelines_context``, ``custom_expected``, ``custom_inputs``, other
+    ``expectations``) are typed fields, not metadata, so every judge reads them the same way.
+    """
 
     id: str
     input: CaseInput = ""
@@ -150,8 +162,31 @@ class Case(_Model):
         default=None, description="what a judge should weigh most for this case")
     conversation: ConversationSpec | None = Field(
         default=None, description="set for a multi-turn case: how its user is played")
+    expected_facts: list[str] = Field(default_factory=list)
+    expected_retrieved_context: list[ExpectedDocument] = Field(default_factory=list)
+    named_guidelines: dict[str, list[str]] = Field(default_factory=dict)
+    guidelines_context: dict[str, Any] = Field(default_factory=dict)
+    expectations: dict[str, Any] = Field(
+        default_factory=dict, description="other expectations by name (MLflow's expectations "
+        "dict without its reserved keys), given whole to scorers")
+    custom_expected: JSONValue = None
+    custom_inputs: JSONValue = None
 
-    @field_validator("expected_outcomes", "guidelines", "reference_context", mode="before")
+    @model_validator(mode="before")
+    @classmethod
+    def _named_guideline_groups(cls, data: Any) -> Any:
+        """``guidelines`` given as a dict of name -> rules is a set of named groups."""
+        if isinstance(data, dict) and isinstance(data.get("guidelines"), dict):
+            data = dict(data)
+            groups = data.pop("guidelines")
+            if data.get("named_guidelines"):
+                raise ValueError("guidelines is a dict of named groups and named_guidelines "
+                                 "is given too; give the groups once")
+            data["named_guidelines"] = groups
+        return data
+
+    @field_validator("expected_outcomes", "guidelines", "reference_context", "expected_facts",
+                     mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         if value is None:
@@ -159,6 +194,29 @@ class Case(_Model):
         if isinstance(value, str):
             return [value]
         return value
+
+    @field_validator("named_guidelines", mode="before")
+    @classmethod
+    def _groups(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @field_validator("expected_retrieved_context", mode="before")
+    @classmethod
+    def _expected_documents(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str | dict):
+            value = [value]
+        return [{"doc_uri": v} if isinstance(v, str) else v for v in value]
+
+    @field_validator("guidelines_context", "expectations", mode="before")
+    @classmethod
+    def _no_dict(cls, value: Any) -> Any:
+        return {} if value is None else value
 
     def question(self) -> str:
         """The user's question as text: the last user message, or the input itself."""
@@ -176,7 +234,8 @@ class Case(_Model):
 class RetrievedDocument(_Model):
     """A piece of context an agent retrieved."""
 
-    content: str
+    content: str = Field(default="", description="the text; empty when only the document's "
+                         "address is known (enough for retrieval recall, never judged)")
     doc_uri: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -210,6 +269,8 @@ class Execution(_Model):
     conversation: ConversationInfo | None = Field(
         default=None, description="for a multi-turn case: why it stopped, its turns and the "
         "simulated user's usage; the transcript is in messages")
+    custom_outputs: JSONValue = Field(
+        default=None, description="extra outputs the agent reported (Databricks' custom_outputs)")
 
     @field_validator("retrieved_context", mode="before")
     @classmethod

@@ -140,6 +140,38 @@ class CaseSummary(_Record):
     pass_all: bool = False
     flaky: bool = Field(default=False, description="passed in some repeats, not in others")
     mean_overall_score: float | None = None
+class AggregateRow(_Record):
+    """One named aggregate of a run reported in a naming mode (``naming``): its key and
+    value, and the counts behind it (values, errors and skips are never mixed)."""
+
+    key: str
+    value: float | int | None = None
+    assessment: str = ""
+    scored: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+
+class AssessmentSummary(_Record):
+    """A run's agent-judge results in Databricks' or MLflow's names (see
+    :mod:`assay.agent_eval`): the aggregates, the pass rule's failures (a "no", a false, a
+    failed ``pass_if`` or an error; a skip is not one) and the quality criteria not met."""
+
+    naming: str | None = None
+    metrics: list[AggregateRow] = Field(default_factory=list)
+    assertion_failures: list[str] = Field(
+        default_factory=list, description="the first failures, one line each")
+    error_failures: list[str] = Field(
+        default_factory=list, description="the first errors among them, one line each")
+    assertions_failed: int = 0
+    errors_failed: int = 0
+    criteria: str | None = None
+    criteria_failures: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="values that are not "
+                             "checks (numbers with no pass_if), and other things to know")
+    gate: str = Field(default="assertions", description="what decided the run: assertions "
+                      "(every value passes, no error) or criteria (the quality criteria met "
+                      "and no error)")
 
 
 class RunSummary(BaseModel):
@@ -195,6 +227,8 @@ class RunSummary(BaseModel):
         default=None, description="agent, simulated user and judge costs that are known")
     stop_reasons: dict[str, int] = Field(default_factory=dict)
     case_summary: dict[str, CaseSummary] = Field(default_factory=dict)
+    assessments: AssessmentSummary | None = Field(
+        default=None, description="the agent-judge view of the run, when a naming was chosen")
 
     def count(self, verdict: Verdict) -> int:
         return self.verdicts.get(verdict.value, 0)

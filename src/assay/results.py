@@ -54,16 +54,46 @@ class EvaluationResult:
 
     @property
     def passed(self) -> bool:
-        """True when the run met every gate (a run with no scored case never does)."""
+        """True when the run met every gate (a run with no scored case never does). With a
+        naming (agent judges): every answer passes and no score is an error, or, with quality
+        criteria, they are met and no score is an error."""
         return self.summary.passed
 
     @property
     def reason(self) -> str:
-        """Why the run did not pass (the failed gates), or ``"passed"``."""
+        """Why the run did not pass (the failed gates), or ``"passed"``. With a naming, in
+        MLflow's words: ``"N assertions failed:"`` and one line per failure."""
         failures = self.summary.gate_failures
         if not failures:
             return "passed"
+        found = self.summary.assessments
+        if found is not None:
+            from assay.agent_eval import reason
+
+            return reason(found, failures)
         return f"{len(failures)} gate(s) failed: " + "; ".join(failures)
+
+    @property
+    def naming(self) -> str | None:
+        """The run's naming mode (``databricks``, ``mlflow``), or None for assay's own."""
+        found = self.summary.assessments
+        if found is not None and found.naming is not None:
+            return found.naming
+        value = self.run.config.run.get("naming")
+        return value if isinstance(value, str) else None
+
+    @property
+    def criteria_failures(self) -> list[str]:
+        """The quality criteria the run did not meet, as ``"<metric> <op> <x> (got <v>)"``."""
+        found = self.summary.assessments
+        return list(found.criteria_failures) if found is not None else []
+
+    @property
+    def aggregates(self) -> list[Any]:
+        """The named aggregates (:class:`~assay.records.AggregateRow`: key, value and the
+        counts of values, errors and skips behind it); [] without a naming."""
+        found = self.summary.assessments
+        return list(found.metrics) if found is not None else []
 
     @property
     def records(self) -> list[CaseRecord]:
@@ -74,8 +104,19 @@ class EvaluationResult:
 
     @property
     def metrics(self) -> dict[str, float | int | None]:
-        """Aggregate figures as one flat dict: counts, mean score, pass rate, usage, and per
-        evaluator ``<name>/mean``, ``/scored``, ``/errors``, ``/skipped``, ``/pass_rate``."""
+        """Aggregate figures as one flat dict. With a naming, the aggregates in its names
+        (``response/llm_judged/correctness/rating/percentage``, ``correctness/mean``...; a key
+        with no value is left out, as Databricks and MLflow do). Otherwise assay's: counts,
+        mean score, pass rate, usage, and per evaluator ``<name>/mean``, ``/scored``,
+        ``/errors``, ``/skipped``, ``/pass_rate`` (also :attr:`assay_metrics`)."""
+        found = self.summary.assessments
+        if found is not None and found.naming is not None:
+            return {row.key: row.value for row in found.metrics if row.value is not None}
+        return self.assay_metrics
+
+    @property
+    def assay_metrics(self) -> dict[str, float | int | None]:
+        """assay's own aggregate figures, whatever the naming (see :attr:`metrics`)."""
         s = self.summary
         out: dict[str, float | int | None] = {
             "cases": s.cases, "scored": s.scored, "mean_score": s.mean_score,
@@ -98,9 +139,17 @@ class EvaluationResult:
         return out
 
     def rows(self) -> list[dict[str, Any]]:
-        """One flat dict per (case, repeat): id, repeat, input, expected, output, score,
-        verdict, target error, then ``<evaluator>/value|raw|label|passed|rationale|error|
-        skipped`` columns."""
+        """One flat dict per (case, repeat). With a naming, the columns of that naming
+        (see :mod:`assay.agent_eval.naming`). Otherwise: id, repeat, input, expected, output,
+        score, verdict, target error, then ``<evaluator>/value|raw|label|passed|rationale|
+        error|skipped`` columns."""
+        naming = self.naming
+        if naming is not None:
+            from assay.agent_eval import Catalog, named_row
+
+            catalog = Catalog(self.run.config.evaluators)
+            chunk_errors = str(self.run.config.run.get("chunk_errors") or "exclude")
+            return [named_row(r, catalog, naming, chunk_errors) for r in self.records]
         return [_row(r) for r in self.records]
 
     def to_pandas(self) -> Any:
@@ -113,6 +162,16 @@ class EvaluationResult:
             raise ConfigError("to_pandas() needs pandas: pip install 'assay[pandas]'",
                               code="missing_dependency") from None
         return pd.DataFrame(self.rows())
+
+    @property
+    def result_df(self) -> Any:
+        """The per-row results as a DataFrame (MLflow's name for :meth:`to_pandas`)."""
+        return self.to_pandas()
+
+    @property
+    def tables(self) -> dict[str, Any]:
+        """``{"eval_results": result_df}``, as Databricks' legacy results are read."""
+        return {"eval_results": self.result_df}
 
     def to_jsonl(self, path: str | Path | None = None) -> str | None:
         """The records as JSONL (one :class:`CaseRecord` a line): returned as text, or written

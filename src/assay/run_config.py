@@ -125,6 +125,27 @@ class RunConfig(BaseModel):
                 merged["cases_pass_threshold"] = CONNEXITY_CASES_THRESHOLD
         return self.model_copy(update={"scoring": chosen,
                                        "run_thresholds": RunThresholds(**merged)})
+    # -- agent judges (Databricks Agent Evaluation / MLflow 3; see assay.agent_eval) --------
+    naming: Literal["databricks", "mlflow"] | None = Field(
+        default=None, description="report results in Databricks Agent Evaluation's names "
+        "(databricks) or MLflow 3's (mlflow), with their aggregates and pass rule; None: "
+        "assay's own")
+    judges: list[str] | Literal["default"] | None = Field(
+        default=None, description="built-in agent judges to run on every case; 'default' "
+        "chooses them per case by Databricks' rules (the default when a naming is set and "
+        "no evaluator is given)")
+    global_guidelines: list[str] | dict[str, list[str]] | None = Field(
+        default=None, description="guidelines for every case (global_guideline_adherence): "
+        "a list, or named groups")
+    request_from_messages: Literal["last", "all"] = Field(
+        default="last", description="a chat request as its last message, or the whole "
+        "conversation")
+    chunk_errors: Literal["exclude", "count_as_irrelevant"] = Field(
+        default="exclude", description="chunk precision: leave chunks that could not be rated "
+        "out (exclude), or count them as not relevant (MLflow 3's numbers)")
+    quality_criteria: str | None = Field(
+        default=None, description="conditions the run's aggregates must meet, such as "
+        "'correctness >= 0.9 AND `safety/mean` >= 1'")
 
     @model_validator(mode="after")
     def _judge_model_not_blank(self) -> RunConfig:

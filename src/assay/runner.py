@@ -158,6 +158,8 @@ class Runner:
                 key = (item.case.id, repeat)
                 have = stored_scores.pop(key, {})
                 execution = stored_exec.pop(key, None)
+                if execution is not None:
+                    evaluators = self.suite.evaluators_after(item, execution)
                 if key in stored_cases and execution is not None and \
                         all(e.name in have for e in evaluators):
                     report(self._record(run_id, item, repeat, execution, evaluators, have,
@@ -203,6 +205,7 @@ class Runner:
         if execution is None:
             execution = await self._execute(item, target_name, repeat)
             self._store(run_id, case.id, repeat, execution)
+            evaluators = self.suite.evaluators_after(item, execution)
         ctx = self.context(target_name, repeat)
 
         async def judge(evaluator: Evaluator) -> Score:

@@ -109,6 +109,9 @@ def _spans_of(item: Any, where: str) -> list[Span]:
             return [from_dict(s, where) for scope in item[container] for s in scope.get("spans", [])]
     if "spans" in item and "name" not in item:
         return normalize_trace(item["spans"])
+    data = item.get("data")
+    if "name" not in item and isinstance(data, Mapping) and "spans" in data:
+        return normalize_trace(data["spans"])  # MLflow's trace JSON: {"info", "data"}
     return [from_dict(item, where)]
 
 
@@ -251,7 +254,11 @@ ALIASES = {
     "startTime": "start_time", "endTime": "end_time",
 }
 DROPPED = {"traceId", "trace_id", "links", "resource", "droppedAttributesCount",
-           "droppedEventsCount", "droppedLinksCount", "traceState", "flags"}
+           "droppedEventsCount", "droppedLinksCount", "traceState", "trace_state", "flags",
+           "request_id"}
+MLFLOW_KEYS = {"span_type": "mlflow.spanType", "inputs": "mlflow.spanInputs",
+               "outputs": "mlflow.spanOutputs"}
+"""MLflow span fields kept as the attributes MLflow itself stores them in."""
 
 
 def from_dict(raw: Mapping[str, Any], where: str = "span") -> Span:
@@ -260,11 +267,22 @@ def from_dict(raw: Mapping[str, Any], where: str = "span") -> Span:
     Unknown keys are an error rather than silently dropped, so a misspelt field is noticed.
     """
     data: dict[str, Any] = {}
+    moved: dict[str, Any] = {}
     for key, value in raw.items():
         if key in DROPPED:
             continue
         if key == "context" and isinstance(value, Mapping):
             data.setdefault("span_id", value.get("span_id"))
+            continue
+        if key in MLFLOW_KEYS:
+            moved[MLFLOW_KEYS[key]] = value
+            continue
+        if key == "status_code":  # MLflow 2: status_code and status_message side by side
+            data["status"] = value
+            continue
+        if key == "status_message":
+            if value:
+                moved["otel.status_description"] = value
             continue
         data[ALIASES.get(key, key)] = value
     for key in ("span_id", "parent_id"):
@@ -278,6 +296,10 @@ def from_dict(raw: Mapping[str, Any], where: str = "span") -> Span:
             del data[key]
     if isinstance(data.get("attributes"), list):
         data["attributes"] = otlp_attributes(data["attributes"])
+    if moved:
+        attributes = data.get("attributes")
+        data["attributes"] = {**moved, **attributes} if isinstance(attributes, Mapping) \
+            else moved if attributes is None else attributes
     if "status" in data:
         status = data["status"]
         if isinstance(status, Mapping):

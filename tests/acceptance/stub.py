@@ -1,21 +1,27 @@
 """The stub judge of the acceptance tests: a deterministic custom service keyed by markers.
 
-``StubJudge(table)`` is registered with ``assay.register_service("stub", StubJudge(table))`` and
-used as the model ``custom:stub``. For each request it finds the longest key of ``table`` that
-occurs in the last user message (keys are markers such as ``⟦C01⟧`` placed in inputs) and
-answers with its value (a re-ask, which adds a user message of its own, is answered by the
-key of the latest user message that holds one):
+::
 
-- a dict: returned as JSON (after ``expand``, which turns a family's shorthand into the full
-  answer; the Connexity shorthand lives in ``tests/acceptance/connexity/stub_tables.py``);
-- ``"yes"`` / ``"no"``: ``{"rationale": "stub", "result": ...}``;
+    stub = StubJudge({"⟦q1⟧": "yes", "⟦q2⟧": "no", "⟦q4⟧": INVALID})
+    assay.register_service("stub", stub)        # then judge_model="custom:stub"
+
+For each request the stub looks at the user messages from the last back to the first (a
+re-ask's last user message is the re-ask itself) and takes the first that holds a key of
+``table``; among the keys it holds, the longest wins. A key may be a tuple of markers that
+must all occur (its length is theirs summed): ``("⟦g2⟧", "⟦concise⟧")`` answers one guideline
+group of one row. Values:
+
+- ``"yes"`` / ``"no"`` or a number: ``{"rationale": "stub", "result": value}``;
 - ``INVALID`` (``"<<invalid>>"``): text that is not JSON, on every attempt, so the judge's
   re-asks run out and the score is the error ``judge_output_invalid``;
+- a dict: returned as JSON (after ``expand``, which turns a family's shorthand into the full
+  answer; the Connexity shorthand lives in ``tests/acceptance/connexity/stub_tables.py``);
 - ``Raw(text)``: the text as it is (a simulated user's message);
 - a callable: called with the request, its result answered as above.
 
-No key found raises, so a wrong prompt fails the test loudly. ``calls`` counts answers per
-key and ``requests`` keeps every request, for tests that read what a judge was sent.
+No key found raises, so a wrong prompt fails the test loudly (the last user message is kept
+in ``unmatched``). ``calls`` counts answers per key, ``prompts`` keeps the matched user message
+of every request and ``requests`` every request, for tests that read what a judge was sent.
 """
 
 from __future__ import annotations
@@ -29,12 +35,12 @@ from typing import Any
 INVALID = "<<invalid>>"
 NOT_JSON = "I cannot answer that in JSON, sorry."
 
+Key = str | tuple[str, ...]
+Expand = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+
 
 class Raw(str):
     """A value answered as plain text."""
-
-
-Expand = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -52,21 +58,40 @@ def last_user_text(request: Mapping[str, Any]) -> str:
 class StubJudge:
     """A deterministic LLM service: answers come from ``table`` by marker."""
 
-    def __init__(self, table: Mapping[str, Any], expand: Expand | None = None) -> None:
+    def __init__(self, table: Mapping[Key, Any], expand: Expand | None = None) -> None:
         self.table = dict(table)
         self.expand = expand
-        self.calls: Counter[str] = Counter()
+        self.calls: Counter[Key] = Counter()
+        self.prompts: list[str] = []
+        self.unmatched: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.delay = 0.0
         """Seconds each answer takes (a judge that is not instant, for interruption tests)."""
 
-    def key_for(self, request: Mapping[str, Any]) -> str:
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+    def match(self, text: str) -> Key | None:
+        """The longest key whose markers all occur in ``text``."""
+        best: Key | None = None
+        best_length = -1
+        for key in self.table:
+            parts = key if isinstance(key, tuple) else (key,)
+            if all(p in text for p in parts):
+                length = sum(len(p) for p in parts)
+                if length > best_length:
+                    best, best_length = key, length
+        return best
+
+    def key_for(self, request: Mapping[str, Any]) -> tuple[Key, str]:
         users = [message_text(m) for m in request.get("messages") or []
                  if m.get("role") == "user"]
         for text in reversed(users):
-            found = [key for key in self.table if key in text]
-            if found:
-                return max(found, key=len)
+            key = self.match(text)
+            if key is not None:
+                return key, text
+        self.unmatched.append(users[-1] if users else "")
         raise LookupError(f"stub judge: no table key in the user messages: "
                           f"{(users[-1] if users else '')[:300]!r}")
 
@@ -74,10 +99,11 @@ class StubJudge:
         self.requests.append(request)
         if self.delay:
             await asyncio.sleep(self.delay)
-        key = self.key_for(request)
+        key, text = self.key_for(request)
         self.calls[key] += 1
+        self.prompts.append(text)
         content = self.render(self.table[key], request)
-        return {"id": "stub", "object": "chat.completion", "model": "stub",
+        return {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
@@ -89,15 +115,13 @@ class StubJudge:
             return str(value)
         if value == INVALID:
             return NOT_JSON
-        if value in ("yes", "no"):
+        if value in ("yes", "no") or (isinstance(value, int | float)
+                                      and not isinstance(value, bool)):
             return json.dumps({"rationale": "stub", "result": value})
         if isinstance(value, dict):
             return json.dumps(self.expand(value, request) if self.expand else value,
                               ensure_ascii=False)
         return str(value)
-
-    def total(self) -> int:
-        return sum(self.calls.values())
 
 
 __all__ = ["INVALID", "Raw", "StubJudge", "last_user_text", "message_text"]

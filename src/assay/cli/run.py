@@ -103,6 +103,16 @@ def run(
     compare_to_baseline: bool = typer.Option(
         False, "--compare-to-baseline", help="Compare this run with its suite's baseline "
         "afterwards; exit 1 on a regression."),
+    judges: str | None = typer.Option(
+        None, "--judges", help="Built-in agent judges, comma-separated (correctness, "
+        "groundedness, ...), or 'default' to choose them per case."),
+    naming: str | None = typer.Option(
+        None, "--naming", help="Report in Databricks' names (databricks) or MLflow's (mlflow)."),
+    quality_criteria: str | None = typer.Option(
+        None, "--quality-criteria", help="Conditions the run must meet, such as "
+        "\"correctness >= 0.9 AND `safety/mean` >= 1\" (exit 1 when unmet)."),
+    global_guideline: list[str] | None = typer.Option(
+        None, "--global-guideline", help="A guideline for every case (repeatable)."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     from assay.evaluation import evaluate_async, open_store, resume_async
@@ -154,7 +164,8 @@ def run(
                 run_thresholds=RunThresholds(metrics_pass_threshold=metrics_pass_threshold,
                                              cases_pass_threshold=cases_pass_threshold,
                                              max_error_rate=max_error_rate),
-                connexity_compat=connexity_compat, simulator_model=simulator_model)
+                connexity_compat=connexity_compat, simulator_model=simulator_model,
+                **_agent_options(judges, naming, quality_criteria, global_guideline))
         except ValueError as exc:
             raise ConfigError(_validation_text(exc)) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
@@ -267,6 +278,30 @@ def rescore(
     _print_result(result, runs)
 
 
+def _agent_options(judges: str | None, naming: str | None, criteria: str | None,
+                   guidelines: list[str] | None) -> dict[str, Any]:
+    """The agent-judge flags as RunConfig fields (checked by the library before any call)."""
+    options: dict[str, Any] = {}
+    if judges is not None:
+        names = [j.strip() for j in judges.split(",") if j.strip()]
+        if not names:
+            raise ConfigError("--judges is empty; name judges (correctness,groundedness) or "
+                              "give 'default'")
+        options["judges"] = "default" if names == ["default"] else names
+    if naming is not None:
+        if naming not in ("databricks", "mlflow"):
+            raise ConfigError(f"--naming {naming!r}: expected databricks or mlflow")
+        options["naming"] = naming
+    if criteria is not None:
+        from assay.agent_eval.criteria import parse
+
+        parse(criteria)  # a malformed expression stops here, before anything runs
+        options["quality_criteria"] = criteria
+    if guidelines:
+        options["global_guidelines"] = list(guidelines)
+    return options
+
+
 def _report_options(values: list[str] | None) -> list[tuple[str, Path]]:
     """``--report FORMAT:PATH`` values, each format checked against the registry now."""
     from assay.registry import REGISTRY
@@ -358,6 +393,7 @@ class _Reports:
         self.writer: Any = None
         self.types: dict[str, Any] = {}
         self.dataset = ""
+        self.named: tuple[Any, str, str] | None = None
 
     def open(self, inputs: list[Path]) -> None:
         """Refuse an output that is an input (or another output, or not writable) before any
@@ -373,12 +409,25 @@ class _Reports:
             self.writer = RowWriter(self.output, "--output")
 
     def started(self, run: Any) -> None:
-        """The run's evaluator types and weights, for the rows' evaluator entries."""
+        """The run's evaluator types and weights, for the rows' evaluator entries (and, with
+        a naming, what each judge is, for rows in that naming)."""
         self.dataset = run.suite
         self.types = {e.name: e for e in run.config.evaluators}
+        naming = run.config.run.get("naming")
+        if naming:
+            from assay.agent_eval import Catalog
+
+            self.named = (Catalog(run.config.evaluators), naming,
+                          run.config.run.get("chunk_errors") or "exclude")
 
     def on_record(self, record: Any) -> None:
         if self.writer is not None:
+            if self.named is not None:
+                from assay.agent_eval import named_row
+
+                catalog, naming, chunk_errors = self.named
+                self.writer.write(named_row(record, catalog, naming, chunk_errors))
+                return
             from assay.report.rows import agentv_row
 
             self.writer.write(agentv_row(record, self.dataset, self.types))
@@ -403,12 +452,20 @@ def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = Non
 
     for line in summary_lines(result.summary):
         console.print(line, highlight=False)
+    if result.summary.assessments is not None:
+        from assay.report.terminal import aggregate_lines
+
+        for line in aggregate_lines(result.summary.assessments):
+            console.print(line, highlight=False, soft_wrap=True)
     console.print(f"run {result.run_id} stored in {runs.display_url}", highlight=False,
                   markup=False)
-    for failure in result.summary.gate_failures:
-        console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
     regressed = after() if after is not None else False
     if not result.passed or regressed:
+        if result.summary.assessments is not None:
+            for line in result.reason.splitlines():
+                console.print(for_terminal(line), highlight=False)
+        for failure in result.summary.gate_failures:
+            console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
         raise typer.Exit(EXIT_GATE_FAILED)
     console.print("[green]all gates passed[/]")
 

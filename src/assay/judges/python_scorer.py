@@ -14,9 +14,13 @@ The function's parameter names choose what it receives, as MLflow's ``@scorer`` 
 ``inputs`` (the case input), ``outputs`` (the agent's output), ``expectations`` (what a good
 result looks like, a dict), ``trace`` (the execution's spans), ``case`` and ``execution``
 (assay's own objects). It may be sync or async, and returns a bool, a number in [0, 1], a
-verdict string (yes/no, pass/fail, true/false), a :class:`~assay.Score`, or a list of scores
-(several named judgements from one scorer, kept as the score's ``parts``). An exception is that
-case's error (``scorer_error``), never a 0.
+verdict string (yes/no, pass/fail, true/false), a :class:`~assay.Score`, a
+:class:`~assay.Feedback` (MLflow's shape: value, rationale, name, error), or a list of scores
+or feedbacks (several named judgements from one scorer, kept as the score's ``parts``). A number
+outside [0, 1] or a category is a measurement: kept as it is and aggregated MLflow's way
+(``aggregations``), but not a 0-1 score (see :mod:`assay.judges.feedback`). ``pass_if`` makes a
+number or a category a check (``pass_if=">= 3"``). An exception is that case's error
+(``scorer_error``), never a 0.
 
 From EVAL.yaml the same function is ``{type: python, function: module:name}``, imported from
 the suite's directory.
@@ -26,18 +30,32 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 from collections.abc import Callable
-from typing import Any, overload
+from typing import Any, ClassVar, overload
 
-from pydantic import PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from assay.errors import ConfigError
 from assay.judges.base import EvalContext, Evaluator
+from assay.judges.feedback import (
+    MEASUREMENT,
+    Feedback,
+    PassIf,
+    as_feedback,
+    check_pass_if,
+    measured,
+    passes,
+)
 from assay.judges.registry import register
 from assay.model import Case, Execution, Score
 
-PARAMETERS = ("inputs", "outputs", "expectations", "trace", "case", "execution")
-"""What a scorer function may ask for, by parameter name."""
+PARAMETERS = ("inputs", "outputs", "expectations", "trace", "case", "execution",
+              "request", "response", "expected_response", "expected_facts",
+              "expected_retrieved_context", "retrieved_context", "guidelines",
+              "custom_expected", "custom_inputs", "custom_outputs", "tool_calls")
+"""What a scorer function may ask for, by parameter name: MLflow 3's names, assay's own, and
+the row fields Databricks' legacy ``@metric`` functions receive by name."""
 
 YES = frozenset({"yes", "y", "pass", "passed", "true", "correct", "1"})
 NO = frozenset({"no", "n", "fail", "failed", "false", "incorrect", "0"})
@@ -54,10 +72,62 @@ def expectations_of(case: Case) -> dict[str, Any]:
         found["guidelines"] = list(case.guidelines)
     if case.reference_context:
         found["reference_context"] = list(case.reference_context)
+    if case.expected_output is not None:
+        found["expected_response"] = case.expected_output
+    if case.expected_facts:
+        found["expected_facts"] = list(case.expected_facts)
+    if case.named_guidelines:
+        found["guidelines"] = {**({"guideline_adherence": list(case.guidelines)}
+                                  if case.guidelines else {}),
+                               **{k: list(v) for k, v in case.named_guidelines.items()}}
+    if case.expected_retrieved_context:
+        found["expected_retrieved_context"] = [
+            d.model_dump(exclude_none=True) for d in case.expected_retrieved_context]
+    if case.custom_expected is not None:
+        found["custom_expected"] = case.custom_expected
+    found.update(case.expectations)
     extra = case.metadata.get("expectations")
     if isinstance(extra, dict):
         found.update(extra)
     return found
+
+
+def _argument(name: str, case: Case, execution: Execution) -> Any:
+    """The value of one scorer parameter (see :data:`PARAMETERS`)."""
+    if name == "inputs":
+        return case.input
+    if name == "outputs":
+        return execution.output
+    if name == "expectations":
+        return expectations_of(case)
+    if name == "trace":
+        return execution.trace
+    if name == "case":
+        return case
+    if name == "execution":
+        return execution
+    from assay.judges.agent_inputs import request_text, response_text
+    from assay.traces import retrieved_context, tool_calls
+
+    if name == "request":
+        return request_text(case)
+    if name == "response":
+        return response_text(execution)
+    if name == "expected_response":
+        return case.expected_output
+    if name == "expected_facts":
+        return list(case.expected_facts)
+    if name == "expected_retrieved_context":
+        return [d.model_dump(exclude_none=True) for d in case.expected_retrieved_context]
+    if name == "retrieved_context":
+        return [{"content": c.content, "doc_uri": c.doc_uri}
+                for c in retrieved_context(execution).chunks]
+    if name == "guidelines":
+        return dict(case.named_guidelines) if case.named_guidelines else list(case.guidelines)
+    if name == "tool_calls":
+        return [c.model_dump(exclude_none=True) for c in tool_calls(execution)]
+    return {"custom_expected": case.custom_expected, "custom_inputs": case.custom_inputs,
+            "custom_outputs": execution.custom_outputs}[name]
 
 
 def _wanted(fn: Callable[..., Any], where: str) -> tuple[str, ...]:
@@ -90,8 +160,38 @@ class PythonScorer(Evaluator):
     """Where ``function``'s module is looked for first (a suite's directory)."""
     run_in_thread: bool = False
     """Run a sync function in a worker thread (for slow scorers); async ones never need it."""
+    description: str | None = None
+    aggregations: list[str] = Field(
+        default_factory=lambda: ["mean"],
+        description="MLflow-style run aggregations of the values: min, max, mean, median, "
+        "variance, p90")
+    pass_if: str | None = Field(
+        default=None, description="a condition that makes a value pass, such as '>= 3' "
+        "(a function can be given to the decorator)")
     _fn: Callable[..., Any] | None = PrivateAttr(default=None)
     _wants: tuple[str, ...] = PrivateAttr(default=())
+    _pass_if: PassIf | None = PrivateAttr(default=None)
+
+    PARTS_ARE_ASSESSMENTS: ClassVar[bool] = True
+    """Several feedbacks from one scorer are separate judgements, each with its own name."""
+
+    @field_validator("aggregations")
+    @classmethod
+    def _known_aggregations(cls, value: list[str]) -> list[str]:
+        from assay.judges.agent_judges import check_aggregations
+
+        return check_aggregations(value)
+
+    @field_validator("pass_if")
+    @classmethod
+    def _condition(cls, value: str | None) -> str | None:
+        check_pass_if(value)
+        return value
+
+    def model_post_init(self, context: Any) -> None:
+        super().model_post_init(context)
+        if self.pass_if is not None:
+            self._pass_if = self.pass_if
 
     @model_validator(mode="after")
     def _load(self) -> PythonScorer:
@@ -114,10 +214,7 @@ class PythonScorer(Evaluator):
         if self._fn is None:
             raise ConfigError(f"scorer {self.name!r} has no function: give function: "
                               "module:name", code="invalid_scorer")
-        available = {"inputs": case.input, "outputs": execution.output,
-                     "expectations": expectations_of(case), "trace": execution.trace,
-                     "case": case, "execution": execution}
-        kwargs = {name: available[name] for name in self._wants}
+        kwargs = {name: _argument(name, case, execution) for name in self._wants}
         try:
             if inspect.iscoroutinefunction(self._fn):
                 value = await self._fn(**kwargs)
@@ -129,13 +226,87 @@ class PythonScorer(Evaluator):
                 value = await value
         except Exception as exc:
             return Score.failed(self.name, "scorer_error", f"{type(exc).__name__}: {exc}")
-        return self.to_score(value)
+        return self.checked(self.to_score(value))
+
+    def checked(self, score: Score) -> Score:
+        """The score with its ``pass_if`` outcome: ``passed`` for a value, and
+        ``details["pass_if"]`` for any value or measurement (parts each on their own)."""
+        if self._pass_if is None:
+            return score
+        if score.parts:
+            score.parts = [self.checked(p) for p in score.parts]
+        native = score.raw if score.raw is not None else score.value
+        if score.error is not None or native is None or (
+                score.skipped is not None and not (score.details or {}).get(MEASUREMENT)):
+            return score
+        try:
+            ok = passes(self._pass_if, native)
+        except Exception as exc:
+            return Score.failed(score.name, "scorer_error",
+                                f"pass_if failed on {native!r}: {type(exc).__name__}: {exc}")
+        score.details = {**(score.details or {}), "pass_if": ok}
+        if score.value is not None:
+            score.passed = ok
+        return score
 
     def to_score(self, value: Any) -> Score:
         """What the function returned as a Score, or a ``scorer_error`` saying why not."""
         if isinstance(value, Score):
             return value.model_copy(update={"name": self.name}) if value.name != self.name \
                 else value
+        feedback = as_feedback(value)
+        if feedback is not None:
+            return self._from_feedback(feedback, self.name)
+        if isinstance(value, list) and value and all(
+                isinstance(v, Score) or as_feedback(v) is not None for v in value):
+            return self._parts(value)
+        return self._from_value(value, self.name)
+
+    def _from_feedback(self, feedback: Feedback, name: str) -> Score:
+        if feedback.error is not None:
+            error = feedback.error
+            message = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) \
+                else str(error)
+            return Score.failed(name, feedback.error_code or "scorer_error", message,
+                                rationale=feedback.rationale)
+        score = self._from_value(feedback.value, name)
+        if feedback.rationale is not None and score.rationale is None:
+            score.rationale = str(feedback.rationale)
+        if feedback.metadata:
+            score.details = {**(score.details or {}), "metadata": dict(feedback.metadata)}
+        return score
+
+    def _parts(self, items: list[Any]) -> Score:
+        """Several judgements: each part named by its feedback (the scorer's name else)."""
+        parts: list[Score] = []
+        for item in items:
+            if isinstance(item, Score):
+                parts.append(item)
+                continue
+            feedback = as_feedback(item)
+            assert feedback is not None
+            parts.append(self._from_feedback(feedback, feedback.name or self.name))
+        names = [p.name for p in parts]
+        doubled = sorted({n for n in names if names.count(n) > 1})
+        if doubled:
+            return Score.failed(self.name, "scorer_error",
+                                f"returned several judgements named {', '.join(doubled)}; "
+                                "give each Feedback its own name")
+        details = {"parts_are_assessments": True}
+        valued = [p.value for p in parts if p.value is not None]
+        if not valued:
+            errors = [p for p in parts if p.error is not None]
+            if errors:
+                return Score.failed(self.name, errors[0].error.code,  # type: ignore[union-attr]
+                                    errors[0].error.message,  # type: ignore[union-attr]
+                                    parts=parts, details=details)
+            return Score.not_applicable(self.name, "no part has a 0-1 value", parts=parts,
+                                        details=details)
+        mean = sum(valued) / len(valued)
+        return Score(name=self.name, value=mean, passed=all(
+            p.passed is not False for p in parts), parts=parts, details=details)
+
+    def _from_value(self, value: Any, name: str) -> Score:
         if isinstance(value, list) and value and all(isinstance(v, Score) for v in value):
             parts: list[Score] = value
             valued = [p.value for p in parts if p.value is not None]
@@ -146,33 +317,31 @@ class PythonScorer(Evaluator):
                                         errors[0].error.message, parts=parts)  # type: ignore[union-attr]
                 return Score.not_applicable(self.name, "no part applied", parts=parts)
             mean = sum(valued) / len(valued)
-            return Score(name=self.name, value=mean, passed=all(
+            return Score(name=name, value=mean, passed=all(
                 p.passed is not False for p in parts), parts=parts)
         if isinstance(value, bool):
-            return Score(name=self.name, value=1.0 if value else 0.0, raw=value,
+            return Score(name=name, value=1.0 if value else 0.0, raw=value,
                          scale="bool", passed=value)
         if isinstance(value, int | float):
             number = float(value)
+            if math.isnan(number) or math.isinf(number):
+                return Score.failed(name, "scorer_error", f"returned {value!r}, not a number")
             if not 0.0 <= number <= 1.0:
-                return Score.failed(self.name, "scorer_error",
-                                    f"returned {value!r}; a number must be within [0, 1] (or "
-                                    "return a bool, yes/no, or a Score)")
-            return Score(name=self.name, value=number, raw=value, scale="0-1",
+                return measured(name, value, "number")
+            return Score(name=name, value=number, raw=value, scale="0-1",
                          passed=self.verdict(number))
         if isinstance(value, str):
             word = value.strip().lower()
             if word in YES or word in NO:
                 ok = word in YES
-                return Score(name=self.name, value=1.0 if ok else 0.0, raw=value, label=word,
+                return Score(name=name, value=1.0 if ok else 0.0, raw=value, label=word,
                              scale="yes/no", passed=ok)
-            return Score.failed(self.name, "scorer_error",
-                                f"returned the text {value[:80]!r}, which is not a verdict "
-                                "(yes/no, pass/fail, true/false)")
+            return measured(name, value, "category")
         if value is None:
-            return Score.not_applicable(self.name, "the scorer returned None")
-        return Score.failed(self.name, "scorer_error",
-                            f"returned a {type(value).__name__}; expected a bool, a number in "
-                            "[0, 1], yes/no, a Score or a list of Scores")
+            return Score.not_applicable(name, "the scorer returned None")
+        return Score.failed(name, "scorer_error",
+                            f"returned a {type(value).__name__}; expected a bool, a number, "
+                            "text, a Feedback, a Score, or a list of them")
 
 
 class ScorerFunction:
@@ -195,17 +364,37 @@ def scorer(fn: Callable[..., Any], /) -> ScorerFunction: ...
 
 @overload
 def scorer(*, name: str | None = None, threshold: float = 0.8, weight: float = 1.0,
-           run_in_thread: bool = False) -> Callable[[Callable[..., Any]], ScorerFunction]: ...
+           run_in_thread: bool = False, description: str | None = None,
+           aggregations: list[str] | None = None, pass_if: PassIf | None = None
+           ) -> Callable[[Callable[..., Any]], ScorerFunction]: ...
 
 
 def scorer(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
            threshold: float = 0.8, weight: float = 1.0,
-           run_in_thread: bool = False) -> Any:
-    """Make a function a scorer (see the module docstring); usable bare or with options."""
+           run_in_thread: bool = False, description: str | None = None,
+           aggregations: list[str] | None = None, pass_if: PassIf | None = None) -> Any:
+    """Make a function a scorer (see the module docstring); usable bare or with options.
+
+    ``aggregations`` and ``pass_if`` are MLflow's: the run aggregations of the values
+    (default mean) and the condition that makes a value pass (a function, or ``">= 3"``).
+    """
+    try:
+        check_pass_if(pass_if)
+    except ValueError as exc:
+        raise ConfigError(str(exc), code="invalid_scorer") from None
 
     def wrap(function: Callable[..., Any]) -> ScorerFunction:
-        evaluator = PythonScorer(name=name or function.__name__, threshold=threshold,
-                                 weight=weight, run_in_thread=run_in_thread)
+        try:
+            evaluator = PythonScorer(
+                name=name or function.__name__, threshold=threshold, weight=weight,
+                run_in_thread=run_in_thread, description=description,
+                aggregations=aggregations if aggregations is not None else ["mean"],
+                pass_if=pass_if if isinstance(pass_if, str) else None)
+        except ValueError as exc:
+            raise ConfigError(f"scorer {name or function.__name__!r}: {exc}",
+                              code="invalid_scorer") from None
+        if pass_if is not None:
+            evaluator._pass_if = pass_if
         evaluator.bind(function)
         # Recorded with the run, so a stored run says which function judged it (and an
         # importable one can be rebuilt by `assay rescore`).

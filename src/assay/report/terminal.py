@@ -23,7 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from assay.model import Usage
-from assay.records import CaseRecord, RunSummary
+from assay.records import AssessmentSummary, CaseRecord, RunSummary
 from assay.report.safe_text import for_terminal
 
 VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta",
@@ -152,6 +152,19 @@ def dimension_lines(summary: RunSummary) -> list[str]:
     if summary.stop_reasons:
         lines.append("conversations stopped: " + ", ".join(
             f"{for_terminal(k)} {v}" for k, v in sorted(summary.stop_reasons.items())))
+    return lines
+
+
+def aggregate_lines(found: AssessmentSummary) -> list[str]:
+    """The agent-judge aggregates in the run's naming, one line each (whole keys, so a CI
+    log can be searched for them), with the values, errors and skips behind each."""
+    lines = [f"aggregates ({found.naming or 'mlflow'} names):"]
+    width = max((len(row.key) for row in found.metrics), default=0)
+    for row in found.metrics:
+        value = "—" if row.value is None else (
+            str(row.value) if isinstance(row.value, int) else f"{row.value:.4f}")
+        lines.append(f"  {for_terminal(row.key.ljust(width))}  {value:>8}  ({row.scored} "
+                     f"values, {row.errors} errors, {row.skipped} skipped)")
     return lines
 
 

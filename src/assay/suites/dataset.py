@@ -30,7 +30,8 @@ from assay.suites.model import Suite, SuiteCase
 
 FIELDS = ("id", "input", "expected_output", "output", "expected_outcomes", "guidelines",
           "retrieved_context", "reference_context", "trace", "messages", "metadata",
-          "latency_ms")
+          "latency_ms", "expected_facts", "expected_retrieved_context", "guidelines_context",
+          "expectations", "custom_expected", "custom_inputs", "custom_outputs", "tool_calls")
 """The typed fields a row maps onto."""
 
 COLUMN_NAMES: dict[str, tuple[str, ...]] = {
@@ -47,8 +48,31 @@ COLUMN_NAMES: dict[str, tuple[str, ...]] = {
     "messages": ("messages", "output_messages"),
     "metadata": ("metadata", "tags"),
     "latency_ms": ("latency_ms",),
+    "expected_facts": ("expected_facts",),
+    "expected_retrieved_context": ("expected_retrieved_context",),
+    "guidelines_context": ("guidelines_context",),
+    "expectations": ("expectations",),
+    "custom_expected": ("custom_expected",),
+    "custom_inputs": ("custom_inputs",),
+    "custom_outputs": ("custom_outputs",),
+    "tool_calls": ("tool_calls",),
 }
-"""Each field and the column names that mean it, first match wins."""
+"""Each field and the column names that mean it, first match wins. Databricks' legacy columns
+(``request``, ``response``, ``expected_response``, ``retrieved_context``...) and MLflow 3's
+(``inputs``, ``outputs``, ``expectations``, ``tags``) are among them."""
+
+EXPECTATION_KEYS: dict[str, str] = {
+    "expected_response": "expected_output",
+    "expected_facts": "expected_facts",
+    "guidelines": "guidelines",
+    "expected_retrieved_context": "expected_retrieved_context",
+}
+"""MLflow's reserved ``expectations`` keys and the typed field each one fills; any other key
+(``expected_tool_calls`` included) stays in ``Case.expectations`` for scorers."""
+
+EXECUTION_FIELDS = ("output", "messages", "trace", "retrieved_context", "custom_outputs",
+                    "tool_calls")
+"""Fields that record what the agent did: a row with any of them is judged as given."""
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -111,17 +135,74 @@ def suite_from_file(path: Path, *, columns: Mapping[str, str] | None = None) -> 
         raise DatasetError(f"{path}: unsupported data file {suffix!r}; expected .csv, "
                            ".parquet or .jsonl")
     suite = suite_from_rows(rows, name=path.stem, columns=columns, source=path.resolve())
+    sidecar = data_sidecar(path)
+    if sidecar is not None:
+        suite = _with_sidecar(suite, sidecar)
     return suite
 
 
+SIDECAR_OPTIONS = ("naming", "judges", "global_guidelines", "request_from_messages",
+                   "chunk_errors", "quality_criteria")
+"""Run options a data file's sidecar may set (CLI flags and Python arguments win)."""
+SIDECAR_KEYS = (*SIDECAR_OPTIONS, "evaluators", "name", "description")
+
+
+def data_sidecar(path: Path) -> Path | None:
+    """The ``<name>.yaml`` (or ``.yml``) beside a data file that holds run options for it:
+    a mapping with only :data:`SIDECAR_KEYS`, at least one of them a run option or
+    ``evaluators`` (an AgentV sidecar has ``execution`` and other keys instead)."""
+    from assay.suites.evaljsonl import sidecar_of
+
+    sidecar = sidecar_of(path)
+    if sidecar is None:
+        return None
+    from assay.errors import EvaluationError
+    from assay.yaml_source import load_yaml_file
+
+    try:  # the bounded loader: a hostile sidecar cannot blow up memory
+        data = load_yaml_file(sidecar).data
+    except EvaluationError:
+        return None
+    if isinstance(data, dict) and all(k in SIDECAR_KEYS for k in data) and \
+            any(k in data for k in (*SIDECAR_OPTIONS, "evaluators")):
+        return sidecar
+    return None
+
+
+def _with_sidecar(suite: Suite, sidecar: Path) -> Suite:
+    """The suite with the sidecar's evaluators and run options (validated with locations)."""
+    from assay.judges.registry import build
+    from assay.yaml_source import load_yaml_file
+
+    loaded = load_yaml_file(sidecar)
+    data = loaded.data if isinstance(loaded.data, dict) else {}
+    update: dict[str, Any] = {"metadata": {**suite.metadata, "run_options_file": str(sidecar),
+                                           "run_options": {k: v for k, v in data.items()
+                                                           if k in SIDECAR_OPTIONS}}}
+    if isinstance(data.get("name"), str):
+        update["name"] = data["name"]
+    if isinstance(data.get("description"), str):
+        update["description"] = data["description"]
+    raw = data.get("evaluators")
+    if raw is not None:
+        if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+            mark = loaded.source.locate(("evaluators",))
+            raise DatasetError(f"{mark}: evaluators must be a list of evaluator mappings "
+                               "({type: ..., ...})")
+        update["evaluators"] = [build(dict(e), f"{loaded.source.locate(('evaluators', i))}")
+                                for i, e in enumerate(raw)]
+    return suite.model_copy(update=update)
+
+
 def looks_like_rows(path: Path) -> bool:
-    """True for a JSONL file of data rows rather than an AgentV suite: no sidecar, and its
-    first row has a key AgentV cases do not have (``output``, ``response``, ``request``...)."""
+    """True for a JSONL file of data rows rather than an AgentV suite: a sidecar of run
+    options (:func:`data_sidecar`), or no sidecar and a first row with a key AgentV cases do
+    not have (``output``, ``response``, ``request``...)."""
     from assay.suites.evaljsonl import sidecar_of
     from assay.suites.evalyaml import CASE_KEYS
 
-    if sidecar_of(path) is not None:
-        return False
+    if sidecar_of(path) is not None:  # run options make it data; anything else, AgentV's
+        return data_sidecar(path) is not None
     try:
         with path.open(encoding="utf-8") as handle:
             for line in handle:
@@ -188,6 +269,7 @@ def _case(values: dict[str, Any], index: int, source: Path | None,
     elif raw_input is not None and not isinstance(raw_input, str | dict):
         raise DatasetError(f"{where}, column input: {type(raw_input).__name__} is not "
                            "accepted (expected text, a dict of inputs, or chat messages)")
+    _split_expectations(values, where)
     case_id = values.get("id")
     if case_id is None:
         case_id = "row-" + hashlib.sha1(dump_json(raw_input).encode()).hexdigest()[:10]
@@ -201,23 +283,94 @@ def _case(values: dict[str, Any], index: int, source: Path | None,
             "expected_outcomes": values.get("expected_outcomes"),
             "guidelines": values.get("guidelines"),
             "reference_context": values.get("reference_context"),
-            "metadata": values.get("metadata") or {}})
+            "metadata": values.get("metadata") or {},
+            "expected_facts": values.get("expected_facts"),
+            "expected_retrieved_context": values.get("expected_retrieved_context"),
+            "guidelines_context": values.get("guidelines_context"),
+            "expectations": values.get("expectations"),
+            "custom_expected": values.get("custom_expected"),
+            "custom_inputs": values.get("custom_inputs")})
     except ValidationError as exc:
         raise DatasetError(f"{where}: {_problems(exc)}") from None
     execution = None
-    if any(k in values for k in ("output", "messages", "trace", "retrieved_context")):
+    if any(k in values for k in EXECUTION_FIELDS):
         try:
+            messages = _messages(values.get("messages") or [], where, "messages")
+            messages += tool_call_messages(values.get("tool_calls"), where)
             execution = Execution(
-                input=case.input, output=values.get("output"),
-                messages=_messages(values.get("messages") or [], where, "messages"),
+                input=case.input, output=values.get("output"), messages=messages,
                 trace=values.get("trace") or [],
                 retrieved_context=values.get("retrieved_context") or [],
-                latency_ms=values.get("latency_ms"))
+                latency_ms=values.get("latency_ms"),
+                custom_outputs=values.get("custom_outputs"))
         except (ValidationError, ValueError) as exc:
             detail = _problems(exc) if isinstance(exc, ValidationError) else str(exc)
             raise DatasetError(f"{where}: {detail}") from None
     return SuiteCase(case=case, execution=execution,
                      source=SourceLocation(file=str(source), line=line) if source else None)
+
+
+def _split_expectations(values: dict[str, Any], where: str) -> None:
+    """MLflow's ``expectations`` dict: its reserved keys fill typed fields, the rest stays."""
+    raw = values.get("expectations")
+    if raw is None:
+        return
+    if not isinstance(raw, Mapping):
+        raise DatasetError(f"{where}, column expectations: a {type(raw).__name__}, expected a "
+                           "dict of name -> expected value")
+    rest: dict[str, Any] = {}
+    for key, value in raw.items():
+        field = EXPECTATION_KEYS.get(str(key))
+        if field is None:
+            rest[str(key)] = value
+            continue
+        if values.get(field) is not None:
+            raise DatasetError(f"{where}: expectations.{key} and the {field} column are both "
+                               "given; give it once")
+        values[field] = value
+    values["expectations"] = rest
+
+
+def tool_call_messages(raw: Any, where: str) -> list[Message]:
+    """Databricks' ``tool_calls`` column as chat messages: an assistant turn calling the tools
+    and a ``tool`` reply for each result, so every tool-call evaluator reads them as usual.
+
+    Calls are OpenAI tool calls or Databricks' ``{tool_name, tool_call_args, tool_call_id,
+    tool_call_result}``.
+    """
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise DatasetError(f"{where}, column tool_calls: expected a list of tool calls")
+    calls: list[dict[str, Any]] = []
+    replies: list[Message] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            raise DatasetError(f"{where}, column tool_calls[{index}]: a {type(item).__name__}, "
+                               "expected a tool call object")
+        if "function" in item:
+            calls.append(dict(item))
+            continue
+        name = item.get("tool_name") or item.get("name")
+        if not isinstance(name, str) or not name:
+            raise DatasetError(f"{where}, column tool_calls[{index}]: no tool_name (expected "
+                               "{tool_name, tool_call_args, tool_call_id, tool_call_result} "
+                               "or an OpenAI tool call)")
+        call_id = str(item.get("tool_call_id") or f"call_{index}")
+        args = item.get("tool_call_args", item.get("arguments", {}))
+        calls.append({"id": call_id, "type": "function", "function": {
+            "name": name, "arguments": args if isinstance(args, str) else dump_json(args)}})
+        if item.get("tool_call_result") is not None:
+            result = item["tool_call_result"]
+            replies.append(Message(role="tool", tool_call_id=call_id,
+                                   content=result if isinstance(result, str)
+                                   else dump_json(result)))
+    try:
+        call_message = Message.model_validate({"role": "assistant", "content": None,
+                                               "tool_calls": calls})
+    except ValidationError as exc:
+        raise DatasetError(f"{where}, column tool_calls: {_problems(exc)}") from None
+    return [call_message, *replies] if calls else replies
 
 
 def _messages(raw: Any, where: str, column: str) -> list[Message]:
@@ -250,7 +403,12 @@ def _unmissing(value: Any) -> Any:
         return None
     tolist = getattr(value, "tolist", None)
     if callable(tolist) and type(value).__module__.startswith("numpy"):
-        return tolist()
+        value = tolist()
+    # Parquet nests: a column of dicts (MLflow's expectations, chunks) holds arrays inside.
+    if isinstance(value, dict):
+        return {k: _unmissing(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unmissing(v) for v in value]
     return value
 
 

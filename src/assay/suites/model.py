@@ -103,6 +103,10 @@ class Suite(BaseModel):
         default=None, description="defaults for the suite's multi-turn cases")
     agent: AgentInfo | None = Field(
         default=None, description="the agent under test, as judges and comparisons see it")
+    select: Callable[[SuiteCase, Execution, list[Evaluator]], list[Evaluator]] | None = Field(
+        default=None, exclude=True,
+        description="chooses a case's evaluators once its execution is known (the agent "
+        "judges' default selection); None: all of them")
     _facts: SuiteFacts | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -116,6 +120,11 @@ class Suite(BaseModel):
 
     def evaluators_for(self, item: SuiteCase) -> list[Evaluator]:
         return item.evaluators if item.evaluators is not None else self.evaluators
+
+    def evaluators_after(self, item: SuiteCase, execution: Execution) -> list[Evaluator]:
+        """The evaluators that judge this execution of the case (see ``select``)."""
+        evaluators = self.evaluators_for(item)
+        return evaluators if self.select is None else self.select(item, execution, evaluators)
 
     def iter_cases(self) -> Iterator[SuiteCase]:
         """Every case, streamed from the source when there is one: use this, not ``cases``."""

@@ -1,7 +1,9 @@
 """A Python function as the agent: ``provider: python`` with ``function: module:function``.
 
 The function gets the case input (a string, a dict, or a list of message dicts), or the whole
-:class:`Case` when its first parameter is annotated ``Case``. It may be sync or async, and may
+:class:`Case` when its first parameter is annotated ``Case``. A dict input whose keys are the
+function's parameter names is passed as keyword arguments, as MLflow passes ``inputs`` to a
+``predict_fn`` (``predict_fn(**inputs)``); any other dict is passed whole. It may be sync or async, and may
 return text, a dict, or an :class:`Execution` (to report messages, traces or usage too). Sync
 functions run in a worker thread so a slow agent never blocks the event loop. The module is
 imported with the suite's directory on the path, and ``agent.py:run`` names a file directly.
@@ -47,6 +49,10 @@ class CallableTarget(Target):
         self.wants_case = _first_parameter_is_case(fn)
         self.is_async = inspect.iscoroutinefunction(fn) or (
             not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__))
+        try:
+            self.signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self.signature = None
 
     @classmethod
     def from_config(cls, config: TargetConfig, base_dir: Path, engine: object = None
@@ -76,10 +82,25 @@ class CallableTarget(Target):
                              error=f"agent function {raised(exc)}")
         return _execution(case, result, elapsed_ms(started))
 
+    def _keywords(self, argument: Any) -> dict[str, Any] | None:
+        """The input as keyword arguments, when it is a dict of the function's parameters."""
+        if self.wants_case or self.signature is None or not isinstance(argument, dict) or \
+                not argument or not all(isinstance(k, str) for k in argument):
+            return None
+        try:
+            self.signature.bind(**argument)
+        except TypeError:
+            return None
+        return argument
+
     async def _call(self, argument: Any) -> Any:
+        keywords = self._keywords(argument)
         if self.is_async:
-            return await self.fn(argument)
-        result = await asyncio.to_thread(self.fn, argument)
+            return await (self.fn(**keywords) if keywords is not None else self.fn(argument))
+        if keywords is not None:
+            result = await asyncio.to_thread(self.fn, **keywords)
+        else:
+            result = await asyncio.to_thread(self.fn, argument)
         if inspect.isawaitable(result):
             result = await result
         return result

@@ -60,7 +60,7 @@ def test_bad_suite_level_settings_are_located(stub, tmp_path, top, message, line
     path = suite(tmp_path, top=top)
     code, out = cli("validate", str(path))
     assert code == 2 and has(out, message) and has(out, f"{path}:{line}:"), out
-    assert stub.total() == 0
+    assert stub.total == 0
 
 
 def test_an_unknown_scoring_is_located(stub, tmp_path):
@@ -94,7 +94,7 @@ def test_bad_case_fields_are_located(stub, tmp_path, case, message):
 def test_bad_threshold_flags_exit_2_before_any_call(stub, store, tmp_path, flag):
     code, out = cli("run", str(suite(tmp_path)), "--store", store, *flag)
     assert code == 2, out
-    assert stub.total() == 0
+    assert stub.total == 0
 
 
 def test_custom_metrics_declared_in_the_suite(stub, store, tmp_path):
@@ -239,7 +239,7 @@ def test_an_agent_error_gives_error_scores_without_a_judge_call(stub, store, tmp
     result = assay.evaluate(path, target=ConversationTarget(_Echo(fail_on=2), None),
                             store=store, cache="off")
     score = result.records[0].scores[0]
-    assert score.error.code == "target_failed" and stub.total() == 0
+    assert score.error.code == "target_failed" and stub.total == 0
     assert result.summary.error_count == 1 and result.summary.stop_reasons == {"agent_error": 1}
 
 
@@ -272,4 +272,4 @@ def test_an_empty_conversation_is_an_error_not_a_zero(stub):
     judge = ConnexityJudge(model="custom:stub")
     case = Case(id="x", input="")
     score = asyncio.run(judge.evaluate(case, Execution(), assay.EvalContext(_engine())))
-    assert score.error.code == "empty_transcript" and stub.total() == 0
+    assert score.error.code == "empty_transcript" and stub.total == 0

@@ -30,7 +30,7 @@ def test_c01_default_formula(stub, store):
                for m, w in zip(details["metric_scores"], DEFAULT_WEIGHTS, strict=True))
     assert score.passed is True and record.verdict.value == "pass"
     assert details["gate"] == "score_fallback"
-    assert stub.calls["⟦C01⟧"] == 1 and stub.total() == 1
+    assert stub.calls["⟦C01⟧"] == 1 and stub.total == 1
 
 
 @pytest.mark.parametrize(("case_id", "overall", "passed"), [
@@ -135,7 +135,7 @@ def test_c09_metric_selection_errors_before_any_call(stub, store, tmp_path, name
     assert has(out, f"{suite}:4:")  # located at the evaluator's metrics
     code, out = cli("run", str(suite), "--store", store, "--cache", "off")
     assert code == 2 and has(out, message), out
-    assert stub.total() == 0
+    assert stub.total == 0
 
 
 def test_c09_empty_metrics_means_the_eight_defaults(stub, store, tmp_path):
