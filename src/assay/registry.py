@@ -186,6 +186,7 @@ def reporter(name: str) -> Callable[[T], T]:
 @builtins("evaluator")
 def _evaluators() -> None:
     importlib.import_module("assay.judges")
+    importlib.import_module("assay.compat.uipath.custom")  # UiPath custom coded evaluators
 
 
 @builtins("suite_format")

@@ -12,6 +12,8 @@ Accepted forms::
                                        embedded llama.cpp (extra ``assay[local]``)
     fake:NAME                          deterministic in-process judge, for tests and demos
     custom:NAME                        an async callable registered with register_service()
+    custom:NAME#MODEL                  the same service, asked for MODEL (the request's
+                                       ``model`` is MODEL, written as the service names it)
     http://127.0.0.1:8000/v1#MODEL     any OpenAI-compatible server at that base URL
 
 ``provider:/model`` (MLflow's spelling) means ``provider:model``. Credentials in a base URL
@@ -65,7 +67,15 @@ class ModelSpec:
     def name(self) -> str:
         if self.provider == "http":
             return f"{self.base_url}#{self.model}"
+        requested = self.requested_model
+        if requested is not None:
+            return f"{self.provider}:{self.model}#{requested}"
         return f"{self.provider}:{self.model}"
+
+    @property
+    def requested_model(self) -> str | None:
+        """The model a ``custom:NAME#MODEL`` service is asked for (None: the service name)."""
+        return dict(self.options).get("model")
 
     @property
     def display(self) -> str:
@@ -113,7 +123,39 @@ def parse_model(text: str) -> ModelSpec:
         model = model.removeprefix("/")
     if not model.strip():
         raise ConfigError(_explain(f"model {shown!r} names no model"), code="unknown_model")
+    if provider == "custom" and "#" in model:
+        service, _, requested = model.partition("#")
+        if not service.strip() or not requested.strip():
+            raise ConfigError(_explain(f"model {shown!r}: write custom:SERVICE#MODEL with "
+                                       "both parts"), code="unknown_model")
+        return ModelSpec(provider, service, options=(("model", requested),))
     return ModelSpec(provider, model)
+
+
+RENAMABLE = frozenset({*OPENAI_COMPATIBLE, "azure", "anthropic", "litellm"})
+"""Providers whose model is a name the service resolves, so another name can be asked for."""
+
+
+def with_model_name(service: str, name: str) -> str:
+    """The model string that asks ``service``'s endpoint for the model ``name``.
+
+    A UiPath evaluator names its model the way the LLM service does (``gpt-4o-2024-11-20``)
+    and leaves the service to the platform; here the service is a model string (the run's
+    judge), so ``http://host/v1#judge`` with ``gpt-4o-2024-11-20`` becomes
+    ``http://host/v1#gpt-4o-2024-11-20`` and ``custom:svc`` becomes
+    ``custom:svc#gpt-4o-2024-11-20``. Providers whose model is not a name at a service (the
+    embedded ``local`` model, ``fake``) keep their own.
+    """
+    spec = parse_model(service)
+    if spec.provider == "http":
+        return f"{spec.base_url}#{name}"
+    if spec.provider == "custom":
+        return f"custom:{spec.model}#{name}"
+    if spec.provider == "litellm" and "/" in spec.model:
+        return f"litellm:{spec.model.split('/', 1)[0]}/{name}"
+    if spec.provider in RENAMABLE:
+        return f"{spec.provider}:{name}"
+    return service
 
 
 def _plugin_provider(name: str) -> bool:
