@@ -245,11 +245,11 @@ def test_a_class_that_does_not_fit_is_a_clear_error(custom_project, edit, messag
 def test_missing_file_and_type_file(custom_project):
     evaluators = custom_project / "evaluations" / "evaluators"
     (evaluators / "custom" / "types" / "keyword-overlap-evaluator-types.json").unlink()
-    with pytest.raises(EvaluationError, match="type file .*keyword-overlap-evaluator-types.json "
+    with pytest.raises(EvaluationError, match=r"type file .*keyword-overlap-evaluator-types\.json "
                        "not found"):
         load_eval_set(custom_project / "evaluations" / "eval-sets" / "geography.json")
     _custom_file(custom_project).unlink()
-    with pytest.raises(EvaluationError, match="custom evaluator file .*keyword_overlap.py not "
+    with pytest.raises(EvaluationError, match=r"custom evaluator file .*keyword_overlap\.py not "
                        "found"):
         load_eval_set(custom_project / "evaluations" / "eval-sets" / "geography.json")
 

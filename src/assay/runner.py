@@ -151,7 +151,8 @@ class Runner:
             for item, repeat in work:
                 evaluators = self.suite.evaluators_for(item)
                 for evaluator in evaluators:
-                    if hasattr(evaluator, "reduce") and evaluator.name not in reducers:
+                    if hasattr(evaluator, "reduce") and getattr(evaluator, "reduces", True) \
+                            and evaluator.name not in reducers:
                         reducers[evaluator.name] = (evaluator, [])
                 key = (item.case.id, repeat)
                 have = stored_scores.pop(key, {})
@@ -189,7 +190,9 @@ class Runner:
             kept.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
         result = summary.build()
         for name, (evaluator, scores) in reducers.items():
-            result.dataset_metrics[name] = evaluator.reduce(scores)  # type: ignore[attr-defined]
+            reduced = evaluator.reduce(scores)  # type: ignore[attr-defined]
+            if reduced is not None:
+                result.dataset_metrics[name] = reduced
         check_gates(result, self.config)
         return RunOutcome(result, kept)
 

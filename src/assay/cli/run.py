@@ -335,6 +335,10 @@ def _print_result(result: Any, runs: Any) -> None:
     from assay.report.safe_text import for_terminal
     from assay.report.terminal import summary_lines
 
+    if result.suite is not None and result.suite.metadata.get("format") == "uipath":
+        from assay.report.uipath_console import table_for_result
+
+        console.print(table_for_result(result))  # as `uipath eval` shows its results
     for line in summary_lines(result.summary):
         console.print(line, highlight=False)
     console.print(f"run {result.run_id} stored in {runs.display_url}", highlight=False,
