@@ -41,8 +41,8 @@ def results_table(records: Sequence[CaseRecord], summary: RunSummary,
     names = evaluator_names or {}
     order: dict[str, None] = {}
     for record in records:
-        for score in record.scores:
-            order.setdefault(score.name, None)
+        for each in record.scores:
+            order.setdefault(each.name, None)
     table = Table(title="Evaluation Results", show_header=True, padding=(0, 2))
     table.add_column("Evaluation", style="cyan")
     for ident in order:
