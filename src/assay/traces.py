@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -22,7 +23,7 @@ from assay.model import Execution, Message, RetrievedDocument, dump_json
 from assay.spans import Span, TraceFormatError, normalize_trace
 
 __all__ = ["Retrieval", "Span", "ToolCallRecord", "TraceFormatError", "normalize_trace",
-           "retrievals", "tool_calls"]
+           "retrievals", "tool_calls", "trace_summary"]
 
 DOCUMENT_ATTRIBUTE = re.compile(r"retrieval\.documents\.(\d+)\.document\.(.+)")
 
@@ -273,3 +274,22 @@ def _document(raw: Any) -> RetrievedDocument:
     uri = next((extra[k] for k in ("doc_uri", "uri", "url", "source") if k in extra), None)
     return RetrievedDocument(content=_text(content) or "",
                              doc_uri=str(uri) if uri is not None else None, metadata=extra)
+
+
+def trace_summary(execution: Execution) -> dict[str, Any]:
+    """A compact view of what the agent did, so scripts need not parse traces themselves."""
+    calls = tool_calls(execution)
+    by_name = Counter(call.name for call in calls)
+    usage = execution.usage
+    errors = sum(1 for span in execution.trace if span.status == "error")
+    return {
+        "event_count": len(execution.trace) + len(execution.messages),
+        "tool_names": sorted(by_name),
+        "tool_calls_by_name": dict(by_name),
+        "error_count": errors + (1 if execution.error else 0),
+        "token_usage": None if usage is None else {
+            "input": usage.prompt_tokens, "output": usage.completion_tokens,
+            "total": usage.total_tokens},
+        "cost_usd": None if usage is None else usage.cost,
+        "duration_ms": execution.latency_ms,
+    }
