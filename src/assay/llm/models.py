@@ -14,6 +14,7 @@ Accepted forms::
     custom:NAME                        an async callable registered with register_service()
     custom:NAME#MODEL                  the same service, asked for MODEL (the request's
                                        ``model`` is MODEL, written as the service names it)
+    target:NAME.DIGEST                 a model whose endpoint and key a targets file gives
     http://127.0.0.1:8000/v1#MODEL     any OpenAI-compatible server at that base URL
 
 ``provider:/model`` (MLflow's spelling) means ``provider:model``. Credentials in a base URL
@@ -50,7 +51,7 @@ OPENAI_COMPATIBLE: dict[str, tuple[str, str, str | None]] = {
 OLLAMA_DEFAULT_PORT = 11434
 KEY_ENV_VARS = ("ASSAY_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 """Environment variables that hold judge API keys: their values are never shown."""
-OTHER_PROVIDERS = ("azure", "anthropic", "litellm", "local", "fake", "custom", "http")
+OTHER_PROVIDERS = ("azure", "anthropic", "litellm", "local", "fake", "custom", "http", "target")
 KNOWN_PROVIDERS = tuple(OPENAI_COMPATIBLE) + OTHER_PROVIDERS
 
 
@@ -240,7 +241,7 @@ def ollama_host_url(host: str) -> str:
 
 
 def _explain(problem: str) -> str:
-    forms = ", ".join(f"{p}:MODEL" for p in KNOWN_PROVIDERS if p != "http")
+    forms = ", ".join(f"{p}:MODEL" for p in KNOWN_PROVIDERS if p not in ("http", "target"))
     return (
         f"{problem}. Accepted: {forms}, or a base URL plus model such as "
         "'http://127.0.0.1:8000/v1#my-model'."
