@@ -78,6 +78,11 @@ def run(
                                   help="Case passes at this score."),
     borderline_at: float = typer.Option(0.6, "--borderline-at", min=0.0, max=1.0,
                                         help="Borderline from here."),
+    output_format: str = typer.Option("jsonl", "--output-format",
+                                      help="Result rows as jsonl or yaml (AgentV's option)."),
+    results_file: bool = typer.Option(
+        True, "--results-file/--no-results-file",
+        help="Also write the rows to .assay/results/RUN.jsonl beside the store."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     from assay.evaluation import evaluate_async, open_store, resume_async
@@ -94,7 +99,9 @@ def run(
     if resume is None and suite_path is None:
         raise ConfigError("give a SUITE file, or --resume RUN_ID")
     runs = open_store(store_url(store))
-    reports = _Reports(output, junit, uipath_output, _report_options(report))
+    reports = _Reports(output, junit, uipath_output, _report_options(report),
+                       fmt=output_format,
+                       results_dir=results_dir(store_url(store)) if results_file else None)
     progress = _progress(suite_path)
     started: dict[str, str] = {}
 
@@ -153,6 +160,9 @@ def run(
         _print_dry_run(result)
         return
     reports.finish(result)
+    if getattr(reports, "default_path", None) is not None:
+        console.print(f"results written to {reports.default_path}", highlight=False,
+                      markup=False)
     _print_result(result, runs)
 
 
@@ -281,13 +291,29 @@ def _inputs(suite_path: Path | None, targets_file: Path | None) -> list[Path]:
     return found
 
 
+def results_dir(url: str) -> Path:
+    """Where a run's default results file goes: ``results/`` beside a SQLite store file (so
+    ``.assay/results/`` for the default store), else ``.assay/results/`` here."""
+    if url.startswith("sqlite:///") and url != "sqlite://":
+        return Path(url.removeprefix("sqlite:///")).parent / "results"
+    return Path(".assay") / "results"
+
+
 class _Reports:
-    """The result files of a run: JSONL rows as cases complete, JUnit and UiPath at the end."""
+    """The result files of a run: rows as cases complete (the ``--output`` file, else the
+    run's default file ``results/RUN.jsonl``), JUnit and UiPath at the end."""
 
     def __init__(self, output: Path | None, junit: Path | None, uipath: Path | None,
-                 extra: list[tuple[str, Path]] | None = None) -> None:
+                 extra: list[tuple[str, Path]] | None = None, fmt: str = "jsonl",
+                 results_dir: Path | None = None) -> None:
+        from assay.report.files import ROW_FORMATS
+
+        if fmt not in ROW_FORMATS:
+            raise ConfigError(f"--output-format {fmt!r}: expected jsonl or yaml")
         self.output, self.junit, self.uipath = output, junit, uipath
         self.extra = extra or []
+        self.fmt = fmt
+        self.results_dir = results_dir
         self.writer: Any = None
         self.types: dict[str, Any] = {}
         self.dataset = ""
@@ -303,12 +329,20 @@ class _Reports:
         outputs.update({f"--report {name}:{path}": path for name, path in self.extra})
         check_outputs(outputs, inputs)
         if self.output is not None:
-            self.writer = RowWriter(self.output, "--output")
+            self.writer = RowWriter(self.output, "--output", self.fmt)
 
     def started(self, run: Any) -> None:
-        """The run's evaluator types and weights, for the rows' evaluator entries."""
+        """The run's evaluator types and weights, for the rows' evaluator entries; without
+        ``--output``, the rows go to the run's own results file."""
+        from assay.report.files import RowWriter
+
         self.dataset = run.suite
         self.types = {e.name: e for e in run.config.evaluators}
+        if self.writer is None and self.output is None and self.results_dir is not None:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            path = self.results_dir / f"{run.id}.{self.fmt}"
+            self.writer = RowWriter(path, "the results file", self.fmt)
+            self.default_path: Path | None = path
 
     def on_record(self, record: Any) -> None:
         if self.writer is not None:
