@@ -41,13 +41,17 @@ def run(
     judge_model: str | None = typer.Option(None, "--judge-model", envvar="ASSAY_JUDGE_MODEL",
                                            help="Judge model for every LLM evaluator."),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", "-c", min=1,
+        None, "--concurrency", "-c", "--workers", min=1,
         help="Cases (and judge calls) in flight at once [default: 8, or the resumed run's]."),
-    filter_glob: str | None = typer.Option(None, "--filter", help="Only case ids matching."),
+    filter_glob: str | None = typer.Option(None, "--filter", "--eval-id",
+                                           help="Only case ids matching."),
+    eval_ids: str | None = typer.Option(
+        None, "--eval-ids", help="Only these case ids: \"['id1','id2']\" or id1,id2 "
+        "(UiPath's option)."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Run every case N times."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Write result rows (JSONL) as cases complete."),
-    uipath_output: Path | None = typer.Option(None, "--uipath-output",
+    uipath_output: Path | None = typer.Option(None, "--uipath-output", "--output-file",
                                               help="Also write UiPath's output-file shape."),
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report."),
     report: list[str] | None = typer.Option(
@@ -83,11 +87,18 @@ def run(
     results_file: bool = typer.Option(
         True, "--results-file/--no-results-file",
         help="Also write the rows to .assay/results/RUN.jsonl beside the store."),
+    agent_timeout: float | None = typer.Option(
+        None, "--agent-timeout", min=0.001, help="Seconds one run of the agent may take."),
+    max_retries: int = typer.Option(0, "--max-retries", min=0,
+                                    help="Times a failed run of the agent is tried again."),
+    no_report: bool = typer.Option(False, "--no-report", help="Accepted for uipath eval "
+                                   "habits: assay reports to no platform."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     from assay.evaluation import evaluate_async, open_store, resume_async
     from assay.llm.config import RetryPolicy
     from assay.run_config import Gates, RunConfig, Thresholds
+    from assay.suites.paths import parse_eval_ids
 
     if cache not in ("use", "refresh", "off"):
         raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
@@ -126,7 +137,9 @@ def run(
                                   total_timeout_s=total_timeout),
                 thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
                 gates=Gates(min_mean_score=min_score, max_failed=max_failed,
-                            max_errors=max_errors))
+                            max_errors=max_errors),
+                case_ids=parse_eval_ids(eval_ids) if eval_ids is not None else None,
+                agent_timeout_s=agent_timeout, agent_retries=max_retries)
         except ValueError as exc:
             raise ConfigError(_validation_text(exc)) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,

@@ -43,8 +43,8 @@ def results_table(records: Sequence[CaseRecord], summary: RunSummary,
     for record in records:
         for each in record.scores:
             order.setdefault(each.name, None)
-    table = Table(title="Evaluation Results", show_header=True, padding=(0, 2))
-    table.add_column("Evaluation", style="cyan")
+    table = Table(title="Evaluation Results", show_header=True, padding=(0, 1))
+    table.add_column("Evaluation", style="cyan", min_width=len("Average"))
     for ident in order:
         table.add_column(for_terminal(names.get(ident, ident)), justify="right")
     for record in records:

@@ -538,7 +538,8 @@ def _item_criteria(item: dict[str, Any], legacy: bool, refs: Iterable[str], wher
     return criteria
 
 
-def _case(item: dict[str, Any], where: str, expected: Any) -> Case:
+def _case(item: dict[str, Any], where: str, expected: Any,
+          input_schema: dict[str, Any] | None = None) -> Case:
     ident = item.get("id")
     if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
         raise _fail("invalid_suite_file", f"{where}.id", "each evaluation needs an 'id'")
@@ -554,6 +555,16 @@ def _case(item: dict[str, Any], where: str, expected: Any) -> Case:
                                    "inputGenerationInstructions") if item.get(k)}
     if extras:
         metadata["uipath"] = extras
+        from assay.mocking import from_uipath
+
+        try:
+            mocking = from_uipath(item)
+        except ValueError as exc:
+            raise _fail("invalid_suite_file", f"{where}.mockingStrategy", str(exc)) from None
+        if mocking is not None:
+            if mocking.input is not None and input_schema:
+                mocking.input.input_schema = input_schema
+            metadata["mocking"] = mocking.model_dump(mode="json", exclude_none=True)
     inputs = item.get("inputs")
     try:
         return Case(id=str(ident), input={} if inputs is None else inputs,
@@ -576,6 +587,8 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
     definitions = _resolve(refs, refs_key, read_evaluators(directory), path, directory)
     warnings: list[str] = []
     builder = _Builder(definitions, _weights(data, path, refs), warnings)
+    project = project_of(path)
+    input_schema = _input_schema(project) if project is not None else None
     cases: list[SuiteCase] = []
     seen: set[str] = set()
     for index, item in enumerate(data["evaluations"]):
@@ -612,7 +625,7 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
         if weightless(evaluators):
             raise _fail("invalid_suite_file", where, f"{WEIGHTLESS[0]} (expected: "
                         f"{WEIGHTLESS[1]})")
-        case = _case(item, where, expected)
+        case = _case(item, where, expected, input_schema)
         if case.id in seen:
             raise _fail("invalid_suite_file", f"{where}.id", f"duplicate id {case.id!r}")
         seen.add(case.id)
@@ -632,8 +645,28 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
                 "evaluation_names": {c.case.id: c.case.metadata["name"] for c in cases},
                 "evaluator_names": {i: d.name for i, d in definitions.items()},
                 "evaluator_types": {i: d.type_id for i, d in definitions.items()},
+                "project": str(project.absolute()) if project is not None else None,
             },
         })
+
+
+def project_of(eval_set: Path) -> Path | None:
+    """The UiPath project of an eval set in ``PROJECT/evaluations/eval-sets/``, else None."""
+    sets = eval_set.absolute().parent
+    if sets.name == "eval-sets" and sets.parent.name == "evaluations":
+        return sets.parent.parent
+    return None
+
+
+def _input_schema(project: Path) -> dict[str, Any] | None:
+    """The input schema of the project's only entry point (for generated inputs)."""
+    from assay.targets.uipath_entrypoint import find_entrypoints
+
+    try:
+        found = find_entrypoints(project)
+    except ConfigError:
+        return None
+    return next(iter(found.values())).input_schema or None if len(found) == 1 else None
 
 
 def _is_versioned(version: Any) -> bool:
