@@ -71,18 +71,33 @@ def compare(
         False, "--allow-incomplete",
         help="Compare the cases both runs hold even when a run did not complete or their "
              "cases differ (runs sharing no case are still refused)."),
+    exit_rule: str = typer.Option(
+        "assay", "--exit-rule", help="assay: exit 1 on a regression; agentv: exit 1 when the "
+        "mean score change is negative (agentv compare's rule)."),
 ) -> None:
-    """Compare two completed runs of the same cases; exit 1 when the candidate regressed,
-    2 when the runs cannot be compared."""
-    runs = RunStore(store_url(store))
-    a, b = runs.run(baseline), runs.run(candidate)
-    result = compare_runs(a, b, runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold,
-                          allow_incomplete=allow_incomplete)
+    """Compare two completed runs of the same cases (run ids, or two results JSONL files);
+    exit 1 when the candidate regressed, 2 when they cannot be compared."""
+    from pathlib import Path
+
+    from assay.compare_files import agentv_summary, compare_files, fails
+
+    if exit_rule not in ("assay", "agentv"):
+        from assay.errors import ConfigError
+
+        raise ConfigError(f"--exit-rule {exit_rule!r}: expected assay or agentv")
+    if Path(baseline).is_file() and Path(candidate).is_file():
+        result = compare_files(Path(baseline), Path(candidate), threshold)
+        a, b = {"id": baseline}, {"id": candidate}
+    else:
+        runs = RunStore(store_url(store))
+        a, b = runs.run(baseline), runs.run(candidate)
+        result = compare_runs(a, b, runs.case_rows(a["id"]), runs.case_rows(b["id"]),
+                              threshold, allow_incomplete=allow_incomplete)
     for reason in result.incomplete:
         err_console.print(f"[yellow]warning[/]: comparing anyway: {escape(reason)}",
                           highlight=False)
     if as_json:
-        print(json.dumps(result.as_dict(), indent=2))
+        print(json.dumps({**result.as_dict(), "agentv": agentv_summary(result)}, indent=2))
     else:
         from rich.table import Table
 
@@ -104,9 +119,9 @@ def compare(
         if result.only_before or result.only_after:
             console.print(f"only in {for_terminal(a['id'])}: {len(result.only_before)}; only in "
                           f"{for_terminal(b['id'])}: {len(result.only_after)}", highlight=False)
-    if result.regressions:
-        if not as_json:
-            console.print(f"[red]regression[/]: {len(result.regressions)} case(s): " +
-                          ", ".join(for_terminal(c.case_id) for c in result.regressions[:10]),
-                          highlight=False)
+    if result.regressions and not as_json:
+        console.print(f"[red]regression[/]: {len(result.regressions)} case(s): " +
+                      ", ".join(for_terminal(c.case_id) for c in result.regressions[:10]),
+                      highlight=False)
+    if fails(result, exit_rule):  # type: ignore[arg-type]
         raise typer.Exit(EXIT_GATE_FAILED)
