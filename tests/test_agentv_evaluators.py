@@ -151,6 +151,21 @@ def test_extra_keys_go_into_config_as_agentv_passes_them(tmp_path):
     assert judge.config == {"audience": "experts", "style": "terse"}  # type: ignore[attr-defined]
 
 
+def test_a_near_miss_of_a_setting_is_still_a_typo(tmp_path):
+    path = suite_file(tmp_path, """
+        execution:
+          evaluators:
+            - {name: judged, type: llm_judge, prompt: "Grade {{candidate_answer}}",
+               temprature: 0, audience: experts}
+        evalcases:
+          - {id: c, expected_outcome: x, input: q}
+        """)
+    with pytest.raises(SuiteError) as info:
+        load_eval_yaml(path)
+    assert "unknown key 'temprature'" in info.value.message
+    assert "audience" not in info.value.message  # a new key is passed on, as AgentV does
+
+
 # -- item 8: code_judge payload fields and the target proxy --------------------------------
 
 

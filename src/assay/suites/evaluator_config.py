@@ -11,6 +11,7 @@ about (pydantic's error locations are mapped back to file positions), never as a
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Hashable
@@ -148,7 +149,9 @@ class EvaluatorBuilder:
                      origins: dict[str, PathKey], path: PathKey) -> bool:
         """AgentV passes any key an ``llm_judge`` or ``code_judge`` does not know into its
         ``config``; ``config`` keys that name the evaluator's own settings are those settings
-        (for classes that say so, such as ``llm_judge``'s ``temperature``)."""
+        (for classes that say so, such as ``llm_judge``'s ``temperature``). A key that is a
+        near miss of a setting (``temprature``) is not passed on: it stays an unknown key,
+        reported at its line, since a typo silently ignored is worse than one reported."""
         if not getattr(cls, "passthrough", False) or "config" not in cls.model_fields:
             return True
         config = fields.get("config", {})
@@ -167,9 +170,12 @@ class EvaluatorBuilder:
                     origins[key] = (*path, "config", key)
         known = set(_field_names(cls))
         for key in list(fields):
-            if key not in known and key != "config" and key != "prompt":
-                config.setdefault(key, fields.pop(key))
-                origins.pop(key, None)
+            if key in known or key in ("config", "prompt"):
+                continue
+            if difflib.get_close_matches(str(key), known, n=1, cutoff=0.8):
+                continue  # a misspelt setting ("temprature") is reported, not passed on
+            config.setdefault(key, fields.pop(key))
+            origins.pop(key, None)
         fields["config"] = config
         origins.setdefault("config", (*path, "config"))
         return True
