@@ -127,9 +127,11 @@ async def test_code_aggregator_gets_member_results(engine_factory, mock_server):
     assert score.hits == ["saw fast", "saw quality", "saw safety"]
     assert score.rationale == "safety gates quality"
     results = score.details["script"]["results"]  # type: ignore[index]
-    assert results["safety"] == {"score": 1.0, "passed": True, "hits": [], "misses": [],
-                                 "reasoning": "'Paris' found"}
+    assert results["safety"] == {"score": 1.0, "verdict": "pass", "passed": True, "hits": [],
+                                 "misses": [], "reasoning": "'Paris' found"}
     assert results["quality"]["score"] == 0.7 and results["quality"]["hits"] == ["quality hit"]
+    assert results["quality"]["verdict"] == "borderline"  # AgentV's band: 0.6 <= 0.7 < 0.8
+    assert results["fast"]["verdict"] == "error"
     assert results["fast"]["score"] is None
     assert results["fast"]["error"]["code"] == "missing_latency"
     assert score.usage.calls == 1  # the member's judge call is accounted

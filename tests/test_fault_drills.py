@@ -359,7 +359,8 @@ def assert_scores_right(stored: Stored, project: Project) -> Counter[str]:
             assert code in DRILL_ERRORS, (case_id, score["error"])
             errors[code] += 1
         else:
-            assert value == pytest.approx(project.expected_similarity(case_id), abs=1e-3), (
+            # Rounded to two places, as UiPath reports a similarity.
+            assert value == pytest.approx(project.expected_similarity(case_id), abs=5e-3), (
                 case_id, score)
         if "replied" in project.evaluators:
             replied, replied_code, _ = stored.values[(case_id, "replied")]

@@ -438,7 +438,7 @@ async def test_judge_answers_of_the_wrong_type_are_invalid_not_scores(
 
     model = assay.register_service("wrong_types", judge)
     score = await build({**config, "model": model}).evaluate(
-        Case(id="c", input="q", expected_output="x"), Execution(output={"k": 1}),
+        Case(id="c", input="q", expected_output="x"), Execution(output={"k": 2}),
         EvalContext(engine_factory()))
     assert score.value is None, score
     assert score.error is not None and score.error.code == "judge_output_invalid", score

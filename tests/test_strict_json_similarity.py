@@ -67,7 +67,7 @@ def test_penalty_formula_ignores_key_order():
 async def test_all_identical_scores_one(engine_factory, mock_server):
     judge = forcing(classification(all_("identical")))
     score = await judge.evaluate(Case(id="c", expected_output=EXPECTED),
-                                 Execution(output=dict(EXPECTED)),
+                                 Execution(output={**EXPECTED, "email": "John@Example.com"}),
                                  EvalContext(engine_factory()))
     assert score.error is None
     assert score.value == 1.0 and score.raw == 100.0 and score.scale == "0-100"
@@ -77,19 +77,42 @@ async def test_all_identical_scores_one(engine_factory, mock_server):
     assert score.usage.calls == 1 and mock_server.stats.requests == 1
 
 
+async def test_equal_output_scores_one_without_a_call(engine_factory, mock_server):
+    # Equal values are identical whatever a judge would say, so nothing is asked.
+    judge = forcing(classification(all_("different")))
+    score = await judge.evaluate(Case(id="c", expected_output=EXPECTED),
+                                 Execution(output={**EXPECTED, "user_id": 12345.0}),
+                                 EvalContext(engine_factory()))
+    assert score.value == 1.0 and score.raw == 100.0
+    assert score.rationale == "4 of 4 expected key(s) have equal values"
+    assert score.usage.calls == 0 and mock_server.stats.requests == 0
+
+
+async def test_equal_values_override_the_judge(engine_factory, mock_server):
+    statuses = {**all_("different"), "name": "similar"}
+    score = await forcing(classification(statuses)).evaluate(
+        Case(id="c", expected_output=EXPECTED),
+        Execution(output={**EXPECTED, "name": "John A. Doe"}), EvalContext(engine_factory()))
+    assert score.raw == pytest.approx(87.5)  # only "name" is left to the judge
+    assert score.details is not None
+    assert any(o.startswith("email: judged different, the values are equal")
+               for o in score.details["overrides"])
+
+
 async def test_one_similar_of_four(engine_factory, mock_server):
     statuses = {**all_("identical"), "name": "similar"}
     score = await forcing(classification(statuses)).evaluate(
         Case(id="c", expected_output=EXPECTED),
         Execution(output={**EXPECTED, "name": "John A. Doe"}), EvalContext(engine_factory()))
-    assert score.value == pytest.approx(0.875) and score.raw == pytest.approx(87.5)
+    # 87.5 / 100 rounded to two places as UiPath reports it (round half to even).
+    assert score.value == 0.88 and score.raw == pytest.approx(87.5)
     assert score.misses == ["name: similar"]
     assert score.details is not None and score.details["n"] == 4
     assert score.details["penalty"] == pytest.approx(12.5)
 
 
 async def test_absent_key_is_missing_whatever_the_judge_says(engine_factory, mock_server):
-    actual = {k: v for k, v in EXPECTED.items() if k != "email"}
+    actual = {k: v for k, v in EXPECTED.items() if k != "email"} | {"name": "John  Doe"}
     score = await forcing(classification(all_("identical"))).evaluate(
         Case(id="c", expected_output=EXPECTED), Execution(output=actual),
         EvalContext(engine_factory()))
@@ -103,8 +126,9 @@ async def test_extra_key_costs_ten_over_n_even_if_the_judge_misses_it(engine_fac
                                                                      mock_server):
     score = await forcing(classification(all_("identical"), extra=[])).evaluate(
         Case(id="c", expected_output=EXPECTED),
-        Execution(output={**EXPECTED, "debug": True}), EvalContext(engine_factory()))
-    assert score.value == pytest.approx(0.975)
+        Execution(output={**EXPECTED, "name": "JOHN DOE", "debug": True}),
+        EvalContext(engine_factory()))
+    assert score.raw == pytest.approx(97.5) and score.value == 0.97
     assert score.details is not None and score.details["extra_keys"] == ["debug"]
     assert "debug: extra" in score.misses
     assert any(o.startswith("extra keys") for o in score.details["overrides"])
@@ -113,7 +137,8 @@ async def test_extra_key_costs_ten_over_n_even_if_the_judge_misses_it(engine_fac
 async def test_judged_missing_but_present_counts_as_different(engine_factory, mock_server):
     statuses = {**all_("identical"), "status": "missing"}
     score = await forcing(classification(statuses)).evaluate(
-        Case(id="c", expected_output=EXPECTED), Execution(output=dict(EXPECTED)),
+        Case(id="c", expected_output=EXPECTED),
+        Execution(output={**EXPECTED, "status": "Success"}),
         EvalContext(engine_factory()))
     assert score.value == pytest.approx(0.75)
     assert score.details is not None
@@ -148,7 +173,7 @@ async def test_a_key_left_out_is_reasked_then_accepted(engine_factory, mock_serv
     full = classification(all_("identical"))
     judge = StrictJsonSimilarity(prompt=f"Classify.\n<<mock-seq:{json.dumps([partial, full])}>>")
     score = await judge.evaluate(Case(id="c", expected_output=EXPECTED),
-                                 Execution(output=dict(EXPECTED)),
+                                 Execution(output={**EXPECTED, "name": "John A. Doe"}),
                                  EvalContext(engine_factory(reasks=2)))
     assert score.ok and score.value == 1.0
     assert score.usage.calls == 2 and mock_server.stats.requests == 2
@@ -157,7 +182,7 @@ async def test_a_key_left_out_is_reasked_then_accepted(engine_factory, mock_serv
 async def test_never_complete_answer_becomes_an_error_score(engine_factory, mock_server):
     partial = classification({"status": "identical", "name": "identical"})
     score = await forcing(partial).evaluate(Case(id="c", expected_output=EXPECTED),
-                                            Execution(output=dict(EXPECTED)),
+                                            Execution(output={**EXPECTED, "name": "J. Doe"}),
                                             EvalContext(engine_factory(reasks=1)))
     assert score.value is None and score.error is not None
     assert score.error.code == "judge_output_invalid"

@@ -132,12 +132,12 @@ def test_missing_environment_variable_names_target_field_and_variable(
 
 
 def test_unknown_provider_lists_the_known_ones(tmp_path: Path) -> None:
-    path = write(tmp_path, "targets.yaml", "targets:\n  - {name: x, provider: claude-code}\n")
+    path = write(tmp_path, "targets.yaml", "targets:\n  - {name: x, provider: claude-desk}\n")
     problems = validate_targets(path)
     assert len(problems) == 1
     assert str(problems[0]).startswith(
-        f"{path}:2:25: target 'x': unknown provider 'claude-code'; known: python, callable, "
-        "cli, command, http, recorded, <model>")
+        f"{path}:2:25: target 'x': unknown provider 'claude-desk'; known: python, callable, "
+        "cli, command, http, recorded, mock, claude-code")
     with pytest.raises(ConfigError, match="unknown provider 'nope'"):
         build_target({"name": "y", "provider": "nope"}, tmp_path)
 

@@ -248,15 +248,16 @@ def test_unreferenced_unsupported_evaluator_is_ignored(project):
     assert load_eval_set(project / "evaluations" / "eval-sets" / "calculator.json")
     path = project / "evaluations" / "eval-sets" / "calculator.json"
     _edit(path, lambda d: d["evaluatorConfigs"].append("MyScorer"))
-    with pytest.raises(EvaluationError, match="custom Python evaluators are not supported"):
+    with pytest.raises(EvaluationError, match=r"custom-scorer.json: \$.evaluatorSchema: a custom "
+                       r"evaluator names its code in evaluatorSchema"):
         load_eval_set(path)
 
 
 def test_unsupported_legacy_type(project):
     path = project / "evaluations" / "evaluators" / "legacy-equals.json"
-    _edit(path, lambda d: d.update(type=3))
+    _edit(path, lambda d: d.update(type=0))
     with pytest.raises(EvaluationError, match=r"legacy-equals.json: \$.type: legacy evaluator "
-                       r"type 3 \(Regex\) is not supported"):
+                       r"type 0 \(Unknown\) is not supported"):
         load_eval_set(project / "evaluations" / "eval-sets" / "legacy.json")
 
 

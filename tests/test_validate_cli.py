@@ -70,7 +70,7 @@ BROKEN: list[tuple[str, str, str]] = [
         """,
      "5:7: unknown key 'temprature' for evaluator type 'llm_judge' (expected: one of type, "
      "name, weight, threshold, required, model, temperature, max_tokens, seed, prompt, "
-     "uses_answer)"),
+     "uses_answer, prompt_script, config, cwd, timeout_s)"),
     ("unknown evaluator type", """
         execution:
           evaluators:

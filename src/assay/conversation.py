@@ -415,7 +415,8 @@ class ConversationResolver:
 
     def __call__(self, name: str | None) -> Target:
         inner = self.resolve(name)
-        if isinstance(inner, ConversationTarget):
+        if isinstance(inner, ConversationTarget) or isinstance(
+                getattr(inner, "inner", None), ConversationTarget):  # given already conversing
             return inner
         made = self._made.get(id(inner))
         if made is None:

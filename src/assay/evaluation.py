@@ -366,6 +366,22 @@ def _rebuild_evaluators(stored: RunRecord) -> list[Evaluator]:
     return [_build_spec(e.model_dump()) for e in stored.config.evaluators]
 
 
+def _project_agent(suite: Suite, config: RunConfig) -> Target | None:
+    """A UiPath project's own agent (its entry point), when the run names no target."""
+    project = (suite.metadata.get("uipath") or {}).get("project")
+    if suite.metadata.get("format") != "uipath" or not project:
+        if config.entrypoint:
+            raise ConfigError(f"entry point {config.entrypoint!r} given, but {suite.name!r} is "
+                              "not a UiPath project's eval set", code="unknown_target")
+        return None
+    if any(c.execution is not None for c in suite.cases):
+        return None
+    from assay.targets.uipath_entrypoint import entrypoint_target
+
+    found: Target | None = entrypoint_target(Path(project), config.entrypoint)
+    return found
+
+
 class _BlankOutput(Target):
     """Stands in for the agent in a dry run: the agent is not run either."""
 
@@ -401,6 +417,9 @@ class _Session:
         self.engine = engine
         base = suite.source.parent if suite.source else Path.cwd()
         targets_file = Path(config.targets_file) if config.targets_file else None
+        if given is None and not config.target and suite.target is None:
+            given = _project_agent(suite, config)  # uipath eval: the project's entry point
+            owns_given = owns_given or given is not None
         self.targets = TargetResolver(self.engine, base, targets_file, given, owns_given)
         self.resume = resume
         self.rescored_from = rescored_from

@@ -271,6 +271,9 @@ class Execution(_Model):
         "simulated user's usage; the transcript is in messages")
     custom_outputs: JSONValue = Field(
         default=None, description="extra outputs the agent reported (Databricks' custom_outputs)")
+    provider_request: dict[str, Any] | None = Field(
+        default=None, description="what the agent's provider was sent (a chat model's "
+        "messages, a command's argv), no secrets: AgentV's lm/agent_provider_request")
 
     @field_validator("retrieved_context", mode="before")
     @classmethod
@@ -389,6 +392,9 @@ class Score(_Model):
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float | None = None
     judge_model: str | None = None
+    provider_request: dict[str, Any] | None = Field(
+        default=None, description="what the judge was asked (model, system and user prompts, "
+        "bounded): AgentV's evaluator_provider_request")
 
     @field_validator("value")
     @classmethod
@@ -435,6 +441,29 @@ class Score(_Model):
         """A score for an evaluator that did not apply (its inputs are missing): no call was
         made, and it is neither a failure nor an error."""
         return cls(name=name, skipped=reason, **extra)
+
+
+PASS_AT = 0.8
+BORDERLINE_AT = 0.6
+
+
+def verdict_band(score: Score, borderline_at: float = BORDERLINE_AT) -> str:
+    """One evaluator's verdict as AgentV reports it: ``pass``, ``borderline`` or ``fail``
+    (``error`` and ``skipped`` for scores without a value).
+
+    A score that passed its evaluator's threshold (0.8 unless set) is a pass; one that did
+    not is borderline from ``borderline_at`` (0.6) up, unless it blocks its case (a required
+    check), else a fail. A score with no pass/fail of its own is banded at 0.8 and 0.6.
+    """
+    if score.error is not None:
+        return "error"
+    if score.value is None:
+        return "skipped"
+    if score.passed is True or (score.passed is None and score.value >= PASS_AT):
+        return "pass"
+    if not score.blocking and score.value >= borderline_at:
+        return "borderline"
+    return "fail"
 
 
 def dump_json(value: Any) -> str:

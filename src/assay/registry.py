@@ -33,6 +33,12 @@ T = TypeVar("T")
 _BUILTINS: dict[Kind, Callable[[], None]] = {}
 """How each kind's built-ins get registered: importing the modules that define them."""
 
+_LAZY: dict[tuple[Kind, str], str] = {
+    ("evaluator", "uipath_custom"): "assay.compat.uipath.custom",
+}
+"""Built-ins whose module is imported only when their name is asked for (they pull in more
+than the rest of their kind)."""
+
 
 class PluginError(ConfigError):
     """An ``assay`` plugin that could not be loaded."""
@@ -67,6 +73,9 @@ class Registry:
         """The object named ``name``: built-ins first, then installed plugins; None if none."""
         table = self.table(kind)
         found = table.get(name)
+        if found is None and (kind, name) in _LAZY:
+            importlib.import_module(_LAZY[(kind, name)])
+            found = table.get(name)
         if found is None and not self._plugins_loaded:
             self.load_plugins()
             found = table.get(name)
@@ -85,7 +94,7 @@ class Registry:
     def names(self, kind: Kind) -> list[str]:
         """Every registered name of a kind, plugins included."""
         self.load_plugins()
-        return sorted(self.table(kind))
+        return sorted({*self.table(kind), *(n for k, n in _LAZY if k == kind)})
 
     def load_plugins(self) -> None:
         """Import every installed ``assay`` plugin (once)."""

@@ -94,6 +94,17 @@ class RunConfig(BaseModel):
     targets_file: str | None = Field(default=None, description="a targets.yaml to use")
     repeat: int = Field(default=1, ge=1, description="independent runs of every case")
     filter: str | None = Field(default=None, description="a glob over case ids")
+    case_ids: list[str] | None = Field(
+        default=None, description="only these case ids (UiPath's --eval-ids)")
+    agent_timeout_s: float | None = Field(
+        default=None, gt=0, description="seconds one run of the agent may take; past it the "
+        "case's execution is an error (AgentV's --agent-timeout)")
+    agent_retries: int = Field(
+        default=0, ge=0, description="times a failed run of the agent is tried again "
+        "(AgentV's --max-retries)")
+    entrypoint: str | None = Field(
+        default=None, description="a UiPath project's entry point to run when no target is "
+        "named (uipath eval's ENTRYPOINT)")
     thresholds: Thresholds = Field(default_factory=Thresholds)
     gates: Gates = Field(default_factory=Gates)
     dry_run: bool = False

@@ -23,7 +23,7 @@ from assay.errors import EvaluationError
 from assay.jsondata import NotJSONData, as_json_data
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.engine import JudgeEngine
-from assay.model import Execution, Score
+from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, EvaluatorSpec, RunSummary, SummaryBuilder, Verdict
 from assay.run_config import RunConfig
 from assay.store.runs import RecordRejected, RunStore
@@ -51,14 +51,17 @@ class _NoProgress:
 
 
 def select_cases(suite: Suite, config: RunConfig) -> Iterator[SuiteCase]:
-    """The suite's cases that match the run's filter glob, streamed."""
+    """The suite's cases that match the run's filter glob (and id list), streamed."""
+    wanted = set(config.case_ids) if config.case_ids is not None else None
     for item in suite.iter_cases():
-        if not config.filter or fnmatch.fnmatchcase(item.case.id, config.filter):
+        if config.filter and not fnmatch.fnmatchcase(item.case.id, config.filter):
+            continue
+        if wanted is None or item.case.id in wanted:
             yield item
 
 
 def count_cases(suite: Suite, config: RunConfig) -> int:
-    if not config.filter:
+    if not config.filter and config.case_ids is None:
         return suite.count()
     return sum(1 for _ in select_cases(suite, config))
 
@@ -153,7 +156,8 @@ class Runner:
             for item, repeat in work:
                 evaluators = self.suite.evaluators_for(item)
                 for evaluator in evaluators:
-                    if hasattr(evaluator, "reduce") and evaluator.name not in reducers:
+                    if hasattr(evaluator, "reduce") and getattr(evaluator, "reduces", True) \
+                            and evaluator.name not in reducers:
                         reducers[evaluator.name] = (evaluator, [])
                 key = (item.case.id, repeat)
                 have = stored_scores.pop(key, {})
@@ -193,7 +197,9 @@ class Runner:
             kept.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
         result = summary.build()
         for name, (evaluator, scores) in reducers.items():
-            result.dataset_metrics[name] = evaluator.reduce(scores)  # type: ignore[attr-defined]
+            reduced = evaluator.reduce(scores)  # type: ignore[attr-defined]
+            if reduced is not None:
+                result.dataset_metrics[name] = reduced
         check_gates(result, self.config)
         return RunOutcome(result, kept)
 
@@ -249,11 +255,11 @@ class Runner:
             return execution
         target = self.resolve_target(target_name)
         started = time.perf_counter()
-        try:
-            with sampling(repeat):
-                execution = await target.run(case)
-        except Exception as exc:  # a target must not stop the run
-            execution = Execution(input=case.input, error=f"{type(exc).__name__}: {exc}")
+        for attempt in range(self.config.agent_retries + 1):
+            execution = await self._attempt(target, case, repeat)
+            if execution.error is None or attempt == self.config.agent_retries:
+                break
+            started = time.perf_counter()
         if execution.latency_ms is None:
             execution.latency_ms = (time.perf_counter() - started) * 1000
         if execution.error is None:
@@ -264,6 +270,20 @@ class Runner:
                                       error=f"agent output is not JSON data: {exc}",
                                       error_code="invalid_output")
         return execution
+
+    async def _attempt(self, target: Target, case: Case, repeat: int) -> Execution:
+        """One run of the agent, bounded by ``agent_timeout_s`` when the run sets one."""
+        timeout = self.config.agent_timeout_s
+        try:
+            with sampling(repeat):
+                if timeout is None:
+                    return await target.run(case)
+                return await asyncio.wait_for(target.run(case), timeout)
+        except TimeoutError:
+            return Execution(input=case.input, error=f"the agent took longer than the agent "
+                             f"timeout of {timeout:g}s and was stopped")
+        except Exception as exc:  # a target must not stop the run
+            return Execution(input=case.input, error=f"{type(exc).__name__}: {exc}")
 
     def _store(self, run_id: str, case_id: str, repeat: int, execution: Execution) -> None:
         if self.store is None:

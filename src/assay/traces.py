@@ -14,6 +14,7 @@ import ast
 import contextlib
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -34,6 +35,7 @@ __all__ = [
     "retrieved_context",
     "tool_calls",
     "top_level_retrievers",
+    "trace_summary",
 ]
 
 DOCUMENT_ATTRIBUTE = re.compile(r"retrieval\.documents\.(\d+)\.document\.(.+)")
@@ -468,4 +470,23 @@ def retrieved_context(execution: Execution) -> RetrievedContext:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         problem = problems[0] + more
     return RetrievedContext(source="trace", chunks=chunks, problem=problem)
+
+
+def trace_summary(execution: Execution) -> dict[str, Any]:
+    """A compact view of what the agent did, so scripts need not parse traces themselves."""
+    calls = tool_calls(execution)
+    by_name = Counter(call.name for call in calls)
+    usage = execution.usage
+    errors = sum(1 for span in execution.trace if span.status == "error")
+    return {
+        "event_count": len(execution.trace) + len(execution.messages),
+        "tool_names": sorted(by_name),
+        "tool_calls_by_name": dict(by_name),
+        "error_count": errors + (1 if execution.error else 0),
+        "token_usage": None if usage is None else {
+            "input": usage.prompt_tokens, "output": usage.completion_tokens,
+            "total": usage.total_tokens},
+        "cost_usd": None if usage is None else usage.cost,
+        "duration_ms": execution.latency_ms,
+    }
 

@@ -5,7 +5,8 @@ import importlib
 
 from assay.cli.app import app
 
-COMMANDS = ("judge", "run", "runs", "validate", "baseline")
+COMMANDS = ("judge", "run", "runs", "validate", "baseline", "eval_cmd",
+            "authoring")
 """The modules that define commands; each imports the library only inside its commands, so
 building the command line costs little more than typer itself."""
 

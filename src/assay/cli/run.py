@@ -42,13 +42,17 @@ def run(
     judge_model: str | None = typer.Option(None, "--judge-model", envvar="ASSAY_JUDGE_MODEL",
                                            help="Judge model for every LLM evaluator."),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", "-c", min=1,
+        None, "--concurrency", "-c", "--workers", min=1,
         help="Cases (and judge calls) in flight at once [default: 8, or the resumed run's]."),
-    filter_glob: str | None = typer.Option(None, "--filter", help="Only case ids matching."),
+    filter_glob: str | None = typer.Option(None, "--filter", "--eval-id",
+                                           help="Only case ids matching."),
+    eval_ids: str | None = typer.Option(
+        None, "--eval-ids", help="Only these case ids: \"['id1','id2']\" or id1,id2 "
+        "(UiPath's option)."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Run every case N times."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Write result rows (JSONL) as cases complete."),
-    uipath_output: Path | None = typer.Option(None, "--uipath-output",
+    uipath_output: Path | None = typer.Option(None, "--uipath-output", "--output-file",
                                               help="Also write UiPath's output-file shape."),
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report."),
     report: list[str] | None = typer.Option(
@@ -113,11 +117,23 @@ def run(
         "\"correctness >= 0.9 AND `safety/mean` >= 1\" (exit 1 when unmet)."),
     global_guideline: list[str] | None = typer.Option(
         None, "--global-guideline", help="A guideline for every case (repeatable)."),
+    output_format: str = typer.Option("jsonl", "--output-format",
+                                      help="Result rows as jsonl or yaml (AgentV's option)."),
+    results_file: bool = typer.Option(
+        True, "--results-file/--no-results-file",
+        help="Also write the rows to .assay/results/RUN.jsonl beside the store."),
+    agent_timeout: float | None = typer.Option(
+        None, "--agent-timeout", min=0.001, help="Seconds one run of the agent may take."),
+    max_retries: int = typer.Option(0, "--max-retries", min=0,
+                                    help="Times a failed run of the agent is tried again."),
+    no_report: bool = typer.Option(False, "--no-report", help="Accepted for uipath eval "
+                                   "habits: assay reports to no platform."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     from assay.evaluation import evaluate_async, open_store, resume_async
     from assay.llm.config import RetryPolicy
     from assay.run_config import Gates, RunConfig, RunThresholds, Thresholds
+    from assay.suites.paths import parse_eval_ids
 
     if cache not in ("use", "refresh", "off"):
         raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
@@ -134,7 +150,9 @@ def run(
         raise ConfigError("--set-baseline and --compare-to-baseline need a stored run, "
                           "not --dry-run")
     runs = open_store(store_url(store))
-    reports = _Reports(output, junit, uipath_output, _report_options(report))
+    reports = _Reports(output, junit, uipath_output, _report_options(report),
+                       fmt=output_format,
+                       results_dir=results_dir(store_url(store)) if results_file else None)
     progress = _progress(suite_path)
     started: dict[str, str] = {}
 
@@ -165,6 +183,8 @@ def run(
                                              cases_pass_threshold=cases_pass_threshold,
                                              max_error_rate=max_error_rate),
                 connexity_compat=connexity_compat, simulator_model=simulator_model,
+                case_ids=parse_eval_ids(eval_ids) if eval_ids is not None else None,
+                agent_timeout_s=agent_timeout, agent_retries=max_retries,
                 **_agent_options(judges, naming, quality_criteria, global_guideline))
         except ValueError as exc:
             raise ConfigError(_validation_text(exc)) from None
@@ -199,6 +219,9 @@ def run(
         _print_dry_run(result)
         return
     reports.finish(result)
+    if getattr(reports, "default_path", None) is not None:
+        console.print(f"results written to {reports.default_path}", highlight=False,
+                      markup=False)
     _print_result(result, runs, lambda: _baseline(result, runs, set_baseline,
                                                   compare_to_baseline))
 
@@ -383,13 +406,29 @@ def _inputs(suite_path: Path | None, targets_file: Path | None) -> list[Path]:
     return found
 
 
+def results_dir(url: str) -> Path:
+    """Where a run's default results file goes: ``results/`` beside a SQLite store file (so
+    ``.assay/results/`` for the default store), else ``.assay/results/`` here."""
+    if url.startswith("sqlite:///") and url != "sqlite://":
+        return Path(url.removeprefix("sqlite:///")).parent / "results"
+    return Path(".assay") / "results"
+
+
 class _Reports:
-    """The result files of a run: JSONL rows as cases complete, JUnit and UiPath at the end."""
+    """The result files of a run: rows as cases complete (the ``--output`` file, else the
+    run's default file ``results/RUN.jsonl``), JUnit and UiPath at the end."""
 
     def __init__(self, output: Path | None, junit: Path | None, uipath: Path | None,
-                 extra: list[tuple[str, Path]] | None = None) -> None:
+                 extra: list[tuple[str, Path]] | None = None, fmt: str = "jsonl",
+                 results_dir: Path | None = None) -> None:
+        from assay.report.files import ROW_FORMATS
+
+        if fmt not in ROW_FORMATS:
+            raise ConfigError(f"--output-format {fmt!r}: expected jsonl or yaml")
         self.output, self.junit, self.uipath = output, junit, uipath
         self.extra = extra or []
+        self.fmt = fmt
+        self.results_dir = results_dir
         self.writer: Any = None
         self.types: dict[str, Any] = {}
         self.dataset = ""
@@ -406,11 +445,14 @@ class _Reports:
         outputs.update({f"--report {name}:{path}": path for name, path in self.extra})
         check_outputs(outputs, inputs)
         if self.output is not None:
-            self.writer = RowWriter(self.output, "--output")
+            self.writer = RowWriter(self.output, "--output", self.fmt)
 
     def started(self, run: Any) -> None:
         """The run's evaluator types and weights, for the rows' evaluator entries (and, with
-        a naming, what each judge is, for rows in that naming)."""
+        a naming, what each judge is, for rows in that naming); without ``--output``, the rows
+        go to the run's own results file."""
+        from assay.report.files import RowWriter
+
         self.dataset = run.suite
         self.types = {e.name: e for e in run.config.evaluators}
         naming = run.config.run.get("naming")
@@ -419,6 +461,11 @@ class _Reports:
 
             self.named = (Catalog(run.config.evaluators), naming,
                           run.config.run.get("chunk_errors") or "exclude")
+        if self.writer is None and self.output is None and self.results_dir is not None:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            path = self.results_dir / f"{run.id}.{self.fmt}"
+            self.writer = RowWriter(path, "the results file", self.fmt)
+            self.default_path: Path | None = path
 
     def on_record(self, record: Any) -> None:
         if self.writer is not None:
@@ -450,6 +497,10 @@ class _Reports:
 def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = None) -> None:
     from assay.report.terminal import summary_lines
 
+    if result.suite is not None and result.suite.metadata.get("format") == "uipath":
+        from assay.report.uipath_console import table_for_result
+
+        console.print(table_for_result(result))  # as `uipath eval` shows its results
     for line in summary_lines(result.summary):
         console.print(line, highlight=False)
     if result.summary.assessments is not None:

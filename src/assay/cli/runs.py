@@ -12,6 +12,7 @@ from assay.cli.run import store_url
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
+    from assay.compare import Comparison
     from assay.store.runs import RunStore
 
 
@@ -128,12 +129,28 @@ def compare(
     against_baseline: bool = typer.Option(
         False, "--against-baseline", help="Compare the one run given with the baseline of "
         "its suite and target (see assay baseline)."),
+    exit_rule: str = typer.Option(
+        "assay", "--exit-rule", help="Per-case policy. assay: exit 1 on a regression; agentv: "
+        "exit 1 when the mean score change is negative (agentv compare's rule)."),
 ) -> None:
-    """Compare two completed runs; exit 1 when the candidate regressed (or fails its own
-    run dimensions), 2 when the runs cannot be compared."""
+    """Compare two completed runs (run ids, or two results JSONL files); exit 1 when the
+    candidate regressed (or fails its own run dimensions), 2 when they cannot be compared."""
+    from pathlib import Path
+
     from assay.connexity.compare import CompareThresholds, compare_records, parse_fraction
     from assay.store.runs import RunStore
 
+    if exit_rule not in ("assay", "agentv"):
+        raise ConfigError(f"--exit-rule {exit_rule!r}: expected assay or agentv")
+    if baseline is not None and candidate is not None and Path(baseline).is_file() \
+            and Path(candidate).is_file():
+        if policy == "connexity":
+            raise ConfigError("--policy connexity compares stored runs, not results files")
+        from assay.compare_files import compare_files
+
+        _report_cases(compare_files(Path(baseline), Path(candidate), threshold),
+                      {"id": baseline}, {"id": candidate}, as_json, exit_rule)
+        return
     runs = RunStore(store_url(store))
     if against_baseline:
         if candidate is not None or baseline is None:
@@ -163,8 +180,11 @@ def compare(
         ("--against-baseline", against_baseline or None)) if value is not None]
     chosen = _policy(policy, a, b, flags)
     if chosen == "cases":
-        _compare_cases(runs, a, b, threshold, as_json, allow_incomplete)
+        _report_cases(compare_runs_of(runs, a, b, threshold, allow_incomplete), a, b, as_json,
+                      exit_rule)
         return
+    if exit_rule != "assay":
+        raise ConfigError("--exit-rule applies to the per-case policy, not --policy connexity")
     try:
         options: dict[str, Any] = {
             "max_pass_rate_drop": max_pass_rate_drop, "max_avg_score_drop": max_avg_score_drop,
@@ -211,22 +231,30 @@ def _policy(given: str | None, baseline: dict[str, Any], candidate: dict[str, An
     return "connexity" if "connexity" in scorings or flags else "cases"
 
 
-def _compare_cases(runs: RunStore, a: dict[str, Any], b: dict[str, Any], threshold: float,
-                   as_json: bool, allow_incomplete: bool) -> None:
+def compare_runs_of(runs: RunStore, a: dict[str, Any], b: dict[str, Any], threshold: float,
+                    allow_incomplete: bool) -> Comparison:
+    """The per-case comparison of two stored runs."""
+    from assay.compare import compare_runs
+
+    return compare_runs(a, b, runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold,
+                        allow_incomplete=allow_incomplete)
+
+
+def _report_cases(result: Comparison, a: dict[str, Any], b: dict[str, Any], as_json: bool,
+                  exit_rule: str) -> None:
+    """The per-case comparison (AgentV and UiPath suites) shown; exit 1 on a regression (or,
+    by AgentV's rule, on a negative mean change)."""
     from rich.markup import escape
 
-    from assay.compare import compare_runs
+    from assay.compare_files import agentv_summary, fails
     from assay.report.safe_text import for_terminal
     from assay.report.terminal import fmt_score
 
-    """The per-case comparison (AgentV and UiPath suites): exit 1 on any case regression."""
-    result = compare_runs(a, b, runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold,
-                          allow_incomplete=allow_incomplete)
     for reason in result.incomplete:
         err_console.print(f"[yellow]warning[/]: comparing anyway: {escape(reason)}",
                           highlight=False)
     if as_json:
-        print(json.dumps(result.as_dict(), indent=2))
+        print(json.dumps({**result.as_dict(), "agentv": agentv_summary(result)}, indent=2))
     else:
         from rich.table import Table
 
@@ -248,9 +276,9 @@ def _compare_cases(runs: RunStore, a: dict[str, Any], b: dict[str, Any], thresho
         if result.only_before or result.only_after:
             console.print(f"only in {for_terminal(a['id'])}: {len(result.only_before)}; only in "
                           f"{for_terminal(b['id'])}: {len(result.only_after)}", highlight=False)
-    if result.regressions:
-        if not as_json:
-            console.print(f"[red]regression[/]: {len(result.regressions)} case(s): " +
-                          ", ".join(for_terminal(c.case_id) for c in result.regressions[:10]),
-                          highlight=False)
+    if result.regressions and not as_json:
+        console.print(f"[red]regression[/]: {len(result.regressions)} case(s): " +
+                      ", ".join(for_terminal(c.case_id) for c in result.regressions[:10]),
+                      highlight=False)
+    if fails(result, exit_rule):  # type: ignore[arg-type]
         raise typer.Exit(EXIT_GATE_FAILED)

@@ -16,21 +16,22 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assay.errors import EvaluationError
 from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
 from assay.judges.templates import as_text
-from assay.model import Case, Execution, Score
+from assay.model import Case, Execution, Score, Usage
 from assay.processes import StartFailed, run_program
-from assay.traces import tool_calls
+from assay.traces import trace_summary
 
 STDERR_TAIL = 2000
+DEFAULT_MAX_CALLS = 50
+"""Judge calls a script may make through the target proxy per case, unless it says."""
 """How much of a failing script's stderr goes into the error message."""
 
 
@@ -73,7 +74,8 @@ def _with_stderr(message: str, stderr: bytes | str) -> str:
 
 
 async def run_json_command(argv: list[str], payload: Any, *, cwd: str | None,
-                           timeout_s: float, what: str = "script"
+                           timeout_s: float, what: str = "script",
+                           env: dict[str, str] | None = None
                            ) -> tuple[dict[str, Any], str]:
     """Run ``argv`` with ``payload`` as JSON on stdin; return the JSON object it printed and
     the tail of its stderr (for messages about what the object contained).
@@ -85,7 +87,8 @@ async def run_json_command(argv: list[str], payload: Any, *, cwd: str | None,
         raise EvaluationError("code_judge_failed", f"{what}: cwd {cwd!r} is not a directory")
     data = json.dumps(payload, ensure_ascii=False, default=str).encode()
     try:
-        done = await run_program(argv, stdin=data, cwd=cwd, timeout_s=timeout_s)
+        done = await run_program(argv, stdin=data, cwd=cwd, timeout_s=timeout_s,
+                                 env={**os.environ, **env} if env else None)
     except StartFailed as exc:
         raise EvaluationError("code_judge_failed",
                               f"{what}: could not start {argv[0]!r}: {exc.reason}") from None
@@ -125,25 +128,6 @@ def parse_script_output(printed: dict[str, Any], stderr: str, what: str) -> Scri
             f"{what} printed an invalid result: {problems}", stderr)) from None
 
 
-def trace_summary(execution: Execution) -> dict[str, Any]:
-    """A compact view of what the agent did, so scripts need not parse traces themselves."""
-    calls = tool_calls(execution)
-    by_name = Counter(call.name for call in calls)
-    usage = execution.usage
-    errors = sum(1 for span in execution.trace if span.status == "error")
-    return {
-        "event_count": len(execution.trace) + len(execution.messages),
-        "tool_names": sorted(by_name),
-        "tool_calls_by_name": dict(by_name),
-        "error_count": errors + (1 if execution.error else 0),
-        "token_usage": None if usage is None else {
-            "input": usage.prompt_tokens, "output": usage.completion_tokens,
-            "total": usage.total_tokens},
-        "cost_usd": None if usage is None else usage.cost,
-        "duration_ms": execution.latency_ms,
-    }
-
-
 def case_payload(case: Case, execution: Execution, config: dict[str, Any]) -> dict[str, Any]:
     """The JSON a code judge reads on stdin: AgentV's snake_case field names."""
     if isinstance(case.input, list):
@@ -162,21 +146,53 @@ def case_payload(case: Case, execution: Execution, config: dict[str, Any]) -> di
                             for m in execution.messages],
         "expected_messages": case.metadata.get("expected_messages", []),
         "guidelines": list(case.guidelines),
+        "guideline_files": list(case.metadata.get("guideline_files") or []),
+        "input_files": list(case.metadata.get("input_files") or []),
         "trace_summary": trace_summary(execution),
         "config": config,
     }
 
 
+class TargetAccess(BaseModel):
+    """The target proxy a script may call: at most ``max_calls`` judge calls per case."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_calls: int = Field(default=DEFAULT_MAX_CALLS, ge=1)
+
+
 @register
 class CodeJudge(Evaluator):
-    """Scores with a script: case JSON on stdin, ``{score, hits, misses, reasoning}`` out."""
+    """Scores with a script: case JSON on stdin, ``{score, hits, misses, reasoning}`` out.
+
+    Keys AgentV passes through (any key a code judge does not know) arrive in ``config``.
+    ``target: true`` (or ``{max_calls: n}``) lets the script call the judge model through a
+    local proxy (see :mod:`assay.llm.target_proxy`); the calls count in the score's usage
+    and ``details["target_proxy"]``.
+    """
 
     type = "code_judge"
+    passthrough: ClassVar[bool] = True
     script: str | list[str]
     cwd: str | None = Field(default=None,
                             description="working directory; the suite file's directory")
     timeout_s: float = Field(default=60.0, gt=0)
     config: dict[str, Any] = Field(default_factory=dict)
+    target: TargetAccess | None = Field(
+        default=None, description="true (or {max_calls}) to let the script call the judge "
+        "model through the target proxy")
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _true_means_defaults(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        if value is False:
+            return None
+        return value
+
+    def models(self) -> list[str | None]:
+        return [None] if self.target is not None else []
 
     @field_validator("script")
     @classmethod
@@ -191,12 +207,35 @@ class CodeJudge(Evaluator):
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
         payload = case_payload(case, execution, self.config)
         what = f"code_judge {self.name!r}"
-        printed, stderr = await run_json_command(argv_of(self.script), payload, cwd=self.cwd,
-                                                 timeout_s=self.timeout_s, what=what)
+        if self.target is None:
+            printed, stderr = await run_json_command(
+                argv_of(self.script), payload, cwd=self.cwd, timeout_s=self.timeout_s,
+                what=what)
+            return self._scored(printed, stderr, what, Usage(), None)
+        from assay.llm.target_proxy import target_proxy
+
+        async with target_proxy(ctx.engine, ctx.model(None), self.target.max_calls,
+                                ctx.sample) as (env, proxy):
+            try:
+                printed, stderr = await run_json_command(
+                    argv_of(self.script), payload, cwd=self.cwd, timeout_s=self.timeout_s,
+                    what=what, env=env)
+            except EvaluationError as exc:
+                exc.message += f" (target proxy: {proxy.calls} call(s))"
+                raise
+        return self._scored(printed, stderr, what, proxy.usage,
+                            {"call_count": proxy.calls, "max_calls": proxy.max_calls,
+                             "target": proxy.target})
+
+    def _scored(self, printed: dict[str, Any], stderr: str, what: str, usage: Usage,
+                proxy: dict[str, Any] | None) -> Score:
         out = parse_script_output(printed, stderr, what)
+        details = out.details
+        if proxy is not None:
+            details = {**(details or {}), "target_proxy": proxy}
         return Score(
             name=self.name, value=out.score, raw=printed.get("score"), scale="0-1",
             passed=out.passed if out.passed is not None else self.verdict(out.score),
             rationale=out.reasoning or None,
             hits=[h for h in out.hits if h.strip()], misses=[m for m in out.misses if m.strip()],
-            details=out.details)
+            details=details, usage=usage)

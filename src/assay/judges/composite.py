@@ -11,9 +11,19 @@ concurrently; each keeps its own prompt, rubric and model. Aggregators:
     1.0 when every member passed, else 0.0.
 ``min``
     the lowest member score.
-``code``
-    a command that reads ``{"results": {member: {score, passed, hits, misses, reasoning}}}``
-    on stdin and prints ``{score, hits, misses, reasoning}``.
+``code`` (AgentV's ``code_judge``)
+    a command that reads ``{"results": {member: {score, verdict, passed, hits, misses,
+    reasoning}}}`` on stdin and prints ``{score, hits, misses, reasoning}``.
+``llm_judge``
+    a judge model reads the members' results (``{{EVALUATOR_RESULTS_JSON}}`` in ``prompt``, or
+    a default prompt) and decides the score, with hits, misses and reasoning.
+
+Weights, where assay deliberately differs from AgentV: inside a composite AgentV ignores a
+member's own ``weight`` (a member without an entry in ``aggregator.weights`` counts 1.0),
+silently. assay uses the member's ``weight`` when ``aggregator.weights`` does not name it, so
+a weight written in the file is never ignored; ``aggregator.weights`` still wins. Each member
+keeps its own prompt and rubric (AgentV v2.5 runs ``llm_judge`` members with the default
+template).
 
 A member that errored is reported in ``details["errored"]`` and left out of the average and
 the minimum, never counted as 0; when every member errored the composite is an error too. A
@@ -40,8 +50,21 @@ from pydantic import (
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.code_judge import argv_of, parse_script_output, run_json_command
+from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS
+from assay.judges.llm_judge import SYSTEM as JUDGE_SYSTEM
+from assay.judges.llm_judge import JudgeVerdict
+from assay.judges.prompt_check import check_prompt
 from assay.judges.registry import build, register
-from assay.model import Case, Execution, Score, Usage
+from assay.judges.templates import delimit, render, variables
+from assay.llm.structured import ask_structured
+from assay.model import Case, Execution, Score, Usage, verdict_band
+
+AGGREGATOR_PROMPT = """Review the results of the evaluators below, which each judged the same \
+answer, and decide the final score from 0.0 to 1.0 and the final verdict. Weigh what the \
+evaluators found; an evaluator that errored has no score.
+
+[[ ## evaluator_results ## ]]
+{{EVALUATOR_RESULTS_JSON}}"""
 
 
 class Aggregator(BaseModel):
@@ -49,11 +72,16 @@ class Aggregator(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    type: Literal["weighted_average", "all_pass", "min", "code"] = "weighted_average"
+    type: Literal["weighted_average", "all_pass", "min", "code", "llm_judge"] = \
+        "weighted_average"
     weights: dict[str, float] = Field(default_factory=dict)
     script: str | list[str] | None = Field(default=None, alias="path")
     cwd: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
+    prompt: str | None = Field(default=None, description="llm_judge: the prompt, with "
+                               "{{EVALUATOR_RESULTS_JSON}} where the members' results go")
+    model: str | None = Field(default=None, description="llm_judge: the judge model (the "
+                              "run's judge when unset)")
 
     @model_validator(mode="before")
     @classmethod
@@ -71,6 +99,12 @@ class Aggregator(BaseModel):
             raise ValueError("aggregator type 'code' needs 'script' (the command to run)")
         if self.type != "code" and self.script is not None:
             raise ValueError(f"aggregator type {self.type!r} takes no 'script'")
+        if self.type != "llm_judge" and (self.prompt is not None or self.model is not None):
+            raise ValueError(f"aggregator type {self.type!r} takes no 'prompt' or 'model'")
+        if self.prompt is not None:
+            check_prompt(self.prompt, ("EVALUATOR_RESULTS_JSON",), "aggregator prompt")
+            if "EVALUATOR_RESULTS_JSON" not in variables(self.prompt):
+                self.prompt += "\n\n[[ ## evaluator_results ## ]]\n{{EVALUATOR_RESULTS_JSON}}"
         if self.weights and self.type != "weighted_average":
             raise ValueError(f"aggregator 'weights' only apply to weighted_average, "
                              f"not {self.type!r}")
@@ -162,6 +196,8 @@ class Composite(Evaluator):
         for member in self.members:
             for model in member.models():
                 seen.setdefault(model, None)
+        if self.aggregator.type == "llm_judge":
+            seen.setdefault(self.aggregator.model, None)
         return list(seen)
 
     def _weight(self, member: Evaluator) -> float:
@@ -202,7 +238,7 @@ class Composite(Evaluator):
                                 blocking=bool(blocking))
         try:
             result = await self._aggregate(members, scores, usage, details, hits, misses,
-                                           reasoning)
+                                           reasoning, ctx)
         except EvaluationError as exc:
             # Keep what the members cost and said even when aggregation itself fails.
             return Score.failed(self.name, exc.code, exc.message, usage=usage,
@@ -214,12 +250,15 @@ class Composite(Evaluator):
 
     async def _aggregate(self, members: list[Evaluator], scores: list[Score], usage: Usage,
                          details: dict[str, Any], hits: list[str], misses: list[str],
-                         reasoning: str) -> Score:
+                         reasoning: str, ctx: EvalContext) -> Score:
         errored = details["errored"]
         kind = self.aggregator.type
         if kind == "code":
             return await self._by_code(dict(zip((m.name for m in members), scores,
                                                 strict=True)), usage, details)
+        if kind == "llm_judge":
+            return await self._by_judge(dict(zip((m.name for m in members), scores,
+                                                 strict=True)), usage, details, ctx)
         passed: bool | None = None
         if kind == "weighted_average":
             value = self._weighted(members, scores)
@@ -260,15 +299,42 @@ class Composite(Evaluator):
             return None
         return s.passed if s.passed is not None else member.verdict(s.value)
 
+    def _results(self, results: dict[str, Score]) -> dict[str, Any]:
+        """What an aggregator reads of each member (AgentV's fields, ``verdict`` included)."""
+        members = {m.name: m for m in self.members}
+        return {name: {"score": s.value, "verdict": verdict_band(s),
+                       "passed": self._passed(members[name], s), "hits": s.hits,
+                       "misses": s.misses, "reasoning": s.rationale or "",
+                       **({"error": s.error.model_dump()} if s.error else {})}
+                for name, s in results.items()}
+
+    async def _by_judge(self, results: dict[str, Score], usage: Usage,
+                        details: dict[str, Any], ctx: EvalContext) -> Score:
+        user = render(self.aggregator.prompt or AGGREGATOR_PROMPT, {
+            "EVALUATOR_RESULTS_JSON": delimit("evaluator_results", self._results(results))})
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": JUDGE_SYSTEM.format(data=DATA_NOT_INSTRUCTIONS)},
+            {"role": "user", "content": user}]
+        result = await ask_structured(ctx.engine, messages, JudgeVerdict,
+                                      model=ctx.model(self.aggregator.model),
+                                      name="composite_aggregator", sample=ctx.sample)
+        usage = usage + result.usage
+        if result.value is None:
+            assert result.error is not None
+            raise EvaluationError(result.error.code,
+                                  f"composite {self.name!r} llm_judge aggregator: "
+                                  f"{result.error.message}")
+        verdict = result.value
+        return Score(name=self.name, value=verdict.score, raw=verdict.score, scale="0-1",
+                     passed=self.verdict(verdict.score), rationale=verdict.reasoning or None,
+                     hits=[h for h in verdict.hits if h.strip()][:4],
+                     misses=[m for m in verdict.misses if m.strip()][:4],
+                     details=details, usage=usage, judge_model=result.model)
+
     async def _by_code(self, results: dict[str, Score], usage: Usage,
                        details: dict[str, Any]) -> Score:
         assert self.aggregator.script is not None
-        members = {m.name: m for m in self.members}
-        payload = {"results": {
-            name: {"score": s.value, "passed": self._passed(members[name], s), "hits": s.hits,
-                   "misses": s.misses, "reasoning": s.rationale or "",
-                   **({"error": s.error.model_dump()} if s.error else {})}
-            for name, s in results.items()}}
+        payload = {"results": self._results(results)}
         what = f"composite {self.name!r} aggregator"
         printed, stderr = await run_json_command(
             argv_of(self.aggregator.script), payload, cwd=self.aggregator.cwd,

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext
+from assay.judges.confusion import AggregatorSpec, report, unique
 from assay.judges.output_path import Comparison, OutputEvaluator
 from assay.judges.registry import register
 from assay.model import Case, Execution, Score
@@ -42,6 +43,12 @@ class ExactMatch(OutputEvaluator):
     If either side is a string both are compared as text, lower-cased unless
     ``case_sensitive``; otherwise the number-normalised values are compared with ``==``, so
     ``{"n": 1}`` equals ``{"n": 1.0}``. ``negated`` turns a match into a failure.
+
+    With ``classes`` (a label vocabulary) and ``aggregators`` (UiPath's dataset metrics:
+    precision, recall, F-score under macro or micro averaging, a confusion matrix), the run
+    also gets dataset-level results over every case's (expected, actual) labels; see
+    :mod:`assay.judges.confusion`. As in UiPath, aggregators need ``classes`` and cannot be
+    combined with line-by-line mode, ``case_sensitive`` or ``negated``.
     """
 
     type = "exact_match"
@@ -50,6 +57,66 @@ class ExactMatch(OutputEvaluator):
     negated: bool = False
     expected: Any = Field(
         default=None, validation_alias=AliasChoices("expected", "expectedOutput"))
+    classes: list[str] | None = Field(
+        default=None, description="the label vocabulary of the dataset metrics")
+    aggregators: list[AggregatorSpec] | None = Field(
+        default=None, description="dataset metrics over the per-case outcomes (needs classes)")
+
+    @model_validator(mode="after")
+    def _aggregators_usable(self) -> ExactMatch:
+        if not self.aggregators:
+            return self
+        name = self.name or self.type
+        if not self.classes:
+            raise ValueError(f"{name}: aggregators need 'classes', the label vocabulary to "
+                             "compute precision, recall and F-score over")
+        for flag, why in (("line_by_line", "per-line results carry no labels"),
+                          ("case_sensitive", "labels are compared case-insensitively"),
+                          ("negated", "negation flips the score but not the labels")):
+            if getattr(self, flag):
+                raise ValueError(f"{name}: aggregators cannot be combined with {flag} ({why})")
+        lowered = [c.lower() for c in self.classes]
+        if any(not c.strip() or c != c.strip() for c in self.classes) or \
+                len(set(lowered)) != len(lowered):
+            raise ValueError(f"{name}: classes must be non-blank, without surrounding spaces "
+                             "and unique ignoring case")
+        return self
+
+    @property
+    def reduces(self) -> bool:
+        """Whether the run gets dataset-level results from :meth:`reduce`."""
+        return bool(self.aggregators)
+
+    def reduce(self, scores: list[Score]) -> Score | None:
+        """The aggregators' results over every case's score, as one Score whose ``parts``
+        are the results, each named by UiPath's key (``name::fscore``); its own value is the
+        accuracy over the cases with a value."""
+        if not self.aggregators or not self.classes:
+            return None
+        pairs = [(str((s.details or {}).get("expected")), str((s.details or {}).get("actual")))
+                 if s.value is not None and s.details and "expected" in s.details else None
+                 for s in scores]
+        specs = unique(self.aggregators)
+        counts = {t: sum(1 for s in specs if s.type == t) for t in {s.type for s in specs}}
+        parts = []
+        for spec in specs:
+            key = spec.key(self.name, counts[spec.type] > 1)
+            headline, details = report(pairs, self.classes, spec)
+            if headline is None:
+                parts.append(Score.not_applicable(
+                    key, "a confusion matrix has no single score", details=details))
+            else:
+                parts.append(Score(name=key, value=headline, raw=headline, scale="0-1",
+                                   passed=self.verdict(headline), details=details,
+                                   rationale=f"{spec.type} ({spec.averaging}) {headline:.3f}"))
+        valued = [s.value for s in scores if s.value is not None]
+        if not valued:
+            return Score.failed(self.name, "no_scores", f"{self.name}: none of {len(scores)} "
+                                "score(s) has a value to aggregate", parts=parts)
+        accuracy = sum(valued) / len(valued)
+        return Score(name=self.name, value=accuracy, raw=accuracy, scale="0-1",
+                     passed=self.verdict(accuracy), parts=parts,
+                     rationale=f"accuracy {accuracy:.3f} over {len(valued)} case(s)")
 
     def compare(self, expected: Any, actual: Any) -> Comparison:
         if isinstance(expected, str) or isinstance(actual, str):

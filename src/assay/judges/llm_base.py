@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import contextvars
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field
 
 from assay.judges.base import EvalContext, Evaluator
-from assay.llm.structured import StructuredResult, ask_structured
-from assay.model import Score
+from assay.llm.structured import StructuredResult, ask_structured, bounded
+from assay.model import Case, Execution, Score
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -22,8 +23,24 @@ DATA_NOT_INSTRUCTIONS = (
 )
 
 
+PROMPT_KEPT_CHARS = 20000
+"""How much of each prompt a score keeps as its ``provider_request``."""
+
+_ASKED: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "assay_judge_request", default=None)
+
+
 class LLMEvaluator(Evaluator):
-    """An evaluator that asks a judge model; ``model`` None means the run's judge model."""
+    """An evaluator that asks a judge model; ``model`` None means the run's judge model.
+
+    ``response_name`` names the JSON schema of a ``response_format`` request and
+    ``tool_name`` the function of a forced tool call (both default to the evaluator's type);
+    UiPath's judges use ``evaluation_response`` and ``submit_evaluation``, the names a custom
+    LLM service written for UiPath expects.
+    """
+
+    response_name: ClassVar[str | None] = None
+    tool_name: ClassVar[str | None] = None
 
     model: str | None = None
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -39,15 +56,32 @@ class LLMEvaluator(Evaluator):
             {"role": "system", "content": system},
             {"role": "user", "content": user},
         ]
-        return await ask_structured(
-            ctx.engine, messages, schema, model=ctx.model(self.model), name=self.type,
+        result = await ask_structured(
+            ctx.engine, messages, schema, model=ctx.model(self.model),
+            name=self.response_name or self.type, tool_name=self.tool_name,
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
             sample=ctx.sample)
+        _ASKED.set({"target": result.model, "system_prompt": bounded(system, PROMPT_KEPT_CHARS),
+                    "user_prompt": bounded(user, PROMPT_KEPT_CHARS)})
+        return result
+
+    async def evaluate(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
+        """Score as every evaluator does, keeping what the judge was last asked."""
+        token = _ASKED.set(None)
+        try:
+            score = await super().evaluate(case, execution, ctx)
+            asked = _ASKED.get()
+        finally:
+            _ASKED.reset(token)
+        if asked is not None and score.provider_request is None:
+            score.provider_request = asked
+        return score
 
     def on_100_point_scale(self, result: StructuredResult[Any], score: float,
                            rationale: str) -> Score:
-        """The Score for a judge that answered 0-100: raw kept, value normalised to 0-1."""
-        value = score / 100.0
+        """The Score for a judge that answered 0-100: raw kept, value normalised to 0-1 and
+        rounded to two places as UiPath does (87.4 -> 0.87); ``raw`` keeps the exact answer."""
+        value = uipath_value(score)
         return Score(name=self.name, value=value, raw=score, scale="0-100",
                      passed=self.verdict(value), rationale=rationale, usage=result.usage,
                      latency_ms=result.latency_ms, judge_model=result.model)
@@ -58,3 +92,8 @@ class LLMEvaluator(Evaluator):
         details = {"raw_output": result.raw_text} if result.raw_text else None
         return Score(name=self.name, error=result.error, usage=result.usage,
                      latency_ms=result.latency_ms, judge_model=result.model, details=details)
+
+
+def uipath_value(score: float) -> float:
+    """A 0-100 judgement as UiPath reports it: ``clamp(round(score / 100, 2), 0, 1)``."""
+    return max(0.0, min(1.0, round(score / 100.0, 2)))

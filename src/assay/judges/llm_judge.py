@@ -5,15 +5,24 @@ The judge answers ``{score 0-1, hits, misses, reasoning}``. Template variables a
 ``{{input_messages}}``, ``{{expected_messages}}``, ``{{output_messages}}``, ``{{note}}``, plus
 ``{{guidelines}}`` and ``{{context}}``. A template that uses any other variable is rejected when
 the judge is built, before any call.
+
+An executable prompt template (AgentV's ``prompt: {script: [...], config: {...}}``) is a
+program that writes the prompt: it runs as an argument list (a string is split like a shell
+would split it, but no shell runs it), gets the case on stdin as a code judge does (with
+``config``), and its stdout is the judge's user prompt. Any key an ``llm_judge`` does not know
+is kept in ``config``, as AgentV passes them through; ``config`` keys that are the judge's own
+settings (``temperature``, ``max_tokens``) are those settings.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import shlex
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from assay.errors import TemplateError
+from assay.errors import EvaluationError, TemplateError
 from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
@@ -83,13 +92,37 @@ def template_values(case: Case, execution: Execution) -> dict[str, str]:
 
 @register
 class LLMJudge(LLMEvaluator):
-    """Scores with a prompt template; 0-1 with hits, misses and reasoning."""
+    """Scores with a prompt template (or a prompt script); 0-1 with hits, misses, reasoning."""
 
     type = "llm_judge"
+    passthrough: ClassVar[bool] = True
+    settings_in_config: ClassVar[bool] = True
     prompt: str = DEFAULT_PROMPT
     uses_answer: bool = Field(
         default=True, description="false for a prompt that deliberately does not show the "
         "judge the agent's answer ({{candidate_answer}} or {{output_messages}})")
+    prompt_script: list[str] | None = Field(
+        default=None, description="a program that prints the user prompt (AgentV's "
+        "prompt: {script: ...}); run without a shell, the case as JSON on stdin")
+    config: dict[str, Any] = Field(default_factory=dict,
+                                   description="passed to a prompt script with the case")
+    cwd: str | None = Field(default=None, description="where a prompt script runs")
+    timeout_s: float = Field(default=60.0, gt=0, description="how long a prompt script may "
+                             "run")
+
+    @field_validator("prompt_script", mode="before")
+    @classmethod
+    def _argv(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"prompt script {value!r} cannot be split into arguments: "
+                                 f"{exc}") from None
+        if isinstance(value, list) and (not value or not all(
+                isinstance(a, str) for a in value) or not value[0].strip()):
+            raise ValueError("a prompt script is a non-empty list of arguments")
+        return value
 
     @field_validator("prompt")
     @classmethod
@@ -100,6 +133,8 @@ class LLMJudge(LLMEvaluator):
     @model_validator(mode="after")
     def _shows_the_answer(self) -> LLMJudge:
         """A judge that never sees the answer still answers with a score: say so, or fix it."""
+        if self.prompt_script is not None:
+            return self  # the script decides what the prompt shows
         shown = uses_any(self.prompt, ANSWER_VARIABLES)
         if self.uses_answer and not shown:
             raise TemplateError(
@@ -112,8 +147,37 @@ class LLMJudge(LLMEvaluator):
                                 "{{candidate_answer}} and {{output_messages}})")
         return self
 
+    async def user_prompt(self, case: Case, execution: Execution) -> str:
+        """The user prompt: the template filled in, or what the prompt script printed."""
+        if self.prompt_script is None:
+            return render(self.prompt, template_values(case, execution))
+        from assay.judges.code_judge import case_payload
+        from assay.processes import StartFailed, run_program
+
+        what = f"llm_judge {self.name!r} prompt script"
+        data = json.dumps(case_payload(case, execution, self.config), ensure_ascii=False,
+                          default=str).encode()
+        try:
+            done = await run_program(self.prompt_script, stdin=data, cwd=self.cwd,
+                                     timeout_s=self.timeout_s)
+        except StartFailed as exc:
+            raise EvaluationError("prompt_script_failed", f"{what}: could not start "
+                                  f"{self.prompt_script[0]!r}: {exc.reason}") from None
+        tail = done.stderr.decode("utf-8", "replace").strip()[-2000:]
+        if done.timed_out:
+            raise EvaluationError("prompt_script_failed", f"{what} timed out after "
+                                  f"{self.timeout_s:g}s and was killed; stderr: {tail}")
+        if done.returncode != 0:
+            raise EvaluationError("prompt_script_failed", f"{what} exited with status "
+                                  f"{done.returncode}; stderr: {tail or '<empty>'}")
+        prompt = done.stdout.decode("utf-8", "replace").strip()
+        if not prompt:
+            raise EvaluationError("prompt_script_failed", f"{what} printed no prompt; "
+                                  f"stderr: {tail or '<empty>'}")
+        return prompt
+
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        user = render(self.prompt, template_values(case, execution))
+        user = await self.user_prompt(case, execution)
         result = await self.ask(ctx, SYSTEM.format(data=DATA_NOT_INSTRUCTIONS), user,
                                 JudgeVerdict)
         if result.value is None:

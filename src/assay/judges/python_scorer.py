@@ -198,7 +198,7 @@ class PythonScorer(Evaluator):
         if self.function is not None and self._fn is None:
             from pathlib import Path
 
-            from assay.targets.callable import load_function
+            from assay.user_code import load_function
 
             places = [Path(self.cwd)] if self.cwd else []
             self.bind(load_function(self.function, *places, Path.cwd()))

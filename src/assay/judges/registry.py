@@ -46,6 +46,7 @@ def build(config: dict[str, Any], where: str = "evaluator") -> Any:
         return cls.model_validate(fields)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or kind}: {e['msg']}" for e in exc.errors())
+            f"{'.'.join(str(p) for p in e['loc']) or kind}: "
+            f"{str(e['msg']).removeprefix('Value error, ')}" for e in exc.errors())
         raise EvaluationError("invalid_evaluator_config",
                               f"{where} ({kind}): {problems}") from None

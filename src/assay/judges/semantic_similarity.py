@@ -1,21 +1,24 @@
 """UiPath-style semantic similarity: a 0-100 judgement of actual vs expected output.
 
 The prompt uses ``{{ActualOutput}}`` and ``{{ExpectedOutput}}``; a custom prompt that lacks one
-gets it appended under a heading, as UiPath does. Values are substituted as JSON (UiPath
-substitutes Python ``str()``), inside delimiters the system prompt declares to be data.
-The 0-100 answer is kept as ``raw`` and normalised to 0-1 (not rounded).
+gets it appended under a heading, as UiPath does. ``target_output_key`` narrows both the output
+and the expected output first, with UiPath's rules (``"answer"``, ``"a.b[0]"``, a list of keys;
+see :mod:`assay.judges.output_path`), so the judge sees only the part that matters. Values are
+substituted as JSON (UiPath substitutes Python ``str()``), inside delimiters the system prompt
+declares to be data. The 0-100 answer is kept as ``raw``; the value is ``raw / 100`` rounded
+to two places, as UiPath reports it (87.4 -> 0.87).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 
 from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
-from assay.judges.output_path import require_expected
+from assay.judges.output_path import TargetedEvaluator, require_expected
 from assay.judges.prompt_check import check_prompt
 from assay.judges.registry import register
 from assay.judges.templates import delimit, render
@@ -61,12 +64,16 @@ def with_placeholders(prompt: str, actual: str = "ActualOutput",
 
 
 @register
-class SemanticSimilarity(LLMEvaluator):
-    """0-100 semantic similarity of the output to the expected output, normalised to 0-1."""
+class SemanticSimilarity(LLMEvaluator, TargetedEvaluator):
+    """0-100 semantic similarity of the (selected part of the) output to the expected output,
+    normalised to 0-1."""
 
     type = "semantic_similarity"
+    response_name = "evaluation_response"
+    tool_name = "submit_evaluation"
     prompt: str = DEFAULT_PROMPT
-    expected: Any = None
+    expected: Any = Field(default=None,
+                          validation_alias=AliasChoices("expected", "expectedOutput"))
 
     @field_validator("prompt")
     @classmethod
@@ -75,9 +82,9 @@ class SemanticSimilarity(LLMEvaluator):
         return with_placeholders(prompt)
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        expected = require_expected(self.name, case, self.expected)
+        expected = self.expected_value(require_expected(self.name, case, self.expected))
         user = render(self.prompt, {
-            "ActualOutput": delimit("actual_output", execution.output),
+            "ActualOutput": delimit("actual_output", self.actual_value(execution)),
             "ExpectedOutput": delimit("expected_output", expected),
         })
         result = await self.ask(ctx, SYSTEM.format(data=DATA_NOT_INSTRUCTIONS), user,

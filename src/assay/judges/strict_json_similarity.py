@@ -5,7 +5,7 @@ whether the actual output has it ``identical``, ``similar``, ``different`` or ``
 lists the extra keys. The score comes from those classifications with the penalty formula
 (N = number of expected keys): missing or different costs 100/N, similar 50/N, each extra key
 10/N, identical nothing; the 0-100 score is ``100 - penalty`` floored at 0, kept as ``raw``,
-and ``value = raw / 100``. Models are unreliable at arithmetic; classifications are not, and
+and ``value = raw / 100`` rounded to two places, as UiPath reports it. Models are unreliable at arithmetic; classifications are not, and
 the same classifications always give the same score.
 
 What needs no model is decided in code, and code wins over the judge:
@@ -14,7 +14,10 @@ What needs no model is decided in code, and code wins over the judge:
 * a key the judge calls ``missing`` that *is* present counts as ``different`` (the same
   penalty, so the score does not depend on which of the two mistakes it made);
 * extra keys are the actual output's top-level keys that are not expected; the judge's list
-  is kept in ``details`` but never scored.
+  is kept in ``details`` but never scored;
+* a key whose actual value equals the expected one (numbers normalised) is ``identical``
+  whatever the judge says, and when every present key is equal no call is made at all: the
+  seed's rule that identical inputs give identical outputs, kept by code.
 
 Every disagreement is recorded in ``details["overrides"]``. When no expected key is present
 at all (the output is not an object, or shares no key) every classification is known, so no
@@ -35,7 +38,7 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from assay.errors import EvaluationError
 from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
-from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
+from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator, uipath_value
 from assay.judges.output_path import TargetedEvaluator, require_expected
 from assay.judges.prompt_check import check_prompt
 from assay.judges.registry import register
@@ -163,6 +166,21 @@ def penalty_score(statuses: Sequence[str], extra_keys: int) -> float:
     return max(0.0, 100.0 - penalty(statuses, extra_keys))
 
 
+def _same(actual: Any, expected: Any) -> bool:
+    """Equal values (numbers already normalised): identical without asking anyone."""
+    return type(actual) is type(expected) and actual == expected
+
+
+def _decided(keys: list[str], equal: set[str], extra: list[str]) -> str:
+    missing = [k for k in keys if k not in equal]
+    text = f"{len(equal)} of {len(keys)} expected key(s) have equal values"
+    if missing:
+        text += f"; missing: {', '.join(missing)}"
+    if extra:
+        text += f"; extra: {', '.join(extra)}"
+    return text
+
+
 def as_object(value: Any) -> dict[str, Any] | None:
     """A JSON object from a dict or a string holding one; None for anything else."""
     if isinstance(value, str):
@@ -182,6 +200,8 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
     """
 
     type = "strict_json_similarity"
+    response_name = "evaluation_response"
+    tool_name = "submit_evaluation"
     prompt: str = DEFAULT_PROMPT
     expected: Any = Field(default=None,
                           validation_alias=AliasChoices("expected", "expectedOutput"))
@@ -207,6 +227,12 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
         if not present:
             return self._scored(keys, extra, {}, None,
                                 "no expected key is present in the actual output", None)
+        equal = {k for k in present if _same(actual[k], expected[k])}
+        if len(equal) == len(present):  # nothing left for a judge to decide
+            decided = {k: KeyClassification(key=k, reasoning="the values are equal",
+                                            status="identical") for k in equal}
+            return self._scored(keys, extra, decided, None, _decided(keys, equal, extra),
+                                actual, equal=equal)
         user = render(self.prompt, {
             "ExpectedOutput": delimit("expected_output", expected),
             "ActualOutput": delimit("actual_output", actual),
@@ -217,14 +243,16 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
             return self.failed(result)
         verdict = result.value
         return self._scored(keys, extra, {k.key: k for k in verdict.keys}, verdict.extra_keys,
-                            verdict.justification, actual, usage=result.usage,
+                            verdict.justification, actual, equal=equal, usage=result.usage,
                             latency_ms=result.latency_ms, judge_model=result.model)
 
     def _scored(self, keys: list[str], extra: list[str],
                 judged: Mapping[str, KeyClassification], judged_extra: list[str] | None,
-                justification: str, actual: Mapping[str, Any] | None, **call: Any) -> Score:
-        """The score for per-key verdicts, code's facts applied; ``call`` is the judge call's
-        usage, latency and model (none when no call was needed)."""
+                justification: str, actual: Mapping[str, Any] | None,
+                equal: set[str] | frozenset[str] = frozenset(), **call: Any) -> Score:
+        """The score for per-key verdicts, code's facts applied (``equal``: keys whose values
+        are equal); ``call`` is the judge call's usage, latency and model (none when no call
+        was needed)."""
         rows: list[dict[str, Any]] = []
         overrides: list[str] = []
         for key in keys:
@@ -235,6 +263,11 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
                 if verdict and verdict.status != "missing":
                     overrides.append(f"{key}: judged {verdict.status}, absent from the output")
                 status, reasoning = "missing", "absent from the actual output"
+            elif key in equal:
+                if status != "identical":
+                    overrides.append(f"{key}: judged {status}, the values are equal; "
+                                     "counted as identical")
+                status = "identical"
             elif status == "missing":
                 overrides.append(f"{key}: judged missing, present in the output; "
                                  "counted as different")
@@ -245,7 +278,7 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
                              f"computed {json.dumps(extra)}")
         statuses = [r["status"] for r in rows]
         raw = penalty_score(statuses, len(extra))
-        value = raw / 100.0
+        value = uipath_value(raw)
         details: dict[str, Any] = {
             "keys": rows, "extra_keys": extra, "n": len(keys),
             "penalty": penalty(statuses, len(extra)), "overrides": overrides,

@@ -1,8 +1,8 @@
 """UiPath-style trajectory judges: how well did the run match the expected agent behaviour?
 
 ``llm_judge_trajectory`` and ``llm_judge_trajectory_simulation`` ask a judge model for a 0-100
-score, kept as ``raw`` and normalised to 0-1 (not rounded to two decimals as UiPath does, so
-no information is lost). Prompts use UiPath's placeholders:
+score, kept as ``raw``; the value is ``raw / 100`` rounded to two places, as UiPath reports it
+(``raw`` keeps the exact answer). Prompts use UiPath's placeholders:
 
 ``{{UserOrSyntheticInput}}``
     what the agent was given (the execution's input, else the case's), as JSON
@@ -116,6 +116,8 @@ class LLMJudgeTrajectory(LLMEvaluator):
     """0-100 judgement of the run (tool calls and final output) against expected behaviour."""
 
     type = "llm_judge_trajectory"
+    response_name = "evaluation_response"
+    tool_name = "submit_evaluation"
     system: ClassVar[str] = TRAJECTORY_SYSTEM
     prompt: str = TRAJECTORY_PROMPT
     expected_agent_behavior: str | None = Field(

@@ -12,6 +12,9 @@ Accepted forms::
                                        embedded llama.cpp (extra ``assay[local]``)
     fake:NAME                          deterministic in-process judge, for tests and demos
     custom:NAME                        an async callable registered with register_service()
+    custom:NAME#MODEL                  the same service, asked for MODEL (the request's
+                                       ``model`` is MODEL, written as the service names it)
+    target:NAME.DIGEST                 a model whose endpoint and key a targets file gives
     http://127.0.0.1:8000/v1#MODEL     any OpenAI-compatible server at that base URL
 
 ``provider:/model`` (MLflow's spelling) means ``provider:model``. Credentials in a base URL
@@ -49,7 +52,7 @@ OPENAI_COMPATIBLE: dict[str, tuple[str, str, str | None]] = {
 OLLAMA_DEFAULT_PORT = 11434
 KEY_ENV_VARS = ("ASSAY_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 """Environment variables that hold judge API keys: their values are never shown."""
-OTHER_PROVIDERS = ("azure", "anthropic", "litellm", "local", "fake", "custom", "http")
+OTHER_PROVIDERS = ("azure", "anthropic", "litellm", "local", "fake", "custom", "http", "target")
 KNOWN_PROVIDERS = tuple(OPENAI_COMPATIBLE) + OTHER_PROVIDERS
 
 
@@ -67,6 +70,11 @@ class ModelSpec:
         return _names(self)[0]
 
     @property
+    def requested_model(self) -> str | None:
+        """The model a ``custom:NAME#MODEL`` service is asked for (None: the service name)."""
+        return dict(self.options).get("model")
+
+    @property
     def display(self) -> str:
         """The name with any credentials of its URL hidden: what messages, scores, run
         records and cache keys use."""
@@ -77,8 +85,13 @@ class ModelSpec:
 def _names(spec: ModelSpec) -> tuple[str, str]:
     """A spec's canonical name and its display form, worked out once per spec (both are
     asked for on every judge call)."""
-    name = f"{spec.base_url}#{spec.model}" if spec.provider == "http" \
-        else f"{spec.provider}:{spec.model}"
+    requested = dict(spec.options).get("model")
+    if spec.provider == "http":
+        name = f"{spec.base_url}#{spec.model}"
+    elif requested is not None:
+        name = f"{spec.provider}:{spec.model}#{requested}"
+    else:
+        name = f"{spec.provider}:{spec.model}"
     return name, (redact_url(name) if spec.provider == "http" else name)
 
 
@@ -121,7 +134,39 @@ def parse_model(text: str) -> ModelSpec:
         model = model.removeprefix("/")
     if not model.strip():
         raise ConfigError(_explain(f"model {shown!r} names no model"), code="unknown_model")
+    if provider == "custom" and "#" in model:
+        service, _, requested = model.partition("#")
+        if not service.strip() or not requested.strip():
+            raise ConfigError(_explain(f"model {shown!r}: write custom:SERVICE#MODEL with "
+                                       "both parts"), code="unknown_model")
+        return ModelSpec(provider, service, options=(("model", requested),))
     return ModelSpec(provider, model)
+
+
+RENAMABLE = frozenset({*OPENAI_COMPATIBLE, "azure", "anthropic", "litellm"})
+"""Providers whose model is a name the service resolves, so another name can be asked for."""
+
+
+def with_model_name(service: str, name: str) -> str:
+    """The model string that asks ``service``'s endpoint for the model ``name``.
+
+    A UiPath evaluator names its model the way the LLM service does (``gpt-4o-2024-11-20``)
+    and leaves the service to the platform; here the service is a model string (the run's
+    judge), so ``http://host/v1#judge`` with ``gpt-4o-2024-11-20`` becomes
+    ``http://host/v1#gpt-4o-2024-11-20`` and ``custom:svc`` becomes
+    ``custom:svc#gpt-4o-2024-11-20``. Providers whose model is not a name at a service (the
+    embedded ``local`` model, ``fake``) keep their own.
+    """
+    spec = parse_model(service)
+    if spec.provider == "http":
+        return f"{spec.base_url}#{name}"
+    if spec.provider == "custom":
+        return f"custom:{spec.model}#{name}"
+    if spec.provider == "litellm" and "/" in spec.model:
+        return f"litellm:{spec.model.split('/', 1)[0]}/{name}"
+    if spec.provider in RENAMABLE:
+        return f"{spec.provider}:{name}"
+    return service
 
 
 def _plugin_provider(name: str) -> bool:
@@ -206,7 +251,7 @@ def ollama_host_url(host: str) -> str:
 
 
 def _explain(problem: str) -> str:
-    forms = ", ".join(f"{p}:MODEL" for p in KNOWN_PROVIDERS if p != "http")
+    forms = ", ".join(f"{p}:MODEL" for p in KNOWN_PROVIDERS if p not in ("http", "target"))
     return (
         f"{problem}. Accepted: {forms}, or a base URL plus model such as "
         "'http://127.0.0.1:8000/v1#my-model'."

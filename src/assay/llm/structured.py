@@ -57,6 +57,9 @@ class StructuredResult(Generic[T]):
     latency_ms: float = 0.0
     model: str = ""
     asks: int = 0
+    request: dict[str, Any] | None = None
+    """What was asked (model, system and user prompts): for result rows that show the
+    provider request, as AgentV's ``evaluator_provider_request`` does."""
 
 
 async def ask_structured(
@@ -70,16 +73,19 @@ async def ask_structured(
     max_tokens: int | None = None,
     seed: int | None = None,
     sample: int = 0,
+    tool_name: str | None = None,
 ) -> StructuredResult[T]:
     """Get an instance of ``schema`` from the judge model, within the engine's rules.
 
     ``sample`` numbers independent draws of the same question (repeats of a case); each is
-    called and cached on its own.
+    called and cached on its own. ``name`` names the JSON schema of a ``response_format``
+    request, ``tool_name`` (default: ``name``) the function of a forced tool call.
     """
     provider = engine.resolve(model)
     shown = provider.spec.display
     json_schema = json_schema_of(schema)
     conversation = [dict(m) for m in messages]
+    asked: dict[str, Any] = {"model": shown, "messages": [dict(m) for m in messages]}
     usage = Usage()
     started = time.perf_counter()
     raw_text = ""
@@ -90,13 +96,14 @@ async def ask_structured(
         asks += 1
         try:
             result = await _ask_any_mode(engine, provider.spec.name, conversation, json_schema,
-                                         name, temperature, max_tokens, seed, sample)
+                                         name, temperature, max_tokens, seed, sample,
+                                         tool_name)
         except ProviderError as exc:
             if isinstance(exc, RetriesExhausted):  # the failed attempts are accounted too
                 usage = usage + Usage(retries=max(0, exc.attempts - 1))
             return StructuredResult(
                 None, _kept(engine, raw_text), ScoreError(code=exc.code, message=str(exc)),
-                usage, (time.perf_counter() - started) * 1000, shown, asks)
+                usage, (time.perf_counter() - started) * 1000, shown, asks, asked)
         usage = usage + _usage_of(result)
         raw_text, payload = _payload(result)
         try:
@@ -116,7 +123,7 @@ async def ask_structured(
         else:
             engine.remember(result)
             return StructuredResult(value, raw_text, None, usage,
-                                    (time.perf_counter() - started) * 1000, shown, asks)
+                                    (time.perf_counter() - started) * 1000, shown, asks, asked)
         conversation = [*conversation, {"role": "assistant",
                                         "content": bounded(raw_text, REASK_ECHO_CHARS)},
                         {"role": "user", "content": _reask(problem, json_schema)}]
@@ -124,7 +131,7 @@ async def ask_structured(
         None, _kept(engine, raw_text),
         ScoreError(code="judge_output_invalid",
                    message=engine.scrub(f"judge output invalid after {asks} asks: {problem}")),
-        usage, (time.perf_counter() - started) * 1000, shown, asks)
+        usage, (time.perf_counter() - started) * 1000, shown, asks, asked)
 
 
 def bounded(text: str, limit: int) -> str:
@@ -141,12 +148,13 @@ def _kept(engine: JudgeEngine, raw_text: str) -> str:
 
 async def _ask_any_mode(engine: JudgeEngine, model: str, messages: list[dict[str, Any]],
                         json_schema: dict[str, Any], name: str, temperature: float,
-                        max_tokens: int | None, seed: int | None, sample: int) -> ChatResult:
+                        max_tokens: int | None, seed: int | None, sample: int,
+                        tool_name: str | None = None) -> ChatResult:
     provider = engine.resolve(model)
     while True:
         mode = provider.structured_mode
         request = build_request(mode, provider.spec.model, messages, json_schema, name,
-                                temperature, max_tokens, seed)
+                                temperature, max_tokens, seed, tool_name)
         try:
             return await engine.chat(request, model, sample=sample, remember=False)
         except RequestRejected as exc:
@@ -166,8 +174,10 @@ def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
 
 def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any]],
                   json_schema: dict[str, Any], name: str, temperature: float,
-                  max_tokens: int | None, seed: int | None) -> ChatRequest:
-    """The chat request that asks for ``json_schema`` in the given mode."""
+                  max_tokens: int | None, seed: int | None,
+                  tool_name: str | None = None) -> ChatRequest:
+    """The chat request that asks for ``json_schema`` in the given mode (``tool_name``, when
+    given, names the function of a forced tool call instead of ``name``)."""
     request: ChatRequest = {"model": model, "messages": messages, "temperature": temperature}
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
@@ -179,9 +189,11 @@ def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any
             "json_schema": {"name": name, "schema": json_schema},
         }
     elif mode == "tools":
+        function = tool_name or name
         request["tools"] = [{"type": "function", "function": {
-            "name": name, "description": "Submit the evaluation.", "parameters": json_schema}}]
-        request["tool_choice"] = {"type": "function", "function": {"name": name}}
+            "name": function, "description": "Submit the evaluation.",
+            "parameters": json_schema}}]
+        request["tool_choice"] = {"type": "function", "function": {"name": function}}
     else:
         instruction = ("Respond with only a JSON object, no other text, that matches this "
                        f"JSON schema:\n{json.dumps(json_schema)}")
@@ -216,11 +228,19 @@ def extract_json(text: str) -> Any:
 
 
 def _payload(result: ChatResult) -> tuple[str, Any]:
-    """The answer's text and, when a tool call carried parsed arguments, those arguments."""
+    """The answer's text and, when a tool call carried parsed arguments, those arguments.
+
+    A tool call's arguments are read from ``function.arguments`` (OpenAI) or from
+    ``arguments`` on the call itself (the shape UiPath's LLM gateway returns), as a JSON
+    string or an already parsed object.
+    """
     message = result.message()
     calls = message.get("tool_calls") or []
-    if calls:
-        args = (calls[0].get("function") or {}).get("arguments")
+    if calls and isinstance(calls[0], dict):
+        call = calls[0]
+        function = call.get("function")
+        args = function.get("arguments") if isinstance(function, dict) else \
+            call.get("arguments")
         if isinstance(args, dict):
             return json.dumps(args), args
         return str(args or ""), None

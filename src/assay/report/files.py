@@ -1,4 +1,5 @@
-"""Result files: JSONL rows (AgentV's snake_case shape) and JUnit XML for CI systems.
+"""Result files: JSONL rows (AgentV's snake_case shape; or YAML documents, as AgentV's
+``--output-format yaml`` writes them) and JUnit XML for CI systems.
 
 Every file is written through :mod:`assay.report.outputs`: to a temporary file renamed into
 place, so that a reader never sees half a file and a crash leaves the previous one intact.
@@ -43,6 +44,19 @@ def row_line(row: Any) -> bytes:
     return (text + "\n").encode("utf-8", "backslashreplace")
 
 
+ROW_FORMATS = ("jsonl", "yaml")
+
+
+def row_yaml(row: Any, first: bool) -> bytes:
+    """One row as a YAML document (``---`` before it), from the same strict JSON as a JSONL
+    line, so both formats hold the same values."""
+    import yaml
+
+    plain = json.loads(row_line(row))
+    text = yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, width=float("inf"))
+    return (("---\n" if first else "\n---\n") + text).encode("utf-8", "backslashreplace")
+
+
 class RowWriter:
     """Appends each case's result row to the JSONL output the moment the case completes.
 
@@ -53,8 +67,14 @@ class RowWriter:
     :class:`~assay.report.outputs.OutputWriteError` when a write fails (a full disk).
     """
 
-    def __init__(self, path: Path, label: str = "--output") -> None:
+    def __init__(self, path: Path, label: str = "--output", fmt: str = "jsonl") -> None:
+        if fmt not in ROW_FORMATS:
+            from assay.errors import ConfigError
+
+            raise ConfigError(f"output format {fmt!r}: expected one of "
+                              f"{', '.join(ROW_FORMATS)}")
         self._out = AtomicOutput(path, label)
+        self.fmt = fmt
         self.rows = 0
 
     @property
@@ -63,7 +83,7 @@ class RowWriter:
 
     def write(self, result: Any) -> None:
         row = result.row if hasattr(result, "row") else result
-        self._out.write(row_line(row))
+        self._out.write(row_yaml(row, self.rows == 0) if self.fmt == "yaml" else row_line(row))
         self.rows += 1
 
     def close(self, keep: bool = True) -> None:

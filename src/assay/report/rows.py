@@ -2,7 +2,14 @@
 
 This is what ``assay run --output results.jsonl`` writes and ``assay show --json`` prints: one
 self-contained JSON object per (case, repeat), with assay's own fields (raw values, scales,
-error codes, skips, usage) beside AgentV's.
+error codes, skips, usage) beside AgentV's: ``conversation_id`` (when the case has one),
+``trace_summary``, ``error`` (when the agent failed), the request the agent's provider was
+sent (``lm_provider_request`` for a chat model, ``agent_provider_request`` for a command or
+coding agent) and, per evaluator, ``evaluator_provider_request`` (what its judge was asked).
+
+Each evaluator's ``verdict`` is AgentV's band (pass at its threshold, 0.8 by default;
+borderline from 0.6; else fail), and a composite's members are its nested
+``evaluator_results``, as AgentV writes them.
 """
 
 from __future__ import annotations
@@ -11,18 +18,20 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from assay.model import Score
+from pydantic import ValidationError
+
+from assay.model import Score, verdict_band
 from assay.records import CaseRecord, EvaluatorSpec, case_latency
+from assay.traces import trace_summary
+
+AGENT_REQUEST_KINDS = frozenset({"command", "agent"})
+"""Executions whose ``provider_request`` AgentV calls ``agent_provider_request``."""
 
 
 def evaluator_result(score: Score, spec: EvaluatorSpec | None = None) -> dict[str, Any]:
-    """One evaluator's entry in a row; composite members and groups nest as ``parts``."""
-    if score.error is not None:
-        verdict = "error"
-    elif score.skipped is not None:
-        verdict = "skipped"
-    else:
-        verdict = "pass" if score.passed else "fail"
+    """One evaluator's entry in a row; composite members and groups nest as
+    ``evaluator_results``."""
+    verdict = verdict_band(score)
     entry: dict[str, Any] = {
         "name": score.name, "type": spec.type if spec else None, "score": score.value,
         "weight": spec.weight if spec else None,
@@ -35,9 +44,33 @@ def evaluator_result(score: Score, spec: EvaluatorSpec | None = None) -> dict[st
         "skipped": score.skipped, "details": score.details, "judge_model": score.judge_model,
         "latency_ms": score.latency_ms, "usage": score.usage.model_dump(),
     }
-    if score.parts:
-        entry["parts"] = [evaluator_result(p) for p in score.parts]
+    if score.provider_request is not None:
+        entry["evaluator_provider_request"] = score.provider_request
+    nested = [evaluator_result(p) for p in score.parts] + _members(score)
+    if nested:
+        entry["evaluator_results"] = nested
     return entry
+
+
+def _members(score: Score) -> list[dict[str, Any]]:
+    """A composite's members (kept in its details) as nested results."""
+    details = score.details or {}
+    members = details.get("members") if "aggregator" in details else None
+    if not isinstance(members, dict):
+        return []
+    nested = []
+    for name, dumped in members.items():
+        if not isinstance(dumped, dict):
+            continue
+        fields = {k: v for k, v in dumped.items() if k in Score.model_fields}
+        try:
+            member = Score.model_validate({**fields, "name": name})
+        except ValidationError:
+            continue
+        nested.append(evaluator_result(member, EvaluatorSpec(
+            name=name, type=str(dumped.get("type") or ""),
+            weight=float(dumped.get("weight", 1.0)))))
+    return nested
 
 
 def agentv_row(record: CaseRecord, dataset: str = "",
@@ -82,6 +115,14 @@ def agentv_row(record: CaseRecord, dataset: str = "",
                     "agent_latency_max_ms": latency.max_ms,
                     "transcript": [m.model_dump(mode="json", exclude_none=True)
                                    for m in record.execution.messages]})
+    conversation_id = record.case.metadata.get("conversation_id")
+    if conversation_id is not None:
+        row["conversation_id"] = conversation_id
+    row["trace_summary"] = trace_summary(record.execution)
+    request = record.execution.provider_request
+    if request is not None:
+        kind = "agent" if request.get("kind") in AGENT_REQUEST_KINDS else "lm"
+        row[f"{kind}_provider_request"] = request
     if record.execution.error:
         row["error"] = record.execution.error
     if record.source is not None:
@@ -89,3 +130,5 @@ def agentv_row(record: CaseRecord, dataset: str = "",
         if record.source.line is not None:
             row["line"] = record.source.line
     return row
+
+

@@ -102,13 +102,22 @@ def summary_lines(summary: RunSummary) -> list[str]:
         lines.append(f"  {for_terminal(name)}: mean {fmt_score(e.mean)} ({', '.join(counts)}; "
                      f"{e.passed} passed, {e.failed} failed)")
     for name, metric in summary.dataset_metrics.items():
-        if metric.error is not None:
-            lines.append(f"dataset metric {for_terminal(name)}: error "
-                         f"{for_terminal(metric.error.code)}: "
-                         f"{for_terminal(metric.error.message)}")
-        else:
-            lines.append(f"dataset metric {for_terminal(name)}: {metric.value:.3f} "
-                         f"({for_terminal(metric.rationale)})")
+        for part in (metric, *metric.parts):
+            label = name if part is metric else part.name
+            if part.error is not None:
+                lines.append(f"dataset metric {for_terminal(label)}: error "
+                             f"{for_terminal(part.error.code)}: "
+                             f"{for_terminal(part.error.message)}")
+            elif part.value is None:
+                matrix = (part.details or {}).get("confusionMatrix")
+                lines.append(f"dataset metric {for_terminal(label)}: "
+                             + (f"rows predicted, columns expected "
+                                f"{for_terminal((part.details or {}).get('classes'))}: "
+                                f"{for_terminal(matrix)}" if matrix is not None
+                                else for_terminal(part.skipped)))
+            else:
+                lines.append(f"dataset metric {for_terminal(label)}: {part.value:.3f} "
+                             f"({for_terminal(part.rationale)})")
     lines.extend(dimension_lines(summary))
     lines.extend(f"[yellow]note[/]: {for_terminal(note)}" for note in summary.notes)
     return lines

@@ -11,6 +11,7 @@ about (pydantic's error locations are mapped back to file positions), never as a
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Hashable
@@ -88,16 +89,27 @@ class EvaluatorBuilder:
                          "one of " + ", ".join(known), value=True)
             self._check_weight(raw, path)
             return None
-        cls: type[Evaluator] = EVALUATORS[kind]
         fields: dict[str, Any] = {k: v for k, v in raw.items() if k != "type"}
         origins: dict[str, PathKey] = {k: (*path, k) for k in fields}
-        ok = self._unpack_config(cls, fields, origins, path)
+        ok = True
+        if kind == "llm_judge" and "rubrics" in fields:
+            # AgentV: an llm_judge with rubrics judges with its rubric prompt.
+            kind = "rubric"
+            if "prompt" in fields:
+                self.log.add((*path, "prompt"), "an llm_judge with rubrics judges with the "
+                             "rubric prompt, so this prompt would not be used",
+                             "rubrics or prompt, not both")
+                fields.pop("prompt")
+                ok = False
+        cls: type[Evaluator] = EVALUATORS[kind]
+        ok = self._unpack_config(cls, fields, origins, path) and ok
         self._agentv_spellings(cls, fields, origins)
         if not self._check_weight(fields, path):
             fields.pop("weight")
             ok = False
         ok = self._judge_target(cls, fields, origins) and ok
         ok = self._model(cls, fields, origins) and ok
+        ok = self._passthrough(cls, fields, origins, path) and ok
         ok = self._prompt(cls, fields, origins) and ok
         self._cwd(cls, fields)
         ok = self._members(cls, fields, origins) and ok
@@ -131,6 +143,41 @@ class EvaluatorBuilder:
                 continue
             fields[key] = value
             origins[key] = (*path, "config", key)
+        return True
+
+    def _passthrough(self, cls: type[Evaluator], fields: dict[str, Any],
+                     origins: dict[str, PathKey], path: PathKey) -> bool:
+        """AgentV passes any key an ``llm_judge`` or ``code_judge`` does not know into its
+        ``config``; ``config`` keys that name the evaluator's own settings are those settings
+        (for classes that say so, such as ``llm_judge``'s ``temperature``). A key that is a
+        near miss of a setting (``temprature``) is not passed on: it stays an unknown key,
+        reported at its line, since a typo silently ignored is worse than one reported."""
+        if not getattr(cls, "passthrough", False) or "config" not in cls.model_fields:
+            return True
+        config = fields.get("config", {})
+        if not isinstance(config, dict):
+            return True  # pydantic reports the type, located at the key
+        config = dict(config)
+        if getattr(cls, "settings_in_config", False):
+            for key in list(config):
+                if key in cls.model_fields and key not in ("config", "name", "weight"):
+                    if key in fields:
+                        self.log.add((*path, "config", key),
+                                     f"{key!r} is set both here and on the evaluator",
+                                     "each setting once")
+                        return False
+                    fields[key] = config.pop(key)
+                    origins[key] = (*path, "config", key)
+        known = set(_field_names(cls))
+        for key in list(fields):
+            if key in known or key in ("config", "prompt"):
+                continue
+            if difflib.get_close_matches(str(key), known, n=1, cutoff=0.8):
+                continue  # a misspelt setting ("temprature") is reported, not passed on
+            config.setdefault(key, fields.pop(key))
+            origins.pop(key, None)
+        fields["config"] = config
+        origins.setdefault("config", (*path, "config"))
         return True
 
     @staticmethod
@@ -210,14 +257,38 @@ class EvaluatorBuilder:
 
     def _prompt(self, cls: type[Evaluator], fields: dict[str, Any],
                 origins: dict[str, PathKey]) -> bool:
-        """A ``prompt`` naming a file is replaced by the file's text."""
+        """A ``prompt`` naming a file is replaced by the file's text; an executable prompt
+        template (``{script: [...], config: {...}}``) becomes the judge's prompt script."""
         if "prompt" not in fields or "prompt" not in cls.model_fields:
             return True
+        if isinstance(fields["prompt"], dict) and "prompt_script" in cls.model_fields:
+            return self._prompt_script(fields, origins)
         text = self.read_prompt(fields["prompt"], origins["prompt"])
         if text is None:
             fields.pop("prompt")
             return False
         fields["prompt"] = text
+        return True
+
+    def _prompt_script(self, fields: dict[str, Any], origins: dict[str, PathKey]) -> bool:
+        template = fields.pop("prompt")
+        where = origins.pop("prompt")
+        unknown = [k for k in template if k not in ("script", "config")]
+        if unknown or "script" not in template:
+            self.log.add(where, "an executable prompt template is {script: [...], config: "
+                         "{...}}" + (f"; unknown key(s) {', '.join(map(str, unknown))}"
+                                     if unknown else "; 'script' is missing"),
+                         "script: the program and its arguments", value=True)
+            return False
+        fields["prompt_script"] = template["script"]
+        origins["prompt_script"] = (*where, "script")
+        extra = template.get("config")
+        if extra is not None:
+            if not isinstance(extra, dict):
+                self.log.add((*where, "config"), f"config must be a mapping, not "
+                             f"{type_name(extra)}", "a mapping", value=True)
+                return False
+            fields["config"] = {**extra, **(fields.get("config") or {})}
         return True
 
     def read_prompt(self, prompt: Any, where: PathKey) -> str | None:

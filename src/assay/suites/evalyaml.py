@@ -272,6 +272,8 @@ class _SuiteChecker:
     suite_evaluators: list[Evaluator] = field(default_factory=list)
     suite_has_list: bool = False
     conversation: ConversationSettings | None = None
+    files: list[str] = field(default_factory=list)
+    """The file segments read for the case being checked (its ``input_files``)."""
 
     @property
     def base_dir(self) -> Path:
@@ -471,6 +473,7 @@ class _SuiteChecker:
             return None
         self._unknown_keys(raw, path, CASE_KEYS, "case key")
         problems_before = len(self.log)
+        self.files = []
         case_id = self._case_id(raw, path)
         written_id = raw.get("id")
         label = f"case {str(written_id)!r}" if isinstance(written_id, str | int) and \
@@ -499,6 +502,8 @@ class _SuiteChecker:
         conversation_id = raw.get("conversation_id")
         if conversation_id is not None:
             metadata["conversation_id"] = conversation_id
+        if self.files:
+            metadata.setdefault("input_files", list(dict.fromkeys(self.files)))
         guidelines = self._strings(raw, "guidelines", path)
         context = self._strings(raw, "reference_context", path)
         execution = self._execution(raw, path)
@@ -766,6 +771,7 @@ class _SuiteChecker:
         file = self.base_dir / value
         try:
             body = file.read_text(encoding="utf-8")
+            self.files.append(str(file))
         except (OSError, UnicodeDecodeError) as exc:
             reason = "not found" if isinstance(exc, FileNotFoundError) else str(exc)
             self.log.add(path, f"input file {value}: {reason}", "a UTF-8 text file relative "

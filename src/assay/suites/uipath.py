@@ -83,12 +83,29 @@ TYPE_IDS: Mapping[str, str] = {
 
 LEGACY_TYPES: Mapping[int, str] = {
     1: "exact_match",            # Equals
+    2: "contains",               # Contains: the expected output is the search text
+    3: "regex",                  # Regex: the expected output is the pattern
     4: "semantic_similarity",    # Factuality (an LLM judge with a prompt)
     5: "semantic_similarity",    # Custom LLM-as-a-judge prompt
     6: "json_similarity",        # JsonSimilarity
     7: "llm_judge_trajectory",   # Trajectory
+    8: "context_precision",      # ContextPrecision
+    9: "faithfulness",           # Faithfulness
+    10: "csv_exact_match",       # CSVColumnExactMatch
 }
 """Legacy integer ``type`` -> assay evaluator type, for the types assay can reproduce."""
+
+LEGACY_CRITERIA: Mapping[str, Mapping[str, str]] = {
+    "contains": {"expectedOutput": "searchText"},
+    "regex": {"expectedOutput": "pattern"},
+}
+"""Legacy criteria are always ``{expectedOutput, expectedAgentBehavior}``; for these types the
+expected output is the evaluator's reference under another name."""
+
+CUSTOM_TYPE = "uipath_custom"
+"""The assay evaluator type of UiPath custom coded evaluators (``file://x.py:Class``)."""
+
+FILE_PREFIX = "file://"
 
 LEGACY_TYPE_NAMES: Mapping[int, str] = {
     0: "Unknown", 1: "Equals", 2: "Contains", 3: "Regex", 4: "Factuality", 5: "Custom",
@@ -172,6 +189,9 @@ class EvaluatorDef:
     legacy: bool = False
     problem: EvaluationError | None = None
     """Why it cannot be built (an unsupported type); raised only if an eval set uses it."""
+    fixed: dict[str, Any] | None = None
+    """Fields given as they are (a custom evaluator's file and class); its criteria are then
+    passed whole as ``criteria``."""
 
 
 def _field_names(cls: type[Any]) -> dict[str, str]:
@@ -226,6 +246,57 @@ def _check_model(fields: dict[str, Any], where: str, warnings: list[str]) -> Non
                         f"'openai:{model}'); the run's judge model is used")
 
 
+def parse_schema(text: str) -> tuple[str, str]:
+    """``file://path.py:Class`` -> (path, class name); ValueError when it is not that."""
+    if not text.startswith(FILE_PREFIX):
+        raise ValueError(f"evaluatorSchema {text!r} does not start with {FILE_PREFIX}")
+    file, sep, name = text[len(FILE_PREFIX):].rpartition(":")
+    if not sep or not file or not name:
+        raise ValueError(f"evaluatorSchema {text!r} must name a file and a class: "
+                         "file://my_evaluator.py:MyEvaluator")
+    return file, name
+
+
+def locate_custom_file(path: str, evaluators_dir: Path | None) -> Path:
+    """A custom evaluator's file as UiPath finds it: absolute or existing as given, else in
+    the evaluators directory, else in its ``custom/`` subdirectory."""
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists() or evaluators_dir is None:
+        return candidate
+    for place in (evaluators_dir / path, evaluators_dir / "custom" / path):
+        if place.exists():
+            return place
+    return evaluators_dir / "custom" / path
+
+
+def _custom(path: Path, data: dict[str, Any], ident: str) -> EvaluatorDef:
+    """A custom coded evaluator file: its Python file, class and type file, resolved."""
+    schema = data.get("evaluatorSchema")
+    type_id = data.get("evaluatorTypeId")
+    where = f"{path}: $.evaluatorSchema"
+    try:
+        if not isinstance(schema, str):
+            raise ValueError("a custom evaluator names its code in evaluatorSchema: "
+                             "file://my_evaluator.py:MyEvaluator")
+        file, class_name = parse_schema(schema)
+    except ValueError as exc:
+        problem = _fail("invalid_suite_file", where, str(exc))
+        return EvaluatorDef(ident, ident, CUSTOM_TYPE, str(type_id), path, problem=problem)
+    directory = path.parent
+    type_file = None
+    if isinstance(type_id, str) and type_id.startswith(FILE_PREFIX):
+        written = type_id[len(FILE_PREFIX):]
+        type_file = str(locate_custom_file(written, directory) if not (
+            directory / "custom" / written).exists() else directory / "custom" / written)
+    config = data.get("evaluatorConfig") or {}
+    name = str(config.get("name") if isinstance(config, dict) and config.get("name")
+               else data.get("name") or ident)
+    fixed = {"file": str(locate_custom_file(file, directory).absolute()),
+             "class_name": class_name, "type_file": type_file,
+             "evaluator": {k: v for k, v in data.items() if k != "evaluatorSchema"}}
+    return EvaluatorDef(ident, name, CUSTOM_TYPE, str(type_id), path, fixed=fixed)
+
+
 def _criteria(value: Any, where: str) -> dict[str, Any] | None:
     if value is None:
         return None
@@ -246,12 +317,15 @@ def read_evaluator(path: Path, data: Any) -> EvaluatorDef:
     if "version" not in data:
         return _read_legacy(path, data, ident)
     type_id = data.get("evaluatorTypeId")
+    schema = data.get("evaluatorSchema")
+    if (isinstance(schema, str) and schema.startswith(FILE_PREFIX)) or (
+            isinstance(type_id, str) and type_id.startswith(FILE_PREFIX)):
+        return _custom(path, data, ident)
     if not isinstance(type_id, str) or type_id not in TYPE_IDS:
-        hint = ("; custom Python evaluators are not supported"
-                if isinstance(type_id, str) and type_id.startswith("file://") else "")
         problem = _fail("unknown_evaluator_type", f"{path}: $.evaluatorTypeId",
-                        f"unknown evaluatorTypeId {type_id!r}{hint}; known: "
-                        f"{', '.join(sorted(TYPE_IDS))}")
+                        f"unknown evaluatorTypeId {type_id!r}; known: "
+                        f"{', '.join(sorted(TYPE_IDS))}, or a custom evaluator "
+                        "(evaluatorSchema: file://my_evaluator.py:MyEvaluator)")
         return EvaluatorDef(ident, ident, "", str(type_id), path, problem=problem)
     config = data.get("evaluatorConfig") or {}
     if not isinstance(config, dict):
@@ -313,6 +387,9 @@ class _Builder:
 
     def base_config(self, ident: str) -> dict[str, Any]:
         """The evaluator's own config as assay fields, converted (and warned about) once."""
+        if ident not in self.base and self.definitions[ident].fixed is not None:
+            self.base[ident] = {**(self.definitions[ident].fixed or {}), "type": CUSTOM_TYPE,
+                                "name": ident, "weight": self.weights.get(ident, 1.0)}
         if ident not in self.base:
             definition = self.definitions[ident]
             cls = EVALUATORS[definition.type]
@@ -332,7 +409,10 @@ class _Builder:
         """
         definition = self.definitions[ident]
         cls = EVALUATORS[definition.type]
-        own = to_fields(cls, criteria, where, self.warnings, "criteria key")
+        if definition.fixed is not None:  # a custom evaluator validates its own criteria
+            own: dict[str, Any] = {"criteria": dict(criteria) if criteria else None}
+        else:
+            own = to_fields(cls, criteria, where, self.warnings, "criteria key")
         config = {**self.base_config(ident),
                   **{k: v for k, v in own.items() if k not in ("name", "weight")}}
         key = (ident, json.dumps(config, sort_keys=True, default=str))
@@ -347,6 +427,8 @@ class _Builder:
 
     def accepts(self, ident: str, key: str) -> bool:
         """Whether the evaluator takes the UiPath criteria key ``key``."""
+        if self.definitions[ident].fixed is not None:
+            return True
         names = _field_names(EVALUATORS[self.definitions[ident].type])
         return key in names or snake_case(key) in names or RENAMES.get(
             snake_case(key), "") in names
@@ -456,7 +538,8 @@ def _item_criteria(item: dict[str, Any], legacy: bool, refs: Iterable[str], wher
     return criteria
 
 
-def _case(item: dict[str, Any], where: str, expected: Any) -> Case:
+def _case(item: dict[str, Any], where: str, expected: Any,
+          input_schema: dict[str, Any] | None = None) -> Case:
     ident = item.get("id")
     if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
         raise _fail("invalid_suite_file", f"{where}.id", "each evaluation needs an 'id'")
@@ -472,6 +555,16 @@ def _case(item: dict[str, Any], where: str, expected: Any) -> Case:
                                    "inputGenerationInstructions") if item.get(k)}
     if extras:
         metadata["uipath"] = extras
+        from assay.mocking import from_uipath
+
+        try:
+            mocking = from_uipath(item)
+        except ValueError as exc:
+            raise _fail("invalid_suite_file", f"{where}.mockingStrategy", str(exc)) from None
+        if mocking is not None:
+            if mocking.input is not None and input_schema:
+                mocking.input.input_schema = input_schema
+            metadata["mocking"] = mocking.model_dump(mode="json", exclude_none=True)
     inputs = item.get("inputs")
     try:
         return Case(id=str(ident), input={} if inputs is None else inputs,
@@ -494,6 +587,8 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
     definitions = _resolve(refs, refs_key, read_evaluators(directory), path, directory)
     warnings: list[str] = []
     builder = _Builder(definitions, _weights(data, path, refs), warnings)
+    project = project_of(path)
+    input_schema = _input_schema(project) if project is not None else None
     cases: list[SuiteCase] = []
     seen: set[str] = set()
     for index, item in enumerate(data["evaluations"]):
@@ -515,6 +610,8 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
                     hint = (" (the criteria are null, meaning the evaluator's "
                             "defaultEvaluationCriteria, and it has none)")
             elif legacy:
+                renames = LEGACY_CRITERIA.get(definitions[ident].type, {})
+                criteria = {renames.get(k, k): v for k, v in criteria.items()}
                 criteria = {k: v for k, v in criteria.items() if builder.accepts(ident, k)}
             behavior = item.get("expectedAgentBehavior")
             if (not legacy and behavior and "expectedAgentBehavior" not in criteria
@@ -528,7 +625,7 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
         if weightless(evaluators):
             raise _fail("invalid_suite_file", where, f"{WEIGHTLESS[0]} (expected: "
                         f"{WEIGHTLESS[1]})")
-        case = _case(item, where, expected)
+        case = _case(item, where, expected, input_schema)
         if case.id in seen:
             raise _fail("invalid_suite_file", f"{where}.id", f"duplicate id {case.id!r}")
         seen.add(case.id)
@@ -548,8 +645,28 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
                 "evaluation_names": {c.case.id: c.case.metadata["name"] for c in cases},
                 "evaluator_names": {i: d.name for i, d in definitions.items()},
                 "evaluator_types": {i: d.type_id for i, d in definitions.items()},
+                "project": str(project.absolute()) if project is not None else None,
             },
         })
+
+
+def project_of(eval_set: Path) -> Path | None:
+    """The UiPath project of an eval set in ``PROJECT/evaluations/eval-sets/``, else None."""
+    sets = eval_set.absolute().parent
+    if sets.name == "eval-sets" and sets.parent.name == "evaluations":
+        return sets.parent.parent
+    return None
+
+
+def _input_schema(project: Path) -> dict[str, Any] | None:
+    """The input schema of the project's only entry point (for generated inputs)."""
+    from assay.targets.uipath_entrypoint import find_entrypoints
+
+    try:
+        found = find_entrypoints(project)
+    except ConfigError:
+        return None
+    return next(iter(found.values())).input_schema or None if len(found) == 1 else None
 
 
 def _is_versioned(version: Any) -> bool:

@@ -13,23 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import importlib
-import importlib.util
 import inspect
-import sys
 import time
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar
 
-from assay.errors import ConfigError
 from assay.model import Case, Execution
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig, project_dir
 from assay.targets.inputs import elapsed_ms, plain_input
+from assay.user_code import load_function, raised
+
+__all__ = ["CallableTarget", "load_function", "raised"]
 
 
 class CallableTarget(Target):
@@ -104,94 +101,6 @@ class CallableTarget(Target):
         if inspect.isawaitable(result):
             result = await result
         return result
-
-
-def raised(exc: BaseException) -> str:
-    """What an agent's exception says, ``called sys.exit(4)`` for an exit."""
-    if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
-    return f"raised {type(exc).__name__}: {exc}"
-
-
-def load_function(reference: str, *places: Path) -> Callable[..., Any]:
-    """Import ``module:function`` (``a.b:c.d`` for nested attributes) or ``file.py:function``,
-    looking in ``places`` (the suite's directory, the project's) as well as on ``sys.path``.
-    Raises ConfigError saying what failed.
-    """
-    module_name, sep, attribute = reference.rpartition(":")
-    if not sep or not module_name or not attribute:
-        raise ConfigError(f"function {reference!r}: expected 'module:function'",
-                          code="invalid_target")
-    module = _import(module_name, list(places) or [Path.cwd()])
-    found: Any = module
-    for part in attribute.split("."):
-        try:
-            found = getattr(found, part)
-        except AttributeError:
-            raise ConfigError(f"function {reference!r}: {module_name} has no {attribute!r}",
-                              code="invalid_target") from None
-    if not callable(found):
-        raise ConfigError(f"function {reference!r} is not callable", code="invalid_target")
-    return typing.cast(Callable[..., Any], found)
-
-
-def _import(module_name: str, places: list[Path]) -> ModuleType:
-    try:
-        if module_name.endswith(".py"):
-            found = [p / module_name for p in places if (p / module_name).is_file()]
-            return _import_file((found[0] if found else places[0] / module_name).resolve())
-        for place in places:
-            beside = place / f"{module_name}.py"
-            if "." not in module_name and beside.is_file():
-                # The suite's own agent.py: loaded by file so that another suite's agent.py,
-                # already imported under the same name, is never mistaken for it.
-                return _import_file(beside.resolve())
-        with contextlib.ExitStack() as stack:
-            for place in places:
-                stack.enter_context(_on_path(place))
-            return importlib.import_module(module_name)
-    except (ConfigError, KeyboardInterrupt):
-        raise
-    except BaseException as exc:  # a module that exits or raises while importing
-        looked = ", ".join(str(p) for p in places)
-        raise ConfigError(f"cannot import agent module {module_name!r} (looked in {looked} "
-                          f"and on sys.path): importing it {raised(exc)}",
-                          code="invalid_target") from None
-
-
-def _import_file(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise ConfigError(f"agent module file {path} does not exist", code="invalid_target")
-    # A name unique to the file, so two suites' agent.py files never shadow each other.
-    name = f"_assay_agent_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"cannot load {path} as a Python module", code="invalid_target")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        with _on_path(path.parent):
-            spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
-
-
-@contextlib.contextmanager
-def _on_path(directory: Path) -> Iterator[None]:
-    entry = str(directory.resolve())
-    added = entry not in sys.path
-    if added:
-        sys.path.insert(0, entry)
-    try:
-        yield
-    finally:
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(entry)
 
 
 def _first_parameter_is_case(fn: Callable[..., Any]) -> bool:

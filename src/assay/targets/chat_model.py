@@ -29,7 +29,16 @@ class ChatModelTarget(Target):
         "model": FieldSpec((str,), "the model name, with a provider such as openai"),
         "temperature": FieldSpec((int, float), "a number from 0 to 2"),
         "max_tokens": FieldSpec((int,), "a whole number of tokens"),
+        "max_output_tokens": FieldSpec((int,), "a whole number of tokens"),
         "system_prompt": FieldSpec((str,), "text sent as the system message"),
+        # AgentV's spelling of a model's own endpoint and key (Azure, OpenAI-compatible, ...)
+        "endpoint": FieldSpec((str,), "the endpoint URL (Azure: https://NAME.openai.azure.com)"),
+        "resource": FieldSpec((str,), "the Azure resource name"),
+        "api_key": FieldSpec((str,), "the key, usually ${{ ENV_VAR }}"),
+        "api_version": FieldSpec((str,), "the Azure API version"),
+        "version": FieldSpec((str,), "the Azure API version"),
+        "deployment": FieldSpec((str,), "the Azure deployment (AgentV: model)"),
+        "base_url": FieldSpec((str,), "an OpenAI-compatible base URL"),
     }
 
     def __init__(self, model: str, engine: JudgeEngine | None = None, *,
@@ -52,7 +61,7 @@ class ChatModelTarget(Target):
             raise ConfigError(f"target {config.name!r}: provider {config.provider!r} names "
                               "no model", code="unknown_provider")
         return cls(model, engine, name=config.name, temperature=config.get("temperature"),
-                   max_tokens=config.get("max_tokens"),
+                   max_tokens=config.get("max_tokens", config.get("max_output_tokens")),
                    system_prompt=config.get("system_prompt"))
 
     async def preflight(self) -> None:
@@ -89,10 +98,13 @@ class ChatModelTarget(Target):
             return Execution(input=case.input, latency_ms=latency, error=self.engine.scrub(
                 f"model {self.model} answered without a usable message"))
         stats = result.stats
+        request = self.request(case)
         return Execution(
             input=case.input, output=result.text(), messages=[message], latency_ms=latency,
             usage=TokenUsage(prompt_tokens=stats.prompt_tokens,
-                             completion_tokens=stats.completion_tokens, cost=stats.cost))
+                             completion_tokens=stats.completion_tokens, cost=stats.cost),
+            provider_request={"kind": "lm", "model": self.engine.spec(self.model).display,
+                              **{k: v for k, v in request.items() if k != "model"}})
 
     async def aclose(self) -> None:
         if self.owns_engine:

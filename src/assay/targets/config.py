@@ -76,9 +76,36 @@ _KINDS: dict[str, tuple[str, str]] = {
     "command": ("command", "CommandTarget"),
     "http": ("http", "HttpTarget"),
     "recorded": ("recorded", "RecordedTarget"),
+    "mock": ("mock", "MockTarget"),
+    # AgentV's coding agents, as command targets with their usual command lines
+    "claude-code": ("agents", "ClaudeCodeTarget"),
+    "claude": ("agents", "ClaudeCodeTarget"),
+    "claude-cli": ("agents", "ClaudeCodeTarget"),
+    "codex": ("agents", "CodexTarget"),
+    "codex-cli": ("agents", "CodexTarget"),
+    "copilot": ("agents", "CopilotTarget"),
+    "copilot-cli": ("agents", "CopilotTarget"),
+    "pi": ("agents", "PiTarget"),
+    "pi-coding-agent": ("agents", "PiTarget"),
 }
+
+LITELLM_PROVIDERS: dict[str, str] = {
+    "gemini": "gemini", "google": "gemini", "google-gemini": "gemini",
+    "openrouter": "openrouter", "mistral": "mistral", "groq": "groq",
+    "deepseek": "deepseek", "xai": "xai", "together": "together_ai", "cohere": "cohere",
+    "bedrock": "bedrock", "vertex": "vertex_ai",
+}
+"""AgentV's provider names (and a few more) that reach their model through LiteLLM."""
+
+DEFAULT_MODELS = {"gemini": "gemini-2.5-flash"}
+"""AgentV's model for a provider written without one."""
+
+INLINE_KEYS = ("endpoint", "resource", "resourceName", "api_key", "apiKey", "base_url",
+               "api_version", "version")
+"""Settings that give a chat model its own endpoint or key, instead of the environment's."""
 _CHAT_MODEL = ("chat_model", "ChatModelTarget")
-PROVIDERS = (*_KINDS, "<model> (e.g. openai:gpt-4o-mini, fake:x, http://host/v1#model)")
+PROVIDERS = (*_KINDS, "<model> (e.g. openai:gpt-4o-mini, fake:x, http://host/v1#model)",
+             "azure | anthropic | openai | gemini | ... with model (and endpoint, api_key)")
 
 
 @dataclass(repr=False)
@@ -111,14 +138,14 @@ class TargetConfig:
         installed plugin registered, or None."""
         known = _KINDS.get(self.provider.lower())
         if known is not None:
-            return known[0]
+            return _kind_name(known)
         if self.model_string() is not None:
             return "chat_model"
         return self.provider if _plugin_target(self.provider) is not None else None
 
     def model_string(self) -> str | None:
         """The judge-engine model this target names, when it is a chat model."""
-        return chat_model_string(self.provider, self.settings)
+        return chat_model_string(self.provider, self.settings, self.name)
 
     def redacted(self) -> dict[str, Any]:
         """The target as written: interpolated secrets shown as ``${{ VAR }}``.
@@ -189,33 +216,58 @@ class TargetsFile:
         return {"targets": [t.redacted() for t in self.targets.values()]}
 
 
-def chat_model_string(provider: str, settings: dict[str, Any]) -> str | None:
+def chat_model_string(provider: str, settings: dict[str, Any],
+                      target: str | None = None) -> str | None:
     """``openai:gpt-4o`` from ``provider: openai:gpt-4o``, or ``provider: openai`` plus
-    ``model: gpt-4o``; None when the provider names no judge-engine model."""
-    if provider.lower() in _KINDS:
+    ``model: gpt-4o`` (AgentV's spelling; ``deployment`` for Azure, LiteLLM for ``gemini`` and
+    the like); None when the provider names no judge-engine model. A model given its own
+    ``endpoint``, ``api_key`` or ``base_url`` is registered under the target's name (see
+    :mod:`assay.llm.providers.inline`)."""
+    lowered = provider.lower()
+    if lowered in _KINDS:
         return None
     try:
         return parse_model(provider).name
     except ConfigError:
         pass
-    model = settings.get("model")
-    name = {"azure-openai": "azure"}.get(provider.lower(), provider.lower())
-    if name in KNOWN_PROVIDERS and isinstance(model, str) and model:
-        try:
-            return parse_model(f"{name}:{model}").name
-        except ConfigError:
-            return None
-    return None
+    name = {"azure-openai": "azure"}.get(lowered, lowered)
+    model = settings.get("model") or settings.get("deployment") or \
+        settings.get("deploymentName") or DEFAULT_MODELS.get(LITELLM_PROVIDERS.get(name, ""))
+    if not isinstance(model, str) or not model:
+        return None
+    kind = "litellm" if name in LITELLM_PROVIDERS else name
+    if kind == "litellm":
+        model = f"{LITELLM_PROVIDERS[name]}/{model}"
+    elif name not in KNOWN_PROVIDERS or name in ("local", "fake", "custom", "target"):
+        return None if name not in ("local", "fake") else _parsed(f"{name}:{model}")
+    if target is not None and any(settings.get(k) for k in INLINE_KEYS):
+        from assay.llm.providers.inline import inline_model
+
+        return inline_model(target, kind, model, settings)
+    return _parsed(f"{kind}:{model}")
+
+
+def _parsed(text: str) -> str | None:
+    try:
+        return parse_model(text).name
+    except ConfigError:
+        return None
+
+
+def _kind_name(entry: tuple[str, str]) -> str:
+    """A kind is its module's name, or ``module.Class`` where a module holds several."""
+    classes = {v[1] for v in _KINDS.values() if v[0] == entry[0]}
+    return entry[0] if len(classes) == 1 else f"{entry[0]}.{entry[1]}"
 
 
 def target_class(kind: str) -> type[Target]:
     """The Target class for a kind; imported on demand so unused kinds cost nothing."""
-    plugin = None if kind == "chat_model" or any(v[0] == kind for v in _KINDS.values()) \
-        else _plugin_target(kind)
+    plugin = None if kind == "chat_model" or any(
+        _kind_name(v) == kind for v in _KINDS.values()) else _plugin_target(kind)
     if plugin is not None:
         return plugin
     module, cls = _CHAT_MODEL if kind == "chat_model" else next(
-        v for v in _KINDS.values() if v[0] == kind)
+        v for v in _KINDS.values() if _kind_name(v) == kind)
     found: type[Target] = getattr(importlib.import_module(f"assay.targets.{module}"), cls)
     return found
 

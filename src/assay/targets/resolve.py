@@ -35,6 +35,7 @@ class TargetResolver:
         self.file: TargetsFile | None = load_targets_for(base_dir, targets_file, strict=False)
         self.base_dir = self.file.base_dir if self.file else base_dir
         self._built: dict[str | None, Target] = {}
+        self._mocked: dict[str | None, Target] = {}
 
     @property
     def path(self) -> Path | None:
@@ -78,8 +79,16 @@ class TargetResolver:
         return judge.model_string() if judge is not None else None
 
     def __call__(self, name: str | None) -> Target:
-        if self.given is not None:
-            return self.given
+        """The target for ``name``, able to mock tools and inputs for cases that ask."""
+        from assay.targets.mocked import MockedTarget
+
+        key = "\0given" if self.given is not None else name
+        if key not in self._mocked:
+            inner = self.given if self.given is not None else self._target(name)
+            self._mocked[key] = MockedTarget(inner, self.engine, None)
+        return self._mocked[key]
+
+    def _target(self, name: str | None) -> Target:
         if name not in self._built:
             self._built[name] = self._build(name)
         return self._built[name]

@@ -19,6 +19,7 @@ _BUILTIN_MODULES = {
     "local": "local",
     "fake": "fake",
     "custom": "custom",
+    "target": "inline",
 }
 
 

@@ -83,11 +83,14 @@ def from_anthropic(response: dict[str, Any], model: str) -> ChatResponse:
 class AnthropicProvider(Provider):
     structured_mode = "json_schema"  # translated into a forced tool call
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, *, api_key: str | None = None,
+                 base_url: str | None = None, key_label: str = "ANTHROPIC_API_KEY") -> None:
         super().__init__(spec)
-        base_url = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or \
+            "https://api.anthropic.com"
         self._url_secrets = url_secrets(base_url)
-        self.api_key = os.environ.get("ANTHROPIC_API_KEY")
+        self.api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        self.key_label = key_label
         headers = {"content-type": "application/json", "anthropic-version": API_VERSION,
                    "x-api-key": self.api_key or ""}
         base_url, self.headers = split_credentials(base_url, headers)
@@ -96,7 +99,7 @@ class AnthropicProvider(Provider):
     def secrets(self) -> dict[str, str]:
         found = dict(self._url_secrets)
         if self.api_key:
-            found[self.api_key] = env_label("ANTHROPIC_API_KEY")
+            found[self.api_key] = env_label(self.key_label)
         return found
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:

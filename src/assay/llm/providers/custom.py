@@ -1,13 +1,23 @@
 """``custom:NAME``: any async callable a user registers as an LLM service.
 
-The callable receives the request dict (model, messages, response_format, max_tokens,
-temperature, and tools when used) and returns an OpenAI-shaped response: a dict, or an object
-with ``model_dump()`` such as an SDK response.
+The callable receives the request dict in the shape UiPath documents for a custom LLM service:
+``model``, ``messages`` (system and user), ``response_format`` (a JSON schema named
+``evaluation_response`` for UiPath's judges) or ``tools`` and ``tool_choice`` (the function
+``submit_evaluation``) when the service is registered with ``structured_mode="tools"``,
+``max_tokens`` (always present, None when unset) and ``temperature``. ``model`` is the
+service's name, or MODEL for ``custom:NAME#MODEL``, so a judge configured with UiPath's
+``model: gpt-4o-2024-11-20`` reaches the service as written.
+
+It returns an OpenAI-shaped response: a dict, an object with ``model_dump()`` (an SDK or
+pydantic response), or any object whose attributes hold it (``response.choices[0].message``,
+as UiPath's gateway objects and ``SimpleNamespace`` fakes do). A tool call's ``arguments`` may
+be a dict or a JSON string, on the call or under ``function``.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -40,16 +50,53 @@ class CustomProvider(Provider):
         ) and params[0].name not in ("model", "messages")
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
-        body = dict(request)
+        body: dict[str, Any] = dict(request)
+        body["model"] = self.spec.requested_model or self.spec.model
+        body.setdefault("max_tokens", None)
+        body.setdefault("temperature", 0.0)
         result = await (self.service(body) if self._pass_dict else self.service(**body))
-        if hasattr(result, "model_dump"):
-            result = result.model_dump()
+        result = plain(result)
         if not isinstance(result, dict):
             raise BadResponse(
                 f"service {self.spec.model!r} returned {type(result).__name__}, "
                 "expected an OpenAI-shaped response dict"
             )
+        for choice in result.get("choices") or []:
+            message = choice.get("message") if isinstance(choice, dict) else None
+            if isinstance(message, dict) and isinstance(message.get("tool_calls"), list):
+                message["tool_calls"] = [_openai_call(c) for c in message["tool_calls"]]
         return result
+
+
+def _openai_call(call: Any) -> Any:
+    """A gateway-shaped tool call (``{id, name, arguments}``) in OpenAI's shape."""
+    if not isinstance(call, dict) or isinstance(call.get("function"), dict) or \
+            "name" not in call:
+        return call
+    arguments = call.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments if arguments is not None else {}, default=str)
+    return {"id": call.get("id"), "type": "function",
+            "function": {"name": call["name"], "arguments": arguments}}
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """An SDK or attribute object as plain dicts and lists (bounded in depth)."""
+    if depth > 32:
+        return None
+    if isinstance(value, dict):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v, depth + 1) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return plain(dump(), depth + 1)
+    if hasattr(value, "__dict__"):
+        return {k: plain(v, depth + 1) for k, v in vars(value).items()
+                if not k.startswith("_")}
+    return value
 
 
 @register_provider("custom")

@@ -24,12 +24,19 @@ from assay.llm.types import (
 
 
 class LiteLLMProvider(Provider):
-    def __init__(self, spec: ModelSpec, litellm: Any) -> None:
+    def __init__(self, spec: ModelSpec, litellm: Any,
+                 extra: dict[str, Any] | None = None) -> None:
         super().__init__(spec)
         self.litellm = litellm
+        self.extra = extra or {}
+        """Sent with every call (an ``api_key`` or ``api_base`` from a targets file)."""
+
+    def secrets(self) -> dict[str, str]:
+        key = self.extra.get("api_key")
+        return {key: "***"} if isinstance(key, str) and key else {}
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
-        body: dict[str, Any] = dict(request)
+        body: dict[str, Any] = {**self.extra, **request}
         body["model"] = self.spec.model
         try:
             response = await self.litellm.acompletion(**body, timeout=timeout, num_retries=0)

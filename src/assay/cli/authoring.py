@@ -1,0 +1,104 @@
+"""``assay convert``, ``assay init`` and ``assay generate rubrics``: writing suites (the
+library does the work: :mod:`assay.convert`, :mod:`assay.scaffold`,
+:mod:`assay.rubric_generation`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from assay.cli.app import app, console, friendly_errors
+
+generate_app = typer.Typer(help="Draft suite content with the judge model.",
+                           no_args_is_help=True)
+app.add_typer(generate_app, name="generate")
+
+
+@app.command()
+@friendly_errors
+def convert(
+    source: Path = typer.Argument(..., metavar="FILE",
+                                  help="An EVAL.yaml, a JSONL suite, or a results JSONL."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Where to write [default: "
+                                    "x.yaml -> x-cases.jsonl, x.jsonl -> x.eval.yaml]."),
+) -> None:
+    """Convert a suite between EVAL.yaml and JSONL (or results JSONL to YAML)."""
+    from assay.convert import convert as run_convert
+    from assay.errors import ConfigError
+
+    if not source.is_file():
+        raise ConfigError(f"{source}: no such file", code="missing_suite")
+    for path in run_convert(source, out):
+        console.print(f"wrote {path}", highlight=False, markup=False)
+
+
+@app.command()
+@friendly_errors
+def init(
+    directory: Path = typer.Argument(Path("."), metavar="DIR",
+                                     help="The folder to create (or an empty one)."),
+) -> None:
+    """Create a working suite, targets file, prompt and agent in a folder."""
+    from assay.scaffold import init as run_init
+
+    for path in run_init(directory):
+        console.print(f"created {path}", highlight=False, markup=False)
+    console.print(f"next: cd {directory} && assay run EVAL.yaml", highlight=False,
+                  markup=False)
+
+
+@generate_app.command("rubrics")
+@friendly_errors
+def rubrics(
+    suite: Path = typer.Argument(..., metavar="SUITE", help="An EVAL.yaml file."),
+    case: list[str] | None = typer.Option(None, "--case", help="Only these case ids."),
+    judge_model: str | None = typer.Option(None, "--judge-model", "--target",
+                                           envvar="ASSAY_JUDGE_MODEL",
+                                           help="The model that drafts the rubrics."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write a copy of the suite with "
+                                    "the rubrics added (the suite itself is not edited)."),
+) -> None:
+    """Draft rubric items from each case's expected outcome, with the judge model."""
+    import asyncio
+
+    import yaml
+
+    from assay.errors import ConfigError
+    from assay.llm import EngineConfig, JudgeEngine
+    from assay.report.outputs import check_outputs, write_atomic
+    from assay.rubric_generation import draft_rubrics, with_rubrics
+    from assay.suites.evalyaml import load_eval_yaml
+
+    loaded = load_eval_yaml(suite, False)
+    wanted = [c for c in loaded.cases if c.case.expected_outcomes
+              and (not case or c.case.id in case)
+              and not any(e.type == "rubric" for e in c.evaluators or [])]
+    unknown = sorted(set(case or []) - {c.case.id for c in loaded.cases})
+    if unknown:
+        raise ConfigError(f"--case {', '.join(unknown)}: not a case of {suite}")
+    if not wanted:
+        raise ConfigError(f"{suite}: no case with an expected_outcome and no rubrics yet")
+    if out is not None:
+        check_outputs({"--out": out}, [suite])
+
+    async def draft() -> dict[str, list[dict[str, object]]]:
+        config = EngineConfig()
+        if judge_model:
+            config.default_model = judge_model
+        engine = JudgeEngine(config)
+        try:
+            return {c.case.id: await draft_rubrics(c.case, engine) for c in wanted}
+        finally:
+            await engine.aclose()
+
+    drafts = asyncio.run(draft())
+    if out is None:
+        for case_id, items in drafts.items():
+            console.print(f"# {case_id}", highlight=False, markup=False)
+            console.print(yaml.safe_dump({"rubrics": items}, sort_keys=False,
+                                         allow_unicode=True), highlight=False, markup=False)
+        return
+    write_atomic(out, with_rubrics(suite, drafts).encode("utf-8"), "--out")
+    console.print(f"wrote {out} with rubrics for {len(drafts)} case(s)", highlight=False,
+                  markup=False)

@@ -1,0 +1,163 @@
+"""``assay eval``: the command line of ``agentv eval`` and ``uipath eval``, on ``assay run``'s
+code path.
+
+::
+
+    assay eval evals/a.yaml 'evals/**/*.yaml' --eval-id 'refund-*' --workers 4 --out r.jsonl
+    assay eval main evaluations/eval-sets/default.json --eval-ids "['a','b']" --output-file o.json
+    assay eval                     # a UiPath project's only eval set, run with its entry point
+
+Each suite (file, glob match, or UiPath eval set) is its own stored run, through
+:func:`assay.evaluate_async` exactly as ``assay run`` makes it; ``--out`` collects every run's
+rows in one file (else each run writes its own under ``.assay/results/``). After the runs the
+statistics ``agentv eval`` prints (:mod:`assay.score_stats`) cover all of them. The exit code
+is ``assay run``'s: 1 when any run fails its gates, 2 for a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
+from assay.cli.run import (
+    _inputs,
+    _progress,
+    _Reports,
+    _run_interruptible,
+    _Stopped,
+    results_dir,
+    store_url,
+)
+from assay.errors import ConfigError, EvaluationError
+
+
+@app.command("eval")
+@friendly_errors
+def eval_command(
+    paths: list[str] | None = typer.Argument(
+        None, metavar="[ENTRYPOINT] [SUITE|GLOB]...",
+        help="Suite files or globs (AgentV), or a UiPath entry point and eval set."),
+    target: str | None = typer.Option(None, "--target", help="Target name (or model string)."),
+    targets_file: Path | None = typer.Option(None, "--targets", help="A targets.yaml file."),
+    judge_model: str | None = typer.Option(None, "--judge-model", envvar="ASSAY_JUDGE_MODEL",
+                                           help="Judge model for every LLM evaluator."),
+    eval_id: str | None = typer.Option(None, "--eval-id", "--filter",
+                                       help="Only case ids matching this glob."),
+    eval_ids: str | None = typer.Option(None, "--eval-ids",
+                                        help="Only these ids: \"['id1','id2']\" or id1,id2."),
+    workers: int | None = typer.Option(None, "--workers", "--concurrency", "-c", min=1,
+                                       help="Cases in flight at once [default: 8]."),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="Write every run's rows to this one file."),
+    output_format: str = typer.Option("jsonl", "--output-format", help="jsonl or yaml."),
+    output_file: Path | None = typer.Option(None, "--output-file", "--uipath-output",
+                                            help="UiPath's output file (one suite)."),
+    no_report: bool = typer.Option(False, "--no-report",
+                                   help="Accepted: assay reports to no platform."),
+    agent_timeout: float | None = typer.Option(None, "--agent-timeout", min=0.001,
+                                               help="Seconds one run of the agent may take."),
+    max_retries: int = typer.Option(0, "--max-retries", min=0,
+                                    help="Times a failed run of the agent is tried again."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Estimate judge calls and tokens; call nothing."),
+    store: str | None = typer.Option(None, "--store", envvar="ASSAY_STORE_URL",
+                                     help="Run store URL."),
+    max_failed: int | None = typer.Option(0, "--max-failed", min=0,
+                                          help="Gate per run: at most this many failing cases."),
+    max_errors: int | None = typer.Option(0, "--max-errors", min=0,
+                                          help="Gate per run: at most this many evaluator "
+                                          "errors."),
+) -> None:
+    """Run one or more suites, as ``agentv eval`` and ``uipath eval`` do, with statistics."""
+    from assay.evaluation import evaluate_async, open_store
+    from assay.registry import REGISTRY
+    from assay.report.files import ROW_FORMATS
+    from assay.report.outputs import check_outputs
+    from assay.run_config import Gates, RunConfig
+    from assay.score_stats import score_statistics
+    from assay.suites.paths import expand, parse_eval_ids
+
+    if output_format not in ROW_FORMATS:
+        raise ConfigError(f"--output-format {output_format!r}: expected jsonl or yaml")
+    entrypoint, suites = expand(list(paths or []))
+    if output_file is not None and len(suites) > 1:
+        raise ConfigError(f"--output-file takes one eval set; {len(suites)} suites were given")
+    try:
+        config = RunConfig(
+            concurrency=workers or RunConfig().concurrency, judge_model=judge_model,
+            target=target, targets_file=str(targets_file) if targets_file else None,
+            filter=eval_id, case_ids=parse_eval_ids(eval_ids) if eval_ids else None,
+            agent_timeout_s=agent_timeout, agent_retries=max_retries, entrypoint=entrypoint,
+            dry_run=dry_run, gates=Gates(max_failed=max_failed, max_errors=max_errors))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    url = store_url(store)
+    runs = open_store(url)
+    inputs = [p for suite in suites for p in _inputs(suite, targets_file)]
+    check_outputs({"--out": out, "--output-file": output_file}, inputs)
+    shared = _Reports(out, None, None, fmt=output_format) if out is not None else None
+    if shared is not None and not dry_run:
+        shared.open(inputs)
+    records: list[Any] = []
+    gates_failed = False
+    for suite in suites:
+        reports = shared or _Reports(None, None, None, fmt=output_format,
+                                     results_dir=None if dry_run else results_dir(url))
+        progress = _progress(suite)
+        coro = evaluate_async(suite, config=config, store=runs, progress=progress,
+                              on_record=reports.on_record, on_start=reports.started,
+                              keep=False)
+        try:
+            result = _run_interruptible(coro, progress)
+        except _Stopped as stop:
+            reports.close(keep=True)
+            raise typer.Exit(stop.code) from None
+        except EvaluationError as exc:
+            reports.close(keep=True)
+            err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False,
+                              markup=False, soft_wrap=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        if shared is None:
+            reports.close(keep=True)
+        if result.estimate is not None:
+            console.print(f"{suite}: dry run, {result.estimate.calls} judge call(s) at most",
+                          highlight=False, markup=False)
+            continue
+        if output_file is not None:
+            REGISTRY.require("reporter", "uipath")(result, output_file)
+        gates_failed = _report(result, runs, reports) or gates_failed
+        records.extend(result.records)
+    if shared is not None:
+        shared.close(keep=True)
+        console.print(f"results written to {out}", highlight=False, markup=False)
+    if records:
+        from assay.report.statistics import statistics_lines
+
+        for line in statistics_lines(score_statistics(records)):
+            console.print(line, highlight=False)
+    if gates_failed:
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def _report(result: Any, runs: Any, reports: Any) -> bool:
+    """Print one run's results; True when it failed a gate."""
+    from assay.report.safe_text import for_terminal
+    from assay.report.terminal import summary_lines
+
+    if result.suite is not None and result.suite.metadata.get("format") == "uipath":
+        from assay.report.uipath_console import table_for_result
+
+        console.print(table_for_result(result))
+    for line in summary_lines(result.summary):
+        console.print(line, highlight=False)
+    written = getattr(reports, "default_path", None)
+    if written is not None:
+        console.print(f"results written to {written}", highlight=False, markup=False)
+    console.print(f"run {result.run_id} ({for_terminal(result.run.suite)}) stored in "
+                  f"{runs.display_url}", highlight=False)
+    for failure in result.summary.gate_failures:
+        console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
+    return not result.passed

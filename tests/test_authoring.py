@@ -1,0 +1,130 @@
+"""``assay convert`` (EVAL.yaml <-> JSONL), ``assay init`` (a suite that runs as it is) and
+``assay generate rubrics`` (draft rubric items from expected outcomes with the judge)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import yaml
+
+from assay.suites.evalyaml import load_suite
+from tests.test_cli_run import assay
+
+MATH = Path(__file__).parent / "data" / "suites" / "math"
+
+
+# -- assay init --------------------------------------------------------------------------
+
+
+def test_init_makes_a_suite_that_runs(tmp_path):
+    made = assay(tmp_path, "init", "first")
+    assert made.returncode == 0, made.stderr
+    project = tmp_path / "first"
+    for name in ("EVAL.yaml", "prompts/quality.md", "agent.py", ".assay/targets.yaml"):
+        assert (project / name).is_file(), name
+    run = assay(project, "run", "EVAL.yaml")
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = [json.loads(line) for f in (project / ".assay" / "results").glob("*.jsonl")
+            for line in f.read_text().splitlines()]
+    assert {r["eval_id"] for r in rows} == {"capital-of-france", "river-through-paris"}
+    for row in rows:  # the agent answers the reference: the stand-in judge scores 1.0
+        assert {e["name"]: e["score"] for e in row["evaluator_results"]} == {
+            "mentions_answer": 1.0, "quality": 1.0}
+    again = assay(tmp_path, "init", "first")
+    assert again.returncode == 2 and "never overwrites" in again.stderr
+
+
+# -- assay convert ----------------------------------------------------------------------------
+
+
+def _same_cases(a: Path, b: Path) -> None:
+    first, second = load_suite(a, False), load_suite(b, False)
+    assert [c.case.model_dump() for c in first.cases] == [c.case.model_dump()
+                                                           for c in second.cases]
+    assert [e.model_dump() for e in first.evaluators] == [e.model_dump()
+                                                           for e in second.evaluators]
+
+
+def test_convert_yaml_to_jsonl_and_back(tmp_path):
+    suite = tmp_path / "EVAL.yaml"
+    shutil.copytree(MATH, tmp_path, dirs_exist_ok=True)
+    out = assay(tmp_path, "convert", "EVAL.yaml")
+    assert out.returncode == 0, out.stderr
+    cases, sidecar = tmp_path / "EVAL-cases.jsonl", tmp_path / "EVAL-cases.yaml"
+    assert len(cases.read_text().splitlines()) == 3  # one case per line
+    assert "evalcases" not in yaml.safe_load(sidecar.read_text())
+    _same_cases(suite, cases)
+    back = assay(tmp_path, "convert", "EVAL-cases.jsonl", "-o", "again.yaml")
+    assert back.returncode == 0, back.stderr
+    assert yaml.safe_load((tmp_path / "again.yaml").read_text()) == \
+        yaml.safe_load(suite.read_text())
+    _same_cases(suite, tmp_path / "again.yaml")
+
+
+def test_convert_refuses_to_destroy_or_break(tmp_path):
+    shutil.copytree(MATH, tmp_path, dirs_exist_ok=True)
+    onto = assay(tmp_path, "convert", "EVAL.yaml", "-o", "EVAL.jsonl")  # sidecar EVAL.yaml
+    assert onto.returncode == 2 and "EVAL.yaml" in onto.stderr
+    (tmp_path / "elsewhere").mkdir()
+    moved = assay(tmp_path, "convert", "EVAL.yaml", "-o", "elsewhere/cases.jsonl")
+    assert moved.returncode == 2 and "prompt file ./prompts/quality.md not found" in moved.stderr
+    assert not (tmp_path / "elsewhere" / "cases.jsonl").exists()
+    (tmp_path / "bad.yaml").write_text("evalcases:\n  - {id: a}\n")
+    bad = assay(tmp_path, "convert", "bad.yaml")
+    assert bad.returncode == 2 and "bad.yaml:2:5" in bad.stderr
+
+
+def test_convert_results_to_yaml(tmp_path):
+    rows = [{"eval_id": "a", "score": 1.0, "hits": ["x"]}, {"eval_id": "b", "score": 0.5}]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = assay(tmp_path, "convert", "results.jsonl", "-o", "results.yaml")
+    assert out.returncode == 0, out.stderr
+    assert list(yaml.safe_load_all((tmp_path / "results.yaml").read_text())) == rows
+
+
+# -- assay generate rubrics --------------------------------------------------------------------
+
+
+DRAFT = {"rubrics": [
+    {"id": "names-paris", "expected_outcome": "Names Paris", "weight": 2, "required": True},
+    {"id": "one-sentence", "expected_outcome": "Answers in one sentence", "weight": 1,
+     "required": False}]}
+
+
+def test_generate_rubrics(tmp_path, mock_server):
+    suite = tmp_path / "EVAL.yaml"
+    bad = {"rubrics": [DRAFT["rubrics"][0], DRAFT["rubrics"][0]]}  # a repeated id: re-asked
+    suite.write_text(textwrap.dedent(f"""
+        # keep this comment
+        execution:
+          evaluators: [contains]
+        evalcases:
+          - id: capital
+            expected_outcome: 'Names Paris. <<mock-seq:{json.dumps([bad, DRAFT])}>>'
+            input: What is the capital of France?
+          - id: done
+            expected_outcome: x
+            input: y
+            rubrics: [Already has rubrics]
+          - id: no-outcome
+            input: z
+        """))
+    printed = assay(tmp_path, "generate", "rubrics", "EVAL.yaml", "--judge-model",
+                    f"{mock_server.url}#judge")
+    assert printed.returncode == 0, printed.stderr
+    assert "# capital" in printed.stdout and "# done" not in printed.stdout
+    assert "id: names-paris" in printed.stdout
+    written = assay(tmp_path, "generate", "rubrics", "EVAL.yaml", "--judge-model",
+                    f"{mock_server.url}#judge", "-o", "drafted.yaml")
+    assert written.returncode == 0, written.stderr
+    text = (tmp_path / "drafted.yaml").read_text()
+    assert text.startswith("\n# keep this comment") and suite.read_text() != text
+    drafted = load_suite(tmp_path / "drafted.yaml", False)
+    rubric = next(e for e in drafted.cases[0].evaluators or [] if e.type == "rubric")
+    assert [(r.id, r.weight, r.required) for r in rubric.rubrics] == [  # type: ignore[attr-defined]
+        ("names-paris", 2.0, True), ("one-sentence", 1.0, False)]
+    unknown = assay(tmp_path, "generate", "rubrics", "EVAL.yaml", "--case", "nope")
+    assert unknown.returncode == 2 and "--case nope: not a case" in unknown.stderr

@@ -1,0 +1,87 @@
+"""``assay compare`` on two results JSONL files (AgentV's rows or assay's), with AgentV's exit
+rule (mean delta < 0) beside assay's (a regression)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.compare_files import agentv_summary, compare_files, fails
+from assay.errors import ConfigError
+from tests.test_cli_run import assay
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+# AgentV rows (no verdict, no repeat): baseline then candidate.
+BEFORE = [{"eval_id": "a", "score": 0.85}, {"eval_id": "b", "score": 0.5},
+          {"eval_id": "c", "score": 0.85}, {"eval_id": "d", "score": 0.4},
+          {"eval_id": "only-before", "score": 1.0}]
+AFTER = [{"eval_id": "a", "score": 1.0}, {"eval_id": "b", "score": 0.8},
+         {"eval_id": "c", "score": 0.7}, {"eval_id": "d", "score": 0.4, "error": "timeout"}]
+
+
+def test_files_compare_case_by_case(tmp_path):
+    result = compare_files(write(tmp_path / "a.jsonl", BEFORE), write(tmp_path / "b.jsonl",
+                                                                      AFTER))
+    outcomes = {c.case_id: c.outcome for c in result.cases}
+    # a +0.15 win, b +0.3 win, c -0.15 loss (threshold 0.1), d errored after
+    assert outcomes == {"a": "win", "b": "win", "c": "loss", "d": "error"}
+    assert result.mean_delta == pytest.approx((0.15 + 0.3 - 0.15) / 3)
+    assert result.only_before == ["only-before#0"]
+    summary = agentv_summary(result)
+    assert summary == {"total": 5, "matched": 4, "wins": 2, "losses": 1, "ties": 0,
+                       "errors": 1, "meanDelta": 0.1,
+                       "unmatched": {"baseline": 1, "candidate": 0}}
+    # c dropped from pass (0.85) to borderline: a regression, though the mean rose.
+    assert fails(result, "assay") and not fails(result, "agentv")
+
+
+def test_agentv_rule_fails_on_a_negative_mean(tmp_path):
+    before = [{"eval_id": "a", "score": 0.95}, {"eval_id": "b", "score": 0.5}]
+    after = [{"eval_id": "a", "score": 0.9}, {"eval_id": "b", "score": 0.45}]
+    result = compare_files(write(tmp_path / "a.jsonl", before), write(tmp_path / "b.jsonl",
+                                                                      after))
+    assert result.mean_delta == pytest.approx(-0.05)  # small drops: ties, no verdict change
+    assert not fails(result, "assay") and fails(result, "agentv")
+
+
+def test_compare_command_on_files(tmp_path):
+    write(tmp_path / "base.jsonl", BEFORE)
+    write(tmp_path / "cand.jsonl", AFTER)
+    default = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl")
+    assert default.returncode == 1 and "regression" in default.stdout
+    agentv = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "agentv",
+                   "--json")
+    assert agentv.returncode == 0, agentv.stderr
+    assert json.loads(agentv.stdout)["agentv"]["meanDelta"] == 0.1
+    bad = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "strict")
+    assert bad.returncode == 2 and "expected assay or agentv" in bad.stderr
+
+
+@pytest.mark.parametrize("line, message", [
+    ("{not json", "base.jsonl:2:2: invalid JSON"),
+    ('[1, 2]', "base.jsonl:2: a result row is a JSON object"),
+    ('{"score": 1}', "base.jsonl:2: the row has no eval_id"),
+    ('{"eval_id": "x", "score": 7}', "base.jsonl:2: score 7 is not a number from 0 to 1"),
+    ('{"eval_id": "x", "score": true}', "score True is not a number"),
+    ('{"eval_id": "a", "score": 1}', "base.jsonl:2: case 'a' (repeat 0) is also at line 1"),
+])
+def test_bad_rows_are_located(tmp_path, line, message):
+    path = tmp_path / "base.jsonl"
+    path.write_text(json.dumps({"eval_id": "a", "score": 0.5}) + "\n" + line + "\n")
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        compare_files(path, path)
+
+
+def test_assay_rows_compare_with_their_own_verdicts(tmp_path):
+    before = [{"eval_id": "x", "repeat": 0, "score": 0.79, "verdict": "borderline"}]
+    after = [{"eval_id": "x", "repeat": 0, "score": 0.81, "verdict": "pass"}]
+    result = compare_files(write(tmp_path / "a.jsonl", before), write(tmp_path / "b.jsonl",
+                                                                      after))
+    assert result.cases[0].verdict_before == "borderline" and not result.regressions
