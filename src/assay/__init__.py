@@ -24,6 +24,9 @@ _EXPORTS: dict[str, str] = {
     "rescore_async": "assay.evaluation",
     "resume": "assay.evaluation",
     "resume_async": "assay.evaluation",
+    "calibrate": "assay.calibrating",
+    "calibrate_async": "assay.calibrating",
+    "CalibrationReport": "assay.calibration.report",
     "EvaluationResult": "assay.results",
     "CaseRecord": "assay.records",
     "RunRecord": "assay.records",
@@ -56,6 +59,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CalibrationReport",
     "Case",
     "CaseRecord",
     "ConfigError",
@@ -84,6 +88,8 @@ __all__ = [
     "Verdict",
     "__version__",
     "aggregate",
+    "calibrate",
+    "calibrate_async",
     "evaluate",
     "evaluate_async",
     "register_service",
@@ -112,6 +118,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from assay.api import score, score_async
+    from assay.calibrating import calibrate, calibrate_async
+    from assay.calibration.report import CalibrationReport
     from assay.errors import ConfigError, EvaluationError
     from assay.evaluation import (
         evaluate,

@@ -34,7 +34,7 @@ class LLMEvaluator(Evaluator):
         return [self.model]
 
     async def ask(self, ctx: EvalContext, system: str, user: str,
-                  schema: type[T]) -> StructuredResult[T]:
+                  schema: type[T], *, top_logprobs: int | None = None) -> StructuredResult[T]:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
             {"role": "user", "content": user},
@@ -42,7 +42,7 @@ class LLMEvaluator(Evaluator):
         return await ask_structured(
             ctx.engine, messages, schema, model=ctx.model(self.model), name=self.type,
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
-            sample=ctx.sample)
+            sample=ctx.sample, top_logprobs=top_logprobs)
 
     def on_100_point_scale(self, result: StructuredResult[Any], score: float,
                            rationale: str) -> Score:

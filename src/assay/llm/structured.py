@@ -57,6 +57,9 @@ class StructuredResult(Generic[T]):
     latency_ms: float = 0.0
     model: str = ""
     asks: int = 0
+    logprobs: list[dict[str, Any]] | None = None
+    """The answer's token log-probabilities (``choices[0].logprobs.content``), when they were
+    asked for and the provider returned them; None otherwise."""
 
 
 async def ask_structured(
@@ -70,11 +73,13 @@ async def ask_structured(
     max_tokens: int | None = None,
     seed: int | None = None,
     sample: int = 0,
+    top_logprobs: int | None = None,
 ) -> StructuredResult[T]:
     """Get an instance of ``schema`` from the judge model, within the engine's rules.
 
     ``sample`` numbers independent draws of the same question (repeats of a case); each is
-    called and cached on its own.
+    called and cached on its own. ``top_logprobs`` asks for the log-probabilities of that
+    many alternatives at each token of the answer (where the provider offers them).
     """
     provider = engine.resolve(model)
     shown = provider.spec.display
@@ -90,7 +95,8 @@ async def ask_structured(
         asks += 1
         try:
             result = await _ask_any_mode(engine, provider.spec.name, conversation, json_schema,
-                                         name, temperature, max_tokens, seed, sample)
+                                         name, temperature, max_tokens, seed, sample,
+                                         top_logprobs)
         except ProviderError as exc:
             if isinstance(exc, RetriesExhausted):  # the failed attempts are accounted too
                 usage = usage + Usage(retries=max(0, exc.attempts - 1))
@@ -116,7 +122,8 @@ async def ask_structured(
         else:
             engine.remember(result)
             return StructuredResult(value, raw_text, None, usage,
-                                    (time.perf_counter() - started) * 1000, shown, asks)
+                                    (time.perf_counter() - started) * 1000, shown, asks,
+                                    _logprobs(result) if top_logprobs else None)
         conversation = [*conversation, {"role": "assistant",
                                         "content": bounded(raw_text, REASK_ECHO_CHARS)},
                         {"role": "user", "content": _reask(problem, json_schema)}]
@@ -141,12 +148,13 @@ def _kept(engine: JudgeEngine, raw_text: str) -> str:
 
 async def _ask_any_mode(engine: JudgeEngine, model: str, messages: list[dict[str, Any]],
                         json_schema: dict[str, Any], name: str, temperature: float,
-                        max_tokens: int | None, seed: int | None, sample: int) -> ChatResult:
+                        max_tokens: int | None, seed: int | None, sample: int,
+                        top_logprobs: int | None = None) -> ChatResult:
     provider = engine.resolve(model)
     while True:
         mode = provider.structured_mode
         request = build_request(mode, provider.spec.model, messages, json_schema, name,
-                                temperature, max_tokens, seed)
+                                temperature, max_tokens, seed, top_logprobs=top_logprobs)
         try:
             return await engine.chat(request, model, sample=sample, remember=False)
         except RequestRejected as exc:
@@ -166,13 +174,17 @@ def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
 
 def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any]],
                   json_schema: dict[str, Any], name: str, temperature: float,
-                  max_tokens: int | None, seed: int | None) -> ChatRequest:
+                  max_tokens: int | None, seed: int | None, *,
+                  top_logprobs: int | None = None) -> ChatRequest:
     """The chat request that asks for ``json_schema`` in the given mode."""
     request: ChatRequest = {"model": model, "messages": messages, "temperature": temperature}
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
     if seed is not None:
         request["seed"] = seed
+    if top_logprobs:
+        request["logprobs"] = True
+        request["top_logprobs"] = top_logprobs
     if mode == "json_schema":
         request["response_format"] = {
             "type": "json_schema",
@@ -225,6 +237,17 @@ def _payload(result: ChatResult) -> tuple[str, Any]:
             return json.dumps(args), args
         return str(args or ""), None
     return result.text(), None
+
+
+def _logprobs(result: ChatResult) -> list[dict[str, Any]] | None:
+    """``choices[0].logprobs.content`` of a response, when it is a list; else None (a
+    provider that ignores the request, or an answer given as a tool call)."""
+    choices = result.response.get("choices") or []
+    found = choices[0].get("logprobs") if choices and isinstance(choices[0], dict) else None
+    content = found.get("content") if isinstance(found, dict) else None
+    if not isinstance(content, list) or result.message().get("tool_calls"):
+        return None
+    return [token for token in content if isinstance(token, dict)]
 
 
 def _usage_of(result: ChatResult) -> Usage:
