@@ -33,6 +33,7 @@ from assay.calibration.items import (
     Kind,
     LabelledItem,
     LabelledSet,
+    infer_kind,
     normal_label,
 )
 from assay.calibration.key import JudgeIdentity, judge_identity
@@ -279,13 +280,7 @@ async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | 
     if not items:
         raise CalibrationDataError(f"{source}: no labels")
     if chosen is None:
-        chosen = "binary"
-        for where, value in raw_labels:
-            try:
-                normal_label("binary", value, where, label)
-            except CalibrationDataError:
-                chosen = "score"
-                break
+        chosen = infer_kind([value for _, value in raw_labels])
     if chosen == "ordinal" and bounds is None:
         raise CalibrationDataError("kind 'ordinal' needs the labels' scale, such as 1-5")
     for item, (where, value) in zip(items, raw_labels, strict=True):

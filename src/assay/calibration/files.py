@@ -7,7 +7,7 @@ not silently drop the reference a judge needs), as are a missing label and a lab
 one of its kind's values, each with the file, the line and the column.
 
 The kind is given (``kind=``) or read from the data: rows with a second output are
-``pairwise``; labels that all read as pass/fail are ``binary``; numbers are ``score``s.
+``pairwise``; numbers other than 0 and 1 are ``score``s; anything else is ``binary`` (pass/fail).
 ``ordinal`` labels need ``kind="ordinal"`` and their ``scale`` (such as ``"1-5"``).
 """
 
@@ -27,7 +27,7 @@ from assay.calibration.items import (
     LabelledItem,
     LabelledSet,
     Where,
-    binary_label,
+    infer_kind,
     normal_label,
 )
 from assay.calibration.sets import read_json, read_json_lines
@@ -111,7 +111,7 @@ def load_labelled(data: Any, *, kind: Kind | None = None, label: str = "label",
         rows = rows[:limit]
     mapping = _mapping(columns)
     fields = [_fields(row, where, mapping, label) for where, row in rows]
-    chosen: Kind = kind or _infer(fields, rows, label)
+    chosen: Kind = kind or _infer(fields)
     items = []
     seen: dict[str, Where] = {}
     for (where, _row), values in zip(rows, fields, strict=True):
@@ -188,16 +188,9 @@ def _fields(row: Any, where: Where, mapping: dict[str, str], label: str) -> dict
     return values
 
 
-def _infer(fields: list[dict[str, Any]], rows: list[tuple[Where, Any]], label: str) -> Kind:
-    if any(v.get("output_2") not in (None, "") for v in fields):
-        return "pairwise"
-    try:
-        for (where, _), values in zip(rows, fields, strict=True):
-            binary_label(values["label"], where, label)
-        return "binary"
-    except CalibrationDataError:
-        pass
-    return "score"
+def _infer(fields: list[dict[str, Any]]) -> Kind:
+    return infer_kind([v["label"] for v in fields],
+                      pairs=any(v.get("output_2") not in (None, "") for v in fields))
 
 
 def _input(value: Any, where: Where) -> str | dict[str, Any]:

@@ -35,7 +35,9 @@ async def calibration_failures(gate: CalibrationGate, evaluators: Sequence[Evalu
     for evaluator in chosen:
         identity = await judge_identity(evaluator, default_model=default_model,
                                         judge_model=judge_model, override_model=override_model)
-        how = _how(gate, evaluator, store, override_model, suite_path)
+        own = all(m is not None for m in evaluator.models())
+        how = _how(gate, evaluator, store, override_model or (None if own else judge_model),
+                   suite_path)
         who = _who(evaluator, identity)
         found = calibrations.latest(store, identity.key, gate.set)
         if found is None:
@@ -105,7 +107,9 @@ def _missing(gate: CalibrationGate, evaluator: Evaluator, identity: JudgeIdentit
 
 
 def _how(gate: CalibrationGate, evaluator: Evaluator, store: RunStore,
-         override_model: str | None, suite_path: str | None) -> str:
+         model: str | None, suite_path: str | None) -> str:
+    """The command that calibrates ``evaluator`` as the run uses it (``model``: the judge
+    model to give it, when the run chose one), every part quoted for a shell."""
     scale = getattr(evaluator, "calibration_scale", lambda: {"kind": "score"})()
     labelled = gate.set or SUGGESTED_SET.get(str(scale.get("kind")), "SET")
     parts = ["assay", "calibrate", labelled]
@@ -113,8 +117,8 @@ def _how(gate: CalibrationGate, evaluator: Evaluator, store: RunStore,
         parts += ["--suite", suite_path, "--evaluator", evaluator.name]
     else:
         parts += ["--judge", "JUDGE.yaml"]
-    if override_model:
-        parts += ["--judge-model", display_model(override_model)]
+    if model:
+        parts += ["--judge-model", display_model(model)]
     parts += ["--store", store.display_url]
     command = " ".join(shlex.quote(p) if p not in ("SET", "JUDGE.yaml") else p for p in parts)
     if labelled == "SET":

@@ -190,6 +190,18 @@ def normal_label(kind: Kind, value: Any, where: Where, field_name: str,
     return score_label(value, where, field_name, scale)
 
 
+def infer_kind(labels: list[Any], pairs: bool = False) -> Kind:
+    """The kind of labels given none: pairwise for rows with a second output; scores when
+    every label is a number and some is neither 0 nor 1; otherwise pass/fail (so that a
+    stray word among pass/fail labels is reported as an unknown pass/fail label)."""
+    if pairs:
+        return "pairwise"
+    numbers = [_number(v) for v in labels]
+    if all(n is not None for n in numbers) and any(n not in (0.0, 1.0) for n in numbers):
+        return "score"
+    return "binary"
+
+
 def _spelling(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -113,7 +113,9 @@ def read_json_lines(path: Path) -> list[tuple[int, Any]]:
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise CalibrationDataError(f"{path}: cannot be read: {exc}") from None
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # Split on newlines only: str.splitlines would also break a record at a form feed or a
+    # NEL inside one of its strings.
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -532,8 +534,20 @@ def load_set(name: str, *, metric: str | None = None, limit: int | None = None) 
         raise CalibrationDataError(f"set {name!r} has no rating {metric!r}; it offers: "
                                    f"{offered}")
     loaded = info.load(info, metric)
+    _unique_ids(loaded.items)
     if limit is not None:
         if limit < 1:
             raise CalibrationDataError(f"limit {limit}: expected at least 1 item")
         loaded.items = loaded.items[:limit]
     return loaded
+
+
+def _unique_ids(items: list[LabelledItem]) -> None:
+    """Case ids must be unique: a record whose own id is empty or repeats an earlier one
+    gets its position in the file instead (HaluEval has such a record)."""
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen or item.id.endswith("-"):
+            position = f"line{item.line}" if item.line is not None else f"record{item.record}"
+            item.id = f"{item.id.rstrip('-')}-{position}"
+        seen.add(item.id)

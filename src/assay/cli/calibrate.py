@@ -90,7 +90,7 @@ def calibrate(
         "resume": resume}
     if run is not None:
         options.update(run=run, labels=labels, evaluator=evaluator)
-    progress = _progress(Path(data) if data else None)
+    progress = _Quiet() if as_json else _progress(Path(data) if data else None)
     try:
         report = _run_interruptible(calibrate_async(data, progress=progress, **options),
                                     progress)
@@ -112,7 +112,7 @@ def calibrate(
         if report.run_id:
             console.print(printable(f"calibration {report.id} stored in "
                                     f"{_shown(store_url(store))}"),
-                          highlight=False, markup=False)
+                          highlight=False, markup=False, soft_wrap=True)
     failures = []
     kappa, accuracy = report.kappa, report.accuracy
     if min_kappa is not None and (kappa is None or kappa.value is None
@@ -127,6 +127,22 @@ def calibrate(
                           soft_wrap=True)
     if failures:
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+class _Quiet:
+    """No progress: with --json, stdout holds the report alone."""
+
+    def __enter__(self) -> _Quiet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def start(self, total: int, done: int, label: str = "") -> None:
+        pass
+
+    def advance(self, record: Any) -> None:
+        pass
 
 
 def _shown(url: str) -> str:
