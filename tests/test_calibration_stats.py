@@ -15,7 +15,9 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from assay.calibration.stats import (
     Bootstrap,
     Reliability,
+    Resamples,
     accuracy,
+    batch_accuracy,
     batch_correlation,
     batch_kappa,
     batch_rates,
@@ -150,25 +152,30 @@ def test_batch_forms_match_the_single_forms():
     human = rng.integers(0, 3, 40)
     judge = np.where(rng.random(40) < 0.6, human, rng.integers(0, 3, 40))
     draws = rng.integers(0, 40, size=(50, 40))
+    sample = Resamples(draws)
+    assert sample.weights.sum(axis=1).tolist() == [40.0] * 50
+    assert sample.weights[0, 7] == (draws[0] == 7).sum()
+    _same(batch_accuracy(human, judge, sample),
+          [accuracy(human[d], judge[d]) for d in draws])
     for weights in (None, "quadratic"):
-        _same(batch_kappa(human, judge, 3, draws, weights),
+        _same(batch_kappa(human, judge, 3, sample, weights),
               [cohen_kappa(human[d], judge[d], 3, weights) for d in draws])
     for which in (0, 1):
-        _same(batch_rates(human, judge, 2, draws)[which],
+        _same(batch_rates(human, judge, 2, sample)[which],
               [label_rates(human[d], judge[d], 2)[which] for d in draws])
     mask, hit = human > 0, human == judge
-    _same(batch_share(mask, hit, draws),
+    _same(batch_share(mask, hit, sample),
           [float((mask[d] & hit[d]).sum()) / mask[d].sum() if mask[d].sum() else "none"
            for d in draws])
     for level in ("nominal", "ordinal", "interval"):
         table = np.stack([human, judge], axis=1).astype(float)
         rel = Reliability(table, level)  # type: ignore[arg-type]
-        _same(rel.alpha_batch(draws), [rel.alpha(d) for d in draws])
+        _same(rel.alpha_batch(sample), [rel.alpha(d) for d in draws])
         assert rel.alpha() == pytest.approx(krippendorff.alpha(
             reliability_data=table.T, level_of_measurement=level))
     values, scores = human.astype(float), judge + rng.random(40)
     for kind in ("spearman", "pearson"):
-        _same(batch_correlation(kind, values, scores, draws),  # type: ignore[arg-type]
+        _same(batch_correlation(kind, values, scores, sample),  # type: ignore[arg-type]
               [correlation(kind, values[d], scores[d]) for d in draws])  # type: ignore[arg-type]
 
 
@@ -183,7 +190,7 @@ def test_one_class_only_leaves_kappa_undefined_with_the_reason():
         assert math.isnan(cohen_kappa_score(human, judge, labels=[0, 1]))
     assert accuracy(human, judge) == 1.0
     assert "nothing to agree on" in str(krippendorff_alpha(np.stack([human, judge], 1)))
-    assert math.isnan(batch_kappa(human, judge, 2, np.zeros((3, 10), dtype=int))[0])
+    assert math.isnan(batch_kappa(human, judge, 2, Resamples(np.zeros((3, 10), dtype=int)))[0])
 
 
 def test_perfect_agreement_is_one_not_undefined():
@@ -205,7 +212,7 @@ def test_correlations_with_a_constant_side_are_undefined():
     assert "judge gave every item the same score" in str(correlation("spearman", varied, flat))
     assert "every human label is the same" in str(correlation("kendall", flat, varied))
     assert "fewer than two" in str(correlation("pearson", np.ones(1), np.ones(1)))
-    draws = np.zeros((4, 6), dtype=int)
+    draws = Resamples(np.zeros((4, 6), dtype=int))
     assert np.isnan(batch_correlation("spearman", varied, varied, draws)).all()
 
 
@@ -234,7 +241,7 @@ def test_bootstrap_interval_brackets_the_value_and_is_reproducible():
 
     first = Bootstrap(200, resamples=500, seed=1).estimate("accuracy", stat)
     again = Bootstrap(200, resamples=500, seed=1).estimate(
-        "accuracy", stat, lambda d: (human[d] == judge[d]).mean(axis=1))
+        "accuracy", stat, lambda sample: batch_accuracy(human, judge, sample))
     assert first.low is not None and first.high is not None
     assert first.low < first.value < first.high
     assert 0.05 < first.high - first.low < 0.2

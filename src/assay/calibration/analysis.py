@@ -49,6 +49,7 @@ from assay.calibration.stats import (
     Statistic,
     Value,
     accuracy,
+    batch_accuracy,
     batch_correlation,
     batch_kappa,
     batch_rates,
@@ -183,7 +184,7 @@ def _categorical(labelled: LabelledSet, kept: list[tuple[LabelledItem, Score, An
     stats = found.statistics
     stats["accuracy"] = boot.estimate(
         "accuracy", lambda i: accuracy(pick(human, i), pick(judge, i)),
-        lambda d: (human[d] == judge[d]).mean(axis=1))
+        lambda d: batch_accuracy(human, judge, d))
     stats["kappa"] = boot.estimate(
         "kappa", lambda i: cohen_kappa(pick(human, i), pick(judge, i), k),
         lambda d: batch_kappa(human, judge, k, d))
@@ -268,7 +269,10 @@ def _scores(labelled: LabelledSet, kept: list[tuple[LabelledItem, Score, Any]],
     return found
 
 
-def _pairwise(kept: list[tuple[LabelledItem, Score, Any]], boot: Bootstrap) -> PairwiseFigures:
+def _pairwise(kept: list[tuple[LabelledItem, Score, Any]], boot: Bootstrap,
+              brief: bool = False) -> PairwiseFigures:
+    """The figures of judging in both orders; ``brief``: only position consistency and the
+    accuracy of each order (what a group shows), the rest left undefined."""
     np = numpy()
     human = np.array([str(item.label) for item, _, _ in kept])
     combined = np.array([str(answer) for _, _, answer in kept])
@@ -315,6 +319,19 @@ def _pairwise(kept: list[tuple[LabelledItem, Score, Any]], boot: Bootstrap) -> P
     human_longer = share(human_decisive & lengths_differ, human == longer,
                          "undefined: the humans picked no output of a pair of unequal length")
     everything = np.ones(len(kept), dtype=bool)
+    if brief:
+        skipped = Statistic(name="-", value=None, undefined="not computed for a group")
+        return PairwiseFigures(
+            pairs=int(both.sum()),
+            position_consistency=boot.estimate(
+                "position_consistency", *share(both, first_a == second_a, no_orders)),
+            accuracy_mean_of_orders=boot.estimate(
+                "accuracy_mean_of_orders",
+                *combined_of(first_right, second_right, lambda a, b: (a + b) / 2)),
+            favours_first=skipped, favours_second=skipped, accuracy_first_order=skipped,
+            accuracy_second_order=skipped, agreement_with_ties=skipped,
+            agreement_decisive=skipped, longer_baseline_accuracy=skipped,
+            judge_picks_longer=skipped, human_picks_longer=skipped, length_bias=skipped)
     return PairwiseFigures(
         pairs=int(both.sum()),
         position_consistency=boot.estimate(
@@ -372,7 +389,7 @@ def _groups(labelled: LabelledSet, kept: list[tuple[LabelledItem, Score, Any]],
         statistics = (_scores if labelled.kind == "score" else _categorical)(
             labelled, members, boot, full=False).statistics
         if labelled.kind == "pairwise":
-            figures = _pairwise(members, boot)
+            figures = _pairwise(members, boot, brief=True)
             statistics["accuracy_mean_of_orders"] = figures.accuracy_mean_of_orders
             statistics["position_consistency"] = figures.position_consistency
         out.append(GroupFigures(group=group, items=len(members), statistics=statistics))

@@ -75,6 +75,30 @@ class Statistic(BaseModel):
         return self.value is not None
 
 
+class Resamples:
+    """The resamples of a bootstrap: item indices (resamples x n), and how often each item
+    occurs in each resample (resamples x n). Counts turn most statistics of every resample
+    into one matrix product: a share is ``weights @ hits / weights @ members``."""
+
+    def __init__(self, draws: np.ndarray, n: int | None = None) -> None:
+        self.draws = draws
+        self.n = draws.shape[1] if n is None else n
+        self._weights: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.draws)
+
+    @property
+    def weights(self) -> np.ndarray:
+        if self._weights is None:
+            np = numpy()
+            count = len(self.draws)
+            offsets = self.draws + (np.arange(count) * self.n)[:, None]
+            self._weights = np.bincount(offsets.ravel(), minlength=count * self.n).reshape(
+                count, self.n).astype(float)
+        return self._weights
+
+
 class Bootstrap:
     """Seeded percentile bootstrap over items: one set of resamples for every statistic of
     a calibration, so that their intervals are comparable."""
@@ -91,14 +115,15 @@ class Bootstrap:
         rng = np.random.default_rng(seed)
         self.draws = rng.integers(0, n, size=(resamples, n)) if n and resamples \
             else np.zeros((0, n), dtype=int)
+        self.sample = Resamples(self.draws, n)
 
     def estimate(self, name: str, statistic: Callable[[Any], Value],
                  batch: Callable[[Any], Any] | None = None, n: int | None = None) -> Statistic:
         """``statistic(indices)`` on all items (``indices`` None) and on every resample.
 
-        ``batch(draws)``, when given, computes the statistic for every resample at once (an
-        array with NaN where it is undefined): the same figures, without a Python loop over
-        the resamples.
+        ``batch(resamples)``, when given, computes the statistic for every resample at once
+        (an array with NaN where it is undefined, from :class:`Resamples`): the same figures,
+        without a Python loop over the resamples.
         """
         np = numpy()
         count = self.n if n is None else n
@@ -109,7 +134,7 @@ class Bootstrap:
             return Statistic(name=name, value=_clean(full), n=count,
                              note="no interval: bootstrap turned off")
         if batch is not None:
-            found = np.asarray(batch(self.draws), dtype=float)
+            found = np.asarray(batch(self.sample), dtype=float)
             values = found[~np.isnan(found)]
         else:
             values = np.asarray([v for v in (statistic(d) for d in self.draws)
@@ -119,12 +144,27 @@ class Bootstrap:
             return Statistic(name=name, value=_clean(full), n=count,
                              note=f"no interval: undefined in {missing} of "
                              f"{len(self.draws)} resamples")
-        tail = (1 - self.level) / 2 * 100
-        low, high = np.percentile(values, [tail, 100 - tail])
+        tail = (1 - self.level) / 2
+        low, high = _quantiles(np.sort(values), (tail, 1 - tail))
         note = (f"interval over the {len(values)} of {len(self.draws)} resamples where it is "
                 "defined") if missing else None
         return Statistic(name=name, value=_clean(full), low=_clean(float(low)),
                          high=_clean(float(high)), n=count, note=note)
+
+
+def _quantiles(ordered: np.ndarray, levels: tuple[float, float]) -> tuple[float, float]:
+    """Quantiles of sorted values, interpolated linearly (numpy's default method), without
+    numpy.percentile's per-call overhead (it showed in profiles: a calibration computes
+    about a hundred intervals)."""
+    last = len(ordered) - 1
+    found = []
+    for level in levels:
+        position = level * last
+        below = int(position)
+        above = min(below + 1, last)
+        fraction = position - below
+        found.append(float(ordered[below] + (ordered[above] - ordered[below]) * fraction))
+    return found[0], found[1]
 
 
 def _clean(value: float) -> float:
@@ -194,51 +234,50 @@ def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
                         np.nan)
 
 
-def confusions(human: np.ndarray, judge: np.ndarray, k: int, draws: np.ndarray) -> np.ndarray:
+def confusions(human: np.ndarray, judge: np.ndarray, k: int,
+               sample: Resamples) -> np.ndarray:
     """The confusion matrix of every resample (resamples x k x k)."""
     np = numpy()
-    resamples = len(draws)
-    codes = human[draws] * k + judge[draws] + (np.arange(resamples) * k * k)[:, None]
-    return np.bincount(codes.ravel(), minlength=resamples * k * k).reshape(resamples, k, k)
+    cells = np.zeros((len(human), k * k))
+    cells[np.arange(len(human)), human * k + judge] = 1.0
+    return (sample.weights @ cells).reshape(len(sample), k, k)
 
 
-def batch_kappa(human: np.ndarray, judge: np.ndarray, k: int, draws: np.ndarray,
+def batch_accuracy(human: np.ndarray, judge: np.ndarray, sample: Resamples) -> np.ndarray:
+    """Agreement in every resample."""
+    return ratio(sample.weights @ (human == judge).astype(float), sample.weights.sum(axis=1))
+
+
+def batch_kappa(human: np.ndarray, judge: np.ndarray, k: int, sample: Resamples,
                 weights: Weights | None = None) -> np.ndarray:
     """Cohen's kappa of every resample (NaN where undefined)."""
     np = numpy()
-    observed = confusions(human, judge, k, draws).astype(float)
+    observed = confusions(human, judge, k, sample)
     total = observed.sum(axis=(1, 2))
     expected = observed.sum(axis=2)[:, :, None] * observed.sum(axis=1)[:, None, :] / \
-        total[:, None, None]
+        np.where(total > 0, total, 1)[:, None, None]
     index = np.arange(k)
     distance = np.abs(index[:, None] - index[None, :]).astype(float)
     w = (distance > 0).astype(float) if weights is None else \
         distance if weights == "linear" else distance ** 2
     chance = (w * expected).sum(axis=(1, 2))
+    chance = np.where(chance > 1e-12, chance, 0.0)
     return 1.0 - ratio((w * observed).sum(axis=(1, 2)), chance)
 
 
 def batch_rates(human: np.ndarray, judge: np.ndarray, code: int,
-                draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                sample: Resamples) -> tuple[np.ndarray, np.ndarray]:
     """The true-positive and true-negative rates of ``code`` in every resample."""
-    h, j = human[draws] == code, judge[draws] == code
-    return (ratio((h & j).sum(axis=1), h.sum(axis=1)),
-            ratio((~h & ~j).sum(axis=1), (~h).sum(axis=1)))
+    h, j = human == code, judge == code
+    w = sample.weights
+    return (ratio(w @ (h & j).astype(float), w @ h.astype(float)),
+            ratio(w @ (~h & ~j).astype(float), w @ (~h).astype(float)))
 
 
-def batch_share(mask: np.ndarray, hit: np.ndarray, draws: np.ndarray) -> np.ndarray:
+def batch_share(mask: np.ndarray, hit: np.ndarray, sample: Resamples) -> np.ndarray:
     """Of the items in ``mask``, the share that ``hit``, in every resample."""
-    m = mask[draws]
-    return ratio((m & hit[draws]).sum(axis=1), m.sum(axis=1))
-
-
-def unit_weights(draws: np.ndarray, size: int) -> np.ndarray:
-    """How often each item occurs in each resample (resamples x items)."""
-    np = numpy()
-    resamples = len(draws)
-    offsets = draws + (np.arange(resamples) * size)[:, None]
-    return np.bincount(offsets.ravel(), minlength=resamples * size).reshape(
-        resamples, size).astype(float)
+    w = sample.weights
+    return ratio(w @ (mask & hit).astype(float), w @ mask.astype(float))
 
 
 # -- Krippendorff's alpha -------------------------------------------------------------------
@@ -312,12 +351,12 @@ class Reliability:
             return "undefined: every rating is the same, so there is nothing to agree on"
         return 1.0 - (n - 1) * float((observed * distance).sum()) / expected
 
-    def alpha_batch(self, draws: np.ndarray) -> np.ndarray:
+    def alpha_batch(self, sample: Resamples) -> np.ndarray:
         """Alpha of every resample of units (NaN where undefined)."""
         np = numpy()
         if self.units == 0:
-            return np.full(len(draws), np.nan)
-        weights = unit_weights(draws, len(self.m))
+            return np.full(len(sample), np.nan)
+        weights = sample.weights
         if self.level == "interval":
             n = weights @ self.m
             s1, s2 = weights @ self.s1, weights @ self.s2
@@ -325,13 +364,13 @@ class Reliability:
             expected = np.where(expected > 1e-12 * np.maximum(1.0, n * s2), expected, 0.0)
             return 1.0 - ratio((n - 1) * (weights @ self.within), expected)
         k = self.k
-        observed = (weights @ self.coincidence).reshape(len(draws), k, k)
+        observed = (weights @ self.coincidence).reshape(len(sample), k, k)
         margins = observed.sum(axis=2)
         n = margins.sum(axis=1)
         if self.level == "nominal":
             distance = np.broadcast_to(1.0 - np.eye(k), observed.shape)
         else:
-            cumulative = np.concatenate([np.zeros((len(draws), 1)),
+            cumulative = np.concatenate([np.zeros((len(sample), 1)),
                                          np.cumsum(margins, axis=1)], axis=1)
             low = np.minimum.outer(np.arange(k), np.arange(k))
             high = np.maximum.outer(np.arange(k), np.arange(k))
@@ -386,7 +425,7 @@ def correlation(kind: Literal["spearman", "kendall", "pearson"], human: np.ndarr
 
 
 def batch_correlation(kind: Literal["spearman", "kendall", "pearson"], human: np.ndarray,
-                      judge: np.ndarray, draws: np.ndarray) -> np.ndarray | None:
+                      judge: np.ndarray, sample: Resamples) -> np.ndarray | None:
     """Spearman's rho or Pearson's r of every resample (NaN where a side is constant);
     None for Kendall's tau, which is computed resample by resample."""
     np = numpy()
@@ -394,7 +433,7 @@ def batch_correlation(kind: Literal["spearman", "kendall", "pearson"], human: np
 
     if kind == "kendall":
         return None
-    x, y = human[draws].astype(float), judge[draws].astype(float)
+    x, y = human[sample.draws].astype(float), judge[sample.draws].astype(float)
     if kind == "spearman":
         x = scipy.stats.rankdata(x, axis=1)
         y = scipy.stats.rankdata(y, axis=1)

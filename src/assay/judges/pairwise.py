@@ -60,18 +60,24 @@ CHOICES = {"allow": '"A" or "B" for the better answer, or "tie" when neither is 
            "forbid": '"A" or "B" for the better answer (you must choose one)'}
 
 
+REASONING_CHARS = 300
+"""The pick comes first and the reasoning is one short sentence: a bound that keeps a small
+local model (whose output is constrained to the schema) from rambling for hundreds of tokens
+per call."""
+
+
 class PairwiseChoice(JudgeAnswer):
     """The judge's pick when ties are forbidden."""
 
     winner: Literal["A", "B"]
-    reasoning: str = ""
+    reasoning: str = Field(default="", max_length=REASONING_CHARS)
 
 
 class PairwiseChoiceOrTie(JudgeAnswer):
     """The judge's pick when it may call a tie."""
 
     winner: Literal["A", "B", "tie"]
-    reasoning: str = ""
+    reasoning: str = Field(default="", max_length=REASONING_CHARS)
 
 
 @register

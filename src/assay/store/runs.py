@@ -141,18 +141,20 @@ class RunStore:
             self.flush()
 
     def flush(self) -> None:
-        """Commit every queued row in one transaction, in the order they were recorded."""
+        """Commit every queued row in one transaction: one statement per table, each table's
+        rows in the order they were recorded (so the first row for a key wins, as it would
+        row by row). Rows of one case alternate between tables; a statement per run of rows
+        of one table would make one statement per row."""
         self._last_flush = time.monotonic()
         if not self._pending:
             return
         batch, self._pending = self._pending, []
+        tables: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        for table, values in batch:
+            tables.setdefault(id(table), (table, []))[1].append(values)
         with self._begin() as conn:
-            start = 0
-            for i in range(1, len(batch) + 1):
-                if i == len(batch) or batch[i][0] is not batch[start][0]:
-                    conn.execute(self._insert_ignore(batch[start][0]),
-                                 [values for _, values in batch[start:i]])
-                    start = i
+            for table, rows in tables.values():
+                conn.execute(self._insert_ignore(table), rows)
 
     # -- writing --------------------------------------------------------------------------
 
