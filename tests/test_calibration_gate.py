@@ -110,3 +110,29 @@ async def test_a_password_in_the_judge_url_never_reaches_the_key_store_or_messag
                                    store=store, resamples=0)
     assert "hunter2" not in report.to_json()
     assert "hunter2" not in (tmp_path / "runs.db").read_bytes().decode("latin-1")
+
+
+async def test_a_suite_asks_for_the_gate_in_its_metadata(tmp_path, mock_model):
+    from assay.errors import ConfigError
+    from assay.suites import load_any
+
+    suite_file = tmp_path / "EVAL.yaml"
+    suite_file.write_text(
+        "description: asks for calibrated judges\n"
+        "metadata:\n  calibration_gate: {min_kappa: 0.5}\n"
+        "execution:\n  target: agent\n  evaluators:\n"
+        "    - {name: correct, type: llm_judge, prompt: '{{candidate_answer}}'}\n"
+        "evalcases:\n  - {id: a, input: q, expected_output: x}\n")
+    suite = load_any(suite_file, None)
+    assert suite.metadata["calibration_gate"] == {"min_kappa": 0.5}
+    result = await evaluate_async(suite, target=lambda q: "answer", store=f"sqlite:///"
+                                  f"{tmp_path}/runs.db", judge_model=mock_model,
+                                  gates=Gates(max_failed=None))
+    (failure,) = result.summary.gate_failures
+    assert "has no calibration" in failure
+    assert f"--suite {suite_file} --evaluator correct" in failure
+    suite_file.write_text(suite_file.read_text().replace("min_kappa", "min_kapa"))
+    with pytest.raises(ConfigError, match=r"EVAL.yaml: metadata.calibration_gate: min_kapa: "
+                       r"Extra inputs are not permitted"):
+        await evaluate_async(load_any(suite_file, None), target=lambda q: "answer",
+                             store=f"sqlite:///{tmp_path}/runs.db", judge_model=mock_model)

@@ -456,12 +456,14 @@ class _Session:
                                 outcome.records if keep else None, suite=self.suite)
 
     async def calibration_failures(self) -> list[str]:
-        """The calibration gate, checked before the run: each judge the gate covers must have
-        a current calibration in the run store that meets it."""
-        gate = self.config.gates.calibration
+        """The calibration gate (the run's, else the suite's ``metadata.calibration_gate``),
+        checked before the run: each judge it covers must have a current calibration in the
+        run store that meets it."""
+        from assay.calibration.gate import calibration_failures, suite_gate
+
+        gate = self.config.gates.calibration or suite_gate(self.suite)
         if gate is None:
             return []
-        from assay.calibration.gate import calibration_failures
 
         failures: list[str] = []
         for target in self.target_names():
