@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "assay.records",
     "RunConfig": "assay.run_config",
     "Gates": "assay.run_config",
+    "CalibrationGate": "assay.run_config",
     "Thresholds": "assay.run_config",
     "ConfigError": "assay.errors",
     "EvaluationError": "assay.errors",
@@ -59,6 +60,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CalibrationGate",
     "CalibrationReport",
     "Case",
     "CaseRecord",
@@ -152,4 +154,4 @@ if TYPE_CHECKING:
     )
     from assay.records import CaseRecord, RunRecord, RunSummary, Verdict
     from assay.results import EvaluationResult
-    from assay.run_config import Gates, RunConfig, Thresholds
+    from assay.run_config import CalibrationGate, Gates, RunConfig, Thresholds
