@@ -109,6 +109,9 @@ async def test_a_password_in_the_judge_url_never_reaches_the_key_store_or_messag
     report = await calibrate_async(LABELLED, judge=JUDGE, judge_model=secret_model,
                                    store=store, resamples=0)
     assert "hunter2" not in report.to_json()
+    own = await calibrate_async(LABELLED, judge={**JUDGE, "model": secret_model},
+                                store=store, resamples=0)
+    assert "hunter2" not in own.to_json() and own.judge.spec["model"].count("***") == 1
     assert "hunter2" not in (tmp_path / "runs.db").read_bytes().decode("latin-1")
 
 

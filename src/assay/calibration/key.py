@@ -29,6 +29,7 @@ from assay.llm.engine import JudgeEngine
 from assay.llm.models import display_model
 from assay.llm.types import ChatRequest
 from assay.model import Case, Execution
+from assay.redact import redact_urls
 
 PROBE_CASE = Case(
     id="assay-calibration-probe", input="PROBE QUESTION", expected_output="PROBE REFERENCE",
@@ -87,10 +88,22 @@ def _digest(value: Any) -> str:
 
 
 def settings_of(evaluator: Evaluator) -> dict[str, Any]:
-    """The evaluator's settings that decide its answers and verdicts."""
+    """The evaluator's settings that decide its answers and verdicts, with every URL's
+    password hidden (a password is not part of a judge, and is never stored)."""
     dumped = evaluator.model_dump(mode="json", exclude=set(_NOT_IDENTITY),
                                   fallback=lambda v: getattr(v, "__qualname__", repr(v)))
-    return {"type": evaluator.type, **dumped}
+    found: dict[str, Any] = _redacted({"type": evaluator.type, **dumped})
+    return found
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_urls(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
 
 
 async def judge_identity(evaluator: Evaluator, *, default_model: str | None = None,
