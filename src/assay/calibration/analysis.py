@@ -125,8 +125,51 @@ def analyse(labelled: LabelledSet, judged: Sequence[Judged], identity: JudgeIden
     if labelled.kind == "pairwise":
         report.pairwise = _pairwise(kept, boot)
     report.groups = _groups(labelled, kept, resamples, level, seed)
+    if len(report.groups) > 1 and labelled.kind != "score":
+        report.statistics["accuracy_group_mean"] = boot.estimate(
+            "accuracy_group_mean", *_group_mean(labelled, kept))
     report.human = _human(labelled, np, resamples, level, seed)
     return report
+
+
+def _group_mean(labelled: LabelledSet,
+                kept: list[tuple[LabelledItem, Score, Any]]) -> Estimator:
+    """The unweighted mean over groups of each group's accuracy (for pairs, the mean of the
+    two orders' accuracies), as LLMBar reports its adversarial subsets: a small group counts
+    as much as a large one. Undefined in a resample that lacks a group."""
+    np = numpy()
+    groups = np.array([item.group or "" for item, _, _ in kept])
+    masks = [groups == g for g in labelled.groups]
+    if labelled.kind == "pairwise":
+        human = np.array([str(item.label) for item, _, _ in kept])
+        picks = [_order_picks(score) for _, score, _ in kept]
+        first = np.array([p[0] for p in picks])
+        second = np.array([p[1] for p in picks])
+        both = (first != "") & (second != "")
+        hits = [(first == human), (second == human)]
+        base = both
+    else:
+        human = np.array([str(_normal(item.label, labelled)) for item, _, _ in kept])
+        judged = np.array([str(answer) for _, _, answer in kept])
+        hits = [human == judged]
+        base = np.ones(len(kept), dtype=bool)
+
+    def statistic(i: Any) -> Value:
+        means = []
+        for mask in masks:
+            m = pick(mask & base, i)
+            if not m.any():
+                return "undefined: a group has no judged item"
+            means.append(sum(float((m & pick(hit, i)).sum()) / m.sum() for hit in hits)
+                         / len(hits))
+        return sum(means) / len(means)
+
+    def batch(sample: Any) -> Any:
+        per_group = [sum(batch_share(mask & base, hit, sample) for hit in hits) / len(hits)
+                     for mask in masks]
+        return np.mean(np.stack(per_group), axis=0)  # NaN where a group is missing
+
+    return statistic, batch
 
 
 def judge_label(labelled: LabelledSet, score: Score,
