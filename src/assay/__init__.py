@@ -21,6 +21,9 @@ _EXPORTS: dict[str, str] = {
     "rescore_async": "assay.evaluation",
     "resume": "assay.evaluation",
     "resume_async": "assay.evaluation",
+    "calibrate": "assay.calibrating",
+    "calibrate_async": "assay.calibrating",
+    "CalibrationReport": "assay.calibration.report",
     "EvaluationResult": "assay.results",
     "CaseRecord": "assay.records",
     "RunRecord": "assay.records",
@@ -28,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "assay.records",
     "RunConfig": "assay.run_config",
     "Gates": "assay.run_config",
+    "CalibrationGate": "assay.run_config",
     "Thresholds": "assay.run_config",
     "ConfigError": "assay.errors",
     "EvaluationError": "assay.errors",
@@ -55,6 +59,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CalibrationGate",
+    "CalibrationReport",
     "Case",
     "CaseRecord",
     "ConfigError",
@@ -84,6 +90,8 @@ __all__ = [
     "Verdict",
     "__version__",
     "aggregate",
+    "calibrate",
+    "calibrate_async",
     "compare",
     "evaluate",
     "evaluate_async",
@@ -114,6 +122,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from assay.api import score, score_async
+    from assay.calibrating import calibrate, calibrate_async
+    from assay.calibration.report import CalibrationReport
     from assay.compare import compare
     from assay.errors import ConfigError, EvaluationError
     from assay.evaluation import (
@@ -149,4 +159,4 @@ if TYPE_CHECKING:
     )
     from assay.records import CaseRecord, RunRecord, RunSummary, Verdict
     from assay.results import EvaluationResult
-    from assay.run_config import Gates, RunConfig, Thresholds
+    from assay.run_config import CalibrationGate, Gates, RunConfig, Thresholds

@@ -522,12 +522,13 @@ class _Session:
                 if given is not None:
                     given(record)
 
-        runner = Runner(self.suite, self.resolver(), self.engine,
-                        None if dry else self.store, self.config, progress,
-                        on_record, judge_for=self.judge_for)
         run_id: str | None = None
         try:
             await self.preflight()
+            runner = Runner(self.suite, self.resolver(), self.engine,
+                            None if dry else self.store, self.config, progress,
+                            on_record, judge_for=self.judge_for,
+                            gate_failures=await self.calibration_failures())
             if self.config.dry_run:
                 outcome = await runner.run("dry-run", keep=False)
                 outcome.summary.notes = self.notes()
@@ -562,6 +563,25 @@ class _Session:
                 await self.engine.aclose()
         return EvaluationResult(self.store, self.store.run_record(run_id),
                                 outcome.records if keep else None, suite=self.suite)
+
+    async def calibration_failures(self) -> list[str]:
+        """The calibration gate (the run's, else the suite's ``metadata.calibration_gate``),
+        checked before the run: each judge it covers must have a current calibration in the
+        run store that meets it."""
+        from assay.calibration.gate import calibration_failures, suite_gate
+
+        gate = self.config.gates.calibration or suite_gate(self.suite)
+        if gate is None:
+            return []
+
+        failures: list[str] = []
+        for target in self.target_names():
+            failures += await calibration_failures(
+                gate, self.suite.evaluators, self.store,
+                default_model=self.engine.config.default_model,
+                judge_model=self.judge_for(target), override_model=self.config.judge_model,
+                suite_path=str(self.suite.source) if self.suite.source else None)
+        return list(dict.fromkeys(failures))
 
     def notes(self) -> list[str]:
         """What a reader of this run's figures must be told."""

@@ -39,6 +39,26 @@ class Thresholds(BaseModel):
         return Verdict.FAIL
 
 
+class CalibrationGate(BaseModel):
+    """What a run requires of its judges' calibrations against human labels (see
+    ``assay calibrate``). Each judge checked must have a current calibration: one stored with
+    the key of the judge as this run uses it (its model, prompt and answer schema); a judge
+    never calibrated, or changed since, fails the gate with the command that calibrates it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_kappa: float | None = Field(
+        default=None, ge=-1, le=1, description="Cohen's kappa (quadratic-weighted for "
+        "ordinal labels) at least this")
+    min_accuracy: float | None = Field(default=None, ge=0, le=1,
+                                       description="agreement with the humans at least this")
+    set: str | None = Field(default=None, description="the labelled set the calibration "
+                            "must be on; None: any")
+    evaluators: list[str] | None = Field(
+        default=None, description="the evaluators to check, by name; None: every evaluator "
+        "that asks a judge model")
+
+
 class Gates(BaseModel):
     """What a whole run must meet to pass (``assay run`` exits 0 only then).
 
@@ -53,6 +73,8 @@ class Gates(BaseModel):
     max_errors: int | None = Field(
         default=0, ge=0, description="evaluator scores that could not be computed; an error "
         "is never a pass, even when a case's other evaluators scored it")
+    calibration: CalibrationGate | None = Field(
+        default=None, description="judges must be calibrated against human labels")
 
 
 Scoring = Literal["default", "connexity"]

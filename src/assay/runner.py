@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import fnmatch
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -97,8 +97,11 @@ class Runner:
     def __init__(self, suite: Suite, resolve_target: TargetResolver, engine: JudgeEngine,
                  store: RunStore | None, config: RunConfig, progress: Progress | None = None,
                  on_record: Callable[[CaseRecord], None] | None = None,
-                 judge_for: Callable[[str | None], str | None] | None = None) -> None:
+                 judge_for: Callable[[str | None], str | None] | None = None,
+                 gate_failures: Sequence[str] = ()) -> None:
         self.suite = suite
+        self.gate_failures = list(gate_failures)
+        """Gates found failing before the run (the calibration gate), added to its own."""
         self.resolve_target = resolve_target
         self.engine = engine
         self.store = store
@@ -200,7 +203,7 @@ class Runner:
             reduced = evaluator.reduce(scores)  # type: ignore[attr-defined]
             if reduced is not None:
                 result.dataset_metrics[name] = reduced
-        check_gates(result, self.config)
+        check_gates(result, self.config, self.gate_failures)
         return RunOutcome(result, kept)
 
     async def _run_case(self, run_id: str, item: SuiteCase, repeat: int,
@@ -352,9 +355,10 @@ def case_verdict(evaluators: list[Evaluator], scores: list[Score],
     return value, verdict
 
 
-def check_gates(summary: RunSummary, config: RunConfig) -> None:
-    """Record in ``summary`` every gate of ``config`` the run fails; a run with no case, or
-    none scored, never passes."""
+def check_gates(summary: RunSummary, config: RunConfig, extra: Sequence[str] = ()) -> None:
+    """Record in ``summary`` every gate of ``config`` the run fails, and the ``extra``
+    failures found before it ran (the calibration gate); a run with no case, or none scored,
+    never passes."""
     gates = config.gates
     failures: list[str] = []
     if summary.cases == 0:
@@ -379,6 +383,7 @@ def check_gates(summary: RunSummary, config: RunConfig) -> None:
             summary.mean_score is None or summary.mean_score < gates.min_mean_score):
         mean = "none" if summary.mean_score is None else f"{summary.mean_score:.3f}"
         failures.append(f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
+    failures.extend(extra)
     summary.gate_failures = failures
     summary.passed = not failures
 

@@ -128,11 +128,21 @@ def run(
                                     help="Times a failed run of the agent is tried again."),
     no_report: bool = typer.Option(False, "--no-report", help="Accepted for uipath eval "
                                    "habits: assay reports to no platform."),
+    min_judge_kappa: float | None = typer.Option(
+        None, "--min-judge-kappa", min=-1.0, max=1.0,
+        help="Gate: every judge has a current calibration (assay calibrate) with kappa at "
+        "least this."),
+    min_judge_accuracy: float | None = typer.Option(
+        None, "--min-judge-accuracy", min=0.0, max=1.0,
+        help="Gate: every judge has a current calibration with accuracy at least this."),
+    calibration_set: str | None = typer.Option(
+        None, "--calibration-set", help="Gate: the judges' calibrations must be on this set "
+        "(implies the calibration gate)."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     from assay.evaluation import evaluate_async, open_store, resume_async
     from assay.llm.config import RetryPolicy
-    from assay.run_config import Gates, RunConfig, RunThresholds, Thresholds
+    from assay.run_config import CalibrationGate, Gates, RunConfig, RunThresholds, Thresholds
     from assay.suites.paths import parse_eval_ids
 
     if cache not in ("use", "refresh", "off"):
@@ -177,7 +187,12 @@ def run(
                                   total_timeout_s=total_timeout),
                 thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
                 gates=Gates(min_mean_score=min_score, max_failed=max_failed,
-                            max_errors=max_errors),
+                            max_errors=max_errors,
+                            calibration=CalibrationGate(
+                                min_kappa=min_judge_kappa, min_accuracy=min_judge_accuracy,
+                                set=calibration_set)
+                            if (min_judge_kappa, min_judge_accuracy, calibration_set) !=
+                            (None, None, None) else None),
                 scoring=scoring,  # type: ignore[arg-type]
                 run_thresholds=RunThresholds(metrics_pass_threshold=metrics_pass_threshold,
                                              cases_pass_threshold=cases_pass_threshold,

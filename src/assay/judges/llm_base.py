@@ -51,7 +51,7 @@ class LLMEvaluator(Evaluator):
         return [self.model]
 
     async def ask(self, ctx: EvalContext, system: str, user: str,
-                  schema: type[T]) -> StructuredResult[T]:
+                  schema: type[T], *, top_logprobs: int | None = None) -> StructuredResult[T]:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
             {"role": "user", "content": user},
@@ -60,7 +60,7 @@ class LLMEvaluator(Evaluator):
             ctx.engine, messages, schema, model=ctx.model(self.model),
             name=self.response_name or self.type, tool_name=self.tool_name,
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
-            sample=ctx.sample)
+            sample=ctx.sample, top_logprobs=top_logprobs)
         _ASKED.set({"target": result.model, "system_prompt": bounded(system, PROMPT_KEPT_CHARS),
                     "user_prompt": bounded(user, PROMPT_KEPT_CHARS)})
         return result

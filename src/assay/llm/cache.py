@@ -2,7 +2,7 @@
 
 It survives processes, so a re-run with unchanged inputs makes no model calls. The key covers
 everything that changes an answer: provider and model, messages, schema or tools, temperature,
-max_tokens and seed, and the sample number (repeats of a case are independent samples, each
+max_tokens and seed, whether token log-probabilities were asked for, and the sample number (repeats of a case are independent samples, each
 cached on its own). Modes: ``use`` (read and write), ``refresh`` (write only), ``off``.
 
 The engine stores only answers that were usable (a judge's answer only once it validated), so
@@ -25,7 +25,7 @@ from assay.errors import ConfigError
 from assay.llm.types import ChatRequest
 
 _KEY_FIELDS = ("messages", "response_format", "tools", "tool_choice", "temperature",
-               "max_tokens", "seed")
+               "max_tokens", "seed", "logprobs", "top_logprobs")
 
 
 def request_key(model_name: str, request: ChatRequest, sample: int = 0) -> str:

@@ -60,6 +60,9 @@ class StructuredResult(Generic[T]):
     request: dict[str, Any] | None = None
     """What was asked (model, system and user prompts): for result rows that show the
     provider request, as AgentV's ``evaluator_provider_request`` does."""
+    logprobs: list[dict[str, Any]] | None = None
+    """The answer's token log-probabilities (``choices[0].logprobs.content``), when they were
+    asked for and the provider returned them; None otherwise."""
 
 
 async def ask_structured(
@@ -74,12 +77,15 @@ async def ask_structured(
     seed: int | None = None,
     sample: int = 0,
     tool_name: str | None = None,
+    top_logprobs: int | None = None,
 ) -> StructuredResult[T]:
     """Get an instance of ``schema`` from the judge model, within the engine's rules.
 
     ``sample`` numbers independent draws of the same question (repeats of a case); each is
     called and cached on its own. ``name`` names the JSON schema of a ``response_format``
     request, ``tool_name`` (default: ``name``) the function of a forced tool call.
+    ``top_logprobs`` asks for the log-probabilities of that many alternatives at each token
+    of the answer (where the provider offers them).
     """
     provider = engine.resolve(model)
     shown = provider.spec.display
@@ -97,7 +103,7 @@ async def ask_structured(
         try:
             result = await _ask_any_mode(engine, provider.spec.name, conversation, json_schema,
                                          name, temperature, max_tokens, seed, sample,
-                                         tool_name)
+                                         tool_name, top_logprobs)
         except ProviderError as exc:
             if isinstance(exc, RetriesExhausted):  # the failed attempts are accounted too
                 usage = usage + Usage(retries=max(0, exc.attempts - 1))
@@ -123,7 +129,8 @@ async def ask_structured(
         else:
             engine.remember(result)
             return StructuredResult(value, raw_text, None, usage,
-                                    (time.perf_counter() - started) * 1000, shown, asks, asked)
+                                    (time.perf_counter() - started) * 1000, shown, asks, asked,
+                                    _logprobs(result) if top_logprobs else None)
         conversation = [*conversation, {"role": "assistant",
                                         "content": bounded(raw_text, REASK_ECHO_CHARS)},
                         {"role": "user", "content": _reask(problem, json_schema)}]
@@ -149,12 +156,14 @@ def _kept(engine: JudgeEngine, raw_text: str) -> str:
 async def _ask_any_mode(engine: JudgeEngine, model: str, messages: list[dict[str, Any]],
                         json_schema: dict[str, Any], name: str, temperature: float,
                         max_tokens: int | None, seed: int | None, sample: int,
-                        tool_name: str | None = None) -> ChatResult:
+                        tool_name: str | None = None,
+                        top_logprobs: int | None = None) -> ChatResult:
     provider = engine.resolve(model)
     while True:
         mode = provider.structured_mode
         request = build_request(mode, provider.spec.model, messages, json_schema, name,
-                                temperature, max_tokens, seed, tool_name)
+                                temperature, max_tokens, seed, tool_name,
+                                top_logprobs=top_logprobs)
         try:
             return await engine.chat(request, model, sample=sample, remember=False)
         except RequestRejected as exc:
@@ -175,7 +184,8 @@ def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
 def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any]],
                   json_schema: dict[str, Any], name: str, temperature: float,
                   max_tokens: int | None, seed: int | None,
-                  tool_name: str | None = None) -> ChatRequest:
+                  tool_name: str | None = None, *,
+                  top_logprobs: int | None = None) -> ChatRequest:
     """The chat request that asks for ``json_schema`` in the given mode (``tool_name``, when
     given, names the function of a forced tool call instead of ``name``)."""
     request: ChatRequest = {"model": model, "messages": messages, "temperature": temperature}
@@ -183,6 +193,9 @@ def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any
         request["max_tokens"] = max_tokens
     if seed is not None:
         request["seed"] = seed
+    if top_logprobs:
+        request["logprobs"] = True
+        request["top_logprobs"] = top_logprobs
     if mode == "json_schema":
         request["response_format"] = {
             "type": "json_schema",
@@ -245,6 +258,17 @@ def _payload(result: ChatResult) -> tuple[str, Any]:
             return json.dumps(args), args
         return str(args or ""), None
     return result.text(), None
+
+
+def _logprobs(result: ChatResult) -> list[dict[str, Any]] | None:
+    """``choices[0].logprobs.content`` of a response, when it is a list; else None (a
+    provider that ignores the request, or an answer given as a tool call)."""
+    choices = result.response.get("choices") or []
+    found = choices[0].get("logprobs") if choices and isinstance(choices[0], dict) else None
+    content = found.get("content") if isinstance(found, dict) else None
+    if not isinstance(content, list) or result.message().get("tool_calls"):
+        return None
+    return [token for token in content if isinstance(token, dict)]
 
 
 def _usage_of(result: ChatResult) -> Usage:

@@ -24,6 +24,8 @@ class ChatRequest(TypedDict):
     max_tokens: NotRequired[int | None]
     temperature: NotRequired[float]
     seed: NotRequired[int]
+    logprobs: NotRequired[bool]
+    top_logprobs: NotRequired[int]
 
 
 ChatResponse = dict[str, Any]

@@ -66,3 +66,20 @@ baselines = Table(
 )
 """The named baseline of each (suite, target): the run a new run is compared to. One per
 scope, so setting another replaces it; ``target`` is "" for outputs judged as recorded."""
+
+
+calibrations = Table(
+    "calibrations", metadata,
+    Column("id", String(40), primary_key=True),
+    Column("judge_key", String(64), nullable=False, index=True),
+    Column("judge_name", String(200), nullable=False),
+    Column("judge_type", String(100), nullable=False),
+    Column("set_name", String(200), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("items", Integer, nullable=False),
+    Column("kappa", Float),
+    Column("accuracy", Float),
+    Column("run_id", String(40)),
+    Column("created_at", Float, nullable=False),
+    Column("report", JSON, nullable=False),
+)

@@ -9,9 +9,16 @@ steer it with directives placed in a message:
     answer with this text, valid or not
 ``<<mock-seq:["bad", "{\\"score\\": 1}"]>>``
     the Nth element for the Nth attempt in a conversation (re-asks append messages)
+``<<mock-logprobs:{"4": 0.6, "5": 0.3, "3": 0.1}>>``
+    when the request asks for ``logprobs``: these probabilities for the alternatives at every
+    digit of the answer (the chosen digit gets its own probability from the table)
 
 The mock server's hostile faults transform a normal answer with :func:`as_prose` (no JSON,
 the score in words) and :func:`with_bool_scores` (``"score": true``).
+
+A request with ``logprobs: true`` gets ``choices[0].logprobs.content``: the answer split into
+tokens (every digit a token of its own), each certain except digits, where the chosen digit has
+probability 0.8 and its neighbours 0.1 each unless a ``mock-logprobs`` directive says otherwise.
 
 Without a directive, a requested schema is filled in: a ``score``-like number is the token
 overlap (F1) between an ``<expected...>`` block and an ``<actual...>`` block of the prompt (tag
@@ -22,12 +29,15 @@ both exist, else a stable value derived from a hash of the request.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from typing import Any
 
 import orjson
 
 _DIRECTIVE = re.compile(r"<<mock(-raw|-seq)?:(.*?)>>", re.S)
+_LOGPROBS = re.compile(r"<<mock-logprobs:(.*?)>>", re.S)
+_TOKEN = re.compile(r"\d|[A-Za-z_]+|\s+|[^\w\s]")
 _BLOCK = re.compile(
     r"<([A-Za-z_]*?(expected|reference|actual|candidate)[A-Za-z0-9_]*)>(.*?)</\1>", re.S | re.I)
 _WORD = re.compile(r"\w+")
@@ -60,18 +70,60 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         finish = "tool_calls"
     else:
         message = {"role": "assistant", "content": content}
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish}
+    if request.get("logprobs") and tool is None:
+        choice["logprobs"] = {"content": token_logprobs(
+            content, int(request.get("top_logprobs") or 0), _logprob_table(messages))}
     return {
         "id": "chatcmpl-" + hashlib.sha1(text.encode()).hexdigest()[:16],
         "object": "chat.completion",
         "created": 0,
         "model": request.get("model", "mock"),
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "choices": [choice],
         "usage": {
             "prompt_tokens": max(1, len(text) // 4),
             "completion_tokens": max(1, len(content) // 4),
             "total_tokens": max(1, len(text) // 4) + max(1, len(content) // 4),
         },
     }
+
+
+def token_logprobs(content: str, top: int,
+                   table: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """OpenAI-shaped ``logprobs.content`` for ``content``: one entry per token, each with up
+    to ``top`` alternatives. Digits are uncertain (``table``, or 0.8 for the chosen digit and
+    0.1 for each neighbour); every other token is certain."""
+    out: list[dict[str, Any]] = []
+    for token in _TOKEN.findall(content):
+        if token.isdigit():
+            spread = table if table else _neighbours(int(token))
+            chosen = spread.get(token, 1e-6)
+            alternatives = sorted(spread.items(), key=lambda kv: (-kv[1], kv[0]))
+        else:
+            chosen, alternatives = 1.0, [(token, 1.0)]
+        out.append({"token": token, "logprob": math.log(chosen), "bytes": list(token.encode()),
+                    "top_logprobs": [{"token": alt, "logprob": math.log(p),
+                                      "bytes": list(alt.encode())}
+                                     for alt, p in alternatives[:top] if p > 0]})
+    return out
+
+
+def _neighbours(digit: int) -> dict[str, float]:
+    table = {str(digit): 0.8}
+    for other in (digit - 1, digit + 1):
+        if 0 <= other <= 9:
+            table[str(other)] = 0.1
+    return table
+
+
+def _logprob_table(messages: list[dict[str, Any]]) -> dict[str, float] | None:
+    for m in messages:
+        if m.get("role") in ("user", "system"):
+            found = _LOGPROBS.search(_message_text(m))
+            if found:
+                table = orjson.loads(found.group(1))
+                return {str(k): float(v) for k, v in table.items()}
+    return None
 
 
 def similarity(expected: str, actual: str) -> float:

@@ -73,6 +73,8 @@ class MockConfig(BaseModel):
                             description="the size of a 'huge' answer")
     drip_interval_s: float = Field(default=0.05, ge=0,
                                    description="the pause between bytes of a 'drip' answer")
+    logprobs: bool = Field(default=True, description="answer a request's 'logprobs' with "
+                           "token log-probabilities; False: ignore it, as many servers do")
 
 
 @dataclass
@@ -191,7 +193,10 @@ class MockServer:
                 stats.faults[fault] += 1
                 return await self._fault(request, fault, payload)
             stats.completed += 1
-            return web.Response(body=orjson.dumps(from_openai(answer(payload))),
+            response = answer(payload)
+            if not self.config.logprobs:
+                response["choices"][0].pop("logprobs", None)
+            return web.Response(body=orjson.dumps(from_openai(response)),
                                 content_type="application/json")
         finally:
             stats.in_flight -= 1

@@ -6,6 +6,13 @@ schema with a llama.cpp grammar, so the output always parses. Inference runs on 
 one request at a time per model, so the event loop stays free.
 
 This 270M base model is for offline runs and demos; real judging wants a capable model.
+
+Token log-probabilities (``logprobs`` in a request, for probability-weighted scores) need the
+model's logits for every token, which llama.cpp keeps only when the model is loaded with
+``logits_all`` (n_ctx x vocabulary floats: about 1 GB per 1,024 tokens of context for this
+model's 262k vocabulary). That is off by default; ``ASSAY_LOCAL_LOGPROBS=1`` turns it on
+(set ``ASSAY_LOCAL_N_CTX`` low with it). Without it a request's ``logprobs`` is ignored, as
+many servers do, and a judge that wanted them says so in its score.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ DEFAULT_MAX_TOKENS = 384
 MAX_STRING_CHARS = 600
 _PACKAGED_NAMES = LOCAL_PACKAGED_NAMES
 _QUIET: list[Any] = []
+_WITH_LOGITS: set[str] = set()
+"""Models loaded with logits for every token, which can answer ``logprobs``."""
 
 
 def resolve_model_path(name: str) -> Path:
@@ -86,6 +95,7 @@ def _load(path: Path, chat_format: str | None) -> Any:
             llama_cpp.llama_log_set(callback, None)
             _QUIET.append(callback)  # keep a reference so it is not collected
         if key not in _MODELS:
+            logits_all = os.environ.get("ASSAY_LOCAL_LOGPROBS") == "1"
             _MODELS[key] = Llama(
                 chat_format=chat_format,
                 model_path=key,
@@ -93,7 +103,10 @@ def _load(path: Path, chat_format: str | None) -> Any:
                 n_threads=max(1, os.cpu_count() or 1),
                 seed=0,
                 verbose=False,
+                logits_all=logits_all,
             )
+            if logits_all:
+                _WITH_LOGITS.add(key)
         return _MODELS[key]
 
 
@@ -131,6 +144,9 @@ class LocalProvider(Provider):
         schema = _schema(request)
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": _bounded(schema)}
+        if request.get("logprobs") and str(self._path) in _WITH_LOGITS:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = int(request.get("top_logprobs") or 0)
         with self._lock:
             try:
                 response: dict[str, Any] = llama.create_chat_completion(**kwargs)

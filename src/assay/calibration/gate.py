@@ -1,0 +1,151 @@
+"""The calibration gate: a run fails when a judge it relies on is not calibrated, is calibrated
+no longer (its prompt, model or schema changed since), or agrees with humans too little.
+
+The judge is identified as the run will use it (:func:`judge_identity`: the requests it would
+send, with the run's judge model and any override), so a calibration made with another model
+or an older prompt does not count. Every failure says how to calibrate: the command, with the
+suite, evaluator, model and store quoted for a shell (a store URL's password is never shown).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from pydantic import ValidationError
+
+from assay.calibration import store as calibrations
+from assay.calibration.key import JudgeIdentity, judge_identity
+from assay.calibration.report import stat_text
+from assay.errors import ConfigError
+from assay.judges.base import Evaluator
+from assay.llm.models import display_model
+from assay.run_config import CalibrationGate
+from assay.store.runs import RunStore
+from assay.suites.model import Suite
+
+SUGGESTED_SET = {"pairwise": "llmbar", "ordinal": "roscoe"}
+SUITE_KEY = "calibration_gate"
+"""Where a suite asks for the gate: ``metadata: {calibration_gate: {min_kappa: 0.6}}``."""
+
+
+def suite_gate(suite: Suite) -> CalibrationGate | None:
+    """The calibration gate a suite asks for in its metadata, or None; a malformed one is an
+    error naming the suite and the field."""
+    found = suite.metadata.get(SUITE_KEY)
+    if found is None:
+        return None
+    where = f"{suite.source or suite.name}: metadata.{SUITE_KEY}"
+    if not isinstance(found, dict):
+        raise ConfigError(f"{where}: expected a mapping such as {{min_kappa: 0.6}}")
+    try:
+        return CalibrationGate.model_validate(found)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+                             for e in exc.errors())
+        raise ConfigError(f"{where}: {problems}") from None
+
+
+async def calibration_failures(gate: CalibrationGate, evaluators: Sequence[Evaluator],
+                               store: RunStore, *, default_model: str | None = None,
+                               judge_model: str | None = None,
+                               override_model: str | None = None,
+                               suite_path: str | None = None) -> list[str]:
+    """Why the judges among ``evaluators`` do not meet ``gate`` (none: they do)."""
+    failures: list[str] = []
+    chosen = _chosen(gate, evaluators, failures)
+    for evaluator in chosen:
+        identity = await judge_identity(evaluator, default_model=default_model,
+                                        judge_model=judge_model, override_model=override_model)
+        own = all(m is not None for m in evaluator.models())
+        how = _how(gate, evaluator, store, override_model or (None if own else judge_model),
+                   suite_path)
+        who = _who(evaluator, identity)
+        found = calibrations.latest(store, identity.key, gate.set)
+        if found is None:
+            failures.append(_missing(gate, evaluator, identity, store, who, how))
+            continue
+        report = found.report
+        where = f"calibration {found.id} on {found.set_name}"
+        if gate.min_kappa is not None:
+            kappa = report.kappa
+            if kappa is None or kappa.value is None:
+                reason = kappa.undefined if kappa is not None else \
+                    "its labels are scores, compared by correlation"
+                failures.append(f"{who}: the {where} has no kappa ({reason}); the gate needs "
+                                f"kappa >= {gate.min_kappa:g}")
+            elif kappa.value < gate.min_kappa:
+                failures.append(f"{who}: kappa {stat_text(kappa)} in the {where} is below the "
+                                f"gate {gate.min_kappa:g}")
+        if gate.min_accuracy is not None:
+            accuracy = report.accuracy
+            if accuracy is None or accuracy.value is None:
+                reason = accuracy.undefined if accuracy is not None else \
+                    "its labels are scores, compared by correlation"
+                failures.append(f"{who}: the {where} has no accuracy ({reason}); the gate "
+                                f"needs accuracy >= {gate.min_accuracy:g}")
+            elif accuracy.value < gate.min_accuracy:
+                failures.append(f"{who}: accuracy {stat_text(accuracy)} in the {where} is "
+                                f"below the gate {gate.min_accuracy:g}")
+    return failures
+
+
+def _chosen(gate: CalibrationGate, evaluators: Sequence[Evaluator],
+            failures: list[str]) -> list[Evaluator]:
+    if gate.evaluators is None:
+        return [e for e in evaluators if e.models()]
+    by_name = {e.name: e for e in evaluators}
+    chosen = []
+    for name in gate.evaluators:
+        if name in by_name:
+            chosen.append(by_name[name])
+        else:
+            failures.append(f"the calibration gate names evaluator {name!r}, which the suite "
+                            f"does not have (it has: {', '.join(by_name) or 'none'})")
+    return chosen
+
+
+def _who(evaluator: Evaluator, identity: JudgeIdentity) -> str:
+    models = ", ".join(identity.models) or "no model"
+    return f"judge {evaluator.name!r} ({evaluator.type} on {models})"
+
+
+def _missing(gate: CalibrationGate, evaluator: Evaluator, identity: JudgeIdentity,
+             store: RunStore, who: str, how: str) -> str:
+    """No calibration with this key: say whether one exists for an earlier form of the same
+    judge (stale) and what changed, or that there is none."""
+    earlier = calibrations.find(store, name=evaluator.name, judge_type=evaluator.type,
+                                set_name=gate.set, limit=1) or \
+        calibrations.find(store, judge_type=evaluator.type, set_name=gate.set, limit=1)
+    on = f" on {gate.set}" if gate.set else ""
+    if earlier:
+        old = earlier[0]
+        changes = identity.changes_from(old.report.judge) or ["the judge changed"]
+        when = datetime.fromtimestamp(old.created_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return (f"{who}: its calibration is stale: calibration {old.id}{on} ({when}, "
+                f"judge {old.judge_name!r}) was made before {'; '.join(changes)}. "
+                f"Calibrate it again: {how}")
+    return f"{who} has no calibration{on} in {store.display_url}. Calibrate it: {how}"
+
+
+def _how(gate: CalibrationGate, evaluator: Evaluator, store: RunStore,
+         model: str | None, suite_path: str | None) -> str:
+    """The command that calibrates ``evaluator`` as the run uses it (``model``: the judge
+    model to give it, when the run chose one), every part quoted for a shell."""
+    scale = getattr(evaluator, "calibration_scale", lambda: {"kind": "score"})()
+    labelled = gate.set or SUGGESTED_SET.get(str(scale.get("kind")), "SET")
+    parts = ["assay", "calibrate", labelled]
+    if suite_path:
+        parts += ["--suite", suite_path, "--evaluator", evaluator.name]
+    else:
+        parts += ["--judge", "JUDGE.yaml"]
+    if model:
+        parts += ["--judge-model", display_model(model)]
+    parts += ["--store", store.display_url]
+    command = " ".join(shlex.quote(p) if p not in ("SET", "JUDGE.yaml") else p for p in parts)
+    if labelled == "SET":
+        command += " (SET: a set from 'assay calibrate --list', or your labelled file)"
+    if not suite_path:
+        command += f" (JUDGE.yaml: the config of evaluator {evaluator.name!r})"
+    return command

@@ -1,0 +1,212 @@
+"""``assay calibrate``: a thin shell over :func:`assay.calibrating.calibrate_async`.
+
+It reads the judge from a file, inline JSON, a type name or a suite's evaluator, shows
+progress, prints the report (or its JSON), writes it to ``--output`` and picks the exit code:
+0, or 1 when ``--min-kappa`` / ``--min-accuracy`` are given and not met; 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from assay.cli.app import EXIT_GATE_FAILED, app, console, err_console, friendly_errors
+from assay.errors import ConfigError
+
+
+@app.command()
+@friendly_errors
+def calibrate(
+    data: str | None = typer.Argument(
+        None, metavar="SET_OR_FILE", help="A built-in labelled set (see --list) or your "
+        "labelled .jsonl, .json or .csv file."),
+    judge: str | None = typer.Option(
+        None, "--judge", "-j", help="The judge: a YAML or JSON file holding one evaluator "
+        "config, inline JSON, or a type name [default: the set's own judge]."),
+    suite: Path | None = typer.Option(None, "--suite", help="Take the judge from this suite "
+                                      "(with --evaluator NAME)."),
+    evaluator: str | None = typer.Option(None, "--evaluator", "-e",
+                                         help="The evaluator's name in --suite or --run."),
+    judge_model: str | None = typer.Option(None, "--judge-model", envvar="ASSAY_JUDGE_MODEL",
+                                           help="The judge model (overrides the judge's own)."),
+    metric: str | None = typer.Option(None, "--metric", help="Which human rating of a set "
+                                      "that offers several."),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1,
+                                     help="Judge only the first N items."),
+    kind: str | None = typer.Option(None, "--kind", help="Your file's labels: pairwise, "
+                                    "binary, ordinal or score [default: read from the data]."),
+    label: str = typer.Option("label", "--label", help="Your file's label column."),
+    scale: str | None = typer.Option(None, "--scale", help="Your labels' scale, e.g. 1-5."),
+    run: str | None = typer.Option(None, "--run", help="Calibrate a stored run's scores "
+                                   "(with --labels) instead of judging."),
+    labels: Path | None = typer.Option(None, "--labels", help="With --run: a file of case_id "
+                                       "and label columns."),
+    resume: str | None = typer.Option(None, "--resume", help="Finish a stopped calibration "
+                                      "run by id (same data and judge)."),
+    store: str | None = typer.Option(None, "--store", envvar="ASSAY_STORE_URL",
+                                     help="Run store URL (where calibrations are kept)."),
+    concurrency: int = typer.Option(8, "--concurrency", "-c", min=1,
+                                    help="Judge calls in flight at once."),
+    cache: str = typer.Option("use", "--cache", envvar="ASSAY_CACHE",
+                              help="Judge response cache: use|refresh|off."),
+    resamples: int = typer.Option(1000, "--resamples", min=0,
+                                  help="Bootstrap resamples for the intervals (0: none)."),
+    seed: int = typer.Option(0, "--seed", help="The bootstrap's seed."),
+    min_kappa: float | None = typer.Option(None, "--min-kappa", min=-1.0, max=1.0,
+                                           help="Exit 1 when kappa is below this."),
+    min_accuracy: float | None = typer.Option(None, "--min-accuracy", min=0.0, max=1.0,
+                                              help="Exit 1 when accuracy is below this."),
+    output: Path | None = typer.Option(None, "--output", "-o",
+                                       help="Write the report as JSON to this file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    list_sets: bool = typer.Option(False, "--list", help="List the built-in sets and exit."),
+) -> None:
+    """Measure how far a judge agrees with human labels, and store the calibration."""
+    from assay.calibrating import calibrate_async
+    from assay.cli.run import _progress, _run_interruptible, _Stopped, store_url
+    from assay.report.outputs import check_outputs, write_atomic
+
+    if list_sets:
+        _print_sets(as_json)
+        return
+    if cache not in ("use", "refresh", "off"):
+        raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
+    if judge_model is not None and not judge_model.strip():
+        raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini")
+    if run is None and data is None:
+        raise ConfigError("give a SET_OR_FILE (assay calibrate --list), or --run RUN --labels "
+                          "FILE")
+    if output is not None:
+        inputs = [p for p in (Path(data) if data else None, labels, suite) if p is not None]
+        check_outputs({"--output": output}, inputs)
+    built = _judge(judge, suite, evaluator if run is None else None)
+    options: dict[str, Any] = {
+        "judge": built, "judge_model": judge_model, "store": store_url(store),
+        "metric": metric, "limit": limit, "kind": kind, "label": label, "scale": scale,
+        "concurrency": concurrency, "cache": cache, "resamples": resamples, "seed": seed,
+        "resume": resume}
+    if run is not None:
+        options.update(run=run, labels=labels, evaluator=evaluator)
+    progress = _Quiet() if as_json else _progress(Path(data) if data else None)
+    try:
+        report = _run_interruptible(calibrate_async(data, progress=progress, **options),
+                                    progress)
+    except _Stopped as stop:
+        err_console.print("\nstopped: finished judgements are stored and cached; run the same "
+                          "command again (or with --resume RUN) to finish", highlight=False,
+                          markup=False)
+        raise typer.Exit(stop.code) from None
+    if output is not None:
+        write_atomic(output, report.to_json().encode(), "--output")
+    if as_json:
+        print(report.to_json())
+    else:
+        from assay.calibration.report import text_lines
+        from assay.report.safe_text import printable
+
+        for line in text_lines(report):
+            console.print(printable(line), highlight=False, markup=False, soft_wrap=True)
+        if report.run_id:
+            console.print(printable(f"calibration {report.id} stored in "
+                                    f"{_shown(store_url(store))}"),
+                          highlight=False, markup=False, soft_wrap=True)
+    failures = []
+    kappa, accuracy = report.kappa, report.accuracy
+    if min_kappa is not None and (kappa is None or kappa.value is None
+                                  or kappa.value < min_kappa):
+        failures.append(f"kappa {kappa.value if kappa else None} is below {min_kappa:g}")
+    if min_accuracy is not None and (accuracy is None or accuracy.value is None
+                                     or accuracy.value < min_accuracy):
+        failures.append(f"accuracy {accuracy.value if accuracy else None} is below "
+                        f"{min_accuracy:g}")
+    for failure in failures:
+        err_console.print(f"gate failed: {failure}", highlight=False, markup=False,
+                          soft_wrap=True)
+    if failures:
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+class _Quiet:
+    """No progress: with --json, stdout holds the report alone."""
+
+    def __enter__(self) -> _Quiet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def start(self, total: int, done: int, label: str = "") -> None:
+        pass
+
+    def advance(self, record: Any) -> None:
+        pass
+
+
+def _shown(url: str) -> str:
+    from assay.redact import redact_url
+
+    return redact_url(url)
+
+
+def _judge(judge: str | None, suite: Path | None, evaluator: str | None) -> Any:
+    """The judge to calibrate from the options: a suite's evaluator, a file, inline JSON or a
+    type name; None for the set's own."""
+    if suite is not None:
+        if judge is not None:
+            raise ConfigError("give the judge with --judge or with --suite, not both")
+        if evaluator is None:
+            raise ConfigError("--suite needs --evaluator NAME: the evaluator to calibrate")
+        from assay.suites import load_any
+
+        loaded = load_any(suite, None)
+        found = {e.name: e for e in loaded.evaluators}
+        if evaluator not in found:
+            raise ConfigError(f"{suite}: no evaluator {evaluator!r} among the suite's own "
+                              f"({', '.join(found) or 'none'})")
+        return found[evaluator]
+    if evaluator is not None:
+        raise ConfigError("--evaluator goes with --suite (or --run)")
+    if judge is None:
+        return None
+    text = judge.strip()
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"--judge: not JSON: {exc}") from None
+    elif Path(text).is_file():
+        import yaml
+
+        try:
+            value = yaml.safe_load(Path(text).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"--judge {text}: cannot be read: {exc}") from None
+    elif text.replace("_", "").isalnum():
+        return text
+    else:
+        raise ConfigError(f"--judge {text!r}: not a file, inline JSON or an evaluator type")
+    if not isinstance(value, dict) or "type" not in value:
+        raise ConfigError(f"--judge {text}: expected one evaluator config, a mapping with a "
+                          "'type' (such as {\"type\": \"pairwise\"})")
+    return value
+
+
+def _print_sets(as_json: bool) -> None:
+    from assay.calibration.sets import SETS
+
+    rows: list[dict[str, Any]] = [{"name": s.name, "title": s.title, "kind": s.kind, "records": s.records,
+             "licence": s.licence, "metrics": list(s.metrics)} for s in SETS.values()]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        metrics = f"; ratings: {', '.join(row['metrics'])}" if row["metrics"] else ""
+        console.print(f"{row['name']:<24} {row['kind']:<9} {row['records']:>5}  "
+                      f"{row['title']} ({row['licence']}){metrics}", highlight=False,
+                      markup=False)
+
+
+__all__ = ["calibrate"]
