@@ -5,7 +5,7 @@ import importlib
 
 from assay.cli.app import app
 
-for _module in ("judge", "run", "runs", "validate"):
+for _module in ("judge", "report", "run", "runs", "serve", "validate"):
     try:
         importlib.import_module(f"assay.cli.{_module}")
     except ModuleNotFoundError as exc:  # a command module not present in this build

@@ -9,7 +9,7 @@ once, which is what lets a killed run resume without duplicates.
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Column, Float, Integer, MetaData, String, Table
+from sqlalchemy import JSON, Column, Float, Index, Integer, MetaData, String, Table
 
 metadata = MetaData()
 
@@ -56,3 +56,20 @@ case_results = Table(
     Column("created_at", Float, nullable=False),
 )
 
+
+baselines = Table(
+    "baselines", metadata,
+    Column("suite", String(500), primary_key=True),
+    Column("target", String(500), primary_key=True, doc="'' for a run without a target"),
+    Column("run_id", String(40), nullable=False),
+    Column("set_at", Float, nullable=False),
+)
+
+# Browsing large runs: pages of cases by verdict, score or evaluator, runs by date and suite.
+Index("ix_runs_created_at", runs.c.created_at)
+Index("ix_runs_suite_created_at", runs.c.suite, runs.c.created_at)
+Index("ix_case_results_run_score", case_results.c.run_id, case_results.c.score)
+Index("ix_case_results_run_verdict_score", case_results.c.run_id, case_results.c.verdict,
+      case_results.c.score)
+Index("ix_case_results_run_created_at", case_results.c.run_id, case_results.c.created_at)
+Index("ix_scores_run_evaluator_value", scores.c.run_id, scores.c.evaluator, scores.c.value)
