@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from assay import __version__
-from assay.records import CaseRecord, RunRecord, RunStatus, Verdict
+from assay.records import RunRecord, RunStatus, Verdict
 from assay.server import STATIC_DIR
 from assay.server.comparison import (
     NotComparable,
@@ -41,10 +41,10 @@ from assay.server.comparison import (
 from assay.server.launches import Launcher, LaunchRefused, RunRequest, sse, stream
 from assay.server.security import BodyTooLarge, SecurityMiddleware
 from assay.server.settings import LOOPBACK_NAMES, ServerSettings
+from assay.server.views import CaseDetail, RunDetail, case_detail, run_detail
 from assay.store import queries
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore
-from assay.traces import Retrieval, ToolCallRecord, retrievals, tool_calls
 
 log = logging.getLogger("assay.server")
 
@@ -76,29 +76,6 @@ class RunPage(Page):
 
 class CasePage(Page):
     items: list[queries.CaseRow]
-
-
-class RunDetail(RunRecord):
-    """A run's record, config snapshot included, with what its pages show beside it."""
-
-    target: str | None = None
-    pass_rate: float | None = None
-    is_baseline: bool = False
-    baseline_id: str | None = Field(default=None, description="the baseline run of this "
-                                    "run's suite and target, when one is set")
-    running_here: bool = Field(default=False, description="started by this server and "
-                               "still running (it can be cancelled)")
-
-
-class CaseDetail(BaseModel):
-    """One case with everything stored for it, and the tool calls and retrievals read from
-    its trace and messages."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    record: CaseRecord
-    tool_calls: list[ToolCallRecord]
-    retrievals: list[Retrieval]
 
 
 class BaselinePatch(BaseModel):
@@ -334,11 +311,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     def _detail(run: RunRecord) -> RunDetail:
         target = queries.run_target(run)
-        baseline = queries.baseline_for(store(), run.suite, target)
-        return RunDetail(**run.model_dump(), target=target,
-                         pass_rate=None if run.summary is None else run.summary.pass_rate,
-                         is_baseline=baseline == run.id, baseline_id=baseline,
-                         running_here=launcher.running(run.id))
+        return run_detail(run, target, queries.baseline_for(store(), run.suite, target),
+                          launcher.running(run.id))
 
     @app.get("/runs/{run_id}", response_model=RunDetail, responses=ERRORS, tags=["runs"])
     def get_run(run_id: RunId) -> RunDetail:
@@ -407,8 +381,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         if record is None:
             raise ApiError(404, "case_not_found",
                            f"Case not found: {case_id!r} (repeat {repeat}) in run {run.id}")
-        return CaseDetail(record=record, tool_calls=tool_calls(record.execution),
-                          retrievals=retrievals(record.execution))
+        return case_detail(record)
 
     @app.get("/runs/{run_id}/histograms", response_model=queries.Histograms, responses=ERRORS,
              tags=["runs"])

@@ -424,14 +424,14 @@
     const notes = sm && sm.notes.length ? h("div", { class: "panel warn" }, h("ul", {}, sm.notes.map((n) => h("li", {}, n)))) : null;
 
     const evalTable = evaluators.length ? h("div", { class: "panel" }, h("h2", {}, "Evaluators"),
-      h("table", { id: "evaluators" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Mean"), h("th", { class: "num" }, "Scored"),
+      h("div", { class: "table-wrap" }, h("table", { id: "evaluators" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Mean"), h("th", { class: "num" }, "Scored"),
         h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Skipped"))),
       h("tbody", {}, evaluators.map((e) => h("tr", {},
         h("td", {}, h("a", { href: link({ evaluator: e.name, evaluator_state: "", verdict: [] }) }, e.name)),
-        h("td", {}, meter(e.mean), fmt.score(e.mean)),
+        h("td", { class: "nowrap" }, meter(e.mean), fmt.score(e.mean)),
         h("td", { class: "num" }, fmt.int(e.scored)), h("td", { class: "num" }, fmt.int(e.passed)), h("td", { class: "num" }, fmt.int(e.failed)),
         h("td", { class: "num" }, e.errors ? h("a", { href: link({ evaluator: e.name, evaluator_state: "error", verdict: [] }) }, fmt.int(e.errors)) : "0"),
-        h("td", { class: "num" }, fmt.int(e.skipped))))))) : null;
+        h("td", { class: "num" }, fmt.int(e.skipped)))))))) : null;
 
     const charts = h("div", { class: "panel" }, h("h2", {}, "Score distributions"),
       h("div", { class: "hist-grid" },
@@ -638,6 +638,8 @@
     }
     const origin = document.getElementById("origin");
     if (origin) origin.textContent = STATIC ? "static report · " + STATIC.generated : "";
+    const nav = document.querySelector(".top nav");
+    if (nav && STATIC) nav.hidden = true;
     window.addEventListener("hashchange", render);
     render();
   }
