@@ -39,7 +39,7 @@ from assay.server.comparison import (
     compare,
 )
 from assay.server.launches import Launcher, LaunchRefused, RunRequest, sse, stream
-from assay.server.security import BodyTooLarge, SecurityMiddleware
+from assay.server.security import SecurityMiddleware
 from assay.server.settings import LOOPBACK_NAMES, ServerSettings
 from assay.server.views import CaseDetail, RunDetail, case_detail, run_detail
 from assay.store import queries
@@ -226,10 +226,6 @@ def create_app(settings: ServerSettings) -> FastAPI:
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
         return JSONResponse({"detail": detail, "code": code}, status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(BodyTooLarge)
-    async def _too_large(_request: Request, exc: BodyTooLarge) -> JSONResponse:
-        return JSONResponse({"detail": str(exc), "code": "body_too_large"}, status_code=413)
 
     @app.exception_handler(Exception)
     async def _internal(_request: Request, exc: Exception) -> JSONResponse:

@@ -90,7 +90,21 @@ class SecurityMiddleware:
                                  f"the request body is {length} bytes; the limit is "
                                  f"{self.max_body_bytes}")
                 return
-        await self.app(scope, self._limited(receive), self._with_headers(send))
+        body = bytearray()
+        more = True
+        while more:  # bodies are small: read whole, counting, before the app sees any
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay(None, message, receive), self._with_headers(send))
+                return
+            body += message.get("body", b"")
+            more = bool(message.get("more_body", False))
+            if len(body) > self.max_body_bytes:
+                await send_error(send, 413, "body_too_large",
+                                 f"the request body is over the limit of "
+                                 f"{self.max_body_bytes} bytes")
+                return
+        await self.app(scope, _replay(bytes(body), None, receive), self._with_headers(send))
 
     def _public(self, path: str) -> bool:
         return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES) or \
@@ -108,22 +122,6 @@ class SecurityMiddleware:
             host.split("]")[0] + "]"
         return name.lower() in self.allowed_hosts
 
-    def _limited(self, receive: Receive) -> Receive:
-        """A body sent in chunks without a length is counted as it arrives."""
-        seen = 0
-        limit = self.max_body_bytes
-
-        async def wrapped() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise BodyTooLarge(limit)
-            return message
-
-        return wrapped
-
     def _with_headers(self, send: Send) -> Send:
         async def wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -135,9 +133,15 @@ class SecurityMiddleware:
         return wrapped
 
 
-class BodyTooLarge(Exception):
-    """A streamed request body went over the limit (answered 413)."""
+def _replay(body: bytes | None, first: Message | None, receive: Receive) -> Receive:
+    """A receive that gives the body read already (or the message that came instead), then
+    passes on to the client's (a disconnect, for a streamed answer)."""
+    pending: list[Message] = [first] if first is not None else [
+        {"type": "http.request", "body": body or b"", "more_body": False}]
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"the request body is over the limit of {limit} bytes")
-        self.limit = limit
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replayed

@@ -26,6 +26,7 @@ from sqlalchemy import (
     exists,
     func,
     literal,
+    literal_column,
     or_,
     select,
 )
@@ -379,19 +380,19 @@ def histograms(store: RunStore, run_id: str, bins: int = 10) -> Histograms:
     store.flush()
     cr, sc = schema.case_results, schema.scores
 
-    def bin_of(column: Any) -> Any:
+    def bin_of(column: Any) -> Any:  # grouped by its position: its parameters differ each time
         return case((column >= 1.0, bins - 1), else_=cast(column * bins, Integer))
 
     result = Histograms(bins=bins, cases=[0] * bins)
     with store._begin() as conn:
         for b, n in conn.execute(select(bin_of(cr.c.score), func.count()).where(
-                cr.c.run_id == run_id, cr.c.score.is_not(None)).group_by(bin_of(cr.c.score))):
+                cr.c.run_id == run_id, cr.c.score.is_not(None)).group_by(literal_column("1"))):
             result.cases[_bin(b, bins)] += n
         result.case_errors = int(conn.execute(select(func.count()).where(
             cr.c.run_id == run_id, cr.c.score.is_(None))).scalar_one())
         for name, b, n in conn.execute(select(sc.c.evaluator, bin_of(sc.c.value), func.count())
                                        .where(sc.c.run_id == run_id, sc.c.value.is_not(None))
-                                       .group_by(sc.c.evaluator, bin_of(sc.c.value))):
+                                       .group_by(sc.c.evaluator, literal_column("2"))):
             result.evaluators.setdefault(name, [0] * bins)[_bin(b, bins)] += n
         for name, errors, count in conn.execute(select(
                 sc.c.evaluator, func.count(sc.c.error_code), func.count()).where(
