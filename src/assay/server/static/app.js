@@ -283,6 +283,7 @@
 
   async function render() {
     const mine = ++renderCount;
+    const hash = location.hash;
     const { name, id, params } = parseHash();
     let view;
     try {
@@ -297,6 +298,7 @@
     }
     if (mine !== renderCount) return;
     app.replaceChildren(view);
+    app.setAttribute("data-rendered", hash);  // what the page shows now (for tests and tools)
     document.title = "assay · " + (name || "runs");
   }
 
