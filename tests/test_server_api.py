@@ -184,6 +184,11 @@ def test_cases_filter_by_verdict_evaluator_and_text(api, ids):
     skipped = api.get(f"/runs/{run}/cases", params={
         "evaluator": "tool_order", "evaluator_state": "skipped"}).json()
     assert skipped["total"] > 0
+    any_error = api.get(f"/runs/{run}/cases", params={"evaluator_state": "error",
+                                                       "limit": 500}).json()
+    assert any_error["total"] >= errors["total"]
+    assert all(any(s["state"] == "error" for s in c["scores"].values())
+               for c in any_error["items"])
     found = api.get(f"/runs/{run}/cases", params={"q": "CASE-000042"}).json()
     assert [c["case_id"] for c in found["items"]] == ["case-000042"]
     by_output = api.get(f"/runs/{ids['cand']}/cases", params={"q": "<script>alert(1)"}).json()
@@ -216,7 +221,7 @@ def test_cases_sort_by_score_and_by_one_evaluators_value(api, ids):
 
 @pytest.mark.parametrize(("params", "named"), [
     ({"verdict": "great"}, "verdict"), ({"sort": "random"}, "sort"),
-    ({"evaluator_state": "error"}, "evaluator"), ({"evaluator": "x",
+    ({"evaluator": "x",
                                                    "evaluator_state": "bad"}, "evaluator_state"),
     ({"limit": 501}, "limit"), ({"q": "q" * 501}, "q"),
 ])
@@ -585,7 +590,7 @@ def test_runs_of_suites_outside_the_roots_are_refused(tmp_path, suite):
     (tmp_path / "outside" / "EVAL.yaml").write_text("evalcases: []\n")
     with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[root]) as served, \
             served.client() as api:
-        body = _error(api.post("/runs", json={"suite": suite}), 400)
+        body = _error(api.post("/runs", json={"suite": suite}), 404)
         assert body["code"] == "unknown_suite"
         _error(api.post("/runs", json={"suite": "x", "concurrency": 0}), 400)
         _error(api.post("/runs", content=b"suite=x",

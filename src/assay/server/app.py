@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, Query, Request
@@ -127,25 +127,14 @@ def _bad_value(name: str, value: str, expected: str) -> ApiError:
                     f"query parameter {name!r}: {shown!r} is not {expected}")
 
 
-def _time(name: str, value: str | None) -> float | None:
-    """A time given as seconds since the epoch or an ISO 8601 date or date-time (UTC unless
-    it says otherwise)."""
+def _time(value: datetime | None) -> float | None:
+    """A time given as an ISO 8601 date or date-time (UTC unless it says otherwise), or as
+    seconds since 1970 (which pydantic reads as a date-time too)."""
     if value is None:
         return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise _bad_value(name, value, "a time (seconds since 1970, or an ISO 8601 date such "
-                         "as 2026-01-31 or 2026-01-31T12:00:00Z)") from None
-    if moment.tzinfo is None:
-        from datetime import UTC
-
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
 
 
 def _verdicts(values: list[str]) -> list[Verdict]:
@@ -256,15 +245,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
             suite: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
             target: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
             status: RunStatus | None = None,
-            since: Annotated[str | None, Query(max_length=64, description=(
-                "runs created at or after: seconds since 1970 or an ISO 8601 date"))] = None,
-            until: Annotated[str | None, Query(max_length=64, description=(
-                "runs created before: seconds since 1970 or an ISO 8601 date"))] = None,
+            since: Annotated[datetime | None, Query(description=(
+                "runs created at or after: an ISO 8601 date or date-time, or seconds since "
+                "1970"))] = None,
+            until: Annotated[datetime | None, Query(description=(
+                "runs created before: an ISO 8601 date or date-time, or seconds since "
+                "1970"))] = None,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> RunPage:
         """Runs, newest first."""
         where = queries.RunFilter(suite=suite, target=target, status=status,
-                                  since=_time("since", since), until=_time("until", until))
+                                  since=_time(since), until=_time(until))
         items, total = queries.list_runs(store(), where, limit, offset)
         return RunPage(items=items, total=total, limit=limit, offset=offset)
 
@@ -347,7 +338,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 "verdicts to keep (repeat the parameter, or separate with commas)"))] = [],  # noqa: B006
             evaluator: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
             evaluator_state: Annotated[queries.EvaluatorState | None, Query(description=(
-                "with evaluator: keep cases whose score from it is in this state"))] = None,
+                "keep cases whose score from the evaluator (or, without one, from any "
+                "evaluator) is in this state"))] = None,
             q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
                 "text to find in the case id, the case or what the agent did"))] = None,
             sort: queries.CaseSort = queries.CaseSort.PROBLEMS,
@@ -355,9 +347,6 @@ def create_app(settings: ServerSettings) -> FastAPI:
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> CasePage:
         """A page of a run's cases. ``problems`` (the default) puts errors, then failures,
         then borderline cases first, lowest score first."""
-        if evaluator_state is not None and evaluator is None:
-            raise ApiError(400, "invalid_parameter",
-                           "query parameter 'evaluator_state' needs 'evaluator'")
         run = require_run(run_id)
         where = queries.CaseFilter(verdicts=_verdicts(verdict), evaluator=evaluator,
                                    evaluator_state=evaluator_state, text=q or None)

@@ -104,7 +104,7 @@ def resolve_suite(request: RunRequest, roots: list[Path]) -> Path:
             continue
         if candidate.exists():
             return candidate
-    raise LaunchRefused(400, "unknown_suite",
+    raise LaunchRefused(404, "unknown_suite",
                         f"no suite {request.suite!r} under the server's suite root(s); give a "
                         "path relative to a root (assay serve --suites DIR)")
 

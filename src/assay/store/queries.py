@@ -223,11 +223,13 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
     conditions: list[ColumnElement[bool]] = [cr.c.run_id == run_id]
     if where.verdicts:
         conditions.append(cr.c.verdict.in_([v.value for v in where.verdicts]))
-    if where.evaluator is not None:
+    if where.evaluator is not None or where.evaluator_state is not None:
         sc = schema.scores.alias("filtered_scores")
         match: list[ColumnElement[bool]] = [
             sc.c.run_id == cr.c.run_id, sc.c.case_id == cr.c.case_id,
-            sc.c.repeat == cr.c.repeat, sc.c.evaluator == where.evaluator]
+            sc.c.repeat == cr.c.repeat]
+        if where.evaluator is not None:  # else: any evaluator in that state
+            match.append(sc.c.evaluator == where.evaluator)
         state = where.evaluator_state
         if state is EvaluatorState.VALUE:
             match.append(sc.c.value.is_not(None))
