@@ -174,6 +174,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(SecurityMiddleware, token=settings.token,
                        max_body_bytes=settings.max_body_bytes, allowed_hosts=allowed)
 
+    histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
+
     def store() -> RunStore:
         return holder.get()
 
@@ -373,7 +375,15 @@ def create_app(settings: ServerSettings) -> FastAPI:
     def get_histograms(run_id: RunId) -> queries.Histograms:
         """The run's case scores and each evaluator's values in ten bins."""
         run = require_run(run_id)
-        return queries.histograms(store(), run.id)
+        if run.status is not RunStatus.COMPLETED:
+            return queries.histograms(store(), run.id)
+        key = (run.id, run.finished_at)  # a finished run's scores no longer change
+        found = histogram_cache.get(key)
+        if found is None:
+            found = histogram_cache[key] = queries.histograms(store(), run.id)
+            while len(histogram_cache) > 256:
+                histogram_cache.pop(next(iter(histogram_cache)))
+        return found
 
     # -- starting runs ----------------------------------------------------------------------
 

@@ -239,7 +239,7 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
             match += [sc.c.value.is_(None), sc.c.error_code.is_(None)]
         elif state in (EvaluatorState.PASSED, EvaluatorState.FAILED):
             match += [sc.c.value.is_not(None),
-                      sc.c.score["passed"].as_boolean().is_(state is EvaluatorState.PASSED)]
+                      sc.c.passed.is_(state is EvaluatorState.PASSED)]
         conditions.append(exists().where(and_(*match)).correlate(cr))
     if where.text:
         ex = schema.executions
@@ -253,52 +253,101 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
     return conditions
 
 
-def _order(sort: CaseSort, evaluator_value: Any) -> list[Any]:
+@dataclass
+class _Segment:
+    """A part of a sort that one index reads in order: its rows, and their order."""
+
+    condition: ColumnElement[bool] | None
+    order: list[Any]
+
+
+def _segments(sort: CaseSort, where: CaseFilter) -> list[_Segment]:
+    """A sort as consecutive index-ordered segments. ``problems`` is one segment per verdict
+    (errors, failures, borderline, skipped, passes), each by score; a score sort is the scored
+    cases by score, then the rest by id. So a page anywhere in a run is read from an index,
+    never by sorting the whole run."""
     cr = schema.case_results
-    score = cr.c.score if evaluator_value is None else evaluator_value
-    tie = [cr.c.case_id.asc(), cr.c.repeat.asc()]
+    key = [cr.c.case_id, cr.c.repeat]
     if sort is CaseSort.PROBLEMS:
-        rank = case({v.value: i for i, v in enumerate(VERDICT_ORDER)}, value=cr.c.verdict,
-                    else_=len(VERDICT_ORDER))
-        return [rank, score.asc().nulls_first(), *tie]
+        wanted = [v for v in VERDICT_ORDER if not where.verdicts or v in where.verdicts]
+        return [_Segment(cr.c.verdict == v.value, [cr.c.score, *key]) for v in wanted]
     if sort is CaseSort.SCORE:
-        return [score.asc().nulls_last(), *tie]
+        return [_Segment(cr.c.score.is_not(None), [cr.c.score, *key]),
+                _Segment(cr.c.score.is_(None), key)]
     if sort is CaseSort.SCORE_DESC:
-        return [score.desc().nulls_last(), *tie]
+        return [_Segment(cr.c.score.is_not(None), [c.desc() for c in (cr.c.score, *key)]),
+                _Segment(cr.c.score.is_(None), key)]
     if sort is CaseSort.FINISHED:
-        return [cr.c.created_at.asc(), *tie]
+        return [_Segment(None, [cr.c.created_at, *key])]
     if sort is CaseSort.FINISHED_DESC:
-        return [cr.c.created_at.desc(), *tie]
-    return tie
+        return [_Segment(None, [c.desc() for c in (cr.c.created_at, *key)])]
+    return [_Segment(None, key)]
+
+
+def _page_keys(conn: Any, conditions: list[ColumnElement[bool]], segments: list[_Segment],
+               limit: int, offset: int) -> tuple[list[tuple[str, int]], int]:
+    """The (case id, repeat) keys of one page, and how many rows match in all."""
+    cr = schema.case_results
+    keys: list[tuple[str, int]] = []
+    total = 0
+    for segment in segments:
+        where = conditions if segment.condition is None else [*conditions, segment.condition]
+        count = int(conn.execute(select(func.count()).select_from(cr).where(*where))
+                    .scalar_one())
+        start = max(0, offset - total)
+        wanted = limit - len(keys)
+        if wanted > 0 and start < count:
+            keys += [(r.case_id, r.repeat) for r in conn.execute(
+                select(cr.c.case_id, cr.c.repeat).where(*where).order_by(*segment.order)
+                .limit(wanted).offset(start))]
+        total += count
+    return keys, total
+
+
+def _keys_by_evaluator(conn: Any, run_id: str, conditions: list[ColumnElement[bool]],
+                       evaluator: str, descending: bool, limit: int,
+                       offset: int) -> tuple[list[tuple[str, int]], int]:
+    """A page ordered by one evaluator's value (cases without a value from it last)."""
+    cr, sc = schema.case_results, schema.scores
+    joined = cr.outerjoin(sc, and_(sc.c.run_id == cr.c.run_id, sc.c.case_id == cr.c.case_id,
+                                   sc.c.repeat == cr.c.repeat, sc.c.evaluator == evaluator))
+    value = sc.c.value.desc() if descending else sc.c.value.asc()
+    total = int(conn.execute(select(func.count()).select_from(cr).where(*conditions))
+                .scalar_one())
+    rows = conn.execute(select(cr.c.case_id, cr.c.repeat).select_from(joined).where(
+        *conditions).order_by(sc.c.value.is_(None), value, cr.c.case_id, cr.c.repeat)
+        .limit(limit).offset(offset))
+    return [(r.case_id, r.repeat) for r in rows], total
 
 
 def case_page(store: RunStore, run_id: str, where: CaseFilter,
               sort: CaseSort = CaseSort.PROBLEMS, limit: int = 50,
               offset: int = 0) -> tuple[list[CaseRow], int]:
     """A page of a run's cases and how many match. With an evaluator named in ``where``, the
-    score sorts are by that evaluator's value."""
+    score sorts are by that evaluator's value.
+
+    Two steps: the page's keys from the indexes (see :func:`_segments`), then what the page
+    shows for those keys only (a huge output is cut to a preview in the database)."""
     store.flush()
     cr, ex, sc = schema.case_results, schema.executions, schema.scores
     conditions = _case_conditions(run_id, where)
-    query = select(cr.c.case_id, cr.c.repeat, cr.c.verdict, cr.c.score, cr.c.created_at,
-                   cr.c.row["target"].as_string().label("target"),
-                   _preview(cr.c.row["case"]["input"]).label("input_preview"))
-    evaluator_value = None
-    if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
-        evaluator_value = sc.c.value
-        query = query.join(sc, and_(sc.c.run_id == cr.c.run_id, sc.c.case_id == cr.c.case_id,
-                                    sc.c.repeat == cr.c.repeat,
-                                    sc.c.evaluator == where.evaluator))
-    query = query.where(*conditions).order_by(*_order(sort, evaluator_value)) \
-        .limit(limit).offset(offset)
     with store._begin() as conn:
-        total = conn.execute(select(func.count()).select_from(cr).where(*conditions)) \
-            .scalar_one()
-        rows = conn.execute(query).fetchall()
-        ids = sorted({r.case_id for r in rows})
+        if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
+            keys, total = _keys_by_evaluator(conn, run_id, conditions, where.evaluator,
+                                             sort is CaseSort.SCORE_DESC, limit, offset)
+        else:
+            keys, total = _page_keys(conn, conditions, _segments(sort, where), limit, offset)
+        ids = sorted({case_id for case_id, _ in keys})
+        rows: dict[tuple[str, int], Any] = {}
         executions: dict[tuple[str, int], Any] = {}
         cells: dict[tuple[str, int], dict[str, ScoreCell]] = {}
         if ids:
+            for found_row in conn.execute(select(
+                    cr.c.case_id, cr.c.repeat, cr.c.verdict, cr.c.score, cr.c.created_at,
+                    cr.c.row["target"].as_string().label("target"),
+                    _preview(cr.c.row["case"]["input"]).label("input_preview")).where(
+                    cr.c.run_id == run_id, cr.c.case_id.in_(ids))):
+                rows[(found_row.case_id, found_row.repeat)] = found_row
             for e in conn.execute(select(
                     ex.c.case_id, ex.c.repeat,
                     _preview(ex.c.execution["output"]).label("output"),
@@ -308,16 +357,17 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
                 executions[(e.case_id, e.repeat)] = e
             for s in conn.execute(select(
                     sc.c.case_id, sc.c.repeat, sc.c.evaluator, sc.c.value, sc.c.error_code,
-                    sc.c.score["passed"].as_boolean().label("passed")).where(
-                    sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
+                    sc.c.passed).where(sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
                 state = "value" if s.value is not None else \
                     "error" if s.error_code is not None else "skipped"
                 cells.setdefault((s.case_id, s.repeat), {})[s.evaluator] = ScoreCell(
                     state=state, value=s.value, passed=s.passed if state == "value" else None,
                     error_code=s.error_code)
     page = []
-    for r in rows:
-        key = (r.case_id, r.repeat)
+    for key in keys:
+        r = rows.get(key)
+        if r is None:  # deleted between the two steps
+            continue
         found = executions.get(key)
         page.append(CaseRow(
             case_id=r.case_id, repeat=r.repeat, verdict=_verdict(r.verdict), score=r.score,
@@ -326,7 +376,7 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
             target_error=None if found is None else (_shorten(found.error, 500) or None),
             latency_ms=None if found is None else found.latency_ms, finished_at=r.created_at,
             scores=cells.get(key, {})))
-    return page, int(total)
+    return page, total
 
 
 def _preview(value: Any) -> Any:
