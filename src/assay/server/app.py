@@ -175,6 +175,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
                        max_body_bytes=settings.max_body_bytes, allowed_hosts=allowed)
 
     histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
+    count_cache: queries.CountCache = {}  # of finished runs only: their cases never change
 
     def store() -> RunStore:
         return holder.get()
@@ -352,7 +353,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
         run = require_run(run_id)
         where = queries.CaseFilter(verdicts=_verdicts(verdict), evaluator=evaluator,
                                    evaluator_state=evaluator_state, text=q or None)
-        items, total = queries.case_page(store(), run.id, where, sort, limit, offset)
+        items, total = queries.case_page(
+            store(), run.id, where, sort, limit, offset,
+            count_cache if run.status is RunStatus.COMPLETED else None)
         return CasePage(items=items, total=total, limit=limit, offset=offset)
 
     @app.get("/runs/{run_id}/case", response_model=CaseDetail, responses=ERRORS,

@@ -29,6 +29,7 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    tuple_,
 )
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -224,10 +225,8 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
     if where.verdicts:
         conditions.append(cr.c.verdict.in_([v.value for v in where.verdicts]))
     if where.evaluator is not None or where.evaluator_state is not None:
-        sc = schema.scores.alias("filtered_scores")
-        match: list[ColumnElement[bool]] = [
-            sc.c.run_id == cr.c.run_id, sc.c.case_id == cr.c.case_id,
-            sc.c.repeat == cr.c.repeat]
+        sc = schema.scores
+        match: list[ColumnElement[bool]] = [sc.c.run_id == run_id]
         if where.evaluator is not None:  # else: any evaluator in that state
             match.append(sc.c.evaluator == where.evaluator)
         state = where.evaluator_state
@@ -240,7 +239,10 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
         elif state in (EvaluatorState.PASSED, EvaluatorState.FAILED):
             match += [sc.c.value.is_not(None),
                       sc.c.passed.is_(state is EvaluatorState.PASSED)]
-        conditions.append(exists().where(and_(*match)).correlate(cr))
+        # An uncorrelated IN: the databases read the matching scores once (from the index
+        # that covers them) instead of probing the scores for every case.
+        conditions.append(tuple_(cr.c.case_id, cr.c.repeat).in_(
+            select(sc.c.case_id, sc.c.repeat).where(*match)))
     if where.text:
         ex = schema.executions
         conditions.append(or_(
@@ -257,51 +259,76 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
 class _Segment:
     """A part of a sort that one index reads in order: its rows, and their order."""
 
+    key: Any
     condition: ColumnElement[bool] | None
     order: list[Any]
 
 
-def _segments(sort: CaseSort, where: CaseFilter) -> list[_Segment]:
-    """A sort as consecutive index-ordered segments. ``problems`` is one segment per verdict
-    (errors, failures, borderline, skipped, passes), each by score; a score sort is the scored
-    cases by score, then the rest by id. So a page anywhere in a run is read from an index,
-    never by sorting the whole run."""
+def _segments(sort: CaseSort, where: CaseFilter) -> tuple[Any, list[_Segment]]:
+    """A sort as consecutive index-ordered segments, and the column whose value is each
+    row's segment key (None: each segment is counted on its own). ``problems`` is one segment per verdict (errors,
+    failures, borderline, skipped, passes), each by score; a score sort is the scored cases by
+    score, then the rest by id. So a page anywhere in a run is read from an index, never by
+    sorting the whole run, and one grouped count gives every segment's size."""
     cr = schema.case_results
     key = [cr.c.case_id, cr.c.repeat]
     if sort is CaseSort.PROBLEMS:
         wanted = [v for v in VERDICT_ORDER if not where.verdicts or v in where.verdicts]
-        return [_Segment(cr.c.verdict == v.value, [cr.c.score, *key]) for v in wanted]
+        return None, [_Segment(v.value, cr.c.verdict == v.value, [cr.c.score, *key])
+                      for v in wanted]
     if sort is CaseSort.SCORE:
-        return [_Segment(cr.c.score.is_not(None), [cr.c.score, *key]),
-                _Segment(cr.c.score.is_(None), key)]
+        return None, [_Segment(0, cr.c.score.is_not(None), [cr.c.score, *key]),
+                      _Segment(1, cr.c.score.is_(None), key)]
     if sort is CaseSort.SCORE_DESC:
-        return [_Segment(cr.c.score.is_not(None), [c.desc() for c in (cr.c.score, *key)]),
-                _Segment(cr.c.score.is_(None), key)]
+        return None, [_Segment(0, cr.c.score.is_not(None),
+                               [c.desc() for c in (cr.c.score, *key)]),
+                      _Segment(1, cr.c.score.is_(None), key)]
     if sort is CaseSort.FINISHED:
-        return [_Segment(None, [cr.c.created_at, *key])]
+        return None, [_Segment(0, None, [cr.c.created_at, *key])]
     if sort is CaseSort.FINISHED_DESC:
-        return [_Segment(None, [c.desc() for c in (cr.c.created_at, *key)])]
-    return [_Segment(None, key)]
+        return None, [_Segment(0, None, [c.desc() for c in (cr.c.created_at, *key)])]
+    return None, [_Segment(0, None, key)]
 
 
-def _page_keys(conn: Any, conditions: list[ColumnElement[bool]], segments: list[_Segment],
-               limit: int, offset: int) -> tuple[list[tuple[str, int]], int]:
-    """The (case id, repeat) keys of one page, and how many rows match in all."""
+CountCache = dict[tuple[Any, ...], dict[Any, int]]
+"""Segment sizes by (run, filter, sort), for a caller that knows the run can no longer change
+(a finished run)."""
+
+
+def _page_keys(conn: Any, conditions: list[ColumnElement[bool]], sort: CaseSort,
+               where: CaseFilter, limit: int, offset: int,
+               counts: dict[Any, int] | None) -> tuple[list[tuple[str, int]], int,
+                                                       dict[Any, int]]:
+    """The (case id, repeat) keys of one page, how many rows match in all, and the segment
+    sizes (to be cached by a caller that may)."""
     cr = schema.case_results
+    group, segments = _segments(sort, where)
+    if counts is None:
+        if group is None:  # each segment counted on its own
+            counts = {}
+            for segment in segments:
+                where_ = conditions if segment.condition is None else \
+                    [*conditions, segment.condition]
+                counts[segment.key] = int(conn.execute(
+                    select(func.count()).select_from(cr).where(*where_)).scalar_one())
+        else:  # a column that the index is in order of: one pass, no sorting
+            counts = {k: int(n) for k, n in conn.execute(
+                select(group, func.count()).select_from(cr).where(*conditions)
+                .group_by(group))}
     keys: list[tuple[str, int]] = []
     total = 0
     for segment in segments:
-        where = conditions if segment.condition is None else [*conditions, segment.condition]
-        count = int(conn.execute(select(func.count()).select_from(cr).where(*where))
-                    .scalar_one())
+        count = counts.get(segment.key, 0)
         start = max(0, offset - total)
         wanted = limit - len(keys)
         if wanted > 0 and start < count:
+            where_ = conditions if segment.condition is None else \
+                [*conditions, segment.condition]
             keys += [(r.case_id, r.repeat) for r in conn.execute(
-                select(cr.c.case_id, cr.c.repeat).where(*where).order_by(*segment.order)
+                select(cr.c.case_id, cr.c.repeat).where(*where_).order_by(*segment.order)
                 .limit(wanted).offset(start))]
         total += count
-    return keys, total
+    return keys, total, counts
 
 
 def _keys_by_evaluator(conn: Any, run_id: str, conditions: list[ColumnElement[bool]],
@@ -322,9 +349,10 @@ def _keys_by_evaluator(conn: Any, run_id: str, conditions: list[ColumnElement[bo
 
 def case_page(store: RunStore, run_id: str, where: CaseFilter,
               sort: CaseSort = CaseSort.PROBLEMS, limit: int = 50,
-              offset: int = 0) -> tuple[list[CaseRow], int]:
+              offset: int = 0, cache: CountCache | None = None) -> tuple[list[CaseRow], int]:
     """A page of a run's cases and how many match. With an evaluator named in ``where``, the
-    score sorts are by that evaluator's value.
+    score sorts are by that evaluator's value. ``cache`` keeps the counts of a run that can no
+    longer change between calls.
 
     Two steps: the page's keys from the indexes (see :func:`_segments`), then what the page
     shows for those keys only (a huge output is cut to a preview in the database)."""
@@ -336,7 +364,14 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
             keys, total = _keys_by_evaluator(conn, run_id, conditions, where.evaluator,
                                              sort is CaseSort.SCORE_DESC, limit, offset)
         else:
-            keys, total = _page_keys(conn, conditions, _segments(sort, where), limit, offset)
+            cache_key = (run_id, repr(where), sort.value)
+            found = None if cache is None else cache.get(cache_key)
+            keys, total, counts = _page_keys(conn, conditions, sort, where, limit, offset,
+                                             found)
+            if cache is not None and found is None:
+                cache[cache_key] = counts
+                while len(cache) > 1024:
+                    cache.pop(next(iter(cache)))
         ids = sorted({case_id for case_id, _ in keys})
         rows: dict[tuple[str, int], Any] = {}
         executions: dict[tuple[str, int], Any] = {}

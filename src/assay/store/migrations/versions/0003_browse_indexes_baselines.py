@@ -35,7 +35,8 @@ def upgrade() -> None:
                     ["run_id", "score", "case_id", "repeat"])
     op.create_index("ix_case_results_run_created_at", "case_results", ["run_id", "created_at"])
     op.create_index("ix_scores_run_evaluator_state", "scores",
-                    ["run_id", "evaluator", "value", "error_code", "passed"])
+                    ["run_id", "evaluator", "case_id", "repeat", "value", "error_code",
+                     "passed"])
     op.create_table(
         "baselines",
         sa.Column("suite", sa.String(500), primary_key=True),
