@@ -75,5 +75,7 @@ Index("ix_case_results_run_verdict_score", case_results.c.run_id, case_results.c
 Index("ix_case_results_run_score", case_results.c.run_id, case_results.c.score,
       case_results.c.case_id, case_results.c.repeat)
 Index("ix_case_results_run_created_at", case_results.c.run_id, case_results.c.created_at)
-Index("ix_scores_run_evaluator_state", scores.c.run_id, scores.c.evaluator, scores.c.case_id,
+Index("ix_scores_state", scores.c.run_id, scores.c.case_id, scores.c.repeat, scores.c.evaluator,
+      scores.c.value, scores.c.error_code, scores.c.passed)
+Index("ix_scores_evaluator_state", scores.c.run_id, scores.c.evaluator, scores.c.case_id,
       scores.c.repeat, scores.c.value, scores.c.error_code, scores.c.passed)

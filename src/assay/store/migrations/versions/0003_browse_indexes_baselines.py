@@ -3,8 +3,8 @@
 Indexes that answer a page of a run's cases in index order (by verdict then score, by score,
 by finish time) with the case key in the index, so that a page deep in a run of 100,000
 cases reads only index entries; a ``passed`` column on scores (filled from each stored score)
-and an index that covers every score's state, so that filtering and counting by an
-evaluator's result never reads the scores' JSON; runs by date and suite; and the
+and an index of every score's key and state, so that a page's scores, filtering and counting
+by an evaluator's result never read the scores' JSON; runs by date and suite; and the
 ``baselines`` table: one baseline run per (suite, target).
 """
 
@@ -34,7 +34,10 @@ def upgrade() -> None:
     op.create_index("ix_case_results_run_score", "case_results",
                     ["run_id", "score", "case_id", "repeat"])
     op.create_index("ix_case_results_run_created_at", "case_results", ["run_id", "created_at"])
-    op.create_index("ix_scores_run_evaluator_state", "scores",
+    op.create_index("ix_scores_state", "scores",
+                    ["run_id", "case_id", "repeat", "evaluator", "value", "error_code",
+                     "passed"])
+    op.create_index("ix_scores_evaluator_state", "scores",
                     ["run_id", "evaluator", "case_id", "repeat", "value", "error_code",
                      "passed"])
     op.create_table(
