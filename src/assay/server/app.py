@@ -227,7 +227,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     # -- the UI -----------------------------------------------------------------------------
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def index() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html",
                             headers={"cache-control": "no-store"})
