@@ -134,4 +134,4 @@ def test_an_unknown_name_lists_what_is_registered(tmp_path):
     project.mkdir()
     done = run(tmp_path, project, "run", "x.yaml", "--report", "nope:out.txt")
     assert done.returncode == 2
-    assert "unknown reporter 'nope'; known: jsonl, junit, uipath" in done.stderr
+    assert "unknown reporter 'nope'; known: html, jsonl, junit, markdown, uipath" in done.stderr

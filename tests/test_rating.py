@@ -27,7 +27,7 @@ def rating(answer: int, table: str | None = None, **extra: object) -> dict:
 async def test_a_rating_is_kept_raw_and_normalised(engine_factory):
     score = await build(rating(4)).evaluate(CASE, EXECUTION, EvalContext(engine_factory()))
     assert score.raw == 4 and score.scale == "1-5" and score.value == pytest.approx(0.75)
-    assert score.rationale == "ok" and score.details is None
+    assert score.rationale == "ok" and set(score.details or {}) == {"judge_request", "judge_answer"}
 
 
 async def test_logprobs_weight_the_rating(engine_factory, mock_server):
@@ -36,7 +36,7 @@ async def test_logprobs_weight_the_rating(engine_factory, mock_server):
     expected = 4 * 0.5 + 5 * 0.3 + 3 * 0.2
     assert score.raw == pytest.approx(expected)
     assert score.value == pytest.approx((expected - 1) / 4)
-    assert score.details == {"weighted": True, "answered": 4, "distribution": {
+    assert judged_details(score) == {"weighted": True, "answered": 4, "distribution": {
         "3": pytest.approx(0.2), "4": pytest.approx(0.5), "5": pytest.approx(0.3)}}
 
 
@@ -46,7 +46,7 @@ async def test_without_logprobs_from_the_server_the_plain_rating_stands(engine_f
     judge = build(rating(2, '{"2": 0.5, "3": 0.5}', logprobs=True))
     score = await judge.evaluate(CASE, EXECUTION, EvalContext(engine_factory()))
     assert score.raw == 2 and score.value == pytest.approx(0.25)
-    assert score.details == {"weighted": False, "answered": 2,
+    assert judged_details(score) == {"weighted": False, "answered": 2,
                              "why": "the provider returned no token log-probabilities"}
 
 
@@ -92,3 +92,9 @@ def test_rating_config_is_checked():
         build({"type": "rating", "prompt": "{{question}}"})
     assert build({"type": "rating", "scale": [0, 10]}).calibration_scale() == {
         "kind": "ordinal", "scale": [0, 10]}
+
+
+def judged_details(score):
+    """A score's details without the judge's request and answer, which every LLM score keeps."""
+    return {k: v for k, v in (score.details or {}).items()
+            if k not in ("judge_request", "judge_answer")}

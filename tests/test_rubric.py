@@ -119,6 +119,8 @@ async def test_score_ranges_weighted_normalised_average(engine_factory, mock_ser
     assert score.value == pytest.approx(2.2 / 3)
     assert score.passed is False  # 0.733 < 0.8
     assert score.scale == "0-10" and score.raw == {"clarity": 8, "accuracy": 6}
+    assert score.details is not None
+    assert score.details.pop("judge_request") and score.details.pop("judge_answer")
     assert score.details == {"raw_scores": {"clarity": 8, "accuracy": 6},
                              "normalization": "score / 10", "aggregation": "weighted_average",
                              "below_required_min": []}

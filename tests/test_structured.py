@@ -26,6 +26,7 @@ async def test_invalid_output_after_reasks_is_an_error_score_counted_as_error(en
     assert bad.value is None
     assert bad.error is not None and bad.error.code == "judge_output_invalid"
     assert "3 asks" in bad.error.message
+    assert bad.details is not None and bad.details.pop("judge_request")  # what was asked
     assert bad.details == {"raw_output": "I think it is quite similar, maybe 80?"}
     assert bad.usage.calls == 3
     assert mock_server.stats.requests == 3

@@ -392,9 +392,6 @@ class Score(_Model):
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float | None = None
     judge_model: str | None = None
-    provider_request: dict[str, Any] | None = Field(
-        default=None, description="what the judge was asked (model, system and user prompts, "
-        "bounded): AgentV's evaluator_provider_request")
 
     @field_validator("value")
     @classmethod

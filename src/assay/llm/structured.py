@@ -57,9 +57,6 @@ class StructuredResult(Generic[T]):
     latency_ms: float = 0.0
     model: str = ""
     asks: int = 0
-    request: dict[str, Any] | None = None
-    """What was asked (model, system and user prompts): for result rows that show the
-    provider request, as AgentV's ``evaluator_provider_request`` does."""
     logprobs: list[dict[str, Any]] | None = None
     """The answer's token log-probabilities (``choices[0].logprobs.content``), when they were
     asked for and the provider returned them; None otherwise."""
@@ -91,7 +88,6 @@ async def ask_structured(
     shown = provider.spec.display
     json_schema = json_schema_of(schema)
     conversation = [dict(m) for m in messages]
-    asked: dict[str, Any] = {"model": shown, "messages": [dict(m) for m in messages]}
     usage = Usage()
     started = time.perf_counter()
     raw_text = ""
@@ -109,7 +105,7 @@ async def ask_structured(
                 usage = usage + Usage(retries=max(0, exc.attempts - 1))
             return StructuredResult(
                 None, _kept(engine, raw_text), ScoreError(code=exc.code, message=str(exc)),
-                usage, (time.perf_counter() - started) * 1000, shown, asks, asked)
+                usage, (time.perf_counter() - started) * 1000, shown, asks)
         usage = usage + _usage_of(result)
         raw_text, payload = _payload(result)
         try:
@@ -129,7 +125,7 @@ async def ask_structured(
         else:
             engine.remember(result)
             return StructuredResult(value, raw_text, None, usage,
-                                    (time.perf_counter() - started) * 1000, shown, asks, asked,
+                                    (time.perf_counter() - started) * 1000, shown, asks,
                                     _logprobs(result) if top_logprobs else None)
         conversation = [*conversation, {"role": "assistant",
                                         "content": bounded(raw_text, REASK_ECHO_CHARS)},
@@ -138,7 +134,7 @@ async def ask_structured(
         None, _kept(engine, raw_text),
         ScoreError(code="judge_output_invalid",
                    message=engine.scrub(f"judge output invalid after {asks} asks: {problem}")),
-        usage, (time.perf_counter() - started) * 1000, shown, asks, asked)
+        usage, (time.perf_counter() - started) * 1000, shown, asks)
 
 
 def bounded(text: str, limit: int) -> str:

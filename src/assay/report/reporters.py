@@ -44,3 +44,31 @@ def write_uipath_report(result: Any, path: Path) -> None:
     from assay.report.uipath_output import render_for_records, write_uipath_output
 
     write_uipath_output(path, render_for_records(result))
+
+
+def _stored(result: Any, what: str) -> Any:
+    from assay.errors import ConfigError
+
+    if result.store is None:
+        raise ConfigError(f"the {what} report reads the run from its store; this run has "
+                          "none (a dry run)", code="no_store")
+    result.store.flush()
+    return result.store
+
+
+@reporter("html")
+def write_html_report(result: Any, path: Path) -> None:
+    """One self-contained HTML file: the run's page and its cases' details (no network)."""
+    from assay.report.html import write_html
+
+    store = _stored(result, "html")
+    write_html(store, store.run_record(result.run_id), path)
+
+
+@reporter("markdown")
+def write_markdown_report(result: Any, path: Path) -> None:
+    """A Markdown summary for a pull-request comment or a GitHub step summary."""
+    from assay.report.markdown import write_markdown
+
+    store = _stored(result, "markdown")
+    write_markdown(store, store.run_record(result.run_id), path)

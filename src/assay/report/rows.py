@@ -28,6 +28,17 @@ AGENT_REQUEST_KINDS = frozenset({"command", "agent"})
 """Executions whose ``provider_request`` AgentV calls ``agent_provider_request``."""
 
 
+def judge_request(score: Score) -> dict[str, Any] | None:
+    """What the score's judge was last asked, as AgentV's ``evaluator_provider_request``
+    shows it (from the request the score keeps in ``details``; None when no judge was)."""
+    messages = (score.details or {}).get("judge_request")
+    if not isinstance(messages, list):
+        return None
+    by_role = {m.get("role"): m.get("content") for m in messages if isinstance(m, dict)}
+    return {"target": score.judge_model, "system_prompt": by_role.get("system"),
+            "user_prompt": by_role.get("user")}
+
+
 def evaluator_result(score: Score, spec: EvaluatorSpec | None = None) -> dict[str, Any]:
     """One evaluator's entry in a row; composite members and groups nest as
     ``evaluator_results``."""
@@ -44,8 +55,9 @@ def evaluator_result(score: Score, spec: EvaluatorSpec | None = None) -> dict[st
         "skipped": score.skipped, "details": score.details, "judge_model": score.judge_model,
         "latency_ms": score.latency_ms, "usage": score.usage.model_dump(),
     }
-    if score.provider_request is not None:
-        entry["evaluator_provider_request"] = score.provider_request
+    asked = judge_request(score)
+    if asked is not None:
+        entry["evaluator_provider_request"] = asked
     nested = [evaluator_result(p) for p in score.parts] + _members(score)
     if nested:
         entry["evaluator_results"] = nested

@@ -27,8 +27,9 @@ class Baseline(BaseModel):
 
 
 def scope_of(run: RunRecord) -> tuple[str, str]:
-    """A run's baseline scope: its suite, and the target that ran it ("" for none)."""
-    return run.suite, run.config.target or ""
+    """A run's baseline scope: its suite, and the target that ran it (the run's override,
+    else the suite's; "" for none)."""
+    return run.suite, run.config.target_override or run.config.target or ""
 
 
 def set_baseline(store: RunStore, run_id: str) -> Baseline:
@@ -82,5 +83,19 @@ def clear_baseline(store: RunStore, suite: str, target: str | None = None) -> bo
     return bool(done.rowcount)
 
 
-__all__ = ["Baseline", "baseline_for", "clear_baseline", "get_baseline", "list_baselines",
-           "scope_of", "set_baseline"]
+def unmark(store: RunStore, run_id: str) -> bool:
+    """Stop ``run_id`` being a baseline; False when it was none."""
+    with store._begin() as conn:
+        done = conn.execute(delete(schema.baselines).where(
+            schema.baselines.c.run_id == run_id)).rowcount
+    return bool(done)
+
+
+def baseline_ids(store: RunStore) -> set[str]:
+    """The ids of every scope's baseline run."""
+    with store._begin() as conn:
+        return {r.run_id for r in conn.execute(select(schema.baselines.c.run_id))}
+
+
+__all__ = ["Baseline", "baseline_for", "baseline_ids", "clear_baseline", "get_baseline",
+           "list_baselines", "scope_of", "set_baseline", "unmark"]

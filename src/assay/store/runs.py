@@ -189,6 +189,7 @@ class RunStore:
         self._queue(schema.scores, {
             "run_id": run_id, "case_id": case_id, "repeat": repeat, "evaluator": score.name,
             "value": score.value, "error_code": score.error.code if score.error else None,
+            "passed": score.passed if score.value is not None else None,
             "score": encode(score), "created_at": time.time()})
 
     def record_case(self, record: CaseRecord) -> None:

@@ -9,7 +9,7 @@ once, which is what lets a killed run resume without duplicates.
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Column, Float, Integer, MetaData, String, Table
+from sqlalchemy import JSON, Boolean, Column, Float, Index, Integer, MetaData, String, Table
 
 metadata = MetaData()
 
@@ -42,6 +42,8 @@ scores = Table(
     Column("value", Float),
     Column("error_code", String(100)),
     Column("score", JSON, nullable=False),
+    Column("passed", Boolean, doc="the score's own pass or fail, for filtering without "
+           "reading its JSON (None for errors, skips and scores stored before it existed)"),
     Column("created_at", Float, nullable=False),
 )
 
@@ -83,3 +85,16 @@ calibrations = Table(
     Column("created_at", Float, nullable=False),
     Column("report", JSON, nullable=False),
 )
+
+# Browsing large runs: pages of cases by verdict, score or evaluator, runs by date and suite.
+Index("ix_runs_created_at", runs.c.created_at)
+Index("ix_runs_suite_created_at", runs.c.suite, runs.c.created_at)
+Index("ix_case_results_run_verdict_score", case_results.c.run_id, case_results.c.verdict,
+      case_results.c.score, case_results.c.case_id, case_results.c.repeat)
+Index("ix_case_results_run_score", case_results.c.run_id, case_results.c.score,
+      case_results.c.case_id, case_results.c.repeat)
+Index("ix_case_results_run_created_at", case_results.c.run_id, case_results.c.created_at)
+Index("ix_scores_state", scores.c.run_id, scores.c.case_id, scores.c.repeat, scores.c.evaluator,
+      scores.c.value, scores.c.error_code, scores.c.passed)
+Index("ix_scores_evaluator_state", scores.c.run_id, scores.c.evaluator, scores.c.case_id,
+      scores.c.repeat, scores.c.value, scores.c.error_code, scores.c.passed)

@@ -1,0 +1,48 @@
+"""``assay report``: a stored run as a static HTML file or Markdown."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from assay.cli.app import app, friendly_errors
+from assay.cli.run import store_url
+from assay.errors import ConfigError
+
+
+@app.command()
+@friendly_errors
+def report(
+    run_id: str = typer.Argument(..., metavar="RUN"),
+    html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report "
+                                     "(works opened from disk, no network)."),
+    markdown: str | None = typer.Option(None, "--markdown", help="Write a Markdown summary "
+                                        "to this file, or '-' for standard output (append it "
+                                        "to $GITHUB_STEP_SUMMARY)."),
+    max_cases: int = typer.Option(5000, "--max-cases", min=1,
+                                  help="Cases included in the HTML report, problems first."),
+    store: str | None = typer.Option(None, "--store", help="Run store URL."),
+) -> None:
+    """Render a stored run for people: an HTML file for CI artifacts, Markdown for reviews."""
+    from assay.report.html import write_html
+    from assay.report.markdown import render_markdown, write_markdown
+    from assay.report.outputs import check_outputs
+    from assay.store.runs import RunStore
+
+    if html is None and markdown is None:
+        raise ConfigError("give --html FILE, --markdown FILE or --markdown -", code="no_output")
+    url = store_url(store)
+    inputs = {Path(url.removeprefix("sqlite:///")): "the run store"} \
+        if url.startswith("sqlite:///") else {}
+    md_path = None if markdown in (None, "-") else Path(markdown)
+    check_outputs({"--html": html, "--markdown": md_path}, inputs)
+    runs = RunStore(url)
+    run = runs.run_record(run_id)
+    if html is not None:
+        write_html(runs, run, html, max_cases)
+    if md_path is not None:
+        write_markdown(runs, run, md_path)
+    elif markdown == "-":
+        sys.stdout.write(render_markdown(runs, run))

@@ -1,0 +1,98 @@
+"""The static HTML report: one self-contained file with a run's page and its cases' details.
+
+It is the web UI itself (the same page, stylesheet and script as ``assay serve``), inlined,
+with the run's data embedded as JSON in a ``<script type="application/json">`` block that the
+page reads in place of the API. Opened from disk it needs no network, and its
+Content-Security-Policy lets only that one script and stylesheet run (by their hashes): the
+data is never markup, and the page builds every element from it with ``textContent``.
+
+A run of many cases keeps the report small: the first ``max_cases`` cases, problems first
+(errors, failures, borderline), are included, and the page says how many there were.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from assay import __version__
+from assay.errors import ConfigError
+from assay.records import RunRecord
+from assay.store import queries
+from assay.store.runs import RunStore
+
+MAX_CASES = 5000
+
+_JSON_IN_HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                               "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def json_for_script(data: Any) -> str:
+    """JSON that cannot end or comment out the ``<script>`` element it sits in: every ``<``,
+    ``>`` and ``&`` is written as a JSON escape (the parsed value is unchanged)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_JSON_IN_HTML)
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> dict[str, Any]:
+    """What the page reads: the run, its score distributions, and its first ``max_cases``
+    cases (problems first), each with its details."""
+    from assay.server.views import case_detail, run_detail
+
+    target = queries.run_target(run)
+    rows, total = queries.case_page(store, run.id, queries.CaseFilter(), limit=max_cases)
+    details: dict[str, Any] = {}
+    wanted = {(r.case_id, r.repeat) for r in rows}
+    for record in store.case_records(run.id):
+        if (record.case_id, record.repeat) in wanted:
+            details[f"{record.case_id}#{record.repeat}"] = case_detail(record).model_dump(
+                mode="json")
+    return {
+        "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        + f" · assay {__version__}"
+        + (f" · {len(rows)} of {total} cases, problems first" if total > len(rows) else ""),
+        "run": run_detail(run, target).model_dump(mode="json"),
+        "histograms": queries.histograms(store, run.id).model_dump(mode="json"),
+        "cases": [r.model_dump(mode="json") for r in rows],
+        "details": details,
+    }
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The report page for ``data`` (see :func:`report_data`)."""
+    from assay.server import STATIC_DIR
+
+    page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    css = (STATIC_DIR / "app.css").read_text(encoding="utf-8")
+    script = (STATIC_DIR / "app.js").read_text(encoding="utf-8")
+    if "</" in css or "</script" in script.lower():
+        raise ConfigError("the viewer's own files cannot be inlined (they hold a closing tag)")
+    policy = (f"default-src 'none'; script-src '{_sha256(script)}'; "
+              f"style-src '{_sha256(css)}'; img-src data:; base-uri 'none'; form-action 'none'")
+    head_link = '<link rel="stylesheet" href="static/app.css">'
+    head_script = '<script src="static/app.js" defer></script>'
+    if head_link not in page or head_script not in page or "</body>" not in page:
+        raise ConfigError("the viewer's index.html does not have the expected layout")
+    page = page.replace(
+        '<meta charset="utf-8">',
+        f'<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" '
+        f'content="{policy}">', 1)
+    page = page.replace(head_link, f"<style>{css}</style>", 1).replace(head_script, "", 1)
+    body = (f'<script type="application/json" id="assay-data">{json_for_script(data)}</script>\n'
+            f"<script>{script}</script>\n</body>")
+    return page.replace("</body>", body, 1)
+
+
+def write_html(store: RunStore, run: RunRecord, path: Path,
+               max_cases: int = MAX_CASES) -> None:
+    from assay.report.outputs import write_atomic
+
+    write_atomic(path, render_html(report_data(store, run, max_cases)).encode("utf-8"),
+                 "HTML report")

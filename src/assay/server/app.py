@@ -1,0 +1,456 @@
+"""The FastAPI application: the REST API over a run store, and the web UI's files.
+
+Every route reads the store through :mod:`assay.store.queries` (a page at a time) and answers
+with the library's typed records or views built from them, so the OpenAPI document describes
+exactly what the library stores. Every error is JSON, ``{"detail": ..., "code": ...}``:
+400 for a malformed parameter (naming it), 401 without the token, 404 for an unknown run or
+case, 409 for a change a run's state forbids, 413 for a body over the limit, 503 when the
+store cannot be read (naming it with its password hidden), and 500 without a stack trace for
+anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from assay import __version__
+from assay.records import RunRecord, RunStatus, Verdict
+from assay.server import STATIC_DIR
+from assay.server.comparison import (
+    NotComparable,
+    RunComparison,
+    RunNotCompleted,
+    RunNotFound,
+    Thresholds,
+    compare,
+)
+from assay.server.launches import Launcher, LaunchRefused, RunRequest, sse, stream
+from assay.server.security import SecurityMiddleware
+from assay.server.settings import LOOPBACK_NAMES, ServerSettings
+from assay.server.views import CaseDetail, RunDetail, case_detail, run_detail
+from assay.store import baselines, queries
+from assay.store.errors import StoreError
+from assay.store.runs import RunStore
+
+log = logging.getLogger("assay.server")
+
+MAX_PAGE = 500
+RunId = Annotated[str, PathParam(min_length=1, max_length=200)]
+MAX_TEXT = 500
+
+
+class ErrorBody(BaseModel):
+    detail: str
+    code: str
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+
+
+class Page(BaseModel):
+    total: int = Field(description="how many match the filters")
+    limit: int
+    offset: int
+
+
+class RunPage(Page):
+    items: list[queries.RunItem]
+
+
+class CasePage(Page):
+    items: list[queries.CaseRow]
+
+
+class BaselinePatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    is_baseline: bool
+
+
+class Launched(BaseModel):
+    run_id: str
+    status: RunStatus
+    stream: str
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 404, 413, 503)}
+
+
+class StoreHolder:
+    """The server's reading store, opened on first use and again after a failure to open (a
+    database that was down, or mid-upgrade, answers 503 until it is back)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._store: RunStore | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> RunStore:
+        with self._lock:
+            if self._store is None:
+                self._store = RunStore(self.url)
+            return self._store
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+def _bad_value(name: str, value: str, expected: str) -> ApiError:
+    shown = value if len(value) <= 80 else value[:80] + "…"
+    return ApiError(400, "invalid_parameter",
+                    f"query parameter {name!r}: {shown!r} is not {expected}")
+
+
+def _time(value: datetime | None) -> float | None:
+    """A time given as an ISO 8601 date or date-time (UTC unless it says otherwise), or as
+    seconds since 1970 (which pydantic reads as a date-time too)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
+def _verdicts(values: list[str]) -> list[Verdict]:
+    found = []
+    for value in values:
+        for part in value.split(","):
+            if not part:
+                continue
+            try:
+                found.append(Verdict(part))
+            except ValueError:
+                raise _bad_value("verdict", part, "one of " + ", ".join(
+                    v.value for v in Verdict)) from None
+    return found
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    """The application for ``settings`` (see :class:`ServerSettings`)."""
+    settings.check()
+    holder = StoreHolder(settings.store_url)
+    launcher = Launcher(settings.store_url, settings.suite_roots)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await launcher.aclose()
+        holder.close()
+
+    app = FastAPI(title="assay", version=__version__, docs_url=None, redoc_url=None,
+                  lifespan=lifespan, description=(
+                      "Runs, cases, comparisons and baselines of an assay run store. Every "
+                      "error is JSON with 'detail' and 'code'. Send 'Authorization: Bearer "
+                      "TOKEN' when the server has a token (ASSAY_SERVER_TOKEN)."))
+    app.state.settings = settings
+    app.state.launcher = launcher
+    allowed = None if settings.token is not None else LOOPBACK_NAMES
+    app.add_middleware(SecurityMiddleware, token=settings.token,
+                       max_body_bytes=settings.max_body_bytes, allowed_hosts=allowed)
+
+    histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
+    count_cache: queries.CountCache = {}  # of finished runs only: their cases never change
+
+    def store() -> RunStore:
+        return holder.get()
+
+    def require_run(run_id: str) -> RunRecord:
+        run = queries.find_run(store(), run_id)
+        if run is None:
+            raise ApiError(404, "run_not_found", f"Run not found: {run_id!r}")
+        return run
+
+    # -- errors -----------------------------------------------------------------------------
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail, "code": exc.code}, status_code=exc.status)
+
+    @app.exception_handler(StoreError)
+    async def _store_error(_request: Request, exc: StoreError) -> JSONResponse:
+        return JSONResponse({"detail": exc.message, "code": "store_unavailable"},
+                            status_code=503)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for error in exc.errors()[:5]:
+            loc = [str(p) for p in error.get("loc", ())]
+            where = {"query": "query parameter", "path": "path parameter",
+                     "body": "body field"}.get(loc[0] if loc else "", "parameter")
+            name = ".".join(loc[1:]) or "body"
+            given = error.get("input")
+            shown = "" if isinstance(given, dict | list) or given is None else \
+                f" (got {str(given)[:80]!r})"
+            problems.append(f"{where} {name!r}: {error.get('msg', 'invalid')}{shown}")
+        return JSONResponse({"detail": "; ".join(problems) or "invalid request",
+                             "code": "invalid_parameter"}, status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+        return JSONResponse({"detail": detail, "code": code}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
+        log.error("internal error: %s", type(exc).__name__, exc_info=exc)
+        return JSONResponse({"detail": "internal error; the server's log has the details",
+                             "code": "internal_error"}, status_code=500)
+
+    # -- the UI -----------------------------------------------------------------------------
+
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html",
+                            headers={"cache-control": "no-store"})
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/health", response_model=Health, responses={503: {"model": ErrorBody}},
+             tags=["server"])
+    def health() -> Health:
+        """Whether the store can be read."""
+        queries.list_runs(store(), queries.RunFilter(), limit=1)
+        return Health(status="ok", version=__version__)
+
+    # -- runs -------------------------------------------------------------------------------
+
+    @app.get("/runs", response_model=RunPage, responses=ERRORS, tags=["runs"])
+    def list_runs(
+            suite: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+            target: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+            status: RunStatus | None = None,
+            since: Annotated[datetime | None, Query(description=(
+                "runs created at or after: an ISO 8601 date or date-time, or seconds since "
+                "1970"))] = None,
+            until: Annotated[datetime | None, Query(description=(
+                "runs created before: an ISO 8601 date or date-time, or seconds since "
+                "1970"))] = None,
+            limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+            offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> RunPage:
+        """Runs, newest first."""
+        where = queries.RunFilter(suite=suite, target=target, status=status,
+                                  since=_time(since), until=_time(until))
+        items, total = queries.list_runs(store(), where, limit, offset)
+        return RunPage(items=items, total=total, limit=limit, offset=offset)
+
+    @app.get("/runs/compare", response_model=RunComparison, responses=ERRORS,
+             tags=["compare"])
+    def compare_runs(
+            baseline_run_id: Annotated[str, Query(min_length=1, max_length=200)],
+            candidate_run_id: Annotated[str, Query(min_length=1, max_length=200)],
+            max_pass_rate_drop: Annotated[float | None, Query(
+                allow_inf_nan=False, description="a fraction; default 0.0")] = None,
+            max_avg_score_drop: Annotated[float | None, Query(
+                allow_inf_nan=False, description="points of the 0-100 score; default 5.0")]
+            = None,
+            max_latency_increase_pct: Annotated[float | None, Query(
+                allow_inf_nan=False, description="a fraction (0.2 is 20%); default 0.2")]
+            = None) -> RunComparison:
+        """Compare a candidate run with a baseline (both completed): Connexity's verdict,
+        aggregate and per-metric deltas, per-case statuses (regressions first), the config
+        diff. Thresholds not given keep their defaults."""
+        given = {k: v for k, v in {
+            "max_pass_rate_drop": max_pass_rate_drop, "max_avg_score_drop": max_avg_score_drop,
+            "max_latency_increase_pct": max_latency_increase_pct}.items() if v is not None}
+        try:
+            return compare(store(), baseline_run_id, candidate_run_id, Thresholds(**given))
+        except RunNotFound as exc:
+            raise ApiError(404, "run_not_found", str(exc)) from None
+        except (RunNotCompleted, NotComparable) as exc:
+            raise ApiError(400, "not_comparable", str(exc)) from None
+
+    @app.get("/runs/baseline", response_model=RunDetail, responses=ERRORS, tags=["baselines"])
+    def get_baseline(suite: Annotated[str, Query(min_length=1, max_length=MAX_TEXT)],
+                     target: Annotated[str | None, Query(max_length=MAX_TEXT)] = None) \
+            -> RunDetail:
+        """The baseline run of a suite (and target: none means runs without one)."""
+        found = baselines.get_baseline(store(), suite, target)
+        if found is None:
+            raise ApiError(404, "no_baseline", "Baseline run not found for this suite and "
+                           "target; mark one with PATCH /runs/{id} {\"is_baseline\": true}")
+        return _detail(require_run(found.run_id))
+
+    def _detail(run: RunRecord) -> RunDetail:
+        found = baselines.get_baseline(store(), *baselines.scope_of(run))
+        return run_detail(run, queries.run_target(run), found.run_id if found else None,
+                          launcher.running(run.id))
+
+    @app.get("/runs/{run_id}", response_model=RunDetail, responses=ERRORS, tags=["runs"])
+    def get_run(run_id: RunId) -> RunDetail:
+        """A run: status, summary, gates and config snapshot."""
+        return _detail(require_run(run_id))
+
+    @app.patch("/runs/{run_id}", response_model=RunDetail, responses=ERRORS,
+               tags=["baselines"])
+    def patch_run(run_id: RunId,
+                  patch: Annotated[BaselinePatch, Body()]) -> RunDetail:
+        """Mark a completed run as the baseline of its suite and target (replacing any other),
+        or unmark it."""
+        run = require_run(run_id)
+        if patch.is_baseline and run.status is not RunStatus.COMPLETED:
+            raise ApiError(400, "not_completed", "Only completed runs can be marked as "
+                           f"baseline (status={run.status.value})")
+        if patch.is_baseline:
+            baselines.set_baseline(store(), run.id)
+        else:
+            baselines.unmark(store(), run.id)
+        return _detail(run)
+
+    @app.delete("/runs/{run_id}", status_code=204, responses={**ERRORS, 409: {
+        "model": ErrorBody}}, tags=["runs"])
+    def delete_run(run_id: RunId) -> Response:
+        """Delete a run and all it stored. A run still running is refused."""
+        run = require_run(run_id)
+        if run.status is RunStatus.RUNNING:
+            raise ApiError(409, "run_running", f"run {run.id} is running; cancel it or let "
+                           "it finish before deleting it")
+        queries.delete_run(store(), run.id)
+        return Response(status_code=204)
+
+    @app.get("/runs/{run_id}/cases", response_model=CasePage, responses=ERRORS,
+             tags=["cases"])
+    def list_cases(
+            run_id: RunId,
+            verdict: Annotated[list[str], Query(description=(
+                "verdicts to keep (repeat the parameter, or separate with commas)"))] = [],  # noqa: B006
+            evaluator: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+            evaluator_state: Annotated[queries.EvaluatorState | None, Query(description=(
+                "keep cases whose score from the evaluator (or, without one, from any "
+                "evaluator) is in this state"))] = None,
+            q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
+                "text to find in the case id, the case or what the agent did"))] = None,
+            sort: queries.CaseSort = queries.CaseSort.PROBLEMS,
+            limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+            offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> CasePage:
+        """A page of a run's cases. ``problems`` (the default) puts errors, then failures,
+        then borderline cases first, lowest score first."""
+        run = require_run(run_id)
+        where = queries.CaseFilter(verdicts=_verdicts(verdict), evaluator=evaluator,
+                                   evaluator_state=evaluator_state, text=q or None)
+        items, total = queries.case_page(
+            store(), run.id, where, sort, limit, offset,
+            count_cache if run.status is RunStatus.COMPLETED else None)
+        return CasePage(items=items, total=total, limit=limit, offset=offset)
+
+    @app.get("/runs/{run_id}/case", response_model=CaseDetail, responses=ERRORS,
+             tags=["cases"])
+    def get_case(run_id: RunId,
+                 case_id: Annotated[str, Query(min_length=1, max_length=1000)],
+                 repeat: Annotated[int, Query(ge=0, le=10**6)] = 0) -> CaseDetail:
+        """One case: the case, what the agent did, every score in full (judge transcripts
+        included), and its tool calls and retrievals. The case id is a query parameter, so
+        that any id (slashes, dots, spaces) names its case."""
+        run = require_run(run_id)
+        record = queries.case_record(store(), run.id, case_id, repeat)
+        if record is None:
+            raise ApiError(404, "case_not_found",
+                           f"Case not found: {case_id!r} (repeat {repeat}) in run {run.id}")
+        return case_detail(record)
+
+    @app.get("/runs/{run_id}/histograms", response_model=queries.Histograms, responses=ERRORS,
+             tags=["runs"])
+    def get_histograms(run_id: RunId) -> queries.Histograms:
+        """The run's case scores and each evaluator's values in ten bins."""
+        run = require_run(run_id)
+        if run.status is not RunStatus.COMPLETED:
+            return queries.histograms(store(), run.id)
+        key = (run.id, run.finished_at)  # a finished run's scores no longer change
+        found = histogram_cache.get(key)
+        if found is None:
+            found = histogram_cache[key] = queries.histograms(store(), run.id)
+            while len(histogram_cache) > 256:
+                histogram_cache.pop(next(iter(histogram_cache)))
+        return found
+
+    # -- starting runs ----------------------------------------------------------------------
+
+    @app.post("/runs", response_model=Launched, status_code=202,
+              responses={**ERRORS, 403: {"model": ErrorBody}}, tags=["launch"])
+    async def post_run(request: Annotated[RunRequest, Body()]) -> Launched:
+        """Start a run of a suite under the server's suite roots; follow it at ``stream``."""
+        if not settings.allow_runs:
+            raise ApiError(403, "runs_disabled", "this server does not start runs "
+                           "(assay serve --no-runs)")
+        try:
+            launch = await launcher.start(request)
+        except LaunchRefused as exc:
+            raise ApiError(exc.status, exc.code, exc.message) from None
+        return Launched(run_id=launch.run_id, status=RunStatus.RUNNING,
+                        stream=f"/runs/{launch.run_id}/stream")
+
+    @app.post("/runs/{run_id}/cancel", response_model=RunDetail,
+              responses={**ERRORS, 409: {"model": ErrorBody}}, tags=["launch"])
+    async def cancel_run(run_id: RunId) -> RunDetail:
+        """Cancel a run this server started: it stops and is marked interrupted."""
+        if not await launcher.cancel(run_id):
+            raise ApiError(409, "not_running_here",
+                           f"run {run_id!r} is not running in this server")
+        return await asyncio.to_thread(lambda: _detail(require_run(run_id)))
+
+    @app.get("/runs/{run_id}/stream", responses={**ERRORS, 200: {
+        "content": {"text/event-stream": {}}, "description": "server-sent events"}},
+        response_class=StreamingResponse, tags=["launch"])
+    async def stream_run(run_id: RunId) -> StreamingResponse:
+        """A run's progress as server-sent events: ``run_started``, ``test_case_completed``
+        (completed_count, total_count, passed, overall_score, error_message), then one of
+        ``run_completed``, ``run_cancelled``, ``run_failed``. A run this server did not start
+        is followed through the store (``run_progress`` once a second)."""
+        launch = launcher.launches.get(run_id)
+        if launch is not None:
+            events = stream(launch)
+        else:
+            run = await asyncio.to_thread(require_run, run_id)
+            events = _follow(run)
+        return StreamingResponse(events, media_type="text/event-stream",
+                                 headers={"cache-control": "no-store",
+                                          "x-accel-buffering": "no"})
+
+    def _stored_cases(run_id: str) -> int:
+        return queries.case_page(store(), run_id, queries.CaseFilter(), limit=1)[1]
+
+    async def _follow(run: RunRecord, every_s: float = 1.0) -> AsyncIterator[bytes]:
+        terminal = {RunStatus.COMPLETED: "run_completed", RunStatus.INTERRUPTED: "run_cancelled",
+                    RunStatus.FAILED: "run_failed"}
+        while True:
+            if run.status in terminal:
+                yield sse(terminal[run.status], {"run_id": run.id, "status": run.status.value})
+                return
+            count = await asyncio.to_thread(_stored_cases, run.id)
+            yield sse("run_progress", {"run_id": run.id, "completed_count": count})
+            await asyncio.sleep(every_s)
+            found = await asyncio.to_thread(queries.find_run, store(), run.id)
+            if found is None:
+                yield sse("run_failed", {"run_id": run.id, "status": "deleted"})
+                return
+            run = found
+
+    return app

@@ -1,0 +1,231 @@
+"""Runs started through the API: ``POST /runs``, their progress as server-sent events, and
+cancel.
+
+A run is :func:`assay.evaluate_async` in a task of the server's event loop, with its own
+:class:`RunStore` (the server's reading store never holds queued rows). Its progress is a list
+of events kept for the run's life, so a client that connects late, or reconnects, reads it from
+the start; event names follow Connexity's stream: ``run_started``, ``test_case_completed``,
+``run_completed``, ``run_cancelled``, ``run_failed``. Cancelling the task marks the run
+interrupted, as Ctrl-C does for ``assay run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.errors import EvaluationError
+from assay.records import CaseRecord, RunRecord, RunStatus, Verdict
+from assay.redact import scrub
+
+TERMINAL_EVENTS = ("run_completed", "run_cancelled", "run_failed")
+START_TIMEOUT_S = 120.0
+"""How long ``POST /runs`` waits for the run to be created (the suite loaded and checked)."""
+
+
+class RunRequest(BaseModel):
+    """A run to start: a suite the server may read, and what ``assay run`` would be told."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str = Field(description="a suite path, relative to one of the server's suite roots",
+                       min_length=1, max_length=1000)
+    target: str | None = Field(default=None, max_length=500)
+    judge_model: str | None = Field(default=None, max_length=500)
+    concurrency: int | None = Field(default=None, ge=1, le=256)
+    repeat: int | None = Field(default=None, ge=1, le=100)
+    filter: str | None = Field(default=None, max_length=500)
+
+
+class LaunchRefused(Exception):
+    """A run request the server will not start; ``status`` is the HTTP status."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Launch:
+    run_id: str
+    task: asyncio.Task[Any] | None = None
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    total: int = 0
+    done: int = 0
+
+    def emit(self, name: str, data: dict[str, Any]) -> None:
+        self.events.append((name, {"run_id": self.run_id, "time": time.time(), **data}))
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.events) and self.events[-1][0] in TERMINAL_EVENTS
+
+
+class _Progress:
+    """The runner's progress, as events."""
+
+    def __init__(self, launch: Launch) -> None:
+        self.launch = launch
+
+    def start(self, total: int, done: int, label: str = "") -> None:
+        self.launch.total, self.launch.done = total, done
+        self.launch.emit("run_started", {"total_count": total, "completed_count": done})
+
+    def advance(self, record: CaseRecord) -> None:
+        launch = self.launch
+        launch.done += 1
+        launch.emit("test_case_completed", {
+            "case_id": record.case_id, "repeat": record.repeat,
+            "completed_count": launch.done, "total_count": launch.total,
+            "passed": record.verdict is Verdict.PASS, "verdict": record.verdict.value,
+            "overall_score": record.score, "error_message": record.execution.error})
+
+
+def resolve_suite(request: RunRequest, roots: list[Path]) -> Path:
+    """The suite's path inside one of ``roots``; LaunchRefused for any other path."""
+    given = Path(request.suite)
+    for root in roots:
+        base = root.resolve()
+        candidate = (base / given).resolve()
+        if candidate != base and base not in candidate.parents:
+            continue
+        if candidate.exists():
+            return candidate
+    raise LaunchRefused(404, "unknown_suite",
+                        f"no suite {request.suite!r} under the server's suite root(s); give a "
+                        "path relative to a root (assay serve --suites DIR)")
+
+
+class Launcher:
+    """The runs this server started, by id."""
+
+    def __init__(self, store_url: str, roots: list[Path]) -> None:
+        self.store_url = store_url
+        self.roots = roots
+        self.launches: dict[str, Launch] = {}
+
+    async def start(self, request: RunRequest) -> Launch:
+        from assay.evaluation import evaluate_async
+        from assay.store.runs import RunStore
+
+        path = resolve_suite(request, self.roots)
+        options = {k: v for k, v in request.model_dump(
+            exclude={"suite", "target"}).items() if v is not None}
+        created: asyncio.Future[RunRecord] = asyncio.get_running_loop().create_future()
+        holder: dict[str, Launch] = {}
+
+        def on_start(run: RunRecord) -> None:
+            launch = holder["launch"] = self.launches[run.id] = Launch(run.id)
+            launch.emit("run_created", {"suite": run.suite})
+            if not created.done():
+                created.set_result(run)
+
+        class _Relay:
+            def start(self, total: int, done: int, label: str = "") -> None:
+                if "launch" in holder:
+                    _Progress(holder["launch"]).start(total, done, label)
+
+            def advance(self, record: CaseRecord) -> None:
+                if "launch" in holder:
+                    _Progress(holder["launch"]).advance(record)
+
+        async def execute() -> None:
+            store = RunStore(self.store_url)
+            try:
+                result = await evaluate_async(path, target=request.target, store=store,
+                                              progress=_Relay(), on_start=on_start,
+                                              keep=False, **options)
+                summary = result.summary
+                if not created.done():
+                    created.set_exception(LaunchRefused(500, "run_failed", "no run was made"))
+                self._finish("run_completed", {
+                    "status": RunStatus.COMPLETED.value, "passed": summary.passed,
+                    "pass_rate": summary.pass_rate, "mean_score": summary.mean_score,
+                    "gate_failures": summary.gate_failures}, holder)
+            except asyncio.CancelledError:
+                self._finish("run_cancelled", {"status": RunStatus.INTERRUPTED.value}, holder)
+                raise
+            except EvaluationError as exc:
+                if not created.done():
+                    created.set_exception(LaunchRefused(400, exc.code, exc.message))
+                self._finish("run_failed", {"status": RunStatus.FAILED.value,
+                                            "error_message": exc.message}, holder)
+            except Exception as exc:  # the run's own failure, reported on its stream
+                message = scrub(f"{type(exc).__name__}: {exc}")
+                if not created.done():
+                    created.set_exception(LaunchRefused(500, "run_failed", message))
+                self._finish("run_failed", {"status": RunStatus.FAILED.value,
+                                            "error_message": message}, holder)
+            finally:
+                with contextlib.suppress(Exception):
+                    store.close()
+
+        task = asyncio.get_running_loop().create_task(execute())
+        try:
+            run = await asyncio.wait_for(asyncio.shield(created), START_TIMEOUT_S)
+        except TimeoutError:
+            task.cancel()
+            raise LaunchRefused(504, "start_timeout", "the run did not start within "
+                                f"{START_TIMEOUT_S:.0f}s") from None
+        launch = self.launches[run.id]
+        launch.task = task
+        return launch
+
+    @staticmethod
+    def _finish(name: str, data: dict[str, Any], holder: dict[str, Launch]) -> None:
+        launch = holder.get("launch")
+        if launch is not None:
+            launch.emit(name, {"completed_count": launch.done, "total_count": launch.total,
+                               **data})
+
+    def running(self, run_id: str) -> bool:
+        launch = self.launches.get(run_id)
+        return launch is not None and not launch.finished
+
+    async def cancel(self, run_id: str) -> bool:
+        """Cancel a run this server started; False when it is not running here."""
+        launch = self.launches.get(run_id)
+        if launch is None or launch.finished or launch.task is None:
+            return False
+        launch.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await launch.task
+        return True
+
+    async def aclose(self) -> None:
+        for run_id in list(self.launches):
+            await self.cancel(run_id)
+
+
+def sse(name: str, data: dict[str, Any]) -> bytes:
+    """One server-sent event (JSON never holds a raw newline, so one data line)."""
+    return f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n".encode()
+
+
+async def stream(launch: Launch, keepalive_s: float = 15.0) -> AsyncIterator[bytes]:
+    """Every event of a launched run from the first, then new ones until it ends."""
+    sent = 0
+    while True:
+        while sent < len(launch.events):
+            yield sse(*launch.events[sent])
+            sent += 1
+        if launch.finished:
+            return
+        waiter = launch.changed
+        try:
+            await asyncio.wait_for(waiter.wait(), keepalive_s)
+        except TimeoutError:
+            yield b": keep-alive\n\n"

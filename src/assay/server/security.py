@@ -1,0 +1,147 @@
+"""What every request passes through: the size limit, the token, the allowed hosts, and the
+headers that keep the browser from running anything the data holds.
+
+These are plain ASGI middleware so that they apply before routing, to every path (a request
+for an unknown path is refused for a missing token too, and answers nothing about the store).
+A refusal is a JSON body ``{"detail": ..., "code": ...}`` like every other error.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'")
+"""Only the UI's own files run: no inline script, no script from anywhere else, no frames."""
+
+SECURITY_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+PUBLIC_PATHS = ("/", "/index.html", "/favicon.ico", "/health")
+PUBLIC_PREFIXES = ("/static/",)
+"""What needs no token: the UI's own files (they hold no data; the UI asks for the token) and
+a health check that says only whether the store answers."""
+
+
+async def send_error(send: Send, status: int, code: str, detail: str,
+                     extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"detail": detail, "code": code}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        *(extra_headers or []), *SECURITY_HEADERS]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class SecurityMiddleware:
+    """Token, hosts and body size, checked before anything else; security headers added to
+    every response."""
+
+    def __init__(self, app: ASGIApp, token: str | None, max_body_bytes: int,
+                 allowed_hosts: tuple[str, ...] | None) -> None:
+        self.app = app
+        self.token = token
+        self.max_body_bytes = max_body_bytes
+        self.allowed_hosts = allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        if self.allowed_hosts is not None and not self._host_allowed(headers.get("host", "")):
+            # Without a token the server trusts loopback; a page elsewhere that resolves its own
+            # name to 127.0.0.1 (DNS rebinding) would otherwise read it.
+            await send_error(send, 421, "host_not_allowed",
+                             "this server answers only requests addressed to localhost")
+            return
+        path = scope.get("path", "")
+        if self.token is not None and not self._public(path) \
+                and not self._authorized(headers.get("authorization", "")):
+            await send_error(send, 401, "unauthorized",
+                             "a bearer token is required: send 'Authorization: Bearer TOKEN' "
+                             "with the server's ASSAY_SERVER_TOKEN",
+                             [(b"www-authenticate", b'Bearer realm="assay"')])
+            return
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                await send_error(send, 400, "bad_request", "Content-Length is not a number")
+                return
+            if int(length) > self.max_body_bytes:
+                await send_error(send, 413, "body_too_large",
+                                 f"the request body is {length} bytes; the limit is "
+                                 f"{self.max_body_bytes}")
+                return
+        body = bytearray()
+        more = True
+        while more:  # bodies are small: read whole, counting, before the app sees any
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay(None, message, receive), self._with_headers(send))
+                return
+            body += message.get("body", b"")
+            more = bool(message.get("more_body", False))
+            if len(body) > self.max_body_bytes:
+                await send_error(send, 413, "body_too_large",
+                                 f"the request body is over the limit of "
+                                 f"{self.max_body_bytes} bytes")
+                return
+        await self.app(scope, _replay(bytes(body), None, receive), self._with_headers(send))
+
+    def _public(self, path: str) -> bool:
+        return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES) or \
+            path == "/openapi.json"
+
+    def _authorized(self, header: str) -> bool:
+        scheme, _, given = header.partition(" ")
+        assert self.token is not None
+        return scheme.lower() == "bearer" and secrets.compare_digest(
+            given.strip().encode(), self.token.encode())
+
+    def _host_allowed(self, host: str) -> bool:
+        assert self.allowed_hosts is not None
+        name = host.rsplit(":", 1)[0] if not host.startswith("[") else \
+            host.split("]")[0] + "]"
+        return name.lower() in self.allowed_hosts
+
+    def _with_headers(self, send: Send) -> Send:
+        async def wrapped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *(h for h in SECURITY_HEADERS if h[0] not in names)]
+            await send(message)
+
+        return wrapped
+
+
+def _replay(body: bytes | None, first: Message | None, receive: Receive) -> Receive:
+    """A receive that gives the body read already (or the message that came instead), then
+    passes on to the client's (a disconnect, for a streamed answer)."""
+    pending: list[Message] = [first] if first is not None else [
+        {"type": "http.request", "body": body or b"", "more_body": False}]
+
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replayed

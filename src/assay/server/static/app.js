@@ -1,0 +1,650 @@
+// assay's viewer: runs, a run, a case and a comparison, from the REST API or (in the static
+// report) from data embedded in the page.
+//
+// Every piece of data reaches the page as a text node or an attribute value set through the
+// DOM (h() below): nothing is ever parsed as HTML, so agent and judge text shows exactly as
+// written and cannot run. Links are only ever built here, from "#/" routes.
+"use strict";
+(function () {
+  const STATIC = readEmbedded();
+  const TOKEN_KEY = "assay-token";
+  const PAGE = 50;
+  const VERDICTS = ["error", "fail", "borderline", "skipped", "pass"];
+  const app = document.getElementById("app");
+  let renderCount = 0;
+
+  // -- DOM --------------------------------------------------------------------------------
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    setAttrs(el, attrs);
+    add(el, children);
+    return el;
+  }
+
+  function setAttrs(el, attrs) {
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") el.setAttribute("class", value);
+      else if (key === "on") for (const [ev, fn] of Object.entries(value)) el.addEventListener(ev, fn);
+      else if (key === "href") el.setAttribute("href", safeHref(value));
+      else if (key === "width%") el.style.width = Math.max(0, Math.min(100, Number(value) || 0)) + "%";
+      else if (key.startsWith("on")) throw new Error("event attributes are set with on: {}");
+      else el.setAttribute(key, value === true ? "" : String(value));
+    }
+  }
+
+  function add(el, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      el.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return el;
+  }
+
+  const SVG = "http://www.w3.org/2000/svg";
+  function s(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value !== null && value !== undefined) el.setAttribute(key, String(value));
+    }
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      el.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return el;
+  }
+
+  function safeHref(value) {
+    const text = String(value);
+    return text.startsWith("#/") ? text : "#/runs";
+  }
+
+  // -- formatting -------------------------------------------------------------------------
+
+  const fmt = {
+    score: (v) => (v === null || v === undefined ? "—" : Number(v).toFixed(3)),
+    pct: (v) => (v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%"),
+    ms: (v) => (v === null || v === undefined ? "—" : v >= 1000 ? (v / 1000).toFixed(2) + " s" : Math.round(v) + " ms"),
+    int: (v) => (v === null || v === undefined ? "—" : Number(v).toLocaleString("en-US")),
+    cost: (v) => (v === null || v === undefined ? "unknown" : "$" + Number(v).toFixed(4)),
+    time: (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "—"),
+    delta: (v, digits, unit) => {
+      if (v === null || v === undefined) return h("span", { class: "muted" }, "—");
+      const text = (v > 0 ? "+" : "") + Number(v).toFixed(digits) + (unit || "");
+      return h("span", { class: v < 0 ? "delta-neg" : v > 0 ? "delta-pos" : "" }, text);
+    },
+  };
+
+  function badge(text, kind) {
+    return h("span", { class: "badge b-" + String(kind || text).replace(/[^a-z]/g, "") }, text);
+  }
+
+  function gateBadge(summary) {
+    if (!summary) return badge("no summary", "none");
+    return summary.passed ? badge("gates passed", "passed") : badge("gates failed", "failed");
+  }
+
+  function pretty(value) {
+    if (value === null || value === undefined) return "";
+    if (typeof value === "string") {
+      const trimmed = value.trim();
+      if ((trimmed.startsWith("{") && trimmed.endsWith("}")) || (trimmed.startsWith("[") && trimmed.endsWith("]"))) {
+        try { return JSON.stringify(JSON.parse(trimmed), null, 2); } catch (_) { /* plain text */ }
+      }
+      return value;
+    }
+    return JSON.stringify(value, null, 2);
+  }
+
+  function block(value, empty) {
+    const text = pretty(value);
+    return text === "" ? h("p", { class: "muted" }, empty || "(none)") : h("pre", {}, text);
+  }
+
+  function messageText(content) {
+    if (content === null || content === undefined) return "";
+    if (typeof content === "string") return content;
+    if (Array.isArray(content)) return content.map((p) => (p && typeof p.text === "string" ? p.text : JSON.stringify(p))).join("");
+    return JSON.stringify(content);
+  }
+
+  // -- routes -----------------------------------------------------------------------------
+
+  function route(name, id, params) {
+    let path = "#/" + name + (id !== undefined && id !== null ? "/" + encodeURIComponent(id) : "");
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {})) {
+      if (Array.isArray(v)) v.forEach((x) => query.append(k, x));
+      else if (v !== null && v !== undefined && v !== "") query.set(k, String(v));
+    }
+    const q = query.toString();
+    return q ? path + "?" + q : path;
+  }
+
+  function parseHash() {
+    const raw = location.hash.replace(/^#\/?/, "");
+    const [path, query] = raw.split("?", 2);
+    const parts = path.split("/").filter(Boolean).map((p) => {
+      try { return decodeURIComponent(p); } catch (_) { return p; }
+    });
+    return { name: parts[0] || "", id: parts[1], params: new URLSearchParams(query || "") };
+  }
+
+  function go(hash) {
+    if (location.hash === hash) render(); else location.hash = hash;
+  }
+
+  // -- data -------------------------------------------------------------------------------
+
+  function readEmbedded() {
+    const el = document.getElementById("assay-data");
+    return el ? JSON.parse(el.textContent) : null;
+  }
+
+  class Failure extends Error {
+    constructor(status, detail) { super(detail); this.status = status; }
+  }
+
+  async function api(path, params, method, body) {
+    if (STATIC) return staticApi(path, params || {});
+    const url = new URL(path, location.origin);
+    for (const [k, v] of Object.entries(params || {})) {
+      if (Array.isArray(v)) v.forEach((x) => url.searchParams.append(k, x));
+      else if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, String(v));
+    }
+    const headers = { Accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(url, { method: method || "GET", headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "omit" });
+    if (response.status === 204) return null;
+    let data = null;
+    try { data = await response.json(); } catch (_) { data = { detail: response.statusText }; }
+    if (!response.ok) throw new Failure(response.status, (data && data.detail) || "request failed");
+    return data;
+  }
+
+  function staticApi(path, params) {
+    const run = STATIC.run;
+    const base = "/runs/" + run.id;
+    if (path === "/runs") {
+      return { items: [Object.assign({}, run, { config: undefined })], total: 1, limit: PAGE, offset: 0 };
+    }
+    if (path === base) return run;
+    if (path === base + "/histograms") return STATIC.histograms;
+    if (path === base + "/cases") return staticCases(params);
+    if (path === base + "/case") {
+      const key = params.case_id + "#" + (params.repeat || 0);
+      const found = STATIC.details[key];
+      if (!found) throw new Failure(404, "this report does not include the details of " + key);
+      return found;
+    }
+    throw new Failure(404, "not available in a static report");
+  }
+
+  function staticCases(params) {
+    let rows = STATIC.cases.slice();
+    const verdicts = [].concat(params.verdict || []);
+    if (verdicts.length) rows = rows.filter((r) => verdicts.includes(r.verdict));
+    if (params.evaluator) {
+      rows = rows.filter((r) => {
+        const cell = r.scores[params.evaluator];
+        if (!cell) return false;
+        const state = params.evaluator_state;
+        if (!state) return true;
+        if (state === "passed") return cell.state === "value" && cell.passed === true;
+        if (state === "failed") return cell.state === "value" && cell.passed === false;
+        return cell.state === state;
+      });
+    }
+    if (params.q) {
+      const q = String(params.q).toLowerCase();
+      rows = rows.filter((r) => [r.case_id, r.input_preview, r.output_preview, r.target_error || ""].some((t) => String(t).toLowerCase().includes(q)));
+    }
+    const sort = params.sort || "problems";
+    const value = (r) => (params.evaluator && r.scores[params.evaluator] ? r.scores[params.evaluator].value : r.score);
+    const byId = (a, b) => (a.case_id < b.case_id ? -1 : a.case_id > b.case_id ? 1 : a.repeat - b.repeat);
+    const nullsLast = (x, y, dir) => (x === null && y === null ? 0 : x === null ? 1 : y === null ? -1 : dir * (x - y));
+    const comparators = {
+      problems: (a, b) => VERDICTS.indexOf(a.verdict) - VERDICTS.indexOf(b.verdict) || nullsLast(a.score, b.score, 1) || byId(a, b),
+      score: (a, b) => nullsLast(value(a), value(b), 1) || byId(a, b),
+      "-score": (a, b) => nullsLast(value(a), value(b), -1) || byId(a, b),
+      case: byId,
+      finished: (a, b) => (a.finished_at || 0) - (b.finished_at || 0) || byId(a, b),
+      "-finished": (a, b) => (b.finished_at || 0) - (a.finished_at || 0) || byId(a, b),
+    };
+    rows.sort(comparators[sort] || comparators.problems);
+    const offset = Number(params.offset || 0);
+    const limit = Number(params.limit || PAGE);
+    return { items: rows.slice(offset, offset + limit), total: rows.length, limit, offset };
+  }
+
+  // -- charts (SVG) -------------------------------------------------------------------------
+
+  function lineChart(points, series) {
+    // points: [{label, values: {key: number|null}}]; series: [{key, name, color}]
+    const W = 900, H = 200, L = 40, R = 12, T = 12, B = 28;
+    const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "pass rate and mean score over time" });
+    for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
+      const y = T + (1 - tick) * (H - T - B);
+      svg.appendChild(s("line", { x1: L, x2: W - R, y1: y, y2: y, stroke: "#e1e5eb" }));
+      svg.appendChild(s("text", { x: L - 6, y: y + 4, "text-anchor": "end" }, Math.round(tick * 100) + "%"));
+    }
+    const n = points.length;
+    const x = (i) => (n <= 1 ? (L + W - R) / 2 : L + (i * (W - L - R)) / (n - 1));
+    const y = (v) => T + (1 - v) * (H - T - B);
+    for (const serie of series) {
+      let d = "";
+      points.forEach((p, i) => {
+        const v = p.values[serie.key];
+        if (v === null || v === undefined) return;
+        d += (d ? " L " : "M ") + x(i).toFixed(1) + " " + y(v).toFixed(1);
+      });
+      if (d) svg.appendChild(s("path", { d, fill: "none", stroke: serie.color, "stroke-width": 2 }));
+      points.forEach((p, i) => {
+        const v = p.values[serie.key];
+        if (v === null || v === undefined) return;
+        svg.appendChild(s("circle", { cx: x(i), cy: y(v), r: 3.5, fill: serie.color },
+          s("title", {}, `${p.label}: ${serie.name} ${(100 * v).toFixed(1)}%`)));
+      });
+    }
+    const every = Math.max(1, Math.ceil(n / 8));
+    points.forEach((p, i) => {
+      if (i % every === 0 || i === n - 1) svg.appendChild(s("text", { x: x(i), y: H - 8, "text-anchor": n > 1 && i === n - 1 ? "end" : n > 1 && i === 0 ? "start" : "middle" }, p.short));
+    });
+    return h("div", {}, svg, h("div", { class: "legend" }, series.map((se) => h("span", {}, coloured(se.color), se.name))));
+  }
+
+  function coloured(color) {
+    return s("svg", { width: 10, height: 10, "aria-hidden": "true", class: "swatch" }, s("rect", { width: 10, height: 10, rx: 2, fill: color }));
+  }
+
+  function histogram(bins, color, label) {
+    const W = 220, H = 70, B = 14;
+    const max = Math.max(1, ...bins);
+    const w = W / bins.length;
+    const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label });
+    bins.forEach((count, i) => {
+      const bh = ((H - B - 4) * count) / max;
+      svg.appendChild(s("rect", { x: i * w + 1, y: H - B - bh, width: w - 2, height: Math.max(bh, count ? 1 : 0), fill: color, rx: 1 },
+        s("title", {}, `${(i / bins.length).toFixed(1)}–${((i + 1) / bins.length).toFixed(1)}: ${count}`)));
+    });
+    svg.appendChild(s("text", { x: 0, y: H - 2 }, "0"));
+    svg.appendChild(s("text", { x: W, y: H - 2, "text-anchor": "end" }, "1"));
+    return svg;
+  }
+
+  function meter(value) {
+    return h("span", { class: "meter" }, h("span", { "width%": value === null || value === undefined ? 0 : 100 * value }));
+  }
+
+  // -- pages ------------------------------------------------------------------------------
+
+  async function render() {
+    const mine = ++renderCount;
+    const hash = location.hash;
+    const { name, id, params } = parseHash();
+    let view;
+    try {
+      if (name === "run" && id) view = await runPage(id, params);
+      else if (name === "case" && id) view = await casePage(id, params);
+      else if (name === "compare") view = await comparePage(params);
+      else if (STATIC) view = await runPage(STATIC.run.id, params);
+      else view = await runsPage(params);
+    } catch (err) {
+      if (err instanceof Failure && err.status === 401) view = tokenPage();
+      else view = h("div", { class: "panel error", role: "alert" }, h("strong", {}, "Could not load this page. "), String(err.message || err));
+    }
+    if (mine !== renderCount) return;
+    app.replaceChildren(view);
+    app.setAttribute("data-rendered", hash);  // what the page shows now (for tests and tools)
+    document.title = "assay · " + (name || "runs");
+  }
+
+  function tokenPage() {
+    const input = h("input", { type: "password", placeholder: "ASSAY_SERVER_TOKEN", autocomplete: "off", id: "token" });
+    const save = () => { sessionStorage.setItem(TOKEN_KEY, input.value.trim()); render(); };
+    input.addEventListener("keydown", (e) => { if (e.key === "Enter") save(); });
+    return h("div", { class: "panel tokenbox" }, h("h2", {}, "This server needs a token"),
+      h("p", { class: "muted" }, "Paste the server's ASSAY_SERVER_TOKEN. It is kept for this tab only."),
+      input, h("button", { on: { click: save } }, "Continue"));
+  }
+
+  async function runsPage(params) {
+    const filters = { suite: params.get("suite"), target: params.get("target"), status: params.get("status"), since: params.get("since") };
+    const offset = Number(params.get("offset") || 0);
+    const page = await api("/runs", Object.assign({ limit: PAGE, offset }, filters));
+    const selected = new Set();
+    const compareButton = h("button", { disabled: true, id: "compare-selected" }, "Compare selected");
+    compareButton.addEventListener("click", () => {
+      const runs = page.items.filter((r) => selected.has(r.id)).sort((a, b) => a.created_at - b.created_at);
+      if (runs.length === 2) go(route("compare", null, { baseline: runs[0].id, candidate: runs[1].id }));
+    });
+    const apply = (changes) => go(route("runs", null, Object.assign({}, filters, changes, { offset: 0 })));
+    const text = (key, label) => {
+      const input = h("input", { type: "search", name: key, value: filters[key] || "", placeholder: label, "aria-label": label });
+      input.addEventListener("change", () => apply({ [key]: input.value.trim() }));
+      return input;
+    };
+    const status = h("select", { name: "status", "aria-label": "status" },
+      ["", "completed", "running", "interrupted", "failed"].map((v) => h("option", { value: v, selected: (filters.status || "") === v }, v || "any status")));
+    status.addEventListener("change", () => apply({ status: status.value }));
+    const since = h("input", { type: "date", name: "since", value: filters.since || "", "aria-label": "since" });
+    since.addEventListener("change", () => apply({ since: since.value }));
+
+    const chronological = page.items.slice().sort((a, b) => a.created_at - b.created_at);
+    const chart = chronological.length ? lineChart(chronological.map((r) => ({
+      label: r.id, short: fmt.time(r.created_at).slice(5, 16),
+      values: { pass: r.pass_rate, mean: r.summary ? r.summary.mean_score : null },
+    })), [{ key: "pass", name: "pass rate", color: "#1f8a4c" }, { key: "mean", name: "mean score", color: "#3451b2" }]) : null;
+
+    const rows = page.items.map((r) => {
+      const box = h("input", { type: "checkbox", "aria-label": "select " + r.id });
+      box.addEventListener("change", () => {
+        if (box.checked) selected.add(r.id); else selected.delete(r.id);
+        compareButton.disabled = selected.size !== 2;
+      });
+      const sm = r.summary;
+      return h("tr", {},
+        h("td", {}, box),
+        h("td", { class: "id" }, h("a", { href: route("run", r.id) }, r.id), r.is_baseline ? [" ", badge("baseline")] : null),
+        h("td", {}, r.suite), h("td", {}, r.target || "—"),
+        h("td", {}, badge(r.status)), h("td", {}, r.status === "completed" ? gateBadge(sm) : badge("—", "none")),
+        h("td", { class: "num" }, sm ? fmt.int(sm.cases) : "—"),
+        h("td", { class: "num" }, meter(r.pass_rate), fmt.pct(r.pass_rate)),
+        h("td", { class: "num" }, fmt.score(sm ? sm.mean_score : null)),
+        h("td", { class: "num" }, fmt.time(r.created_at)));
+    });
+    return h("div", {},
+      h("h1", {}, "Runs"),
+      h("div", { class: "toolbar" }, text("suite", "suite"), text("target", "target"), status, h("label", {}, "since", since), compareButton),
+      chart ? h("div", { class: "panel" }, h("h2", {}, "Pass rate and mean score over time"), chart) : null,
+      h("div", { class: "table-wrap" }, h("table", { id: "runs" },
+        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "Run"), h("th", {}, "Suite"), h("th", {}, "Target"), h("th", {}, "Status"), h("th", {}, "Gates"),
+          h("th", { class: "num" }, "Cases"), h("th", { class: "num" }, "Pass rate"), h("th", { class: "num" }, "Mean score"), h("th", { class: "num" }, "Created"))),
+        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 10, class: "muted" }, "No runs match.")))),
+      ),
+      pager(page, (o) => route("runs", null, Object.assign({}, filters, { offset: o }))));
+  }
+
+  function pager(page, link) {
+    const last = Math.min(page.offset + page.limit, page.total);
+    return h("div", { class: "pager" },
+      page.offset > 0 ? h("a", { href: link(Math.max(0, page.offset - page.limit)), rel: "prev" }, "‹ previous") : null,
+      h("span", {}, page.total ? `${fmt.int(page.offset + 1)}–${fmt.int(last)} of ${fmt.int(page.total)}` : "none"),
+      last < page.total ? h("a", { href: link(page.offset + page.limit), rel: "next" }, "next ›") : null);
+  }
+
+  function card(label, value, sub) {
+    return h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value" }, value), sub ? h("div", { class: "sub" }, sub) : null);
+  }
+
+  async function runPage(runId, params) {
+    const state = {
+      verdict: params.getAll("verdict"), evaluator: params.get("evaluator") || "",
+      evaluator_state: params.get("evaluator_state") || "", q: params.get("q") || "",
+      sort: params.get("sort") || "problems", offset: Number(params.get("offset") || 0),
+    };
+    const [run, hist, page] = await Promise.all([
+      api("/runs/" + encodeURIComponent(runId)),
+      api("/runs/" + encodeURIComponent(runId) + "/histograms"),
+      api("/runs/" + encodeURIComponent(runId) + "/cases", {
+        verdict: state.verdict, evaluator: state.evaluator, evaluator_state: state.evaluator ? state.evaluator_state : "",
+        q: state.q, sort: state.sort, offset: state.offset, limit: PAGE,
+      }),
+    ]);
+    const sm = run.summary;
+    const link = (changes) => route("run", run.id, Object.assign({}, state, { offset: 0 }, changes));
+    const evaluators = sm ? Object.values(sm.evaluators) : [];
+
+    const actions = [];
+    if (!STATIC && run.status === "completed") {
+      const toggle = h("button", { class: "secondary", id: "baseline-toggle" }, run.is_baseline ? "Unmark baseline" : "Mark as baseline");
+      toggle.addEventListener("click", async () => {
+        await api("/runs/" + encodeURIComponent(run.id), {}, "PATCH", { is_baseline: !run.is_baseline });
+        render();
+      });
+      actions.push(toggle);
+    }
+    if (!STATIC && run.baseline_id && run.baseline_id !== run.id) {
+      actions.push(h("a", { href: route("compare", null, { baseline: run.baseline_id, candidate: run.id }), id: "compare-baseline" }, "Compare with baseline " + run.baseline_id));
+    }
+
+    const verdictCounts = VERDICTS.map((v) => `${(sm && sm.verdicts[v]) || 0} ${v}`).join(" · ");
+    const summary = sm ? h("div", { class: "cards" },
+      card("Cases", fmt.int(sm.cases), verdictCounts),
+      card("Pass rate", fmt.pct(run.pass_rate), `${(sm.verdicts.pass || 0)} passed`),
+      card("Mean score", fmt.score(sm.mean_score), `${fmt.int(sm.scored)} scored`),
+      card("Errors", fmt.int(sm.evaluator_errors), `${fmt.int(sm.target_errors)} agent · ${fmt.int(sm.evaluator_skips)} skipped`),
+      card("Latency", fmt.ms(sm.latency.p50_ms), "p95 " + fmt.ms(sm.latency.p95_ms)),
+      card("Judge", fmt.int(sm.usage.calls) + " calls", `${fmt.int(sm.usage.prompt_tokens + sm.usage.completion_tokens)} tokens · ${fmt.cost(sm.usage.cost)}`)) :
+      h("div", { class: "panel warn" }, "This run has no summary yet (it is " + run.status + ").");
+
+    const gates = sm && sm.gate_failures.length ? h("div", { class: "panel error", id: "gate-failures" }, h("strong", {}, "Gates failed"),
+      h("ul", {}, sm.gate_failures.map((g) => h("li", {}, g)))) : null;
+    const notes = sm && sm.notes.length ? h("div", { class: "panel warn" }, h("ul", {}, sm.notes.map((n) => h("li", {}, n)))) : null;
+
+    const evalTable = evaluators.length ? h("div", { class: "panel" }, h("h2", {}, "Evaluators"),
+      h("div", { class: "table-wrap" }, h("table", { id: "evaluators" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Mean"), h("th", { class: "num" }, "Scored"),
+        h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Skipped"))),
+      h("tbody", {}, evaluators.map((e) => h("tr", {},
+        h("td", {}, h("a", { href: link({ evaluator: e.name, evaluator_state: "", verdict: [] }) }, e.name)),
+        h("td", { class: "nowrap" }, meter(e.mean), fmt.score(e.mean)),
+        h("td", { class: "num" }, fmt.int(e.scored)), h("td", { class: "num" }, fmt.int(e.passed)), h("td", { class: "num" }, fmt.int(e.failed)),
+        h("td", { class: "num" }, e.errors ? h("a", { href: link({ evaluator: e.name, evaluator_state: "error", verdict: [] }) }, fmt.int(e.errors)) : "0"),
+        h("td", { class: "num" }, fmt.int(e.skipped)))))))) : null;
+
+    const charts = h("div", { class: "panel" }, h("h2", {}, "Score distributions"),
+      h("div", { class: "hist-grid" },
+        h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} without a score)`), histogram(hist.cases, "#1d2433", "case scores")),
+        Object.entries(hist.evaluators).map(([name, bins]) => h("figure", {},
+          h("figcaption", {}, `${name} (${fmt.int(hist.evaluator_errors[name] || 0)} errors, ${fmt.int(hist.evaluator_skips[name] || 0)} skipped)`),
+          histogram(bins, "#3451b2", name)))));
+
+    // The cases, with filters.
+    const chips = VERDICTS.map((v) => {
+      const on = state.verdict.includes(v);
+      return h("a", { class: "chip" + (on ? " on" : ""), href: link({ verdict: on ? state.verdict.filter((x) => x !== v) : state.verdict.concat([v]) }), "data-verdict": v }, v, sm ? ` ${fmt.int(sm.verdicts[v] || 0)}` : "");
+    });
+    const search = h("input", { type: "search", id: "case-search", value: state.q, placeholder: "search ids, inputs, outputs", "aria-label": "search cases" });
+    search.addEventListener("change", () => go(link({ q: search.value.trim() })));
+    const evalSelect = h("select", { id: "evaluator-filter", "aria-label": "evaluator" }, h("option", { value: "" }, "any evaluator"),
+      evaluators.map((e) => h("option", { value: e.name, selected: e.name === state.evaluator }, e.name)));
+    evalSelect.addEventListener("change", () => go(link({ evaluator: evalSelect.value, evaluator_state: evalSelect.value ? state.evaluator_state : "" })));
+    const stateSelect = h("select", { id: "state-filter", "aria-label": "evaluator result", disabled: !state.evaluator },
+      ["", "passed", "failed", "error", "skipped", "value"].map((v) => h("option", { value: v, selected: v === state.evaluator_state }, v || "any result")));
+    stateSelect.addEventListener("change", () => go(link({ evaluator_state: stateSelect.value })));
+    const sortSelect = h("select", { id: "sort", "aria-label": "sort" },
+      [["problems", "problems first"], ["score", "lowest score"], ["-score", "highest score"], ["case", "case id"], ["-finished", "latest"], ["finished", "earliest"]]
+        .map(([v, label]) => h("option", { value: v, selected: v === state.sort }, label)));
+    sortSelect.addEventListener("change", () => go(link({ sort: sortSelect.value })));
+
+    const names = evaluators.map((e) => e.name);
+    const caseRows = page.items.map((c) => h("tr", {},
+      h("td", { class: "id" }, h("a", { href: route("case", run.id, { case_id: c.case_id, repeat: c.repeat }) }, c.case_id + (c.repeat ? " #" + c.repeat : ""))),
+      h("td", {}, badge(c.verdict)),
+      h("td", { class: "num" }, fmt.score(c.score)),
+      names.map((n) => h("td", { class: "num" }, cell(c.scores[n]))),
+      h("td", { class: "preview", title: c.target_error || c.output_preview }, c.target_error ? h("span", { class: "delta-neg" }, c.target_error) : c.output_preview),
+      h("td", { class: "num" }, fmt.ms(c.latency_ms))));
+    const casesTable = h("div", { class: "panel" }, h("h2", {}, "Cases"),
+      h("div", { class: "toolbar" }, chips, evalSelect, stateSelect, search, sortSelect),
+      h("div", { class: "table-wrap" }, h("table", { id: "cases" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Case"), h("th", {}, "Verdict"), h("th", { class: "num" }, "Score"), names.map((n) => h("th", { class: "num" }, n)), h("th", {}, "Output"), h("th", { class: "num" }, "Latency"))),
+        h("tbody", {}, caseRows.length ? caseRows : h("tr", {}, h("td", { colspan: 5 + names.length, class: "muted" }, "No case matches these filters."))))),
+      pager(page, (o) => route("run", run.id, Object.assign({}, state, { offset: o }))));
+
+    return h("div", {},
+      STATIC ? null : h("div", { class: "crumbs" }, h("a", { href: "#/runs" }, "Runs"), "› ", run.id),
+      h("h1", {}, run.id),
+      h("div", { class: "meta" }, h("span", {}, "suite ", h("strong", {}, run.suite)), run.target ? h("span", {}, "target ", h("strong", {}, run.target)) : null,
+        badge(run.status), run.status === "completed" ? gateBadge(sm) : null, run.is_baseline ? badge("baseline") : null,
+        h("span", {}, fmt.time(run.created_at)), run.finished_at ? h("span", {}, "took " + fmt.ms(1000 * (run.finished_at - run.created_at))) : null, actions),
+      gates, notes, summary,
+      h("div", { class: "grid" }, evalTable, charts),
+      casesTable,
+      h("details", { class: "panel" }, h("summary", {}, "Config snapshot"), h("pre", { id: "config" }, JSON.stringify(run.config, null, 2))));
+  }
+
+  function cell(score) {
+    if (!score) return h("span", { class: "muted" }, "");
+    if (score.state === "error") return h("span", { class: "badge b-error", title: score.error_code || "error" }, "error");
+    if (score.state === "skipped") return badge("n/a", "skipped");
+    return h("span", { class: score.passed === false ? "delta-neg" : score.passed ? "delta-pos" : "" }, fmt.score(score.value));
+  }
+
+  async function casePage(runId, params) {
+    const caseId = params.get("case_id") || "";
+    const repeat = Number(params.get("repeat") || 0);
+    const detail = await api("/runs/" + encodeURIComponent(runId) + "/case", { case_id: caseId, repeat });
+    const r = detail.record;
+    const ex = r.execution;
+    const blamed = {};
+    const chunkRatings = {};
+    for (const sc of r.scores) {
+      const d = sc.details || {};
+      for (const t of Array.isArray(d.blamed_turns) ? d.blamed_turns : []) (blamed[t] = blamed[t] || []).push(sc.name);
+      for (const rating of Array.isArray(d.chunk_ratings) ? d.chunk_ratings : []) {
+        if (rating && Number.isInteger(rating.index)) (chunkRatings[rating.index] = chunkRatings[rating.index] || []).push(Object.assign({ evaluator: sc.name }, rating));
+      }
+    }
+    const turns = ex.messages && ex.messages.length ? ex.messages : (Array.isArray(r.case.input) ? r.case.input : []);
+    const chunks = (ex.retrieved_context || []).concat(...detail.retrievals.map((x) => x.documents));
+    const maxDuration = Math.max(1, ...detail.tool_calls.map((t) => t.duration_ms || 0));
+
+    return h("div", {},
+      h("div", { class: "crumbs" }, STATIC ? null : [h("a", { href: "#/runs" }, "Runs"), "› "], h("a", { href: route("run", runId) }, runId), " › ", caseId),
+      h("h1", { id: "case-title" }, caseId + (repeat ? " #" + repeat : "")),
+      h("div", { class: "meta" }, badge(r.verdict), h("span", {}, "score ", h("strong", {}, fmt.score(r.score))),
+        r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + fmt.ms(ex.latency_ms))),
+      ex.error ? h("div", { class: "panel error", id: "target-error" }, h("strong", {}, "The agent failed: "), ex.error) : null,
+      h("div", { class: "grid" },
+        h("div", { class: "panel" }, h("h2", {}, "Input"), block(r.case.input)),
+        h("div", { class: "panel" }, h("h2", {}, "Expected output"), block(r.case.expected_output, "(none given)"),
+          r.case.expected_outcomes.length ? [h("h3", {}, "Expected outcomes"), h("ul", {}, r.case.expected_outcomes.map((o) => h("li", {}, o)))] : null,
+          r.case.guidelines.length ? [h("h3", {}, "Guidelines"), h("ul", {}, r.case.guidelines.map((o) => h("li", {}, o)))] : null)),
+      h("div", { class: "panel" }, h("h2", {}, "Agent output"), h("div", { id: "agent-output" }, block(ex.output, "(no output)"))),
+      h("div", { class: "panel" }, h("h2", {}, "Scores"), r.scores.length ? r.scores.map((sc) => scoreCard(sc)) : h("p", { class: "muted" }, "No scores.")),
+      detail.tool_calls.length ? h("div", { class: "panel" }, h("h2", {}, "Tool calls"), h("ol", { class: "timeline", id: "tool-calls" },
+        detail.tool_calls.map((t, i) => h("li", {}, h("span", { class: "dot" }, String(i + 1)), h("div", {},
+          h("strong", {}, t.name), t.duration_ms !== null && t.duration_ms !== undefined ? h("span", { class: "muted" }, " · " + fmt.ms(t.duration_ms)) : null,
+          t.duration_ms ? h("div", { class: "bar", "width%": (100 * t.duration_ms) / maxDuration }) : null,
+          h("pre", {}, JSON.stringify(t.args, null, 2)),
+          t.output !== null && t.output !== undefined ? [h("div", { class: "muted" }, "returned"), h("pre", {}, pretty(t.output))] : null))))) : null,
+      chunks.length ? h("div", { class: "panel" }, h("h2", {}, "Retrieved chunks"), h("ol", { id: "chunks" },
+        chunks.map((c, i) => h("li", {},
+          c.doc_uri ? h("div", { class: "muted" }, c.doc_uri) : null,
+          (chunkRatings[i] || []).map((rt) => [badge(`${rt.evaluator}: ${rt.relevant === true ? "relevant" : rt.relevant === false ? "not relevant" : (rt.rating !== undefined ? String(rt.rating) : "rated")}`, rt.relevant === false ? "fail" : "pass"), " ", rt.reason ? h("span", { class: "muted" }, rt.reason) : null]),
+          h("pre", {}, c.content))))) : null,
+      turns.length ? h("div", { class: "panel" }, h("h2", {}, "Conversation"), h("div", { id: "turns" },
+        turns.map((m, i) => h("div", { class: "turn" + (blamed[i] ? " blamed" : ""), "data-turn": i },
+          h("span", { class: "role" }, `${i} · ${m.role}`), m.name ? h("span", { class: "muted" }, m.name) : null,
+          blamed[i] ? badge("blamed by " + blamed[i].join(", "), "fail") : null,
+          messageText(m.content) ? h("pre", {}, messageText(m.content)) : null,
+          (m.tool_calls || []).map((tc) => h("div", { class: "muted" }, "calls ", h("strong", {}, tc.function.name), " ", tc.function.arguments)))))) : null,
+      Object.keys(r.case.metadata || {}).length ? h("details", { class: "panel" }, h("summary", {}, "Case metadata"), h("pre", {}, JSON.stringify(r.case.metadata, null, 2))) : null);
+  }
+
+  function scoreCard(sc) {
+    const state = sc.error ? "error" : sc.skipped !== null && sc.skipped !== undefined ? "skipped" : sc.passed === false ? "fail" : "pass";
+    const d = Object.assign({}, sc.details || {});
+    const request = d.judge_request; const answer = d.judge_answer !== undefined ? d.judge_answer : d.raw_output;
+    delete d.judge_request; delete d.judge_answer; delete d.raw_output; delete d.blamed_turns; delete d.chunk_ratings;
+    return h("div", { class: "score-card s-" + state, "data-evaluator": sc.name },
+      h("div", { class: "head" }, h("span", { class: "name" }, sc.name),
+        sc.error ? badge("error", "error") : sc.skipped !== null && sc.skipped !== undefined ? badge("not applicable", "skipped") : badge(sc.passed === false ? "failed" : sc.passed ? "passed" : "scored", sc.passed === false ? "fail" : "pass"),
+        sc.blocking ? badge("blocking", "fail") : null,
+        h("span", { class: "big" }, sc.value !== null && sc.value !== undefined ? fmt.score(sc.value) : "—")),
+      h("dl", { class: "kv" },
+        sc.raw !== null && sc.raw !== undefined ? [h("dt", {}, "raw"), h("dd", {}, (typeof sc.raw === "string" ? sc.raw : JSON.stringify(sc.raw)) + (sc.scale ? " on " + sc.scale : ""))] : null,
+        sc.label ? [h("dt", {}, "label"), h("dd", {}, sc.label)] : null,
+        sc.judge_model ? [h("dt", {}, "judge"), h("dd", {}, sc.judge_model)] : null,
+        sc.latency_ms !== null && sc.latency_ms !== undefined ? [h("dt", {}, "time"), h("dd", {}, fmt.ms(sc.latency_ms))] : null,
+        sc.error ? [h("dt", {}, "error"), h("dd", {}, h("strong", {}, sc.error.code), " ", sc.error.message)] : null,
+        sc.skipped !== null && sc.skipped !== undefined ? [h("dt", {}, "skipped"), h("dd", {}, sc.skipped)] : null),
+      sc.rationale ? [h("h3", {}, "Rationale"), h("pre", { class: "rationale" }, sc.rationale)] : null,
+      sc.hits.length ? h("ul", { class: "hits" }, sc.hits.map((x) => h("li", {}, x))) : null,
+      sc.misses.length ? h("ul", { class: "misses" }, sc.misses.map((x) => h("li", {}, x))) : null,
+      request !== undefined || answer !== undefined ? h("details", {}, h("summary", {}, "Judge request and answer"),
+        Array.isArray(request) ? request.map((m) => h("div", { class: "turn" }, h("span", { class: "role" }, m && m.role ? m.role : "message"), h("pre", {}, messageText(m && m.content)))) : (request !== undefined ? h("pre", {}, pretty(request)) : null),
+        answer !== undefined ? [h("h3", {}, "Answer"), h("pre", {}, pretty(answer))] : null) : null,
+      Object.keys(d).length ? h("details", {}, h("summary", {}, "Details"), h("pre", {}, JSON.stringify(d, null, 2))) : null,
+      sc.parts && sc.parts.length ? h("div", { class: "parts" }, h("h3", {}, "Parts"), sc.parts.map((p) => scoreCard(p))) : null);
+  }
+
+  async function comparePage(params) {
+    if (STATIC) return h("div", { class: "panel warn" }, "Comparisons need the server: assay serve.");
+    const form = { baseline: params.get("baseline") || "", candidate: params.get("candidate") || "",
+      max_pass_rate_drop: params.get("max_pass_rate_drop") || "", max_avg_score_drop: params.get("max_avg_score_drop") || "",
+      max_latency_increase_pct: params.get("max_latency_increase_pct") || "", status: params.getAll("status") };
+    const input = (key, label, size) => {
+      const el = h("input", { name: key, value: form[key], placeholder: label, "aria-label": label, size: size || 24 });
+      el.addEventListener("change", () => { form[key] = el.value.trim(); });
+      return el;
+    };
+    const submit = h("button", { id: "compare-go" }, "Compare");
+    submit.addEventListener("click", () => go(route("compare", null, Object.assign({}, form, { status: [] }))));
+    const head = h("div", {}, h("h1", {}, "Compare runs"),
+      h("div", { class: "toolbar" }, input("baseline", "baseline run id"), "→", input("candidate", "candidate run id"),
+        input("max_pass_rate_drop", "max pass-rate drop (0.0)", 10), input("max_avg_score_drop", "max score drop, points (5.0)", 12),
+        input("max_latency_increase_pct", "max latency rise (0.2)", 10), submit));
+    if (!form.baseline || !form.candidate) return h("div", {}, head, h("p", { class: "muted" }, "Pick two runs on the runs page, or give their ids."));
+    const cmp = await api("/runs/compare", { baseline_run_id: form.baseline, candidate_run_id: form.candidate,
+      max_pass_rate_drop: form.max_pass_rate_drop, max_avg_score_drop: form.max_avg_score_drop, max_latency_increase_pct: form.max_latency_increase_pct });
+    const b = cmp.baseline, c = cmp.candidate;
+    const v = cmp.verdict;
+    const statuses = ["regression", "error", "improvement", "unchanged"];
+    const shown = form.status.length ? cmp.cases.filter((x) => form.status.includes(x.status)) : cmp.cases;
+    const statusLink = (st) => route("compare", null, Object.assign({}, form, { status: form.status.includes(st) ? form.status.filter((x) => x !== st) : form.status.concat([st]) }));
+    const totals = { regression: cmp.totals.regressions, error: cmp.totals.errors, improvement: cmp.totals.improvements, unchanged: cmp.totals.unchanged };
+    const agg = (label, before, after, delta, digits, unit) => h("tr", {}, h("td", {}, label), h("td", { class: "num" }, before), h("td", { class: "num" }, after), h("td", { class: "num" }, fmt.delta(delta, digits, unit)));
+    return h("div", {}, head,
+      h("div", { class: "panel", id: "verdict" }, h("div", { class: "verdict-banner" },
+        v.regression_detected ? badge("regression detected", "regression") : badge("no regression", "improvement"),
+        h("span", {}, h("a", { href: route("run", b.id) }, b.id), " → ", h("a", { href: route("run", c.id) }, c.id))),
+        v.reasons.length ? h("ul", { id: "reasons" }, v.reasons.map((r) => h("li", {}, r))) : h("p", { class: "muted" }, "No threshold was crossed."),
+        h("p", { class: "muted" }, `thresholds: pass-rate drop ≤ ${v.thresholds_used.max_pass_rate_drop}, score drop ≤ ${v.thresholds_used.max_avg_score_drop} pt, latency rise ≤ ${(100 * v.thresholds_used.max_latency_increase_pct).toFixed(0)}%`),
+        cmp.significance ? h("p", {}, "significance: ", JSON.stringify(cmp.significance)) : h("p", { class: "muted" }, "significance: not computed for this comparison"),
+        cmp.warnings.map((w) => h("div", { class: "panel warn" }, w))),
+      h("div", { class: "grid" },
+        h("div", { class: "panel" }, h("h2", {}, "Aggregates"), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
+          h("tbody", {},
+            agg("pass rate", fmt.pct(b.pass_rate), fmt.pct(c.pass_rate), cmp.pass_rate_delta === null ? null : 100 * cmp.pass_rate_delta, 1, " pt"),
+            agg("mean score (0-100)", b.summary && b.summary.mean_score !== null ? (100 * b.summary.mean_score).toFixed(1) : "—", c.summary && c.summary.mean_score !== null ? (100 * c.summary.mean_score).toFixed(1) : "—", cmp.avg_score_delta, 2),
+            agg("latency mean", fmt.ms(b.summary ? b.summary.latency.mean_ms : null), fmt.ms(c.summary ? c.summary.latency.mean_ms : null), cmp.latency_avg_delta_ms === null ? null : -cmp.latency_avg_delta_ms, 0, " ms faster"),
+            agg("latency p95", fmt.ms(b.summary ? b.summary.latency.p95_ms : null), fmt.ms(c.summary ? c.summary.latency.p95_ms : null), cmp.latency_p95_delta_ms === null ? null : -cmp.latency_p95_delta_ms, 0, " ms faster"),
+            agg("judge cost", fmt.cost(b.summary ? b.summary.usage.cost : null), fmt.cost(c.summary ? c.summary.usage.cost : null), cmp.cost_delta_usd === null ? null : -cmp.cost_delta_usd, 4, " $ saved")))),
+        h("div", { class: "panel" }, h("h2", {}, "Per evaluator"), h("table", { id: "metric-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
+          h("tbody", {}, cmp.metrics.map((m) => h("tr", {}, h("td", {}, m.name, " ", badge(m.status)), h("td", { class: "num" }, fmt.score(m.baseline_mean)), h("td", { class: "num" }, fmt.score(m.candidate_mean)), h("td", { class: "num" }, fmt.delta(m.delta, 3)))))))),
+      h("div", { class: "panel" }, h("h2", {}, "Cases"),
+        h("div", { class: "toolbar" }, statuses.map((st) => h("a", { class: "chip" + (form.status.includes(st) ? " on" : ""), href: statusLink(st), "data-status": st }, `${st} ${fmt.int(totals[st])}`))),
+        h("div", { class: "table-wrap" }, h("table", { id: "case-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"), h("th", {}, "Verdict"))),
+          h("tbody", {}, shown.length ? shown.map((x) => h("tr", {}, h("td", {}, badge(x.status)),
+            h("td", { class: "id" }, h("a", { href: route("case", c.id, { case_id: x.case_id, repeat: x.repeat }) }, x.case_id + (x.repeat ? " #" + x.repeat : ""))),
+            h("td", { class: "num" }, fmt.score(x.baseline_score)), h("td", { class: "num" }, fmt.score(x.candidate_score)), h("td", { class: "num" }, fmt.delta(x.score_delta, 3)),
+            h("td", {}, badge(x.baseline_verdict), " → ", badge(x.candidate_verdict)))) : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No case.")))),
+        cmp.cases_truncated ? h("p", { class: "muted" }, "Only the first cases are listed; the counts cover all.") : null),
+        cmp.baseline_only.length || cmp.candidate_only.length ? h("p", { class: "muted" }, `only in the baseline: ${cmp.baseline_only.length}; only in the candidate: ${cmp.candidate_only.length}`) : null),
+      h("div", { class: "panel" }, h("h2", {}, "Config diff"), cmp.config_diff.length ? h("table", { id: "config-diff" }, h("thead", {}, h("tr", {}, h("th", {}, "Field"), h("th", {}, "Baseline"), h("th", {}, "Candidate"))),
+        h("tbody", {}, cmp.config_diff.map((d) => h("tr", {}, h("td", { class: "id" }, d.field), h("td", {}, h("pre", {}, pretty(d.old_value === null ? "null" : d.old_value))), h("td", {}, h("pre", {}, pretty(d.new_value === null ? "null" : d.new_value))))))) : h("p", { class: "muted" }, "The two runs were made the same way.")));
+  }
+
+  // -- start ------------------------------------------------------------------------------
+
+  function start() {
+    const match = location.hash.match(/[#&?]token=([^&]+)/);
+    if (match) {
+      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+      history.replaceState(null, "", location.pathname + "#/runs");
+    }
+    const origin = document.getElementById("origin");
+    if (origin) origin.textContent = STATIC ? "static report · " + STATIC.generated : "";
+    const nav = document.querySelector(".top nav");
+    if (nav && STATIC) nav.hidden = true;
+    window.addEventListener("hashchange", render);
+    render();
+  }
+
+  start();
+})();

@@ -1,0 +1,492 @@
+"""Reading a run store a page at a time: runs by suite, target, status and date; a run's cases
+by verdict, evaluator and text, sorted by score; one case; baselines.
+
+:class:`~assay.store.runs.RunStore` reads whole runs (what reporters and resumes need); the
+server and the HTML report browse runs of 100,000 cases, which only works when every query
+reads one page through an index (see migration ``0003``) and never a whole run. Text given by a
+user (a search, a case id) reaches SQL only as a bound parameter, with LIKE wildcards escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import (
+    Integer,
+    Text,
+    and_,
+    case,
+    cast,
+    delete,
+    exists,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+)
+from sqlalchemy.sql.elements import ColumnElement
+
+from assay.model import Execution, Score
+from assay.records import CaseRecord, RunRecord, RunStatus, RunSummary, Verdict
+from assay.store import schema
+from assay.store.runs import RunStore, _case_record, _run_record
+
+PREVIEW_CHARS = 240
+"""How much of a case's input and output a page of cases shows."""
+
+VERDICT_ORDER = (Verdict.ERROR, Verdict.FAIL, Verdict.BORDERLINE, Verdict.SKIPPED, Verdict.PASS)
+"""Problems first: the order of the ``problems`` sort."""
+
+
+class CaseSort(StrEnum):
+    """How a page of cases is ordered (``-`` is descending)."""
+
+    PROBLEMS = "problems"
+    SCORE = "score"
+    SCORE_DESC = "-score"
+    CASE = "case"
+    FINISHED = "finished"
+    FINISHED_DESC = "-finished"
+
+
+class EvaluatorState(StrEnum):
+    """What one evaluator's score on a case was."""
+
+    VALUE = "value"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScoreCell(_View):
+    """One evaluator's score on a case, as a page of cases shows it (the full score is on the
+    case)."""
+
+    state: str = Field(description="value, error or skipped")
+    value: float | None = None
+    passed: bool | None = None
+    error_code: str | None = None
+
+
+class CaseRow(_View):
+    """A case in a page of cases: enough to list, sort and pick it."""
+
+    case_id: str
+    repeat: int
+    verdict: Verdict
+    score: float | None = None
+    target: str | None = None
+    input_preview: str = ""
+    output_preview: str = ""
+    target_error: str | None = None
+    latency_ms: float | None = None
+    finished_at: float | None = None
+    scores: dict[str, ScoreCell] = Field(default_factory=dict)
+
+
+class RunItem(_View):
+    """A run in a list of runs: its record without the config snapshot, plus what lists show."""
+
+    id: str
+    suite: str
+    status: RunStatus
+    created_at: float
+    finished_at: float | None = None
+    target: str | None = None
+    summary: RunSummary | None = None
+    pass_rate: float | None = None
+    is_baseline: bool = False
+
+
+class Histograms(_View):
+    """Score distributions of a run in ten bins of width 0.1 (a 1.0 falls in the last), with
+    errors and skips counted beside them, never in a bin."""
+
+    bins: int = 10
+    cases: list[int]
+    case_errors: int = 0
+    evaluators: dict[str, list[int]] = Field(default_factory=dict)
+    evaluator_errors: dict[str, int] = Field(default_factory=dict)
+    evaluator_skips: dict[str, int] = Field(default_factory=dict)
+
+
+@dataclass
+class RunFilter:
+    suite: str | None = None
+    target: str | None = None
+    status: RunStatus | None = None
+    since: float | None = None
+    until: float | None = None
+
+
+@dataclass
+class CaseFilter:
+    verdicts: Sequence[Verdict] = ()
+    evaluator: str | None = None
+    evaluator_state: EvaluatorState | None = None
+    text: str | None = None
+
+
+def run_target(run: RunRecord) -> str | None:
+    """The target a run ran (its override, else the suite's)."""
+    return run.config.target_override or run.config.target
+
+
+def _target_column() -> Any:
+    """The run's target as SQL: ``target_override``, else ``target``, from the config JSON."""
+    config = schema.runs.c.config
+    return func.coalesce(config["target_override"].as_string(), config["target"].as_string())
+
+
+# -- runs --------------------------------------------------------------------------------
+
+
+def list_runs(store: RunStore, where: RunFilter, limit: int = 50,
+              offset: int = 0) -> tuple[list[RunItem], int]:
+    """A page of runs, newest first, and how many match."""
+    runs = schema.runs
+    conditions: list[ColumnElement[bool]] = []
+    if where.suite is not None:
+        conditions.append(runs.c.suite == where.suite)
+    if where.status is not None:
+        conditions.append(runs.c.status == where.status.value)
+    if where.since is not None:
+        conditions.append(runs.c.created_at >= where.since)
+    if where.until is not None:
+        conditions.append(runs.c.created_at < where.until)
+    if where.target is not None:
+        conditions.append(_target_column() == where.target)
+    columns = [runs.c.id, runs.c.suite, runs.c.status, runs.c.created_at, runs.c.finished_at,
+               runs.c.summary, _target_column().label("target")]
+    with store._begin() as conn:
+        total = conn.execute(select(func.count()).select_from(runs).where(
+            and_(true_(), *conditions))).scalar_one()
+        rows = conn.execute(select(*columns).where(and_(true_(), *conditions)).order_by(
+            runs.c.created_at.desc(), runs.c.id.desc()).limit(limit).offset(offset)).fetchall()
+        baselines = {r.run_id for r in conn.execute(select(schema.baselines.c.run_id))}
+    items = []
+    for r in rows:
+        summary = None if r.summary is None else RunSummary.model_validate(r.summary)
+        items.append(RunItem(
+            id=r.id, suite=r.suite, status=_status(r.status), created_at=r.created_at,
+            finished_at=r.finished_at, target=r.target, summary=summary,
+            pass_rate=None if summary is None else summary.pass_rate,
+            is_baseline=r.id in baselines))
+    return items, int(total)
+
+
+def true_() -> ColumnElement[bool]:
+    return literal(True).is_(True)
+
+
+def _status(value: str) -> RunStatus:
+    try:
+        return RunStatus(value)
+    except ValueError:
+        return RunStatus.FAILED
+
+
+def find_run(store: RunStore, run_id: str) -> RunRecord | None:
+    """A run by its exact id (no prefix matching: an API names runs exactly), or None."""
+    with store._begin() as conn:
+        row = conn.execute(select(schema.runs).where(schema.runs.c.id == run_id)).first()
+    return None if row is None else _run_record(dict(row._mapping))
+
+
+def delete_run(store: RunStore, run_id: str) -> bool:
+    """Delete a run and everything stored for it; False when there was no such run."""
+    with store._begin() as conn:
+        for table in (schema.scores, schema.executions, schema.case_results):
+            conn.execute(delete(table).where(table.c.run_id == run_id))
+        conn.execute(delete(schema.baselines).where(schema.baselines.c.run_id == run_id))
+        gone = conn.execute(delete(schema.runs).where(schema.runs.c.id == run_id)).rowcount
+    return bool(gone)
+
+
+# -- cases -------------------------------------------------------------------------------
+
+
+def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]]:
+    cr = schema.case_results
+    conditions: list[ColumnElement[bool]] = [cr.c.run_id == run_id]
+    if where.verdicts:
+        conditions.append(cr.c.verdict.in_([v.value for v in where.verdicts]))
+    if where.evaluator is not None or where.evaluator_state is not None:
+        sc = schema.scores
+        match: list[ColumnElement[bool]] = [sc.c.run_id == run_id]
+        if where.evaluator is not None:  # else: any evaluator in that state
+            match.append(sc.c.evaluator == where.evaluator)
+        state = where.evaluator_state
+        if state is EvaluatorState.VALUE:
+            match.append(sc.c.value.is_not(None))
+        elif state is EvaluatorState.ERROR:
+            match.append(sc.c.error_code.is_not(None))
+        elif state is EvaluatorState.SKIPPED:
+            match += [sc.c.value.is_(None), sc.c.error_code.is_(None)]
+        elif state in (EvaluatorState.PASSED, EvaluatorState.FAILED):
+            match += [sc.c.value.is_not(None),
+                      sc.c.passed.is_(state is EvaluatorState.PASSED)]
+        # An uncorrelated IN: the databases read the matching scores once (from the index
+        # that covers them) instead of probing the scores for every case.
+        conditions.append(tuple_(cr.c.case_id, cr.c.repeat).in_(
+            select(sc.c.case_id, sc.c.repeat).where(*match)))
+    if where.text:
+        ex = schema.executions
+        conditions.append(or_(
+            cr.c.case_id.icontains(where.text, autoescape=True),
+            cast(cr.c.row, Text).icontains(where.text, autoescape=True),
+            exists().where(and_(
+                ex.c.run_id == cr.c.run_id, ex.c.case_id == cr.c.case_id,
+                ex.c.repeat == cr.c.repeat,
+                cast(ex.c.execution, Text).icontains(where.text, autoescape=True)))))
+    return conditions
+
+
+@dataclass
+class _Segment:
+    """A part of a sort that one index reads in order: its rows, and their order."""
+
+    key: Any
+    condition: ColumnElement[bool] | None
+    order: list[Any]
+
+
+def _segments(sort: CaseSort, where: CaseFilter) -> tuple[Any, list[_Segment]]:
+    """A sort as consecutive index-ordered segments, and the column whose value is each
+    row's segment key (None: each segment is counted on its own). ``problems`` is one segment per verdict (errors,
+    failures, borderline, skipped, passes), each by score; a score sort is the scored cases by
+    score, then the rest by id. So a page anywhere in a run is read from an index, never by
+    sorting the whole run, and one grouped count gives every segment's size."""
+    cr = schema.case_results
+    key = [cr.c.case_id, cr.c.repeat]
+    if sort is CaseSort.PROBLEMS:
+        wanted = [v for v in VERDICT_ORDER if not where.verdicts or v in where.verdicts]
+        return None, [_Segment(v.value, cr.c.verdict == v.value, [cr.c.score, *key])
+                      for v in wanted]
+    if sort is CaseSort.SCORE:
+        return None, [_Segment(0, cr.c.score.is_not(None), [cr.c.score, *key]),
+                      _Segment(1, cr.c.score.is_(None), key)]
+    if sort is CaseSort.SCORE_DESC:
+        return None, [_Segment(0, cr.c.score.is_not(None),
+                               [c.desc() for c in (cr.c.score, *key)]),
+                      _Segment(1, cr.c.score.is_(None), key)]
+    if sort is CaseSort.FINISHED:
+        return None, [_Segment(0, None, [cr.c.created_at, *key])]
+    if sort is CaseSort.FINISHED_DESC:
+        return None, [_Segment(0, None, [c.desc() for c in (cr.c.created_at, *key)])]
+    return None, [_Segment(0, None, key)]
+
+
+CountCache = dict[tuple[Any, ...], dict[Any, int]]
+"""Segment sizes by (run, filter, sort), for a caller that knows the run can no longer change
+(a finished run)."""
+
+
+def _page_keys(conn: Any, conditions: list[ColumnElement[bool]], sort: CaseSort,
+               where: CaseFilter, limit: int, offset: int,
+               counts: dict[Any, int] | None) -> tuple[list[tuple[str, int]], int,
+                                                       dict[Any, int]]:
+    """The (case id, repeat) keys of one page, how many rows match in all, and the segment
+    sizes (to be cached by a caller that may)."""
+    cr = schema.case_results
+    group, segments = _segments(sort, where)
+    if counts is None:
+        if group is None:  # each segment counted on its own
+            counts = {}
+            for segment in segments:
+                where_ = conditions if segment.condition is None else \
+                    [*conditions, segment.condition]
+                counts[segment.key] = int(conn.execute(
+                    select(func.count()).select_from(cr).where(*where_)).scalar_one())
+        else:  # a column that the index is in order of: one pass, no sorting
+            counts = {k: int(n) for k, n in conn.execute(
+                select(group, func.count()).select_from(cr).where(*conditions)
+                .group_by(group))}
+    keys: list[tuple[str, int]] = []
+    total = 0
+    for segment in segments:
+        count = counts.get(segment.key, 0)
+        start = max(0, offset - total)
+        wanted = limit - len(keys)
+        if wanted > 0 and start < count:
+            where_ = conditions if segment.condition is None else \
+                [*conditions, segment.condition]
+            keys += [(r.case_id, r.repeat) for r in conn.execute(
+                select(cr.c.case_id, cr.c.repeat).where(*where_).order_by(*segment.order)
+                .limit(wanted).offset(start))]
+        total += count
+    return keys, total, counts
+
+
+def _keys_by_evaluator(conn: Any, run_id: str, conditions: list[ColumnElement[bool]],
+                       evaluator: str, descending: bool, limit: int,
+                       offset: int) -> tuple[list[tuple[str, int]], int]:
+    """A page ordered by one evaluator's value (cases without a value from it last)."""
+    cr, sc = schema.case_results, schema.scores
+    joined = cr.outerjoin(sc, and_(sc.c.run_id == cr.c.run_id, sc.c.case_id == cr.c.case_id,
+                                   sc.c.repeat == cr.c.repeat, sc.c.evaluator == evaluator))
+    value = sc.c.value.desc() if descending else sc.c.value.asc()
+    total = int(conn.execute(select(func.count()).select_from(cr).where(*conditions))
+                .scalar_one())
+    rows = conn.execute(select(cr.c.case_id, cr.c.repeat).select_from(joined).where(
+        *conditions).order_by(sc.c.value.is_(None), value, cr.c.case_id, cr.c.repeat)
+        .limit(limit).offset(offset))
+    return [(r.case_id, r.repeat) for r in rows], total
+
+
+def case_page(store: RunStore, run_id: str, where: CaseFilter,
+              sort: CaseSort = CaseSort.PROBLEMS, limit: int = 50,
+              offset: int = 0, cache: CountCache | None = None) -> tuple[list[CaseRow], int]:
+    """A page of a run's cases and how many match. With an evaluator named in ``where``, the
+    score sorts are by that evaluator's value. ``cache`` keeps the counts of a run that can no
+    longer change between calls.
+
+    Two steps: the page's keys from the indexes (see :func:`_segments`), then what the page
+    shows for those keys only (a huge output is cut to a preview in the database)."""
+    store.flush()
+    cr, ex, sc = schema.case_results, schema.executions, schema.scores
+    conditions = _case_conditions(run_id, where)
+    with store._begin() as conn:
+        if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
+            keys, total = _keys_by_evaluator(conn, run_id, conditions, where.evaluator,
+                                             sort is CaseSort.SCORE_DESC, limit, offset)
+        else:
+            cache_key = (run_id, repr(where), sort.value)
+            found = None if cache is None else cache.get(cache_key)
+            keys, total, counts = _page_keys(conn, conditions, sort, where, limit, offset,
+                                             found)
+            if cache is not None and found is None:
+                cache[cache_key] = counts
+                while len(cache) > 1024:
+                    cache.pop(next(iter(cache)))
+        ids = sorted({case_id for case_id, _ in keys})
+        rows: dict[tuple[str, int], Any] = {}
+        executions: dict[tuple[str, int], Any] = {}
+        cells: dict[tuple[str, int], dict[str, ScoreCell]] = {}
+        if ids:
+            for found_row in conn.execute(select(
+                    cr.c.case_id, cr.c.repeat, cr.c.verdict, cr.c.score, cr.c.created_at,
+                    cr.c.row["target"].as_string().label("target"),
+                    _preview(cr.c.row["case"]["input"]).label("input_preview")).where(
+                    cr.c.run_id == run_id, cr.c.case_id.in_(ids))):
+                rows[(found_row.case_id, found_row.repeat)] = found_row
+            for e in conn.execute(select(
+                    ex.c.case_id, ex.c.repeat,
+                    _preview(ex.c.execution["output"]).label("output"),
+                    ex.c.execution["error"].as_string().label("error"),
+                    ex.c.execution["latency_ms"].as_float().label("latency_ms")).where(
+                    ex.c.run_id == run_id, ex.c.case_id.in_(ids))):
+                executions[(e.case_id, e.repeat)] = e
+            for s in conn.execute(select(
+                    sc.c.case_id, sc.c.repeat, sc.c.evaluator, sc.c.value, sc.c.error_code,
+                    sc.c.passed).where(sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
+                state = "value" if s.value is not None else \
+                    "error" if s.error_code is not None else "skipped"
+                cells.setdefault((s.case_id, s.repeat), {})[s.evaluator] = ScoreCell(
+                    state=state, value=s.value, passed=s.passed if state == "value" else None,
+                    error_code=s.error_code)
+    page = []
+    for key in keys:
+        r = rows.get(key)
+        if r is None:  # deleted between the two steps
+            continue
+        found = executions.get(key)
+        page.append(CaseRow(
+            case_id=r.case_id, repeat=r.repeat, verdict=_verdict(r.verdict), score=r.score,
+            target=r.target, input_preview=_shorten(r.input_preview),
+            output_preview=_shorten(found.output if found is not None else None),
+            target_error=None if found is None else (_shorten(found.error, 500) or None),
+            latency_ms=None if found is None else found.latency_ms, finished_at=r.created_at,
+            scores=cells.get(key, {})))
+    return page, total
+
+
+def _preview(value: Any) -> Any:
+    """The first characters of a JSON value's text, cut in the database (a huge output is
+    never read whole to show a line of it)."""
+    return func.substr(cast(value, Text), 1, PREVIEW_CHARS * 4)
+
+
+def _shorten(text: str | None, limit: int = PREVIEW_CHARS) -> str:
+    if not text or text == "null":
+        return ""
+    if text.startswith('"') and text.endswith('"') and len(text) < PREVIEW_CHARS * 4:
+        import json
+
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, str):
+            text = decoded
+    elif text.startswith('"'):
+        text = text[1:]  # a long string cut short: show it without its opening quote
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _verdict(value: str) -> Verdict:
+    try:
+        return Verdict(value)
+    except ValueError:
+        return Verdict.ERROR
+
+
+def case_record(store: RunStore, run_id: str, case_id: str, repeat: int) -> CaseRecord | None:
+    """One case of a run with everything stored for it, or None."""
+    store.flush()
+    cr, ex, sc = schema.case_results, schema.executions, schema.scores
+    key = (cr.c.run_id == run_id, cr.c.case_id == case_id, cr.c.repeat == repeat)
+    with store._begin() as conn:
+        row = conn.execute(select(cr).where(*key)).first()
+        if row is None:
+            return None
+        stored = conn.execute(select(ex.c.execution).where(
+            ex.c.run_id == run_id, ex.c.case_id == case_id, ex.c.repeat == repeat)).first()
+        scores = {s.evaluator: Score.model_validate(s.score) for s in conn.execute(
+            select(sc.c.evaluator, sc.c.score).where(
+                sc.c.run_id == run_id, sc.c.case_id == case_id, sc.c.repeat == repeat))}
+    execution = None if stored is None else Execution.model_validate(stored.execution)
+    return _case_record(run_id, dict(row._mapping), execution, scores)
+
+
+def histograms(store: RunStore, run_id: str, bins: int = 10) -> Histograms:
+    """The run's case scores and each evaluator's values in ``bins`` equal bins over [0, 1]."""
+    store.flush()
+    cr, sc = schema.case_results, schema.scores
+
+    def bin_of(column: Any) -> Any:  # grouped by its position: its parameters differ each time
+        return case((column >= 1.0, bins - 1), else_=cast(column * bins, Integer))
+
+    result = Histograms(bins=bins, cases=[0] * bins)
+    with store._begin() as conn:
+        for b, n in conn.execute(select(bin_of(cr.c.score), func.count()).where(
+                cr.c.run_id == run_id, cr.c.score.is_not(None)).group_by(literal_column("1"))):
+            result.cases[_bin(b, bins)] += n
+        result.case_errors = int(conn.execute(select(func.count()).where(
+            cr.c.run_id == run_id, cr.c.score.is_(None))).scalar_one())
+        for name, b, n in conn.execute(select(sc.c.evaluator, bin_of(sc.c.value), func.count())
+                                       .where(sc.c.run_id == run_id, sc.c.value.is_not(None))
+                                       .group_by(sc.c.evaluator, literal_column("2"))):
+            result.evaluators.setdefault(name, [0] * bins)[_bin(b, bins)] += n
+        for name, errors, count in conn.execute(select(
+                sc.c.evaluator, func.count(sc.c.error_code), func.count()).where(
+                sc.c.run_id == run_id, sc.c.value.is_(None)).group_by(sc.c.evaluator)):
+            result.evaluators.setdefault(name, [0] * bins)
+            result.evaluator_errors[name] = int(errors)
+            result.evaluator_skips[name] = int(count - errors)
+    return result
+
+
+def _bin(value: Any, bins: int) -> int:
+    return max(0, min(bins - 1, int(float(value))))

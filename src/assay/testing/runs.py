@@ -1,0 +1,159 @@
+"""Stored runs made to order, for tests, benchmarks and screenshots of the server and reports.
+
+Runs are written through :class:`~assay.store.runs.RunStore` exactly as the runner writes them
+(an execution, its scores and the case record per case, then the summary), so what the server
+and the reports read back is what a real run leaves. Case contents are deterministic functions
+of the case index; a few cases carry hostile text (markup, script, control characters) on
+purpose.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import Any
+
+from assay.model import (
+    Case,
+    Execution,
+    FunctionCall,
+    Message,
+    RetrievedDocument,
+    Score,
+    ToolCall,
+    Usage,
+)
+from assay.records import (
+    CaseRecord,
+    EvaluatorSpec,
+    RunSnapshot,
+    RunStatus,
+    SummaryBuilder,
+    Verdict,
+)
+from assay.store.runs import RunStore
+
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+"""Agent output that must show as text wherever it is displayed, and never run."""
+
+EVALUATORS = ("correctness", "relevance", "tool_order")
+
+
+def _verdict(score: float | None) -> Verdict:
+    if score is None:
+        return Verdict.ERROR
+    return Verdict.PASS if score >= 0.8 else Verdict.BORDERLINE if score >= 0.6 else \
+        Verdict.FAIL
+
+
+def make_case(i: int, quality: float, rng: random.Random,
+              hostile_at: Iterable[int] = ()) -> CaseRecord:
+    """Case ``i`` of a run whose agent is about ``quality`` good."""
+    case_id = f"case-{i:06d}"
+    hostile = i in set(hostile_at)
+    question = f"What is {i} + {i}? Show the tool you used."
+    output: Any = HOSTILE if hostile else (
+        {"answer": 2 * i, "steps": ["parse", "add"], "note": "summed"} if i % 3 == 0
+        else f"The answer is {2 * i}.")
+    messages = [
+        Message(role="user", content=question),
+        Message(role="assistant", content=None, tool_calls=[ToolCall(
+            id=f"call_{i}", function=FunctionCall(name="calculator",
+                                                  arguments=f'{{"a": {i}, "b": {i}}}'))]),
+        Message(role="tool", tool_call_id=f"call_{i}", content=str(2 * i)),
+        Message(role="assistant", content=output if isinstance(output, str) else str(output)),
+    ]
+    target_error = i % 97 == 13
+    execution = Execution(
+        input=question, output=None if target_error else output, messages=messages,
+        retrieved_context=[RetrievedDocument(content=f"Addition of {i} and {i}.",
+                                             doc_uri=f"docs://math/{i}")],
+        latency_ms=100.0 + (i * 37) % 900,
+        error="agent timed out after 30s" if target_error else None)
+    scores: list[Score] = []
+    for k, name in enumerate(EVALUATORS):
+        if target_error:
+            scores.append(Score.failed(name, "target_failed", "the agent produced no output"))
+            continue
+        if (i + k) % 53 == 7:
+            scores.append(Score.failed(name, "judge_output_invalid",
+                                       "the judge answered <<invalid>> three times",
+                                       details={"raw_output": "<<invalid>>"}))
+            continue
+        if name == "tool_order" and i % 11 == 5:
+            scores.append(Score.not_applicable(name, "the case expects no tool calls"))
+            continue
+        value = max(0.0, min(1.0, rng.gauss(quality, 0.2)))
+        scores.append(Score(
+            name=name, value=round(value, 3), raw=round(value * 100), scale="0-100",
+            passed=value >= 0.8,
+            rationale=(HOSTILE if hostile else f"The answer {'matches' if value >= 0.8 else 'misses'} the expected sum."),
+            hits=["states the sum"] if value >= 0.5 else [],
+            misses=[] if value >= 0.8 else ["no working shown"],
+            details={"judge_request": [{"role": "system", "content": "You grade answers."},
+                                       {"role": "user", "content": question}],
+                     "judge_answer": f'{{"score": {round(value * 100)}}}',
+                     **({"blamed_turns": [3]} if value < 0.6 else {}),
+                     **({"chunk_ratings": [{"index": 0, "relevant": value >= 0.5,
+                                            "reason": "mentions the operands"}]}
+                        if name == "relevance" else {})},
+            usage=Usage(calls=1, prompt_tokens=120, completion_tokens=30, cost=0.0001),
+            latency_ms=250.0, judge_model="openai:gpt-4o-mini"))
+    values = [s.value for s in scores if s.value is not None]
+    score = sum(values) / len(values) if values else None
+    return CaseRecord(
+        case_id=case_id, case=Case(id=case_id, input=question, expected_output=str(2 * i),
+                                   metadata={"topic": "addition"}),
+        target="calculator-agent", execution=execution, scores=scores, score=score,
+        verdict=_verdict(score))
+
+
+def write_run(store: RunStore, cases: int, *, suite: str = "math", quality: float = 0.8,
+              status: RunStatus = RunStatus.COMPLETED, seed: int = 0,
+              hostile_at: Iterable[int] = (), target: str = "calculator-agent",
+              created_at: float | None = None, judge_model: str = "openai:gpt-4o-mini",
+              prompt: str = "You are a careful calculator.") -> str:
+    """Write a run of ``cases`` cases and return its id."""
+    rng = random.Random(seed)
+    hostile = set(hostile_at)
+    snapshot = RunSnapshot(
+        suite_name=suite, suite_path=f"suites/{suite}/EVAL.yaml", target=target,
+        judge_models=[judge_model],
+        evaluators=[EvaluatorSpec(name=n, type="llm_judge" if n != "tool_order" else
+                                  "tool_order") for n in EVALUATORS],
+        targets={target: {"provider": "python", "prompt": prompt}},
+        run={"judge_model": judge_model, "concurrency": 8}, assay_version="test")
+    run_id = store.create_run(suite, snapshot.model_dump(mode="json"),
+                              run_id=f"run-{suite}-{seed}-{rng.getrandbits(24):06x}")
+    builder = SummaryBuilder()
+    for i in range(cases):
+        record = make_case(i, quality, rng, hostile)
+        record.run_id = run_id
+        store.record_execution(run_id, record.case_id, 0, record.execution)
+        for s in record.scores:
+            store.record_score(run_id, record.case_id, 0, s)
+        store.record_case(record)
+        builder.add(record)
+    store.flush()
+    summary = builder.build()
+    if summary.count(Verdict.FAIL) or summary.evaluator_errors:
+        summary.gate_failures = [
+            f"{summary.count(Verdict.FAIL)} failed case(s) > max_failed 0",
+            f"{summary.evaluator_errors} evaluator error(s) > max_errors 0"]
+    summary.passed = not summary.gate_failures and summary.scored > 0
+    store.set_status(run_id, status.value,
+                     summary.model_dump(mode="json") if status is not RunStatus.RUNNING
+                     else None)
+    if created_at is not None:
+        from sqlalchemy import update
+
+        from assay.store import schema
+
+        with store._begin() as conn:
+            conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(
+                created_at=created_at, finished_at=created_at + 60))
+    return run_id
+
+
+__all__ = ["EVALUATORS", "HOSTILE", "make_case", "write_run"]
+

@@ -1,0 +1,62 @@
+"""A real ``assay serve`` application on 127.0.0.1 for the API and browser tests: uvicorn in a
+thread of the test process, on a free port, over a real store."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from assay.server.app import create_app
+from assay.server.settings import ServerSettings
+
+
+@dataclass
+class Served:
+    url: str
+    settings: ServerSettings
+
+    def client(self, token: str | None = None,
+               headers: dict[str, str] | None = None) -> httpx.Client:
+        sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
+        return httpx.Client(base_url=self.url, headers=sent, timeout=30.0)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve(store_url: str, token: str | None = None, suite_roots: list[Path] | None = None,
+          max_body_bytes: int | None = None) -> Iterator[Served]:
+    """Serve ``store_url`` until the block ends."""
+    import uvicorn
+
+    settings = ServerSettings(store_url=store_url, token=token,
+                              suite_roots=suite_roots or [Path.cwd()])
+    if max_body_bytes is not None:
+        settings.max_body_bytes = max_body_bytes
+    port = free_port()
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
+                            log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield Served(f"http://127.0.0.1:{port}", settings)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

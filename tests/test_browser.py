@@ -1,0 +1,265 @@
+"""The web UI and the static report in a real browser (Debian's Chromium through Playwright):
+each page opens, links lead from runs to cases to a comparison, filters work, and agent text
+that is markup shows as text and never runs."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.records import RunStatus
+from assay.store.runs import RunStore
+from assay.testing.runs import HOSTILE, write_run
+from tests.browser_support import launch, playwright_or_skip, screenshot_dir
+from tests.server_support import Served, serve
+
+pytestmark = pytest.mark.browser
+expect: Any = None
+VIEWPORT = {"width": 1200, "height": 820}
+HOSTILE_CASE = "case-000004"
+
+
+@pytest.fixture(autouse=True)
+def _close_http_session() -> None:
+    """Replaces the shared async fixture: these tests make no judge calls, and Playwright's
+    synchronous API holds the thread's event loop while the browser is open."""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    global expect
+    sync_playwright = playwright_or_skip()
+    from playwright.sync_api import expect as playwright_expect
+
+    expect = playwright_expect
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, list[str]]]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('ui')}/runs.db"
+    store = RunStore(url)
+    now = time.time()
+    ids = [write_run(store, 150, seed=k, quality=q, hostile_at=[4], created_at=now - (6 - k) * 86400,
+                     judge_model="openai:gpt-4o" if k == 4 else "openai:gpt-4o-mini",
+                     prompt="You are a careful calculator." if k < 4 else
+                     "You are a fast calculator.")
+           for k, q in enumerate([0.72, 0.76, 0.83, 0.8, 0.86])]
+    write_run(store, 20, seed=9, status=RunStatus.INTERRUPTED, created_at=now - 3600)
+    store.close()
+    with serve(url) as served:
+        yield served, ids
+
+
+class Watch:
+    """What a page did that it must not: dialogs (alert), script errors, requests elsewhere."""
+
+    def __init__(self, page: Any, allowed_origin: str | None) -> None:
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("request", lambda r: self.requests.append(r.url)
+                if not (allowed_origin and r.url.startswith(allowed_origin)) else None)
+
+    def clean(self) -> None:
+        assert self.dialogs == [], self.dialogs
+        assert self.errors == [], self.errors
+        assert self.requests == [], self.requests
+
+
+def _rendered(page: Any, fragment: str, present: bool = True) -> None:
+    """Wait until the page shows the route whose hash holds (or lacks) ``fragment``."""
+    pattern = re.compile(re.escape(fragment) if present else
+                         rf"^(?!.*{re.escape(fragment)})")
+    expect(page.locator("#app")).to_have_attribute("data-rendered", pattern)
+
+
+def _page(browser: Any, **options: Any) -> Any:
+    context = browser.new_context(viewport=VIEWPORT, **options)
+    return context.new_page()
+
+
+def _shot(page: Any, tmp_path: Path, name: str) -> None:
+    page.wait_for_timeout(150)
+    page.screenshot(path=str(screenshot_dir(tmp_path) / f"{name}.png"))
+
+
+def _assert_hostile_text_is_inert(page: Any) -> None:
+    output = page.locator("#agent-output pre")
+    assert output.inner_text() == HOSTILE
+    assert page.locator("#app script").count() == 0
+    assert page.locator("#app img").count() == 0
+    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    rationale = page.locator(".score-card pre.rationale").first
+    assert rationale.inner_text() == HOSTILE
+
+
+def test_runs_to_run_to_case_to_compare(browser, demo, tmp_path):
+    served, ids = demo
+    page = _page(browser)
+    watch = Watch(page, served.url)
+    page.goto(served.url + "/#/runs")
+    page.wait_for_selector("#runs tbody tr")
+    assert page.locator("#runs tbody tr").count() == 6
+    assert page.locator("svg.chart path").count() == 2  # pass rate and mean score lines
+    _shot(page, tmp_path, "runs")
+
+    page.click(f"#runs a:text-is('{ids[4]}')")
+    page.wait_for_selector("#cases tbody tr")
+    assert page.locator("h1").inner_text() == ids[4]
+    assert page.locator("#evaluators tbody tr").count() == 3
+    first = page.locator("#cases tbody tr").first.locator(".badge").first.inner_text()
+    assert first == "error"  # problems first
+    _shot(page, tmp_path, "run")
+
+    page.fill("#case-search", HOSTILE_CASE)
+    page.press("#case-search", "Enter")
+    _rendered(page, f"q={HOSTILE_CASE}")
+    expect(page.locator("#cases tbody tr")).to_have_count(1)
+    page.click(f"#cases a:text-is('{HOSTILE_CASE}')")
+    page.wait_for_selector("#case-title")
+    assert page.locator("#case-title").inner_text() == HOSTILE_CASE
+    _assert_hostile_text_is_inert(page)
+    assert page.locator("#tool-calls li").count() == 1
+    assert page.locator("#chunks li").count() == 1
+    assert page.locator("#turns .turn").count() == 4
+    page.click(".score-card summary:text('Judge request and answer')")
+    _shot(page, tmp_path, "case")
+
+    page.goto(served.url + "/#/runs")
+    page.wait_for_selector("#runs tbody tr")
+    page.check(f"input[aria-label='select {ids[3]}']")
+    assert page.is_disabled("#compare-selected")
+    page.check(f"input[aria-label='select {ids[4]}']")
+    page.click("#compare-selected")
+    page.wait_for_selector("#verdict")
+    assert ids[3] in page.locator("#verdict").inner_text()
+    assert page.locator("#case-deltas tbody tr").count() == 150
+    diff = page.locator("#config-diff").inner_text()
+    assert "judge_models" in diff and "fast calculator" in diff
+    _shot(page, tmp_path, "compare")
+    page.click("a.chip[data-status='regression']")
+    _rendered(page, "status=regression")
+    statuses = page.locator("#case-deltas tbody tr td:first-child").all_inner_texts()
+    assert statuses and set(statuses) == {"regression"}
+    page.locator("#case-deltas tbody a").first.click()
+    page.wait_for_selector("#case-title")
+    assert page.url.startswith(served.url + "/#/case/" + ids[4])
+    watch.clean()
+
+
+def test_run_page_filters(browser, demo):
+    served, ids = demo
+    page = _page(browser)
+    watch = Watch(page, served.url)
+    page.goto(f"{served.url}/#/run/{ids[0]}")
+    page.wait_for_selector("#cases tbody tr")
+    page.click("a.chip[data-verdict='fail']")
+    _rendered(page, "verdict=fail")
+    verdicts = page.locator("#cases tbody tr td:nth-child(2)").all_inner_texts()
+    assert verdicts and set(verdicts) == {"fail"}
+    page.click("a.chip[data-verdict='fail']")  # off again
+    _rendered(page, "verdict=fail", present=False)
+    page.select_option("#evaluator-filter", "tool_order")
+    _rendered(page, "evaluator=tool_order")
+    page.select_option("#state-filter", "skipped")
+    _rendered(page, "evaluator_state=skipped")
+    cells = page.locator("#cases tbody tr td:nth-child(6)").all_inner_texts()
+    assert cells and set(cells) == {"n/a"}
+    page.select_option("#sort", "-score")
+    _rendered(page, "sort=-score")
+    page.goto(f"{served.url}/#/run/{ids[0]}?offset=50")
+    _rendered(page, "offset=50")
+    assert "51\u2013100 of 150" in page.locator(".pager").last.inner_text()
+    page.click("a[rel='next']")
+    _rendered(page, "offset=100")
+    watch.clean()
+
+
+def test_marking_a_baseline_offers_the_comparison_with_it(browser, demo):
+    served, ids = demo
+    page = _page(browser)
+    watch = Watch(page, served.url)
+    page.goto(f"{served.url}/#/run/{ids[2]}")
+    page.wait_for_selector("#baseline-toggle")
+    page.click("#baseline-toggle")
+    page.wait_for_selector("#baseline-toggle:text('Unmark baseline')")
+    page.goto(f"{served.url}/#/run/{ids[4]}")
+    page.wait_for_selector("#compare-baseline")
+    page.click("#compare-baseline")
+    page.wait_for_selector("#verdict")
+    assert ids[2] in page.locator("#verdict").inner_text()
+    page.goto(f"{served.url}/#/run/{ids[2]}")
+    page.click("#baseline-toggle")
+    page.wait_for_selector("#baseline-toggle:text('Mark as baseline')")
+    watch.clean()
+
+
+def test_a_missing_run_shows_the_servers_message_as_text(browser, demo):
+    served, _ = demo
+    page = _page(browser)
+    Watch(page, served.url)
+    page.goto(served.url + "/#/run/%3Cimg%20src%3Dx%20onerror%3Dalert(3)%3E")
+    page.wait_for_selector("[role=alert]")
+    assert "Run not found" in page.locator("[role=alert]").inner_text()
+    assert page.locator("img[src='x']").count() == 0
+
+
+def test_a_server_with_a_token_asks_for_it_once(browser, tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    write_run(store, 3)
+    store.close()
+    token = "ui-token-" + "k" * 24
+    with serve(url, token=token) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.on("console", lambda m: None)
+        page.goto(served.url + "/#/runs")
+        page.wait_for_selector("#token")
+        watch.errors.clear()  # the browser logs the refused request itself
+        page.fill("#token", token)
+        page.press("#token", "Enter")
+        page.wait_for_selector("#runs tbody tr")
+        page.reload()
+        page.wait_for_selector("#runs tbody tr")
+        assert watch.dialogs == []
+
+
+def test_the_static_report_works_from_disk_offline(browser, demo, tmp_path):
+    from assay.report.html import write_html
+
+    served, ids = demo
+    store = RunStore(served.settings.store_url)
+    report = tmp_path / "report.html"
+    write_html(store, store.run_record(ids[4]), report)
+    store.close()
+    page = _page(browser, offline=True)
+    watch = Watch(page, report.as_uri())
+    page.goto(report.as_uri())
+    page.wait_for_selector("#cases tbody tr")
+    assert page.locator("h1").inner_text() == ids[4]
+    assert page.locator("#cases tbody tr").count() == 50
+    assert page.locator(".hist-grid svg").count() == 4
+    _shot(page, tmp_path, "report")
+    page.fill("#case-search", HOSTILE_CASE)
+    page.press("#case-search", "Enter")
+    _rendered(page, f"q={HOSTILE_CASE}")
+    expect(page.locator("#cases tbody tr")).to_have_count(1)
+    page.click(f"#cases a:text-is('{HOSTILE_CASE}')")
+    page.wait_for_selector("#case-title")
+    _assert_hostile_text_is_inert(page)
+    page.go_back()
+    page.wait_for_selector("#cases tbody tr")
+    watch.clean()

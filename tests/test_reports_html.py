@@ -1,0 +1,167 @@
+"""The static HTML report and the Markdown summary: self-contained, data that cannot become
+markup, the CLI command and the run reporters."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.model import Case, Execution, Score
+from assay.records import CaseRecord, Verdict
+from assay.report.html import json_for_script, render_html, report_data
+from assay.report.markdown import md_text, render_markdown
+from assay.store.runs import RunStore
+from assay.testing.runs import HOSTILE, write_run
+
+ROOT = Path(__file__).resolve().parents[1]
+NASTY_ID = "[x](javascript:alert(1))<img src=x onerror=alert(1)>|pipe`code`*b*"
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+
+def _assay(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
+                          text=True, timeout=120, env=_env(), cwd=cwd)
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> tuple[str, str]:
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run = write_run(store, 60, seed=3, hostile_at=[4])
+    record = CaseRecord(run_id=run, case_id=NASTY_ID, case=Case(id=NASTY_ID, input="q"),
+                        execution=Execution(input="q", output="</script><!-- " + HOSTILE),
+                        scores=[Score(name="correctness", value=0.1, passed=False)],
+                        score=0.1, verdict=Verdict.FAIL)
+    store.record_execution(run, NASTY_ID, 0, record.execution)
+    store.record_score(run, NASTY_ID, 0, record.scores[0])
+    store.record_case(record)
+    store.close()
+    return url, run
+
+
+def test_json_in_a_script_element_cannot_close_it():
+    data = {"text": "</script><script>alert(1)</script><!-- & \u2028"}
+    text = json_for_script(data)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == data
+
+
+def _between(page: str, start: str, end: str) -> list[str]:
+    return re.findall(re.escape(start) + r"(.*?)" + re.escape(end), page, re.S)
+
+
+def test_the_report_is_one_file_whose_policy_allows_only_its_own_script(stored):
+    url, run = stored
+    store = RunStore(url)
+    page = render_html(report_data(store, store.run_record(run)))
+    store.close()
+    assert not re.search(r"""<(script|link)[^>]+(src|href)=["']?(https?:|//|static/)""", page)
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    scripts = _between(page, "<script>", "</script>")
+    styles = _between(page, "<style>", "</style>")
+    assert len(scripts) == 1 and len(styles) == 1
+
+    def digest(text: str) -> str:
+        return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+    assert f"script-src '{digest(scripts[0])}'" in policy
+    assert f"style-src '{digest(styles[0])}'" in policy
+    assert "default-src 'none'" in policy and "unsafe" not in policy
+    data = _between(page, '<script type="application/json" id="assay-data">', "</script>")
+    assert len(data) == 1  # the hostile output did not end the data block early
+    parsed = json.loads(data[0])
+    assert parsed["run"]["id"] == run
+    assert parsed["details"][f"{NASTY_ID}#0"]["record"]["execution"]["output"].startswith(
+        "</script><!--")
+    assert HOSTILE not in page  # only ever present JSON-escaped
+
+
+def test_a_large_run_keeps_its_problems_and_says_how_many_it_left_out(stored):
+    url, run = stored
+    store = RunStore(url)
+    data = report_data(store, store.run_record(run), max_cases=10)
+    store.close()
+    assert len(data["cases"]) == 10 == len(data["details"])
+    assert data["cases"][0]["verdict"] == "error"
+    assert "10 of 61 cases" in data["generated"]
+
+
+def test_markdown_text_is_inert():
+    text = md_text(NASTY_ID + "\nnext line\x1b[31m")
+    assert "<" not in text and "\n" not in text and "\x1b" not in text
+    assert "](" not in text and "\\|" in text and "\\`" in text and "\\*" in text
+    assert md_text("x" * 500, limit=10) == "x" * 10 + "…"
+
+
+def test_the_markdown_summary_has_the_figures_and_the_problem_cases(stored):
+    url, run = stored
+    store = RunStore(url)
+    text = render_markdown(store, store.run_record(run))
+    store.close()
+    assert text.startswith(f"## assay run {run}")
+    assert "| evaluator | mean |" in text and "Gates failed" in text
+    assert "<img" not in text and "<script" not in text and "javascript:alert(1))" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert all(line.count(" | ") == rows[0].count(" | ") for line in rows[:2])
+    nasty = next(line for line in rows if "javascript" in line)
+    assert nasty.count(" | ") == 3  # the pipe in the id did not add a cell
+
+
+def test_assay_report_writes_html_and_markdown(stored, tmp_path):
+    url, run = stored
+    done = _assay("report", run, "--store", url, "--html", str(tmp_path / "r.html"),
+                  "--markdown", "-")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"## assay run {run}")
+    assert (tmp_path / "r.html").read_text().startswith("<!doctype html>")
+    done = _assay("report", run, "--store", url, "--markdown", str(tmp_path / "r.md"))
+    assert done.returncode == 0 and (tmp_path / "r.md").read_text().startswith("## assay")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "--html FILE"),
+    (["--html", "{store}"], "also an input"),
+    (["--markdown", "{store}"], "also an input"),
+])
+def test_assay_report_refuses_bad_requests_clearly(stored, tmp_path, args, message):
+    url, run = stored
+    store_file = url.removeprefix("sqlite:///")
+    before = Path(store_file).read_bytes()
+    done = _assay("report", run, "--store", url, *[a.format(store=store_file) for a in args])
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+    assert Path(store_file).read_bytes() == before
+
+
+def test_assay_report_names_an_unknown_run(stored, tmp_path):
+    url, _ = stored
+    done = _assay("report", "no-such-run", "--store", url, "--html", str(tmp_path / "r.html"))
+    assert done.returncode == 2 and "no-such-run" in done.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_assay_run_writes_html_and_markdown_reports(tmp_path):
+    (tmp_path / "agent.py").write_text("def answer(q: str) -> str:\n    return 'echo ' + q\n")
+    (tmp_path / "EVAL.yaml").write_text(
+        "description: echo\nexecution:\n  target: agent\n  evaluators:\n"
+        "    - {name: has_echo, type: contains, search_text: echo}\n"
+        "evalcases:\n  - {id: c1, input: q1}\n  - {id: c2, input: q2}\n")
+    (tmp_path / ".assay").mkdir()
+    (tmp_path / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - {name: agent, provider: python, function: 'agent:answer'}\n")
+    done = _assay("run", "EVAL.yaml", "--store", f"sqlite:///{tmp_path}/runs.db",
+                  "--report", "html:out/report.html", "--report", "markdown:out/summary.md",
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"case_id":"c1"' in (tmp_path / "out" / "report.html").read_text()
+    assert "has\\_echo" in (tmp_path / "out" / "summary.md").read_text()
