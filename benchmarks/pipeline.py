@@ -1,0 +1,180 @@
+"""The pipeline figures that ``suite_throughput.py`` does not take: the Python API, start-up
+and loading a large suite.
+
+Three sections, each printed as a table:
+
+- ``evaluate``: ``assay.evaluate()`` on N dicts (a sync Python function as the target, one
+  ``semantic_similarity`` judge, ``cache="off"``, a fresh SQLite store) against the mock server,
+  then the raw aiohttp loop of ``judge_throughput.py`` at the same concurrency, latency and
+  number of calls, in the same process. Wall time from the call to its return (loading,
+  store and gates included).
+- ``startup``: the median wall time of ``python -m assay --version`` (and of ``--help``, which
+  builds every command).
+- ``load``: an EVAL.yaml of N cases written to a temporary folder, then validated and loaded:
+  ``assay.evaluation.load_data`` in this process, and ``assay validate`` as a whole command.
+
+::
+
+    python benchmarks/pipeline.py                         # all three, N=2000 / 10,000
+    python benchmarks/pipeline.py --sections evaluate --n 2000 --concurrency 32 --latency 0
+    python benchmarks/pipeline.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine_line, markdown_table, mock_server
+from _workload import triples
+from judge_throughput import RawAiohttp
+
+SECTIONS = ("evaluate", "startup", "load")
+
+
+def _answer(case_input: Any) -> str:
+    """The agent: the answer is carried in the input, so each judge request is distinct."""
+    return str(case_input).split(" || ", 1)[1]
+
+
+def evaluate_section(n: int, concurrency: int, latency_ms: float) -> list[list[Any]]:
+    import assay
+
+    rows = [{"id": f"c{i}", "input": f"{question} || {actual}", "expected_output": expected}
+            for i, (question, expected, actual) in enumerate(triples(0, n))]
+    with mock_server(latency_ms) as server, tempfile.TemporaryDirectory() as tmp:
+        model = f"{server.base_url}#bench"
+        warm = rows[: max(2 * concurrency, 32)]
+        assay.evaluate(warm, target=_answer, evaluators=["semantic_similarity"],
+                       judge_model=model, concurrency=concurrency, cache="off",
+                       store=f"sqlite:///{tmp}/warm.db")
+        server.reset()
+        started = time.perf_counter()
+        cpu = time.process_time()
+        result = assay.evaluate(rows, target=_answer, evaluators=["semantic_similarity"],
+                                judge_model=model, concurrency=concurrency, cache="off",
+                                store=f"sqlite:///{tmp}/runs.db")
+        seconds = time.perf_counter() - started
+        cpu = time.process_time() - cpu
+        requests = int(server.stats()["requests"])
+        errors = sum(m.errors for m in result.summary.evaluators.values())
+        raw = asyncio.run(_raw(server, concurrency, n))
+    rate = requests / seconds
+    return [["assay.evaluate()", n, concurrency, latency_ms, requests, f"{rate:.0f}",
+             f"{rate / raw['rate']:.2f}", f"{cpu * 1000 / n:.2f}", errors],
+            ["raw aiohttp", n, concurrency, latency_ms, raw["requests"], f"{raw['rate']:.0f}",
+             "1.00", f"{raw['cpu_ms']:.2f}", raw["errors"]]]
+
+
+async def _raw(server: Any, concurrency: int, n: int) -> dict[str, Any]:
+    impl = RawAiohttp(server.base_url, concurrency)
+    await impl.setup()
+    try:
+        warm = max(2 * concurrency, 32)
+        await impl.run(impl.prepare(n, warm))
+        items = impl.prepare(n + warm, n)
+        server.reset()
+        cpu = time.process_time()
+        started = time.perf_counter()
+        errors = await impl.run(items)
+        seconds = time.perf_counter() - started
+        cpu = time.process_time() - cpu
+        requests = int(server.stats()["requests"])
+    finally:
+        await impl.close()
+    return {"rate": requests / seconds, "requests": requests, "errors": errors,
+            "cpu_ms": cpu * 1000 / n}
+
+
+def _median_wall(command: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def startup_section(runs: int) -> list[list[Any]]:
+    env_note = "PYTHONDONTWRITEBYTECODE" in os.environ
+    rows = []
+    for args in (["--version"], ["--help"]):
+        wall = _median_wall([sys.executable, "-m", "assay", *args], runs)
+        rows.append([f"assay {' '.join(args)}", runs, f"{wall:.3f}",
+                     "byte-code off" if env_note else ""])
+    return rows
+
+
+def _write_suite(folder: Path, n: int) -> Path:
+    lines = ["description: load benchmark", "execution:", "  evaluators:",
+             "    - {name: same, type: exact_match}", "evalcases:"]
+    for i, (question, expected, _) in enumerate(triples(0, n)):
+        lines += [f"  - id: c{i}", f"    input: {question!r}",
+                  f"    expected_output: {expected!r}"]
+    path = folder / "EVAL.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def load_section(n: int, runs: int) -> list[list[Any]]:
+    from assay.evaluation import load_data
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write_suite(Path(tmp), n)
+        size = path.stat().st_size
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            suite = load_data(path)
+            times.append(time.perf_counter() - started)
+        loaded = suite.count()
+        command = _median_wall([sys.executable, "-m", "assay", "validate", str(path)], runs)
+    return [["load_data (in process)", n, loaded, f"{size / 1e6:.1f}",
+             f"{statistics.median(times):.3f}"],
+            ["assay validate (whole command)", n, loaded, f"{size / 1e6:.1f}", f"{command:.3f}"]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sections", default=",".join(SECTIONS))
+    parser.add_argument("--n", type=int, default=2000, help="cases for evaluate()")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.0, help="mock latency in ms")
+    parser.add_argument("--load-cases", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5, help="runs for the medians")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.n, args.load_cases, args.runs = 200, 500, 1
+    sections = [s for s in args.sections.split(",") if s]
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown sections {unknown}; choose from {', '.join(SECTIONS)}")
+    print(machine_line())
+    if "evaluate" in sections:
+        print("\n### assay.evaluate() on dicts against the raw aiohttp loop\n")
+        print(markdown_table(["client", "cases", "concurrency", "latency ms", "requests",
+                              "calls/s", "of raw aiohttp", "client CPU ms/case", "errors"],
+                             evaluate_section(args.n, args.concurrency, args.latency)))
+    if "startup" in sections:
+        print("\n### Start-up (median wall seconds)\n")
+        print(markdown_table(["command", "runs", "seconds", "note"], startup_section(args.runs)))
+    if "load" in sections:
+        print("\n### Loading an EVAL.yaml (median wall seconds)\n")
+        print(markdown_table(["what", "cases", "loaded", "MB", "seconds"],
+                             load_section(args.load_cases, args.runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
