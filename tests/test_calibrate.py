@@ -55,8 +55,11 @@ async def test_a_stopped_calibration_resumes_without_asking_again(tmp_path, mock
     task = asyncio.ensure_future(calibrate_async(
         "llmbar-natural", limit=20, judge_model=mock_model, store=store, concurrency=4,
         cache="off"))
-    while mock_server.stats.completed < 8:
+    deadline = asyncio.get_running_loop().time() + 60
+    while mock_server.stats.completed < 8 and not task.done():
+        assert asyncio.get_running_loop().time() < deadline, "the calibration never started"
         await asyncio.sleep(0.02)
+    assert not task.done(), task.result()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
