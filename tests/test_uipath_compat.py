@@ -1,5 +1,6 @@
-"""UiPath's Python evaluation API on assay: the seed's code as written (imports changed), the
-custom LLM service contract, ``target_output_key`` on the LLM judges, and UiPath's errors.
+"""UiPath's Python evaluation API on assay: the code of UiPath's documentation as written
+(imports changed), the custom LLM service contract, ``target_output_key`` on the LLM judges,
+and UiPath's errors.
 
 Scores from the mock server are its token-overlap F1 of the expected and actual blocks of the
 prompt, x 100; the hand computations are in the comments.
@@ -45,7 +46,7 @@ def judge_is_mock(mock_server, monkeypatch):
 
 
 async def run_block(name: str, namespace: dict[str, Any]) -> Any:
-    """Run one of the seed's code blocks as written (top-level await included)."""
+    """Run a code block of UiPath's documentation as written (top-level await included)."""
     path = next(SEED.glob(f"*_{name}.pysrc"))
     code = compile(path.read_text(), str(path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     result = eval(code, namespace)
@@ -61,7 +62,7 @@ def test_seed_blocks_differ_from_the_seed_only_in_their_imports():
                 assert line.startswith("from assay.compat.uipath.")
 
 
-# -- item 2: the seed's code blocks, run as written ---------------------------------------
+# -- item 2: the documentation's code blocks, run as written ------------------------------
 
 
 async def test_seed_code_blocks_run_against_the_mock_server(judge_is_mock, capsys):
