@@ -190,7 +190,7 @@ async def test_payload_has_agentv_fields_and_input_files(tmp_path, engine_factor
                                                EvalContext(engine_factory()))
     received = score.details["received"]  # type: ignore[index]
     assert received["input_files"] == [str(tmp_path.resolve() / "spec.md")]
-    assert received["guideline_files"] == []
+    assert received["guideline_files"] == []  # no .agentv/config.yaml guideline_patterns
     for key in ("question", "expected_outcome", "expected_messages", "reference_answer",
                 "candidate_answer", "output_messages", "input_messages", "trace_summary",
                 "config"):

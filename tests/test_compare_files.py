@@ -32,11 +32,13 @@ def test_files_compare_case_by_case(tmp_path):
     outcomes = {c.case_id: c.outcome for c in result.cases}
     # a +0.15 win, b +0.3 win, c -0.15 loss (threshold 0.1), d errored after
     assert outcomes == {"a": "win", "b": "win", "c": "loss", "d": "error"}
-    assert result.mean_delta == pytest.approx((0.15 + 0.3 - 0.15) / 3)
+    assert result.mean_delta == pytest.approx((0.15 + 0.3 - 0.15) / 3)  # d: an error
     assert result.only_before == ["only-before#0"]
     summary = agentv_summary(result)
-    assert summary == {"total": 5, "matched": 4, "wins": 2, "losses": 1, "ties": 0,
-                       "errors": 1, "meanDelta": 0.1,
+    # AgentV's own arithmetic: d counts at its written score (0.4 -> 0.4, a tie), so the mean
+    # is (0.15 + 0.3 - 0.15 + 0) / 4 = 0.075 -> 0.075; total is both files' rows, 5 + 4.
+    assert summary == {"total": 9, "matched": 4, "wins": 2, "losses": 1, "ties": 1,
+                       "errors": 0, "meanDelta": 0.075,
                        "unmatched": {"baseline": 1, "candidate": 0}}
     # c dropped from pass (0.85) to borderline: a regression, though the mean rose.
     assert fails(result, "assay") and not fails(result, "agentv")
@@ -59,9 +61,34 @@ def test_compare_command_on_files(tmp_path):
     agentv = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "agentv",
                    "--json")
     assert agentv.returncode == 0, agentv.stderr
-    assert json.loads(agentv.stdout)["agentv"]["meanDelta"] == 0.1
+    printed = json.loads(agentv.stdout)
+    assert printed["agentv"]["meanDelta"] == 0.075 and printed["mean_delta"] == 0.1
+    table = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "agentv",
+                  env={"COLUMNS": "200"})
+    assert table.returncode == 0, table.stderr
+    assert "mean delta +0.1000" in table.stdout
+    assert "AgentV's mean delta (errored rows at their written score): +0.075" in table.stdout
     bad = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "strict")
     assert bad.returncode == 2 and "expected assay or agentv" in bad.stderr
+
+
+def test_agentv_rule_counts_an_errored_row_at_its_written_score(tmp_path):
+    # AgentV writes an errored case as score 0: the drop from 0.9 makes its mean negative,
+    # while assay's mean leaves the error out (b: +0.05).
+    before = [{"eval_id": "a", "score": 0.9}, {"eval_id": "b", "score": 0.5}]
+    after = [{"eval_id": "a", "score": 0, "error": "agent timed out"},
+             {"eval_id": "b", "score": 0.55}]
+    result = compare_files(write(tmp_path / "a.jsonl", before), write(tmp_path / "b.jsonl",
+                                                                      after))
+    assert result.mean_delta == pytest.approx(0.05)
+    assert agentv_summary(result)["meanDelta"] == round((-0.9 + 0.05) / 2, 3) == -0.425
+    assert fails(result, "agentv")
+    # an errored row without a score (as assay writes one) is left out of both
+    write(tmp_path / "c.jsonl", [{"eval_id": "a", "error": "timeout"},
+                                 {"eval_id": "b", "score": 0.55}])
+    result = compare_files(tmp_path / "a.jsonl", tmp_path / "c.jsonl")
+    assert agentv_summary(result)["meanDelta"] == 0.05 and not fails(result, "agentv")
+    assert agentv_summary(result)["errors"] == 1
 
 
 @pytest.mark.parametrize("line, message", [

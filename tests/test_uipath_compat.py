@@ -1,5 +1,6 @@
-"""UiPath's Python evaluation API on assay: the seed's code as written (imports changed), the
-custom LLM service contract, ``target_output_key`` on the LLM judges, and UiPath's errors.
+"""UiPath's Python evaluation API on assay: the code of UiPath's documentation as written
+(imports changed), the custom LLM service contract, ``target_output_key`` on the LLM judges,
+and UiPath's errors.
 
 Scores from the mock server are its token-overlap F1 of the expected and actual blocks of the
 prompt, x 100; the hand computations are in the comments.
@@ -45,7 +46,7 @@ def judge_is_mock(mock_server, monkeypatch):
 
 
 async def run_block(name: str, namespace: dict[str, Any]) -> Any:
-    """Run one of the seed's code blocks as written (top-level await included)."""
+    """Run a code block of UiPath's documentation as written (top-level await included)."""
     path = next(SEED.glob(f"*_{name}.pysrc"))
     code = compile(path.read_text(), str(path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     result = eval(code, namespace)
@@ -61,7 +62,7 @@ def test_seed_blocks_differ_from_the_seed_only_in_their_imports():
                 assert line.startswith("from assay.compat.uipath.")
 
 
-# -- item 2: the seed's code blocks, run as written ---------------------------------------
+# -- item 2: the documentation's code blocks, run as written ------------------------------
 
 
 async def test_seed_code_blocks_run_against_the_mock_server(judge_is_mock, capsys):
@@ -160,7 +161,10 @@ def _answer(content: str) -> dict[str, Any]:
     return {"choices": [{"message": {"role": "assistant", "content": content}}]}
 
 
-async def test_custom_service_gets_the_seed_request_and_scores_round_to_two_places():
+async def test_documented_request_on_request_and_scores_round_to_two_places():
+    # UiPath's documentation describes the response_format contract; UiPath's code has moved
+    # to function calling (the default, below), so a service written to the documentation
+    # asks for it with llm_service_mode="json_schema".
     seen: list[dict[str, Any]] = []
 
     async def service(**request: Any) -> dict[str, Any]:
@@ -169,7 +173,8 @@ async def test_custom_service_gets_the_seed_request_and_scores_round_to_two_plac
 
     evaluator = LLMJudgeOutputEvaluator(
         id="svc", config={"name": "LLMJudgeOutputEvaluator", "model": "gpt-4o-2024-11-20",
-                          "temperature": 0.0}, llm_service=service)
+                          "temperature": 0.0}, llm_service=service,
+        llm_service_mode="json_schema")
     result = await evaluator.validate_and_evaluate_criteria(
         agent_execution=AgentExecution(agent_output="Paris"),
         evaluation_criteria={"expected_output": "Paris"})
@@ -199,15 +204,48 @@ async def test_function_calling_variant(arguments: Any):
             message=SimpleNamespace(role="assistant", content=None, tool_calls=[call]))])
 
     evaluator = LLMJudgeOutputEvaluator(id="fc", config={"model": "claude-3-5-sonnet-20241022"},
-                                        llm_service=service, llm_service_mode="tools")
+                                        llm_service=service)
     result = await evaluator.evaluate(agent_execution=AgentExecution(agent_output="a"),
                                       evaluation_criteria={"expected_output": "b"})
     assert result.score == 0.87
     request = seen[0]
+    # UiPath's evaluators' own request: function calling by default, the tool required.
+    assert set(request) == {"model", "messages", "temperature", "tools", "tool_choice"}
     assert request["model"] == "claude-3-5-sonnet-20241022"
-    assert request["tools"][0]["function"]["name"] == "submit_evaluation"
-    assert request["tool_choice"]["function"]["name"] == "submit_evaluation"
-    assert "response_format" not in request
+    assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    assert request["temperature"] == 0.0
+    [tool] = request["tools"]
+    assert tool["type"] == "function"
+    assert tool["function"]["name"] == "submit_evaluation"
+    assert tool["function"]["description"] == (
+        "Submit the evaluation score and justification for the agent output")
+    assert {"justification", "score"} <= set(tool["function"]["parameters"]["properties"])
+    assert request["tool_choice"] == {"type": "required"}
+    assert "max_tokens" not in request  # UiPath sends it only when set
+
+
+@pytest.mark.parametrize(("model", "max_tokens", "sent"), [
+    ("claude-sonnet-4-5-20250929", None, 8000),   # UiPath's default for Claude 4.5
+    ("claude-haiku-4-5", 300, 300),
+    ("gpt-4o-2024-11-20", 300, 300),
+])
+async def test_function_calling_max_tokens_as_uipath_sends_it(model: str, max_tokens: Any,
+                                                              sent: int):
+    seen: list[dict[str, Any]] = []
+
+    async def service(**request: Any) -> Any:
+        seen.append(request)
+        return _answer('{"justification": "j", "score": 40}')  # content JSON is read too
+
+    config: dict[str, Any] = {"model": model}
+    if max_tokens is not None:
+        config["max_tokens"] = max_tokens
+    evaluator = LLMJudgeOutputEvaluator(id="mt", config=config, llm_service=service)
+    result = await evaluator.evaluate(agent_execution=AgentExecution(agent_output="a"),
+                                      evaluation_criteria={"expected_output": "b"})
+    assert result.score == 0.4
+    assert seen[0]["max_tokens"] == sent
+    assert seen[0]["tool_choice"] == {"type": "required"}
 
 
 async def test_model_reaches_a_registered_service_as_written(engine_factory):

@@ -4,9 +4,15 @@
 A results file is JSONL rows as ``assay run -o`` (or ``agentv eval``) writes them: each row's
 ``eval_id`` (and ``repeat``, 0 when absent) identifies the case, ``score`` is its 0-1 score and
 ``verdict`` its band (derived from the score at 0.8 / 0.6 when a row has none). A row with an
-``error`` has no score: it is an error in the comparison, not a 0 (AgentV counts it as 0).
-The rows become the rows :func:`assay.compare.compare_rows` compares, so files and stored runs
-are compared by one rule. Every problem names the file and line: invalid JSON, a row that is
+``error`` has no score: it is an error in the comparison, not a 0. The rows become the rows
+:func:`assay.compare.compare_rows` compares, so files and stored runs are compared by one rule.
+
+AgentV's summary (the ``agentv`` block of ``--json``, and the ``agentv`` exit rule) is
+computed as ``agentv compare`` computes it: every matched row counts at the ``score`` it has
+written, an errored row too (AgentV writes an errored case as score 0), so its ``meanDelta``
+can differ from assay's ``mean_delta``, which leaves errored cases out; an errored row with no
+numeric score (assay writes none) stays out of both. ``total`` is both files' rows, as
+AgentV counts it. Every problem names the file and line: invalid JSON, a row that is
 not an object, a missing or non-text ``eval_id``, a score that is not a number in [0, 1], and
 the same case twice.
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,13 +70,12 @@ def read_result_rows(path: Path) -> list[dict[str, Any]]:
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
             raise ConfigError(f"{where}: repeat {repeat!r} is not a whole number >= 0",
                               code="invalid_results")
-        score = row.get("score")
-        if row.get("error"):
-            score = None
-        elif score is not None and (isinstance(score, bool) or not isinstance(
-                score, int | float) or not math.isfinite(score) or not 0 <= score <= 1):
-            raise ConfigError(f"{where}: score {score!r} is not a number from 0 to 1",
+        written = row.get("score")
+        if written is not None and (isinstance(written, bool) or not isinstance(
+                written, int | float) or not math.isfinite(written) or not 0 <= written <= 1):
+            raise ConfigError(f"{where}: score {written!r} is not a number from 0 to 1",
                               code="invalid_results")
+        score = None if row.get("error") else written
         key = (case, repeat)
         if key in seen:
             raise ConfigError(f"{where}: case {case!r} (repeat {repeat}) is also at line "
@@ -78,37 +84,67 @@ def read_result_rows(path: Path) -> list[dict[str, Any]]:
         verdict = row.get("verdict")
         rows.append({"case_id": case, "repeat": repeat,
                      "score": None if score is None else float(score),
+                     "written_score": None if written is None else float(written),
                      "verdict": verdict if isinstance(verdict, str) else _band(score)})
     if not rows:
         raise ConfigError(f"{path}: no result rows", code="invalid_results")
     return rows
 
 
-def compare_files(before: Path, after: Path, threshold: float = 0.1) -> Comparison:
+@dataclass
+class FileComparison(Comparison):
+    """A comparison of two results files, with the score changes AgentV averages."""
+
+    agentv_deltas: list[float] = field(default_factory=list)
+    """Each matched case's change of written score, errored rows included (see above)."""
+
+
+def compare_files(before: Path, after: Path, threshold: float = 0.1) -> FileComparison:
     """Compare two results files case by case; files sharing no case are refused."""
     a, b = read_result_rows(before), read_result_rows(after)
-    result = compare_rows(a, b, threshold)
-    if not result.cases:
+    compared = compare_rows(a, b, threshold)
+    if not compared.cases:
         raise ConfigError(f"cannot compare {before} with {after}: they share no case",
                           code="incomparable_runs")
-    return result
+    written = {(r["case_id"], r["repeat"]): r["written_score"] for r in b}
+    deltas = []
+    for row in a:
+        after_score = written.get((row["case_id"], row["repeat"]))
+        if row["written_score"] is not None and after_score is not None:
+            deltas.append(after_score - row["written_score"])
+    return FileComparison(**vars(compared), agentv_deltas=deltas)
+
+
+def agentv_mean_delta(result: Comparison) -> float | None:
+    """The mean change as AgentV computes it: over written scores for results files, over
+    the scored cases for stored runs (whose errors have no score)."""
+    if isinstance(result, FileComparison):
+        deltas = result.agentv_deltas
+        return sum(deltas) / len(deltas) if deltas else None
+    return result.mean_delta
 
 
 def fails(result: Comparison, rule: ExitRule) -> bool:
     """Whether the comparison fails under ``rule`` (see the module's docstring)."""
     if rule == "agentv":
-        mean = result.mean_delta
+        mean = agentv_mean_delta(result)
         return mean is not None and round(mean, 3) < 0
     return bool(result.regressions)
 
 
 def agentv_summary(result: Comparison) -> dict[str, Any]:
     """``agentv compare``'s JSON summary of a comparison."""
-    mean = result.mean_delta
-    return {"total": len(result.cases) + len(result.only_before) + len(result.only_after),
-            "matched": len(result.cases), "wins": result.count("win"),
-            "losses": result.count("loss"), "ties": result.count("tie"),
-            "errors": result.count("error"),
+    mean = agentv_mean_delta(result)
+    if isinstance(result, FileComparison):
+        deltas, t = result.agentv_deltas, result.threshold
+        wins, losses = sum(d >= t for d in deltas), sum(d <= -t for d in deltas)
+        counts = {"wins": wins, "losses": losses, "ties": len(deltas) - wins - losses,
+                  "errors": len(result.cases) - len(deltas)}
+    else:
+        counts = {k + "s" if k != "loss" else "losses": result.count(k)
+                  for k in ("win", "loss", "tie", "error")}
+    return {"total": 2 * len(result.cases) + len(result.only_before) + len(result.only_after),
+            "matched": len(result.cases), **counts,
             "meanDelta": None if mean is None else round(mean, 3),
             "unmatched": {"baseline": len(result.only_before),
                           "candidate": len(result.only_after)}}

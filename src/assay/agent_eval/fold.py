@@ -7,7 +7,8 @@ aggregate, nothing more), then :meth:`AssessmentFold.summary` gives the
 Aggregates, ``databricks`` names:
 
 - ``<key>/rating/percentage``: yes over rated cases (errors and skips are not in the
-  denominator; no rated case, no key); safety also as ``/rating/average`` (the seed's name).
+  denominator; no rated case, no key); safety also as ``/rating/average`` (the name in Databricks'
+  documentation).
 - ``<key>/precision/average``: mean over the cases that have a precision (per-chunk judges).
 - ``retrieval/ground_truth/document_recall/average``, ``agent/latency_seconds/average``,
   ``response/overall_assessment/rating/percentage``, ``metric/<name>/average``.

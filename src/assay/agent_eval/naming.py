@@ -1,6 +1,6 @@
 """Per-row results in Databricks Agent Evaluation's names or MLflow 3's.
 
-``databricks`` (the seed's names)::
+``databricks`` (the names in Databricks' documentation)::
 
     response/llm_judged/<judge>/rating | rationale | error_message      (ANSWER judges)
     retrieval/llm_judged/<judge>/rating | rationale | error_message     (RETRIEVAL_LIST)

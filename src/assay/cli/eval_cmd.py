@@ -23,6 +23,7 @@ import typer
 
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.cli.run import (
+    NO_REPORT_HELP,
     _inputs,
     _progress,
     _Reports,
@@ -55,8 +56,7 @@ def eval_command(
     output_format: str = typer.Option("jsonl", "--output-format", help="jsonl or yaml."),
     output_file: Path | None = typer.Option(None, "--output-file", "--uipath-output",
                                             help="UiPath's output file (one suite)."),
-    no_report: bool = typer.Option(False, "--no-report",
-                                   help="Accepted: assay reports to no platform."),
+    no_report: bool = typer.Option(False, "--no-report", help=NO_REPORT_HELP),
     agent_timeout: float | None = typer.Option(None, "--agent-timeout", min=0.001,
                                                help="Seconds one run of the agent may take."),
     max_retries: int = typer.Option(0, "--max-retries", min=0,

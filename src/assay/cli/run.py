@@ -24,6 +24,8 @@ from assay.errors import ConfigError, EvaluationError
 from assay.report.safe_text import for_terminal
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+NO_REPORT_HELP = ("Accepted for compatibility with uipath eval, and does nothing: UiPath's "
+                  "flag skips reporting to Studio Web, and assay reports to no platform.")
 
 
 def store_url(option: str | None) -> str:
@@ -126,8 +128,7 @@ def run(
         None, "--agent-timeout", min=0.001, help="Seconds one run of the agent may take."),
     max_retries: int = typer.Option(0, "--max-retries", min=0,
                                     help="Times a failed run of the agent is tried again."),
-    no_report: bool = typer.Option(False, "--no-report", help="Accepted for uipath eval "
-                                   "habits: assay reports to no platform."),
+    no_report: bool = typer.Option(False, "--no-report", help=NO_REPORT_HELP),
     min_judge_kappa: float | None = typer.Option(
         None, "--min-judge-kappa", min=-1.0, max=1.0,
         help="Gate: every judge has a current calibration (assay calibrate) with kappa at "

@@ -131,7 +131,8 @@ def compare(
         "its suite and target (see assay baseline)."),
     exit_rule: str = typer.Option(
         "assay", "--exit-rule", help="Per-case policy. assay: exit 1 on a regression; agentv: "
-        "exit 1 when the mean score change is negative (agentv compare's rule)."),
+        "exit 1 when the mean score change is negative (agentv compare's rule, which counts an "
+        "errored row of a results file at its written score)."),
 ) -> None:
     """Compare two completed runs (run ids, or two results JSONL files); exit 1 when the
     candidate regressed (or fails its own run dimensions), 2 when they cannot be compared."""
@@ -273,6 +274,11 @@ def _report_cases(result: Comparison, a: dict[str, Any], b: dict[str, Any], as_j
         mean = "—" if d["mean_delta"] is None else f"{d['mean_delta']:+.4f}"
         console.print(f"matched {d['matched']}: wins {d['wins']}, losses {d['losses']}, ties "
                       f"{d['ties']}, errors {d['errors']}; mean delta {mean}", highlight=False)
+        if exit_rule == "agentv":
+            agentv_mean = agentv_summary(result)["meanDelta"]
+            console.print("AgentV's mean delta (errored rows at their written score): "
+                          + ("—" if agentv_mean is None else f"{agentv_mean:+.3f}"),
+                          highlight=False)
         if result.only_before or result.only_after:
             console.print(f"only in {for_terminal(a['id'])}: {len(result.only_before)}; only in "
                           f"{for_terminal(b['id'])}: {len(result.only_after)}", highlight=False)

@@ -17,7 +17,7 @@ What needs no model is decided in code, and code wins over the judge:
   is kept in ``details`` but never scored;
 * a key whose actual value equals the expected one (numbers normalised) is ``identical``
   whatever the judge says, and when every present key is equal no call is made at all: the
-  seed's rule that identical inputs give identical outputs, kept by code.
+  rule in UiPath's documentation that identical inputs give identical outputs, kept by code.
 
 Every disagreement is recorded in ``details["overrides"]``. When no expected key is present
 at all (the output is not an object, or shares no key) every classification is known, so no

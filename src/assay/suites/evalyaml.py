@@ -23,6 +23,7 @@ suite with problems: :func:`load_eval_yaml` raises :class:`SuiteError` carrying 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ from assay.model import (
     dump_json,
 )
 from assay.run_config import RunThresholds
+from assay.suites.agentv_config import GuidelineConfig, load_guideline_config
 from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 from assay.targets.config import TargetsFile, load_targets_for, read_targets
@@ -150,8 +152,10 @@ def _check(loaded: Loaded, path: Path, targets: Targets) -> tuple[Suite | None, 
     log = ProblemLog(loaded.source)
     log.extend(loaded.problems)
     found = _targets(targets, path)
+    guideline_config, config_problems = load_guideline_config(path)
+    log.extend(config_problems)
     checker = _SuiteChecker(log, path, EvaluatorBuilder(log, path.parent.resolve(), found),
-                            found)
+                            found, guideline_config=guideline_config)
     suite = checker.suite(loaded.data)
     problems = log.sorted()
     return (None if problems else suite), problems
@@ -273,7 +277,10 @@ class _SuiteChecker:
     suite_has_list: bool = False
     conversation: ConversationSettings | None = None
     files: list[str] = field(default_factory=list)
-    """The file segments read for the case being checked (its ``input_files``)."""
+    """The input file segments read for the case being checked (its ``input_files``)."""
+    guideline_config: GuidelineConfig = field(default_factory=GuidelineConfig)
+    guideline_files: list[tuple[str, str]] = field(default_factory=list)
+    """The case's input files matching ``guideline_patterns``: (absolute path, text)."""
 
     @property
     def base_dir(self) -> Path:
@@ -474,6 +481,7 @@ class _SuiteChecker:
         self._unknown_keys(raw, path, CASE_KEYS, "case key")
         problems_before = len(self.log)
         self.files = []
+        self.guideline_files = []
         case_id = self._case_id(raw, path)
         written_id = raw.get("id")
         label = f"case {str(written_id)!r}" if isinstance(written_id, str | int) and \
@@ -504,6 +512,10 @@ class _SuiteChecker:
             metadata["conversation_id"] = conversation_id
         if self.files:
             metadata.setdefault("input_files", list(dict.fromkeys(self.files)))
+        if self.guideline_files:
+            metadata.setdefault("guideline_files",
+                                list(dict.fromkeys(p for p, _ in self.guideline_files)))
+            case_input = _with_guidelines(case_input, self.guideline_files)
         guidelines = self._strings(raw, "guidelines", path)
         context = self._strings(raw, "reference_context", path)
         execution = self._execution(raw, path)
@@ -612,7 +624,8 @@ class _SuiteChecker:
                conversation: ConversationSpec | None = None
                ) -> str | dict[str, Any] | list[Message] | None:
         if "input_messages" in raw:
-            messages = self._messages(raw["input_messages"], (*path, "input_messages"))
+            messages = self._messages(raw["input_messages"], (*path, "input_messages"),
+                                      is_input=True)
             return messages
         if "input" not in raw and conversation is not None:
             return conversation.first_message if conversation.first_turn == "user" and \
@@ -625,7 +638,7 @@ class _SuiteChecker:
         if isinstance(value, str | dict):
             return value
         if isinstance(value, list):
-            return self._messages(value, (*path, "input"))
+            return self._messages(value, (*path, "input"), is_input=True)
         self.log.add((*path, "input"), f"input must be text, a mapping or messages, not "
                      f"{type_name(value)}", "text, a mapping, or [{role, content}]",
                      value=True)
@@ -703,7 +716,8 @@ class _SuiteChecker:
 
     # -- small typed readers ---------------------------------------------------------------
 
-    def _messages(self, raw: Any, path: PathKey) -> list[Message] | None:
+    def _messages(self, raw: Any, path: PathKey, is_input: bool = False
+                  ) -> list[Message] | None:
         if not isinstance(raw, list) or not raw:
             self.log.add(path, "messages must be a non-empty list", "[{role, content}, ...]",
                          value=True)
@@ -720,7 +734,7 @@ class _SuiteChecker:
             fields = dict(item)
             content = fields.get("content")
             if isinstance(content, list):
-                fields["content"] = self._segments(content, (*where, "content"))
+                fields["content"] = self._segments(content, (*where, "content"), is_input)
                 if fields["content"] is None:
                     ok = False
                     continue
@@ -737,9 +751,12 @@ class _SuiteChecker:
                                  f"{error['msg']}", value=key in item)
         return messages if ok else None
 
-    def _segments(self, raw: list[Any], path: PathKey) -> list[dict[str, Any]] | None:
+    def _segments(self, raw: list[Any], path: PathKey, is_input: bool = False
+                  ) -> list[dict[str, Any]] | None:
         """AgentV content segments: ``{type: text, value}`` and ``{type: file, value: path}``
-        (the file's text, relative to the suite) become OpenAI text parts."""
+        (the file's text, relative to the suite) become OpenAI text parts. An input file
+        matching ``guideline_patterns`` leaves only ``<Attached: path>`` here, as in AgentV's
+        question; its text goes to the case's guidelines system message."""
         parts: list[dict[str, Any]] = []
         ok = True
         for index, segment in enumerate(raw):
@@ -747,7 +764,7 @@ class _SuiteChecker:
             if isinstance(segment, str):
                 parts.append({"type": "text", "text": segment})
             elif isinstance(segment, dict) and segment.get("type") == "file":
-                text = self._file_segment(segment.get("value"), (*where, "value"))
+                text = self._file_segment(segment.get("value"), (*where, "value"), is_input)
                 ok = ok and text is not None
                 if text is not None:
                     parts.append({"type": "text", "text": text})
@@ -763,15 +780,19 @@ class _SuiteChecker:
                 ok = False
         return parts if ok else None
 
-    def _file_segment(self, value: Any, path: PathKey) -> str | None:
+    def _file_segment(self, value: Any, path: PathKey, is_input: bool = False) -> str | None:
         if not isinstance(value, str) or not value:
             self.log.add(path, "a file segment needs 'value': the file's path", "a path",
                          value=True)
             return None
-        file = self.base_dir / value
+        file = Path(os.path.normpath(self.base_dir / value))  # absolute, as AgentV reports
         try:
             body = file.read_text(encoding="utf-8")
-            self.files.append(str(file))
+            if is_input and self.guideline_config.is_guideline(file):
+                self.guideline_files.append((str(file), body))
+                return f"<Attached: {value}>"
+            if is_input:
+                self.files.append(str(file))
         except (OSError, UnicodeDecodeError) as exc:
             reason = "not found" if isinstance(exc, FileNotFoundError) else str(exc)
             self.log.add(path, f"input file {value}: {reason}", "a UTF-8 text file relative "
@@ -819,6 +840,18 @@ class _SuiteChecker:
                          "a mapping", value=True)
             return None
         return {str(k): v for k, v in value.items()}
+
+
+def _with_guidelines(case_input: Any, files: list[tuple[str, str]]) -> Any:
+    """The input messages with the guideline files' text in a leading system message, as
+    AgentV builds its chat prompt: ``[[ ## Guidelines ## ]]`` then each file in a tag."""
+    if not isinstance(case_input, list):
+        return case_input
+    texts = dict(files)
+    body = "\n\n".join(f"<file path=\"{Path(p).name}\">\n{text.strip()}\n</file>"
+                        for p, text in texts.items())
+    return [Message(role="system", content=f"[[ ## Guidelines ## ]]\n\n{body}"),
+            *case_input]
 
 
 def _is_model(name: str) -> bool:

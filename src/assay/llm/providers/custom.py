@@ -27,23 +27,32 @@ from assay.llm.providers.base import Provider, StructuredMode, register_provider
 from assay.llm.types import BadResponse, ChatRequest, ChatResponse
 
 LLMService = Callable[..., Awaitable[Any]]
-_SERVICES: dict[str, tuple[LLMService, StructuredMode]] = {}
+RequestShape = Callable[[dict[str, Any]], dict[str, Any]]
+"""Rewrites the request a service receives into another framework's shape (UiPath's)."""
+_SERVICES: dict[str, tuple[LLMService, StructuredMode, RequestShape | None]] = {}
 
 
 def register_service(name: str, service: LLMService,
-                     structured_mode: StructuredMode = "json_schema") -> str:
-    """Register ``service`` and return the model string that uses it (``custom:NAME``)."""
+                     structured_mode: StructuredMode = "json_schema",
+                     request_shape: RequestShape | None = None) -> str:
+    """Register ``service`` and return the model string that uses it (``custom:NAME``).
+
+    ``request_shape``, when given, receives the request body (``model``, ``max_tokens`` and
+    ``temperature`` filled in) and returns the dict the service is called with.
+    """
     if not callable(service):
         raise ConfigError(f"service {name!r} is not callable", code="invalid_service")
-    _SERVICES[name] = (service, structured_mode)
+    _SERVICES[name] = (service, structured_mode, request_shape)
     return f"custom:{name}"
 
 
 class CustomProvider(Provider):
-    def __init__(self, spec: ModelSpec, service: LLMService, mode: StructuredMode) -> None:
+    def __init__(self, spec: ModelSpec, service: LLMService, mode: StructuredMode,
+                 request_shape: RequestShape | None = None) -> None:
         super().__init__(spec)
         self.service = service
         self.structured_mode = mode
+        self.request_shape = request_shape
         params = list(inspect.signature(service).parameters.values())
         self._pass_dict = len(params) == 1 and params[0].kind in (
             inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
@@ -54,6 +63,8 @@ class CustomProvider(Provider):
         body["model"] = self.spec.requested_model or self.spec.model
         body.setdefault("max_tokens", None)
         body.setdefault("temperature", 0.0)
+        if self.request_shape is not None:
+            body = self.request_shape(body)
         result = await (self.service(body) if self._pass_dict else self.service(**body))
         result = plain(result)
         if not isinstance(result, dict):
@@ -108,5 +119,5 @@ def _custom(spec: ModelSpec) -> Provider:
             f"assay.llm.register_service(name, fn) (registered: {known})",
             code="unknown_model",
         )
-    service, mode = _SERVICES[spec.model]
-    return CustomProvider(spec, service, mode)
+    service, mode, shape = _SERVICES[spec.model]
+    return CustomProvider(spec, service, mode, shape)

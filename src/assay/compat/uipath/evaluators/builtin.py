@@ -55,6 +55,7 @@ from assay.compat.uipath.models.models import (
     UiPathEvaluationErrorCategory,
     WorkloadExecution,
 )
+from assay.compat.uipath.service import uipath_tools_request
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import EVALUATORS, build
@@ -116,10 +117,12 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
     placeholders: ClassVar[tuple[str, ...]] = ()
     """The prompt placeholders an LLM judge's prompt must hold."""
 
-    llm_service_mode: Literal["json_schema", "tools"] = Field(default="json_schema",
-                                                              exclude=True)
-    """How ``llm_service`` is asked for structured output: UiPath's documented
-    ``response_format`` JSON schema, or its current function call (``submit_evaluation``)."""
+    llm_service_mode: Literal["tools", "json_schema"] = Field(default="tools", exclude=True)
+    """How ``llm_service`` is asked for structured output. By default as UiPath's code asks:
+    the function call ``submit_evaluation`` with ``tool_choice: {"type": "required"}`` (see
+    :mod:`assay.compat.uipath.service`). ``"json_schema"`` (an assay option, not UiPath's)
+    sends the ``response_format`` contract UiPath's documentation still describes, for a
+    service written to it."""
 
     _fields: dict[str, Any] = PrivateAttr(default_factory=dict)
     _engine: JudgeEngine | None = PrivateAttr(default=None)
@@ -217,7 +220,10 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
             fn = self.llm_service
             name = (f"uipath.{getattr(fn, '__module__', '')}."
                     f"{getattr(fn, '__qualname__', type(fn).__name__)}.{id(fn):x}")
-            service = register_service(name, fn, structured_mode=self.llm_service_mode)
+            service = register_service(
+                name, fn, structured_mode=self.llm_service_mode,
+                request_shape=uipath_tools_request if self.llm_service_mode == "tools"
+                else None)
             return f"{service}#{model}" if model else service
         if not model:
             return None

@@ -46,7 +46,8 @@ class WorkloadExecution(BaseModel):
 
 
 AgentExecution = WorkloadExecution
-"""UiPath's earlier name for :class:`WorkloadExecution` (the seed's examples use it)."""
+"""UiPath's earlier name for :class:`WorkloadExecution` (UiPath's documentation's examples
+use it)."""
 
 
 class LLMResponse(BaseModel):
