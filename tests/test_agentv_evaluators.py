@@ -42,7 +42,7 @@ def suite_file(tmp_path: Path, text: str) -> Path:
     return path
 
 
-# -- item 8: llm_judge with rubrics --------------------------------------------------------
+# -- llm_judge with rubrics --------------------------------------------------------
 
 
 def test_llm_judge_with_rubrics_is_a_rubric_judge(tmp_path):
@@ -89,7 +89,7 @@ def test_llm_judge_with_rubrics_and_a_prompt_is_a_located_problem(tmp_path):
     assert "rubrics or prompt, not both" in info.value.message
 
 
-# -- item 8: executable prompt templates and extra keys ------------------------------------
+# -- executable prompt templates and extra keys ------------------------------------
 
 
 async def test_executable_prompt_template_writes_the_user_prompt(tmp_path, engine_factory):
@@ -166,7 +166,7 @@ def test_a_near_miss_of_a_setting_is_still_a_typo(tmp_path):
     assert "audience" not in info.value.message  # a new key is passed on, as AgentV does
 
 
-# -- item 8: code_judge payload fields and the target proxy --------------------------------
+# -- code_judge payload fields and the target proxy --------------------------------
 
 
 async def test_payload_has_agentv_fields_and_input_files(tmp_path, engine_factory):
@@ -221,7 +221,7 @@ def test_target_true_means_the_default_limit():
     assert judge.target.max_calls == 50  # type: ignore[attr-defined]
 
 
-# -- item 9: composites --------------------------------------------------------------------
+# -- composites --------------------------------------------------------------------
 
 
 MEMBERS = [{"type": "contains", "name": "says_paris", "search_text": "Paris"},
@@ -267,7 +267,7 @@ def test_members_are_nested_evaluator_results_in_rows():
     assert overall["score"] == 0.5  # (1 + 0) / 2
 
 
-# -- item 10: pass / borderline / fail -----------------------------------------------------
+# -- pass / borderline / fail -----------------------------------------------------
 
 
 @pytest.mark.parametrize("value, passed, blocking, band", [

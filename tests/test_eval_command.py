@@ -21,7 +21,7 @@ from tests.test_cli_run import assay
 UIPATH = Path(__file__).parent / "data" / "uipath_project"
 
 
-# -- item 13: statistics by hand -----------------------------------------------------------
+# -- statistics by hand -----------------------------------------------------------
 
 
 def _record(case_id: str, score: float | None, error: str | None = None) -> CaseRecord:
@@ -65,7 +65,7 @@ def test_arguments_name_suites_globs_and_entry_points(tmp_path):
         parse_eval_ids("['add'")
 
 
-# -- item 13: the agentv eval command line ----------------------------------------------------
+# -- the agentv eval command line ----------------------------------------------------
 
 
 AGENT = '''
@@ -126,7 +126,7 @@ def test_agentv_eval_command_line(tmp_path):
     assert "score distribution:" in text and "top: fast 1.000, flaky 1.000, nope 0.000" in text
 
 
-# -- item 7: uipath eval habits ----------------------------------------------------------------
+# -- uipath eval habits ----------------------------------------------------------------
 
 
 CALCULATOR = '''
@@ -205,7 +205,7 @@ def test_no_report_says_it_does_nothing(tmp_path, command):
     assert "does nothing" in line and "assay reports to no platform" in line
 
 
-# -- item 7: tool and input mocking -------------------------------------------------------------
+# -- tool and input mocking -------------------------------------------------------------
 
 
 def _item(path: Path, index: int, **changes: object) -> None:

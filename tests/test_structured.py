@@ -89,7 +89,7 @@ async def test_tool_mode_through_the_http_server(engine_factory, mock_server, mo
     assert score.ok and score.value == pytest.approx(1.0)
 
 
-async def test_custom_service_receives_the_seed_request_shape(engine_factory):
+async def test_custom_service_receives_the_documented_request_shape(engine_factory):
     seen: list[dict[str, Any]] = []
 
     async def service(**request: Any) -> dict[str, Any]:
@@ -98,12 +98,12 @@ async def test_custom_service_receives_the_seed_request_shape(engine_factory):
                                          "content": '{"justification": "ok", "score": 90}'}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
 
-    model = register_service("seed-shape", service)
+    model = register_service("documented-shape", service)
     score = await SemanticSimilarity(model=model, max_tokens=1000).evaluate(
         *_pair("x"), EvalContext(engine_factory(cache_mode="off")))
     assert score.ok and score.value == pytest.approx(0.9)
     request = seen[0]
-    assert request["model"] == "seed-shape"
+    assert request["model"] == "documented-shape"
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     assert request["response_format"]["type"] == "json_schema"
     assert request["response_format"]["json_schema"]["name"]

@@ -35,7 +35,8 @@ from assay.llm import register_service
 from assay.model import Case, Execution
 from assay.suites.uipath import load_eval_set
 
-SEED = Path(__file__).parent / "data" / "uipath_seed"
+DOC_BLOCKS = Path(__file__).parent / "data" / "uipath_docs"
+"""Code blocks of UiPath's documentation, with only their imports changed to assay's."""
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def judge_is_mock(mock_server, monkeypatch):
 
 async def run_block(name: str, namespace: dict[str, Any]) -> Any:
     """Run a code block of UiPath's documentation as written (top-level await included)."""
-    path = next(SEED.glob(f"*_{name}.pysrc"))
+    path = next(DOC_BLOCKS.glob(f"*_{name}.pysrc"))
     code = compile(path.read_text(), str(path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     result = eval(code, namespace)
     if asyncio.iscoroutine(result):
@@ -55,18 +56,18 @@ async def run_block(name: str, namespace: dict[str, Any]) -> Any:
     return namespace
 
 
-def test_seed_blocks_differ_from_the_seed_only_in_their_imports():
-    for path in SEED.glob("*.pysrc"):
+def test_documentation_blocks_differ_only_in_their_imports():
+    for path in DOC_BLOCKS.glob("*.pysrc"):
         for line in path.read_text().splitlines():
             if "import" in line and line.startswith("from "):
                 assert line.startswith("from assay.compat.uipath.")
 
 
-# -- item 2: the documentation's code blocks, run as written ------------------------------
+# -- the documentation's code blocks, run as written ------------------------------
 
 
-async def test_seed_code_blocks_run_against_the_mock_server(judge_is_mock, capsys):
-    ns: dict[str, Any] = {"__name__": "seed"}
+async def test_documentation_code_blocks_run_against_the_mock_server(judge_is_mock, capsys):
+    ns: dict[str, Any] = {"__name__": "uipath_docs"}
     await run_block("request_format", ns)  # a dict literal: the documented request shape
     # The model-selection block uses the class the next block imports (the same import).
     exec("from assay.compat.uipath.evaluators import LLMJudgeOutputEvaluator", ns)
@@ -99,7 +100,7 @@ async def test_seed_code_blocks_run_against_the_mock_server(judge_is_mock, capsy
     assert judge_is_mock.stats.models == {"gpt-4o-2024-11-20": 3}
 
 
-# -- item 1: target_output_key on the LLM output judges ------------------------------------
+# -- target_output_key on the LLM output judges ------------------------------------
 
 
 async def test_without_the_key_the_judge_sees_the_whole_output(judge_is_mock):
@@ -154,7 +155,7 @@ async def test_missing_target_key_is_the_documented_error(judge_is_mock):
     assert judge_is_mock.stats.requests == 0
 
 
-# -- item 3: the custom LLM service contract ------------------------------------------------
+# -- the custom LLM service contract ------------------------------------------------
 
 
 def _answer(content: str) -> dict[str, Any]:
@@ -263,7 +264,7 @@ async def test_model_reaches_a_registered_service_as_written(engine_factory):
     assert score.judge_model == "custom:uipath-gateway#gpt-4o-2024-11-20"
 
 
-# -- item 2: the documented errors ----------------------------------------------------------
+# -- the documented errors ----------------------------------------------------------
 
 
 async def test_service_unavailable_is_a_uipath_evaluation_error():

@@ -42,7 +42,7 @@ def run(path: Path, outputs: dict[str, Any], **options: Any) -> dict[str, Any]:
     return {(r.case_id, s.name): s for r in result.records for s in r.scores}
 
 
-# -- item 5: legacy deterministic evaluators ----------------------------------------------
+# -- legacy deterministic evaluators ----------------------------------------------
 
 
 def test_legacy_contains_and_regex(tmp_path):
@@ -107,7 +107,7 @@ def test_legacy_csv_type_loads_with_its_columns(tmp_path):
     assert scores[("csv", "LegacyCsv")].value == 1.0
 
 
-# -- item 5: legacy retrieval judges --------------------------------------------------------
+# -- legacy retrieval judges --------------------------------------------------------
 
 
 def retriever_span(query: str, documents: list[str], span_id: str) -> dict[str, Any]:
@@ -185,7 +185,7 @@ def test_legacy_retrieval_types_load(tmp_path):
     assert types == {"Precision": "context_precision", "Faithful": "faithfulness"}
 
 
-# -- item 6: custom coded evaluators ---------------------------------------------------------
+# -- custom coded evaluators ---------------------------------------------------------
 
 
 @pytest.fixture
