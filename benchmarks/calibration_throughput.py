@@ -14,6 +14,7 @@ calls at the same concurrency and latency: what the machine itself allows at tha
 
     python benchmarks/calibration_throughput.py
     python benchmarks/calibration_throughput.py --latency-ms 100 --concurrency 64 --repeat 3
+    python benchmarks/calibration_throughput.py --quick   # smoke-sized: LLMBar Natural, 20 ms
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--no-pin", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke-sized: LLMBar Natural (200 calls) at 20 ms, 100 resamples")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.set, args.latency_ms, args.resamples = "llmbar-natural", 20.0, 100
     items = len(load_set(args.set).items)
     calls = 2 * items
     ideal = calls * args.latency_ms / 1000 / args.concurrency

@@ -24,11 +24,13 @@ if [ -n "${QUICK:-}" ]; then
     throughput_args=(--quick)
     suite_args=(--quick)
     peers_args=(--n 40 --latency 0,50 --max-seconds 3)
+    calibration_args=(--quick)
 else
     ceiling_args=()
     throughput_args=(--repeat "${REPEAT:-1}")
     suite_args=(--repeat "${REPEAT:-1}")
     peers_args=()
+    calibration_args=(--repeat "${REPEAT:-1}")
 fi
 
 run() {
@@ -41,4 +43,5 @@ run() {
 run mock_ceiling "${ceiling_args[@]}"
 run judge_throughput "${throughput_args[@]}"
 run suite_throughput "${suite_args[@]}"
+run calibration_throughput "${calibration_args[@]}"
 run peers "${peers_args[@]}"

@@ -91,3 +91,23 @@ def test_agent_judges_benchmark_makes_every_call_it_counts() -> None:
     (row,) = table
     assert int(row["calls"]) == 20 * 9 == int(row["server requests"])
     assert row["errors"] == "0"
+
+
+CALIBRATION_SCRIPT = SCRIPT.parent / "calibration_throughput.py"
+
+
+@pytest.mark.slow
+def test_quick_calibration_run_makes_both_orders_of_every_pair() -> None:
+    done = subprocess.run([sys.executable, str(CALIBRATION_SCRIPT), "--quick"],
+                          capture_output=True, text=True, timeout=300,
+                          cwd=SCRIPT.parent.parent)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (table,) = markdown_tables(done.stdout)
+    (row,) = table
+    assert row["set"] == "llmbar-natural" and row["pairs"] == "100", row
+    assert int(row["judge calls"]) == 200 == int(row["server requests"]), row
+    assert row["errors"] == "0", row
+    assert 0 < int(row["max in flight"]) <= int(row["concurrency"]), row
+    assert float(row["wall s"]) > 0 and float(row["raw aiohttp s"]) > 0, row
+    assert re.search(r"calibration of llmbar-natural: median [\d.]+ s for 200 judge calls",
+                     done.stdout), done.stdout[-2000:]

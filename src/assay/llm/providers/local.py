@@ -153,7 +153,21 @@ class LocalProvider(Provider):
             except ValueError as exc:  # prompt longer than the context window, bad grammar
                 raise RequestRejected(f"local model refused the request: {exc}") from None
         response["model"] = self.spec.name
-        return response
+        return _plain(response)
+
+
+def _plain(value: Any) -> Any:
+    """The response with numpy scalars (llama.cpp's log-probabilities are ``numpy.float32``)
+    turned into Python numbers, so it can be cached, stored and compared like any other."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if not isinstance(value, str | bytes | int | float | bool) and value is not None:
+        item = getattr(value, "item", None)
+        if callable(item):
+            return item()
+    return value
 
 
 def _schema(request: ChatRequest) -> dict[str, Any] | None:
