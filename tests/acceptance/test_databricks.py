@@ -406,7 +406,8 @@ def test_d14_scorer_injection_values_and_feedback() -> None:
            "expectations": {"expected_response": "ref"}}
     result = evaluate([row], scorers=[a, b, c, d, e], naming="mlflow")
     assert seen["a"] == "out"
-    assert seen["b"] == ({"q": 1}, {"expected_output": "ref", "expected_response": "ref"})
+    # the expectations as given: MLflow adds no key, so neither does assay
+    assert seen["b"] == ({"q": 1}, {"expected_response": "ref"})
     values = result.rows()[0]
     assert (values["a/value"], values["b/value"], values["c/value"], values["d/value"]) == \
         (True, 0.7, "yes", "no")
@@ -419,6 +420,31 @@ def test_d14_scorer_injection_values_and_feedback() -> None:
     again = evaluate([row], scorers=[a, checked, c], naming="mlflow")
     assert again.passed is True and again.reason == "passed"
     assert "needs a yes/no" not in again.reason
+
+
+def test_expectations_keep_the_names_the_data_gave(tmp_path: Path) -> None:
+    """The expected answer reaches scorers once, under the row's own name, after a store
+    round trip too; a case of assay's own columns serialises as it did before."""
+    seen: list[Any] = []
+
+    @assay.scorer
+    def look(expectations: Any) -> bool:
+        seen.append(expectations)
+        return True
+
+    store = f"sqlite:///{tmp_path}/runs.db"
+    rows = [{"request_id": "m", "inputs": "q", "outputs": "a",
+             "expectations": {"expected_response": "r", "expected_facts": ["f"]}},
+            {"request_id": "l", "request": "q", "response": "a", "expected_response": "r"}]
+    result = evaluate(rows, scorers=[look], naming="mlflow", store=store)
+    assert seen == [{"expected_response": "r", "expected_facts": ["f"]},
+                    {"expected_response": "r"}]
+    stored = RunStore(store).case_records(result.run_id)
+    assert {r.case.expected_output_key for r in stored} == {"expected_response"}
+    native = evaluate([{"id": "n", "input": "q", "output": "a", "expected_output": "r"}],
+                      scorers=[look], naming="mlflow")
+    assert seen[-1] == {"expected_output": "r"}
+    assert "expected_output_key" not in native.records[0].case.model_dump()
 
 
 # -- D-15 ----------------------------------------------------------------------------------
