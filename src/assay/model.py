@@ -12,7 +12,15 @@ import math
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from assay.spans import Span, normalize_trace
 
@@ -171,6 +179,19 @@ class Case(_Model):
         "dict without its reserved keys), given whole to scorers")
     custom_expected: JSONValue = None
     custom_inputs: JSONValue = None
+    expected_output_key: Literal["expected_output", "expected_response"] = Field(
+        default="expected_output", description="the name the data gave the expected output: "
+        "scorers and judge prompts see it under this key of ``expectations`` and no other "
+        "(``expected_response`` for Databricks and MLflow rows)")
+
+    @model_serializer(mode="wrap")
+    def _without_default_key(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``expected_output_key`` out at its default, so a case of assay's own columns
+        serialises (and fingerprints its suite) as it did before the field existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("expected_output_key") == "expected_output":
+            del data["expected_output_key"]
+        return data
 
     @model_validator(mode="before")
     @classmethod

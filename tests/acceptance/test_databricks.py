@@ -1,4 +1,4 @@
-"""Acceptance tests D-01 to D-16, D-18 and D-19 of the Databricks / MLflow family.
+"""Acceptance tests D-01 to D-19 of the Databricks / MLflow family.
 
 Every judge answer comes from the stub judge (``custom:stub``, tests/acceptance/stub.py), the
 cache is off, and the numbers and call counts are the specification's, exactly.
@@ -19,6 +19,7 @@ from assay.errors import ConfigError, EvaluationError
 from assay.judges.custom_judges import make_judge
 from assay.judges.feedback import Feedback
 from assay.scorers import Correctness, Guidelines, Safety
+from assay.stats import paired_compare
 from assay.store.runs import RunStore
 from tests.acceptance.stub import StubJudge
 
@@ -405,7 +406,8 @@ def test_d14_scorer_injection_values_and_feedback() -> None:
            "expectations": {"expected_response": "ref"}}
     result = evaluate([row], scorers=[a, b, c, d, e], naming="mlflow")
     assert seen["a"] == "out"
-    assert seen["b"] == ({"q": 1}, {"expected_output": "ref", "expected_response": "ref"})
+    # the expectations as given: MLflow adds no key, so neither does assay
+    assert seen["b"] == ({"q": 1}, {"expected_response": "ref"})
     values = result.rows()[0]
     assert (values["a/value"], values["b/value"], values["c/value"], values["d/value"]) == \
         (True, 0.7, "yes", "no")
@@ -418,6 +420,31 @@ def test_d14_scorer_injection_values_and_feedback() -> None:
     again = evaluate([row], scorers=[a, checked, c], naming="mlflow")
     assert again.passed is True and again.reason == "passed"
     assert "needs a yes/no" not in again.reason
+
+
+def test_expectations_keep_the_names_the_data_gave(tmp_path: Path) -> None:
+    """The expected answer reaches scorers once, under the row's own name, after a store
+    round trip too; a case of assay's own columns serialises as it did before."""
+    seen: list[Any] = []
+
+    @assay.scorer
+    def look(expectations: Any) -> bool:
+        seen.append(expectations)
+        return True
+
+    store = f"sqlite:///{tmp_path}/runs.db"
+    rows = [{"request_id": "m", "inputs": "q", "outputs": "a",
+             "expectations": {"expected_response": "r", "expected_facts": ["f"]}},
+            {"request_id": "l", "request": "q", "response": "a", "expected_response": "r"}]
+    result = evaluate(rows, scorers=[look], naming="mlflow", store=store)
+    assert seen == [{"expected_response": "r", "expected_facts": ["f"]},
+                    {"expected_response": "r"}]
+    stored = RunStore(store).case_records(result.run_id)
+    assert {r.case.expected_output_key for r in stored} == {"expected_response"}
+    native = evaluate([{"id": "n", "input": "q", "output": "a", "expected_output": "r"}],
+                      scorers=[look], naming="mlflow")
+    assert seen[-1] == {"expected_output": "r"}
+    assert "expected_output_key" not in native.records[0].case.model_dump()
 
 
 # -- D-15 ----------------------------------------------------------------------------------
@@ -491,6 +518,49 @@ def test_d16_retrieved_context_only_from_top_level_retriever_spans() -> None:
     grounded = result.records[0].score_named("groundedness")
     assert grounded is not None and grounded.error is not None
     assert grounded.error.code == "unparsable_retrieval_context"
+
+
+# -- D-17 ----------------------------------------------------------------------------------
+
+
+def test_d17_significance_by_hand() -> None:
+    # (a) pass/fail pairs: 5 regressed, 1 improved; p = 2*(C(6,0)+C(6,1))/2^6 = 14/64
+    a = paired_compare([1, 1, 1, 1, 1, 1, 0, 0], [0, 0, 0, 0, 0, 1, 0, 1])
+    assert (a.method, a.regressed, a.improved) == ("mcnemar_exact", 5, 1)
+    assert close(a.p_value, 0.21875) and close(a.diff, -0.5)
+    assert any("small sample" in w for w in a.warnings)
+    # (b) six pairs all 0 -> 1: p = 2/2^6
+    b = paired_compare([0] * 6, [1] * 6)
+    assert close(b.p_value, 0.03125) and b.diff == 1.0
+    assert (b.ci_low, b.ci_high) == (1.0, 1.0)
+    # (c) numbers, six pairs each +10: exact Wilcoxon, all ranks positive, p = 2/2^6
+    c = paired_compare([50.0, 60, 70, 80, 90, 40], [60.0, 70, 80, 90, 100, 50])
+    assert c.method == "wilcoxon_exact" and close(c.p_value, 0.03125)
+    assert (c.ci_low, c.ci_high) == (10.0, 10.0)
+    assert c.t_test_p_value is not None and math.isnan(c.t_test_p_value)
+    # (d) five pairs: nothing to test
+    d = paired_compare([1, 0, 1, 0, 1], [0, 0, 0, 0, 0])
+    assert d.status == "insufficient_pairs" and d.p_value is None
+    # (e) eight identical pairs
+    assert paired_compare([1, 0, 1, 1, 0, 1, 1, 0], [1, 0, 1, 1, 0, 1, 1, 0]).p_value == 1.0
+
+
+def test_d17_two_judged_runs_compared_with_significance(tmp_path: Path) -> None:
+    """(a) end to end: two stored correctness runs whose case verdicts are (a)'s pairs."""
+    store = f"sqlite:///{tmp_path}/runs.db"
+    rows = [{"request_id": f"s{i}", "request": f"⟦s{i}⟧ q", "response": "a",
+             "expected_response": "t"} for i in range(1, 9)]
+    base = ["yes"] * 6 + ["no"] * 2
+    cand = ["no"] * 5 + ["yes", "no", "yes"]
+    runs = []
+    for answers in (base, cand):
+        judge({f"⟦s{i}⟧": answer for i, answer in enumerate(answers, 1)})
+        runs.append(evaluate(rows, judges=["correctness"], naming="databricks", store=store))
+    comparison = assay.compare(runs[0].run_id, runs[1].run_id, store=store)
+    cases = comparison.significance["cases"]
+    assert (cases.method, cases.regressed, cases.improved) == ("mcnemar_exact", 5, 1)
+    assert close(cases.p_value, 0.21875) and close(cases.diff, -0.5)
+    assert cases.significant is False
 
 
 # -- D-18 / D-19 ---------------------------------------------------------------------------

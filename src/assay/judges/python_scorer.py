@@ -62,18 +62,21 @@ NO = frozenset({"no", "n", "fail", "failed", "false", "incorrect", "0"})
 
 
 def expectations_of(case: Case) -> dict[str, Any]:
-    """What a good result looks like, as one dict (the fields the case has)."""
+    """What a good result looks like, as one dict (the fields the case has).
+
+    The expected output appears once, under the name the data gave it (MLflow's
+    ``expected_response`` for Databricks and MLflow rows, assay's ``expected_output`` else):
+    MLflow hands scorers the expectations as given and adds no key of its own.
+    """
     found: dict[str, Any] = {}
     if case.expected_output is not None:
-        found["expected_output"] = case.expected_output
+        found[case.expected_output_key] = case.expected_output
     if case.expected_outcomes:
         found["expected_outcomes"] = list(case.expected_outcomes)
     if case.guidelines:
         found["guidelines"] = list(case.guidelines)
     if case.reference_context:
         found["reference_context"] = list(case.reference_context)
-    if case.expected_output is not None:
-        found["expected_response"] = case.expected_output
     if case.expected_facts:
         found["expected_facts"] = list(case.expected_facts)
     if case.named_guidelines:

@@ -248,6 +248,8 @@ def _row_case(row: dict[str, Any], index: int, mapping: Mapping[str, str | None]
             if candidate in row and candidate not in used:
                 used.add(candidate)
                 values[field] = row[candidate]
+                if candidate == "expected_response":
+                    values["expected_output_key"] = "expected_response"
                 break
     unknown = [str(k) for k in row if k not in used and k != "__line__"]
     if unknown:
@@ -289,7 +291,8 @@ def _case(values: dict[str, Any], index: int, source: Path | None,
             "guidelines_context": values.get("guidelines_context"),
             "expectations": values.get("expectations"),
             "custom_expected": values.get("custom_expected"),
-            "custom_inputs": values.get("custom_inputs")})
+            "custom_inputs": values.get("custom_inputs"),
+            "expected_output_key": values.get("expected_output_key", "expected_output")})
     except ValidationError as exc:
         raise DatasetError(f"{where}: {_problems(exc)}") from None
     execution = None
@@ -328,6 +331,8 @@ def _split_expectations(values: dict[str, Any], where: str) -> None:
             raise DatasetError(f"{where}: expectations.{key} and the {field} column are both "
                                "given; give it once")
         values[field] = value
+        if key == "expected_response":
+            values["expected_output_key"] = "expected_response"
     values["expectations"] = rest
 
 
