@@ -147,7 +147,13 @@ def test_runs_to_run_to_case_to_compare(browser, demo, tmp_path):
     assert ids[3] in page.locator("#verdict").inner_text()
     assert page.locator("#case-deltas tbody tr").count() == 150
     diff = page.locator("#config-diff").inner_text()
-    assert "judge_models" in diff and "fast calculator" in diff
+    assert "judge.model" in diff and "openai:gpt-4o" in diff and "fast calculator" in diff
+    significance = page.locator("#significance tbody tr")
+    assert significance.count() == 3  # pass flags, scores, latencies
+    cases_row = page.locator("#significance tbody tr:has(td:text-is('cases'))")
+    assert "mcnemar" in cases_row.inner_text() and "150" in cases_row.inner_text()
+    assert re.search(r"\d\.\d{4}|< 0\.0001", cases_row.locator("td").nth(5).inner_text())
+    assert "not comparable" in page.locator("#verdict").inner_text()
     _shot(page, tmp_path, "compare")
     page.click("a.chip[data-status='regression']")
     _rendered(page, "status=regression")
