@@ -494,6 +494,17 @@
     return h("span", { class: score.passed === false ? "delta-neg" : score.passed ? "delta-pos" : "" }, fmt.score(score.value));
   }
 
+  // The turns a score (or one of its parts: a multi-metric judge's metrics) cites: the
+  // judges' "blamed_turns", or the "turns" a metric's answer gave.
+  function blame(sc, blamed) {
+    const d = sc.details || {};
+    const cited = Array.isArray(d.blamed_turns) ? d.blamed_turns : Array.isArray(d.turns) ? d.turns : [];
+    for (const t of cited) {
+      if (Number.isInteger(t) && !(blamed[t] = blamed[t] || []).includes(sc.name)) blamed[t].push(sc.name);
+    }
+    for (const part of Array.isArray(sc.parts) ? sc.parts : []) blame(part, blamed);
+  }
+
   async function casePage(runId, params) {
     const caseId = params.get("case_id") || "";
     const repeat = Number(params.get("repeat") || 0);
@@ -504,7 +515,7 @@
     const chunkRatings = {};
     for (const sc of r.scores) {
       const d = sc.details || {};
-      for (const t of Array.isArray(d.blamed_turns) ? d.blamed_turns : []) (blamed[t] = blamed[t] || []).push(sc.name);
+      blame(sc, blamed);
       for (const rating of Array.isArray(d.chunk_ratings) ? d.chunk_ratings : []) {
         if (rating && Number.isInteger(rating.index)) (chunkRatings[rating.index] = chunkRatings[rating.index] || []).push(Object.assign({ evaluator: sc.name }, rating));
       }
