@@ -352,7 +352,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 "keep cases whose score from the evaluator (or, without one, from any "
                 "evaluator) is in this state"))] = None,
             q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
-                "text to find in the case id, the case or what the agent did"))] = None,
+                "text to find, in any case, in the case id, input, expected output, or the "
+                "agent's output or error (the first 500 characters of each)"))] = None,
             sort: queries.CaseSort = queries.CaseSort.PROBLEMS,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> CasePage:

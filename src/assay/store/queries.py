@@ -36,6 +36,7 @@ from assay.model import Execution, Score
 from assay.records import CaseRecord, RunRecord, RunStatus, RunSummary, Verdict
 from assay.store import schema
 from assay.store.runs import RunStore, _case_record, _run_record
+from assay.store.search import needle
 
 PREVIEW_CHARS = 240
 """How much of a case's input and output a page of cases shows."""
@@ -242,15 +243,23 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
         conditions.append(tuple_(cr.c.case_id, cr.c.repeat).in_(
             select(sc.c.case_id, sc.c.repeat).where(*match)))
     if where.text:
-        ex = schema.executions
         conditions.append(or_(
-            cr.c.case_id.icontains(where.text, autoescape=True),
-            cast(cr.c.row, Text).icontains(where.text, autoescape=True),
+            cr.c.search_text.contains(needle(where.text), autoescape=True),
+            and_(cr.c.search_text.is_(None), _unindexed_match(where.text))))
+    return conditions
+
+
+def _unindexed_match(text: str) -> ColumnElement[bool]:
+    """A search of a row with no ``search_text`` (written by an older assay after the
+    migration): its id, case and execution JSON, read whole."""
+    cr, ex = schema.case_results, schema.executions
+    return or_(
+            cr.c.case_id.icontains(text, autoescape=True),
+            cast(cr.c.row, Text).icontains(text, autoescape=True),
             exists().where(and_(
                 ex.c.run_id == cr.c.run_id, ex.c.case_id == cr.c.case_id,
                 ex.c.repeat == cr.c.repeat,
-                cast(ex.c.execution, Text).icontains(where.text, autoescape=True)))))
-    return conditions
+                cast(ex.c.execution, Text).icontains(text, autoescape=True))))
 
 
 @dataclass

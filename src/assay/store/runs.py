@@ -33,6 +33,7 @@ from assay.redact import redact_url, scrub, url_secrets
 from assay.store import schema
 from assay.store.errors import StoreError
 from assay.store.migrations import ensure_schema
+from assay.store.search import search_text
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
 
@@ -205,7 +206,10 @@ class RunStore:
         self._queue(schema.case_results, {
             "run_id": record.run_id, "case_id": record.case_id, "repeat": record.repeat,
             "score": record.score, "verdict": record.verdict.value,
-            "row": encode(row), "created_at": record.finished_at or time.time()})
+            "row": encode(row), "created_at": record.finished_at or time.time(),
+            "search_text": search_text(record.case_id, record.case.input,
+                                       record.case.expected_output, record.execution.output,
+                                       record.execution.error)})
 
     def forget_errors(self, run_id: str) -> int:
         """Delete a run's error scores, its failed executions (an agent that errored is run

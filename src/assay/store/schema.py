@@ -9,7 +9,18 @@ once, which is what lets a killed run resume without duplicates.
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Boolean, Column, Float, Index, Integer, MetaData, String, Table
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
 
 metadata = MetaData()
 
@@ -56,6 +67,7 @@ case_results = Table(
     Column("verdict", String(20), nullable=False),
     Column("row", JSON, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("search_text", Text),  # see assay.store.search (migration 0006)
 )
 
 
