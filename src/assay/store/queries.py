@@ -22,11 +22,9 @@ from sqlalchemy import (
     case,
     cast,
     delete,
-    exists,
     func,
     literal,
     literal_column,
-    or_,
     select,
     tuple_,
 )
@@ -208,7 +206,8 @@ def find_run(store: RunStore, run_id: str) -> RunRecord | None:
 def delete_run(store: RunStore, run_id: str) -> bool:
     """Delete a run and everything stored for it; False when there was no such run."""
     with store._begin() as conn:
-        for table in (schema.scores, schema.executions, schema.case_results):
+        for table in (schema.scores, schema.executions, schema.case_results,
+                      schema.case_search):
             conn.execute(delete(table).where(table.c.run_id == run_id))
         conn.execute(delete(schema.baselines).where(schema.baselines.c.run_id == run_id))
         gone = conn.execute(delete(schema.runs).where(schema.runs.c.id == run_id)).rowcount
@@ -243,23 +242,13 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
         conditions.append(tuple_(cr.c.case_id, cr.c.repeat).in_(
             select(sc.c.case_id, sc.c.repeat).where(*match)))
     if where.text:
-        conditions.append(or_(
-            cr.c.search_text.contains(needle(where.text), autoescape=True),
-            and_(cr.c.search_text.is_(None), _unindexed_match(where.text))))
+        # As for an evaluator: the matching keys are read once from the narrow search table,
+        # never from the cases' JSON.
+        cs = schema.case_search
+        conditions.append(tuple_(cr.c.case_id, cr.c.repeat).in_(
+            select(cs.c.case_id, cs.c.repeat).where(
+                cs.c.run_id == run_id, cs.c.text.contains(needle(where.text), autoescape=True))))
     return conditions
-
-
-def _unindexed_match(text: str) -> ColumnElement[bool]:
-    """A search of a row with no ``search_text`` (written by an older assay after the
-    migration): its id, case and execution JSON, read whole."""
-    cr, ex = schema.case_results, schema.executions
-    return or_(
-            cr.c.case_id.icontains(text, autoescape=True),
-            cast(cr.c.row, Text).icontains(text, autoescape=True),
-            exists().where(and_(
-                ex.c.run_id == cr.c.run_id, ex.c.case_id == cr.c.case_id,
-                ex.c.repeat == cr.c.repeat,
-                cast(ex.c.execution, Text).icontains(text, autoescape=True))))
 
 
 @dataclass
@@ -281,7 +270,8 @@ def _segments(sort: CaseSort, where: CaseFilter) -> tuple[Any, list[_Segment]]:
     key = [cr.c.case_id, cr.c.repeat]
     if sort is CaseSort.PROBLEMS:
         wanted = [v for v in VERDICT_ORDER if not where.verdicts or v in where.verdicts]
-        return None, [_Segment(v.value, cr.c.verdict == v.value, [cr.c.score, *key])
+        # A text search scans the search table: once for all verdicts, not once for each.
+        return cr.c.verdict if where.text else None, [_Segment(v.value, cr.c.verdict == v.value, [cr.c.score, *key])
                       for v in wanted]
     if sort is CaseSort.SCORE:
         return None, [_Segment(0, cr.c.score.is_not(None), [cr.c.score, *key]),

@@ -1,15 +1,16 @@
 """The text a search of a run's cases looks in, kept beside each case row.
 
-Searching 100,000 cases by reading every case's and execution's JSON takes seconds; searching
-one short column takes a fraction of that. So each stored case row holds ``search_text``: its
+Searching 100,000 cases by reading every case's and execution's JSON takes seconds; scanning
+short rows takes a fraction of that. So each stored case has a row in ``case_search``: its
 case id, input, expected output, the agent's output and error, each cut to
 :data:`FIELD_CHARS` characters, lower-cased. A search is a substring match of the lower-cased
 query in that text (the same on SQLite and PostgreSQL: plain LIKE on lower-cased text). What
 lies beyond the first :data:`FIELD_CHARS` characters of a field, and what the case row does not
 hold (tool calls, retrieved context, scores), is not searched.
 
-Migration ``0006`` fills the column for rows stored before it, in SQL that cuts each field the
-way :func:`search_text` does (JSON values as compact JSON text, strings as they are).
+Migration ``0006`` fills it for cases stored before it, with this same function. A row is
+written with its case row and deleted with it (a resume that runs a case again writes it
+anew).
 """
 
 from __future__ import annotations

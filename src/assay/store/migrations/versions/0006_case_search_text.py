@@ -1,10 +1,10 @@
 """Searching a run's cases without reading their JSON.
 
-A ``search_text`` column on case rows: the case id, input, expected output and the agent's
-output and error, each cut short and lower-cased (see :mod:`assay.store.search`), so that a
-text search of 100,000 cases scans one short column instead of every case's and execution's
-JSON. Rows stored before this migration are filled here, a thousand at a time, by the same
-function that fills new rows.
+A narrow ``case_search`` table keyed like case rows: each case's id, input, expected output
+and the agent's output and error, each cut short and lower-cased (see
+:mod:`assay.store.search`), so that a text search of 100,000 cases scans short rows instead of
+every case's and execution's JSON. Cases stored before this migration are filled here, a
+thousand at a time, by the same function that fills new ones.
 """
 
 from __future__ import annotations
@@ -30,11 +30,15 @@ def _json(value: Any) -> Any:
 def upgrade() -> None:
     from assay.store.search import search_text
 
-    op.add_column("case_results", sa.Column("search_text", sa.Text))
+    search = op.create_table(
+        "case_search",
+        sa.Column("run_id", sa.String(40), primary_key=True),
+        sa.Column("case_id", sa.String(500), primary_key=True),
+        sa.Column("repeat", sa.Integer, primary_key=True),
+        sa.Column("text", sa.Text, nullable=False))
     bind = op.get_bind()
     cr = sa.table("case_results", sa.column("run_id"), sa.column("case_id"),
-                  sa.column("repeat"), sa.column("row", sa.JSON),
-                  sa.column("search_text"))
+                  sa.column("repeat"), sa.column("row", sa.JSON))
     ex = sa.table("executions", sa.column("run_id"), sa.column("case_id"), sa.column("repeat"),
                   sa.column("execution", sa.JSON))
     key = (cr.c.run_id, cr.c.case_id, cr.c.repeat)
@@ -48,14 +52,13 @@ def upgrade() -> None:
         rows = bind.execute(query.order_by(*key).limit(BATCH)).fetchall()
         if not rows:
             break
-        updates = []
+        found = []
         for run_id, case_id, repeat, row, execution in rows:
             case = (_json(row) or {}).get("case") or {}
             done = _json(execution) or {}
-            updates.append({"r": run_id, "c": case_id, "p": repeat, "t": search_text(
-                case_id, case.get("input"), case.get("expected_output"), done.get("output"),
-                done.get("error"))})
-        bind.execute(sa.update(cr).where(
-            cr.c.run_id == sa.bindparam("r"), cr.c.case_id == sa.bindparam("c"),
-            cr.c.repeat == sa.bindparam("p")).values(search_text=sa.bindparam("t")), updates)
+            found.append({"run_id": run_id, "case_id": case_id, "repeat": repeat,
+                          "text": search_text(case_id, case.get("input"),
+                                              case.get("expected_output"), done.get("output"),
+                                              done.get("error"))})
+        bind.execute(sa.insert(search), found)
         last = tuple(rows[-1][:3])
