@@ -616,7 +616,8 @@
     const agg = (label, before, after, delta, digits, unit) => h("tr", {}, h("td", {}, label), h("td", { class: "num" }, before), h("td", { class: "num" }, after), h("td", { class: "num" }, fmt.delta(delta, digits, unit)));
     const pValue = (p) => (p === null || p === undefined ? "—" : p < 0.0001 ? "< 0.0001" : Number(p).toFixed(4));
     const num = (x, digits) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
-    const tested = (t) => (t.status !== "ok" ? badge("not tested", "skipped") : t.significant ? badge("significant", "regression") : badge("not significant", "unchanged"));
+    // Lower is worse, except for latency; a significant change is coloured by its direction.
+    const tested = (name, t) => (t.status !== "ok" ? badge("not tested", "skipped") : t.significant ? badge("significant", (name === "latency" ? t.diff > 0 : t.diff < 0) ? "regression" : "improvement") : badge("not significant", "unchanged"));
     const reasonLine = (r) => h("li", {}, r.text,
       r.p_value !== null && r.p_value !== undefined ? h("span", { class: "muted" }, ` · p = ${pValue(r.p_value)}`) : null, " ",
       r.significant === null || r.significant === undefined ? null : r.significant ? badge("significant", "regression") : badge("not significant", "unchanged"),
@@ -624,7 +625,7 @@
     const sigRows = Object.entries(cmp.significance).map(([name, t]) => h("tr", {}, h("td", { class: "id" }, name), h("td", {}, t.method || t.status),
       h("td", { class: "num" }, fmt.int(t.n_paired)), h("td", { class: "num" }, fmt.delta(t.diff, 3)),
       h("td", { class: "num" }, t.ci_low === null || t.ci_low === undefined ? "—" : `[${num(t.ci_low, 3)}, ${num(t.ci_high, 3)}]`),
-      h("td", { class: "num" }, pValue(t.p_value)), h("td", {}, tested(t), t.warnings.length ? h("div", { class: "muted" }, t.warnings.join("; ")) : null)));
+      h("td", { class: "num" }, pValue(t.p_value)), h("td", {}, tested(name, t), t.warnings.length ? h("div", { class: "muted" }, t.warnings.join("; ")) : null)));
     const evaluators = (run) => (run.summary && run.summary.evaluators) || {};
     const names = Array.from(new Set(Object.keys(evaluators(b)).concat(Object.keys(evaluators(c))))).sort();
     const evalRows = names.map((name) => {
