@@ -146,7 +146,7 @@ class RunStore:
 
         Rows of different tables interleave as cases complete (execution, scores, case); the
         batch is one transaction, so grouping them by table changes nothing a reader can see
-        and turns thousands of statements into three.
+        and turns thousands of statements into four.
         """
         self._last_flush = time.monotonic()
         if not self._pending:
