@@ -10,6 +10,7 @@ whole run, so deep pages are measured, not only the first.
     python benchmarks/server_latency.py --cases 20000 --requests 30
     python benchmarks/server_latency.py --store "$ASSAY_TEST_POSTGRES_URL"   # an empty database
     python benchmarks/server_latency.py --keep /tmp/big.db   # keep (and reuse) the SQLite file
+    python benchmarks/server_latency.py --keep /tmp/big.db --only "text search" --only "page 1"
 
 A measurement, not a test: nothing here passes or fails.
 """
@@ -77,6 +78,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--store", help="a store URL (default: a new SQLite file)")
     parser.add_argument("--keep", type=Path, help="the SQLite file to build or reuse")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="measure only the endpoints whose name contains TEXT "
+                        "(repeatable)")
     args = parser.parse_args()
     tmp = tempfile.TemporaryDirectory()
     path = args.keep or Path(tmp.name) / "runs.db"
@@ -111,9 +115,15 @@ def main() -> None:
             ("one case, random", lambda: (f"/runs/{run_id}/case", {
                 "case_id": f"case-{rng.randrange(args.cases):06d}"})),
             ("histograms", lambda: (f"/runs/{run_id}/histograms", {})),
-            ("cases, text search (full scan)", lambda: (cases, {
+            ("cases, text search, a case id", lambda: (cases, {
                 "q": f"case-{rng.randrange(args.cases):06d}"})),
+            ("cases, text search, a word in every output", lambda: (cases, {
+                "q": "answer"})),
+            ("cases, text search, no match", lambda: (cases, {
+                "q": f"zz{rng.randrange(10**6)}"})),
         ]
+        if args.only:
+            endpoints = [e for e in endpoints if any(t in e[0] for t in args.only)]
         print(f"| endpoint ({args.cases:,} cases, {args.requests} requests) | p50 ms | "
               "p95 ms | max ms |")
         print("|---|---:|---:|---:|")

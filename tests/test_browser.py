@@ -147,7 +147,13 @@ def test_runs_to_run_to_case_to_compare(browser, demo, tmp_path):
     assert ids[3] in page.locator("#verdict").inner_text()
     assert page.locator("#case-deltas tbody tr").count() == 150
     diff = page.locator("#config-diff").inner_text()
-    assert "judge_models" in diff and "fast calculator" in diff
+    assert "judge.model" in diff and "openai:gpt-4o" in diff and "fast calculator" in diff
+    significance = page.locator("#significance tbody tr")
+    assert significance.count() == 3  # pass flags, scores, latencies
+    cases_row = page.locator("#significance tbody tr:has(td:text-is('cases'))")
+    assert "mcnemar" in cases_row.inner_text() and "150" in cases_row.inner_text()
+    assert re.search(r"\d\.\d{4}|< 0\.0001", cases_row.locator("td").nth(5).inner_text())
+    assert "not comparable" in page.locator("#verdict").inner_text()
     _shot(page, tmp_path, "compare")
     page.click("a.chip[data-status='regression']")
     _rendered(page, "status=regression")
@@ -263,3 +269,59 @@ def test_the_static_report_works_from_disk_offline(browser, demo, tmp_path):
     page.go_back()
     page.wait_for_selector("#cases tbody tr")
     watch.clean()
+
+
+def _conversation_run(url: str) -> tuple[str, str]:
+    """A stored run of one conversation case scored by the multi-metric (Connexity) judge,
+    whose answer cites turns 1 and 3: the score the judge's own code builds from a validated
+    answer, as a run stores it."""
+    from assay.judges.connexity import ConnexityJudge, answer_model
+    from assay.model import Case, Execution, Message
+    from assay.records import CaseRecord, Verdict
+
+    judge = ConnexityJudge(name="conversation", metrics=["tool_routing",
+                                                         "response_delivery"])
+    selected = judge.selected()
+    answer = answer_model(tuple((m.name, False) for m in selected), 0).model_validate({
+        "tool_routing": {"score": 1, "justification": "booked without checking the date",
+                         "failure_code": "wrong_tool", "turns": [1]},
+        "response_delivery": {"score": 2, "justification": "confirmed a booking it did "
+                              "not make", "failure_code": "false_claim", "turns": [3]}})
+    turns = [Message(role="user", content="Book a table for two tomorrow."),
+             Message(role="assistant", content="Booked for today at 7pm."),
+             Message(role="user", content="I said tomorrow."),
+             Message(role="assistant", content="Done, you are booked.")]
+    case = Case(id="conv-1", input=[turns[0].model_dump(mode="json")])
+    score = judge.judgement(case, selected, answer, len(turns))
+    store = RunStore(url)
+    run_id = store.create_run("chat", {"suite_name": "chat"}, run_id="run-conversation")
+    record = CaseRecord(run_id=run_id, case_id=case.id, case=case,
+                        execution=Execution(input=case.input, output=turns[-1].content,
+                                            messages=turns),
+                        scores=[score], score=score.value, verdict=Verdict.FAIL)
+    store.record_execution(run_id, case.id, 0, record.execution)
+    store.record_score(run_id, case.id, 0, score)
+    store.record_case(record)
+    store.flush()
+    store.set_status(run_id, "completed", {"cases": 1})
+    store.close()
+    return run_id, case.id
+
+
+def test_the_turns_a_conversation_judge_blamed_are_highlighted(browser, tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    run_id, case_id = _conversation_run(url)
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.goto(f"{served.url}/#/case/{run_id}?case_id={case_id}")
+        page.wait_for_selector("#turns .turn")
+        turns = page.locator("#turns .turn")
+        assert turns.count() == 4
+        blamed = [i for i in range(4) if "blamed" in (turns.nth(i).get_attribute("class")
+                                                       or "").split()]
+        assert blamed == [1, 3]
+        assert "tool_routing" in turns.nth(1).inner_text()
+        assert "response_delivery" in turns.nth(3).inner_text()
+        assert "response_delivery" not in turns.nth(1).inner_text()
+        watch.clean()

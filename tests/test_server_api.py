@@ -286,15 +286,44 @@ def test_compare_answers_like_connexity(api, ids):
         "max_pass_rate_drop": 0.0, "max_avg_score_drop": 5.0, "max_latency_increase_pct": 0.3}
     assert body["verdict"]["regression_detected"] is True
     assert any(r.startswith("pass_rate dropped") for r in body["verdict"]["reasons"])
-    statuses = [c["status"] for c in body["cases"]]
+    statuses = [c["status"] for c in body["test_case_comparisons"]]
     rank = {"regression": 0, "error": 1, "improvement": 2, "unchanged": 3}
     assert [rank[s] for s in statuses] == sorted(rank[s] for s in statuses)
-    assert body["totals"]["regressions"] == statuses.count("regression") > 0
-    assert sum(body["totals"].values()) == 60
-    assert {"field": "judge_models", "old_value": ["openai:gpt-4o-mini"],
-            "new_value": ["openai:gpt-4o"]} in body["config_diff"]
-    assert {m["name"] for m in body["metrics"]} == {"correctness", "relevance", "tool_order"}
-    assert body["pass_rate_delta"] < 0
+    aggregate = body["aggregate"]
+    assert aggregate["total_regressions"] == statuses.count("regression") > 0
+    assert sum(aggregate[f"total_{k}"] for k in
+               ("regressions", "improvements", "unchanged", "errors")) == 60
+    assert body["config_diff"]["judge_model_changed"] == {
+        "field": "judge.model", "old_value": "openai:gpt-4o-mini", "new_value": "openai:gpt-4o"}
+    assert body["comparable"] is False and body["comparability"]
+    assert set(body["baseline_run"]["summary"]["evaluators"]) == {
+        "correctness", "relevance", "tool_order"}
+    assert body["baseline_run"]["id"] == ids["base"] and body["cases_truncated"] is False
+    assert aggregate["pass_rate_delta"] < 0
+
+
+def test_compare_reports_the_significance_of_each_reason(api, ids):
+    body = api.get("/runs/compare", params={
+        "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"]}).json()
+    cases = body["significance"]["cases"]
+    assert cases["method"].startswith("mcnemar") and cases["n_paired"] == 60
+    assert 0 <= cases["p_value"] < 0.05 and cases["significant"] is True
+    assert body["significance"]["overall_score"]["method"].startswith("wilcoxon")
+    latency = body["significance"]["latency"]  # no spread: NaN is sent as null, not NaN
+    assert latency["significant"] is False and latency["effect_size"] is None
+    reason = next(r for r in body["verdict"]["reason_details"] if r["check"] == "pass_rate")
+    assert reason["significance"] == "cases" and reason["p_value"] == cases["p_value"]
+    assert reason["significant"] is True and reason["counted"] is True
+    strict = api.get("/runs/compare", params={
+        "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"],
+        "require_significance": 1e-12}).json()["verdict"]
+    assert strict["require_significance"] == 1e-12
+    assert strict["regression_detected"] is False
+    assert {r["tag"] for r in strict["reason_details"]} == {"not_significant"}
+    for level in ("0", "1", "nan"):
+        _error(api.get("/runs/compare", params={
+            "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"],
+            "require_significance": level}), 400)
 
 
 def test_compare_refusals_are_connexitys_404_and_400(api, ids):
@@ -304,18 +333,21 @@ def test_compare_refusals_are_connexitys_404_and_400(api, ids):
 
     assert _error(compare("gone", ids["cand"]), 404)["detail"] == "Baseline run not found"
     assert _error(compare(ids["base"], "gone"), 404)["detail"] == "Candidate run not found"
+    assert _error(compare(ids["base"][:6], ids["cand"]), 404)["detail"] == \
+        "Baseline run not found"  # ids are exact: no prefix matching in the API
     assert _error(compare(ids["base"], ids["interrupted"]), 400)["detail"] == \
         "Candidate run is not completed (status: interrupted)"
     assert _error(compare(ids["interrupted"], ids["base"]), 400)["detail"] == \
         "Baseline run is not completed (status: interrupted)"
-    assert "share no case" in _error(compare(ids["base"], ids["odd"]), 400)["detail"]
+    disjoint = compare(ids["base"], ids["odd"]).json()
+    assert disjoint["test_case_comparisons"] == [] and len(disjoint["baseline_only_test_cases"]) \
+        == 60 and disjoint["significance"] == {}
+    assert any("overlapping test case IDs only" in w for w in disjoint["warnings"])
     _error(api.get("/runs/compare", params={"baseline_run_id": ids["base"]}), 400)
-    _error(api.get("/runs/compare", params={
-        "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"],
-        "max_avg_score_drop": "lots"}), 400)
-    _error(api.get("/runs/compare", params={
-        "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"],
-        "max_avg_score_drop": "nan"}), 400)
+    for value in ("lots", "nan", "-1"):
+        _error(api.get("/runs/compare", params={
+            "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"],
+            "max_avg_score_drop": value}), 400)
 
 
 def test_one_baseline_per_suite_and_target_and_only_completed_runs(api, ids):
@@ -463,7 +495,10 @@ def test_the_openapi_document_describes_the_records(api):
                  "/runs/{run_id}/cancel", "/runs/{run_id}/histograms"):
         assert path in paths, path
     schemas = doc["components"]["schemas"]
-    assert {"CaseRecord", "RunSummary", "Score", "Execution", "RunComparison"} <= set(schemas)
+    assert {"CaseRecord", "RunSummary", "Score", "Execution", "ServedComparison",
+            "PairedComparison", "ComparisonVerdict", "ConfigDiff"} <= set(schemas)
+    compare = paths["/runs/compare"]["get"]
+    assert "require_significance" in {p["name"] for p in compare["parameters"]}
     assert "404" in paths["/runs/{run_id}"]["get"]["responses"]
 
 

@@ -25,6 +25,6 @@ def test_interleaved_rows_flush_as_one_statement_per_table(tmp_path):
                                      execution=execution, verdict=Verdict.FAIL))
     store.record_score(run, "c0", 0, Score(name="judge", value=0.9))  # same key, later
     store.flush()
-    assert statements.count("INSERT") == 3
+    assert statements.count("INSERT") == 4  # executions, scores, case rows, search rows
     scores = store.scores(run)
     assert len(store.case_records(run)) == 5 and scores[("c0", 0)]["judge"].value == 0.0

@@ -300,3 +300,37 @@ def test_postgres_tests_fail_under_ci_and_skip_elsewhere_without_a_server(monkey
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match=r"scripts/postgres\.sh start"):
         postgres_url()
+
+
+def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
+    """A store at 0005 (no search table) is searched after the upgrade exactly as one whose
+    cases were written with it: the migration fills the column as writing does."""
+    from assay.store import queries
+    from assay.testing.runs import write_run
+
+    url = new_store()
+    store = RunStore(url)
+    run_id = write_run(store, 30, hostile_at=[4])
+    store.close()
+    engine = create_engine(url)
+    select_text = text("SELECT case_id, text FROM case_search ORDER BY case_id")
+    with engine.begin() as conn:
+        written = conn.execute(select_text).fetchall()
+        conn.execute(text("DROP TABLE case_search"))
+        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
+                          "SET version_num = '0005_browse_indexes'"))
+    engine.dispose()
+    store = RunStore(url)
+    assert _versions(url) == [migrations.revisions()[-1]]
+    with store._begin() as conn:
+        assert conn.execute(select_text).fetchall() == written
+    assert len(written) == 30 and all(t.startswith(c) for c, t in written)
+
+    def found(query: str) -> list[str]:
+        return [r.case_id for r in queries.case_page(
+            store, run_id, queries.CaseFilter(text=query), limit=100)[0]]
+
+    assert found("<SCRIPT>alert(1)") == ["case-000004"]  # the agent's output, any case
+    assert found("CASE-000012") == ["case-000012"]
+    assert found("what is 17 + 17") == ["case-000017"]  # the input
+    store.close()

@@ -88,6 +88,9 @@ class ConfigDiff(_Diff):
     simulator_model_changed: FieldChange | None = None
     scoring_changed: FieldChange | None = None
     run_config_changes: list[FieldChange] = Field(default_factory=list)
+    target_config_changes: list[FieldChange] = Field(
+        default_factory=list, description="settings of the targets (their prompts, models, "
+        "URLs; secrets redacted) that differ, by dotted path")
     eval_set: EvalSetDiff = Field(default_factory=EvalSetDiff)
 
     def incomparability(self) -> list[str]:
@@ -164,6 +167,23 @@ def _change(field: str, old: Any, new: Any) -> FieldChange | None:
     return None if old == new else FieldChange(field=field, old_value=old, new_value=new)
 
 
+def _leaves(value: Any, prefix: str) -> dict[str, Any]:
+    """A nested mapping's leaves by dotted path (an empty mapping is a leaf)."""
+    if isinstance(value, dict) and value:
+        found: dict[str, Any] = {}
+        for key, item in value.items():
+            found.update(_leaves(item, f"{prefix}.{key}"))
+        return found
+    return {prefix: value}
+
+
+def target_changes(old: dict[str, Any], new: dict[str, Any]) -> list[FieldChange]:
+    """Every setting of the runs' recorded targets that differs, by dotted path."""
+    before, after = _leaves(old, "targets"), _leaves(new, "targets")
+    return [change for key in sorted(before.keys() | after.keys())
+            if (change := _change(key, before.get(key), after.get(key))) is not None]
+
+
 def _judge_settings(snapshot: RunSnapshot) -> dict[str, Any]:
     """The judge evaluators' settings, by evaluator name (what decides their scores)."""
     found: dict[str, Any] = {}
@@ -203,6 +223,7 @@ def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: s
         scoring_changed=_change("scoring", baseline.run.get("scoring") or "default",
                                 candidate.run.get("scoring") or "default"),
         run_config_changes=run_changes,
+        target_config_changes=target_changes(baseline.targets, candidate.targets),
         eval_set=EvalSetDiff(
             added=sorted(candidate_cases - baseline_cases),
             removed=sorted(baseline_cases - candidate_cases),
@@ -215,4 +236,4 @@ def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: s
 
 
 __all__ = ["ConfigDiff", "FieldChange", "PromptDiff", "ToolsDiff", "config_diff",
-           "prompt_diff", "tools_diff"]
+           "prompt_diff", "target_changes", "tools_diff"]

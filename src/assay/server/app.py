@@ -28,16 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from assay import __version__
+from assay.connexity.compare import CompareThresholds, RunNotCompleted, RunNotFound
+from assay.errors import ConfigError
 from assay.records import RunRecord, RunStatus, Verdict
 from assay.server import STATIC_DIR
-from assay.server.comparison import (
-    NotComparable,
-    RunComparison,
-    RunNotCompleted,
-    RunNotFound,
-    Thresholds,
-    compare,
-)
+from assay.server.comparison import ServedComparison, compare
 from assay.server.launches import Launcher, LaunchRefused, RunRequest, sse, stream
 from assay.server.security import SecurityMiddleware
 from assay.server.settings import LOOPBACK_NAMES, ServerSettings
@@ -262,31 +257,41 @@ def create_app(settings: ServerSettings) -> FastAPI:
         items, total = queries.list_runs(store(), where, limit, offset)
         return RunPage(items=items, total=total, limit=limit, offset=offset)
 
-    @app.get("/runs/compare", response_model=RunComparison, responses=ERRORS,
+    @app.get("/runs/compare", response_model=ServedComparison, responses=ERRORS,
              tags=["compare"])
     def compare_runs(
             baseline_run_id: Annotated[str, Query(min_length=1, max_length=200)],
             candidate_run_id: Annotated[str, Query(min_length=1, max_length=200)],
             max_pass_rate_drop: Annotated[float | None, Query(
-                allow_inf_nan=False, description="a fraction; default 0.0")] = None,
+                ge=0, allow_inf_nan=False, description="a fraction; default 0.0")] = None,
             max_avg_score_drop: Annotated[float | None, Query(
-                allow_inf_nan=False, description="points of the 0-100 score; default 5.0")]
-            = None,
+                ge=0, allow_inf_nan=False, description="points of the 0-100 score; default "
+                "5.0")] = None,
             max_latency_increase_pct: Annotated[float | None, Query(
-                allow_inf_nan=False, description="a fraction (0.2 is 20%); default 0.2")]
-            = None) -> RunComparison:
-        """Compare a candidate run with a baseline (both completed): Connexity's verdict,
-        aggregate and per-metric deltas, per-case statuses (regressions first), the config
-        diff. Thresholds not given keep their defaults."""
+                ge=0, allow_inf_nan=False, description="a fraction (0.2 is 20%); default 0.2")]
+            = None,
+            require_significance: Annotated[float | None, Query(
+                gt=0, lt=1, allow_inf_nan=False, description=(
+                    "a significance level (0.05): a reason whose paired test is not "
+                    "significant at it is reported but does not count"))] = None) \
+            -> ServedComparison:
+        """Compare a candidate run with a baseline (both completed): Connexity's verdict with
+        each reason's paired test, the significance of the paired differences (McNemar on
+        pass flags, Wilcoxon on scores and latencies), aggregate and per-metric deltas,
+        per-case statuses (regressions first), the config diff. Thresholds not given keep
+        their defaults."""
         given = {k: v for k, v in {
             "max_pass_rate_drop": max_pass_rate_drop, "max_avg_score_drop": max_avg_score_drop,
             "max_latency_increase_pct": max_latency_increase_pct}.items() if v is not None}
         try:
-            return compare(store(), baseline_run_id, candidate_run_id, Thresholds(**given))
+            return compare(store(), baseline_run_id, candidate_run_id,
+                           CompareThresholds(**given), require_significance)
         except RunNotFound as exc:
-            raise ApiError(404, "run_not_found", str(exc)) from None
-        except (RunNotCompleted, NotComparable) as exc:
-            raise ApiError(400, "not_comparable", str(exc)) from None
+            raise ApiError(404, "run_not_found", exc.detail) from None
+        except RunNotCompleted as exc:
+            raise ApiError(400, "not_comparable", exc.detail) from None
+        except ConfigError as exc:
+            raise ApiError(400, "invalid_parameter", exc.message) from None
 
     @app.get("/runs/baseline", response_model=RunDetail, responses=ERRORS, tags=["baselines"])
     def get_baseline(suite: Annotated[str, Query(min_length=1, max_length=MAX_TEXT)],
@@ -347,7 +352,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 "keep cases whose score from the evaluator (or, without one, from any "
                 "evaluator) is in this state"))] = None,
             q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
-                "text to find in the case id, the case or what the agent did"))] = None,
+                "text to find, in any case, in the case id, input, expected output, or the "
+                "agent's output or error (the first 500 characters of each)"))] = None,
             sort: queries.CaseSort = queries.CaseSort.PROBLEMS,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> CasePage:

@@ -33,6 +33,7 @@ from assay.redact import redact_url, scrub, url_secrets
 from assay.store import schema
 from assay.store.errors import StoreError
 from assay.store.migrations import ensure_schema
+from assay.store.search import search_text
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
 
@@ -145,7 +146,7 @@ class RunStore:
 
         Rows of different tables interleave as cases complete (execution, scores, case); the
         batch is one transaction, so grouping them by table changes nothing a reader can see
-        and turns thousands of statements into three.
+        and turns thousands of statements into four.
         """
         self._last_flush = time.monotonic()
         if not self._pending:
@@ -206,6 +207,10 @@ class RunStore:
             "run_id": record.run_id, "case_id": record.case_id, "repeat": record.repeat,
             "score": record.score, "verdict": record.verdict.value,
             "row": encode(row), "created_at": record.finished_at or time.time()})
+        self._queue(schema.case_search, {
+            "run_id": record.run_id, "case_id": record.case_id, "repeat": record.repeat,
+            "text": search_text(record.case_id, record.case.input, record.case.expected_output,
+                                record.execution.output, record.execution.error)})
 
     def forget_errors(self, run_id: str) -> int:
         """Delete a run's error scores, its failed executions (an agent that errored is run
@@ -229,6 +234,10 @@ class RunStore:
                          schema.case_results.c.case_id == case_id,
                          schema.case_results.c.repeat == repeat)
                 conn.execute(delete(schema.case_results).where(and_(*where)))
+                conn.execute(delete(schema.case_search).where(and_(
+                    schema.case_search.c.run_id == run_id,
+                    schema.case_search.c.case_id == case_id,
+                    schema.case_search.c.repeat == repeat)))
             for case_id, repeat, _ in failed:
                 conn.execute(delete(schema.executions).where(and_(
                     schema.executions.c.run_id == run_id,

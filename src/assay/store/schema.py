@@ -9,7 +9,18 @@ once, which is what lets a killed run resume without duplicates.
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Boolean, Column, Float, Index, Integer, MetaData, String, Table
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
 
 metadata = MetaData()
 
@@ -56,6 +67,15 @@ case_results = Table(
     Column("verdict", String(20), nullable=False),
     Column("row", JSON, nullable=False),
     Column("created_at", Float, nullable=False),
+)
+
+
+case_search = Table(
+    "case_search", metadata,  # see assay.store.search (migration 0006)
+    Column("run_id", String(40), primary_key=True),
+    Column("case_id", String(500), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("text", Text, nullable=False),
 )
 
 

@@ -365,3 +365,17 @@ def test_repeats_are_compared_by_mean_score_and_pass_all_not_by_index(stub, stor
     assert (case.baseline_pass_fraction, case.candidate_pass_fraction) == (1.0, 0.5)
     assert (case.baseline_score, case.candidate_score) == (90.0, 80.0)  # means, 100|80 vs 60|100
     assert case.status == "regression"
+
+
+def test_the_config_diff_names_changed_target_settings():
+    from assay.connexity.diff import config_diff
+    from assay.records import RunSnapshot
+
+    old = RunSnapshot(targets={"bot": {"provider": "python", "prompt": "careful",
+                                       "params": {"temperature": 0}}})
+    new = RunSnapshot(targets={"bot": {"provider": "python", "prompt": "fast",
+                                       "params": {"temperature": 0}}, "other": {}})
+    changes = config_diff(old, new, set(), set()).target_config_changes
+    assert [(c.field, c.old_value, c.new_value) for c in changes] == [
+        ("targets.bot.prompt", "careful", "fast"), ("targets.other", None, {})]
+    assert config_diff(old, old, set(), set()).target_config_changes == []

@@ -494,6 +494,17 @@
     return h("span", { class: score.passed === false ? "delta-neg" : score.passed ? "delta-pos" : "" }, fmt.score(score.value));
   }
 
+  // The turns a score (or one of its parts: a multi-metric judge's metrics) cites: the
+  // judges' "blamed_turns", or the "turns" a metric's answer gave.
+  function blame(sc, blamed) {
+    const d = sc.details || {};
+    const cited = Array.isArray(d.blamed_turns) ? d.blamed_turns : Array.isArray(d.turns) ? d.turns : [];
+    for (const t of cited) {
+      if (Number.isInteger(t) && !(blamed[t] = blamed[t] || []).includes(sc.name)) blamed[t].push(sc.name);
+    }
+    for (const part of Array.isArray(sc.parts) ? sc.parts : []) blame(part, blamed);
+  }
+
   async function casePage(runId, params) {
     const caseId = params.get("case_id") || "";
     const repeat = Number(params.get("repeat") || 0);
@@ -504,7 +515,7 @@
     const chunkRatings = {};
     for (const sc of r.scores) {
       const d = sc.details || {};
-      for (const t of Array.isArray(d.blamed_turns) ? d.blamed_turns : []) (blamed[t] = blamed[t] || []).push(sc.name);
+      blame(sc, blamed);
       for (const rating of Array.isArray(d.chunk_ratings) ? d.chunk_ratings : []) {
         if (rating && Number.isInteger(rating.index)) (chunkRatings[rating.index] = chunkRatings[rating.index] || []).push(Object.assign({ evaluator: sc.name }, rating));
       }
@@ -577,7 +588,8 @@
     if (STATIC) return h("div", { class: "panel warn" }, "Comparisons need the server: assay serve.");
     const form = { baseline: params.get("baseline") || "", candidate: params.get("candidate") || "",
       max_pass_rate_drop: params.get("max_pass_rate_drop") || "", max_avg_score_drop: params.get("max_avg_score_drop") || "",
-      max_latency_increase_pct: params.get("max_latency_increase_pct") || "", status: params.getAll("status") };
+      max_latency_increase_pct: params.get("max_latency_increase_pct") || "", require_significance: params.get("require_significance") || "",
+      status: params.getAll("status") };
     const input = (key, label, size) => {
       const el = h("input", { name: key, value: form[key], placeholder: label, "aria-label": label, size: size || 24 });
       el.addEventListener("change", () => { form[key] = el.value.trim(); });
@@ -588,46 +600,84 @@
     const head = h("div", {}, h("h1", {}, "Compare runs"),
       h("div", { class: "toolbar" }, input("baseline", "baseline run id"), "→", input("candidate", "candidate run id"),
         input("max_pass_rate_drop", "max pass-rate drop (0.0)", 10), input("max_avg_score_drop", "max score drop, points (5.0)", 12),
-        input("max_latency_increase_pct", "max latency rise (0.2)", 10), submit));
+        input("max_latency_increase_pct", "max latency rise (0.2)", 10), input("require_significance", "require significance (e.g. 0.05)", 14), submit));
     if (!form.baseline || !form.candidate) return h("div", {}, head, h("p", { class: "muted" }, "Pick two runs on the runs page, or give their ids."));
     const cmp = await api("/runs/compare", { baseline_run_id: form.baseline, candidate_run_id: form.candidate,
-      max_pass_rate_drop: form.max_pass_rate_drop, max_avg_score_drop: form.max_avg_score_drop, max_latency_increase_pct: form.max_latency_increase_pct });
-    const b = cmp.baseline, c = cmp.candidate;
+      max_pass_rate_drop: form.max_pass_rate_drop, max_avg_score_drop: form.max_avg_score_drop, max_latency_increase_pct: form.max_latency_increase_pct,
+      require_significance: form.require_significance });
+    const b = cmp.baseline_run, c = cmp.candidate_run;
+    const ab = cmp.baseline, ac = cmp.candidate, d = cmp.aggregate;
     const v = cmp.verdict;
     const statuses = ["regression", "error", "improvement", "unchanged"];
-    const shown = form.status.length ? cmp.cases.filter((x) => form.status.includes(x.status)) : cmp.cases;
+    const cases = cmp.test_case_comparisons;
+    const shown = form.status.length ? cases.filter((x) => form.status.includes(x.status)) : cases;
     const statusLink = (st) => route("compare", null, Object.assign({}, form, { status: form.status.includes(st) ? form.status.filter((x) => x !== st) : form.status.concat([st]) }));
-    const totals = { regression: cmp.totals.regressions, error: cmp.totals.errors, improvement: cmp.totals.improvements, unchanged: cmp.totals.unchanged };
+    const totals = { regression: d.total_regressions, error: d.total_errors, improvement: d.total_improvements, unchanged: d.total_unchanged };
     const agg = (label, before, after, delta, digits, unit) => h("tr", {}, h("td", {}, label), h("td", { class: "num" }, before), h("td", { class: "num" }, after), h("td", { class: "num" }, fmt.delta(delta, digits, unit)));
+    const pValue = (p) => (p === null || p === undefined ? "—" : p < 0.0001 ? "< 0.0001" : Number(p).toFixed(4));
+    const num = (x, digits) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
+    // Lower is worse, except for latency; a significant change is coloured by its direction.
+    const tested = (name, t) => (t.status !== "ok" ? badge("not tested", "skipped") : t.significant ? badge("significant", (name === "latency" ? t.diff > 0 : t.diff < 0) ? "regression" : "improvement") : badge("not significant", "unchanged"));
+    const reasonLine = (r) => h("li", {}, r.text,
+      r.p_value !== null && r.p_value !== undefined ? h("span", { class: "muted" }, ` · p = ${pValue(r.p_value)}`) : null, " ",
+      r.significant === null || r.significant === undefined ? null : r.significant ? badge("significant", "regression") : badge("not significant", "unchanged"),
+      r.counted ? null : [" ", badge("not counted", "skipped")]);
+    const sigRows = Object.entries(cmp.significance).map(([name, t]) => h("tr", {}, h("td", { class: "id" }, name), h("td", {}, t.method || t.status),
+      h("td", { class: "num" }, fmt.int(t.n_paired)), h("td", { class: "num" }, fmt.delta(t.diff, 3)),
+      h("td", { class: "num" }, t.ci_low === null || t.ci_low === undefined ? "—" : `[${num(t.ci_low, 3)}, ${num(t.ci_high, 3)}]`),
+      h("td", { class: "num" }, pValue(t.p_value)), h("td", {}, tested(name, t), t.warnings.length ? h("div", { class: "muted" }, t.warnings.join("; ")) : null)));
+    const evaluators = (run) => (run.summary && run.summary.evaluators) || {};
+    const names = Array.from(new Set(Object.keys(evaluators(b)).concat(Object.keys(evaluators(c))))).sort();
+    const evalRows = names.map((name) => {
+      const bm = evaluators(b)[name] ? evaluators(b)[name].mean : null, cm = evaluators(c)[name] ? evaluators(c)[name].mean : null;
+      const delta = bm === null || cm === null || bm === undefined || cm === undefined ? null : cm - bm;
+      return h("tr", {}, h("td", {}, name), h("td", { class: "num" }, fmt.score(bm)), h("td", { class: "num" }, fmt.score(cm)), h("td", { class: "num" }, fmt.delta(delta, 3)));
+    });
+    const metricRows = d.per_metric_aggregate_deltas.map((m) => h("tr", {}, h("td", {}, m.metric + (m.is_binary ? " (pass fraction)" : " (0-5)")), h("td", { class: "num" }, num(m.baseline, 3)), h("td", { class: "num" }, num(m.candidate, 3)), h("td", { class: "num" }, fmt.delta(m.delta, 3))));
+    const cd = cmp.config_diff;
+    const change = (label, ch) => (ch ? h("tr", {}, h("td", { class: "id" }, label + " · " + ch.field), h("td", {}, h("pre", {}, pretty(ch.old_value === null ? "null" : ch.old_value))), h("td", {}, h("pre", {}, pretty(ch.new_value === null ? "null" : ch.new_value)))) : null);
+    const listRow = (label, items) => (items.length ? h("tr", {}, h("td", { class: "id" }, label), h("td", { colspan: 2 }, items.join(", "))) : null);
+    const diffRows = [change("agent model", cd.agent_model_changed), change("target", cd.target_changed), change("judge model", cd.judge_model_changed),
+      change("simulated user's model", cd.simulator_model_changed), change("scoring", cd.scoring_changed),
+      cd.judge_settings_changed.map((ch) => change("judge settings", ch)), cd.run_config_changes.map((ch) => change("run", ch)),
+      (cd.target_config_changes || []).map((ch) => change("target settings", ch)),
+      listRow("tools added", cd.tools_diff.added), listRow("tools removed", cd.tools_diff.removed),
+      listRow("tools modified", cd.tools_diff.modified.map((t) => t.name + " (" + t.changed_keys.join(", ") + ")")),
+      listRow("cases added", cd.eval_set.added), listRow("cases removed", cd.eval_set.removed),
+      cd.prompt_diff.changed ? h("tr", {}, h("td", { class: "id" }, `system prompt (+${cd.prompt_diff.added_line_count} −${cd.prompt_diff.removed_line_count})`), h("td", { colspan: 2 }, h("pre", {}, cd.prompt_diff.diff))) : null].flat().filter(Boolean);
     return h("div", {}, head,
       h("div", { class: "panel", id: "verdict" }, h("div", { class: "verdict-banner" },
         v.regression_detected ? badge("regression detected", "regression") : badge("no regression", "improvement"),
+        cmp.comparable ? null : badge("not comparable", "error"),
         h("span", {}, h("a", { href: route("run", b.id) }, b.id), " → ", h("a", { href: route("run", c.id) }, c.id))),
-        v.reasons.length ? h("ul", { id: "reasons" }, v.reasons.map((r) => h("li", {}, r))) : h("p", { class: "muted" }, "No threshold was crossed."),
-        h("p", { class: "muted" }, `thresholds: pass-rate drop ≤ ${v.thresholds_used.max_pass_rate_drop}, score drop ≤ ${v.thresholds_used.max_avg_score_drop} pt, latency rise ≤ ${(100 * v.thresholds_used.max_latency_increase_pct).toFixed(0)}%`),
-        cmp.significance ? h("p", {}, "significance: ", JSON.stringify(cmp.significance)) : h("p", { class: "muted" }, "significance: not computed for this comparison"),
+        v.reason_details.length ? h("ul", { id: "reasons" }, v.reason_details.map(reasonLine)) : h("p", { class: "muted" }, "No threshold was crossed."),
+        h("p", { class: "muted" }, `thresholds: pass-rate drop ≤ ${v.thresholds_used.max_pass_rate_drop}, score drop ≤ ${v.thresholds_used.max_avg_score_drop} pt, latency rise ≤ ${(100 * v.thresholds_used.max_latency_increase_pct).toFixed(0)}%`
+          + (v.require_significance !== null && v.require_significance !== undefined ? `; a reason counts only when significant at ${v.require_significance}` : "; significance is reported, it does not decide the verdict")),
         cmp.warnings.map((w) => h("div", { class: "panel warn" }, w))),
+      h("div", { class: "panel" }, h("h2", {}, "Significance"), h("p", { class: "muted" }, "Paired tests on the cases both runs hold: McNemar on pass/fail, Wilcoxon on scores and latencies; the difference is the candidate's minus the baseline's, with a 95% bootstrap interval."),
+        sigRows.length ? h("table", { id: "significance" }, h("thead", {}, h("tr", {}, h("th", {}, "Test"), h("th", {}, "Method"), h("th", { class: "num" }, "Pairs"), h("th", { class: "num" }, "Difference"), h("th", { class: "num" }, "95% interval"), h("th", { class: "num" }, "p"), h("th", {}, ""))),
+          h("tbody", {}, sigRows)) : h("p", { class: "muted", id: "significance" }, "No case is in both runs: nothing to test.")),
       h("div", { class: "grid" },
         h("div", { class: "panel" }, h("h2", {}, "Aggregates"), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
           h("tbody", {},
-            agg("pass rate", fmt.pct(b.pass_rate), fmt.pct(c.pass_rate), cmp.pass_rate_delta === null ? null : 100 * cmp.pass_rate_delta, 1, " pt"),
-            agg("mean score (0-100)", b.summary && b.summary.mean_score !== null ? (100 * b.summary.mean_score).toFixed(1) : "—", c.summary && c.summary.mean_score !== null ? (100 * c.summary.mean_score).toFixed(1) : "—", cmp.avg_score_delta, 2),
-            agg("latency mean", fmt.ms(b.summary ? b.summary.latency.mean_ms : null), fmt.ms(c.summary ? c.summary.latency.mean_ms : null), cmp.latency_avg_delta_ms === null ? null : -cmp.latency_avg_delta_ms, 0, " ms faster"),
-            agg("latency p95", fmt.ms(b.summary ? b.summary.latency.p95_ms : null), fmt.ms(c.summary ? c.summary.latency.p95_ms : null), cmp.latency_p95_delta_ms === null ? null : -cmp.latency_p95_delta_ms, 0, " ms faster"),
-            agg("judge cost", fmt.cost(b.summary ? b.summary.usage.cost : null), fmt.cost(c.summary ? c.summary.usage.cost : null), cmp.cost_delta_usd === null ? null : -cmp.cost_delta_usd, 4, " $ saved")))),
+            agg("pass rate", fmt.pct(ab.pass_rate), fmt.pct(ac.pass_rate), d.pass_rate_delta === null ? null : 100 * d.pass_rate_delta, 1, " pt"),
+            agg("score (0-100)", num(ab.avg_score, 1), num(ac.avg_score, 1), d.avg_score_delta, 2),
+            agg("latency mean", fmt.ms(ab.latency_avg_ms), fmt.ms(ac.latency_avg_ms), d.latency_avg_delta_ms === null ? null : -d.latency_avg_delta_ms, 0, " ms faster"),
+            agg("latency p95", fmt.ms(ab.latency_p95_ms), fmt.ms(ac.latency_p95_ms), d.latency_p95_delta_ms === null ? null : -d.latency_p95_delta_ms, 0, " ms faster"),
+            agg("judge cost", fmt.cost(ab.cost_usd), fmt.cost(ac.cost_usd), d.cost_delta_usd === null ? null : -d.cost_delta_usd, 4, " $ saved")))),
         h("div", { class: "panel" }, h("h2", {}, "Per evaluator"), h("table", { id: "metric-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
-          h("tbody", {}, cmp.metrics.map((m) => h("tr", {}, h("td", {}, m.name, " ", badge(m.status)), h("td", { class: "num" }, fmt.score(m.baseline_mean)), h("td", { class: "num" }, fmt.score(m.candidate_mean)), h("td", { class: "num" }, fmt.delta(m.delta, 3)))))))),
+          h("tbody", {}, evalRows, metricRows)))),
       h("div", { class: "panel" }, h("h2", {}, "Cases"),
         h("div", { class: "toolbar" }, statuses.map((st) => h("a", { class: "chip" + (form.status.includes(st) ? " on" : ""), href: statusLink(st), "data-status": st }, `${st} ${fmt.int(totals[st])}`))),
-        h("div", { class: "table-wrap" }, h("table", { id: "case-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"), h("th", {}, "Verdict"))),
+        h("div", { class: "table-wrap" }, h("table", { id: "case-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"), h("th", { class: "num" }, "Baseline (0-100)"), h("th", { class: "num" }, "Candidate (0-100)"), h("th", { class: "num" }, "Delta"), h("th", {}, "Passed"))),
           h("tbody", {}, shown.length ? shown.map((x) => h("tr", {}, h("td", {}, badge(x.status)),
-            h("td", { class: "id" }, h("a", { href: route("case", c.id, { case_id: x.case_id, repeat: x.repeat }) }, x.case_id + (x.repeat ? " #" + x.repeat : ""))),
-            h("td", { class: "num" }, fmt.score(x.baseline_score)), h("td", { class: "num" }, fmt.score(x.candidate_score)), h("td", { class: "num" }, fmt.delta(x.score_delta, 3)),
-            h("td", {}, badge(x.baseline_verdict), " → ", badge(x.candidate_verdict)))) : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No case.")))),
+            h("td", { class: "id" }, h("a", { href: route("case", c.id, { case_id: x.test_case_id, repeat: 0 }) }, x.test_case_id)),
+            h("td", { class: "num" }, num(x.baseline_score, 1)), h("td", { class: "num" }, num(x.candidate_score, 1)), h("td", { class: "num" }, fmt.delta(x.score_delta, 1)),
+            h("td", {}, badge(x.baseline_passed ? "pass" : "fail"), " → ", badge(x.candidate_passed ? "pass" : "fail")))) : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No case.")))),
         cmp.cases_truncated ? h("p", { class: "muted" }, "Only the first cases are listed; the counts cover all.") : null),
-        cmp.baseline_only.length || cmp.candidate_only.length ? h("p", { class: "muted" }, `only in the baseline: ${cmp.baseline_only.length}; only in the candidate: ${cmp.candidate_only.length}`) : null),
-      h("div", { class: "panel" }, h("h2", {}, "Config diff"), cmp.config_diff.length ? h("table", { id: "config-diff" }, h("thead", {}, h("tr", {}, h("th", {}, "Field"), h("th", {}, "Baseline"), h("th", {}, "Candidate"))),
-        h("tbody", {}, cmp.config_diff.map((d) => h("tr", {}, h("td", { class: "id" }, d.field), h("td", {}, h("pre", {}, pretty(d.old_value === null ? "null" : d.old_value))), h("td", {}, h("pre", {}, pretty(d.new_value === null ? "null" : d.new_value))))))) : h("p", { class: "muted" }, "The two runs were made the same way.")));
+        cmp.baseline_only_test_cases.length || cmp.candidate_only_test_cases.length ? h("p", { class: "muted" }, `only in the baseline: ${cmp.baseline_only_test_cases.length}; only in the candidate: ${cmp.candidate_only_test_cases.length}`) : null),
+      h("div", { class: "panel" }, h("h2", {}, "Config diff"), diffRows.length ? h("table", { id: "config-diff" }, h("thead", {}, h("tr", {}, h("th", {}, "What"), h("th", {}, "Baseline"), h("th", {}, "Candidate"))),
+        h("tbody", {}, diffRows)) : h("p", { class: "muted" }, "The two runs were made the same way.")));
   }
 
   // -- start ------------------------------------------------------------------------------

@@ -1,0 +1,50 @@
+"""The text a search of a run's cases looks in, kept beside each case row.
+
+Searching 100,000 cases by reading every case's and execution's JSON takes seconds; scanning
+short rows takes a fraction of that. So each stored case has a row in ``case_search``: its
+case id, input, expected output, the agent's output and error, each cut to
+:data:`FIELD_CHARS` characters, lower-cased. A search is a substring match of the lower-cased
+query in that text (the same on SQLite and PostgreSQL: plain LIKE on lower-cased text). What
+lies beyond the first :data:`FIELD_CHARS` characters of a field, and what the case row does not
+hold (tool calls, retrieved context, scores), is not searched.
+
+Migration ``0006`` fills it for cases stored before it, with this same function. A row is
+written with its case row and deleted with it (a resume that runs a case again writes it
+anew).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic_core
+
+FIELD_CHARS = 500
+"""How much of each field is searched."""
+SEPARATOR = "\n"
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return pydantic_core.to_json(value).decode()
+    except (ValueError, TypeError, pydantic_core.PydanticSerializationError):
+        return ""
+
+
+def search_text(case_id: str, case_input: Any, expected: Any, output: Any,
+                error: str | None) -> str:
+    """The searched text of one case (see the module's docstring)."""
+    fields = (case_id, case_input, expected, output, error)
+    return SEPARATOR.join(_text(f)[:FIELD_CHARS] for f in fields).lower()
+
+
+def needle(query: str) -> str:
+    """A user's query as it is matched against :func:`search_text`."""
+    return query.lower()
+
+
+__all__ = ["FIELD_CHARS", "needle", "search_text"]
