@@ -4,6 +4,7 @@ and PostgreSQL in the marked pass): every endpoint, pagination, filters, 400/401
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -630,6 +631,15 @@ def test_runs_of_suites_outside_the_roots_are_refused(tmp_path, suite):
         _error(api.post("/runs", json={"suite": "x", "concurrency": 0}), 400)
         _error(api.post("/runs", content=b"suite=x",
                         headers={"content-type": "application/x-www-form-urlencoded"}), 400)
+
+
+@pytest.mark.parametrize("field", ["suite", "target", "judge_model", "filter"])
+def test_control_characters_in_a_run_request_are_a_400_not_a_crash(tmp_path, field):
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path]) as served, \
+            served.client() as api:
+        body = {"suite": "EVAL.yaml", field: "\u0000\u0087\u001b\u0013"}
+        error = _error(api.post("/runs", json=body), 400)
+        assert field in json.dumps(error)
 
 
 def test_a_suite_that_cannot_load_is_a_400_naming_the_problem(tmp_path):

@@ -31,18 +31,23 @@ START_TIMEOUT_S = 120.0
 """How long ``POST /runs`` waits for the run to be created (the suite loaded and checked)."""
 
 
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+"""Names and paths hold no control characters (a NUL cannot be in a path at all)."""
+
+
 class RunRequest(BaseModel):
     """A run to start: a suite the server may read, and what ``assay run`` would be told."""
 
     model_config = ConfigDict(extra="forbid")
 
     suite: str = Field(description="a suite path, relative to one of the server's suite roots",
-                       min_length=1, max_length=1000)
-    target: str | None = Field(default=None, max_length=500)
-    judge_model: str | None = Field(default=None, max_length=500)
+                       min_length=1, max_length=1000, pattern=NO_CONTROL_CHARACTERS)
+    target: str | None = Field(default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS)
+    judge_model: str | None = Field(default=None, max_length=500,
+                                    pattern=NO_CONTROL_CHARACTERS)
     concurrency: int | None = Field(default=None, ge=1, le=256)
     repeat: int | None = Field(default=None, ge=1, le=100)
-    filter: str | None = Field(default=None, max_length=500)
+    filter: str | None = Field(default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS)
 
 
 class LaunchRefused(Exception):
@@ -99,7 +104,10 @@ def resolve_suite(request: RunRequest, roots: list[Path]) -> Path:
     given = Path(request.suite)
     for root in roots:
         base = root.resolve()
-        candidate = (base / given).resolve()
+        try:
+            candidate = (base / given).resolve()
+        except (OSError, ValueError):  # a path the system cannot even look up
+            break
         if candidate != base and base not in candidate.parents:
             continue
         if candidate.exists():
