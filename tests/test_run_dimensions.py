@@ -40,3 +40,24 @@ def test_executions_are_counted_once_each_way():
     assert (s.total_executions, s.passed_count, s.failed_count, s.error_count) == (2, 1, 1, 0)
     assert s.pass_rate_incl_errors == s.pass_rate_excl_errors == 0.5
     assert s.metrics_passed is None and s.cases_passed is None  # not gated unless asked
+
+
+def test_a_summary_stays_small_however_many_cases_unless_cases_repeat():
+    """A summary is read whole by every list of runs: one entry per case of a 100,000-case run
+    made it 15 MB and every page of the server 1.5 s slower."""
+    import random
+
+    from assay.records import SummaryBuilder
+    from assay.testing.runs import make_case
+
+    rng = random.Random(1)
+    builder = SummaryBuilder()
+    for i in range(2000):
+        builder.add(make_case(i, 0.8, rng))
+    summary = builder.build()
+    assert summary.case_summary == {} and summary.total_executions == 2000
+    assert len(summary.model_dump_json()) < 10_000
+    tracked = SummaryBuilder(track_cases=True)
+    for i in range(3):
+        tracked.add(make_case(i, 0.8, rng))
+    assert len(tracked.build().case_summary) == 3

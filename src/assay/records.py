@@ -267,9 +267,10 @@ class SummaryBuilder:
     """Folds case records into a :class:`RunSummary` one at a time, keeping O(1) state per
     evaluator (plus one latency per case), so a run of a million cases summarises in place."""
 
-    def __init__(self, track_cases: bool = True) -> None:
+    def __init__(self, track_cases: bool = False) -> None:
         """``track_cases``: keep a summary per case id (pass fraction, flakiness across
-        repeats); runs without repeats turn it off, so their summary stays small."""
+        repeats); only runs with repeats turn it on. Off, a summary stays a few KB however
+        many cases the run has: every list of runs reads it whole."""
         self.cases = 0
         self.scored = 0
         self.score_total = 0.0
