@@ -31,6 +31,7 @@ from assay.calibration.items import (
     normal_label,
 )
 from assay.calibration.sets import read_json, read_json_lines
+from assay.suites.dataset import csv_cell
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "id": ("id", "case_id", "item_id"),
@@ -220,7 +221,7 @@ def _csv_rows(path: Path) -> list[tuple[Where, dict[str, Any]]]:
                 where = Where(str(path), line=reader.line_num)
                 if None in row:
                     raise CalibrationDataError(f"{where.at()}: more cells than header columns")
-                rows.append((where, {k: _cell(v) for k, v in row.items()}))
+                rows.append((where, {k: csv_cell(v) for k, v in row.items()}))
     except FileNotFoundError:
         raise CalibrationDataError(f"{path}: no such file") from None
     except UnicodeDecodeError as exc:
@@ -228,18 +229,6 @@ def _csv_rows(path: Path) -> list[tuple[Where, dict[str, Any]]]:
     except csv.Error as exc:
         raise CalibrationDataError(f"{path}: not a CSV file: {exc}") from None
     return rows
-
-
-def _cell(cell: str | None) -> Any:
-    if cell is None or cell == "":
-        return None
-    stripped = cell.strip()
-    if stripped[:1] in ("[", "{"):
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            return cell
-    return cell
 
 
 def _unmissing(row: dict[str, Any]) -> dict[str, Any]:

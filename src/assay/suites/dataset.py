@@ -432,7 +432,7 @@ def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
                     if key is None:
                         raise DatasetError(f"{path}:{reader.line_num}: more cells than "
                                            "header columns")
-                    out[key] = _cell(cell)
+                    out[key] = csv_cell(cell)
                 yield out
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: not UTF-8 text ({exc.reason})") from None
@@ -440,7 +440,8 @@ def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
         raise DatasetError(f"{path}: not a CSV file: {exc}") from None
 
 
-def _cell(cell: str | None) -> Any:
+def csv_cell(cell: str | None) -> Any:
+    """A CSV cell as data: empty is missing, a JSON list or object is parsed, else text."""
     if cell is None or cell == "":
         return None
     stripped = cell.strip()
