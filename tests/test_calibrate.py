@@ -63,6 +63,9 @@ async def test_a_stopped_calibration_resumes_without_asking_again(tmp_path, mock
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    await asyncio.sleep(0.2)
+    left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert left == [], f"the stopped calibration left tasks running: {left}"
     (run,) = open_store(store).run_records()
     assert run.status.value == "interrupted"
     done_before = len(open_store(store).case_records(run.id))

@@ -9,6 +9,7 @@ successes). With no limits set and no 429 seen, ``acquire`` costs one comparison
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import time
 
@@ -30,7 +31,7 @@ class ModelLimiter:
         self.tokens_at = time.monotonic()
         self.successes = 0
         self.throttled = 0
-        self._cond = asyncio.Condition()
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._simple = self.rpm is None and self.tpm is None
 
     async def acquire(self, tokens: int, timeout: float | None = None) -> None:
@@ -44,34 +45,63 @@ class ModelLimiter:
             self.in_flight += 1
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        async with self._cond:
-            while True:
-                now = time.monotonic()
-                wait = max(self.pause_until - now, 0.0)
-                if self.rpm:
-                    wait = max(wait, self.next_slot - now)
-                if self.tpm:
-                    self._refill(now)
-                    need = min(float(tokens), float(self.tpm))
-                    if self.tokens < need:
-                        wait = max(wait, (need - self.tokens) / (self.tpm / 60.0))
-                if wait <= 0 and self.in_flight < self.allowed:
-                    break
-                left = None if deadline is None else deadline - now
-                if left is not None and (left <= 0 or wait > left):
-                    if self.in_flight < self.allowed:
-                        self._cond.notify(1)  # pass on a wake-up this call cannot use
-                    raise TimeoutError(f"not admitted within {timeout:g}s")
-                if wait > 0 or left is not None:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._cond.wait(), wait if wait > 0 else left)
-                else:
-                    await self._cond.wait()
-            self.in_flight += 1
+        while True:
+            now = time.monotonic()
+            wait = max(self.pause_until - now, 0.0)
             if self.rpm:
-                self.next_slot = max(self.next_slot, time.monotonic()) + 60.0 / self.rpm
+                wait = max(wait, self.next_slot - now)
             if self.tpm:
-                self.tokens -= min(float(tokens), float(self.tpm))
+                self._refill(now)
+                need = min(float(tokens), float(self.tpm))
+                if self.tokens < need:
+                    wait = max(wait, (need - self.tokens) / (self.tpm / 60.0))
+            if wait <= 0 and self.in_flight < self.allowed:
+                break
+            left = None if deadline is None else deadline - now
+            if left is not None and (left <= 0 or wait > left):
+                if self.in_flight < self.allowed:
+                    self._wake(1)  # pass on a wake-up this call cannot use
+                raise TimeoutError(f"not admitted within {timeout:g}s")
+            await self._park(wait if wait > 0 else left)
+        self.in_flight += 1
+        if self.rpm:
+            self.next_slot = max(self.next_slot, time.monotonic()) + 60.0 / self.rpm
+        if self.tpm:
+            self.tokens -= min(float(tokens), float(self.tpm))
+
+    async def _park(self, delay: float | None) -> None:
+        """Sleep until a release wakes this caller or ``delay`` seconds pass.
+
+        Waiters are plain futures in a queue, with no lock: admission is decided between
+        awaits, so nothing can be held across a cancellation. (``asyncio.Condition`` under
+        ``wait_for`` could leave its lock held by an orphaned task when a stopped run
+        cancelled a waiter twice, and every later call of the model then waited for good.)
+        A caller cancelled just after it was woken passes the wake-up on.
+        """
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(woken)
+        timer = None if delay is None else loop.call_later(delay, _resolve, woken)
+        try:
+            await woken
+        except asyncio.CancelledError:
+            if woken.done() and not woken.cancelled():
+                self._wake(1)
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(woken)
+
+    def _wake(self, count: int | None) -> None:
+        """Wake the ``count`` longest waiting callers (None: all of them)."""
+        while self._waiters and (count is None or count > 0):
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                if count is not None:
+                    count -= 1
 
     async def release(self, *, throttled: bool = False, retry_after: float | None = None) -> None:
         """Give the slot back; ``throttled`` reports a 429 so the limiter slows down.
@@ -80,7 +110,7 @@ class ModelLimiter:
         them all on every call made queued calls cost O(queue) each.
         """
         self.in_flight -= 1
-        wake = 1
+        wake: int | None = 1
         if throttled:
             self.throttled += 1
             self.allowed = max(1, self.allowed // 2)
@@ -88,22 +118,22 @@ class ModelLimiter:
             pause = retry_after if retry_after is not None else 1.0
             self.pause_until = max(self.pause_until, time.monotonic() + pause)
             self._simple = False
-            wake = 0  # everyone must see the pause: notify_all below
+            wake = None  # everyone must see the pause
         elif self.allowed < self.ceiling:
             self.successes += 1
             if self.successes >= self.allowed:
                 self.allowed += 1
                 self.successes = 0
                 wake = 2
-        if self._cond._waiters:
-            async with self._cond:
-                if wake:
-                    self._cond.notify(wake)
-                else:
-                    self._cond.notify_all()
+        self._wake(wake)
 
     def _refill(self, now: float) -> None:
         if self.tpm:
             self.tokens = min(float(self.tpm),
                               self.tokens + (now - self.tokens_at) * self.tpm / 60.0)
             self.tokens_at = now
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
