@@ -17,12 +17,12 @@ T = TypeVar("T")
 
 
 async def _then_close(coro: Coroutine[Any, Any, T]) -> T:
-    from assay.llm.providers.http_session import close_session
+    from assay.llm.providers import close_http_session
 
     try:
         return await coro
     finally:
-        await close_session()
+        await close_http_session()
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -12,15 +13,12 @@ from assay.cli.app import app, console, friendly_errors
 from assay.cli.run import store_url
 from assay.errors import ConfigError
 from assay.report.safe_text import for_terminal
-from assay.store.baselines import (
-    Baseline,
-    clear_baseline,
-    get_baseline,
-    list_baselines,
-    scope_of,
-    set_baseline,
-)
-from assay.store.runs import RunStore
+
+if TYPE_CHECKING:
+    from assay.store.baselines import Baseline
+
+# The store is imported inside each command: building the command line (``assay --help``,
+# every other command) must not load SQLAlchemy.
 
 baseline_app = typer.Typer(help="Name the run that later runs of a suite are compared to.",
                            no_args_is_help=True)
@@ -41,6 +39,9 @@ def set_command(
     store: str | None = typer.Option(None, "--store", help="Run store URL."),
 ) -> None:
     """Make RUN the baseline of its suite and target (replacing the one before)."""
+    from assay.store.baselines import set_baseline
+    from assay.store.runs import RunStore
+
     found = set_baseline(RunStore(store_url(store)), run_id)
     console.print(f"baseline set: {_line(found)}", highlight=False)
 
@@ -56,6 +57,9 @@ def show_command(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Show baselines: of a run's scope, of --suite (and --target), or all of them."""
+    from assay.store.baselines import get_baseline, list_baselines, scope_of
+    from assay.store.runs import RunStore
+
     runs = RunStore(store_url(store))
     if run_id is not None:
         suite, scope_target = scope_of(runs.run_record(run_id))
@@ -83,6 +87,9 @@ def clear_command(
     store: str | None = typer.Option(None, "--store", help="Run store URL."),
 ) -> None:
     """Remove the baseline of a run's scope, or of --suite (and --target)."""
+    from assay.store.baselines import clear_baseline, scope_of
+    from assay.store.runs import RunStore
+
     runs = RunStore(store_url(store))
     if run_id is not None:
         suite, target = scope_of(runs.run_record(run_id))

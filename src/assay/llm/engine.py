@@ -28,8 +28,7 @@ from assay.llm.config import EngineConfig
 from assay.llm.limits import ModelLimiter
 from assay.llm.models import KEY_ENV_VARS, ModelSpec, parse_model
 from assay.llm.pricing import PriceTable
-from assay.llm.providers import Provider, create_provider
-from assay.llm.providers.http_session import close_session
+from assay.llm.providers import Provider, close_http_session, create_provider
 from assay.llm.types import (
     BadResponse,
     CallStats,
@@ -337,7 +336,7 @@ class JudgeEngine:
         """Close providers, HTTP sessions and the cache file."""
         for provider in self._providers.values():
             await provider.aclose()
-        await close_session()
+        await close_http_session()
         if self.cache is not None:
             self.cache.close()
 
