@@ -115,13 +115,55 @@ def test_a_current_store_opens_without_importing_alembic(new_store):
     assert out.stdout.strip() == "False"
 
 
+def test_a_new_store_is_created_without_importing_alembic(new_store):
+    probe = ("import sys\nfrom assay.store.runs import RunStore\n"
+             "RunStore(sys.argv[1]).close()\nprint('alembic' in sys.modules)")
+    url = new_store()
+    out = subprocess.run([sys.executable, "-c", probe, url], capture_output=True, text=True,
+                         env=_env(), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+    assert _versions(url) == [migrations.revisions()[-1]]
+
+
+def _shape(url: str) -> dict[str, object]:
+    """Every table's columns, keys and indexes, as the database reports them. Columns are
+    compared as a set: a migration's added column comes last, where the schema may place it
+    anywhere, and the code names every column it reads."""
+    from sqlalchemy import inspect
+
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        found = inspect(conn)
+        shape = {name: (
+            sorted((c["name"], str(c["type"]), c["nullable"], str(c.get("default")))
+                   for c in found.get_columns(name)),
+            found.get_pk_constraint(name)["constrained_columns"],
+            sorted((i["name"], tuple(i["column_names"]), bool(i["unique"]))
+                   for i in found.get_indexes(name)),
+            sorted(tuple(u["column_names"]) for u in found.get_unique_constraints(name)),
+        ) for name in found.get_table_names()}
+    engine.dispose()
+    return shape
+
+
+def test_a_new_store_created_from_the_schema_matches_one_built_by_every_migration(new_store):
+    created, replayed = new_store(), new_store()
+    RunStore(created).close()
+    engine = create_engine(replayed)
+    assert migrations.ensure_schema(engine, replay=True) == migrations.revisions()
+    engine.dispose()
+    assert _shape(created) == _shape(replayed)
+    assert _versions(created) == _versions(replayed)
+
+
 def test_the_migrations_create_exactly_the_schema_the_code_uses(new_store):
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
     url = new_store()
-    RunStore(url).close()
     engine = create_engine(url)
+    migrations.ensure_schema(engine, replay=True)
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={
             "compare_type": True, "version_table": migrations.VERSION_TABLE})
