@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from assay.errors import ConfigError, ErrorCategory, EvaluationError
+from assay.gc_pause import gc_paused
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, evaluator_class
 from assay.llm.models import parse_model
@@ -111,11 +112,12 @@ def check_eval_yaml(path: Path | str, targets: Targets = None
                     ) -> tuple[Suite | None, list[Problem]]:
     """The suite (None when it cannot be built) and every problem found."""
     display = str(path)
-    try:
-        loaded = load_yaml_file(Path(path), display)
-    except YamlSyntaxError as exc:
-        return None, [exc.problem]
-    return _check(loaded, Path(path), targets)
+    with gc_paused():  # the whole suite is built in memory: see assay.gc_pause
+        try:
+            loaded = load_yaml_file(Path(path), display)
+        except YamlSyntaxError as exc:
+            return None, [exc.problem]
+        return _check(loaded, Path(path), targets)
 
 
 def load_suite(path: Path | str, targets: Targets = None) -> Suite:
