@@ -1,4 +1,6 @@
-"""Pause the cyclic garbage collector while a whole document is built in memory.
+"""Keep the cyclic garbage collector out of the way of the two bulk jobs: loading and running.
+
+Loading: ``gc_paused`` for a whole document built in memory.
 
 Parsing a large suite creates hundreds of thousands of small objects that are all kept, none
 of them garbage and almost none in cycles, and each allocation burst triggers a collection
@@ -6,13 +8,26 @@ that walks them again: on a 10,000-case EVAL.yaml the collector took 0.9 s of 2.
 built is held anyway, so pausing costs no memory; objects freed meanwhile go by reference
 counting as always, and any cycle left over is collected once the collector is back on.
 Never wrap a stream (a JSONL suite read while it runs) in this.
+
+Running: ``gc_relaxed`` while cases are in flight. Each case allocates a few hundred short-lived
+objects (requests, records, rows), so at the default threshold of 700 allocations the collector
+ran 517 young and 47 middle collections over 2,000 cases, about a tenth of the client's CPU.
+The young threshold is raised for the run and put back after; nothing is disabled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
+
+RUN_THRESHOLD = 10_000
+"""Allocations between young collections while a run is in flight (Python's default: 700)."""
+
+_lock = threading.Lock()
+_runs = 0
+_saved: tuple[int, int, int] | None = None
 
 
 @contextlib.contextmanager
@@ -25,3 +40,23 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+@contextlib.contextmanager
+def gc_relaxed() -> Iterator[None]:
+    """Collect less often while a run is in flight; runs may nest or overlap (the server runs
+    several at once): the first to start raises the threshold, the last to end restores it."""
+    global _runs, _saved
+    with _lock:
+        if _runs == 0:
+            _saved = gc.get_threshold()
+            gc.set_threshold(max(_saved[0], RUN_THRESHOLD), *_saved[1:])
+        _runs += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _runs -= 1
+            if _runs == 0 and _saved is not None:
+                gc.set_threshold(*_saved)
+                _saved = None

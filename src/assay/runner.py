@@ -20,6 +20,7 @@ from typing import Protocol
 
 from assay.connexity import policy
 from assay.errors import EvaluationError
+from assay.gc_pause import gc_relaxed
 from assay.jsondata import NotJSONData, as_json_data
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.engine import JudgeEngine
@@ -184,7 +185,8 @@ class Runner:
                    for _ in range(min(self.config.concurrency, max(total, 1)))]
         timer = asyncio.ensure_future(flusher())
         try:
-            await asyncio.gather(*workers)
+            with gc_relaxed():
+                await asyncio.gather(*workers)
         except BaseException:
             for task in workers:
                 task.cancel()
