@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from assay.calibration import store as calibrations
 from assay.calibration.key import JudgeIdentity, judge_identity
 from assay.calibration.report import stat_text
+from assay.calibration.stats import Statistic
 from assay.errors import ConfigError
 from assay.judges.base import Evaluator
 from assay.llm.models import display_model
@@ -68,27 +69,28 @@ async def calibration_failures(gate: CalibrationGate, evaluators: Sequence[Evalu
             continue
         report = found.report
         where = f"calibration {found.id} on {found.set_name}"
-        if gate.min_kappa is not None:
-            kappa = report.kappa
-            if kappa is None or kappa.value is None:
-                reason = kappa.undefined if kappa is not None else \
-                    "its labels are scores, compared by correlation"
-                failures.append(f"{who}: the {where} has no kappa ({reason}); the gate needs "
-                                f"kappa >= {gate.min_kappa:g}")
-            elif kappa.value < gate.min_kappa:
-                failures.append(f"{who}: kappa {stat_text(kappa)} in the {where} is below the "
-                                f"gate {gate.min_kappa:g}")
-        if gate.min_accuracy is not None:
-            accuracy = report.accuracy
-            if accuracy is None or accuracy.value is None:
-                reason = accuracy.undefined if accuracy is not None else \
-                    "its labels are scores, compared by correlation"
-                failures.append(f"{who}: the {where} has no accuracy ({reason}); the gate "
-                                f"needs accuracy >= {gate.min_accuracy:g}")
-            elif accuracy.value < gate.min_accuracy:
-                failures.append(f"{who}: accuracy {stat_text(accuracy)} in the {where} is "
-                                f"below the gate {gate.min_accuracy:g}")
+        for name, statistic, minimum in (("kappa", report.kappa, gate.min_kappa),
+                                         ("accuracy", report.accuracy, gate.min_accuracy)):
+            failure = _below(name, statistic, minimum, who, where)
+            if failure is not None:
+                failures.append(failure)
     return failures
+
+
+def _below(name: str, statistic: Statistic | None, minimum: float | None, who: str,
+           where: str) -> str | None:
+    """Why ``statistic`` fails the gate ``minimum`` (None: it passes, or there is no gate)."""
+    if minimum is None:
+        return None
+    if statistic is None or statistic.value is None:
+        reason = statistic.undefined if statistic is not None else \
+            "its labels are scores, compared by correlation"
+        return (f"{who}: the {where} has no {name} ({reason}); the gate needs "
+                f"{name} >= {minimum:g}")
+    if statistic.value < minimum:
+        return f"{who}: {name} {stat_text(statistic)} in the {where} is below the gate " \
+               f"{minimum:g}"
+    return None
 
 
 def _chosen(gate: CalibrationGate, evaluators: Sequence[Evaluator],
