@@ -12,7 +12,10 @@ The ideal time is calls x latency / concurrency: what the run would take if the 
 limit were always full and assay cost nothing. The table shows the measured wall time of the
 whole ``evaluate`` call (loading the rows, judging, storing every record, the aggregates), its
 ratio to the ideal, the server's request count (which must equal the calls), the client's CPU
-time per call, and the most requests the server saw in flight at once.
+time per call, and the most requests the server saw in flight at once. A second row is the raw
+aiohttp loop of ``judge_throughput.py`` (a semaphore, one session, orjson) making the same
+number of distinct calls at the same concurrency against the same server, right after: the
+least any Python client could take on this machine at that moment.
 
     python benchmarks/agent_judges_throughput.py                     # 1,000 rows, K=64, 100 ms
     python benchmarks/agent_judges_throughput.py --rows 200 --quick  # a smoke run
@@ -21,12 +24,14 @@ time per call, and the most requests the server saw in flight at once.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from _common import MockServerProcess, core_plan, machine_line, markdown_table, pin
+from judge_throughput import raw_loop
 
 JUDGES = ["chunk_relevance", "correctness", "groundedness", "safety", "context_sufficiency"]
 ROW_JUDGES = len(JUDGES) - 1
@@ -62,12 +67,19 @@ def measure(server: MockServerProcess, n: int, chunks: int, concurrency: int,
     calls = n * (chunks + ROW_JUDGES)
     ideal = calls * latency_ms / 1000 / concurrency
     errors = result.assay_metrics["evaluator_errors"]
-    return {"rows": n, "calls": calls, "server requests": stats["requests"],
-            "concurrency": concurrency, "latency ms": latency_ms,
-            "ideal s": round(ideal, 2), "wall s": round(wall, 2),
-            "of ideal": f"{wall / ideal:.3f}x", "client CPU ms/call": round(cpu * 1000 / calls,
-                                                                           3),
-            "max in flight": stats["max_in_flight"], "errors": errors}
+    found = {"client": "assay.evaluate()", "rows": n, "calls": calls,
+             "server requests": stats["requests"], "concurrency": concurrency,
+             "latency ms": latency_ms, "ideal s": round(ideal, 2), "wall s": round(wall, 2),
+             "of ideal": f"{wall / ideal:.3f}x",
+             "client CPU ms/call": round(cpu * 1000 / calls, 3),
+             "max in flight": stats["max_in_flight"], "errors": errors}
+    raw = asyncio.run(raw_loop(server.base_url, concurrency, calls, server=server))
+    raw_row = {**found, "client": "raw aiohttp loop", "rows": "", "server requests":
+               raw["requests"], "wall s": round(raw["seconds"], 2),
+               "of ideal": f"{raw['seconds'] / ideal:.3f}x",
+               "client CPU ms/call": round(raw["cpu_ms"], 3),
+               "max in flight": server.stats()["max_in_flight"], "errors": raw["errors"]}
+    return {"assay": found, "raw": raw_row}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,9 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     pin(0, client_cores)
     print(machine_line())
     with MockServerProcess(args.latency, server_cores) as server:
-        found = measure(server, n, args.chunks, args.concurrency, args.latency)
-    print(markdown_table(list(found), [list(found.values())]))
-    if found["server requests"] != found["calls"] or found["errors"]:
+        rows_found = measure(server, n, args.chunks, args.concurrency, args.latency)
+    found, raw = rows_found["assay"], rows_found["raw"]
+    print(markdown_table(list(found), [list(found.values()), list(raw.values())]))
+    if (found["server requests"] != found["calls"] or found["errors"]
+            or raw["server requests"] != raw["calls"] or raw["errors"]):
         print("MISMATCH: the server's request count or the errors show a problem",
               file=sys.stderr)
         return 1

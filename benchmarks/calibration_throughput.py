@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from _common import MockServerProcess, core_plan, machine_line, markdown_table, pin
-from judge_throughput import RawAiohttp
+from judge_throughput import raw_loop
 
 from assay.calibrating import calibrate
 from assay.calibration.sets import load_set
@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             times.append(wall)
             errors = report.counts.errors + (0 if seen["requests"] == calls else
                                              abs(seen["requests"] - calls))
-            raw = asyncio.run(_raw(server.base_url, args.concurrency, calls))
+            raw = asyncio.run(raw_loop(server.base_url, args.concurrency, calls,
+                                   start=10_000))["seconds"]
             rows.append([args.set, items, calls, args.concurrency, f"{args.latency_ms:g}",
                          f"{wall:.2f}", f"{ideal:.2f}", f"{wall / ideal:.2f}x",
                          f"{raw:.2f}", f"{wall / raw:.2f}x", seen["requests"],
@@ -91,20 +92,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n- calibration of {args.set}: median {best:.2f} s for {calls} judge calls, "
           f"{best / ideal:.2f}x the ideal {ideal:.2f} s ({verdict} the {TARGET}x target)")
     return 0
-
-
-async def _raw(base_url: str, concurrency: int, calls: int) -> float:
-    """Seconds the raw aiohttp loop takes for ``calls`` distinct calls, after its warm-up."""
-    client = RawAiohttp(base_url, concurrency)
-    await client.setup()
-    try:
-        await client.run(client.prepare(10_000, max(2 * concurrency, 32)))
-        items = client.prepare(20_000, calls)
-        started = time.perf_counter()
-        await client.run(items)
-        return time.perf_counter() - started
-    finally:
-        await client.close()
 
 
 if __name__ == "__main__":

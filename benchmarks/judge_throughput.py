@@ -170,6 +170,32 @@ class RawAiohttp(Implementation):
         await self.session.close()
 
 
+async def raw_loop(base_url: str, concurrency: int, calls: int, start: int = 0,
+                   server: Any = None) -> dict[str, Any]:
+    """The raw aiohttp loop as the yardstick of another measurement in the same run: a
+    warm-up, then ``calls`` distinct calls from workload index ``start``. Returns the wall
+    seconds, calls/s, client CPU ms per call, errors, and (given the ``server`` process, whose
+    counters are reset first) the requests the server saw."""
+    impl = RawAiohttp(base_url, concurrency)
+    await impl.setup()
+    try:
+        warm = max(2 * concurrency, 32)
+        await impl.run(impl.prepare(start, warm))
+        items = impl.prepare(start + warm, calls)
+        if server is not None:
+            server.reset()
+        cpu = time.process_time()
+        started = time.perf_counter()
+        errors = await impl.run(items)
+        seconds = time.perf_counter() - started
+        cpu = time.process_time() - cpu
+        requests = int(server.stats()["requests"]) if server is not None else calls
+    finally:
+        await impl.close()
+    return {"seconds": seconds, "rate": requests / seconds, "requests": requests,
+            "errors": errors, "cpu_ms": cpu * 1000 / calls}
+
+
 class OpenAISdk(Implementation):
     """The official SDK's async client under the same semaphore, decoding the same JSON."""
 

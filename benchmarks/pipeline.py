@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine_line, markdown_table, mock_server
 from _workload import triples
-from judge_throughput import RawAiohttp
+from judge_throughput import raw_loop
 
 SECTIONS = ("evaluate", "startup", "load")
 
@@ -68,32 +68,13 @@ def evaluate_section(n: int, concurrency: int, latency_ms: float) -> list[list[A
         cpu = time.process_time() - cpu
         requests = int(server.stats()["requests"])
         errors = sum(m.errors for m in result.summary.evaluators.values())
-        raw = asyncio.run(_raw(server, concurrency, n))
+        raw = asyncio.run(raw_loop(server.base_url, concurrency, n, start=n,
+                                   server=server))
     rate = requests / seconds
     return [["assay.evaluate()", n, concurrency, latency_ms, requests, f"{rate:.0f}",
              f"{rate / raw['rate']:.2f}", f"{cpu * 1000 / n:.2f}", errors],
             ["raw aiohttp", n, concurrency, latency_ms, raw["requests"], f"{raw['rate']:.0f}",
              "1.00", f"{raw['cpu_ms']:.2f}", raw["errors"]]]
-
-
-async def _raw(server: Any, concurrency: int, n: int) -> dict[str, Any]:
-    impl = RawAiohttp(server.base_url, concurrency)
-    await impl.setup()
-    try:
-        warm = max(2 * concurrency, 32)
-        await impl.run(impl.prepare(n, warm))
-        items = impl.prepare(n + warm, n)
-        server.reset()
-        cpu = time.process_time()
-        started = time.perf_counter()
-        errors = await impl.run(items)
-        seconds = time.perf_counter() - started
-        cpu = time.process_time() - cpu
-        requests = int(server.stats()["requests"])
-    finally:
-        await impl.close()
-    return {"rate": requests / seconds, "requests": requests, "errors": errors,
-            "cpu_ms": cpu * 1000 / n}
 
 
 def _median_wall(command: list[str], runs: int) -> float:

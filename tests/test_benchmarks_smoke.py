@@ -88,9 +88,12 @@ def test_agent_judges_benchmark_makes_every_call_it_counts() -> None:
                           cwd=SCRIPT.parent.parent)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (table,) = markdown_tables(done.stdout)
-    (row,) = table
-    assert int(row["calls"]) == 20 * 9 == int(row["server requests"])
-    assert row["errors"] == "0"
+    assay_row, raw_row = table
+    assert assay_row["client"] == "assay.evaluate()" and raw_row["client"] == "raw aiohttp loop"
+    for row in table:
+        assert int(row["calls"]) == 20 * 9 == int(row["server requests"]), row
+        assert row["errors"] == "0", row
+        assert float(row["wall s"]) > 0, row
 
 
 CALIBRATION_SCRIPT = SCRIPT.parent / "calibration_throughput.py"

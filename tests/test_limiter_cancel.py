@@ -9,7 +9,10 @@ forever (a stopped calibration hung its test's teardown).
 from __future__ import annotations
 
 import asyncio
+import collections
 import random
+
+import pytest
 
 from assay.llm.limits import ModelLimiter
 
@@ -47,3 +50,41 @@ async def test_waiters_cancelled_twice_at_any_moment_leave_the_limiter_usable() 
     assert limiter.in_flight == 0
     left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     assert left == [], left
+
+
+class _CountingQueue(collections.deque):  # type: ignore[type-arg]
+    """The limiter's waiter queue, counting searches for a waiter."""
+
+    removes = 0
+
+    def remove(self, value: object) -> None:
+        type(self).removes += 1
+        super().remove(value)
+
+
+async def test_a_woken_waiter_is_not_searched_for_in_the_queue() -> None:
+    """Every call parked behind a full limiter used to end with a ``deque.remove`` that
+    scanned the queue and failed (formatting the future's repr): O(queue) per call."""
+    limiter = ModelLimiter(None, max_in_flight=1)
+    limiter._waiters = _CountingQueue()
+    _CountingQueue.removes = 0
+
+    async def call() -> None:
+        await limiter.acquire(1)
+        await asyncio.sleep(0)
+        await limiter.release()
+
+    await asyncio.wait_for(asyncio.gather(*(call() for _ in range(50))), 5)
+    assert limiter.in_flight == 0 and not limiter._waiters
+    assert _CountingQueue.removes == 0
+
+
+async def test_a_waiter_whose_timer_fired_leaves_the_queue() -> None:
+    limiter = ModelLimiter(None, max_in_flight=1)
+    await limiter.acquire(1)
+    try:
+        with pytest.raises(TimeoutError):
+            await limiter.acquire(1, timeout=0.01)
+    finally:
+        await limiter.release()
+    assert not limiter._waiters

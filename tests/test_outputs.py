@@ -265,3 +265,23 @@ def test_rows_are_strict_json_even_for_nan_and_lone_surrogates():
     assert back["score"] is None and back["bounds"] == [None]
     assert back["text"] == "a\ud800b" and back["big"] == 2**70
     assert back["self"] == "<circular reference>" and back["(1, 2)"] == "tuple key"
+
+
+class _Number(float):
+    """A float subclass, as a NumPy scalar is."""
+
+
+def test_rows_write_numbers_dates_and_objects_as_the_standard_library_does():
+    import dataclasses
+    import datetime
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    row = {"value": _Number(0.25), "when": datetime.datetime(2026, 1, 2, 3, 4, 5),
+           "point": Point(1), "tags": {"a"}, "pair": (1, 2), "text": "é\u2028",
+           "tiny": 1e-05, "none": None}
+    expected = json.loads(json.dumps(row, ensure_ascii=False, default=str))
+    assert json.loads(row_line(row)) == expected
+    assert isinstance(json.loads(row_line(row))["value"], float)

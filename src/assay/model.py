@@ -340,8 +340,9 @@ class Usage(_Model):
     cost: float | None = 0.0
 
     def __add__(self, other: Usage) -> Usage:
+        # Built without validation: both sides are valid Usages, and sums run per call.
         cost = None if self.cost is None or other.cost is None else self.cost + other.cost
-        return Usage(
+        return Usage.model_construct(
             calls=self.calls + other.calls,
             cached_calls=self.cached_calls + other.cached_calls,
             retries=self.retries + other.retries,

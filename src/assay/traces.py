@@ -444,8 +444,10 @@ def retrieved_context(execution: Execution) -> RetrievedContext:
     This is the one rule every retrieval judge and ``document_recall`` use.
     """
     if execution.retrieved_context:
+        # The documents are validated already; a chunk is built per document per judge.
         return RetrievedContext(source="data", chunks=[
-            Chunk(content=d.content, doc_uri=d.doc_uri) for d in execution.retrieved_context])
+            Chunk.model_construct(content=d.content, doc_uri=d.doc_uri)
+            for d in execution.retrieved_context])
     found = retrievals(execution, top_level=True)
     if not found:
         return RetrievedContext()

@@ -12,6 +12,7 @@ value cannot open a section of its own either.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
@@ -55,9 +56,24 @@ def as_text(value: Any) -> str:
 def delimit(tag: str, value: Any) -> str:
     """``value`` as data framed by ``<tag_CODE>`` and ``</tag_CODE>``, where CODE does not
     occur in the value: nothing inside can close the frame or open a prompt section."""
-    text = _HEADER.sub(_break_header, as_text(value))
+    text = as_text(value)
+    if len(text) <= _REMEMBERED_CHARS:
+        return _delimit_remembered(tag, text)
+    return _delimit_text(tag, text)
+
+
+_REMEMBERED_CHARS = 4096
+"""Short values are framed once and remembered: a row's question is framed for each of its
+judges and each of its chunks. Long values are framed each time, so the memory is bounded."""
+
+
+def _delimit_text(tag: str, text: str) -> str:
+    text = _HEADER.sub(_break_header, text)
     name = f"{tag}_{boundary(text)}"
     return f"<{name}>\n{text}\n</{name}>"
+
+
+_delimit_remembered = functools.lru_cache(maxsize=2048)(_delimit_text)
 
 
 def boundary(text: str) -> str:

@@ -31,7 +31,7 @@ class ModelLimiter:
         self.tokens_at = time.monotonic()
         self.successes = 0
         self.throttled = 0
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[bool]] = collections.deque()
         self._simple = self.rpm is None and self.tpm is None
 
     async def acquire(self, tokens: int, timeout: float | None = None) -> None:
@@ -79,7 +79,7 @@ class ModelLimiter:
         A caller cancelled just after it was woken passes the wake-up on.
         """
         loop = asyncio.get_running_loop()
-        woken: asyncio.Future[None] = loop.create_future()
+        woken: asyncio.Future[bool] = loop.create_future()
         self._waiters.append(woken)
         timer = None if delay is None else loop.call_later(delay, _resolve, woken)
         try:
@@ -91,15 +91,20 @@ class ModelLimiter:
         finally:
             if timer is not None:
                 timer.cancel()
-            with contextlib.suppress(ValueError):
-                self._waiters.remove(woken)
+            if not _popped(woken):
+                # Still queued (its timer fired, or it was cancelled): take it out. A waiter
+                # that _wake popped is not searched for: a failed ``deque.remove`` scans the
+                # whole queue and formats the repr of the future for its error, and that
+                # cost showed in profiles at one park per call.
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(woken)
 
     def _wake(self, count: int | None) -> None:
         """Wake the ``count`` longest waiting callers (None: all of them)."""
         while self._waiters and (count is None or count > 0):
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(True)  # True: popped here, not left in the queue
                 if count is not None:
                     count -= 1
 
@@ -134,6 +139,12 @@ class ModelLimiter:
             self.tokens_at = now
 
 
-def _resolve(waiter: asyncio.Future[None]) -> None:
+def _resolve(waiter: asyncio.Future[bool]) -> None:
+    """A parked caller's timer: wake it, leaving it in the queue (False)."""
     if not waiter.done():
-        waiter.set_result(None)
+        waiter.set_result(False)
+
+
+def _popped(waiter: asyncio.Future[bool]) -> bool:
+    """Whether :meth:`ModelLimiter._wake` took ``waiter`` off the queue."""
+    return waiter.done() and not waiter.cancelled() and waiter.result()

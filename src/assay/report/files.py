@@ -15,6 +15,8 @@ from types import TracebackType
 from typing import Any
 from xml.etree import ElementTree as ET
 
+import orjson
+
 from assay.report.outputs import AtomicOutput, write_atomic
 
 
@@ -36,12 +38,37 @@ def _plain(value: Any, seen: frozenset[int] = frozenset()) -> Any:
 
 def row_line(row: Any) -> bytes:
     """One JSONL line: strict JSON (no bare NaN), UTF-8 even for a lone surrogate, which is
-    written as its ``\\uXXXX`` escape and so reads back as it was."""
+    written as its ``\\uXXXX`` escape and so reads back as it was.
+
+    orjson writes the common row (a line per case, so it shows in a cached re-run's profile);
+    whatever it refuses (a lone surrogate, a key that is no string, a container holding
+    itself, an integer past 64 bits) takes the standard library's path, which handles each.
+    Both write a NaN as null, dates and other objects as their text.
+    """
+    try:
+        return orjson.dumps(row, default=_text, option=_ORJSON_ROW)
+    except (orjson.JSONEncodeError, TypeError):
+        pass
     try:
         text = json.dumps(row, ensure_ascii=False, default=str, allow_nan=False)
     except (ValueError, TypeError):  # NaN, a container holding itself, a tuple as a key
         text = json.dumps(_plain(row), ensure_ascii=False, default=str, allow_nan=False)
     return (text + "\n").encode("utf-8", "backslashreplace")
+
+
+_ORJSON_ROW = (orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_DATETIME
+               | orjson.OPT_PASSTHROUGH_DATACLASS)
+"""Dates and dataclasses go to :func:`_text`, as the standard library's ``default=str``."""
+
+
+def _text(value: Any) -> Any:
+    """What orjson cannot write itself: a float subclass (a NumPy scalar) as its number, as
+    the standard library writes it; anything else as its text."""
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, int):
+        return int(value)
+    return str(value)
 
 
 ROW_FORMATS = ("jsonl", "yaml")

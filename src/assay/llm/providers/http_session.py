@@ -89,7 +89,6 @@ async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
     """
     limit = max_bytes or DEFAULT_MAX_BYTES
     url, headers = split_credentials(url, headers)
-    shown = redact_url(url)
     try:
         async with session().post(
             url,
@@ -104,23 +103,23 @@ async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
     except ProviderError:
         raise
     except TimeoutError:
-        raise CallTimeout(f"no answer from {shown} within {timeout:g}s") from None
+        raise CallTimeout(f"no answer from {redact_url(url)} within {timeout:g}s") from None
     except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
         raise ConnectionFailed(
-            f"connection to {shown} failed: {type(exc).__name__}: {exc}") from None
+            f"connection to {redact_url(url)} failed: {type(exc).__name__}: {exc}") from None
     except aiohttp.ClientError as exc:
-        raise ConnectionFailed(f"request to {shown} failed: {type(exc).__name__}: {exc}") \
-            from None
+        raise ConnectionFailed(
+            f"request to {redact_url(url)} failed: {type(exc).__name__}: {exc}") from None
     except ValueError as exc:  # aiohttp's own checks of a URL or header
-        raise RequestRejected(f"request to {shown} is not valid: {exc}") from None
+        raise RequestRejected(f"request to {redact_url(url)} is not valid: {exc}") from None
     try:
         decoded = orjson.loads(payload)
     except orjson.JSONDecodeError:
         raise BadResponse(
-            f"{shown} answered with a body that is not JSON: {payload[:200]!r}"
+            f"{redact_url(url)} answered with a body that is not JSON: {payload[:200]!r}"
         ) from None
     if not isinstance(decoded, dict):
-        raise BadResponse(f"{shown} answered with JSON that is not an object")
+        raise BadResponse(f"{redact_url(url)} answered with JSON that is not an object")
     return decoded
 
 
