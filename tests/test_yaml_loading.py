@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assay import yaml_source
-from assay.yaml_source import YamlSyntaxError, _BoundedLoader, _load, load_yaml
+from assay.yaml_source import YamlSyntaxError, _load, _PyLoader, load_yaml
 
 SUITE = """\
 description: "a suite"
@@ -23,14 +23,14 @@ evalcases:
 
 
 def test_libyaml_is_used_when_pyyaml_has_it():
-    if yaml_source.CParser is None:
+    if yaml_source._CSafeLoader is None:
         pytest.fail("PyYAML without libyaml: suites load about 20 times slower")
-    assert yaml_source._Loader is not _BoundedLoader
+    assert yaml_source._Loader is not _PyLoader
 
 
 def test_both_parsers_give_the_same_values_positions_and_problems():
     fast = _load(SUITE, "s.yaml", yaml_source._Loader)
-    slow = _load(SUITE, "s.yaml", _BoundedLoader)
+    slow = _load(SUITE, "s.yaml", _PyLoader)
     assert fast.data == slow.data
     assert fast.source.keys == slow.source.keys and fast.source.values == slow.source.values
     assert [str(p) for p in fast.problems] == [str(p) for p in slow.problems]
@@ -104,3 +104,60 @@ def test_the_collector_is_restored_as_it_was_even_when_loading_fails(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+TAGGED = """\
+base: &base {type: contains, value: Paris, weight: 2}
+merged:
+  <<: *base
+  value: Rome
+shared: &list [1, 2.5, true, null, ~, 0x1F, 2026-01-02, "quoted", 'single']
+again: *list
+set: !!set {a, b}
+binary: !!binary aGVsbG8=
+pairs: !!omap [{a: 1}, {b: 2}]
+2: int key
+true: bool key
+~: null key
+2026-11-22: date key
+nested: {deep: [[{x: *base}]]}
+text: |
+  a block
+folded: >
+  folded
+  text
+"""
+
+
+@pytest.mark.parametrize("loader", ["fast", "pure"])
+def test_values_are_exactly_what_pyyaml_builds(loader):
+    import yaml
+
+    kind = yaml_source._Loader if loader == "fast" else _PyLoader
+    loaded = _load(TAGGED, "t.yaml", kind)
+    assert loaded.data == yaml.safe_load(TAGGED)
+    assert loaded.data["shared"] is loaded.data["again"]  # an alias is the same object
+    assert loaded.data["nested"]["deep"][0][0]["x"] is loaded.data["base"]
+    assert loaded.problems == []
+    # merged keys are located where they were written, in the anchored mapping
+    assert loaded.source.keys[("merged", "type")].line == 1
+    assert loaded.source.keys[("merged", "value")].line == 4
+    assert loaded.source.values[("again", 1)].line == 5  # an alias points at what it names
+
+
+def test_a_key_overriding_a_merged_one_is_not_a_duplicate():
+    """``<<: *base`` then ``value: Rome`` is how a merge is meant to be used; it was reported
+    as a duplicate key. Two keys written in the same mapping still are."""
+    text = "base: &b {value: Paris, x: 1}\nm:\n  <<: *b\n  value: Rome\n  value: Oslo\n"
+    loaded = load_yaml(text, "m.yaml")
+    assert loaded.data["m"] == {"value": "Oslo", "x": 1}
+    assert [p.line for p in loaded.problems] == [5]
+
+
+def test_duplicate_keys_are_found_inside_aliased_and_merged_values():
+    text = "a: &a {x: 1, x: 2}\nb: *a\nc: {y: 1, y: 2}\n"
+    fast = _load(text, "d.yaml", yaml_source._Loader)
+    slow = _load(text, "d.yaml", _PyLoader)
+    assert [str(p) for p in fast.problems] == [str(p) for p in slow.problems]
+    assert len(fast.problems) == 3  # in a, again where b aliases it, and in c
+    assert fast.data == {"a": {"x": 2}, "b": {"x": 2}, "c": {"y": 2}}
