@@ -40,3 +40,34 @@ async def test_litellm_rate_limit_maps_to_a_retryable_error(mock_server, monkeyp
     score = await SemanticSimilarity().evaluate(Case(id="a", expected_output="x"),
                                                 Execution(output="x"), EvalContext(engine))
     assert score.ok and score.usage.retries == 1
+
+
+NO_FETCH = r"""
+import socket, sys
+attempts = []
+real_connect = socket.socket.connect
+
+def connect(self, address):
+    attempts.append(address)
+    raise OSError("no network in this test")
+
+socket.socket.connect = connect
+socket.create_connection = lambda address, *a, **k: connect(None, address)
+from assay.llm import EngineConfig, JudgeEngine
+JudgeEngine(EngineConfig(default_model="litellm:openai/judge-model")).resolve()
+import litellm  # noqa: F401
+print(len(attempts), attempts[:3])
+"""
+
+
+def test_choosing_the_litellm_provider_downloads_nothing(tmp_path):
+    """LiteLLM fetched its price map from GitHub on import (three attempts when offline)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    done = subprocess.run([sys.executable, "-c", NO_FETCH], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[0] == "0", done.stdout + done.stderr[-1000:]

@@ -6,6 +6,7 @@ for OpenAI-compatible servers, which the aiohttp provider serves far more cheapl
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from assay.errors import ConfigError
@@ -65,6 +66,10 @@ def _mapped(exc: Exception) -> Exception:
 
 @register_provider("litellm")
 def _litellm(spec: ModelSpec) -> Provider:
+    # LiteLLM fetches its price map from GitHub when imported, unless told to use the copy it
+    # ships: assay downloads nothing at run time (and prices calls itself), so it is told,
+    # unless the user chose otherwise.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         import litellm
     except ImportError:
