@@ -28,7 +28,6 @@ the suite's directory.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from typing import Any, ClassVar, overload
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from assay.blocking import run_blocking
 from assay.errors import ConfigError
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.feedback import (
@@ -222,7 +222,7 @@ class PythonScorer(Evaluator):
             if inspect.iscoroutinefunction(self._fn):
                 value = await self._fn(**kwargs)
             elif self.run_in_thread:
-                value = await asyncio.to_thread(self._fn, **kwargs)
+                value = await run_blocking(self._fn, **kwargs)
             else:
                 value = self._fn(**kwargs)
             if inspect.isawaitable(value):

@@ -5,7 +5,8 @@ The function gets the case input (a string, a dict, or a list of message dicts),
 function's parameter names is passed as keyword arguments, as MLflow passes ``inputs`` to a
 ``predict_fn`` (``predict_fn(**inputs)``); any other dict is passed whole. It may be sync or async, and may
 return text, a dict, or an :class:`Execution` (to report messages, traces or usage too). Sync
-functions run in a worker thread so a slow agent never blocks the event loop. The module is
+functions run in a daemon thread (:mod:`assay.blocking`) so a slow agent never blocks the event
+loop, and one that hangs past its timeout is abandoned instead of keeping the process alive. The module is
 imported with the suite's directory on the path, and ``agent.py:run`` names a file directly.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from assay.blocking import run_blocking
 from assay.model import Case, Execution
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig, project_dir
@@ -95,9 +97,9 @@ class CallableTarget(Target):
         if self.is_async:
             return await (self.fn(**keywords) if keywords is not None else self.fn(argument))
         if keywords is not None:
-            result = await asyncio.to_thread(self.fn, **keywords)
+            result = await run_blocking(self.fn, **keywords)
         else:
-            result = await asyncio.to_thread(self.fn, argument)
+            result = await run_blocking(self.fn, argument)
         if inspect.isawaitable(result):
             result = await result
         return result

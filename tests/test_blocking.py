@@ -1,0 +1,100 @@
+"""Blocking user code runs on daemon threads: a sync agent that hangs past its timeout is
+abandoned, and the run still ends, prints its summary and exits.
+
+With ``asyncio.to_thread``, ``asyncio.run`` waited at exit for the hung agent's thread, so
+``assay run`` never printed its summary, never exited, and ignored SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from assay.blocking import DaemonExecutor, run_blocking
+
+HUNG_AGENT = '''
+import time
+
+def answer(question):
+    if question == "hang":
+        time.sleep(1000)
+    return question
+'''
+
+SUITE = """\
+execution:
+  target: agent
+  evaluators: [{name: same, type: exact_match}]
+evalcases:
+  - {id: quick, input: quick, expected_output: quick}
+  - {id: stuck, input: hang, expected_output: hang}
+"""
+
+
+def test_a_run_whose_sync_agent_hangs_past_its_timeout_still_ends(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(HUNG_AGENT)
+    (tmp_path / ".assay").mkdir()
+    (tmp_path / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - {name: agent, provider: python, function: agent:answer, "
+        "timeout_s: 1}\n")
+    (tmp_path / "EVAL.yaml").write_text(SUITE)
+    started = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-m", "assay", "run", "EVAL.yaml",
+                               "--store", "sqlite:///runs.db", "-o", "out.jsonl",
+                               "--max-errors", "1"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail("assay run waited for the hung agent instead of ending")
+    assert time.monotonic() - started < 60
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 error(s)" in done.stdout and "stored in" in done.stdout  # the summary
+    rows = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert len(rows) == 2  # both cases were written, the stuck one as an error
+    assert "agent function timed out after 1s" in (tmp_path / "out.jsonl").read_text()
+
+
+async def test_calls_run_on_reused_daemon_threads_with_the_callers_context() -> None:
+    seen = contextvars.ContextVar("seen", default="unset")
+    seen.set("caller")
+
+    def work(x: int) -> tuple[int, str, bool, str]:
+        thread = threading.current_thread()
+        return x * 2, seen.get(), thread.daemon, thread.name
+
+    results = [await run_blocking(work, i) for i in range(20)]
+    assert [r[0] for r in results] == [i * 2 for i in range(20)]
+    assert {r[1] for r in results} == {"caller"}
+    assert all(r[2] for r in results)
+    assert len({r[3] for r in results}) <= 2  # one call after another reuse a thread
+
+
+async def test_exceptions_reach_the_caller_and_a_hung_call_does_not_block_the_next() -> None:
+    def fail() -> None:
+        raise ValueError("from the thread")
+
+    with pytest.raises(ValueError, match="from the thread"):
+        await run_blocking(fail)
+    release = threading.Event()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(run_blocking(release.wait), 0.05)  # abandoned, still running
+    assert await asyncio.wait_for(run_blocking(lambda: "next"), 5) == "next"
+    release.set()
+
+
+def test_shutdown_refuses_new_calls_and_cancels_queued_ones() -> None:
+    pool = DaemonExecutor("test")
+    gate = threading.Event()
+    busy = pool.submit(gate.wait)
+    pool.shutdown(wait=False, cancel_futures=True)
+    with pytest.raises(RuntimeError):
+        pool.submit(lambda: None)
+    gate.set()
+    assert busy.result(timeout=5) is True
