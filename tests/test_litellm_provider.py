@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
 from assay.model import Case, Execution
 
+# Imported here before any provider is made: tell LiteLLM, as the provider does, to use the
+# price map it ships instead of fetching one from GitHub.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm", reason="the litellm extra is installed by setup")
 
 
