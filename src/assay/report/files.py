@@ -64,11 +64,7 @@ _ORJSON_ROW = (orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_DATETIME
 def _text(value: Any) -> Any:
     """What orjson cannot write itself: a float subclass (a NumPy scalar) as its number, as
     the standard library writes it; anything else as its text."""
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, int):
-        return int(value)
-    return str(value)
+    return float(value) if isinstance(value, float) else str(value)
 
 
 ROW_FORMATS = ("jsonl", "yaml")
