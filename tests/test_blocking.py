@@ -113,3 +113,83 @@ def test_shutdown_refuses_new_calls_and_cancels_queued_ones() -> None:
         pool.submit(lambda: None)
     gate.set()
     assert busy.result(timeout=5) is True
+
+
+async def test_a_call_that_raises_stopiteration_fails_instead_of_hanging() -> None:
+    # asyncio refuses StopIteration on a future; through run_in_executor the outcome was lost
+    # and the caller waited forever (or until its timeout).
+    with pytest.raises(RuntimeError, match="StopIteration") as raised:
+        await asyncio.wait_for(run_blocking(next, iter([])), 5)
+    assert isinstance(raised.value.__cause__, StopIteration)
+
+
+def test_a_sync_agent_that_raises_stopiteration_is_that_cases_error(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(
+        "def answer(question):\n"
+        "    if question == 'empty':\n"
+        "        return next(iter([]))\n"
+        "    return question\n")
+    (tmp_path / ".assay").mkdir()
+    (tmp_path / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - {name: agent, provider: python, function: agent:answer}\n")
+    (tmp_path / "EVAL.yaml").write_text(SUITE.replace("hang", "empty"))
+    done = subprocess.run([sys.executable, "-m", "assay", "run", "EVAL.yaml",
+                           "--store", "sqlite:///runs.db", "-o", "out.jsonl",
+                           "--max-errors", "1"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert len(rows) == 2
+    assert "StopIteration" in rows[1] and "Traceback" not in done.stderr
+
+
+def test_calls_from_several_loops_each_resolve_on_their_own_loop() -> None:
+    def one_loop(offset: int) -> list[int]:
+        async def calls() -> list[int]:
+            return list(await asyncio.gather(*(run_blocking(lambda i=i: i + offset)
+                                               for i in range(200))))
+        return asyncio.run(calls())
+
+    results: dict[int, list[int]] = {}
+    threads = [threading.Thread(target=lambda o=o: results.__setitem__(o, one_loop(o)))
+               for o in (0, 1000, 2000)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert {o: r for o, r in results.items()} == {
+        o: [i + o for i in range(200)] for o in (0, 1000, 2000)}
+
+
+async def test_a_call_cancelled_before_it_begins_is_not_made() -> None:
+    from assay.blocking import _Call, _Inbox
+
+    made: list[str] = []
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+    future.cancel()  # a timeout gave up on it while it waited in the queue
+    _Call(lambda: made.append("made"), future, _Inbox(loop)).run()
+    waiting = loop.create_future()
+    _Call(lambda: made.append("waited for"), waiting, _Inbox(loop)).run()
+    await asyncio.wait_for(waiting, 5)
+    assert made == ["waited for"]
+
+
+def test_a_call_that_finishes_after_its_loop_closed_is_dropped_quietly() -> None:
+    pool = DaemonExecutor("late")
+    gate = threading.Event()
+    finished = threading.Event()
+
+    def late_call() -> None:
+        gate.wait()
+        finished.set()
+
+    async def abandon() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(pool.run_on_loop(late_call), 0.05)
+
+    asyncio.run(abandon())  # the loop is closed when the call ends
+    gate.set()
+    assert finished.wait(5)
+    assert pool.submit(lambda: "alive").result(timeout=5) == "alive"  # the thread survived
+    pool.shutdown()

@@ -18,17 +18,104 @@ bounds how many calls are made at once).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_Item = tuple[concurrent.futures.Future[Any], Callable[[], Any]]
+
+class _Call:
+    """One queued call and where its outcome goes: a ``concurrent.futures.Future``
+    (:meth:`DaemonExecutor.submit`) or an asyncio future on a loop (:func:`run_blocking`)."""
+
+    __slots__ = ("call", "future", "inbox")
+
+    def __init__(self, call: Callable[[], Any],
+                 future: concurrent.futures.Future[Any] | asyncio.Future[Any],
+                 inbox: _Inbox | None) -> None:
+        self.call = call
+        self.future = future
+        self.inbox = inbox
+
+    def run(self) -> None:
+        """Make the call unless its caller already gave up, and hand over the outcome."""
+        future, inbox = self.future, self.inbox
+        if inbox is None:
+            assert isinstance(future, concurrent.futures.Future)
+            if not future.set_running_or_notify_cancel():
+                return
+        elif future.cancelled():  # the caller stopped waiting before the call began
+            return
+        try:
+            result = self.call()
+        except BaseException as exc:  # the caller decides what an exception means
+            self._finish(None, exc)
+        else:
+            self._finish(result, None)
+
+    def _finish(self, result: Any, exc: BaseException | None) -> None:
+        if self.inbox is not None:
+            self.inbox.put(self.future, result, exc)  # type: ignore[arg-type]
+            return
+        future: concurrent.futures.Future[Any] = self.future  # type: ignore[assignment]
+        if exc is None:
+            future.set_result(result)
+        else:
+            future.set_exception(exc)
+
+
+class _Inbox:
+    """Outcomes of blocking calls waiting to be set on one event loop's futures.
+
+    ``loop.run_in_executor`` chains a ``concurrent.futures.Future`` to an asyncio future and
+    wakes the loop once per finished call. Here a finished call appends its outcome and wakes
+    the loop only when no wake-up is pending, and the loop sets every outcome waiting in one
+    callback: about a third of the cost per call when many calls finish close together.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._waiting: collections.deque[tuple[asyncio.Future[Any], Any,
+                                               BaseException | None]] = collections.deque()
+        self._woken = False
+
+    def put(self, future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+        """From any thread: hand over one outcome."""
+        with self._lock:
+            self._waiting.append((future, result, exc))
+            if self._woken:
+                return
+            self._woken = True
+        # A closed loop raises RuntimeError: nobody is waiting for this call any more.
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, collections.deque()
+            self._woken = False
+        for future, result, exc in waiting:
+            if future.done():  # cancelled: a timeout abandoned the call
+                continue
+            if exc is None:
+                future.set_result(result)
+            elif isinstance(exc, StopIteration):
+                # asyncio refuses StopIteration on a future (the await would look like a
+                # generator's end), which left the caller waiting until its timeout.
+                error = RuntimeError(f"the call raised StopIteration: {exc}")
+                error.__cause__ = exc
+                future.set_exception(error)
+            else:
+                future.set_exception(exc)
 
 
 class DaemonExecutor(concurrent.futures.Executor):
@@ -36,41 +123,50 @@ class DaemonExecutor(concurrent.futures.Executor):
 
     def __init__(self, name: str = "assay-call") -> None:
         self._name = name
-        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = (
+            weakref.WeakKeyDictionary())
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
                ) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._enqueue(_Call(functools.partial(fn, *args, **kwargs), future, None))
+        return future
+
+    def run_on_loop(self, call: Callable[[], T]) -> asyncio.Future[T]:
+        """``call()`` on a daemon thread, as a future of the running loop; cancelling the
+        future abandons the call (or skips it, if it has not begun)."""
+        loop = asyncio.get_running_loop()
+        inbox = self._inboxes.get(loop)
+        if inbox is None:
+            with self._lock:
+                inbox = self._inboxes.setdefault(loop, _Inbox(loop))
+        future: asyncio.Future[T] = loop.create_future()
+        self._enqueue(_Call(call, future, inbox))
+        return future
+
+    def _enqueue(self, item: _Call) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot schedule new calls after shutdown")
-            future: concurrent.futures.Future[T] = concurrent.futures.Future()
-            self._queue.put((future, functools.partial(fn, *args, **kwargs)))
+            self._queue.put(item)
             if not self._idle.acquire(blocking=False):
                 thread = threading.Thread(target=self._work, daemon=True,
                                           name=f"{self._name}-{len(self._threads)}")
                 thread.start()
                 self._threads.append(thread)
-            return future
 
     def _work(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
                 return
-            future, call = item
+            item.run()
             del item
-            if future.set_running_or_notify_cancel():
-                try:
-                    result = call()
-                except BaseException as exc:  # the caller decides what an exception means
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
-            del future, call
             self._idle.release()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -86,7 +182,7 @@ class DaemonExecutor(concurrent.futures.Executor):
                 except queue.Empty:
                     break
                 if item is not None:
-                    item[0].cancel()
+                    item.future.cancel()
         for _ in threads:
             self._queue.put(None)
         if wait:
@@ -110,7 +206,5 @@ def executor() -> DaemonExecutor:
 async def run_blocking(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` on a daemon thread, with the caller's context variables (as
     ``asyncio.to_thread`` passes them). Cancelling the caller (a timeout) abandons the call."""
-    loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    call = functools.partial(context.run, fn, *args, **kwargs)
-    return await loop.run_in_executor(executor(), call)
+    return await executor().run_on_loop(functools.partial(context.run, fn, *args, **kwargs))
