@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -327,6 +329,47 @@ def test_jsonl_cases_with_sidecar(tmp_path: Path) -> None:
     assert [c.case.id for c in suite.cases] == ["add", "mul"]
     assert suite.cases[0].case.expected_outcomes == ["two"]
     assert suite.cases[1].case.metadata == {"note": "n"}
+
+
+def test_a_streamed_jsonl_suite_gets_its_facts_from_the_validating_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A file over one chunk is streamed: each pass re-reads and re-validates it. The facts the
+    # runner checks (and the fingerprint that guards resumes) come from the validating pass,
+    # so a run reads the file twice (validate, run), not three times, and they are the same
+    # facts a pass of their own finds.
+    import assay.suites.evaljsonl as evaljsonl
+
+    monkeypatch.setattr(evaljsonl, "CHUNK_CASES", 3)
+    write(tmp_path, "s.yaml", "execution:\n  evaluators: [{type: exact_match}]\n"
+          "  target: agent\n")
+    lines = [f'{{"id": "c{i}", "input": "q{i}", "expected_output": "a{i}"}}' for i in range(7)]
+    lines[4] = ('{"id": "c4", "input": "q4", "execution": {"target": "other", "evaluators": '
+                '[{"name": "x", "type": "contains", "search_text": "a"}, '
+                '{"name": "y", "type": "exact_match"}]}}')
+    path = write(tmp_path, "s.jsonl", "\n".join(lines))
+    suite = load_suite(path)
+    assert suite.case_source is not None and suite.count() == 7
+    reads = 0
+    source = suite.case_source
+
+    def counted() -> Iterator[Any]:
+        nonlocal reads
+        reads += 1
+        yield from source()
+
+    suite.case_source = counted
+    facts = suite.facts()
+    assert reads == 0
+    from assay.suites.model import FactsGatherer
+
+    gatherer = FactsGatherer(suite)
+    for item in suite.iter_cases():
+        gatherer.add(item)
+    again = gatherer.finish()
+    assert reads == 1
+    assert facts == again
+    assert facts.cases == 7 and facts.targets == {"agent", "other"}
+    assert facts.fingerprint and not facts.duplicate_names
 
 
 def test_jsonl_problems_name_file_and_line(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ from assay.model import (
 from assay.run_config import RunThresholds
 from assay.suites.agentv_config import GuidelineConfig, load_guideline_config
 from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
-from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
+from assay.suites.model import WEIGHTLESS, FactsGatherer, Suite, SuiteCase, weightless
 from assay.targets.config import TargetsFile, load_targets_for, read_targets
 from assay.yaml_source import (
     Loaded,
@@ -174,6 +174,7 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
     found = _targets(targets, path)
     problems: list[Problem] = []
     first: Suite | None = None
+    facts: FactsGatherer | None = None  # the run's facts, from this pass, not another read
     seen = IdSeen()
     count = 0
     for loaded in iter_eval_jsonl(path):
@@ -183,9 +184,12 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
         problems.extend(chunk_problems)
         if suite is None:
             continue
-        first = first or suite
+        if first is None:
+            first, facts = suite, FactsGatherer(suite)
         for item in suite.cases:
             seen.add(item.case.id)
+            if not problems:
+                facts.add(item)  # type: ignore[union-attr]
         count += len(suite.cases)
     problems.extend(_duplicate_ids(path, seen))
     if problems or first is None:
@@ -202,7 +206,10 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
             if chunk is not None:
                 yield from chunk.cases
 
-    return first.model_copy(update={"cases": [], "case_source": stream, "case_count": count}), []
+    streamed = first.model_copy(update={"cases": [], "case_source": stream,
+                                        "case_count": count})
+    assert facts is not None
+    return streamed.with_facts(facts.finish()), []
 
 
 class IdSeen:

@@ -63,6 +63,51 @@ class _EvaluatorFacts:
         self.digest = digest.digest()
 
 
+class FactsGatherer:
+    """Builds a suite's :class:`SuiteFacts` one case at a time.
+
+    The suite gives the settings its cases fall back on (evaluators, target, conversation);
+    the cases come from :meth:`Suite.iter_cases`, or from a loader that already holds each
+    case once while validating a streamed file.
+    """
+
+    def __init__(self, suite: Suite) -> None:
+        self._suite = suite
+        self._digest = hashlib.sha256()
+        self._facts = SuiteFacts()
+        self._shared = _EvaluatorFacts(suite.evaluators)  # computed once, not once per case
+        self._script = suite.conversation.scripted_messages if suite.conversation else None
+
+    def add(self, item: SuiteCase) -> None:
+        facts, digest = self._facts, self._digest
+        facts.cases += 1
+        own = self._shared if item.evaluators is None else _EvaluatorFacts(item.evaluators)
+        if own.duplicates:
+            facts.duplicate_names[item.case.id] = own.duplicates
+        facts.models.update(own.models)
+        facts.targets.add(item.target or self._suite.target)
+        if item.case.conversation is not None and item.execution is None:
+            facts.conversations += 1
+            script = item.case.conversation.scripted_messages or self._script
+            facts.simulated += script is None
+        digest.update(item.case.model_dump_json().encode())
+        if item.execution is not None:  # recorded outputs decide results too
+            digest.update(item.execution.model_dump_json().encode())
+        digest.update(own.digest)
+        digest.update((item.target or "").encode())
+
+    def finish(self) -> SuiteFacts:
+        suite, digest = self._suite, self._digest
+        digest.update((suite.target or "").encode())
+        for extra in (suite.run_thresholds, suite.conversation, suite.agent):
+            if extra is not None:  # absent: the fingerprints of older suites stand
+                digest.update(extra.model_dump_json().encode())
+        if suite.scoring != "default":
+            digest.update(suite.scoring.encode())
+        self._facts.fingerprint = digest.hexdigest()
+        return self._facts
+
+
 class SuiteCase(BaseModel):
     """A case with what is particular to it in this suite."""
 
@@ -146,34 +191,17 @@ class Suite(BaseModel):
 
     def facts(self) -> SuiteFacts:
         """What the runner checks before it starts, gathered in one pass over the cases (a
-        streamed suite is read once for all of it) and kept."""
+        streamed suite is read once for all of it, or not at all when its loader gathered
+        them while validating) and kept."""
         if self._facts is None:
-            digest = hashlib.sha256()
-            facts = SuiteFacts()
-            shared = _EvaluatorFacts(self.evaluators)  # computed once, not once per case
+            gatherer = FactsGatherer(self)
             for item in self.iter_cases():
-                facts.cases += 1
-                own = shared if item.evaluators is None else _EvaluatorFacts(item.evaluators)
-                if own.duplicates:
-                    facts.duplicate_names[item.case.id] = own.duplicates
-                facts.models.update(own.models)
-                facts.targets.add(item.target or self.target)
-                if item.case.conversation is not None and item.execution is None:
-                    facts.conversations += 1
-                    script = item.case.conversation.scripted_messages or (
-                        self.conversation.scripted_messages if self.conversation else None)
-                    facts.simulated += script is None
-                digest.update(item.case.model_dump_json().encode())
-                if item.execution is not None:  # recorded outputs decide results too
-                    digest.update(item.execution.model_dump_json().encode())
-                digest.update(own.digest)
-                digest.update((item.target or "").encode())
-            digest.update((self.target or "").encode())
-            for extra in (self.run_thresholds, self.conversation, self.agent):
-                if extra is not None:  # absent: the fingerprints of older suites stand
-                    digest.update(extra.model_dump_json().encode())
-            if self.scoring != "default":
-                digest.update(self.scoring.encode())
-            facts.fingerprint = digest.hexdigest()
-            self._facts = facts
+                gatherer.add(item)
+            self._facts = gatherer.finish()
         return self._facts
+
+    def with_facts(self, facts: SuiteFacts) -> Suite:
+        """This suite with facts gathered elsewhere (by a loader's validating pass over the
+        same cases), so :meth:`facts` need not read a streamed suite again."""
+        self._facts = facts
+        return self
