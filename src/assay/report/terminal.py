@@ -31,7 +31,14 @@ VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error"
 
 
 class ProgressBar:
-    """A progress bar with ETA, errors so far and judge cost so far."""
+    """A progress bar with ETA, errors so far and judge cost so far.
+
+    Cases are counted as they finish, but the bar is told at most every
+    ``refresh_seconds`` (and when it stops): Rich redraws ten times a second anyway, and
+    updating its task for every case cost more than a cached case itself.
+    """
+
+    refresh_seconds = 0.1
 
     def __init__(self, console: Console, label: str) -> None:
         self.console = console
@@ -44,12 +51,15 @@ class ProgressBar:
         self._task: TaskID | None = None
         self._label = for_terminal(label)
         self._last_plain = 0.0
+        self._unshown = 0  # cases finished since the bar was last updated
+        self._shown_at = 0.0
 
     def __enter__(self) -> ProgressBar:
         self._progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._show()
         self._progress.stop()
 
     def start(self, total: int, done: int, label: str = "") -> None:
@@ -59,17 +69,29 @@ class ProgressBar:
                                              status=self._status())
 
     def advance(self, result: CaseRecord) -> None:
-        self.errors += sum(1 for s in result.scores if s.error)
         for s in result.scores:
-            self.usage = self.usage + s.usage
-        if self._task is not None:
-            self._progress.update(self._task, advance=1, status=self._status())
-        if not self.console.is_terminal and time.monotonic() - self._last_plain > 10:
-            self._last_plain = time.monotonic()
+            if s.error:
+                self.errors += 1
+            if s.usage.calls or s.usage.cached_calls or s.usage.cost != 0.0:
+                self.usage = self.usage + s.usage
+        self._unshown += 1
+        now = time.monotonic()
+        if now - self._shown_at >= self.refresh_seconds:
+            self._show(now)
+        if not self.console.is_terminal and now - self._last_plain > 10:
+            self._last_plain = now
+            self._show(now)
             task = self._progress.tasks[0] if self._progress.tasks else None
             if task is not None:
                 self.console.print(f"{int(task.completed)}/{int(task.total or 0)} cases, "
                                    f"{self._status()}", highlight=False)
+
+    def _show(self, now: float | None = None) -> None:
+        """Give the bar every case counted since it was last updated."""
+        self._shown_at = time.monotonic() if now is None else now
+        if self._task is not None and self._unshown:
+            self._progress.update(self._task, advance=self._unshown, status=self._status())
+            self._unshown = 0
 
     def _status(self) -> str:
         cost = "cost ?" if self.usage.cost is None else f"cost ${self.usage.cost:.4f}"

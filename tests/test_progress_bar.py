@@ -1,0 +1,66 @@
+"""The progress bar counts every case, tells Rich at most every ``refresh_seconds``, and ends
+showing the exact totals however quickly the cases finished."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from assay.model import Case, Execution, Score, ScoreError, Usage
+from assay.records import CaseRecord, Verdict
+from assay.report.terminal import ProgressBar
+
+
+def record(index: int, *, error: bool = False, cached: bool = True) -> CaseRecord:
+    score = Score.failed("judge", "judge_failed", "no answer") if error else Score(
+        name="judge", value=0.5, usage=Usage(cached_calls=int(cached), calls=int(not cached),
+                                             cost=None if not cached else 0.0))
+    return CaseRecord(case_id=f"c{index}", case=Case(id=f"c{index}", input="q"),
+                      execution=Execution(output="a"), scores=[score],
+                      verdict=Verdict.ERROR if error else Verdict.PASS)
+
+
+def test_the_bar_is_updated_in_batches_and_ends_exact() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    bar = ProgressBar(console, "suite")
+    updates = 0
+    real_update = bar._progress.update
+
+    def counted(*args: object, **kwargs: object) -> None:
+        nonlocal updates
+        updates += 1
+        real_update(*args, **kwargs)  # type: ignore[arg-type]
+
+    bar._progress.update = counted  # type: ignore[method-assign]
+    with bar:
+        bar.start(1000, 0)
+        for i in range(1000):
+            bar.advance(record(i, error=i % 100 == 0, cached=i != 7))
+    task = bar._progress.tasks[0]
+    assert int(task.completed) == 1000  # the stop shows what was not yet shown
+    assert updates < 50  # not once per case
+    assert bar.errors == 10
+    assert (bar.usage.calls, bar.usage.cached_calls, bar.usage.cost) == (1, 989, None)
+    assert "errors 10" in task.fields["status"] and "cost ?" in task.fields["status"]
+
+
+def test_without_a_terminal_the_bar_prints_true_counts() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=120)
+    bar = ProgressBar(console, "suite")
+    with bar:
+        bar.start(3, 0)
+        for i in range(3):
+            bar.advance(record(i))
+    assert "1/3 cases" in out.getvalue()  # the first case is printed at once, counted
+    assert int(bar._progress.tasks[0].completed) == 3
+
+
+def test_an_error_score_without_usage_counts_as_an_error_only() -> None:
+    bar = ProgressBar(Console(file=io.StringIO()), "suite")
+    bar.start(1, 0)
+    failed = Score(name="j", error=ScoreError(code="judge_failed", message="x"))
+    bar.advance(CaseRecord(case_id="c", case=Case(id="c", input="q"), execution=Execution(),
+                           scores=[failed], verdict=Verdict.ERROR))
+    assert bar.errors == 1 and bar.usage == Usage()
