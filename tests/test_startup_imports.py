@@ -35,3 +35,21 @@ def test_a_run_that_calls_no_model_does_not_import_the_http_client(tmp_path) -> 
         "assert result.summary.passed_count == 1, result.summary\n"
     )
     assert "aiohttp" not in _imported_after(code)
+
+
+def test_a_fully_cached_rerun_does_not_import_the_http_client(tmp_path, mock_model,
+                                                               mock_server) -> None:
+    # The first run asks the judge and fills the cache; the second finds every answer there,
+    # so it never needs aiohttp (a fifth of a second of imports and TLS contexts).
+    code = (
+        "import assay\n"
+        "rows = [{'id': str(i), 'input': 'q', 'output': 'Paris', 'expected_output': 'Paris'}"
+        " for i in range(3)]\n"
+        "result = assay.evaluate(rows, evaluators=['semantic_similarity'], "
+        f"judge_model={mock_model!r}, cache='use', store={str(tmp_path / 'runs.db')!r})\n"
+        "assert result.summary.evaluator_errors == 0, result.summary\n"
+    )
+    assert "aiohttp" in _imported_after(code)
+    assert mock_server.stats.requests == 3
+    assert "aiohttp" not in _imported_after(code)
+    assert mock_server.stats.requests == 3

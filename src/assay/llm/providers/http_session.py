@@ -2,6 +2,8 @@
 
 One session with keep-alive connections is what makes the hot path cheap; a session is bound
 to the loop that created it, so the synchronous wrapper (which runs its own loop) gets its own.
+aiohttp is imported by the first request, not with this module: a run whose every answer
+comes from the response cache never loads it (a fifth of a second, with its TLS contexts).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import contextlib
 import email.utils
 import time
 import weakref
+from typing import TYPE_CHECKING
 
-import aiohttp
 import orjson
 
 from assay.llm.types import (
@@ -28,6 +30,9 @@ from assay.llm.types import (
 )
 from assay.redact import redact_url, url_credentials
 
+if TYPE_CHECKING:
+    import aiohttp
+
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 """The most any answer may hold when the caller sets no bound of its own."""
 ERROR_BODY_BYTES = 16 * 1024
@@ -40,6 +45,8 @@ _SESSIONS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSe
 
 def session() -> aiohttp.ClientSession:
     """The running loop's shared session, created on first use."""
+    import aiohttp
+
     loop = asyncio.get_running_loop()
     current = _SESSIONS.get(loop)
     if current is None or current.closed:
@@ -87,6 +94,8 @@ async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
     :class:`ResponseTooLarge` before it is held in memory. Messages show the URL without
     credentials.
     """
+    import aiohttp
+
     limit = max_bytes or DEFAULT_MAX_BYTES
     url, headers = split_credentials(url, headers)
     try:
