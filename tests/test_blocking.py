@@ -8,6 +8,7 @@ With ``asyncio.to_thread``, ``asyncio.run`` waited at exit for the hung agent's 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.blocking import DaemonExecutor, run_blocking
+from assay.blocking import DaemonExecutor, _Call, run_blocking
 
 HUNG_AGENT = '''
 import time
@@ -106,13 +107,42 @@ async def test_exceptions_reach_the_caller_and_a_hung_call_does_not_block_the_ne
 
 def test_shutdown_refuses_new_calls_and_cancels_queued_ones() -> None:
     pool = DaemonExecutor("test")
-    gate = threading.Event()
-    busy = pool.submit(gate.wait)
+    gate, started = threading.Event(), threading.Event()
+
+    def running() -> bool:
+        started.set()
+        return gate.wait()
+
+    busy = pool.submit(running)
+    assert started.wait(5)
     pool.shutdown(wait=False, cancel_futures=True)
     with pytest.raises(RuntimeError):
         pool.submit(lambda: None)
     gate.set()
+    assert busy.result(timeout=5) is True  # a running call is not cancelled
+
+
+def test_shutdown_cancels_calls_still_queued_and_runs_none_of_them() -> None:
+    pool = DaemonExecutor("queued")
+    gate, started = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    def running() -> bool:
+        started.set()
+        return gate.wait()
+
+    busy = pool.submit(running)
+    assert started.wait(5)
+    with pool._ready:  # hold the pool still: the calls below stay queued
+        queued = []
+        for i in range(3):
+            future: concurrent.futures.Future[None] = concurrent.futures.Future()
+            pool._calls.append(_Call(lambda i=i: ran.append(i), future, None))
+            queued.append(future)
+    pool.shutdown(wait=False, cancel_futures=True)
+    gate.set()
     assert busy.result(timeout=5) is True
+    assert all(f.cancelled() for f in queued) and ran == []
 
 
 async def test_a_call_that_raises_stopiteration_fails_instead_of_hanging() -> None:
@@ -162,7 +192,7 @@ def test_calls_from_several_loops_each_resolve_on_their_own_loop() -> None:
 
 
 async def test_a_call_cancelled_before_it_begins_is_not_made() -> None:
-    from assay.blocking import _Call, _Inbox
+    from assay.blocking import _Inbox
 
     made: list[str] = []
     loop = asyncio.get_running_loop()
@@ -192,4 +222,26 @@ def test_a_call_that_finishes_after_its_loop_closed_is_dropped_quietly() -> None
     gate.set()
     assert finished.wait(5)
     assert pool.submit(lambda: "alive").result(timeout=5) == "alive"  # the thread survived
+    pool.shutdown()
+
+
+def test_quick_calls_queued_together_wake_few_threads_and_slow_ones_fan_out() -> None:
+    pool = DaemonExecutor("fan")
+
+    async def quick() -> set[str]:
+        names = await asyncio.gather(*(pool.run_on_loop(
+            lambda: threading.current_thread().name) for _ in range(200)))
+        return set(names)
+
+    # 200 quick calls submitted in one go: a thread per call is not needed.
+    assert len(asyncio.run(quick())) <= 8
+    # 16 calls that each wait for all the others: each needs a thread of its own, so they
+    # only finish if the pool fans out to 16 threads.
+    barrier = threading.Barrier(16, timeout=10)
+
+    async def slow() -> list[int]:
+        return list(await asyncio.gather(*(pool.run_on_loop(barrier.wait)
+                                           for _ in range(16))))
+
+    assert sorted(asyncio.run(slow())) == list(range(16))
     pool.shutdown()

@@ -23,7 +23,6 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
-import queue
 import threading
 import weakref
 from collections.abc import Callable
@@ -119,13 +118,22 @@ class _Inbox:
 
 
 class DaemonExecutor(concurrent.futures.Executor):
-    """A thread pool of daemon threads, grown when no thread is idle, never joined at exit."""
+    """A thread pool of daemon threads, grown when no thread is idle, never joined at exit.
+
+    Threads take calls as leader and followers: a new call wakes one idle thread only when
+    no thread is already on its way to the queue, and a thread that takes a call while more
+    are waiting wakes the next before it runs its own. Quick calls queued together are then
+    run back to back by one or two threads, where waking a thread per call cost a few
+    context switches each (most of the hand-off on a busy core); slow calls still fan out
+    to a thread each, one wake-up after another.
+    """
 
     def __init__(self, name: str = "assay-call") -> None:
         self._name = name
-        self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
-        self._lock = threading.Lock()
+        self._calls: collections.deque[_Call] = collections.deque()
+        self._ready = threading.Condition(threading.Lock())
+        self._idle = 0  # threads waiting for a call
+        self._summoned = 0  # idle threads woken that have not yet taken a call
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = (
@@ -143,48 +151,59 @@ class DaemonExecutor(concurrent.futures.Executor):
         loop = asyncio.get_running_loop()
         inbox = self._inboxes.get(loop)
         if inbox is None:
-            with self._lock:
+            with self._ready:
                 inbox = self._inboxes.setdefault(loop, _Inbox(loop))
         future: asyncio.Future[T] = loop.create_future()
         self._enqueue(_Call(call, future, inbox))
         return future
 
     def _enqueue(self, item: _Call) -> None:
-        with self._lock:
+        with self._ready:
             if self._closed:
                 raise RuntimeError("cannot schedule new calls after shutdown")
-            self._queue.put(item)
-            if not self._idle.acquire(blocking=False):
-                thread = threading.Thread(target=self._work, daemon=True,
-                                          name=f"{self._name}-{len(self._threads)}")
-                thread.start()
-                self._threads.append(thread)
+            self._calls.append(item)
+            if not self._summoned:
+                self._summon()
+
+    def _summon(self) -> None:
+        """Get one more thread to the queue: an idle one, else a new one (lock held)."""
+        if self._idle > self._summoned:
+            self._summoned += 1
+            self._ready.notify()
+            return
+        thread = threading.Thread(target=self._work, daemon=True,
+                                  name=f"{self._name}-{len(self._threads)}")
+        thread.start()
+        self._threads.append(thread)
 
     def _work(self) -> None:
+        ready = self._ready
         while True:
-            item = self._queue.get()
-            if item is None:
-                return
+            with ready:
+                while not self._calls and not self._closed:
+                    self._idle += 1
+                    ready.wait()
+                    self._idle -= 1
+                    if self._summoned:
+                        self._summoned -= 1
+                if not self._calls:
+                    return  # shut down, nothing left to run
+                item = self._calls.popleft()
+                if self._calls and not self._summoned:
+                    self._summon()  # more are waiting: the next thread takes the next one
             item.run()
             del item
-            self._idle.release()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop taking calls; idle threads end, busy ones end with their call (or the
-        process). ``wait`` joins only threads that finish; a hung call is never waited for."""
-        with self._lock:
+        process), and calls still queued are run first unless ``cancel_futures``."""
+        with self._ready:
             self._closed = True
             threads = list(self._threads)
-        if cancel_futures:
-            while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    item.future.cancel()
-        for _ in threads:
-            self._queue.put(None)
+            if cancel_futures:
+                while self._calls:
+                    self._calls.popleft().future.cancel()
+            self._ready.notify_all()
         if wait:
             for thread in threads:
                 thread.join()
