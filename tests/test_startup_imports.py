@@ -53,3 +53,24 @@ def test_a_fully_cached_rerun_does_not_import_the_http_client(tmp_path, mock_mod
     assert mock_server.stats.requests == 3
     assert "aiohttp" not in _imported_after(code)
     assert mock_server.stats.requests == 3
+
+
+def test_evaluator_classes_build_their_validators_only_when_used() -> None:
+    # About fifty evaluator types are imported with assay.judges; a run uses a few. Building
+    # every validator at import cost a tenth of a second of each start.
+    code = (
+        "import json\n"
+        "from assay.judges import Evaluator, ExactMatch\n"
+        "def every(c):\n"
+        "    for s in c.__subclasses__():\n"
+        "        yield s\n"
+        "        yield from every(s)\n"
+        "built = sorted(c.__name__ for c in every(Evaluator) if c.__pydantic_complete__)\n"
+        "judge = ExactMatch(name='same')\n"
+        "print(json.dumps([built, ExactMatch.__pydantic_complete__, judge.name]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    built, complete_after_use, name = json.loads(done.stdout.strip().splitlines()[-1])
+    assert built == []
+    assert complete_after_use is True and name == "same"

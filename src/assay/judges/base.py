@@ -44,7 +44,9 @@ class EvalContext:
 class Evaluator(BaseModel):
     """Base of all evaluators. Subclasses set ``type`` and implement :meth:`score`."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Every evaluator type is imported with assay.judges and a run uses a few: each builds its
+    # validator when first used, not at import (a tenth of a second of every start).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     type: ClassVar[str] = ""
     name: str = ""
