@@ -29,7 +29,8 @@ JSONValue = Any
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Built on first use, not at import: a run uses a few of these (see judges.base).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class FunctionCall(_Model):

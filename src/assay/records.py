@@ -38,7 +38,8 @@ class RunStatus(StrEnum):
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built on first use, not at import: a run uses a few of these (see judges.base).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class EvaluatorSpec(_Record):

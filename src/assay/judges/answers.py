@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 class JudgeAnswer(BaseModel):
     """Base of every judge answer schema: validated strictly."""
 
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, defer_build=True)  # built by its judge's first use
 
 
 def _whole(value: Any) -> Any:
