@@ -245,3 +245,22 @@ def test_quick_calls_queued_together_wake_few_threads_and_slow_ones_fan_out() ->
 
     assert sorted(asyncio.run(slow())) == list(range(16))
     pool.shutdown()
+
+
+def test_a_loop_that_made_blocking_calls_is_not_kept_alive() -> None:
+    import gc
+    import weakref
+
+    pool = DaemonExecutor("leak")
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def one() -> int:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        return await pool.run_on_loop(lambda: 1)
+
+    for _ in range(3):
+        assert asyncio.run(one()) == 1
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]
+    assert len(pool._inboxes) == 0
+    pool.shutdown()

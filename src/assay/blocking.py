@@ -81,7 +81,9 @@ class _Inbox:
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        # Weak: the executor keeps an inbox per loop, keyed weakly by the loop, so a strong
+        # reference here would keep every loop that ever made a call alive.
+        self._loop = weakref.ref(loop)
         self._lock = threading.Lock()
         self._waiting: collections.deque[tuple[asyncio.Future[Any], Any,
                                                BaseException | None]] = collections.deque()
@@ -94,9 +96,11 @@ class _Inbox:
             if self._woken:
                 return
             self._woken = True
-        # A closed loop raises RuntimeError: nobody is waiting for this call any more.
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(self._deliver)
+        loop = self._loop()
+        # A loop that is gone or closed (RuntimeError) has nobody waiting for this call.
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._deliver)
 
     def _deliver(self) -> None:
         with self._lock:
