@@ -161,3 +161,73 @@ def test_duplicate_keys_are_found_inside_aliased_and_merged_values():
     assert [str(p) for p in fast.problems] == [str(p) for p in slow.problems]
     assert len(fast.problems) == 3  # in a, again where b aliases it, and in c
     assert fast.data == {"a": {"x": 2}, "b": {"x": 2}, "c": {"y": 2}}
+
+
+def _nest_block(depth: int) -> str:
+    """A mapping nested ``depth`` deep by indentation alone (one space per level)."""
+    return "".join(f"{' ' * i}k{i}:\n" for i in range(depth)) + f"{' ' * depth}leaf\n"
+
+
+def test_the_event_pass_is_skipped_only_where_the_text_cannot_break_a_bound(monkeypatch):
+    # A suite with no alias and little nesting cannot exceed the bounds, so its parse events
+    # are not read a second time; anything that might is checked as before.
+    calls = []
+    real = yaml_source._check_bounds
+    monkeypatch.setattr(yaml_source, "_check_bounds",
+                        lambda parser, file: (calls.append(file), real(parser, file))[1])
+    plain = SUITE.replace("&base", "").replace("*base", "{type: contains}")
+    assert _load(plain, "plain.yaml", yaml_source._Loader).data["evalcases"][0]["id"] == "c1"
+    assert calls == []
+    _load(SUITE, "aliases.yaml", yaml_source._Loader)  # an alias: checked
+    _load("a: " + "[" * 60 + "]" * 60 + "\n", "flow.yaml", yaml_source._Loader)
+    _load(_nest_block(98), "block.yaml", yaml_source._Loader)
+    assert calls == ["aliases.yaml", "flow.yaml", "block.yaml"]
+
+
+@pytest.mark.parametrize("text", [
+    _nest_block(101),                                # by indentation
+    "- " * 101 + "x\n",                              # compact sequences on one line
+    "a: " + "[" * 101 + "]" * 101 + "\n",            # flow sequences
+    "a: " + "[b: " * 60 + "c" + "]" * 60 + "\n",     # single pairs: a mapping per bracket
+])
+def test_documents_over_the_depth_bound_are_still_refused(text):
+    with pytest.raises(YamlSyntaxError, match="nest more than 100 deep"):
+        _load(text, "deep.yaml", yaml_source._Loader)
+
+
+def test_the_shortcut_never_passes_a_document_deeper_than_the_bound():
+    # Random documents in block, flow and mixed styles: whenever the text says the bounds
+    # cannot be exceeded, the composed document is indeed within them.
+    import random
+
+    import yaml
+    from yaml.nodes import MappingNode, SequenceNode
+
+    from assay.limits import MAX_DEPTH
+
+    def depth(node):
+        if isinstance(node, MappingNode):
+            return 1 + max((max(depth(k), depth(v)) for k, v in node.value), default=0)
+        if isinstance(node, SequenceNode):
+            return 1 + max((depth(v) for v in node.value), default=0)
+        return 0
+
+    def value(levels, budget):
+        if levels == 0 or budget[0] <= 0 or rng.random() < 0.05:
+            return rng.choice(["x", 1, "a b", None, "- y", "[z]", "k: v"])
+        budget[0] -= 1
+        width = 1 if rng.random() < 0.8 else 2
+        if rng.random() < 0.5:
+            return [value(levels - 1, budget) for _ in range(width)]
+        return {f"k{i}": value(levels - 1, budget) for i in range(width)}
+
+    rng = random.Random(7)
+    skipped = 0
+    for _ in range(150):
+        text = yaml.dump(value(rng.randint(1, 130), [200]),
+                         default_flow_style=rng.choice([True, False, None]),
+                         indent=rng.choice([2, 3, 4]), width=rng.choice([20, 80, 10**6]))
+        if yaml_source._cannot_exceed_bounds(text):
+            skipped += 1
+            assert depth(yaml.compose(text, Loader=yaml_source._Loader)) <= MAX_DEPTH
+    assert skipped > 20  # the property was tried on many documents, not vacuously
