@@ -39,19 +39,25 @@ evalcases:
 """
 
 
-def test_a_run_whose_sync_agent_hangs_past_its_timeout_still_ends(tmp_path: Path) -> None:
-    (tmp_path / "agent.py").write_text(HUNG_AGENT)
+def _run_agent(tmp_path: Path, agent: str, suite: str, target_extra: str = "",
+               timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``assay run`` on ``suite`` with ``agent`` (a module's source) as its python target."""
+    (tmp_path / "agent.py").write_text(agent)
     (tmp_path / ".assay").mkdir()
     (tmp_path / ".assay" / "targets.yaml").write_text(
-        "targets:\n  - {name: agent, provider: python, function: agent:answer, "
-        "timeout_s: 1}\n")
-    (tmp_path / "EVAL.yaml").write_text(SUITE)
+        "targets:\n  - {name: agent, provider: python, function: agent:answer"
+        f"{target_extra}}}\n")
+    (tmp_path / "EVAL.yaml").write_text(suite)
+    return subprocess.run([sys.executable, "-m", "assay", "run", "EVAL.yaml",
+                           "--store", "sqlite:///runs.db", "-o", "out.jsonl",
+                           "--max-errors", "1"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
+
+
+def test_a_run_whose_sync_agent_hangs_past_its_timeout_still_ends(tmp_path: Path) -> None:
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "assay", "run", "EVAL.yaml",
-                               "--store", "sqlite:///runs.db", "-o", "out.jsonl",
-                               "--max-errors", "1"],
-                              capture_output=True, text=True, cwd=tmp_path, timeout=90)
+        done = _run_agent(tmp_path, HUNG_AGENT, SUITE, ", timeout_s: 1", timeout=90)
     except subprocess.TimeoutExpired:
         pytest.fail("assay run waited for the hung agent instead of ending")
     assert time.monotonic() - started < 60
@@ -154,19 +160,11 @@ async def test_a_call_that_raises_stopiteration_fails_instead_of_hanging() -> No
 
 
 def test_a_sync_agent_that_raises_stopiteration_is_that_cases_error(tmp_path: Path) -> None:
-    (tmp_path / "agent.py").write_text(
-        "def answer(question):\n"
-        "    if question == 'empty':\n"
-        "        return next(iter([]))\n"
-        "    return question\n")
-    (tmp_path / ".assay").mkdir()
-    (tmp_path / ".assay" / "targets.yaml").write_text(
-        "targets:\n  - {name: agent, provider: python, function: agent:answer}\n")
-    (tmp_path / "EVAL.yaml").write_text(SUITE.replace("hang", "empty"))
-    done = subprocess.run([sys.executable, "-m", "assay", "run", "EVAL.yaml",
-                           "--store", "sqlite:///runs.db", "-o", "out.jsonl",
-                           "--max-errors", "1"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    agent = ("def answer(question):\n"
+             "    if question == 'empty':\n"
+             "        return next(iter([]))\n"
+             "    return question\n")
+    done = _run_agent(tmp_path, agent, SUITE.replace("hang", "empty"))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = (tmp_path / "out.jsonl").read_text().splitlines()
     assert len(rows) == 2

@@ -184,15 +184,15 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
         problems.extend(chunk_problems)
         if suite is None:
             continue
-        if first is None:
+        if first is None or facts is None:
             first, facts = suite, FactsGatherer(suite)
         for item in suite.cases:
             seen.add(item.case.id)
             if not problems:
-                facts.add(item)  # type: ignore[union-attr]
+                facts.add(item)
         count += len(suite.cases)
     problems.extend(_duplicate_ids(path, seen))
-    if problems or first is None:
+    if problems or first is None or facts is None:
         unique = {str(p): p for p in problems}  # sidecar problems repeat in every chunk
         return None, sorted(unique.values(),
                             key=lambda p: (p.file, p.line or 0, p.column or 0))
@@ -208,7 +208,6 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
 
     streamed = first.model_copy(update={"cases": [], "case_source": stream,
                                         "case_count": count})
-    assert facts is not None
     return streamed.with_facts(facts.finish()), []
 
 
