@@ -14,8 +14,8 @@ import sys
 HEAVY = ("sqlalchemy", "alembic", "aiohttp", "pandas", "numpy", "fastapi", "llama_cpp")
 
 
-def _imported_after(code: str) -> list[str]:
-    probe = f"{code}\nimport sys, json\nprint(json.dumps([m for m in {HEAVY!r} " \
+def _imported_after(code: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
+    probe = f"{code}\nimport sys, json\nprint(json.dumps([m for m in {watched!r} " \
             "if m in sys.modules]))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, check=True)
@@ -60,7 +60,9 @@ def test_evaluator_classes_build_their_validators_only_when_used() -> None:
     # every validator at import cost a tenth of a second of each start.
     code = (
         "import json\n"
+        "from assay.registry import REGISTRY\n"
         "from assay.judges import Evaluator, ExactMatch\n"
+        "REGISTRY.table('evaluator')  # every built-in evaluator module\n"
         "def every(c):\n"
         "    for s in c.__subclasses__():\n"
         "        yield s\n"
@@ -74,3 +76,21 @@ def test_evaluator_classes_build_their_validators_only_when_used() -> None:
     built, complete_after_use, name = json.loads(done.stdout.strip().splitlines()[-1])
     assert built == []
     assert complete_after_use is True and name == "same"
+
+
+def test_a_run_imports_only_the_evaluators_it_uses(tmp_path, mock_model) -> None:
+    # Forty-odd evaluator types in twenty modules, the agent-judge options and the calibration
+    # gate took about 0.15 s of every run's start; a run of one judge needs none of the rest.
+    unused = ("assay.judges.agent_judges", "assay.judges.tool_calls", "assay.judges.jury",
+              "assay.judges.deterministic", "assay.agent_eval.setup", "assay.calibration.gate")
+    code = (
+        "import assay\n"
+        "rows = [{'id': 'a', 'input': 'q', 'output': 'Paris', 'expected_output': 'Paris'}]\n"
+        "result = assay.evaluate(rows, evaluators=['semantic_similarity'], "
+        f"judge_model={mock_model!r}, cache='off', store={str(tmp_path / 'runs.db')!r})\n"
+        "assert result.summary.evaluator_errors == 0, result.summary\n"
+    )
+    assert _imported_after(code, (*unused, "assay.judges.semantic_similarity")) == [
+        "assay.judges.semantic_similarity"]
+    gated = code.replace("cache='off'", "cache='off', gates={'calibration': {'min_kappa': 0}}")
+    assert "assay.calibration.gate" in _imported_after(gated, unused)

@@ -6,10 +6,10 @@ command start in a few milliseconds instead of loading the whole engine.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay._version import __version__
+from assay.lazy_exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "score": "assay.api",
@@ -107,13 +107,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'assay' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -29,7 +29,7 @@ from assay.llm.models import DEMO_MODEL_NOTE, display_model, is_demo_model
 from assay.model import AgentInfo, Case, Execution
 from assay.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
 from assay.results import EvaluationResult
-from assay.run_config import RunConfig
+from assay.run_config import CalibrationGate, RunConfig
 from assay.runner import Progress, Runner, evaluator_spec
 from assay.store.runs import DEFAULT_URL, RunStore
 from assay.suites.model import Suite, SuiteCase
@@ -568,11 +568,11 @@ class _Session:
         """The calibration gate (the run's, else the suite's ``metadata.calibration_gate``),
         checked before the run: each judge it covers must have a current calibration in the
         run store that meets it."""
-        from assay.calibration.gate import calibration_failures, suite_gate
-
-        gate = self.config.gates.calibration or suite_gate(self.suite)
+        gate = self.config.gates.calibration or CalibrationGate.of_suite(
+            self.suite.metadata, str(self.suite.source or self.suite.name))
         if gate is None:
             return []
+        from assay.calibration.gate import calibration_failures
 
         failures: list[str] = []
         for target in self.target_names():

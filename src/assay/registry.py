@@ -12,7 +12,11 @@ never at start-up, so an installed plugin costs nothing to a run that does not u
 plugin that fails to import is an error naming it, not a missing name.
 
 Built-ins register the same way, on first use of their kind, so the ``assay`` command does not
-import every evaluator and provider to print its version.
+import every evaluator and provider to print its version. Evaluators and providers go further:
+a catalog (:mod:`assay.judges.catalog`, :mod:`assay.llm.providers.catalog`) says which module
+defines each built-in name, so asking for one name imports that module only: a run of one
+evaluator type does not import forty, and a provider's optional backend is imported only when
+a model string names it.
 """
 
 from __future__ import annotations
@@ -33,11 +37,19 @@ T = TypeVar("T")
 _BUILTINS: dict[Kind, Callable[[], None]] = {}
 """How each kind's built-ins get registered: importing the modules that define them."""
 
-_LAZY: dict[tuple[Kind, str], str] = {
-    ("evaluator", "uipath_custom"): "assay.compat.uipath.custom",
-}
-"""Built-ins whose module is imported only when their name is asked for (they pull in more
-than the rest of their kind)."""
+_CATALOGS: dict[Kind, str] = {"evaluator": "assay.judges.catalog",
+                              "provider": "assay.llm.providers.catalog"}
+"""Kinds whose built-ins are imported one name at a time: a module with a ``MODULES`` dict
+(name -> the module that registers it)."""
+
+
+def _catalog(kind: Kind) -> dict[str, str]:
+    """The built-in names of a kind that are imported on demand, with their modules."""
+    module = _CATALOGS.get(kind)
+    if module is None:
+        return {}
+    modules: dict[str, str] = importlib.import_module(module).MODULES
+    return modules
 
 
 class PluginError(ConfigError):
@@ -71,10 +83,17 @@ class Registry:
 
     def get(self, kind: Kind, name: str) -> Any | None:
         """The object named ``name``: built-ins first, then installed plugins; None if none."""
-        table = self.table(kind)
+        table = self._tables[kind]
         found = table.get(name)
-        if found is None and (kind, name) in _LAZY:
-            importlib.import_module(_LAZY[(kind, name)])
+        if found is None:
+            module = _catalog(kind).get(name)
+            if module is not None:  # only its own module, not the whole kind
+                earlier = dict(table)
+                importlib.import_module(module)
+                table.update(earlier)  # what a plugin registered keeps its name
+                found = table.get(name)
+        if found is None:
+            self._load_builtins(kind)
             found = table.get(name)
         if found is None and not self._plugins_loaded:
             self.load_plugins()
@@ -94,12 +113,16 @@ class Registry:
     def names(self, kind: Kind) -> list[str]:
         """Every registered name of a kind, plugins included."""
         self.load_plugins()
-        return sorted({*self.table(kind), *(n for k, n in _LAZY if k == kind)})
+        return sorted({*self.table(kind), *_catalog(kind)})
 
     def load_plugins(self) -> None:
-        """Import every installed ``assay`` plugin (once)."""
+        """Import every installed ``assay`` plugin (once), after the built-ins of every kind
+        that has a loader, so a plugin that registers a built-in's name replaces it (a
+        catalogued built-in imported later does not take the name back: see :meth:`get`)."""
         if self._plugins_loaded:
             return
+        for kind in KINDS:
+            self._load_builtins(kind)
         self._plugins_loaded = True
         for point in entry_points(group=ENTRY_POINT_GROUP):
             try:
@@ -194,7 +217,11 @@ def reporter(name: str) -> Callable[[T], T]:
 
 @builtins("evaluator")
 def _evaluators() -> None:
-    importlib.import_module("assay.judges")
+    import pkgutil
+
+    judges = importlib.import_module("assay.judges")
+    for module in pkgutil.iter_modules(judges.__path__):  # a new module needs no edit here
+        importlib.import_module(f"assay.judges.{module.name}")
 
 
 @builtins("suite_format")

@@ -7,10 +7,12 @@ the judge engine retries are here too but are not part of what a result means.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from assay.errors import ConfigError
 from assay.llm.config import CacheMode, RetryPolicy
 from assay.records import Verdict
 
@@ -57,6 +59,26 @@ class CalibrationGate(BaseModel):
     evaluators: list[str] | None = Field(
         default=None, description="the evaluators to check, by name; None: every evaluator "
         "that asks a judge model")
+
+    SUITE_KEY: ClassVar[str] = "calibration_gate"
+    """Where a suite asks for the gate: ``metadata: {calibration_gate: {min_kappa: 0.6}}``."""
+
+    @classmethod
+    def of_suite(cls, metadata: Mapping[str, Any], where: str) -> CalibrationGate | None:
+        """The gate a suite asks for in its metadata, or None; a malformed one is an error
+        naming the suite (``where``) and the field."""
+        found = metadata.get(cls.SUITE_KEY)
+        if found is None:
+            return None
+        where = f"{where}: metadata.{cls.SUITE_KEY}"
+        if not isinstance(found, dict):
+            raise ConfigError(f"{where}: expected a mapping such as {{min_kappa: 0.6}}")
+        try:
+            return cls.model_validate(found)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: "
+                                 f"{e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{where}: {problems}") from None
 
 
 class Gates(BaseModel):

@@ -6,14 +6,55 @@ Databricks and MLflow users expect: which judges run on a case (:mod:`.selection
 per-row columns in either naming (:mod:`.naming`), the aggregates, the pass rule and the quality
 criteria (:mod:`.fold`, :mod:`.criteria`), and the options that set it all up before any call
 (:mod:`.setup`). See docs/databricks-mlflow.md.
+
+Every run asks :func:`prepare` and :func:`fold_for`; a run that sets none of the options
+returns at once, without importing the judges or the rest of this package.
 """
 
 from __future__ import annotations
 
-from assay.agent_eval.catalog import Catalog
-from assay.agent_eval.fold import AssessmentFold, reason
-from assay.agent_eval.naming import named_row
-from assay.agent_eval.setup import active, fold_for, prepare
+from typing import TYPE_CHECKING
+
+from assay.agent_eval.options import active, with_sidecar
+from assay.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from assay.agent_eval.catalog import Catalog
+    from assay.agent_eval.fold import AssessmentFold, reason
+    from assay.agent_eval.naming import named_row
+    from assay.run_config import RunConfig
+    from assay.suites.model import Suite
+
+_EXPORTS: dict[str, str] = {
+    "Catalog": "assay.agent_eval.catalog",
+    "AssessmentFold": "assay.agent_eval.fold",
+    "reason": "assay.agent_eval.fold",
+    "named_row": "assay.agent_eval.naming",
+}
+
+
+def prepare(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:
+    """The suite with the run's agent judges added, and the config as it will be recorded
+    (see :func:`assay.agent_eval.setup.prepare`)."""
+    config = with_sidecar(config, suite)
+    if not active(config):
+        return suite, config
+    from assay.agent_eval import setup
+
+    return setup.prepare(suite, config)
+
+
+def fold_for(suite: Suite, config: RunConfig) -> AssessmentFold | None:
+    """The fold that summarises a run's agent-judge results, when the run uses them."""
+    if not active(config):
+        return None
+    from assay.agent_eval import setup
+
+    return setup.fold_for(suite, config)
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
 
 __all__ = ["AssessmentFold", "Catalog", "active", "fold_for", "named_row", "prepare",
            "reason"]

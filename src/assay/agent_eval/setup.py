@@ -14,6 +14,7 @@ from typing import Any
 from assay.agent_eval import criteria as qc
 from assay.agent_eval.catalog import info_for
 from assay.agent_eval.fold import AssessmentFold
+from assay.agent_eval.options import active, with_sidecar
 from assay.agent_eval.selection import default_selection
 from assay.errors import ConfigError
 from assay.judges.agent_judges import BUILT_IN, AgentJudge, GlobalGuidelineAdherence
@@ -22,33 +23,6 @@ from assay.judges.python_scorer import PythonScorer
 from assay.judges.registry import build
 from assay.run_config import Gates, RunConfig
 from assay.suites.model import Suite
-
-OPTIONS = ("naming", "judges", "global_guidelines", "request_from_messages", "chunk_errors",
-           "quality_criteria")
-"""The run options a data file's sidecar may set (``data.csv`` + ``data.yaml``)."""
-
-
-def active(config: RunConfig) -> bool:
-    """Whether the run uses the agent-judge options at all."""
-    return bool(config.naming or config.judges or config.quality_criteria or
-                config.global_guidelines)
-
-
-def with_sidecar(config: RunConfig, suite: Suite) -> RunConfig:
-    """The config with the data's sidecar options filled in where it keeps the default."""
-    options = suite.metadata.get("run_options")
-    if not isinstance(options, dict) or not options:
-        return config
-    defaults = RunConfig()
-    update = {k: v for k, v in options.items()
-              if k in OPTIONS and getattr(config, k) == getattr(defaults, k)}
-    if not update:
-        return config
-    try:
-        return RunConfig.model_validate({**config.model_dump(), **update})
-    except ValueError as exc:
-        where = suite.metadata.get("run_options_file", "the data's sidecar")
-        raise ConfigError(f"{where}: {exc}", code="invalid_run_options") from None
 
 
 def prepare(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:

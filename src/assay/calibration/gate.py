@@ -13,39 +13,16 @@ import shlex
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from pydantic import ValidationError
-
 from assay.calibration import store as calibrations
 from assay.calibration.key import JudgeIdentity, judge_identity
 from assay.calibration.report import stat_text
 from assay.calibration.stats import Statistic
-from assay.errors import ConfigError
 from assay.judges.base import Evaluator
 from assay.llm.models import display_model
 from assay.run_config import CalibrationGate
 from assay.store.runs import RunStore
-from assay.suites.model import Suite
 
 SUGGESTED_SET = {"pairwise": "llmbar", "ordinal": "roscoe"}
-SUITE_KEY = "calibration_gate"
-"""Where a suite asks for the gate: ``metadata: {calibration_gate: {min_kappa: 0.6}}``."""
-
-
-def suite_gate(suite: Suite) -> CalibrationGate | None:
-    """The calibration gate a suite asks for in its metadata, or None; a malformed one is an
-    error naming the suite and the field."""
-    found = suite.metadata.get(SUITE_KEY)
-    if found is None:
-        return None
-    where = f"{suite.source or suite.name}: metadata.{SUITE_KEY}"
-    if not isinstance(found, dict):
-        raise ConfigError(f"{where}: expected a mapping such as {{min_kappa: 0.6}}")
-    try:
-        return CalibrationGate.model_validate(found)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                             for e in exc.errors())
-        raise ConfigError(f"{where}: {problems}") from None
 
 
 async def calibration_failures(gate: CalibrationGate, evaluators: Sequence[Evaluator],

@@ -1,17 +1,33 @@
-"""Evaluators. Importing this package imports every module in it, and so registers every
-built-in evaluator type with the registry (a new module needs no edit here)."""
+"""Evaluators. Each module registers the evaluator types it defines with the registry; the
+registry imports a module when a suite first asks for one of its names
+(:mod:`assay.judges.catalog`), so importing this package imports none of them. The classes
+below are imported on first use (PEP 562)."""
 
-import importlib
-import pkgutil
+from __future__ import annotations
 
-from assay.judges.base import EvalContext, Evaluator
-from assay.judges.deterministic import Contains, ExactMatch
-from assay.judges.llm_judge import LLMJudge
+from typing import TYPE_CHECKING
+
 from assay.judges.registry import EVALUATORS, build, register
-from assay.judges.semantic_similarity import SemanticSimilarity
+from assay.lazy_exports import lazy_exports
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+if TYPE_CHECKING:
+    from assay.judges.base import EvalContext, Evaluator
+    from assay.judges.deterministic import Contains, ExactMatch
+    from assay.judges.llm_judge import LLMJudge
+    from assay.judges.semantic_similarity import SemanticSimilarity
+
+_EXPORTS: dict[str, str] = {
+    "EvalContext": "assay.judges.base",
+    "Evaluator": "assay.judges.base",
+    "Contains": "assay.judges.deterministic",
+    "ExactMatch": "assay.judges.deterministic",
+    "LLMJudge": "assay.judges.llm_judge",
+    "SemanticSimilarity": "assay.judges.semantic_similarity",
+}
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
 
 __all__ = [
     "EVALUATORS",

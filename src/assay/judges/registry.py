@@ -7,6 +7,7 @@ and the Python API build them through :func:`build`, which turns pydantic's comp
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,9 +18,25 @@ from assay.registry import REGISTRY, evaluator
 register = evaluator
 """Class decorator: make an evaluator buildable by its ``type`` (:func:`assay.registry.evaluator`)."""
 
-EVALUATORS: dict[str, type[Any]] = REGISTRY.entries("evaluator")
-"""Evaluator type names -> classes: the registry's own table (built-ins are registered when
-``assay.judges`` is imported; plugins by :func:`evaluator_class` on a miss)."""
+class _Evaluators(Mapping[str, type[Any]]):
+    """The registry's evaluator table as a mapping: looking a name up imports only the module
+    that defines it; listing the names imports every built-in (plugins once looked for)."""
+
+    def __getitem__(self, kind: str) -> type[Any]:
+        found = evaluator_class(kind)
+        if found is None:
+            raise KeyError(kind)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(REGISTRY.table("evaluator")))
+
+    def __len__(self) -> int:
+        return len(REGISTRY.table("evaluator"))
+
+
+EVALUATORS: Mapping[str, type[Any]] = _Evaluators()
+"""Evaluator type names -> classes, built-ins and plugins, imported as they are asked for."""
 
 
 def evaluator_class(kind: Any) -> type[Any] | None:
@@ -32,14 +49,13 @@ def evaluator_class(kind: Any) -> type[Any] | None:
 
 def build(config: dict[str, Any], where: str = "evaluator") -> Any:
     """Build an evaluator from ``{"type": ..., **fields}``; raise a readable error."""
-    from assay import judges  # noqa: F401  (registers the built-ins)
-
     kind = config.get("type")
     cls = evaluator_class(kind)
     if cls is None:
         raise EvaluationError(
             "unknown_evaluator_type",
-            f"{where}: unknown evaluator type {kind!r}; known: {', '.join(sorted(EVALUATORS))}",
+            f"{where}: unknown evaluator type {kind!r}; "
+            f"known: {', '.join(REGISTRY.names('evaluator'))}",
         )
     fields = {k: v for k, v in config.items() if k != "type"}
     try:

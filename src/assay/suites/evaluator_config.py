@@ -79,14 +79,14 @@ class EvaluatorBuilder:
                          "{name, type, weight, ...}")
             return None
         kind = raw.get("type")
-        known = self.known()
         if kind is None:
-            self.log.add(path, "evaluator has no 'type'", "type: one of " + ", ".join(known))
+            self.log.add(path, "evaluator has no 'type'",
+                         "type: one of " + ", ".join(self.known()))
             self._check_weight(raw, path)
             return None
         if evaluator_class(kind) is None:
             self.log.add((*path, "type"), f"unknown evaluator type {kind!r}",
-                         "one of " + ", ".join(known), value=True)
+                         "one of " + ", ".join(self.known()), value=True)
             self._check_weight(raw, path)
             return None
         fields: dict[str, Any] = {k: v for k, v in raw.items() if k != "type"}

@@ -26,9 +26,6 @@ register_provider = registry.provider
 def create_provider(spec: ModelSpec) -> Provider:
     """Build the provider for a parsed model; imports optional backends only when named, and
     looks installed plugins up for a prefix assay does not know."""
-    from assay.llm.providers import load_builtin
-
-    load_builtin(spec.provider)
     factory: ProviderFactory | None = registry.REGISTRY.get("provider", spec.provider)
     if factory is None:
         raise ConfigError(

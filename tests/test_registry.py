@@ -1,0 +1,79 @@
+"""The registry's catalog of built-in evaluators: the registry imports one evaluator module
+per name a suite asks for, so the catalog must say truly where each built-in is defined."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from assay.errors import EvaluationError
+from assay.judges import build
+from assay.judges.catalog import MODULES
+from assay.judges.registry import EVALUATORS
+from assay.registry import REGISTRY
+
+
+def test_the_catalog_names_every_built_in_evaluator_and_its_module() -> None:
+    registered = {name: cls.__module__ for name, cls in REGISTRY.table("evaluator").items()
+                  if cls.__module__.startswith("assay.")}
+    lazy = {name: module for name, module in MODULES.items() if name not in registered}
+    assert registered == {n: m for n, m in MODULES.items() if n in registered}
+    # Only the UiPath custom evaluator (it loads UiPath project code) stays out of the table
+    # until a suite names it.
+    assert lazy == {"uipath_custom": "assay.compat.uipath.custom"}
+
+
+def test_the_evaluator_table_reads_as_a_mapping_of_every_built_in() -> None:
+    assert "semantic_similarity" in EVALUATORS
+    assert EVALUATORS["exact_match"].type == "exact_match"
+    assert "no_such_judge" not in EVALUATORS
+    with pytest.raises(KeyError):
+        EVALUATORS["no_such_judge"]
+    assert set(MODULES) - {"uipath_custom"} <= set(EVALUATORS)
+    assert len(EVALUATORS) == len(list(EVALUATORS))
+
+
+def test_an_unknown_type_lists_every_known_one_including_those_not_yet_imported() -> None:
+    with pytest.raises(EvaluationError) as caught:
+        build({"type": "semantic_similarty"})
+    message = str(caught.value)
+    assert "unknown evaluator type 'semantic_similarty'" in message
+    for name in ("semantic_similarity", "tool_call_order", "uipath_custom", "correctness"):
+        assert name in message
+
+
+def test_a_catalogued_name_outside_the_built_in_modules_is_found_after_plugins_load() -> None:
+    # The UiPath custom evaluator's module is imported only when named. Once the plugins were
+    # loaded (any unknown name does that), it must still be found.
+    code = ("from assay.registry import REGISTRY\n"
+            "from assay.judges.registry import evaluator_class\n"
+            "REGISTRY.load_plugins()\n"
+            "print(evaluator_class('uipath_custom').__name__)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == "UiPathCustomEvaluator"
+
+
+def test_every_catalogued_provider_registers_its_prefix() -> None:
+    from assay.llm.providers.catalog import MODULES as PROVIDERS
+
+    missing = [name for name in PROVIDERS if REGISTRY.get("provider", name) is None]
+    assert missing == []
+    assert set(PROVIDERS) <= set(REGISTRY.names("provider"))
+
+
+def test_a_plugin_keeps_a_built_in_name_when_the_built_in_module_is_imported_later() -> None:
+    # openai_http registers openai, azure, ollama... at once: asking for azure after a plugin
+    # took "openai" must not hand "openai" back to the built-in.
+    code = ("from assay.registry import REGISTRY\n"
+            "REGISTRY.load_plugins()\n"
+            "def mine(spec):\n"
+            "    return None\n"
+            "REGISTRY.add('provider', 'openai', mine)\n"
+            "assert REGISTRY.get('provider', 'azure') is not None\n"
+            "print(REGISTRY.get('provider', 'openai') is mine)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == "True"
