@@ -231,8 +231,10 @@ def test_quick_calls_queued_together_wake_few_threads_and_slow_ones_fan_out() ->
             lambda: threading.current_thread().name) for _ in range(200)))
         return set(names)
 
-    # 200 quick calls submitted in one go: a thread per call is not needed.
-    assert len(asyncio.run(quick())) <= 8
+    # 200 quick calls submitted in one go: a thread per call is not needed. Usually one or
+    # two threads run them all; on a busy machine a thread that is descheduled mid-burst lets
+    # a few more join (10 at most in 20 tries beside two busy processes on 2 cores).
+    assert len(asyncio.run(quick())) <= 25
     # 16 calls that each wait for all the others: each needs a thread of its own, so they
     # only finish if the pool fans out to 16 threads.
     barrier = threading.Barrier(16, timeout=10)
@@ -243,6 +245,28 @@ def test_quick_calls_queued_together_wake_few_threads_and_slow_ones_fan_out() ->
 
     assert sorted(asyncio.run(slow())) == list(range(16))
     pool.shutdown()
+
+
+def test_a_burst_of_calls_starts_one_thread_while_the_first_is_still_starting() -> None:
+    # A new thread is on its way to the queue until it gets there. Counting only woken idle
+    # threads, a burst of calls made while the first new thread waited to be scheduled (a
+    # busy core) started a thread per call: 66 threads for 200 quick calls under load.
+    pool = DaemonExecutor("burst")
+    gate = threading.Event()
+    arrive = pool._work
+
+    def late() -> None:
+        gate.wait(10)
+        arrive()
+
+    pool._work = late  # type: ignore[method-assign]
+    futures = [pool.submit(lambda: threading.current_thread().name) for _ in range(50)]
+    started = [t.name for t in threading.enumerate() if t.name.startswith("burst-")]
+    gate.set()
+    names = {f.result(timeout=10) for f in futures}
+    pool.shutdown()
+    assert started == ["burst-0"]
+    assert names <= {f"burst-{i}" for i in range(50)}
 
 
 def test_a_loop_that_made_blocking_calls_is_not_kept_alive() -> None:

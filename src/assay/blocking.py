@@ -137,7 +137,8 @@ class DaemonExecutor(concurrent.futures.Executor):
         self._calls: collections.deque[_Call] = collections.deque()
         self._ready = threading.Condition(threading.Lock())
         self._idle = 0  # threads waiting for a call
-        self._summoned = 0  # idle threads woken that have not yet taken a call
+        self._woken = 0  # idle threads woken that have not yet reached the queue
+        self._starting = 0  # new threads that have not yet reached the queue
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = (
@@ -166,15 +167,19 @@ class DaemonExecutor(concurrent.futures.Executor):
             if self._closed:
                 raise RuntimeError("cannot schedule new calls after shutdown")
             self._calls.append(item)
-            if not self._summoned:
+            if not (self._woken or self._starting):
                 self._summon()
 
     def _summon(self) -> None:
-        """Get one more thread to the queue: an idle one, else a new one (lock held)."""
-        if self._idle > self._summoned:
-            self._summoned += 1
+        """Get one more thread to the queue: an idle one, else a new one (lock held). A
+        thread is on its way until it reaches the queue, new ones included: counting only
+        woken ones let a burst of calls start a thread per call while the first new thread
+        waited to be scheduled."""
+        if self._idle > self._woken:
+            self._woken += 1
             self._ready.notify()
             return
+        self._starting += 1
         thread = threading.Thread(target=self._work, daemon=True,
                                   name=f"{self._name}-{len(self._threads)}")
         thread.start()
@@ -182,18 +187,20 @@ class DaemonExecutor(concurrent.futures.Executor):
 
     def _work(self) -> None:
         ready = self._ready
+        with ready:
+            self._starting -= 1  # arrived
         while True:
             with ready:
                 while not self._calls and not self._closed:
                     self._idle += 1
                     ready.wait()
                     self._idle -= 1
-                    if self._summoned:
-                        self._summoned -= 1
+                    if self._woken:
+                        self._woken -= 1
                 if not self._calls:
                     return  # shut down, nothing left to run
                 item = self._calls.popleft()
-                if self._calls and not self._summoned:
+                if self._calls and not (self._woken or self._starting):
                     self._summon()  # more are waiting: the next thread takes the next one
             item.run()
             del item
