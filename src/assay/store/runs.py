@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,6 +100,10 @@ class RunStore:
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
+        # Connections are closed when the store goes, or at exit even if the process leaves
+        # without tearing its objects down (the ``assay`` command does): closing the last
+        # connection is what folds SQLite's write-ahead log back into the database file.
+        weakref.finalize(self, self.engine.dispose)
         self._prepare_schema()
 
     def _prepare_schema(self) -> None:
