@@ -46,13 +46,16 @@ evalcases:
 """
 
 
-def _run(tmp_path: Path, suite: str = SUITE, *extra: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, suite: str = SUITE, *extra: str,
+         python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """``assay run`` on ``suite`` with AGENT as its python target (``python``: options for
+    the interpreter, before ``-m assay``)."""
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / ".assay").mkdir(exist_ok=True)
     (tmp_path / ".assay" / "targets.yaml").write_text(
         "targets:\n  - {name: agent, provider: python, function: agent:answer}\n")
     (tmp_path / "EVAL.yaml").write_text(suite)
-    return subprocess.run([sys.executable, "-m", "assay", "run", "EVAL.yaml",
+    return subprocess.run([sys.executable, *python, "-m", "assay", "run", "EVAL.yaml",
                            "--store", "sqlite:///runs.db", *extra],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
 
@@ -89,3 +92,11 @@ def test_a_thread_the_agent_left_running_is_waited_for(tmp_path: Path) -> None:
     done = _run(tmp_path, suite, "--max-failed", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "late.txt").read_text() == "written after the run"
+
+
+def test_a_profiler_still_gets_to_write_its_results(tmp_path: Path) -> None:
+    # ``python -m cProfile -m assay ...`` writes its file after the program returns; leaving
+    # straight away would lose it.
+    done = _run(tmp_path, SUITE, "--max-failed", "1", python=("-m", "cProfile", "-o", "run.prof"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "run.prof").stat().st_size > 0

@@ -7,7 +7,8 @@ When a command is done, the process leaves without the interpreter's teardown: c
 seven hundred modules and a last full garbage collection took about 0.2 s of every command
 (a sixth of a one-case run). Everything a normal exit guarantees is still done first: exit
 handlers run (run stores close their connections there), every open file is flushed, and a
-thread the user's own code left running is waited for as usual.
+thread the user's own code left running is waited for as usual, as is a profiler, coverage
+or a debugger that reports when the program ends.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ def main() -> None:
 def leave(code: object) -> None:
     """Exit with ``code`` as ``SystemExit`` would, skipping only the teardown of objects."""
     others = [t for t in threading.enumerate() if t is not threading.main_thread()]
-    if not (code is None or isinstance(code, int)) or any(not t.daemon for t in others):
-        raise SystemExit(code)  # a message to print, or threads to wait for: the usual way
+    if not (code is None or isinstance(code, int)) or any(not t.daemon for t in others) \
+            or sys.getprofile() is not None or sys.gettrace() is not None:
+        # A message to print, threads to wait for, or a profiler, coverage or a debugger
+        # that writes its results once the program has ended: the usual way.
+        raise SystemExit(code)
     atexit._run_exitfuncs()
     # Files opened while the command ran (the user's agent may leave one open); what was
     # imported before it is frozen (see assay.cli.main) and not looked through again: the
