@@ -6,9 +6,10 @@ imported: asking which version is installed should not cost a second.
 When a command is done, the process leaves without the interpreter's teardown: clearing some
 seven hundred modules and a last full garbage collection took about 0.2 s of every command
 (a sixth of a one-case run). Everything a normal exit guarantees is still done first: exit
-handlers run (run stores close their connections there), every open file is flushed, and a
-thread the user's own code left running is waited for as usual, as is a profiler, coverage
-or a debugger that reports when the program ends.
+handlers run (run stores close their connections there), every file opened during the
+command and the standard streams are flushed, and a thread the user's own code left running
+is waited for as usual, as is a profiler, coverage or a debugger that reports when the
+program ends.
 """
 
 from __future__ import annotations
