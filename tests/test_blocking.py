@@ -11,7 +11,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from assay.blocking import DaemonExecutor, _Call, run_blocking
+from tests.python_agent import run_python_agent
 
 HUNG_AGENT = '''
 import time
@@ -41,17 +41,9 @@ evalcases:
 
 def _run_agent(tmp_path: Path, agent: str, suite: str, target_extra: str = "",
                timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``assay run`` on ``suite`` with ``agent`` (a module's source) as its python target."""
-    (tmp_path / "agent.py").write_text(agent)
-    (tmp_path / ".assay").mkdir()
-    (tmp_path / ".assay" / "targets.yaml").write_text(
-        "targets:\n  - {name: agent, provider: python, function: agent:answer"
-        f"{target_extra}}}\n")
-    (tmp_path / "EVAL.yaml").write_text(suite)
-    return subprocess.run([sys.executable, "-m", "assay", "run", "EVAL.yaml",
-                           "--store", "sqlite:///runs.db", "-o", "out.jsonl",
-                           "--max-errors", "1"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
+    """``assay run`` on ``suite`` with ``agent`` as its python target, rows in out.jsonl."""
+    return run_python_agent(tmp_path, agent, suite, "-o", "out.jsonl", "--max-errors", "1",
+                            target_extra=target_extra, timeout=timeout)
 
 
 def test_a_run_whose_sync_agent_hangs_past_its_timeout_still_ends(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.python_agent import run_python_agent
+
 AGENT = '''
 import threading
 import time
@@ -48,16 +50,7 @@ evalcases:
 
 def _run(tmp_path: Path, suite: str = SUITE, *extra: str,
          python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """``assay run`` on ``suite`` with AGENT as its python target (``python``: options for
-    the interpreter, before ``-m assay``)."""
-    (tmp_path / "agent.py").write_text(AGENT)
-    (tmp_path / ".assay").mkdir(exist_ok=True)
-    (tmp_path / ".assay" / "targets.yaml").write_text(
-        "targets:\n  - {name: agent, provider: python, function: agent:answer}\n")
-    (tmp_path / "EVAL.yaml").write_text(suite)
-    return subprocess.run([sys.executable, *python, "-m", "assay", "run", "EVAL.yaml",
-                           "--store", "sqlite:///runs.db", *extra],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    return run_python_agent(tmp_path, AGENT, suite, *extra, python=python)
 
 
 def test_the_command_skips_the_teardown_but_flushes_files_and_closes_the_store(

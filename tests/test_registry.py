@@ -15,6 +15,13 @@ from assay.judges.registry import EVALUATORS
 from assay.registry import REGISTRY
 
 
+def _printed_by(code: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter (the registry is process-wide)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return done.stdout.strip()
+
+
 def test_the_catalog_names_every_built_in_evaluator_and_its_module() -> None:
     registered = {name: cls.__module__ for name, cls in REGISTRY.table("evaluator").items()
                   if cls.__module__.startswith("assay.")}
@@ -51,9 +58,7 @@ def test_a_catalogued_name_outside_the_built_in_modules_is_found_after_plugins_l
             "from assay.judges.registry import evaluator_class\n"
             "REGISTRY.load_plugins()\n"
             "print(evaluator_class('uipath_custom').__name__)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stdout.strip() == "UiPathCustomEvaluator"
+    assert _printed_by(code) == "UiPathCustomEvaluator"
 
 
 def test_every_catalogued_provider_registers_its_prefix() -> None:
@@ -74,6 +79,4 @@ def test_a_plugin_keeps_a_built_in_name_when_the_built_in_module_is_imported_lat
             "REGISTRY.add('provider', 'openai', mine)\n"
             "assert REGISTRY.get('provider', 'azure') is not None\n"
             "print(REGISTRY.get('provider', 'openai') is mine)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stdout.strip() == "True"
+    assert _printed_by(code) == "True"
