@@ -331,12 +331,9 @@ def test_jsonl_cases_with_sidecar(tmp_path: Path) -> None:
     assert suite.cases[1].case.metadata == {"note": "n"}
 
 
-def test_a_streamed_jsonl_suite_gets_its_facts_from_the_validating_pass(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A file over one chunk is streamed: each pass re-reads and re-validates it. The facts the
-    # runner checks (and the fingerprint that guards resumes) come from the validating pass,
-    # so a run reads the file twice (validate, run), not three times, and they are the same
-    # facts a pass of their own finds.
+def _seven_case_jsonl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A JSONL suite of seven cases, over one chunk (of three), one with its own target and
+    evaluators."""
     import assay.suites.evaljsonl as evaljsonl
 
     monkeypatch.setattr(evaljsonl, "CHUNK_CASES", 3)
@@ -346,8 +343,50 @@ def test_a_streamed_jsonl_suite_gets_its_facts_from_the_validating_pass(
     lines[4] = ('{"id": "c4", "input": "q4", "execution": {"target": "other", "evaluators": '
                 '[{"name": "x", "type": "contains", "search_text": "a"}, '
                 '{"name": "y", "type": "exact_match"}]}}')
-    path = write(tmp_path, "s.jsonl", "\n".join(lines))
+    return write(tmp_path, "s.jsonl", "\n".join(lines))
+
+
+def test_a_small_jsonl_suite_over_one_chunk_keeps_its_checked_cases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read once: the cases its check built are the suite's, so a run does not parse and
+    # validate the file a second time, and the file may change or go once it is loaded.
+    from assay.suites.model import FactsGatherer
+
+    path = _seven_case_jsonl(tmp_path, monkeypatch)
     suite = load_suite(path)
+    path.unlink()
+    assert suite.case_source is None
+    assert [item.case.id for item in suite.iter_cases()] == [f"c{i}" for i in range(7)]
+    assert suite.cases[4].target == "other"
+    assert [e.name for e in suite.cases[4].evaluators or []] == ["x", "y"]
+    gatherer = FactsGatherer(suite)
+    for item in suite.cases:
+        gatherer.add(item)
+    assert suite.facts() == gatherer.finish()
+    assert suite.facts().cases == 7 and suite.facts().targets == {"agent", "other"}
+
+
+def test_a_jsonl_file_over_the_size_kept_is_streamed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import assay.suites.evalyaml as evalyaml
+
+    path = _seven_case_jsonl(tmp_path, monkeypatch)
+    monkeypatch.setattr(evalyaml, "KEEP_BYTES", path.stat().st_size - 1)
+    suite = load_suite(path)
+    assert suite.case_source is not None and suite.cases == []
+    assert [item.case.id for item in suite.iter_cases()] == [f"c{i}" for i in range(7)]
+
+
+def test_a_streamed_jsonl_suite_gets_its_facts_from_the_validating_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A file over one chunk is streamed: each pass re-reads and re-validates it. The facts the
+    # runner checks (and the fingerprint that guards resumes) come from the validating pass,
+    # so a run reads the file twice (validate, run), not three times, and they are the same
+    # facts a pass of their own finds.
+    import assay.suites.evalyaml as evalyaml
+
+    monkeypatch.setattr(evalyaml, "KEEP_CASES", 5)  # more cases than a small file keeps
+    suite = load_suite(_seven_case_jsonl(tmp_path, monkeypatch))
     assert suite.case_source is not None and suite.count() == 7
     reads = 0
     source = suite.case_source
