@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from assay.errors import ConfigError
 from assay.report.files import RowWriter, row_line, write_jsonl, write_junit
 from assay.report.outputs import AtomicOutput, OutputWriteError, check_outputs, check_writable
 from assay.report.uipath_output import write_uipath_output
+from tests.python_agent import run_python_agent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -187,6 +189,11 @@ def test_every_writer_replaces_its_file_whole(tmp_path):
 
 # The file size limit makes writes past 300 bytes fail (EFBIG) the way a full disk does
 # (ENOSPC): part of a write lands, then the rest is refused.
+NO_BYTECODE = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+"""The environment of a process whose files are limited in size: byte-code it wrote for the
+project's modules would be cut short at the limit, and break every later import of them."""
+
+
 FULL_DISK = """
 import json, resource, signal, sys
 from pathlib import Path
@@ -196,8 +203,11 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
 rows = [{"eval_id": f"case-{i}", "text": "x" * 40} for i in range(20)]
 kind, path = sys.argv[1], Path(sys.argv[2])
+if kind == "rows-unbuffered":  # each row written as it comes: the failure is met mid-run
+    import assay.report.outputs
+    assay.report.outputs.BUFFER_BYTES = 1
 try:
-    if kind == "rows":
+    if kind.startswith("rows"):
         writer = RowWriter(path)
         try:
             for row in rows:
@@ -214,14 +224,17 @@ except OutputWriteError as exc:
 def _fill_disk(kind: str, path: Path) -> dict[str, str]:
     proc = subprocess.run([sys.executable, "-c", FULL_DISK, kind, str(path)],
                           capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                          env={**NO_BYTECODE, "PYTHONPATH": str(ROOT / "src")})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
-def test_a_full_disk_while_writing_rows_is_a_clear_error_and_keeps_whole_lines(tmp_path):
+@pytest.mark.parametrize("kind", ["rows", "rows-unbuffered"])
+def test_a_full_disk_while_writing_rows_is_a_clear_error_and_keeps_whole_lines(tmp_path, kind):
+    # "rows": the rows are gathered and the disk fills when they are written at the end;
+    # "rows-unbuffered": a row that does not fit fails as it is written.
     out = tmp_path / "results.jsonl"
-    error = _fill_disk("rows", out)
+    error = _fill_disk(kind, out)
     assert error["code"] == "output_write_failed"
     assert error["message"].startswith(f"writing --output {out} failed: File too large")
     lines = out.read_bytes().split(b"\n")
@@ -232,12 +245,66 @@ def test_a_full_disk_while_writing_rows_is_a_clear_error_and_keeps_whole_lines(t
     assert _leftovers(tmp_path) == []
 
 
+RESULTS_LIMIT = 4000
+"""Bytes a file may grow to in the command below: the results file's first rows, no more."""
+
+
+def _limit_file_size() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # stays ignored across exec
+    resource.setrlimit(resource.RLIMIT_FSIZE, (RESULTS_LIMIT, RESULTS_LIMIT))
+
+
+def test_a_results_file_that_fills_the_disk_fails_the_command_once_every_case_ran(tmp_path):
+    # The rows are gathered and written in blocks, the last when the run ends: the disk
+    # fills there, after every case ran. The command says so (exit 2) and keeps whole lines.
+    agent = ("from pathlib import Path\n"
+             "def answer(question):\n"
+             "    with Path('calls.txt').open('a') as fh:\n"
+             "        fh.write('.')\n"
+             "    return 'yes'\n")
+    cases = "".join(f"  - {{id: c{i}, input: q{i}, expected_output: 'yes'}}\n"
+                    for i in range(20))
+    suite = ("execution:\n  target: agent\n  evaluators: [{type: exact_match}]\n"
+             f"evalcases:\n{cases}")
+    done = run_python_agent(tmp_path, agent, suite, "--store", "sqlite://", "--cache", "off",
+                            "-o", "out.jsonl", preexec=_limit_file_size, env=NO_BYTECODE)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "error [output_write_failed]: writing --output out.jsonl failed" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert (tmp_path / "calls.txt").read_text() == "." * 20  # the run was not cut short
+    lines = (tmp_path / "out.jsonl").read_bytes().split(b"\n")
+    assert lines[-1] == b"" and 0 < len(lines) - 1 < 20  # whole lines only
+    assert {json.loads(line)["eval_id"] for line in lines[:-1]} <= {f"c{i}" for i in range(20)}
+    assert _leftovers(tmp_path) == []
+
+
 def test_a_full_disk_while_writing_a_whole_file_keeps_the_previous_one(tmp_path):
     out = tmp_path / "results.jsonl"
     out.write_text("previous\n")
     error = _fill_disk("file", out)
     assert error["code"] == "output_write_failed"
     assert out.read_text() == "previous\n" and _leftovers(tmp_path) == []
+
+
+def test_rows_reach_a_pipe_as_they_are_written_and_a_file_when_it_is_committed(tmp_path):
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        out = AtomicOutput(fifo, "--output", gather=True)
+        out.write(b'{"eval_id": "a"}\n')
+        assert os.read(reader, 100) == b'{"eval_id": "a"}\n'  # someone may be reading live
+        out.commit()
+    finally:
+        os.close(reader)
+    path = tmp_path / "results.jsonl"
+    out = AtomicOutput(path, "--output", gather=True)
+    for i in range(3):
+        out.write(f'{{"eval_id": "c{i}"}}\n'.encode())
+    assert out.tmp is not None and out.tmp.stat().st_size == 0  # gathered, not yet written
+    out.commit()
+    assert path.read_text().splitlines() == [f'{{"eval_id": "c{i}"}}' for i in range(3)]
+    assert _leftovers(tmp_path) == []
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

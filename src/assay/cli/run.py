@@ -212,6 +212,7 @@ def run(
         reports.open(inputs)
     try:
         result = _run_interruptible(coro, progress)
+        reports.close(keep=True)  # the rows' last block is written here: it may fail too
     except _Stopped as stop:
         reports.close(keep=True)
         run_id = started.get("id")
@@ -230,7 +231,6 @@ def run(
         reports.close(keep=True)
         _store_hint(started.get("id"))
         raise
-    reports.close(keep=True)
     if result.estimate is not None:
         _print_dry_run(result)
         return

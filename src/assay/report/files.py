@@ -81,13 +81,14 @@ def row_yaml(row: Any, first: bool) -> bytes:
 
 
 class RowWriter:
-    """Appends each case's result row to the JSONL output the moment the case completes.
+    """Takes each case's result row for the JSONL output the moment the case completes.
 
-    The rows go to a temporary file beside the output, renamed over it by :meth:`close` (also
-    when the run was interrupted: what finished is kept). So a run killed outright leaves the
-    previous file as it was, and a line is either whole in the file or absent. Raises
-    :class:`~assay.errors.ConfigError` at once when the output cannot be written, and
-    :class:`~assay.report.outputs.OutputWriteError` when a write fails (a full disk).
+    The rows go to a temporary file beside the output (gathered into blocks on the way),
+    renamed over it by :meth:`close` (also when the run was interrupted: what finished is
+    kept). So a run killed outright leaves the previous file as it was, and a line is either
+    whole in the file or absent. Raises :class:`~assay.errors.ConfigError` at once when the
+    output cannot be written, and :class:`~assay.report.outputs.OutputWriteError` when a
+    write fails (a full disk), by :meth:`close` at the latest.
     """
 
     def __init__(self, path: Path, label: str = "--output", fmt: str = "jsonl") -> None:
@@ -96,7 +97,7 @@ class RowWriter:
 
             raise ConfigError(f"output format {fmt!r}: expected one of "
                               f"{', '.join(ROW_FORMATS)}")
-        self._out = AtomicOutput(path, label)
+        self._out = AtomicOutput(path, label, gather=True)
         self.fmt = fmt
         self.rows = 0
 

@@ -82,6 +82,10 @@ def check_writable(path: Path, label: str = "output") -> None:
     AtomicOutput(path, label).discard()
 
 
+BUFFER_BYTES = 1 << 16
+"""Bytes of whole units gathered before they are written to a temporary file."""
+
+
 class AtomicOutput:
     """One output file, written to a temporary file in the same directory and renamed into
     place by :meth:`commit`.
@@ -90,13 +94,24 @@ class AtomicOutput:
     temporary file is cut back to the end of the last whole unit, so :meth:`commit` can still
     keep everything written before. A symbolic link at ``path`` is followed: the file it points
     to is replaced, the link stays.
+
+    With ``gather``, units bound for a temporary file are gathered up to
+    :data:`BUFFER_BYTES` and written together: nobody reads that file before it is renamed,
+    and a run killed outright leaves it unrenamed whether each unit had reached it or not,
+    so a system call per result row (a twentieth of a cached re-run's time) bought nothing.
+    A failure while writing them is raised by the :meth:`write` or :meth:`commit` that
+    wrote them; :meth:`commit` still puts the whole units that landed in place first. A
+    terminal, pipe or device gets each unit at once, for whoever reads it as it comes.
     """
 
-    def __init__(self, path: Path, label: str = "output") -> None:
+    def __init__(self, path: Path, label: str = "output", gather: bool = False) -> None:
         self.path = Path(path)
         self.label = label
+        self.gather = gather
         self.target = Path(os.path.realpath(self.path))
         self.written = 0
+        self._units: list[bytes] = []  # whole units not yet written to the temporary file
+        self._pending = 0  # their bytes
         self._failed: OutputWriteError | None = None
         self._done = False
         self.tmp: Path | None = None
@@ -127,11 +142,28 @@ class AtomicOutput:
         """Append ``data`` whole, or not at all (then raise :class:`OutputWriteError`)."""
         if self._failed is not None:
             raise self._failed
+        self._units.append(data)
+        self._pending += len(data)
+        if not self.gather or self.tmp is None or self._pending >= BUFFER_BYTES:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Write the gathered units; on a failure keep those that landed whole, drop the
+        rest, and raise :class:`OutputWriteError` (every later write raises it again)."""
+        if not self._units:
+            return
+        units, self._units, self._pending = self._units, [], 0
+        data = units[0] if len(units) == 1 else b"".join(units)
         view = memoryview(data)
         try:
             while view:
                 view = view[os.write(self._fd, view):]
         except OSError as exc:
+            landed = self.written + len(data) - len(view)
+            for unit in units:
+                if self.written + len(unit) > landed:
+                    break
+                self.written += len(unit)
             if self.tmp is not None:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, self.written)
@@ -145,10 +177,17 @@ class AtomicOutput:
         """Make the content written so far the file at ``path``."""
         if self._done:
             return
+        failure: OutputWriteError | None = None
+        try:
+            self._drain()
+        except OutputWriteError as exc:  # what landed whole is still put in place
+            failure = exc
         self._done = True
         if self.tmp is None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
+            if failure is not None:
+                raise failure
             return
         try:
             try:
@@ -161,12 +200,15 @@ class AtomicOutput:
                 os.unlink(self.tmp)
             raise OutputWriteError(f"writing {self.label} {self.path} failed: "
                                    f"{exc.strerror or exc}") from None
+        if failure is not None:
+            raise failure
 
     def discard(self) -> None:
         """Drop what was written; the file at ``path`` stays as it was."""
         if self._done:
             return
         self._done = True
+        self._units, self._pending = [], 0
         with contextlib.suppress(OSError):
             os.close(self._fd)
         if self.tmp is not None:
