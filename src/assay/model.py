@@ -9,6 +9,7 @@ floats in [0, 1]. A judge's native value (0-100, 0-5, yes/no) is kept in ``Score
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -352,6 +353,23 @@ class Usage(_Model):
             cost=cost,
         )
 
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """The sum of ``usages``, built once: a sum by ``+`` builds a model per term, which
+        showed in the per-case profile."""
+        calls = cached_calls = retries = prompt_tokens = completion_tokens = 0
+        cost: float | None = 0.0
+        for u in usages:
+            calls += u.calls
+            cached_calls += u.cached_calls
+            retries += u.retries
+            prompt_tokens += u.prompt_tokens
+            completion_tokens += u.completion_tokens
+            cost = None if cost is None or u.cost is None else cost + u.cost
+        return cls.model_construct(calls=calls, cached_calls=cached_calls, retries=retries,
+                                   prompt_tokens=prompt_tokens,
+                                   completion_tokens=completion_tokens, cost=cost)
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
@@ -519,9 +537,7 @@ class Aggregate(_Model):
 def aggregate(scores: list[Score]) -> Aggregate:
     """Mean over scores that have a value; errors are counted, never averaged in as 0."""
     values = [s.value for s in scores if s.value is not None]
-    usage = Usage()
-    for s in scores:
-        usage = usage + s.usage
+    usage = Usage.total(s.usage for s in scores)
     return Aggregate(
         count=len(scores),
         scored=len(values),

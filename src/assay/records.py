@@ -99,10 +99,7 @@ class CaseRecord(_Record):
     @property
     def usage(self) -> Usage:
         """Judge usage summed over the case's scores."""
-        total = Usage()
-        for s in self.scores:
-            total = total + s.usage
-        return total
+        return Usage.total(s.usage for s in self.scores)
 
     def score_named(self, name: str) -> Score | None:
         return next((s for s in self.scores if s.name == name), None)

@@ -88,7 +88,7 @@ async def ask_structured(
     shown = provider.spec.display
     json_schema = json_schema_of(schema)
     conversation = [dict(m) for m in messages]
-    usage = Usage()
+    spent: list[Usage] = []  # per ask, summed once at the end
     started = time.perf_counter()
     raw_text = ""
     problem = ""
@@ -102,11 +102,11 @@ async def ask_structured(
                                          tool_name, top_logprobs)
         except ProviderError as exc:
             if isinstance(exc, RetriesExhausted):  # the failed attempts are accounted too
-                usage = usage + Usage(retries=max(0, exc.attempts - 1))
+                spent.append(Usage(retries=max(0, exc.attempts - 1)))
             return StructuredResult(
                 None, _kept(engine, raw_text), ScoreError(code=exc.code, message=str(exc)),
-                usage, (time.perf_counter() - started) * 1000, shown, asks)
-        usage = usage + _usage_of(result)
+                Usage.total(spent), (time.perf_counter() - started) * 1000, shown, asks)
+        spent.append(_usage_of(result))
         raw_text, payload = _payload(result)
         try:
             if result.finish_reason() == "length":
@@ -124,7 +124,7 @@ async def ask_structured(
                 continue
         else:
             engine.remember(result)
-            return StructuredResult(value, raw_text, None, usage,
+            return StructuredResult(value, raw_text, None, Usage.total(spent),
                                     (time.perf_counter() - started) * 1000, shown, asks,
                                     _logprobs(result) if top_logprobs else None)
         conversation = [*conversation, {"role": "assistant",
@@ -134,7 +134,7 @@ async def ask_structured(
         None, _kept(engine, raw_text),
         ScoreError(code="judge_output_invalid",
                    message=engine.scrub(f"judge output invalid after {asks} asks: {problem}")),
-        usage, (time.perf_counter() - started) * 1000, shown, asks)
+        Usage.total(spent), (time.perf_counter() - started) * 1000, shown, asks)
 
 
 def bounded(text: str, limit: int) -> str:

@@ -43,7 +43,11 @@ class ProgressBar:
     def __init__(self, console: Console, label: str) -> None:
         self.console = console
         self.errors = 0
-        self.usage = Usage()
+        # Judge calls and cost so far, as plain numbers: summing Usage models cost a cached
+        # case more than the rest of the bar.
+        self._calls = 0
+        self._cached_calls = 0
+        self._cost: float | None = 0.0
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("eta"), TimeRemainingColumn(), TimeElapsedColumn(),
@@ -68,12 +72,20 @@ class ProgressBar:
         self._task = self._progress.add_task(self._label, total=total, completed=done,
                                              status=self._status())
 
+    @property
+    def usage(self) -> Usage:
+        """The judge calls, cached calls and cost counted so far."""
+        return Usage(calls=self._calls, cached_calls=self._cached_calls, cost=self._cost)
+
     def advance(self, result: CaseRecord) -> None:
         for s in result.scores:
             if s.error:
                 self.errors += 1
-            if s.usage.calls or s.usage.cached_calls or s.usage.cost != 0.0:
-                self.usage = self.usage + s.usage
+            usage = s.usage
+            self._calls += usage.calls
+            self._cached_calls += usage.cached_calls
+            if self._cost is not None and usage.cost != 0.0:
+                self._cost = None if usage.cost is None else self._cost + usage.cost
         self._unshown += 1
         now = time.monotonic()
         if now - self._shown_at >= self.refresh_seconds:
@@ -94,9 +106,9 @@ class ProgressBar:
             self._unshown = 0
 
     def _status(self) -> str:
-        cost = "cost ?" if self.usage.cost is None else f"cost ${self.usage.cost:.4f}"
-        return f"errors {self.errors} · {cost} · calls {self.usage.calls}" \
-               f" (+{self.usage.cached_calls} cached)"
+        cost = "cost ?" if self._cost is None else f"cost ${self._cost:.4f}"
+        return f"errors {self.errors} · {cost} · calls {self._calls}" \
+               f" (+{self._cached_calls} cached)"
 
 
 def fmt_score(value: float | None) -> str:
