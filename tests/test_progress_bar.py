@@ -64,3 +64,23 @@ def test_an_error_score_without_usage_counts_as_an_error_only() -> None:
     bar.advance(CaseRecord(case_id="c", case=Case(id="c", input="q"), execution=Execution(),
                            scores=[failed], verdict=Verdict.ERROR))
     assert bar.errors == 1 and bar.usage == Usage()
+
+
+def test_usage_totals_match_a_sum_by_plus_and_an_unknown_cost_stays_unknown() -> None:
+    # The bar, a case's usage and an aggregate sum usage in one pass; it must be the sum.
+    parts = [Usage(calls=1, prompt_tokens=400, completion_tokens=12, cost=0.25),
+             Usage(cached_calls=1, cost=0.0), Usage(calls=2, retries=1, cost=0.5)]
+    by_plus = parts[0] + parts[1] + parts[2]
+    assert Usage.total(parts) == by_plus
+    assert by_plus == Usage(calls=3, cached_calls=1, retries=1, prompt_tokens=400,
+                            completion_tokens=12, cost=0.75)
+    assert Usage.total([]) == Usage()
+    assert Usage.total([*parts, Usage(calls=1, cost=None)]).cost is None
+    record = CaseRecord(case_id="c", case=Case(id="c", input="q"), execution=Execution(),
+                        scores=[Score(name=f"j{i}", value=0.5, usage=u)
+                                for i, u in enumerate(parts)], verdict=Verdict.PASS)
+    assert record.usage == by_plus
+    bar = ProgressBar(Console(file=io.StringIO()), "suite")
+    bar.start(1, 0)
+    bar.advance(record)
+    assert (bar.usage.calls, bar.usage.cached_calls, bar.usage.cost) == (3, 1, 0.75)

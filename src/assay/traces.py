@@ -476,8 +476,9 @@ def retrieved_context(execution: Execution) -> RetrievedContext:
 
 def trace_summary(execution: Execution) -> dict[str, Any]:
     """A compact view of what the agent did, so scripts need not parse traces themselves."""
-    calls = tool_calls(execution)
-    by_name = Counter(call.name for call in calls)
+    # Most executions have neither trace nor messages, and this runs for every result row.
+    calls = tool_calls(execution) if execution.trace or execution.messages else []
+    by_name = Counter(call.name for call in calls) if calls else Counter[str]()
     usage = execution.usage
     errors = sum(1 for span in execution.trace if span.status == "error")
     return {

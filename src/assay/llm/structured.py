@@ -271,10 +271,9 @@ def _usage_of(result: ChatResult) -> Usage:
     stats = result.stats
     if stats.cached:
         return Usage(cached_calls=1, cost=0.0)
-    # The engine counted these (non-negative ints, a float or None): no validation per call.
-    return Usage.model_construct(calls=1, retries=max(0, stats.attempts - 1),
-                                 cached_calls=0, prompt_tokens=stats.prompt_tokens,
-                                 completion_tokens=stats.completion_tokens, cost=stats.cost)
+    return Usage(calls=1, retries=max(0, stats.attempts - 1), cached_calls=0,
+                 prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens,
+                 cost=stats.cost)
 
 
 def _describe(exc: Exception) -> str:

@@ -98,7 +98,7 @@ class AtomicOutput:
     With ``gather``, units bound for a temporary file are gathered up to
     :data:`BUFFER_BYTES` and written together: nobody reads that file before it is renamed,
     and a run killed outright leaves it unrenamed whether each unit had reached it or not,
-    so a system call per result row (a twentieth of a cached re-run's time) bought nothing.
+    so a system call per result row (some 4% of a cached re-run) bought nothing.
     A failure while writing them is raised by the :meth:`write` or :meth:`commit` that
     wrote them; :meth:`commit` still puts the whole units that landed in place first. A
     terminal, pipe or device gets each unit at once, for whoever reads it as it comes.
