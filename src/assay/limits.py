@@ -28,18 +28,17 @@ def depth_message(limit: int = MAX_DEPTH) -> str:
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether lists and mappings in ``value`` nest more than ``limit`` deep.
 
-    Iterative, so it answers for values too deep for any recursive walk.
+    Iterative, so it answers for values too deep for any recursive walk. Only containers
+    are stacked: this runs on every case of a suite, and most values are text.
     """
+    if not isinstance(value, dict | list):
+        return False
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
     return False
