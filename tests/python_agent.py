@@ -28,3 +28,12 @@ def run_python_agent(tmp_path: Path, agent: str, suite: str, *args: str,
                            "--store", "sqlite:///runs.db", *args],
                           capture_output=True, text=True, cwd=tmp_path, timeout=timeout,
                           preexec_fn=preexec, env=env)
+
+
+def exact_match_suite(*cases: tuple[str, str, str]) -> str:
+    """An EVAL.yaml run by the ``agent`` target with one ``exact_match`` evaluator named
+    ``same``, with cases given as (id, input, expected output), written as YAML scalars."""
+    rows = "".join(f"  - {{id: {case_id}, input: {question}, expected_output: {expected}}}\n"
+                   for case_id, question, expected in cases)
+    return ("execution:\n  target: agent\n  evaluators: [{name: same, type: exact_match}]\n"
+            f"evalcases:\n{rows}")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from assay.blocking import DaemonExecutor, _Call, run_blocking
-from tests.python_agent import run_python_agent
+from tests.python_agent import exact_match_suite, run_python_agent
 
 HUNG_AGENT = '''
 import time
@@ -29,14 +29,7 @@ def answer(question):
     return question
 '''
 
-SUITE = """\
-execution:
-  target: agent
-  evaluators: [{name: same, type: exact_match}]
-evalcases:
-  - {id: quick, input: quick, expected_output: quick}
-  - {id: stuck, input: hang, expected_output: hang}
-"""
+SUITE = exact_match_suite(("quick", "quick", "quick"), ("stuck", "hang", "hang"))
 
 
 def _run_agent(tmp_path: Path, agent: str, suite: str, target_extra: str = "",
@@ -156,7 +149,8 @@ def test_a_sync_agent_that_raises_stopiteration_is_that_cases_error(tmp_path: Pa
              "    if question == 'empty':\n"
              "        return next(iter([]))\n"
              "    return question\n")
-    done = _run_agent(tmp_path, agent, SUITE.replace("hang", "empty"))
+    done = _run_agent(tmp_path, agent,
+                      exact_match_suite(("quick", "quick", "quick"), ("stuck", "empty", "empty")))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = (tmp_path / "out.jsonl").read_text().splitlines()
     assert len(rows) == 2

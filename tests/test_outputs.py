@@ -17,7 +17,7 @@ from assay.errors import ConfigError
 from assay.report.files import RowWriter, row_line, write_jsonl, write_junit
 from assay.report.outputs import AtomicOutput, OutputWriteError, check_outputs, check_writable
 from assay.report.uipath_output import write_uipath_output
-from tests.python_agent import run_python_agent
+from tests.python_agent import exact_match_suite, run_python_agent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -262,10 +262,7 @@ def test_a_results_file_that_fills_the_disk_fails_the_command_once_every_case_ra
              "    with Path('calls.txt').open('a') as fh:\n"
              "        fh.write('.')\n"
              "    return 'yes'\n")
-    cases = "".join(f"  - {{id: c{i}, input: q{i}, expected_output: 'yes'}}\n"
-                    for i in range(20))
-    suite = ("execution:\n  target: agent\n  evaluators: [{type: exact_match}]\n"
-             f"evalcases:\n{cases}")
+    suite = exact_match_suite(*((f"c{i}", f"q{i}", "yes") for i in range(20)))
     done = run_python_agent(tmp_path, agent, suite, "--store", "sqlite://", "--cache", "off",
                             "-o", "out.jsonl", preexec=_limit_file_size, env=NO_BYTECODE)
     assert done.returncode == 2, done.stdout + done.stderr

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.python_agent import run_python_agent
+from tests.python_agent import exact_match_suite, run_python_agent
 
 AGENT = '''
 import threading
@@ -38,14 +38,7 @@ def answer(question):
     return question
 '''
 
-SUITE = """\
-execution:
-  target: agent
-  evaluators: [{name: same, type: exact_match}]
-evalcases:
-  - {id: one, input: one, expected_output: one}
-  - {id: two, input: two, expected_output: "not two"}
-"""
+SUITE = exact_match_suite(("one", "one", "one"), ("two", "two", '"not two"'))
 
 
 def _run(tmp_path: Path, suite: str = SUITE, *extra: str,
@@ -81,7 +74,7 @@ def test_exit_codes_are_those_of_the_command(tmp_path: Path) -> None:
 
 
 def test_a_thread_the_agent_left_running_is_waited_for(tmp_path: Path) -> None:
-    suite = SUITE.replace("input: one, expected_output: one", "input: late, expected_output: late")
+    suite = exact_match_suite(("one", "late", "late"), ("two", "two", '"not two"'))
     done = _run(tmp_path, suite, "--max-failed", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "late.txt").read_text() == "written after the run"
