@@ -1,30 +1,110 @@
 """A flush of the run store writes one statement per table, however the rows of its tables
 interleave (each case queues an execution, a score and a case row in turn), and the first
-row for a key still wins."""
+row for a key still wins. A file store commits its batches on a writer thread: a statement
+never overtakes the rows recorded before it, a failed batch is reported, and rows handed over
+just before the process exits are committed."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
+
+import pytest
 from sqlalchemy import event
 
 from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, Verdict
+from assay.store.errors import StoreError
 from assay.store.runs import RunStore
 
 
-def test_interleaved_rows_flush_as_one_statement_per_table(tmp_path):
+def _record(store: RunStore, run: str, i: int, output: str | None = None,
+            value: float | None = None) -> None:
+    execution = Execution(output=output if output is not None else f"answer {i}")
+    store.record_execution(run, f"c{i}", 0, execution)
+    store.record_score(run, f"c{i}", 0, Score(name="judge", value=i / 10 if value is None
+                                              else value))
+    store.record_case(CaseRecord(run_id=run, case_id=f"c{i}", case=Case(id=f"c{i}"),
+                                 execution=execution, verdict=Verdict.FAIL))
+
+
+@pytest.mark.parametrize("writer", [True, False], ids=["writer-thread", "in-line"])
+def test_interleaved_rows_flush_as_one_statement_per_table(tmp_path, writer):
     store = RunStore(f"sqlite:///{tmp_path}/runs.db", flush_seconds=3600)
+    assert (store._writer is not None) is True  # a file store has one where SQLite can
+    if not writer:
+        store._writer = None
     run = store.create_run("suite", {})
     statements: list[str] = []
-    event.listen(store.engine, "before_cursor_execute",
-                 lambda conn, cursor, sql, *rest: statements.append(sql.split()[0]))
+    if writer:  # the writer thread speaks to the driver: count what SQLite itself runs
+        event.listen(store.engine.pool, "checkout", lambda dbapi, *rest: dbapi.set_trace_callback(
+            lambda sql: statements.append(sql.split()[0])))
+    else:
+        event.listen(store.engine, "before_cursor_execute",
+                     lambda conn, cursor, sql, *rest: statements.append(sql.split()[0]))
     for i in range(5):
-        execution = Execution(output=f"answer {i}")
-        store.record_execution(run, f"c{i}", 0, execution)
-        store.record_score(run, f"c{i}", 0, Score(name="judge", value=i / 10))
-        store.record_case(CaseRecord(run_id=run, case_id=f"c{i}", case=Case(id=f"c{i}"),
-                                     execution=execution, verdict=Verdict.FAIL))
+        _record(store, run, i)
     store.record_score(run, "c0", 0, Score(name="judge", value=0.9))  # same key, later
     store.flush()
     assert statements.count("INSERT") == 4  # executions, scores, case rows, search rows
     scores = store.scores(run)
     assert len(store.case_records(run)) == 5 and scores[("c0", 0)]["judge"].value == 0.0
+
+
+def test_rows_read_back_as_recorded_through_the_writer(tmp_path):
+    """Values pass through a JSON array on their way in: floats keep every bit, a missing
+    value stays NULL, and a NUL character in a plain text column (which SQLite's JSON reader
+    would cut short) survives."""
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db", flush_seconds=3600)
+    run = store.create_run("suite", {})
+    _record(store, run, 0, output="a\x00b", value=0.1 + 0.2)
+    _record(store, run, 1, output="plain \u2603 \U0001F600 \"quoted\"", value=1 / 3)
+    store.flush(wait=False)
+    records = {r.case_id: r for r in store.case_records(run)}  # waits for the writer
+    assert records["c0"].execution.output == "a\x00b"
+    assert records["c1"].execution.output == "plain \u2603 \U0001F600 \"quoted\""
+    assert records["c0"].scores[0].value == 0.1 + 0.2 and records["c1"].scores[0].value == 1 / 3
+    store.close()
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        rows = conn.execute("SELECT case_id, value, typeof(value), passed, text FROM scores "
+                            "JOIN case_search USING (run_id, case_id, repeat) ORDER BY case_id"
+                            ).fetchall()
+    assert rows[0][:4] == ("c0", 0.1 + 0.2, "real", None) and "\x00" in rows[0][4]
+    assert rows[1][:3] == ("c1", 1 / 3, "real")
+
+
+def test_a_failed_batch_is_reported_and_later_batches_are_written(tmp_path):
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db", flush_seconds=3600)
+    run = store.create_run("suite", {})
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON scores WHEN NEW.case_id = 'c1' "
+                     "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    _record(store, run, 0)
+    store.flush()
+    _record(store, run, 1)
+    store.flush(wait=False)  # returns at once; the failure comes with the next call
+    with pytest.raises(StoreError, match=r"runs\.db failed: disk says no\. Results written "
+                                         "before this point are kept"):
+        store.flush()
+    _record(store, run, 2)
+    store.flush()  # reported once: the store goes on
+    assert sorted(k[0] for k in store.case_keys(run)) == ["c0", "c2"]  # c1's batch: none of it
+
+
+def test_rows_handed_to_the_writer_are_committed_when_the_process_exits(tmp_path):
+    script = (
+        "import sys\n"
+        "from assay.model import Execution\n"
+        "from assay.store.runs import RunStore\n"
+        "store = RunStore(sys.argv[1], flush_seconds=3600)\n"
+        "run = store.create_run('suite', {})\n"
+        "for i in range(3000):\n"
+        "    store.record_execution(run, f'c{i}', 0, Execution(output='x' * 500))\n"
+        "store.flush(wait=False)\n"
+        "print(run)\n")
+    url = f"sqlite:///{tmp_path}/runs.db"
+    done = subprocess.run([sys.executable, "-c", script, url], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(RunStore(url).executions(done.stdout.strip())) == 3000

@@ -179,7 +179,7 @@ class Runner:
             while True:
                 await asyncio.sleep(store.flush_seconds if store else 3600)
                 if store:
-                    store.flush()
+                    store.flush(wait=False)
 
         workers = [asyncio.ensure_future(worker())
                    for _ in range(min(self.config.concurrency, max(total, 1)))]

@@ -8,15 +8,10 @@ judge's models are kept as they may be shown (a password in a URL is hidden).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import Connection, select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import select
 
 from assay.calibration.report import CalibrationReport
-from assay.redact import scrub, url_secrets
 from assay.store import schema
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore, encode
@@ -41,22 +36,11 @@ class StoredCalibration(BaseModel):
     report: CalibrationReport
 
 
-@contextmanager
-def _begin(store: RunStore) -> Iterator[Connection]:
-    try:
-        with store.engine.begin() as conn:
-            yield conn
-    except SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise StoreError(f"the run store {store.display_url} failed: "
-                         f"{scrub(reason, url_secrets(store.url))}") from None
-
-
 def save(store: RunStore, report: CalibrationReport) -> None:
     """Store ``report`` (its id must be new)."""
     kappa = report.kappa
     accuracy = report.accuracy
-    with _begin(store) as conn:
+    with store._begin() as conn:
         conn.execute(schema.calibrations.insert().values(
             id=report.id, judge_key=report.judge.key, judge_name=report.judge.name[:200],
             judge_type=report.judge.type[:100], set_name=report.set.name[:200],
@@ -80,7 +64,7 @@ def find(store: RunStore, *, key: str | None = None, name: str | None = None,
         query = query.where(table.c.judge_type == judge_type)
     if set_name is not None:
         query = query.where(table.c.set_name == set_name)
-    with _begin(store) as conn:
+    with store._begin() as conn:
         rows = [dict(r._mapping) for r in conn.execute(query).fetchall()]
     found = []
     for row in rows:

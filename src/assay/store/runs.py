@@ -1,7 +1,7 @@
 """The run store: runs, executions, scores and case results in SQLite or PostgreSQL.
 
-Every result is written (and committed) the moment it completes, with idempotent inserts, so a
-run killed at any point keeps what finished and resumes without duplicates. The database is
+Every result is committed within a fraction of a second of completing, with idempotent inserts,
+so a run killed at any point keeps what finished and resumes without duplicates. The database is
 reached through SQLAlchemy Core, so a ``postgresql://`` URL works as well as the default
 ``sqlite:///.assay/runs.db``; ``sqlite://`` (no path) is a store in memory.
 
@@ -12,6 +12,7 @@ that one case's error) and never takes the rest of a batch down with it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import time
@@ -35,6 +36,7 @@ from assay.store import schema
 from assay.store.errors import StoreError
 from assay.store.migrations import ensure_schema
 from assay.store.search import search_text
+from assay.store.writer import BatchWriter, json_each_works
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
 
@@ -68,8 +70,11 @@ class RunStore:
     Result rows are queued and committed together, at the latest ``flush_seconds`` after they
     were recorded (the runner also flushes on a timer and when it stops): one transaction per
     batch instead of three per case is what lets a fully cached run store thousands of cases a
-    second. A process killed outright loses at most that window, which a resume recomputes
-    (from the response cache, so at no cost).
+    second. A SQLite file commits its batches on a writer thread (:mod:`assay.store.writer`),
+    so the event loop does not wait for SQLite. A process killed outright loses at most the
+    rows of that window and of the few batches the writer has not committed yet, which a
+    resume recomputes (from the response cache, so at no cost); a process that exits any other
+    way commits them first.
     """
 
     def __init__(self, url: str = DEFAULT_URL, flush_seconds: float = 0.2,
@@ -100,10 +105,17 @@ class RunStore:
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
+        # A file's result rows are committed on a thread of their own (see
+        # :mod:`assay.store.writer`); a store in memory has one connection to share, and
+        # PostgreSQL commits as it always did.
+        self._writer = BatchWriter(self.engine.raw_connection) \
+            if self.dialect == "sqlite" and not memory and json_each_works() else None
+        self._inserts: dict[Any, Any] = {}
         # Connections are closed when the store goes, or at exit even if the process leaves
         # without tearing its objects down (the ``assay`` command does): closing the last
         # connection is what folds SQLite's write-ahead log back into the database file.
-        weakref.finalize(self, self.engine.dispose)
+        # Rows still on their way to the writer are committed first.
+        weakref.finalize(self, _shut, self._writer, self.engine)
         self._prepare_schema()
 
     def _prepare_schema(self) -> None:
@@ -119,41 +131,67 @@ class RunStore:
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
+        """A transaction, after every row handed to the writer is committed: a statement
+        never overtakes the results recorded before it."""
+        self._wait_for_writer()
         try:
             with self.engine.begin() as conn:
                 yield conn
         except SQLAlchemyError as exc:
-            reason = str(getattr(exc, "orig", None) or exc)
-            raise StoreError(
-                f"the run store {self.display_url} failed: "
-                f"{scrub(reason.splitlines()[0], url_secrets(self.url))}. Results written "
-                "before this point are kept and readable."
-            ) from None
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: BaseException) -> StoreError:
+        orig = getattr(exc, "orig", None) or exc
+        reason = str(orig).splitlines()[0] if str(orig) else type(orig).__name__
+        return StoreError(
+            f"the run store {self.display_url} failed: "
+            f"{scrub(reason, url_secrets(self.url))}. Results written before this point are "
+            "kept and readable.")
+
+    def _wait_for_writer(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.wait()
+            except Exception as exc:
+                raise self._failed(exc) from None
 
     def _insert_ignore(self, table: Any) -> Any:
         """An INSERT that skips rows whose key exists: what makes every write idempotent."""
-        if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-            return pg_insert(table).on_conflict_do_nothing()
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        return sqlite_insert(table).on_conflict_do_nothing()
+        statement = self._inserts.get(table)
+        if statement is None:
+            if self.dialect == "postgresql":
+                from sqlalchemy.dialects.postgresql import insert
+            else:
+                from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+            statement = self._inserts[table] = insert(table).on_conflict_do_nothing()
+        return statement
 
     def _queue(self, table: Any, values: dict[str, Any]) -> None:
         self._pending.append((table, values))
         if (len(self._pending) >= self.flush_rows
                 or time.monotonic() - self._last_flush >= self.flush_seconds):
-            self.flush()
+            self.flush(wait=False)
 
-    def flush(self) -> None:
+    def flush(self, wait: bool = True) -> None:
         """Commit every queued row in one transaction: one multi-row insert per table.
 
         Rows of different tables interleave as cases complete (execution, scores, case); the
         batch is one transaction, so grouping them by table changes nothing a reader can see
-        and turns thousands of statements into four.
+        and turns thousands of statements into four. A file store hands the batch to its
+        writer thread; ``wait=False`` returns without waiting for the commit (the runner's
+        timer does so), and a failure then surfaces at the next flush or statement.
         """
         self._last_flush = time.monotonic()
+        if self._writer is not None:
+            if self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    self._writer.submit(batch)
+                except Exception as exc:
+                    raise self._failed(exc) from None
+            if wait:
+                self._wait_for_writer()
+            return
         if not self._pending:
             return
         batch, self._pending = self._pending, []
@@ -335,6 +373,15 @@ class RunStore:
     def close(self) -> None:
         self.flush()
         self.engine.dispose()
+
+
+def _shut(writer: BatchWriter | None, engine: Engine) -> None:
+    """A store's last act, when it is collected or the process exits: the rows on their way
+    to the writer are committed, then the connections closed."""
+    if writer is not None:
+        with contextlib.suppress(Exception):  # reported to no one: the store is gone
+            writer.wait()
+    engine.dispose()
 
 
 def _json_text(value: Any) -> str:
