@@ -699,23 +699,34 @@ def test_ctrl_c_stops_cleanly_keeps_results_and_says_how_to_resume(
 # -- drill 5: the store stops taking writes mid-run ---------------------------------------------
 
 STORE_FULL_HOOK = '''"""Loaded at start-up (PYTHONPATH): once the flag file exists, every
-SQLAlchemy connection caps the database at its current size, as a full disk would."""
+database connection caps the database at its current size, as a full disk would: those
+SQLAlchemy executes on, and those the store's writer thread takes from the pool."""
 
 import os
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.pool import Pool
 
 FLAG = os.environ["DRILL_STORE_FULL_FLAG"]
+
+
+def _cap(dbapi):
+    pages = dbapi.execute("PRAGMA page_count").fetchone()[0]
+    dbapi.execute(f"PRAGMA max_page_count={pages}")
 
 
 @event.listens_for(Engine, "before_cursor_execute")
 def _fill_disk(conn, cursor, statement, parameters, context, executemany):
     if os.path.exists(FLAG) and not conn.info.get("drill_full"):
         conn.info["drill_full"] = True
-        dbapi = conn.connection.dbapi_connection
-        pages = dbapi.execute("PRAGMA page_count").fetchone()[0]
-        dbapi.execute(f"PRAGMA max_page_count={pages}")
+        _cap(conn.connection.dbapi_connection)
+
+
+@event.listens_for(Pool, "checkout")
+def _fill_disk_at_checkout(dbapi, record, proxy):
+    if os.path.exists(FLAG):
+        _cap(dbapi)
 '''
 
 
