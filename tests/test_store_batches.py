@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 
 import pytest
 from sqlalchemy import event
@@ -17,6 +18,7 @@ from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, Verdict
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore
+from assay.store.writer import BatchWriter
 
 
 def _record(store: RunStore, run: str, i: int, output: str | None = None,
@@ -108,3 +110,43 @@ def test_rows_handed_to_the_writer_are_committed_when_the_process_exits(tmp_path
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert len(RunStore(url).executions(done.stdout.strip())) == 3000
+
+
+class _Table:
+    """What the writer needs of a table: its name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _writer_on(path) -> tuple[BatchWriter, _Table]:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v)")
+    return BatchWriter(lambda: sqlite3.connect(path, check_same_thread=False)), _Table("t")
+
+
+def test_a_value_json_cannot_carry_is_bound_by_the_driver(tmp_path):
+    writer, table = _writer_on(tmp_path / "w.db")
+    writer.submit([(table, {"k": "blob", "v": b"\x00\xff"}), (table, {"k": "n", "v": 2})])
+    writer.wait()
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        assert conn.execute("SELECT k, v FROM t ORDER BY k").fetchall() == [
+            ("blob", b"\x00\xff"), ("n", 2)]
+
+
+@pytest.mark.timeout(30)
+def test_a_writer_thread_that_cannot_start_hands_nothing_over(tmp_path, monkeypatch):
+    writer, table = _writer_on(tmp_path / "w.db")
+
+    def refuse(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError, match="start new thread"):
+        writer.submit([(table, {"k": "a", "v": 1})])
+    writer.wait()  # returns: nothing is outstanding (before, it waited for ever)
+    monkeypatch.undo()
+    writer.submit([(table, {"k": "b", "v": 2})])
+    writer.wait()
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        assert conn.execute("SELECT k FROM t").fetchall() == [("b",)]

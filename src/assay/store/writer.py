@@ -83,14 +83,19 @@ class BatchWriter:
         self.raise_failure()
         statements = self._pack(batch)
         self._room.acquire()
-        with self._lock:
-            self._outstanding += 1
-            self._queue.put(statements)
-            # not alive: this process was forked from the one that started it
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._work, name="assay-store-writer",
-                                                daemon=True)
-                self._thread.start()
+        try:
+            with self._lock:
+                # not alive: this process was forked from the one that started it
+                if self._thread is None or not self._thread.is_alive():
+                    thread = threading.Thread(target=self._work, name="assay-store-writer",
+                                              daemon=True)
+                    thread.start()  # may fail (no threads left): then nothing was handed over
+                    self._thread = thread
+                self._outstanding += 1
+                self._queue.put(statements)
+        except BaseException:
+            self._room.release()
+            raise
 
     def wait(self) -> None:
         """Return once every batch handed over is committed; raise the failure of one, once."""
@@ -107,7 +112,8 @@ class BatchWriter:
         """Group rows by table and columns; each group becomes one JSON array parameter.
 
         SQLite's JSON reader ends a text at a NUL character, so a group with a NUL in a plain
-        text value (JSON columns arrive encoded, their NULs escaped) is inserted row by row.
+        text value (JSON columns arrive encoded, their NULs escaped) is inserted row by row, as
+        is one with a value JSON cannot carry (an integer of more than 64 bits).
         """
         groups: dict[tuple[Any, tuple[str, ...]], list[list[Any]]] = {}
         for table, values in batch:
@@ -115,7 +121,12 @@ class BatchWriter:
         statements = []
         for (table, columns), rows in groups.items():
             many = any(isinstance(v, str) and "\x00" in v for row in rows for v in row)
-            params: Any = rows if many else orjson.dumps(rows).decode()
+            params: Any = rows
+            if not many:
+                try:
+                    params = orjson.dumps(rows).decode()
+                except orjson.JSONEncodeError:  # a value JSON cannot carry: sqlite3 binds it
+                    many = True
             statements.append(_Statement(self._insert(table.name, columns, many), params, many))
         return statements
 
