@@ -92,6 +92,7 @@ def test_a_failed_batch_is_reported_and_later_batches_are_written(tmp_path):
     _record(store, run, 2)
     store.flush()  # reported once: the store goes on
     assert sorted(k[0] for k in store.case_keys(run)) == ["c0", "c2"]  # c1's batch: none of it
+    assert sorted(k[0] for k in store.executions(run)) == ["c0", "c2"]  # one transaction
 
 
 def test_rows_handed_to_the_writer_are_committed_when_the_process_exits(tmp_path):

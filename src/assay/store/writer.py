@@ -42,11 +42,16 @@ def json_each_works() -> bool:
     """Whether this SQLite has the JSON functions (built in from 3.38, and in nearly every
     build before); without them the store commits on the caller's thread as before."""
     try:
-        with sqlite3.connect(":memory:") as conn:
+        with contextlib.closing(sqlite3.connect(":memory:")) as conn:
             return conn.execute("SELECT json_extract(value, '$[0]') FROM json_each('[[7]]')"
                                 ).fetchone() == (7,)
     except sqlite3.Error:
         return False
+
+
+def _quoted(name: str) -> str:
+    """An SQL identifier, quoted (the names are the schema's own; quoted all the same)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 class _Statement:
@@ -134,14 +139,14 @@ class BatchWriter:
         key = (table, columns, many)
         sql = self._sql.get(key)
         if sql is None:
-            names = ", ".join(f'"{c}"' for c in columns)
+            names = ", ".join(_quoted(c) for c in columns)
             if many:
                 source = "VALUES (" + ", ".join("?" for _ in columns) + ")"
             else:
                 picks = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
                 # WHERE true: without it SQLite would read ON CONFLICT as a join's ON
                 source = f"SELECT {picks} FROM json_each(?) WHERE true"
-            sql = self._sql[key] = (f'INSERT INTO "{table}" ({names}) {source} '
+            sql = self._sql[key] = (f"INSERT INTO {_quoted(table)} ({names}) {source} "
                                     "ON CONFLICT DO NOTHING")
         return sql
 
