@@ -86,11 +86,15 @@ def test_a_failed_batch_is_reported_and_later_batches_are_written(tmp_path):
     store.flush()
     _record(store, run, 1)
     store.flush(wait=False)  # returns at once; the failure comes with the next call
+    writer = store._writer
+    assert writer is not None
+    with writer._lock:  # let c1's batch fail before c2 is recorded
+        writer._lock.wait_for(lambda: writer._outstanding == 0)
+    _record(store, run, 2)
     with pytest.raises(StoreError, match=r"runs\.db failed: disk says no\. Results written "
                                          "before this point are kept"):
         store.flush()
-    _record(store, run, 2)
-    store.flush()  # reported once: the store goes on
+    store.flush()  # reported once: the store goes on, and c2, recorded after, is not lost
     assert sorted(k[0] for k in store.case_keys(run)) == ["c0", "c2"]  # c1's batch: none of it
     assert sorted(k[0] for k in store.executions(run)) == ["c0", "c2"]  # one transaction
 

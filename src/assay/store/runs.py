@@ -183,11 +183,16 @@ class RunStore:
         """
         self._last_flush = time.monotonic()
         if self._writer is not None:
+            try:
+                self._writer.raise_failure()  # an earlier batch's, before this one is taken
+            except Exception as exc:
+                raise self._failed(exc) from None
             if self._pending:
                 batch, self._pending = self._pending, []
                 try:
                     self._writer.submit(batch)
                 except Exception as exc:
+                    self._pending[:0] = batch  # not handed over: the next flush tries again
                     raise self._failed(exc) from None
             if wait:
                 self._wait_for_writer()

@@ -84,8 +84,8 @@ class BatchWriter:
 
     def submit(self, batch: Rows) -> None:
         """Hand a batch over; returns at once unless :data:`BACKLOG` batches are waiting.
-        Raises the failure of an earlier batch, once."""
-        self.raise_failure()
+        An earlier batch's failure is for the caller to collect (:meth:`raise_failure`)
+        before it lets go of this one."""
         statements = self._pack(batch)
         self._room.acquire()
         try:
@@ -109,6 +109,7 @@ class BatchWriter:
         self.raise_failure()
 
     def raise_failure(self) -> None:
+        """Raise the failure of a batch handed over earlier, once."""
         failure, self._failure = self._failure, None
         if failure is not None:
             raise failure
