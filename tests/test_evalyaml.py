@@ -411,6 +411,19 @@ def test_a_streamed_jsonl_suite_gets_its_facts_from_the_validating_pass(
     assert facts.fingerprint and not facts.duplicate_names
 
 
+def test_a_case_id_with_a_nul_character_is_refused_at_its_line(tmp_path: Path) -> None:
+    """No database keeps NUL in a key (PostgreSQL refuses it, failing a run's batch of
+    results), so the suite check refuses it, naming the line."""
+    write(tmp_path, "c.yaml", "execution:\n  evaluators:\n    - {type: exact_match}\n")
+    path = write(tmp_path, "c.jsonl", """
+        {"id": "a", "input": "x"}
+        {"id": "b\\u0000", "input": "y"}
+    """)
+    rendered = [str(p) for p in validate_suite(path)]
+    assert len(rendered) == 1
+    assert rendered[0].startswith(f"{tmp_path / 'c.jsonl'}:2: case id holds a NUL character")
+
+
 def test_jsonl_problems_name_file_and_line(tmp_path: Path) -> None:
     write(tmp_path, "c.yaml", "execution:\n  evaluators:\n    - {type: code_judge}\n")
     path = write(tmp_path, "c.jsonl", """

@@ -56,8 +56,8 @@ def test_interleaved_rows_flush_as_one_statement_per_table(tmp_path, writer):
 
 def test_rows_read_back_as_recorded_through_the_writer(tmp_path):
     """Values pass through a JSON array on their way in: floats keep every bit, a missing
-    value stays NULL, and a NUL character in a plain text column (which SQLite's JSON reader
-    would cut short) survives."""
+    value stays NULL, and a NUL character survives (SQLite's JSON reader would cut a plain
+    text short at one; the writer binds such a batch row by row)."""
     store = RunStore(f"sqlite:///{tmp_path}/runs.db", flush_seconds=3600)
     run = store.create_run("suite", {})
     _record(store, run, 0, output="a\x00b", value=0.1 + 0.2)
@@ -72,7 +72,7 @@ def test_rows_read_back_as_recorded_through_the_writer(tmp_path):
         rows = conn.execute("SELECT case_id, value, typeof(value), passed, text FROM scores "
                             "JOIN case_search USING (run_id, case_id, repeat) ORDER BY case_id"
                             ).fetchall()
-    assert rows[0][:4] == ("c0", 0.1 + 0.2, "real", None) and "\x00" in rows[0][4]
+    assert rows[0][:4] == ("c0", 0.1 + 0.2, "real", None) and "a b" in rows[0][4]
     assert rows[1][:3] == ("c1", 1 / 3, "real")
 
 
@@ -131,12 +131,15 @@ def _writer_on(path) -> tuple[BatchWriter, _Table]:
 
 
 def test_a_value_json_cannot_carry_is_bound_by_the_driver(tmp_path):
+    """Bytes (JSON has none) and a text with a NUL (SQLite's JSON reader would end it
+    there) go to the driver row by row."""
     writer, table = _writer_on(tmp_path / "w.db")
     writer.submit([(table, {"k": "blob", "v": b"\x00\xff"}), (table, {"k": "n", "v": 2})])
+    writer.submit([(table, {"k": "nul", "v": "a\x00b"})])
     writer.wait()
     with sqlite3.connect(tmp_path / "w.db") as conn:
         assert conn.execute("SELECT k, v FROM t ORDER BY k").fetchall() == [
-            ("blob", b"\x00\xff"), ("n", 2)]
+            ("blob", b"\x00\xff"), ("n", 2), ("nul", "a\x00b")]
 
 
 @pytest.mark.timeout(30)
@@ -155,3 +158,24 @@ def test_a_writer_thread_that_cannot_start_hands_nothing_over(tmp_path, monkeypa
     writer.wait()
     with sqlite3.connect(tmp_path / "w.db") as conn:
         assert conn.execute("SELECT k FROM t").fetchall() == [("b",)]
+
+
+def test_an_agent_output_with_a_nul_character_is_stored_on_every_backend(store_url):
+    """PostgreSQL refuses NUL in text, and its JSON operators refuse the escape: such an
+    output failed its whole batch (the run stopped with a store error). SQLite keeps it
+    exactly; PostgreSQL keeps U+FFFD in its place, and its pages of cases can be read. The
+    search text holds a space on both."""
+    store = RunStore(store_url, flush_seconds=3600)
+    run = store.create_run("suite", {})
+    _record(store, run, 0, output="a\x00b \\u0000 \\\x00")
+    _record(store, run, 1)
+    store.flush()
+    records = {r.case_id: r for r in store.case_records(run)}
+    nul = "\ufffd" if store.dialect == "postgresql" else "\x00"
+    assert records["c0"].execution.output == f"a{nul}b \\u0000 \\{nul}" and len(records) == 2
+    from assay.store.queries import CaseFilter, case_page
+
+    rows, total = case_page(store, run, CaseFilter(text="A\x00B"))
+    assert [r.case_id for r in rows] == ["c0"] and total == 1
+    # SQLite's text functions stop at a NUL, so its preview (cut in the database) does too
+    assert rows[0].output_preview.startswith("a\ufffdb" if nul == "\ufffd" else "a")

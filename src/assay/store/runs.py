@@ -201,8 +201,9 @@ class RunStore:
             return
         batch, self._pending = self._pending, []
         by_table: dict[Any, list[dict[str, Any]]] = {}
+        nul_free = self.dialect == "postgresql"
         for table, values in batch:
-            by_table.setdefault(table, []).append(values)
+            by_table.setdefault(table, []).append(_without_nul(values) if nul_free else values)
         with self._begin() as conn:
             for table, rows in by_table.items():
                 conn.execute(self._insert_ignore(table), rows)
@@ -395,6 +396,36 @@ def _json_text(value: Any) -> str:
     if isinstance(value, _Encoded):
         return value
     return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+# A JSON escape of NUL: an odd number of backslashes, then u0000 (an even number is an escaped
+# backslash followed by the text "u0000")
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _without_nul(values: dict[str, Any]) -> dict[str, Any]:
+    """A row as PostgreSQL can hold it: NUL becomes U+FFFD.
+
+    PostgreSQL refuses NUL in text, and its JSON operators refuse the escape ``\\u0000`` (so
+    a page of cases that shows such a value could not be read). An agent may answer with
+    one; rather than fail the batch, the character is replaced, which SQLite does not need.
+    """
+    fixed = None
+    for key, value in values.items():
+        if not isinstance(value, str):
+            continue
+        if isinstance(value, _Encoded):
+            if "\\u0000" not in value:
+                continue
+            value = _Encoded(_NUL_ESCAPE.sub(r"\1\\ufffd", value))
+        elif "\x00" in value:
+            value = value.replace("\x00", "\ufffd")
+        else:
+            continue
+        if fixed is None:
+            fixed = dict(values)
+        fixed[key] = value
+    return values if fixed is None else fixed
 
 
 _LONG_INTEGER = re.compile(r"\d{19}")

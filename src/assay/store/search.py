@@ -37,14 +37,18 @@ def _text(value: Any) -> str:
 
 def search_text(case_id: str, case_input: Any, expected: Any, output: Any,
                 error: str | None) -> str:
-    """The searched text of one case (see the module's docstring)."""
+    """The searched text of one case (see the module's docstring).
+
+    A NUL character becomes a space: PostgreSQL refuses NUL in text, and an agent's output
+    may hold one, which would otherwise fail the whole batch of results it was written with.
+    """
     fields = (case_id, case_input, expected, output, error)
-    return SEPARATOR.join(_text(f)[:FIELD_CHARS] for f in fields).lower()
+    return SEPARATOR.join(_text(f)[:FIELD_CHARS] for f in fields).lower().replace("\x00", " ")
 
 
 def needle(query: str) -> str:
-    """A user's query as it is matched against :func:`search_text`."""
-    return query.lower()
+    """A user's query as it is matched against :func:`search_text` (NUL as a space there)."""
+    return query.lower().replace("\x00", " ")
 
 
 __all__ = ["FIELD_CHARS", "needle", "search_text"]

@@ -278,6 +278,8 @@ def _case(values: dict[str, Any], index: int, source: Path | None,
     elif not isinstance(case_id, str | int) or isinstance(case_id, bool):
         raise DatasetError(f"{where}, column id: {type(case_id).__name__} is not accepted "
                            "(expected text or a whole number)")
+    elif isinstance(case_id, str) and "\x00" in case_id:  # PostgreSQL refuses it as text
+        raise DatasetError(f"{where}, column id: a NUL character is not accepted in an id")
     try:
         case = Case.model_validate({
             "id": str(case_id), "input": raw_input if raw_input is not None else "",

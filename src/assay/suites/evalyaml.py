@@ -578,6 +578,10 @@ class _SuiteChecker:
             self.log.add((*path, "id"), f"case id must be non-empty text, not "
                          f"{type_name(raw['id'])}", "a unique name", value=True)
             return None
+        if "\x00" in value:  # no database stores it as text (PostgreSQL refuses it)
+            self.log.add((*path, "id"), "case id holds a NUL character",
+                         "a unique name without NUL characters", value=True)
+            return None
         mark = self.log.source.locate((*path, "id"), value=True)
         first = self.seen_ids.get(value)
         if first is not None:
