@@ -179,3 +179,29 @@ def test_an_agent_output_with_a_nul_character_is_stored_on_every_backend(store_u
     assert [r.case_id for r in rows] == ["c0"] and total == 1
     # SQLite's text functions stop at a NUL, so its preview (cut in the database) does too
     assert rows[0].output_preview.startswith("a\ufffdb" if nul == "\ufffd" else "a")
+
+
+def test_the_writer_stores_values_exactly_on_every_backend(store_url):
+    """Through the writer's JSON batches: floats keep every bit, a pass is a boolean, a
+    missing value stays NULL, and a JSON column holds the object itself (not a text of it)."""
+    from sqlalchemy import text
+
+    store = RunStore(store_url, flush_seconds=3600)
+    assert store._writer is not None
+    run = store.create_run("suite", {})
+    _record(store, run, 0, value=0.1 + 0.2)
+    store.record_score(run, "c0", 0, Score(name="other", value=1 / 3, passed=True))
+    store.record_score(run, "c0", 0, Score(name="skipped", skipped="no inputs"))
+    store.flush()
+    scores = store.scores(run)[("c0", 0)]
+    assert scores["judge"].value == 0.1 + 0.2 and scores["other"].value == 1 / 3
+    assert scores["skipped"].value is None and scores["skipped"].skipped == "no inputs"
+    json_type = "json_typeof" if store.dialect == "postgresql" else "json_type"
+    with store._begin() as conn:
+        rows = dict(conn.execute(text(
+            "SELECT evaluator, passed FROM scores WHERE run_id = :r"), {"r": run}).fetchall())
+        kind = conn.execute(text(f"SELECT {json_type}(execution) FROM executions "
+                                 "WHERE run_id = :r"), {"r": run}).scalar_one()
+    assert rows == {"judge": None, "other": True, "skipped": None} or \
+        rows == {"judge": None, "other": 1, "skipped": None}  # SQLite has no boolean type
+    assert kind == "object"

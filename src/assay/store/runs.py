@@ -36,7 +36,7 @@ from assay.store import schema
 from assay.store.errors import StoreError
 from assay.store.migrations import ensure_schema
 from assay.store.search import search_text
-from assay.store.writer import BatchWriter, json_each_works
+from assay.store.writer import BatchWriter, EncodedJSON, json_each_works
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
 
@@ -45,16 +45,14 @@ class RecordRejected(ValueError):
     """A value that cannot be stored as JSON (the row is not queued; nothing else is lost)."""
 
 
-class _Encoded(str):
-    """JSON text encoded when a row was recorded; the column serializer passes it through."""
 
 
-def encode(value: Any) -> _Encoded:
+def encode(value: Any) -> EncodedJSON:
     """A model or plain value as JSON text, or RecordRejected saying why it cannot be."""
     try:
         if isinstance(value, BaseModel):
-            return _Encoded(value.model_dump_json())
-        return _Encoded(pydantic_core.to_json(value).decode())
+            return EncodedJSON(value.model_dump_json())
+        return EncodedJSON(pydantic_core.to_json(value).decode())
     except (ValueError, TypeError, pydantic_core.PydanticSerializationError) as exc:
         raise RecordRejected(str(exc).splitlines()[0]) from None
 
@@ -70,8 +68,8 @@ class RunStore:
     Result rows are queued and committed together, at the latest ``flush_seconds`` after they
     were recorded (the runner also flushes on a timer and when it stops): one transaction per
     batch instead of three per case is what lets a fully cached run store thousands of cases a
-    second. A SQLite file commits its batches on a writer thread (:mod:`assay.store.writer`),
-    so the event loop does not wait for SQLite. A process killed outright loses at most the
+    second. A SQLite file or a PostgreSQL database commits its batches on a writer thread
+    (:mod:`assay.store.writer`), so the event loop does not wait for the database. A process killed outright loses at most the
     rows of that window and of the few batches the writer has not committed yet, which a
     resume recomputes (from the response cache, so at no cost); a process that exits any other
     way commits them first.
@@ -105,11 +103,13 @@ class RunStore:
         self.dialect = self.engine.dialect.name
         if self.dialect == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        # A file's result rows are committed on a thread of their own (see
-        # :mod:`assay.store.writer`); a store in memory has one connection to share, and
-        # PostgreSQL commits as it always did.
-        self._writer = BatchWriter(self.engine.raw_connection) \
-            if self.dialect == "sqlite" and not memory and json_each_works() else None
+        # Result rows are committed on a thread of their own (see :mod:`assay.store.writer`),
+        # except in a store in memory, which has one connection to share.
+        self._writer: BatchWriter | None = None
+        if self.dialect == "postgresql":
+            self._writer = BatchWriter(self.engine.raw_connection, postgres=True)
+        elif self.dialect == "sqlite" and not memory and json_each_works():
+            self._writer = BatchWriter(self.engine.raw_connection)
         self._inserts: dict[Any, Any] = {}
         # Connections are closed when the store goes, or at exit even if the process leaves
         # without tearing its objects down (the ``assay`` command does): closing the last
@@ -189,6 +189,8 @@ class RunStore:
                 raise self._failed(exc) from None
             if self._pending:
                 batch, self._pending = self._pending, []
+                if self.dialect == "postgresql":
+                    batch = [(table, _without_nul(values)) for table, values in batch]
                 try:
                     self._writer.submit(batch)
                 except Exception as exc:
@@ -393,7 +395,7 @@ def _shut(writer: BatchWriter | None, engine: Engine) -> None:
 def _json_text(value: Any) -> str:
     """The JSON columns' serializer: rows arrive encoded (see :func:`encode`); other values
     (run configs and summaries) are plain data and go through orjson."""
-    if isinstance(value, _Encoded):
+    if isinstance(value, EncodedJSON):
         return value
     return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
@@ -414,10 +416,10 @@ def _without_nul(values: dict[str, Any]) -> dict[str, Any]:
     for key, value in values.items():
         if not isinstance(value, str):
             continue
-        if isinstance(value, _Encoded):
+        if isinstance(value, EncodedJSON):
             if "\\u0000" not in value:
                 continue
-            value = _Encoded(_NUL_ESCAPE.sub(r"\1\\ufffd", value))
+            value = EncodedJSON(_NUL_ESCAPE.sub(r"\1\\ufffd", value))
         elif "\x00" in value:
             value = value.replace("\x00", "\ufffd")
         else:

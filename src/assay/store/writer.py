@@ -1,4 +1,4 @@
-"""Committing a SQLite store's result rows on a thread of its own.
+"""Committing a store's result rows on a thread of their own (a SQLite file, PostgreSQL).
 
 A run records three or four rows per case. Committed on the event loop, SQLAlchemy's
 executemany, SQLite's inserts into the tables and their indexes, and the commit cost about
@@ -7,6 +7,8 @@ the caller's thread, into one JSON array per table (one ``orjson`` call), and a 
 inserts it with a single ``INSERT ... SELECT ... FROM json_each(?)``. Python's ``sqlite3``
 lets go of the interpreter lock for the whole statement, so SQLite's work runs on another
 core while the event loop goes on; the loop's share drops to about a tenth.
+PostgreSQL gets the same shape through ``json_populate_recordset``: one round trip per table
+and batch, waited for on the writer's thread.
 
 What a reader can rely on is unchanged: :meth:`BatchWriter.wait` returns once every batch
 handed over has been committed (the store calls it before any other statement and on
@@ -37,6 +39,11 @@ Rows = Sequence[tuple[Any, dict[str, Any]]]
 """A batch: (table, row values) pairs in the order they were recorded."""
 
 
+class EncodedJSON(str):
+    """JSON text encoded when a row was recorded: a JSON column's value, passed through as it
+    is (to SQLite as text; to PostgreSQL embedded in the batch's JSON as the value itself)."""
+
+
 @functools.cache
 def json_each_works() -> bool:
     """Whether this SQLite has the JSON functions (built in from 3.38, and in nearly every
@@ -64,14 +71,19 @@ class _Statement:
 
 
 class BatchWriter:
-    """Commits batches of rows to a SQLite file on one daemon thread, in order.
+    """Commits batches of rows to a SQLite file or a PostgreSQL database on one daemon
+    thread, in order.
 
     ``connect`` gives a DBAPI connection with the store's settings (busy timeout, WAL); it is
     called on the writer's thread for each batch and closed (returned to its pool) after.
+    For PostgreSQL (``postgres``) a table's rows go as one JSON array of objects through
+    ``json_populate_recordset``: one round trip a table, and the wait for it is the thread's,
+    not the event loop's. Rows for PostgreSQL must hold no NUL (the store replaces it).
     """
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    def __init__(self, connect: Callable[[], Any], postgres: bool = False) -> None:
         self._connect = connect
+        self._postgres = postgres
         self._queue: queue.SimpleQueue[list[_Statement]] = queue.SimpleQueue()
         self._room = threading.BoundedSemaphore(BACKLOG)
         self._lock = threading.Condition()
@@ -121,6 +133,8 @@ class BatchWriter:
         text value (JSON columns arrive encoded, their NULs escaped) is inserted row by row, as
         is one with a value JSON cannot carry (an integer of more than 64 bits).
         """
+        if self._postgres:
+            return self._pack_postgres(batch)
         groups: dict[tuple[Any, tuple[str, ...]], list[list[Any]]] = {}
         for table, values in batch:
             groups.setdefault((table, tuple(values)), []).append(list(values.values()))
@@ -134,6 +148,21 @@ class BatchWriter:
                 except orjson.JSONEncodeError:  # a value JSON cannot carry: sqlite3 binds it
                     many = True
             statements.append(_Statement(self._insert(table.name, columns, many), params, many))
+        return statements
+
+    def _pack_postgres(self, batch: Rows) -> list[_Statement]:
+        groups: dict[tuple[Any, tuple[str, ...]], list[dict[str, Any]]] = {}
+        for table, values in batch:
+            groups.setdefault((table, tuple(values)), []).append({
+                k: orjson.Fragment(str(v)) if isinstance(v, EncodedJSON) else v
+                for k, v in values.items()})
+        statements = []
+        for (table, columns), rows in groups.items():
+            names = ", ".join(_quoted(c) for c in columns)
+            sql = (f"INSERT INTO {_quoted(table.name)} ({names}) SELECT {names} FROM "
+                   f"json_populate_recordset(NULL::{_quoted(table.name)}, %s::json) "
+                   "ON CONFLICT DO NOTHING")
+            statements.append(_Statement(sql, orjson.dumps(rows).decode(), False))
         return statements
 
     def _insert(self, table: str, columns: tuple[str, ...], many: bool) -> str:
