@@ -205,3 +205,29 @@ def test_the_writer_stores_values_exactly_on_every_backend(store_url):
     assert rows == {"judge": None, "other": True, "skipped": None} or \
         rows == {"judge": None, "other": 1, "skipped": None}  # SQLite has no boolean type
     assert kind == "object"
+
+
+def test_a_failed_rollback_does_not_hide_the_failure_that_caused_it():
+    """With PostgreSQL a lost connection fails the insert and then the rollback (a driver
+    error, not SQLite's); the batch's own failure is the one reported."""
+    class Cursor:
+        def execute(self, sql, params):  # type: ignore[no-untyped-def]
+            raise RuntimeError("server closed the connection")
+
+        def close(self) -> None:
+            pass
+
+    class Connection:
+        def cursor(self) -> Cursor:
+            return Cursor()
+
+        def rollback(self) -> None:
+            raise ConnectionError("no connection to roll back")
+
+        def close(self) -> None:
+            pass
+
+    writer = BatchWriter(Connection, postgres=True)
+    writer.submit([(_Table("t"), {"k": "a"})])
+    with pytest.raises(RuntimeError, match="server closed the connection"):
+        writer.wait()

@@ -215,7 +215,7 @@ class BatchWriter:
                         cursor.execute(statement.sql, (statement.params,))
                 conn.commit()
             except BaseException:
-                with contextlib.suppress(sqlite3.Error):  # the first failure is the one to tell
+                with contextlib.suppress(Exception):  # the first failure is the one to tell
                     conn.rollback()
                 raise
             finally:
