@@ -45,8 +45,6 @@ class RecordRejected(ValueError):
     """A value that cannot be stored as JSON (the row is not queued; nothing else is lost)."""
 
 
-
-
 def encode(value: Any) -> EncodedJSON:
     """A model or plain value as JSON text, or RecordRejected saying why it cannot be."""
     try:
@@ -69,9 +67,9 @@ class RunStore:
     were recorded (the runner also flushes on a timer and when it stops): one transaction per
     batch instead of three per case is what lets a fully cached run store thousands of cases a
     second. A SQLite file or a PostgreSQL database commits its batches on a writer thread
-    (:mod:`assay.store.writer`), so the event loop does not wait for the database. A process killed outright loses at most the
-    rows of that window and of the few batches the writer has not committed yet, which a
-    resume recomputes (from the response cache, so at no cost); a process that exits any other
+    (:mod:`assay.store.writer`), so the event loop does not wait for the database. A process
+    killed outright loses at most the rows of that window and of the few batches the writer
+    has not committed yet, which a resume recomputes (from the response cache, so at no cost); a process that exits any other
     way commits them first.
     """
 
@@ -142,7 +140,7 @@ class RunStore:
 
     def _failed(self, exc: BaseException) -> StoreError:
         orig = getattr(exc, "orig", None) or exc
-        reason = str(orig).splitlines()[0] if str(orig) else type(orig).__name__
+        reason = (str(orig).splitlines() or [type(orig).__name__])[0]
         return StoreError(
             f"the run store {self.display_url} failed: "
             f"{scrub(reason, url_secrets(self.url))}. Results written before this point are "
@@ -156,13 +154,12 @@ class RunStore:
                 raise self._failed(exc) from None
 
     def _insert_ignore(self, table: Any) -> Any:
-        """An INSERT that skips rows whose key exists: what makes every write idempotent."""
+        """An INSERT that skips rows whose key exists: what makes every write idempotent.
+        Only a SQLite store without a writer (one in memory) commits through it."""
         statement = self._inserts.get(table)
         if statement is None:
-            if self.dialect == "postgresql":
-                from sqlalchemy.dialects.postgresql import insert
-            else:
-                from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+            from sqlalchemy.dialects.sqlite import insert
+
             statement = self._inserts[table] = insert(table).on_conflict_do_nothing()
         return statement
 
@@ -177,9 +174,10 @@ class RunStore:
 
         Rows of different tables interleave as cases complete (execution, scores, case); the
         batch is one transaction, so grouping them by table changes nothing a reader can see
-        and turns thousands of statements into four. A file store hands the batch to its
-        writer thread; ``wait=False`` returns without waiting for the commit (the runner's
-        timer does so), and a failure then surfaces at the next flush or statement.
+        and turns thousands of statements into four. A store with a writer thread (a SQLite
+        file, PostgreSQL) hands the batch to it; ``wait=False`` returns without waiting for
+        the commit (the runner's timer does so), and a failure then surfaces at the next
+        flush or statement.
         """
         self._last_flush = time.monotonic()
         if self._writer is not None:
@@ -203,9 +201,8 @@ class RunStore:
             return
         batch, self._pending = self._pending, []
         by_table: dict[Any, list[dict[str, Any]]] = {}
-        nul_free = self.dialect == "postgresql"
         for table, values in batch:
-            by_table.setdefault(table, []).append(_without_nul(values) if nul_free else values)
+            by_table.setdefault(table, []).append(values)
         with self._begin() as conn:
             for table, rows in by_table.items():
                 conn.execute(self._insert_ignore(table), rows)

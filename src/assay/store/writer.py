@@ -90,7 +90,7 @@ class BatchWriter:
         self._outstanding = 0
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
-        self._sql: dict[tuple[str, tuple[str, ...], bool], str] = {}
+        self._sql: dict[tuple[str, tuple[str, ...], str], str] = {}
 
     # -- the caller's side ----------------------------------------------------------------
 
@@ -127,56 +127,52 @@ class BatchWriter:
             raise failure
 
     def _pack(self, batch: Rows) -> list[_Statement]:
-        """Group rows by table and columns; each group becomes one JSON array parameter.
-
-        SQLite's JSON reader ends a text at a NUL character, so a group with a NUL in a plain
-        text value (JSON columns arrive encoded, their NULs escaped) is inserted row by row, as
-        is one with a value JSON cannot carry (an integer of more than 64 bits).
-        """
-        if self._postgres:
-            return self._pack_postgres(batch)
-        groups: dict[tuple[Any, tuple[str, ...]], list[list[Any]]] = {}
-        for table, values in batch:
-            groups.setdefault((table, tuple(values)), []).append(list(values.values()))
-        statements = []
-        for (table, columns), rows in groups.items():
-            many = any(isinstance(v, str) and "\x00" in v for row in rows for v in row)
-            params: Any = rows
-            if not many:
-                try:
-                    params = orjson.dumps(rows).decode()
-                except orjson.JSONEncodeError:  # a value JSON cannot carry: sqlite3 binds it
-                    many = True
-            statements.append(_Statement(self._insert(table.name, columns, many), params, many))
-        return statements
-
-    def _pack_postgres(self, batch: Rows) -> list[_Statement]:
+        """Group rows by table and columns; each group becomes one statement."""
         groups: dict[tuple[Any, tuple[str, ...]], list[dict[str, Any]]] = {}
         for table, values in batch:
-            groups.setdefault((table, tuple(values)), []).append({
-                k: orjson.Fragment(str(v)) if isinstance(v, EncodedJSON) else v
-                for k, v in values.items()})
+            groups.setdefault((table, tuple(values)), []).append(values)
         statements = []
         for (table, columns), rows in groups.items():
-            names = ", ".join(_quoted(c) for c in columns)
-            sql = (f"INSERT INTO {_quoted(table.name)} ({names}) SELECT {names} FROM "
-                   f"json_populate_recordset(NULL::{_quoted(table.name)}, %s::json) "
-                   "ON CONFLICT DO NOTHING")
-            statements.append(_Statement(sql, orjson.dumps(rows).decode(), False))
+            source, params = self._params(rows)
+            statements.append(_Statement(self._insert(table.name, columns, source), params,
+                                         many=source == "values"))
         return statements
 
-    def _insert(self, table: str, columns: tuple[str, ...], many: bool) -> str:
-        key = (table, columns, many)
+    def _params(self, rows: list[dict[str, Any]]) -> tuple[str, Any]:
+        """How a group's rows go in, and its parameter: one JSON array where it can.
+
+        PostgreSQL takes objects, with the JSON columns embedded as they were encoded.
+        SQLite's JSON reader ends a text at a NUL character, so a group with a NUL in a plain
+        text value (JSON columns arrive encoded, their NULs escaped) goes in row by row, as
+        does one with a value JSON cannot carry (bytes, an integer of more than 64 bits).
+        """
+        if self._postgres:
+            return "populate", orjson.dumps([
+                {k: orjson.Fragment(str(v)) if isinstance(v, EncodedJSON) else v
+                 for k, v in row.items()} for row in rows]).decode()
+        values = [list(row.values()) for row in rows]
+        if not any(isinstance(v, str) and "\x00" in v for row in values for v in row):
+            try:
+                return "json_each", orjson.dumps(values).decode()
+            except orjson.JSONEncodeError:  # sqlite3 binds it
+                pass
+        return "values", values
+
+    def _insert(self, table: str, columns: tuple[str, ...], source: str) -> str:
+        key = (table, columns, source)
         sql = self._sql.get(key)
         if sql is None:
             names = ", ".join(_quoted(c) for c in columns)
-            if many:
-                source = "VALUES (" + ", ".join("?" for _ in columns) + ")"
-            else:
+            if source == "populate":
+                rows = f"SELECT {names} FROM json_populate_recordset(NULL::{_quoted(table)}, " \
+                       "%s::json)"
+            elif source == "json_each":
                 picks = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
                 # WHERE true: without it SQLite would read ON CONFLICT as a join's ON
-                source = f"SELECT {picks} FROM json_each(?) WHERE true"
-            sql = self._sql[key] = (f"INSERT INTO {_quoted(table)} ({names}) {source} "
+                rows = f"SELECT {picks} FROM json_each(?) WHERE true"
+            else:
+                rows = "VALUES (" + ", ".join("?" for _ in columns) + ")"
+            sql = self._sql[key] = (f"INSERT INTO {_quoted(table)} ({names}) {rows} "
                                     "ON CONFLICT DO NOTHING")
         return sql
 
