@@ -6,10 +6,13 @@ just before the process exits are committed."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from sqlalchemy import event
@@ -115,6 +118,84 @@ def test_rows_handed_to_the_writer_are_committed_when_the_process_exits(tmp_path
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert len(RunStore(url).executions(done.stdout.strip())) == 3000
+
+
+def test_a_batch_that_fails_as_the_process_exits_is_told_on_stderr(tmp_path):
+    """No caller is left to raise to when the last rows fail at exit: before, the failure
+    was swallowed, and the run looked stored."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    run = RunStore(url).create_run("suite", {})
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON executions "
+                     "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    script = (
+        "import sys\n"
+        "from assay.model import Execution\n"
+        "from assay.store.runs import RunStore\n"
+        "store = RunStore(sys.argv[1], flush_seconds=3600)\n"
+        "store.record_execution(sys.argv[2], 'c0', 0, Execution(output='x'))\n"
+        "store.flush(wait=False)\n")
+    done = subprocess.run([sys.executable, "-c", script, url, run], capture_output=True,
+                          text=True, timeout=120)
+    assert "results recorded last were not stored: the run store" in done.stderr
+    assert "disk says no" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_store_is_collected_when_no_longer_used(tmp_path):
+    """The exit handler holds the writer and the engine, not the store itself."""
+    import gc
+    import weakref
+
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    gone = weakref.ref(store)
+    del store
+    gc.collect()
+    assert gone() is None
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_forked_child_does_not_wait_for_its_parents_batches(tmp_path):
+    """A child of fork inherits the batches its parent handed over, counted as outstanding,
+    but not the thread that commits them: before, its first wait never returned."""
+    path = tmp_path / "w.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v)")
+    release = threading.Event()
+
+    def connect():  # type: ignore[no-untyped-def]
+        release.wait(30)  # the parent's batch stays outstanding while the child runs
+        return sqlite3.connect(path, check_same_thread=False)
+
+    writer, table = BatchWriter(connect), _Table("t")
+    writer.submit([(table, {"k": "parent", "v": 1})])
+    pid = os.fork()
+    if pid == 0:  # the child: its own batch, then a wait that must return
+        code = 1
+        try:
+            release.set()  # the child's own writer thread may connect at once
+            writer.wait()  # the parent's batch is the parent's to commit
+            writer.submit([(table, {"k": "child", "v": 2})])
+            writer.wait()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        release.set()
+        pytest.fail("the forked child's wait never returned")
+    release.set()
+    writer.wait()
+    assert os.waitstatus_to_exitcode(status) == 0
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT k FROM t ORDER BY k").fetchall() == [("child",), ("parent",)]
 
 
 class _Table:

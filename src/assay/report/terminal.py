@@ -90,7 +90,7 @@ class ProgressBar:
         now = time.monotonic()
         if now - self._shown_at >= self.refresh_seconds:
             self._show(now)
-        if not self.console.is_terminal and now - self._last_plain > 10:
+        if now - self._last_plain > 10 and not self.console.is_terminal:
             self._last_plain = now
             self._show(now)
             task = self._progress.tasks[0] if self._progress.tasks else None

@@ -13,11 +13,13 @@ that one case's error) and never takes the rest of a batch down with it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import secrets
+import sys
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -113,7 +115,8 @@ class RunStore:
         # without tearing its objects down (the ``assay`` command does): closing the last
         # connection is what folds SQLite's write-ahead log back into the database file.
         # Rows still on their way to the writer are committed first.
-        weakref.finalize(self, _shut, self._writer, self.engine)
+        weakref.finalize(self, _shut, self._writer, self.engine,
+                         functools.partial(_failure, self.display_url, url_secrets(self.url)))
         self._prepare_schema()
 
     def _prepare_schema(self) -> None:
@@ -139,12 +142,7 @@ class RunStore:
             raise self._failed(exc) from None
 
     def _failed(self, exc: BaseException) -> StoreError:
-        orig = getattr(exc, "orig", None) or exc
-        reason = (str(orig).splitlines() or [type(orig).__name__])[0]
-        return StoreError(
-            f"the run store {self.display_url} failed: "
-            f"{scrub(reason, url_secrets(self.url))}. Results written before this point are "
-            "kept and readable.")
+        return _failure(self.display_url, url_secrets(self.url), exc)
 
     def _wait_for_writer(self) -> None:
         if self._writer is not None:
@@ -380,12 +378,30 @@ class RunStore:
         self.engine.dispose()
 
 
-def _shut(writer: BatchWriter | None, engine: Engine) -> None:
+def _failure(display_url: str, hidden: dict[str, str], exc: BaseException) -> StoreError:
+    """The store's error for a failed statement or batch, with no secret of the URL in it."""
+    orig = getattr(exc, "orig", None) or exc
+    reason = (str(orig).splitlines() or [type(orig).__name__])[0]
+    return StoreError(
+        f"the run store {display_url} failed: {scrub(reason, hidden)}. Results written "
+        "before this point are kept and readable.")
+
+
+def _shut(writer: BatchWriter | None, engine: Engine,
+          failed: Callable[[BaseException], StoreError]) -> None:
     """A store's last act, when it is collected or the process exits: the rows on their way
-    to the writer are committed, then the connections closed."""
+    to the writer are committed, then the connections closed.
+
+    No caller is left to raise to, so a batch that fails here is told on stderr, in the
+    store's own words (secrets removed): silence would pass for results kept.
+    """
     if writer is not None:
-        with contextlib.suppress(Exception):  # reported to no one: the store is gone
+        try:
             writer.wait()
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                print(f"assay: results recorded last were not stored: {failed(exc)}",
+                      file=sys.stderr, flush=True)
     engine.dispose()
 
 

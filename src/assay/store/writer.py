@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import queue
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -84,13 +86,23 @@ class BatchWriter:
     def __init__(self, connect: Callable[[], Any], postgres: bool = False) -> None:
         self._connect = connect
         self._postgres = postgres
+        self._sql: dict[tuple[str, tuple[str, ...], str], str] = {}
+        self._start_empty()
+        _WRITERS.add(self)
+
+    def _start_empty(self) -> None:
+        """Nothing handed over, no thread: a new writer's state, and a forked child's.
+
+        A child of ``fork`` inherits the batches its parent had handed over, counted as
+        outstanding, but not the thread that commits them (and perhaps a lock that thread
+        held): its first wait would never return. Those batches are the parent's to commit.
+        """
         self._queue: queue.SimpleQueue[list[_Statement]] = queue.SimpleQueue()
         self._room = threading.BoundedSemaphore(BACKLOG)
         self._lock = threading.Condition()
         self._outstanding = 0
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
-        self._sql: dict[tuple[str, tuple[str, ...], str], str] = {}
 
     # -- the caller's side ----------------------------------------------------------------
 
@@ -102,7 +114,6 @@ class BatchWriter:
         self._room.acquire()
         try:
             with self._lock:
-                # not alive: this process was forked from the one that started it
                 if self._thread is None or not self._thread.is_alive():
                     thread = threading.Thread(target=self._work, name="assay-store-writer",
                                               daemon=True)
@@ -218,3 +229,16 @@ class BatchWriter:
                 cursor.close()
         finally:
             conn.close()
+
+
+_WRITERS: weakref.WeakSet[BatchWriter] = weakref.WeakSet()
+"""Every writer of this process, to start empty in a forked child."""
+
+
+def _forget_parents_batches() -> None:
+    for writer in list(_WRITERS):
+        writer._start_empty()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_parents_batches)
