@@ -124,6 +124,10 @@ class Finished:
     max_rss_mb: float
     stdout: str
     stderr: str
+    started_at: float = 0.0
+    """``time.monotonic()`` just before the command was started (the mock server's clock)."""
+    ended_at: float = 0.0
+    """``time.monotonic()`` once it had exited."""
 
     def judge_calls(self) -> tuple[int | None, int | None]:
         """(calls made, calls served from the cache) as ``assay run`` reports them."""
@@ -150,6 +154,7 @@ def run_command(command: list[str], cwd: Path, env: dict[str, str], cores: set[i
     POSIX) the peak RSS reads 0.
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started_at = time.monotonic()
         started = time.perf_counter()
         proc = subprocess.Popen(pinned(command, cores), cwd=cwd, env=env, stdout=out,
                                 stderr=err, stdin=subprocess.DEVNULL)
@@ -166,10 +171,12 @@ def run_command(command: list[str], cwd: Path, env: dict[str, str], cores: set[i
         finally:
             timer.cancel()
         seconds = time.perf_counter() - started
+        ended_at = time.monotonic()
         out.seek(0)
         err.seek(0)
         return Finished(proc.returncode, seconds, max_rss_mb,
-                        out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+                        out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+                        started_at, ended_at)
 
 
 class Bench:
@@ -244,6 +251,13 @@ class ThroughputRow:
     raw_calls_per_s: float
     raw_errors: int
     problem: str = ""
+    to_first_request_s: float | None = None
+    """From starting the command to the mock server's first request."""
+    requests_s: float | None = None
+    """From the first request to the last answer, on the server's clock."""
+    after_last_answer_s: float | None = None
+    """From the last answer to the command's exit."""
+    mean_in_flight: float | None = None
 
     @property
     def calls_per_s(self) -> float:
@@ -287,11 +301,17 @@ def throughput(bench: Bench, concurrencies: Sequence[int], latencies: Sequence[f
                                           bench.counter))
                 raw_rates.append(raw.calls_per_s)
                 raw_errors += raw.errors + (raw.server_requests != raw.calls)
-                runs.append(ThroughputRow(concurrency, latency, calls, int(stats["requests"]),
-                                          int(stats["max_in_flight"]), done.seconds,
-                                          startup_s, done.returncode, done.evaluator_errors(),
-                                          0.0, 0,
-                                          "" if done.returncode == 0 else done.problem()))
+                row = ThroughputRow(concurrency, latency, calls, int(stats["requests"]),
+                                    int(stats["max_in_flight"]), done.seconds,
+                                    startup_s, done.returncode, done.evaluator_errors(),
+                                    0.0, 0, "" if done.returncode == 0 else done.problem())
+                first, last = stats.get("first_request_at"), stats.get("last_response_at")
+                if first is not None and last is not None:
+                    row.to_first_request_s = first - done.started_at
+                    row.requests_s = last - first
+                    row.after_last_answer_s = done.ended_at - last
+                    row.mean_in_flight = stats.get("mean_in_flight")
+                runs.append(row)
             kept = sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
             kept.raw_calls_per_s = statistics.median(raw_rates)
             kept.raw_errors = raw_errors
@@ -321,6 +341,31 @@ def throughput_table(rows: Sequence[ThroughputRow]) -> str:
                            "max in flight", "wall s",
                            "calls/s", "calls/s excl. start-up", "of ideal", "raw aiohttp calls/s",
                            "of raw aiohttp", "errors"], out)
+
+
+def timeline_table(rows: Sequence[ThroughputRow]) -> str:
+    """Where each kept run's wall time went, on the mock server's clock: what came before
+    its first request (start-up, loading the suite, the store), the requests, and what came
+    after the last answer. The raw loop's time (measured in process, after a warm-up) is to
+    be set against the requests alone."""
+    out = []
+    for r in rows:
+        raw_s = r.cases / r.raw_calls_per_s if r.raw_calls_per_s else None
+        out.append([
+            r.concurrency, f"{r.latency_ms:g}", r.cases, f"{r.seconds:.2f}",
+            _seconds(r.to_first_request_s), _seconds(r.requests_s),
+            _seconds(r.after_last_answer_s),
+            "-" if r.mean_in_flight is None else f"{r.mean_in_flight:.1f}",
+            _seconds(raw_s),
+            f"{raw_s / r.requests_s:.2f}" if raw_s and r.requests_s else "-",
+        ])
+    return markdown_table(["concurrency", "latency ms", "cases", "wall s",
+                           "to first request s", "requests s", "after last answer s",
+                           "mean in flight", "raw loop s", "raw ÷ requests"], out)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _rate(value: float | None) -> str:
@@ -560,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
                     args.n, args.max_seconds, results.startup_s, args.repeat)
                 print("\n## Judge calls through `assay run` (semantic_similarity, --cache off)"
                       "\n\n" + throughput_table(results.throughput), flush=True)
+                print("\n## Where the wall time of those runs went (the mock server's clock)"
+                      "\n\n" + timeline_table(results.throughput), flush=True)
             if "cache" in sections:
                 results.cache = cache(bench, args.cache_cases,
                                       parse_list(args.cache_concurrency), results.startup_s)

@@ -63,12 +63,17 @@ def test_quick_suite_run_prints_throughput_cache_and_memory_numbers() -> None:
     done = subprocess.run([sys.executable, str(SUITE_SCRIPT), "--quick"], capture_output=True,
                           text=True, timeout=300, cwd=SUITE_SCRIPT.parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
-    throughput, cache, memory = markdown_tables(done.stdout)
-    assert throughput and cache and memory, done.stdout
+    throughput, timeline, cache, memory = markdown_tables(done.stdout)
+    assert throughput and timeline and cache and memory, done.stdout
     for row in throughput:
         assert float(row["calls/s"]) > 0, row
         assert float(row["raw aiohttp calls/s"]) > 0, row
         assert row["server requests"] == row["cases"], row
+    for row in timeline:  # the server's clock and the client's agree: the parts make the wall
+        parts = [float(row[k]) for k in ("to first request s", "requests s",
+                                         "after last answer s")]
+        assert all(p >= 0 for p in parts) and parts[0] > 0, row
+        assert abs(sum(parts) - float(row["wall s"])) <= 0.02, row
     reruns = [row for row in cache if row["run"] == "re-run"]
     assert reruns, cache
     for row in reruns:

@@ -150,6 +150,20 @@ async def test_global_concurrency_limit_caps_in_flight_requests(engine_factory, 
     assert mock_server.stats.max_in_flight == 4
 
 
+async def test_the_mock_server_times_its_requests(engine_factory, mock_server):
+    """What the benchmarks set against a client's own clock: when the first request came,
+    when the last was answered, and how many were in flight on average."""
+    mock_server.configure(latency_ms=100)
+    engine = engine_factory(concurrency=4, cache_mode="off")
+    before = time.monotonic()
+    await _judge_many(engine, 8)  # two waves of four
+    after = time.monotonic()
+    stats = mock_server.server.stats.as_dict()
+    first, last = stats["first_request_at"], stats["last_response_at"]
+    assert before <= first < last <= after and last - first >= 0.2
+    assert 3.0 <= stats["mean_in_flight"] <= 4.0
+
+
 async def test_requests_per_minute_limit_spaces_calls(engine_factory, mock_server, mock_model):
     engine = engine_factory(cache_mode="off",
                             rate_limits={mock_model: RateLimit(requests_per_minute=600)})

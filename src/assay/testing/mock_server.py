@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import random
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,13 +90,46 @@ class MockStats:
     models: Counter[str] = field(default_factory=Counter)
     authorization: Counter[str] = field(default_factory=Counter)
     """How often each Authorization header value was sent (tests check credentials arrive)."""
+    first_request_at: float | None = None
+    """``time.monotonic()`` when the first request arrived. On Linux that clock is the
+    system's, so a benchmark can set it against a client process's own times."""
+    last_response_at: float | None = None
+    """``time.monotonic()`` when the last request was answered."""
+    in_flight_seconds: float = 0.0
+    """Requests in flight integrated over time: divided by the time from the first request
+    to the last answer, how many were in flight on average."""
+    _changed_at: float = 0.0
+
+    def arrive(self) -> None:
+        now = time.monotonic()
+        if self.first_request_at is None:
+            self.first_request_at = self._changed_at = now
+        self._tally(now)
+        self.requests += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def leave(self) -> None:
+        now = self.last_response_at = time.monotonic()
+        self._tally(now)
+        self.in_flight -= 1
+
+    def _tally(self, now: float) -> None:
+        self.in_flight_seconds += self.in_flight * (now - self._changed_at)
+        self._changed_at = now
 
     def as_dict(self) -> dict[str, Any]:
+        span = (self.last_response_at - self.first_request_at
+                if self.first_request_at is not None and self.last_response_at is not None
+                else 0.0)
         return {
             "requests": self.requests,
             "completed": self.completed,
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
+            "first_request_at": self.first_request_at,
+            "last_response_at": self.last_response_at,
+            "mean_in_flight": self.in_flight_seconds / span if span > 0 else None,
             "faults": dict(self.faults),
             "fault_total": sum(self.faults.values()),
             "models": dict(self.models),
@@ -169,9 +203,7 @@ class MockServer:
     async def _serve(self, request: web.Request, to_openai: Any,
                      from_openai: Any) -> web.StreamResponse:
         stats = self.stats
-        stats.requests += 1
-        stats.in_flight += 1
-        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        stats.arrive()
         try:
             body = await request.read()
             try:
@@ -199,7 +231,7 @@ class MockServer:
             return web.Response(body=orjson.dumps(from_openai(response)),
                                 content_type="application/json")
         finally:
-            stats.in_flight -= 1
+            stats.leave()
 
     async def _fault(self, request: web.Request, fault: str,
                      payload: dict[str, Any]) -> web.StreamResponse:
