@@ -127,7 +127,7 @@ def test_a_batch_that_fails_as_the_process_exits_is_told_on_stderr(tmp_path):
     run = RunStore(url).create_run("suite", {})
     with sqlite3.connect(tmp_path / "runs.db") as conn:
         conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON executions "
-                     "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+                     "BEGIN SELECT RAISE(ABORT, 'disk says no\x1b[2J'); END")
     script = (
         "import sys\n"
         "from assay.model import Execution\n"
@@ -138,7 +138,8 @@ def test_a_batch_that_fails_as_the_process_exits_is_told_on_stderr(tmp_path):
     done = subprocess.run([sys.executable, "-c", script, url, run], capture_output=True,
                           text=True, timeout=120)
     assert "results recorded last were not stored: the run store" in done.stderr
-    assert "disk says no" in done.stderr and "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "disk says no\\x1b[2J" in done.stderr and "\x1b" not in done.stderr  # shown, inert
 
 
 def test_a_store_is_collected_when_no_longer_used(tmp_path):

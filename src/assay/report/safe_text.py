@@ -11,25 +11,12 @@ reorder what is shown) become visible escapes such as ``\\x1b``, and markup is e
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f]")
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def printable(value: Any) -> str:
-    """``value`` as text with every control character shown as an escape (``\\x1b``);
-    newlines and tabs are kept. For plain output (no Rich markup parsing)."""
-    text = value if isinstance(value, str) else str(value)
-    return _CONTROL.sub(_visible, text)
+from assay.control_chars import printable
 
 
 def for_terminal(value: Any) -> str:

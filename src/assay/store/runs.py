@@ -31,6 +31,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
+from assay.control_chars import printable
 from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, EvaluatorSpec, RunRecord, SourceLocation, Verdict
 from assay.redact import redact_url, scrub, url_secrets
@@ -400,8 +401,8 @@ def _shut(writer: BatchWriter | None, engine: Engine,
             writer.wait()
         except Exception as exc:
             with contextlib.suppress(Exception):
-                print(f"assay: results recorded last were not stored: {failed(exc)}",
-                      file=sys.stderr, flush=True)
+                print(printable(f"assay: results recorded last were not stored: "
+                                f"{failed(exc)}"), file=sys.stderr, flush=True)
     engine.dispose()
 
 
