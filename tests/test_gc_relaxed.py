@@ -67,3 +67,30 @@ async def test_a_stopped_run_puts_the_threshold_back() -> None:
     run.cancel()
     await asyncio.gather(run, return_exceptions=True)
     assert gc.get_threshold() == before
+
+
+def test_importing_pauses_and_freezes_only_in_the_command_process(monkeypatch) -> None:
+    """The ``assay`` command freezes what its imports built (no collection walks it again);
+    a command run inside a longer-lived process (this test, a notebook) only pauses, since a
+    freeze would keep whatever garbage is pending there for ever."""
+    import subprocess
+    import sys
+
+    from assay import gc_pause
+
+    monkeypatch.setattr(gc_pause, "_command_process", False)
+    frozen = gc.get_freeze_count()
+    with gc_pause.importing():
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+    script = ("import gc\n"
+              "from assay.gc_pause import command_process, importing\n"
+              "command_process()\n"
+              "before = gc.get_freeze_count()\n"
+              "with importing():\n"
+              "    import json, decimal\n"
+              "print(gc.isenabled(), gc.get_freeze_count() > before, gc.get_count()[0] < 700)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr

@@ -33,7 +33,11 @@ def main() -> None:
 
         print(f"assay {__version__}")
         return
-    from assay.cli import main as run_command
+    from assay.gc_pause import command_process, importing
+
+    command_process()
+    with importing():
+        from assay.cli import main as run_command
 
     try:
         run_command()

@@ -141,10 +141,19 @@ def run(
         "(implies the calibration gate)."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
-    from assay.evaluation import evaluate_async, open_store, resume_async
-    from assay.llm.config import RetryPolicy
-    from assay.run_config import CalibrationGate, Gates, RunConfig, RunThresholds, Thresholds
-    from assay.suites.paths import parse_eval_ids
+    from assay.gc_pause import importing
+
+    with importing():
+        from assay.evaluation import evaluate_async, open_store, resume_async
+        from assay.llm.config import RetryPolicy
+        from assay.run_config import (
+            CalibrationGate,
+            Gates,
+            RunConfig,
+            RunThresholds,
+            Thresholds,
+        )
+        from assay.suites.paths import parse_eval_ids
 
     if cache not in ("use", "refresh", "off"):
         raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
