@@ -56,7 +56,7 @@ def leave(code: object) -> None:
         raise SystemExit(code)
     atexit._run_exitfuncs()
     # Files opened while the command ran (the user's agent may leave one open); what was
-    # imported before it is frozen (see assay.cli.main) and not looked through again: the
+    # imported before it is frozen (see gc_pause.importing) and not looked through again: the
     # standard streams are flushed below, and logging's own files by its exit handler.
     for obj in gc.get_objects():
         if isinstance(obj, _FILES) and not obj.closed:
