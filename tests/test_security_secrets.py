@@ -103,13 +103,13 @@ def test_key_echoed_in_error_bodies_never_reaches_store_files_or_output(
     assert shown.returncode == 0, shown.stderr
     assert leaks(shown.stdout + shown.stderr, API_KEY) == []
 
-    judged = assay(project, "judge", "-e", "Paris", "-a", "Paris it is",
+    judged = assay(project, "judge", "-e", "Paris", "-a", "Paris it is", "--max-attempts", "2",
                    "-m", f"{mock_server.url}#judge", env=env)
     assert judged.returncode == 1
     assert "request headers were" in judged.stdout
     assert leaks(judged.stdout + judged.stderr, API_KEY) == []
     as_json = assay(project, "judge", "-e", "Paris", "-a", "Paris it is", "--json",
-                    "-m", f"{mock_server.url}#judge", env=env)
+                    "--max-attempts", "2", "-m", f"{mock_server.url}#judge", env=env)
     assert "request headers were" in as_json.stdout
     assert leaks(as_json.stdout + as_json.stderr, API_KEY) == []
 

@@ -53,6 +53,20 @@ def test_cli_judge_prints_score_rationale_tokens_and_cost(mock_server, tmp_path)
     assert data["scale"] == "0-100" and data["usage"]["prompt_tokens"] > 0
 
 
+def test_cli_judge_bounds_its_retries_as_assay_run_does(mock_server, tmp_path):
+    """A failing endpoint costs ``--max-attempts`` calls, not the default six and their
+    backoff; the score is an error (exit 1), not a zero."""
+    mock_server.configure(faults={"500": 1.0})
+    out = _run(["judge", "-e", "a", "-a", "b", "--model", f"{mock_server.url}#m",
+                "--max-attempts", "2", "--cache", "off"], {"ASSAY_CACHE_DIR": str(tmp_path)})
+    assert out.returncode == 1, out.stderr
+    assert out.stdout.startswith("error ") and "score " not in out.stdout
+    assert mock_server.stats.requests == 2
+    zero = _run(["judge", "-e", "a", "-a", "b", "--model", f"{mock_server.url}#m",
+                 "--max-attempts", "0"], {"ASSAY_CACHE_DIR": str(tmp_path)})
+    assert zero.returncode == 2 and "--max-attempts" in zero.stderr
+
+
 def test_cli_judge_bad_input_is_one_clear_line_and_exit_2(tmp_path):
     env = {"ASSAY_CACHE_DIR": str(tmp_path)}
     out = _run(["judge", "-e", "a", "-a", "b", "--model", "nope:model"], env)

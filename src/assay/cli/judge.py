@@ -39,12 +39,16 @@ def judge(
                                        help="A prompt template file."),
     question: str = typer.Option("", "--question", "-q", help="The question (llm_judge)."),
     cache: str = typer.Option("use", "--cache", help="Response cache: use, refresh or off."),
+    max_attempts: int = typer.Option(6, "--max-attempts", min=1,
+                                     help="Attempts per judge call (1 = no retries)."),
+    call_timeout: float = typer.Option(120.0, "--call-timeout", min=0.001,
+                                       help="Seconds one judge call may take."),
     as_json: bool = typer.Option(False, "--json", help="Print the score as JSON."),
 ) -> None:
     """Score one pair and print the score, rationale, tokens and cost."""
     from assay.api import score_async
     from assay.judges import build
-    from assay.llm.config import EngineConfig
+    from assay.llm.config import EngineConfig, RetryPolicy
     from assay.llm.engine import JudgeEngine
     from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
     from assay.model import Case, Execution
@@ -57,7 +61,9 @@ def judge(
     if evaluator == "contains":
         config["search_text"] = expected
     built = build(config, where=f"--evaluator {evaluator}")
-    engine_config = EngineConfig(cache_mode=cache)  # type: ignore[arg-type]
+    engine_config = EngineConfig(
+        cache_mode=cache,  # type: ignore[arg-type]
+        retry=RetryPolicy(max_attempts=max_attempts, call_timeout_s=call_timeout))
     if model is not None:  # an empty --model is an error, not the default
         engine_config.default_model = model
     engine = JudgeEngine(engine_config)
