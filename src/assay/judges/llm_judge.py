@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
@@ -28,7 +29,7 @@ from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.prompt_check import check_prompt, uses_any
 from assay.judges.registry import register
-from assay.judges.templates import as_text, delimit, render
+from assay.judges.templates import as_text, delimit, render, used_variables
 from assay.model import Case, Execution, Score
 
 VARIABLES = ("question", "expected_outcome", "candidate_answer", "reference_answer",
@@ -69,25 +70,42 @@ class JudgeVerdict(JudgeAnswer):
     reasoning: str = ""
 
 
-def template_values(case: Case, execution: Execution) -> dict[str, str]:
-    """Every variable a judge template may use, as delimited prompt text."""
-    input_messages = case.input if isinstance(case.input, list) else [
-        {"role": "user", "content": case.question()}]
-    expected_messages = case.metadata.get("expected_messages", [])
-    raw: dict[str, Any] = {
-        "question": case.question().strip(),
-        "expected_outcome": "\n".join(case.expected_outcomes).strip(),
-        "candidate_answer": execution.output_text().strip(),
-        "reference_answer": as_text(case.expected_output).strip(),
-        "input_messages": input_messages,
-        "expected_messages": expected_messages,
-        "output_messages": execution.messages,
-        "note": as_text(case.metadata.get("note", "")),
-        "guidelines": "\n".join(case.guidelines),
-        "context": "\n\n".join(d.content for d in execution.retrieved_context)
-        or "\n\n".join(case.reference_context),
-    }
-    return {k: delimit(k, v) for k, v in raw.items()}
+def template_values(case: Case, execution: Execution,
+                    names: Iterable[str] = VARIABLES) -> dict[str, str]:
+    """The variables ``names`` (by default every one a template may use) as delimited prompt
+    text.
+
+    A judge asks only for what its template uses: the default prompt uses four of the ten,
+    and the message lists, dumped as JSON and framed, cost more than those four together.
+    """
+    return {name: delimit(name, _RAW_VALUES[name](case, execution)) for name in names
+            if name in _RAW_VALUES}
+
+
+def _input_messages(case: Case, execution: Execution) -> Any:
+    if isinstance(case.input, list):
+        return case.input
+    return [{"role": "user", "content": case.question()}]
+
+
+def _context(case: Case, execution: Execution) -> str:
+    return ("\n\n".join(d.content for d in execution.retrieved_context)
+            or "\n\n".join(case.reference_context))
+
+
+_RAW_VALUES: dict[str, Callable[[Case, Execution], Any]] = {
+    "question": lambda case, execution: case.question().strip(),
+    "expected_outcome": lambda case, execution: "\n".join(case.expected_outcomes).strip(),
+    "candidate_answer": lambda case, execution: execution.output_text().strip(),
+    "reference_answer": lambda case, execution: as_text(case.expected_output).strip(),
+    "input_messages": _input_messages,
+    "expected_messages": lambda case, execution: case.metadata.get("expected_messages", []),
+    "output_messages": lambda case, execution: execution.messages,
+    "note": lambda case, execution: as_text(case.metadata.get("note", "")),
+    "guidelines": lambda case, execution: "\n".join(case.guidelines),
+    "context": _context,
+}
+"""How each template variable is read from a case and its execution, before framing."""
 
 
 @register
@@ -150,7 +168,8 @@ class LLMJudge(LLMEvaluator):
     async def user_prompt(self, case: Case, execution: Execution) -> str:
         """The user prompt: the template filled in, or what the prompt script printed."""
         if self.prompt_script is None:
-            return render(self.prompt, template_values(case, execution))
+            return render(self.prompt, template_values(case, execution,
+                                                       used_variables(self.prompt)))
         from assay.judges.code_judge import case_payload
         from assay.processes import StartFailed, run_program
 

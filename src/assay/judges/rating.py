@@ -33,7 +33,7 @@ from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.llm_judge import ANSWER_VARIABLES, VARIABLES, template_values
 from assay.judges.prompt_check import check_prompt, uses_any
 from assay.judges.registry import register
-from assay.judges.templates import render
+from assay.judges.templates import render, used_variables
 from assay.model import Case, Execution, Score
 
 SYSTEM = """You are a strict, fair judge. {data}
@@ -127,9 +127,10 @@ class Rating(LLMEvaluator):
                      judge_model=result.model)
 
     def _user(self, case: Case, execution: Execution) -> str:
-        values = template_values(case, execution)
         if self.prompt is not None:
-            return render(self.prompt, values)
+            return render(self.prompt, template_values(case, execution,
+                                                       used_variables(self.prompt)))
+        values = template_values(case, execution, _BUILT_IN)
         present = {
             "question": case.question().strip(),
             "guidelines": "\n".join(case.guidelines).strip(),
@@ -143,6 +144,10 @@ class Rating(LLMEvaluator):
                 parts.append(f"[[ ## {key} ## ]]\n{values[key]}")
         parts.append(f"[[ ## answer ## ]]\n{values['candidate_answer']}")
         return "\n\n".join(parts)
+
+
+_BUILT_IN = ("question", "guidelines", "context", "reference_answer", "candidate_answer")
+"""The variables of the prompt a rating judge writes when it is given none."""
 
 
 def weighted_rating(tokens: list[dict[str, Any]] | None, low: int,

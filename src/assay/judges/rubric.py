@@ -276,10 +276,9 @@ class Rubric(LLMEvaluator):
         return "\n".join(lines)
 
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        values = template_values(case, execution)
-        user = USER.format(rubrics=self._rubric_text(), **{
-            k: values[k] for k in ("question", "expected_outcome", "reference_answer",
-                                   "candidate_answer")})
+        user = USER.format(rubrics=self._rubric_text(), **template_values(
+            case, execution, ("question", "expected_outcome", "reference_answer",
+                              "candidate_answer")))
         ids = tuple(item.id for item in self.rubrics)
         if self.ranged:
             system = SYSTEM_RANGES.format(data=DATA_NOT_INSTRUCTIONS)

@@ -34,6 +34,12 @@ def variables(template: str) -> list[str]:
     return list(seen)
 
 
+@functools.lru_cache(maxsize=256)
+def used_variables(template: str) -> tuple[str, ...]:
+    """:func:`variables`, remembered: a judge asks for its template's names on every case."""
+    return tuple(variables(template))
+
+
 def check_variables(template: str, accepted: Iterable[str], where: str = "prompt") -> None:
     """Raise TemplateError naming each unknown variable and listing the accepted ones."""
     allowed = list(accepted)
