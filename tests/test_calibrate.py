@@ -192,11 +192,13 @@ def test_the_run_gate_advice_calibrates_the_judge_as_printed(tmp_path, mock_serv
     labelled.write_text("".join(json.dumps(r) + "\n" for r in rows))
     first = assay(tmp_path, "run", "EVAL.yaml", "--min-judge-accuracy", "0.8")
     assert first.returncode == 1, first.stdout + first.stderr
-    flat = " ".join(first.stdout.split())
-    assert "gate failed: judge 'similar' (semantic_similarity on " in flat
+    # The gate's line is printed whole, however narrow the output: the command it advises
+    # copies from a log as one piece (the old output broke it wherever the width fell).
+    line = next(x for x in first.stdout.splitlines() if x.startswith("gate failed"))
+    assert "gate failed: judge 'similar' (semantic_similarity on " in line
     advice = re.search(r"Calibrate it: (assay calibrate SET --suite \S+ --evaluator similar "
-                       r"--judge-model \S+ --store \S+)", flat)
-    assert advice is not None, flat
+                       r"--judge-model \S+ --store \S+)", line)
+    assert advice is not None, first.stdout
     command = shlex.split(advice.group(1))[2:]  # as a shell reads it: the URL is quoted
     command[command.index("SET")] = str(labelled)
     calibrated = assay(tmp_path, "calibrate", *command, "--resamples", "50")

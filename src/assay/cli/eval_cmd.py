@@ -159,5 +159,6 @@ def _report(result: Any, runs: Any, reports: Any) -> bool:
     console.print(f"run {result.run_id} ({for_terminal(result.run.suite)}) stored in "
                   f"{runs.display_url}", highlight=False)
     for failure in result.summary.gate_failures:
-        console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
+        console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False,
+                      soft_wrap=True)  # one line, so a command it advises copies whole
     return not result.passed

@@ -541,7 +541,8 @@ def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = Non
             for line in result.reason.splitlines():
                 console.print(for_terminal(line), highlight=False)
         for failure in result.summary.gate_failures:
-            console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False)
+            console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False,
+                          soft_wrap=True)  # one line, so a command it advises copies whole
         raise typer.Exit(EXIT_GATE_FAILED)
     console.print("[green]all gates passed[/]")
 
