@@ -47,6 +47,27 @@ def test_assertions_failures_and_judge_errors(pytester: pytest.Pytester, mock_mo
         again.stdout.str()
 
 
+def test_the_summary_is_whole_under_xdist(pytester: pytest.Pytester, mock_model: str):
+    """Tests judged on two pytest-xdist workers: the figures come back with their reports, so
+    the summary printed by the controlling process lists every test (it printed nothing)."""
+    pytester.makepyfile(**{f"test_agent_{n}": textwrap.dedent(f'''
+        from assay import Case, SemanticSimilarity
+        from assay.pytest_plugin import assert_passes
+
+        def test_similar():
+            assert_passes(SemanticSimilarity(threshold=0.5),
+                          Case(id="{n}", expected_output="the capital is Paris"),
+                          "the capital is Paris, {n}", judge_model={mock_model!r})
+    ''') for n in ("one", "two")})
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(passed=2)
+    text = result.stdout.str()
+    assert "assay judgements" in text
+    for n in ("one", "two"):
+        assert f"test_agent_{n}.py::test_similar: 1 judgement(s), 1 call(s) (+0 cached)" in text
+    assert "total: 2 judge call(s) (+0 from the cache)" in text
+
+
 def test_a_parametrised_eval_yaml(pytester: pytest.Pytester):
     pytester.makefile(".yaml", EVAL=textwrap.dedent('''
         execution:

@@ -17,6 +17,7 @@ threshold and the judge's rationale. A judgement that could not be made (the jud
 unreachable, its answer unusable) is reported as an ERROR, not as a failed assertion: it says
 nothing about the agent. The terminal summary lists each test's judge calls, cost and latency;
 judge answers come from assay's response cache, so re-running unchanged tests is free.
+Each test's figures travel on its report, so the summary is whole under pytest-xdist too.
 
 The plugin is registered through the ``pytest11`` entry point; it only adds the summary and
 the error reporting, and does nothing for tests that do not use it.
@@ -53,7 +54,10 @@ class _Usage:
 
 
 _CURRENT: dict[str, _Usage] = {}
+"""What the tests running in this process judged, until their reports carry it away."""
 _ACTIVE: list[str] = []
+_SUMMARY: dict[str, dict[str, Any]] = {}
+"""Every test's figures, as its report brought them (from this process or an xdist worker)."""
 
 
 def _record(score: Any) -> None:
@@ -176,12 +180,25 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if call.when == "call" and call.excinfo is not None and \
-            call.excinfo.errisinstance(JudgeError):
-        report.assay_judge_error = True  # type: ignore[attr-defined]
-        with contextlib.suppress(Exception):
-            report.longrepr = str(call.excinfo.value)
+    if call.when == "call":
+        usage = _CURRENT.pop(item.nodeid, None)
+        if usage is not None:
+            # A plain dict on the report: pytest-xdist sends a report's attributes from the
+            # worker to the process that prints the summary.
+            report.assay_usage = {  # type: ignore[attr-defined]
+                "calls": usage.calls, "cached": usage.cached, "cost": usage.cost,
+                "latency_ms": usage.latency_ms, "judgements": len(usage.judgements)}
+        if call.excinfo is not None and call.excinfo.errisinstance(JudgeError):
+            report.assay_judge_error = True  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):
+                report.longrepr = str(call.excinfo.value)
     return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    usage = getattr(report, "assay_usage", None)
+    if isinstance(usage, dict):
+        _SUMMARY[report.nodeid] = usage
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
@@ -193,21 +210,21 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                             config: pytest.Config) -> None:
-    if not _CURRENT:
+    if not _SUMMARY:
         return
     terminalreporter.section("assay judgements")
     total_calls = total_cached = 0
     total_cost: float | None = 0.0
-    for nodeid, usage in sorted(_CURRENT.items()):
-        cost = "cost ?" if usage.cost is None else f"${usage.cost:.4f}"
+    for nodeid, usage in sorted(_SUMMARY.items()):
+        cost = "cost ?" if usage["cost"] is None else f"${usage['cost']:.4f}"
         terminalreporter.write_line(
-            f"{nodeid}: {len(usage.judgements)} judgement(s), {usage.calls} call(s) "
-            f"(+{usage.cached} cached), {cost}, {usage.latency_ms / 1000:.2f}s")
-        total_calls += usage.calls
-        total_cached += usage.cached
-        total_cost = None if total_cost is None or usage.cost is None \
-            else total_cost + usage.cost
+            f"{nodeid}: {usage['judgements']} judgement(s), {usage['calls']} call(s) "
+            f"(+{usage['cached']} cached), {cost}, {usage['latency_ms'] / 1000:.2f}s")
+        total_calls += usage["calls"]
+        total_cached += usage["cached"]
+        total_cost = None if total_cost is None or usage["cost"] is None \
+            else total_cost + usage["cost"]
     cost = "unknown" if total_cost is None else f"${total_cost:.4f}"
     terminalreporter.write_line(f"total: {total_calls} judge call(s) (+{total_cached} from "
                                 f"the cache), cost {cost}")
-    _CURRENT.clear()
+    _SUMMARY.clear()
