@@ -20,7 +20,10 @@ ASSAY_CHROMIUM="$(bash scripts/browser.sh)"
 export ASSAY_CHROMIUM
 export CI="${CI:-true}"
 MARKED="slow or postgres or drill or fuzz or browser"
-.venv/bin/python -m pytest -m "not ($MARKED)" -q "$@"
+# The in-process tests on every core, a test module per worker (its fixtures built once).
+# The marked pass stays on one: its drills time processes, and one long embedded-model
+# module would set its pace anyway.
+.venv/bin/python -m pytest -m "not ($MARKED)" -q -n auto --dist loadfile "$@"
 # The marked pass: pytest exits 5 when a selection holds no test, which is not a failure here.
 status=0
 .venv/bin/python -m pytest -m "$MARKED" -q "$@" || status=$?
