@@ -256,10 +256,15 @@ def test_an_empty_judge_model_is_an_error_not_the_default(tmp_path: Path) -> Non
     assert "Traceback" not in result.stderr
 
 
-def test_the_demo_model_is_named_plainly(tmp_path: Path) -> None:
+def test_the_demo_model_is_named_plainly() -> None:
     assert is_demo_model("local:gemma-3-270m") and is_demo_model("local:default")
     assert not is_demo_model("local:/models/big.gguf") and not is_demo_model("openai:gpt-4o")
     assert not is_demo_model("") and not is_demo_model("nonsense")
+
+
+@pytest.mark.slow
+def test_assay_judge_on_the_demo_model_says_so_once(tmp_path: Path) -> None:
+    """The default judge is the embedded model, which this test runs (hence slow)."""
     result = assay(tmp_path, "judge", "-e", "a", "-a", "b")  # the default judge
     notes = [line for line in result.stderr.splitlines() if "not meaningful" in line]
     assert len(notes) == 1 and "local:gemma-3-270m" in notes[0]
