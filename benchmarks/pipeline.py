@@ -11,7 +11,8 @@ Three sections, each printed as a table:
   store's writer included), and the event loop's thread alone, which is what bounds the
   rate when the loop is the bottleneck.
 - ``startup``: the median wall time of ``python -m assay --version`` (and of ``--help``, which
-  builds every command).
+  builds every command), and of bare interpreters importing the libraries a run needs (the
+  floor under any whole-process figure).
 - ``load``: an EVAL.yaml of N cases written to a temporary folder, then validated and loaded:
   ``assay.evaluation.load_data`` in this process, and ``assay validate`` as a whole command.
 
@@ -98,7 +99,21 @@ def startup_section(runs: int) -> list[list[Any]]:
         wall = _median_wall([sys.executable, "-m", "assay", *args], runs)
         rows.append([f"assay {' '.join(args)}", runs, f"{wall:.3f}",
                      "byte-code off" if env_note else ""])
+    for label, code in FLOORS:
+        wall = _median_wall([sys.executable, "-c", code], runs)
+        rows.append([label, runs, f"{wall:.3f}", "floor: no assay code"])
     return rows
+
+
+FLOORS = (
+    ("python -c pass", "pass"),
+    ("python importing the libraries a run needs",
+     "from pydantic import BaseModel; import sqlalchemy, typer, rich.console, yaml"),
+    ("... and aiohttp (a run that calls a model)",
+     "from pydantic import BaseModel; import sqlalchemy, typer, rich.console, yaml, aiohttp"),
+)
+"""What any command built on assay's libraries pays before its first line of its own: the
+start-up a whole-process target has to fit beside the work (measured in the same run)."""
 
 
 def _write_suite(folder: Path, n: int) -> Path:
