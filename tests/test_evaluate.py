@@ -339,3 +339,43 @@ def test_rescore_command_makes_no_agent_calls(tmp_path, mock_model, mock_server)
     assert len(runs) == 2
     new = next(r for r in runs if r.id != run_id)
     assert [e.type for e in new.config.evaluators] == ["semantic_similarity"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["loaded", "streamed"])
+def test_given_evaluators_replace_a_cases_own(tmp_path, streamed):
+    """A case with evaluators of its own is judged by the ones given to evaluate() alone;
+    a case without is passed through as it is."""
+    path = tmp_path / "EVAL.yaml"
+    path.write_text(textwrap.dedent('''
+        execution:
+          evaluators:
+            - {name: suite_own, type: contains, search_text: nowhere}
+        evalcases:
+          - id: own
+            input: capital of France?
+            expected_output: Paris
+            execution:
+              evaluators:
+                - {name: case_own, type: contains, search_text: nowhere}
+          - id: plain
+            input: capital of Spain?
+            expected_output: Madrid
+    '''))
+    from assay.evaluation import load_data, with_evaluators
+
+    suite = load_data(path)
+    if streamed:
+        cases = list(suite.cases)
+        suite = suite.model_copy(update={"cases": [], "case_source": lambda: iter(cases)})
+    judged = with_evaluators(suite, [ExactMatch(name="given")])
+    items = {i.case.id: i for i in (judged.case_source() if streamed else judged.cases)}
+    assert items["own"].evaluators is None and items["plain"].evaluators is None
+    assert [e.name for e in judged.evaluators_for(items["own"])] == ["given"]
+    originals = {i.case.id: i for i in (cases if streamed else suite.cases)}
+    assert items["plain"] is originals["plain"]  # nothing to take away: not copied
+    assert originals["own"].evaluators is not None  # the loaded suite is left as it was
+    result = assay.evaluate(path, target=lambda q: "Paris" if "France" in q else "Rome",
+                            evaluators=[ExactMatch(name="given")],
+                            gates=Gates(max_failed=None))
+    assert {r.case_id: [s.name for s in r.scores] for r in result.records} == {
+        "own": ["given"], "plain": ["given"]}

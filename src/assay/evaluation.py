@@ -258,11 +258,19 @@ def with_evaluators(suite: Suite, evaluators: Sequence[EvaluatorLike]) -> Suite:
 
         def stream() -> Iterable[SuiteCase]:
             for item in source():
-                yield item.model_copy(update={"evaluators": None})
+                yield _without_own_evaluators(item)
 
         return suite.model_copy(update={"evaluators": built, "case_source": stream})
-    cases = [c.model_copy(update={"evaluators": None}) for c in suite.cases]
+    cases = [_without_own_evaluators(c) for c in suite.cases]
     return suite.model_copy(update={"evaluators": built, "cases": cases})
+
+
+def _without_own_evaluators(item: SuiteCase) -> SuiteCase:
+    """``item`` judged by the suite's evaluators: copied only when it has its own (most
+    cases, and every row of a list or DataFrame, have none)."""
+    if item.evaluators is None:
+        return item
+    return item.model_copy(update={"evaluators": None})
 
 
 def as_evaluator(value: EvaluatorLike, where: str = "evaluator") -> Evaluator:
