@@ -92,6 +92,17 @@ def _median_wall(command: list[str], runs: int) -> float:
     return statistics.median(times)
 
 
+FLOORS = (
+    ("python -c pass", "pass"),
+    ("python importing the libraries a run needs",
+     "from pydantic import BaseModel; import sqlalchemy, typer, rich.console, yaml"),
+    ("... and aiohttp (a run that calls a model)",
+     "from pydantic import BaseModel; import sqlalchemy, typer, rich.console, yaml, aiohttp"),
+)
+"""What any command built on assay's libraries pays before its first line of its own: the
+start-up a whole-process target has to fit beside the work (measured in the same run)."""
+
+
 def startup_section(runs: int) -> list[list[Any]]:
     env_note = "PYTHONDONTWRITEBYTECODE" in os.environ
     rows = []
@@ -103,17 +114,6 @@ def startup_section(runs: int) -> list[list[Any]]:
         wall = _median_wall([sys.executable, "-c", code], runs)
         rows.append([label, runs, f"{wall:.3f}", "floor: no assay code"])
     return rows
-
-
-FLOORS = (
-    ("python -c pass", "pass"),
-    ("python importing the libraries a run needs",
-     "from pydantic import BaseModel; import sqlalchemy, typer, rich.console, yaml"),
-    ("... and aiohttp (a run that calls a model)",
-     "from pydantic import BaseModel; import sqlalchemy, typer, rich.console, yaml, aiohttp"),
-)
-"""What any command built on assay's libraries pays before its first line of its own: the
-start-up a whole-process target has to fit beside the work (measured in the same run)."""
 
 
 def _write_suite(folder: Path, n: int) -> Path:

@@ -119,3 +119,24 @@ def test_quick_calibration_run_makes_both_orders_of_every_pair() -> None:
     assert float(row["wall s"]) > 0 and float(row["raw aiohttp s"]) > 0, row
     assert re.search(r"calibration of llmbar-natural: median [\d.]+ s for 200 judge calls",
                      done.stdout), done.stdout[-2000:]
+
+
+PIPELINE_SCRIPT = SCRIPT.parent / "pipeline.py"
+
+
+@pytest.mark.slow
+def test_quick_pipeline_run_measures_evaluate_startup_floor_and_loading() -> None:
+    done = subprocess.run([sys.executable, str(PIPELINE_SCRIPT), "--quick"],
+                          capture_output=True, text=True, timeout=300,
+                          cwd=SCRIPT.parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    evaluate, startup, load = markdown_tables(done.stdout)
+    assert [row["client"] for row in evaluate] == ["assay.evaluate()", "raw aiohttp"]
+    assert all(int(row["requests"]) > 0 and row["errors"] == "0" for row in evaluate)
+    commands = [row["command"] for row in startup]
+    assert commands[:2] == ["assay --version", "assay --help"]
+    floors = [row for row in startup if row["note"] == "floor: no assay code"]
+    assert len(floors) == 3 and all(float(row["seconds"]) > 0 for row in floors)
+    # Importing the libraries costs more than starting Python: the floor measures something.
+    assert float(floors[1]["seconds"]) > float(floors[0]["seconds"])
+    assert all(row["cases"] == row["loaded"] for row in load)
