@@ -21,19 +21,25 @@ if importlib.util.find_spec("openai") is not None:
     EXPECTED.append("openai-sdk")
 
 
+def run_benchmark(script: Path, *args: str, timeout: float) -> str:
+    """Run a benchmark script from the repository's root; its stdout, once it exited 0."""
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=script.parent.parent)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
 @pytest.mark.slow
 def test_quick_throughput_run_prints_a_table_with_every_implementation() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick"], capture_output=True,
-                          text=True, timeout=120, cwd=SCRIPT.parent.parent)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [line for line in done.stdout.splitlines() if re.match(r"\| [a-z]", line)]
+    stdout = run_benchmark(SCRIPT, "--quick", timeout=120)
+    rows = [line for line in stdout.splitlines() if re.match(r"\| [a-z]", line)]
     seen: dict[str, list[float]] = {}
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         if cells[0] == "implementation":
             continue
         seen.setdefault(cells[0], []).append(float(cells[4]))  # the calls/s column
-    assert sorted(seen) == sorted(EXPECTED), done.stdout
+    assert sorted(seen) == sorted(EXPECTED), stdout
     for name, rates in seen.items():
         assert rates and all(rate > 0 for rate in rates), (name, rates)
 
@@ -60,11 +66,9 @@ def markdown_tables(text: str) -> list[list[dict[str, str]]]:
 
 @pytest.mark.slow
 def test_quick_suite_run_prints_throughput_cache_and_memory_numbers() -> None:
-    done = subprocess.run([sys.executable, str(SUITE_SCRIPT), "--quick"], capture_output=True,
-                          text=True, timeout=300, cwd=SUITE_SCRIPT.parent.parent)
-    assert done.returncode == 0, done.stderr[-2000:]
-    throughput, timeline, cache, memory = markdown_tables(done.stdout)
-    assert throughput and timeline and cache and memory, done.stdout
+    stdout = run_benchmark(SUITE_SCRIPT, "--quick", timeout=300)
+    throughput, timeline, cache, memory = markdown_tables(stdout)
+    assert throughput and timeline and cache and memory, stdout
     for row in throughput:
         assert float(row["calls/s"]) > 0, row
         assert float(row["raw aiohttp calls/s"]) > 0, row
@@ -88,11 +92,8 @@ AGENT_SCRIPT = SCRIPT.parent / "agent_judges_throughput.py"
 
 @pytest.mark.slow
 def test_agent_judges_benchmark_makes_every_call_it_counts() -> None:
-    done = subprocess.run([sys.executable, str(AGENT_SCRIPT), "--rows", "20", "--latency",
-                           "10"], capture_output=True, text=True, timeout=120,
-                          cwd=SCRIPT.parent.parent)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (table,) = markdown_tables(done.stdout)
+    stdout = run_benchmark(AGENT_SCRIPT, "--rows", "20", "--latency", "10", timeout=120)
+    (table,) = markdown_tables(stdout)
     assay_row, raw_row = table
     assert assay_row["client"] == "assay.evaluate()" and raw_row["client"] == "raw aiohttp loop"
     for row in table:
@@ -106,11 +107,8 @@ CALIBRATION_SCRIPT = SCRIPT.parent / "calibration_throughput.py"
 
 @pytest.mark.slow
 def test_quick_calibration_run_makes_both_orders_of_every_pair() -> None:
-    done = subprocess.run([sys.executable, str(CALIBRATION_SCRIPT), "--quick"],
-                          capture_output=True, text=True, timeout=300,
-                          cwd=SCRIPT.parent.parent)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (table,) = markdown_tables(done.stdout)
+    stdout = run_benchmark(CALIBRATION_SCRIPT, "--quick", timeout=300)
+    (table,) = markdown_tables(stdout)
     (row,) = table
     assert row["set"] == "llmbar-natural" and row["pairs"] == "100", row
     assert int(row["judge calls"]) == 200 == int(row["server requests"]), row
@@ -118,7 +116,7 @@ def test_quick_calibration_run_makes_both_orders_of_every_pair() -> None:
     assert 0 < int(row["max in flight"]) <= int(row["concurrency"]), row
     assert float(row["wall s"]) > 0 and float(row["raw aiohttp s"]) > 0, row
     assert re.search(r"calibration of llmbar-natural: median [\d.]+ s for 200 judge calls",
-                     done.stdout), done.stdout[-2000:]
+                     stdout), stdout[-2000:]
 
 
 PIPELINE_SCRIPT = SCRIPT.parent / "pipeline.py"
@@ -126,11 +124,8 @@ PIPELINE_SCRIPT = SCRIPT.parent / "pipeline.py"
 
 @pytest.mark.slow
 def test_quick_pipeline_run_measures_evaluate_startup_floor_and_loading() -> None:
-    done = subprocess.run([sys.executable, str(PIPELINE_SCRIPT), "--quick"],
-                          capture_output=True, text=True, timeout=300,
-                          cwd=SCRIPT.parent.parent)
-    assert done.returncode == 0, done.stderr[-2000:]
-    evaluate, startup, load = markdown_tables(done.stdout)
+    stdout = run_benchmark(PIPELINE_SCRIPT, "--quick", timeout=300)
+    evaluate, startup, load = markdown_tables(stdout)
     assert [row["client"] for row in evaluate] == ["assay.evaluate()", "raw aiohttp"]
     assert all(int(row["requests"]) > 0 and row["errors"] == "0" for row in evaluate)
     commands = [row["command"] for row in startup]
