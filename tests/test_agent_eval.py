@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from assay.model import Execution
 from assay.scorers import Correctness, Safety
 from assay.traces import retrieved_context
 from tests.acceptance.stub import StubJudge
+from tests.assay_process import run_assay
 
 
 def directive(result: str, reason: str) -> str:
@@ -208,8 +208,7 @@ def test_legacy_tool_calls_become_messages():
 def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ASSAY_CACHE_DIR": str(cwd / "cache")}
     env.pop("ASSAY_JUDGE_MODEL", None)
-    return subprocess.run([sys.executable, "-m", "assay", "run", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=180)
+    return run_assay(["run", *args], cwd=cwd, env=env, timeout=180)
 
 
 def write_csv(path: Path) -> None:

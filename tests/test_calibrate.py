@@ -11,7 +11,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from assay.calibration.items import CalibrationDataError
 from assay.calibration.report import CalibrationReport, text_lines
 from assay.evaluation import evaluate_async, open_store
 from assay.llm import RetryPolicy
+from tests.assay_process import run_assay
 
 
 async def test_a_calibration_is_a_stored_cached_run(tmp_path, mock_model, mock_server):
@@ -119,8 +119,7 @@ async def test_a_stored_run_is_calibrated_against_labels_by_case_id(tmp_path, mo
 def assay(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ASSAY_CACHE_DIR": str(cwd / "cache")}
     env.pop("ASSAY_JUDGE_MODEL", None)
-    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=240)
+    return run_assay(args, cwd=cwd, env=env, timeout=240)
 
 
 def test_cli_lists_sets_prints_reports_and_sets_exit_codes(tmp_path, mock_model):

@@ -5,12 +5,11 @@ degenerate cases where it is undefined (one class only, perfect agreement, no va
 from __future__ import annotations
 
 import math
+from types import ModuleType
 
 import krippendorff
 import numpy as np
 import pytest
-import scipy.stats
-from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from assay.calibration.stats import (
     Bootstrap,
@@ -28,6 +27,23 @@ from assay.calibration.stats import (
     krippendorff_alpha,
     label_rates,
 )
+
+
+@pytest.fixture(scope="module")
+def sklearn_metrics() -> ModuleType:
+    """scikit-learn's metrics, the reference: imported (with SciPy, more than a second) only
+    where these tests run, not in every test worker that collects this module."""
+    import sklearn.metrics
+
+    return sklearn.metrics
+
+
+@pytest.fixture(scope="module")
+def scipy_stats() -> ModuleType:
+    import scipy.stats
+
+    return scipy.stats
+
 
 # -- hand-computed values -------------------------------------------------------------------
 
@@ -92,13 +108,14 @@ def test_label_rates_by_hand():
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
-def test_kappa_matches_scikit_learn(seed, weights):
+def test_kappa_matches_scikit_learn(seed, weights, sklearn_metrics):
     rng = np.random.default_rng(seed)
     human = rng.integers(0, 4, 80)
     judge = np.where(rng.random(80) < 0.5, human, rng.integers(0, 4, 80))
-    expected = cohen_kappa_score(human, judge, weights=weights, labels=[0, 1, 2, 3])
+    expected = sklearn_metrics.cohen_kappa_score(human, judge, weights=weights,
+                                                 labels=[0, 1, 2, 3])
     assert cohen_kappa(human, judge, 4, weights) == pytest.approx(expected)
-    assert confusion(human, judge, 4).tolist() == confusion_matrix(
+    assert confusion(human, judge, 4).tolist() == sklearn_metrics.confusion_matrix(
         human, judge, labels=[0, 1, 2, 3]).tolist()
 
 
@@ -123,16 +140,16 @@ def test_alpha_interval_on_continuous_values_matches_the_package():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_correlations_match_scipy(seed):
+def test_correlations_match_scipy(seed, scipy_stats):
     rng = np.random.default_rng(seed)
     human = rng.integers(1, 6, 70).astype(float)  # ties, as real labels have
     judge = human + rng.normal(0, 1.5, 70)
     assert correlation("spearman", human, judge) == pytest.approx(
-        scipy.stats.spearmanr(human, judge).statistic)
+        scipy_stats.spearmanr(human, judge).statistic)
     assert correlation("kendall", human, judge) == pytest.approx(
-        scipy.stats.kendalltau(human, judge).statistic)
+        scipy_stats.kendalltau(human, judge).statistic)
     assert correlation("pearson", human, judge) == pytest.approx(
-        scipy.stats.pearsonr(human, judge).statistic)
+        scipy_stats.pearsonr(human, judge).statistic)
 
 
 # -- the batch forms compute the same as one resample at a time ------------------------------
@@ -182,29 +199,29 @@ def test_batch_forms_match_the_single_forms():
 # -- degenerate cases: a reason, never a crash or a misleading number ------------------------
 
 
-def test_one_class_only_leaves_kappa_undefined_with_the_reason():
+def test_one_class_only_leaves_kappa_undefined_with_the_reason(sklearn_metrics):
     human = judge = np.zeros(10, dtype=int)
     found = cohen_kappa(human, judge, 2)
     assert isinstance(found, str) and "same single label" in found
     with pytest.warns(UserWarning):  # scikit-learn calls it undefined too, and says nan
-        assert math.isnan(cohen_kappa_score(human, judge, labels=[0, 1]))
+        assert math.isnan(sklearn_metrics.cohen_kappa_score(human, judge, labels=[0, 1]))
     assert accuracy(human, judge) == 1.0
     assert "nothing to agree on" in str(krippendorff_alpha(np.stack([human, judge], 1)))
     assert math.isnan(batch_kappa(human, judge, 2, Resamples(np.zeros((3, 10), dtype=int)))[0])
 
 
-def test_perfect_agreement_is_one_not_undefined():
+def test_perfect_agreement_is_one_not_undefined(sklearn_metrics):
     human = judge = np.array([0, 1, 1, 0, 1])
     assert cohen_kappa(human, judge, 2) == 1.0
     assert krippendorff_alpha(np.stack([human, judge], 1)) == 1.0
-    assert cohen_kappa_score(human, judge) == 1.0
+    assert sklearn_metrics.cohen_kappa_score(human, judge) == 1.0
 
 
-def test_a_constant_judge_against_varied_labels_is_kappa_zero_as_sklearn_says():
+def test_a_constant_judge_against_varied_labels_is_kappa_zero_as_sklearn_says(sklearn_metrics):
     human = np.array([0, 1, 0, 1, 1])
     judge = np.zeros(5, dtype=int)
     assert cohen_kappa(human, judge, 2) == pytest.approx(0.0)
-    assert cohen_kappa_score(human, judge) == pytest.approx(0.0)
+    assert sklearn_metrics.cohen_kappa_score(human, judge) == pytest.approx(0.0)
 
 
 def test_correlations_with_a_constant_side_are_undefined():

@@ -6,12 +6,13 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+
+from tests.assay_process import run_assay
 
 AGENT = '''
 import os
@@ -71,8 +72,7 @@ def project(tmp_path: Path, mock_server) -> Path:  # type: ignore[no-untyped-def
 def assay(project: Path, *args: str, env: dict[str, str] | None = None
           ) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "ASSAY_CACHE_DIR": str(project / "cache"), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=project, env=full_env,
-                          capture_output=True, text=True, timeout=180)
+    return run_assay(args, cwd=project, env=full_env, timeout=180)
 
 
 def _run_id(out: str) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from assay.compare import ComparisonRefused, compare_runs
 from assay.model import Case, Execution
 from assay.records import CaseRecord, Verdict
 from assay.store.runs import RunStore
+from tests.assay_process import run_assay
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,8 +106,7 @@ def _stored_run(store: RunStore, run_id: str, ids: list[str], status: str,
 
 def _compare(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "assay", "compare", *args, "--store", store_url],
-                          capture_output=True, text=True, env=env, timeout=120)
+    return run_assay(["compare", *args, "--store", store_url], env=env, timeout=120)
 
 
 def test_compare_command_refuses_with_exit_2_and_allows_on_request(store_url):

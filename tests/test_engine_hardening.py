@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -21,6 +20,7 @@ from assay.llm.models import base_url_for, is_demo_model, ollama_host_url
 from assay.llm.structured import RAW_KEPT_CHARS, REASK_ECHO_CHARS
 from assay.model import Case, Execution
 from assay.testing.mock_server import RunningServer
+from tests.assay_process import run_assay
 from tests.conftest import fast_retry
 
 
@@ -41,8 +41,7 @@ def assay(cwd: Path, *args: str, env: dict[str, str] | None = None
           ) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "ASSAY_CACHE_DIR": str(cwd / "cache"), **(env or {})}
     full_env.pop("ASSAY_JUDGE_MODEL", None)
-    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=120)
+    return run_assay(args, cwd=cwd, env=full_env, timeout=120)
 
 
 # -- response sizes -------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -16,6 +15,7 @@ from assay.errors import ConfigError, EvaluationError
 from assay.records import Verdict
 from assay.run_config import Gates
 from assay.store.runs import RunStore
+from tests.assay_process import run_assay
 
 ROWS = [
     {"id": "fr", "input": "capital of France?", "expected_output": "the capital is Paris"},
@@ -149,10 +149,9 @@ def test_cli_and_evaluate_give_identical_stored_records(tmp_path, mock_model, mo
         "execution:\n  target: agent\n  evaluators:\n    - type: exact_match\n"
         f"    - type: semantic_similarity\nevalcases:\n{cases}\n")
     store = tmp_path / "runs.db"
-    cli = subprocess.run(
-        [sys.executable, "-m", "assay", "run", str(suite / "EVAL.yaml"), "--store",
-         f"sqlite:///{store}", "--judge-model", mock_model, "--max-failed", "5"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    cli = run_assay(["run", str(suite / "EVAL.yaml"), "--store", f"sqlite:///{store}",
+                     "--judge-model", mock_model, "--max-failed", "5"],
+                    cwd=tmp_path, timeout=120)
     assert cli.returncode == 0, cli.stdout + cli.stderr
     lib = assay.evaluate(suite / "EVAL.yaml", store=store, judge_model=mock_model,
                          gates=Gates(max_failed=5), cache="off")
@@ -323,8 +322,7 @@ def test_rescore_command_makes_no_agent_calls(tmp_path, mock_model, mock_server)
     store = f"sqlite:///{tmp_path}/runs.db"
 
     def assay_cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "assay", *args, "--store", store],
-                              capture_output=True, text=True, cwd=project, timeout=120)
+        return run_assay([*args, "--store", store], cwd=project, timeout=120)
 
     first = assay_cli("run", "EVAL.yaml")
     assert first.returncode == 1  # case b fails

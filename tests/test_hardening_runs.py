@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 
 from assay.store.runs import RunStore
+from tests.assay_process import run_assay
 
 
 def assay_cli(cwd: Path, *args: str, env: dict[str, str] | None = None,
               timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return run_assay(args, cwd=cwd, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def project(root: Path, agent: str = "def answer(q):\n    return q\n",

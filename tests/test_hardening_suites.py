@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
+from tests.assay_process import run_assay
 from tests.test_validate_cli import write
 
 runner = CliRunner()
@@ -618,14 +619,12 @@ def agent_project(tmp_path: Path, agent: str, targets: str | None = None) -> Pat
 
 
 def assay_process(project: Path, *args: str) -> tuple[int, str]:
-    """``python -m assay`` in a subprocess: what a user's shell sees, exit code included."""
+    """The ``assay`` command as a process of its own: what a user's shell sees, exit code
+    included."""
     import os
-    import subprocess
-    import sys
 
     env = {**os.environ, "ASSAY_CACHE_DIR": str(project / "cache"), "COLUMNS": "400"}
-    done = subprocess.run([sys.executable, "-m", "assay", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = run_assay(args, cwd=project, env=env, timeout=120)
     return done.returncode, done.stdout + done.stderr
 
 

@@ -10,10 +10,16 @@ from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
 from assay.model import Case, Execution
 
-# Imported here before any provider is made: tell LiteLLM, as the provider does, to use the
+# Set before LiteLLM is imported (by the fixture below): tell it, as the provider does, to use the
 # price map it ships instead of fetching one from GitHub.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-litellm = pytest.importorskip("litellm", reason="the litellm extra is installed by setup")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _litellm_installed() -> None:
+    """Import LiteLLM (seconds) only where these tests run, not in every test worker that
+    collects them."""
+    pytest.importorskip("litellm", reason="the litellm extra is installed by setup")
 
 
 async def test_litellm_routes_to_an_openai_compatible_server(mock_server, monkeypatch,

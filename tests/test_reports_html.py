@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from assay.report.html import json_for_script, render_html, report_data
 from assay.report.markdown import md_text, render_markdown
 from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
+from tests.assay_process import run_assay
 
 ROOT = Path(__file__).resolve().parents[1]
 NASTY_ID = "[x](javascript:alert(1))<img src=x onerror=alert(1)>|pipe`code`*b*"
@@ -30,8 +30,7 @@ def _env() -> dict[str, str]:
 
 
 def _assay(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
-                          text=True, timeout=120, env=_env(), cwd=cwd)
+    return run_assay(args, timeout=120, env=_env(), cwd=cwd)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from assay.redact import Secrets, redact_url, scrub
 from assay.store.runs import RunStore, StoreError
 from assay.targets.config import build_target
 from assay.testing.mock_server import RunningServer
+from tests.assay_process import run_assay
 from tests.conftest import fast_retry
 
 API_KEY = "sk-assay-test-0123456789abcdef"
@@ -53,8 +53,7 @@ def assay(cwd: Path, *args: str, env: dict[str, str] | None = None
     full_env = {**os.environ, "ASSAY_CACHE_DIR": str(cwd / "cache"), **(env or {})}
     for var in ("ASSAY_JUDGE_MODEL", "OPENAI_BASE_URL", "ASSAY_STORE_URL"):
         full_env.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=180)
+    return run_assay(args, cwd=cwd, env=full_env, timeout=180)
 
 
 def everything_written(root: Path) -> bytes:

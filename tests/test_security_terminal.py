@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from rich.console import Console
 
 from assay.report.safe_text import for_terminal, printable
 from assay.testing.mock_server import RunningServer
+from tests.assay_process import run_assay
 
 ESC, BEL, CSI_C1, OSC_C1 = "\x1b", "\x07", "\x9b", "\x9d"
 RAW_CONTROLS = (ESC, BEL, CSI_C1, OSC_C1, "\x08", "\r", "\u202e")
@@ -44,8 +44,7 @@ evalcases:
 def assay(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ASSAY_CACHE_DIR": str(cwd / "cache"), "COLUMNS": "250"}
     env.pop("ASSAY_JUDGE_MODEL", None)
-    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return run_assay(args, cwd=cwd, env=env, timeout=120)
 
 
 def assert_clean(result: subprocess.CompletedProcess[str]) -> str:

@@ -17,6 +17,7 @@ from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, RunStatus, Verdict
 from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
+from tests.assay_process import run_assay
 from tests.postgres_support import fresh_database, postgres_url
 from tests.server_support import serve
 
@@ -428,8 +429,6 @@ def test_a_token_is_required_and_checked(tmp_path):
 
 
 def test_serving_beyond_loopback_needs_a_token(tmp_path, monkeypatch):
-    import subprocess
-    import sys
 
     from assay.errors import ConfigError
     from assay.server.settings import ServerSettings
@@ -442,10 +441,9 @@ def test_serving_beyond_loopback_needs_a_token(tmp_path, monkeypatch):
         ServerSettings(store_url=url, token="short").check()
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
         ServerSettings.from_environment(url, host=host)
-    done = subprocess.run([sys.executable, "-m", "assay", "serve", "--store", url, "--host",
-                           "0.0.0.0", "--port", "0"], capture_output=True, text=True,
-                          timeout=60, env={k: v for k, v in __import__("os").environ.items()
-                                           if k != "ASSAY_SERVER_TOKEN"})
+    done = run_assay(["serve", "--store", url, "--host", "0.0.0.0", "--port", "0"],
+                     timeout=60, env={k: v for k, v in __import__("os").environ.items()
+                                      if k != "ASSAY_SERVER_TOKEN"})
     assert done.returncode == 2
     assert "ASSAY_SERVER_TOKEN" in done.stderr and "Traceback" not in done.stderr
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import assay
 from assay import Case, EngineConfig, Execution, JudgeEngine, SemanticSimilarity
+from tests.assay_process import run_assay
 
 ASSAY = [sys.executable, "-m", "assay"]
 
@@ -35,8 +36,7 @@ async def test_sync_score_inside_a_running_event_loop(mock_model, mock_server, t
 def _run(args: list[str], env_extra: dict[str, str] | None = None,
          cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([*ASSAY, *args], capture_output=True, text=True, env=env, cwd=cwd,
-                          timeout=120)
+    return run_assay(args, env=env, cwd=cwd, timeout=120)
 
 
 def test_cli_judge_prints_score_rationale_tokens_and_cost(mock_server, tmp_path):
@@ -74,9 +74,8 @@ def test_cli_judge_bad_input_is_one_clear_line_and_exit_2(tmp_path):
     assert "unknown provider 'nope'" in out.stderr and "Traceback" not in out.stderr
     env.pop("OPENAI_API_KEY", None)
     clean = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    missing = subprocess.run([*ASSAY, "judge", "-e", "a", "-a", "b", "--model",
-                              "openai:gpt-4o-mini"], capture_output=True, text=True,
-                             env={**clean, **env}, timeout=60)
+    missing = run_assay(["judge", "-e", "a", "-a", "b", "--model", "openai:gpt-4o-mini"],
+                        env={**clean, **env}, timeout=60)
     assert missing.returncode == 2 and "OPENAI_API_KEY" in missing.stderr
     prompt = tmp_path / "p.md"
     prompt.write_text("Compare {{ActualOutput}} with {{Gold}}")
