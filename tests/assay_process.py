@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -79,30 +80,41 @@ class _Server:
             [sys.executable, "-m", "tests.assay_process"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, cwd=_ROOT, env=env)
         self.lock = threading.Lock()
+        self.pending = b""
         atexit.register(self.close)
 
     def call(self, request: dict[str, Any], timeout: float | None,
              argv: list[str]) -> int:
         with self.lock:
-            stdin, stdout = self.process.stdin, self.process.stdout
-            assert stdin is not None and stdout is not None
+            stdin = self.process.stdin
+            assert stdin is not None
             stdin.write(json.dumps(request).encode() + b"\n")
             stdin.flush()
-            pid = int(self._reply(stdout, None)["pid"])
+            pid = int(self._reply(None)["pid"])
             try:
-                return int(self._reply(stdout, timeout)["returncode"])
+                return int(self._reply(timeout)["returncode"])
             except subprocess.TimeoutExpired:
-                os.kill(pid, signal.SIGKILL)
-                self._reply(stdout, None)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._reply(None)
                 raise subprocess.TimeoutExpired(["assay", *argv], timeout or 0) from None
 
-    def _reply(self, stdout: Any, timeout: float | None) -> dict[str, Any]:
-        ready, _, _ = select.select([stdout], [], [], timeout)
-        if not ready:
-            raise subprocess.TimeoutExpired("assay", timeout or 0)
-        line = stdout.readline()
-        if not line:
-            raise RuntimeError(f"the assay command server ended ({self.process.wait()})")
+    def _reply(self, timeout: float | None) -> dict[str, Any]:
+        """The server's next line. Read from the descriptor, not a buffered reader: the pid
+        and the exit status often come in one read, and a buffered line would not wake
+        ``select``."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], left)[0]:
+                raise subprocess.TimeoutExpired("assay", timeout or 0)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError(f"the assay command server ended ({self.process.wait()})")
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
         return dict(json.loads(line))
 
     def close(self) -> None:

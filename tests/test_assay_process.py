@@ -3,6 +3,7 @@ its exit code, and the directory, environment and path it runs with."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.assay_process import run_assay
+from tests.assay_process import _server, run_assay
 
 
 def started(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -63,3 +64,19 @@ def test_a_command_past_its_timeout_is_killed_and_the_next_one_runs(tmp_path):
                   timeout=1.5)
     assert time.monotonic() - began < 30
     assert run_assay(["--version"]).returncode == 0
+
+
+def test_a_command_that_ends_before_its_pid_is_read_is_not_waited_for(tmp_path):
+    """The pid and the exit status then arrive in one read; the status must not be waited
+    for again (it was, until the command's timeout, when read through a buffered line)."""
+    server = _server()
+    request = {"argv": ["--version"], "cwd": str(tmp_path), "env": dict(os.environ),
+               "stdout": str(tmp_path / "out"), "stderr": str(tmp_path / "err")}
+    with server.lock:
+        assert server.process.stdin is not None
+        server.process.stdin.write(json.dumps(request).encode() + b"\n")
+        server.process.stdin.flush()
+        time.sleep(1.0)  # the command ends and both lines wait in the pipe
+        assert "pid" in server._reply(None)
+        assert server._reply(5.0)["returncode"] == 0
+    assert (tmp_path / "out").read_text().startswith("assay ")
