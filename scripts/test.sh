@@ -19,11 +19,12 @@ trap 'bash scripts/postgres.sh stop' EXIT
 ASSAY_CHROMIUM="$(bash scripts/browser.sh)"
 export ASSAY_CHROMIUM
 export CI="${CI:-true}"
-MARKED="slow or postgres or drill or fuzz or browser"
-# The in-process tests on every core, a test module per worker (its fixtures built once).
-# The marked pass stays on one: its drills time processes, and one long embedded-model
-# module would set its pace anyway.
-.venv/bin/python -m pytest -m "not ($MARKED)" -q -n auto --dist loadfile "$@"
+MARKED="slow or postgres or drill or fuzz or browser or process"
+# The in-process tests on every core and one worker more (some tests wait on timeouts, not
+# the CPU), a test module per worker (its fixtures built once). The marked pass stays on
+# one: its drills time processes, and one long embedded-model module would set its pace.
+WORKERS=$(($(nproc) + 1))
+.venv/bin/python -m pytest -m "not ($MARKED)" -q -n "$WORKERS" --dist loadfile "$@"
 # The marked pass: pytest exits 5 when a selection holds no test, which is not a failure here.
 status=0
 .venv/bin/python -m pytest -m "$MARKED" -q "$@" || status=$?

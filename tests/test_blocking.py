@@ -39,6 +39,7 @@ def _run_agent(tmp_path: Path, agent: str, suite: str, target_extra: str = "",
                             target_extra=target_extra, timeout=timeout)
 
 
+@pytest.mark.process
 def test_a_run_whose_sync_agent_hangs_past_its_timeout_still_ends(tmp_path: Path) -> None:
     started = time.monotonic()
     try:
@@ -144,6 +145,7 @@ async def test_a_call_that_raises_stopiteration_fails_instead_of_hanging() -> No
     assert isinstance(raised.value.__cause__, StopIteration)
 
 
+@pytest.mark.process
 def test_a_sync_agent_that_raises_stopiteration_is_that_cases_error(tmp_path: Path) -> None:
     agent = ("def answer(question):\n"
              "    if question == 'empty':\n"

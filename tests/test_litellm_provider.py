@@ -71,6 +71,7 @@ print(len(attempts), attempts[:3])
 """
 
 
+@pytest.mark.process
 def test_choosing_the_litellm_provider_downloads_nothing(tmp_path):
     """LiteLLM fetched its price map from GitHub on import (three attempts when offline)."""
     import os

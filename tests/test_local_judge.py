@@ -14,6 +14,7 @@ pytestmark = pytest.mark.skipif(not local_model_available(),
                                 reason="needs the 'local' extra (scripts/setup.sh installs it)")
 
 
+@pytest.mark.slow
 async def test_embedded_model_judges_and_the_result_parses_in_range(tmp_path):
     engine = JudgeEngine(EngineConfig(default_model="local:gemma-3-270m",
                                       cache_path=tmp_path / "cache.sqlite"))

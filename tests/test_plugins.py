@@ -8,6 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+# Each test starts fresh interpreters: what only a new process shows.
+pytestmark = pytest.mark.process
+
 PLUGIN = textwrap.dedent('''
     """A throw-away assay plugin: one evaluator, one provider, one reporter, one target."""
     from assay import Score

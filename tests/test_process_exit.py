@@ -8,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.python_agent import exact_match_suite, run_python_agent
+
+# Each test starts fresh interpreters: what only a new process shows.
+pytestmark = pytest.mark.process
 
 AGENT = '''
 import threading

@@ -6,6 +6,9 @@ import textwrap
 
 import pytest
 
+# Each test starts fresh interpreters: what only a new process shows.
+pytestmark = pytest.mark.process
+
 pytest_plugins = ["pytester"]
 
 

@@ -58,6 +58,7 @@ PYTHON_BLOCKS = [(code, before) for code, before in blocks("python")
 
 
 @pytest.mark.parametrize("index", range(len(PYTHON_BLOCKS)))
+@pytest.mark.process
 def test_python_blocks_run(index, tmp_path, mock_server):
     code, before = PYTHON_BLOCKS[index]
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
@@ -68,6 +69,7 @@ def test_python_blocks_run(index, tmp_path, mock_server):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.process
 def test_the_pytest_example_passes(tmp_path):
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -77,6 +79,7 @@ def test_the_pytest_example_passes(tmp_path):
     assert "assay judgements" in done.stdout
 
 
+@pytest.mark.process
 def test_the_suite_commands_run_from_examples_suite(tmp_path, mock_server):
     code = next(c for c, before in blocks("bash") if "From `examples/suite`" in before[-200:])
     work = tmp_path / "suite"

@@ -11,6 +11,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+# Each test starts fresh interpreters: what only a new process shows.
+pytestmark = pytest.mark.process
+
 HEAVY = ("sqlalchemy", "alembic", "aiohttp", "pandas", "numpy", "fastapi", "llama_cpp")
 
 

@@ -71,6 +71,7 @@ for i, url in enumerate(sys.argv[3:]):
 """
 
 
+@pytest.mark.process
 def test_many_processes_opening_new_stores_at_once_all_succeed(new_store):
     urls = [new_store() for _ in range(3)]
     start = time.time() + 3.0
@@ -104,6 +105,7 @@ def test_concurrent_cli_commands_on_a_new_store_all_succeed(new_store):
         assert json.loads(out) == []
 
 
+@pytest.mark.process
 def test_a_current_store_opens_without_importing_alembic(new_store):
     url = new_store()
     RunStore(url).close()  # creates the schema
@@ -115,6 +117,7 @@ def test_a_current_store_opens_without_importing_alembic(new_store):
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.process
 def test_a_new_store_is_created_without_importing_alembic(new_store):
     probe = ("import sys\nfrom assay.store.runs import RunStore\n"
              "RunStore(sys.argv[1]).close()\nprint('alembic' in sys.modules)")
