@@ -8,8 +8,9 @@ its own working directory, environment, standard streams, exit code and signals,
 command's own entry point (``assay.__main__.main``), as ``python -m assay`` does.
 
 What a fork cannot reproduce stays with ``subprocess``: what the command imports at start-up,
-entry points of packages installed for one test, interpreter options, several commands at
-once, and signals sent while a command runs.
+entry points of packages installed for one test, interpreter options and the ``PYTHON*``
+variables read at start-up (``PYTHONPATH`` aside, which the child applies to its path),
+several commands at once, and signals sent while a command runs.
 
 The server is ``python -m tests.assay_process`` and speaks one JSON line per command on its
 standard input and output: the request (arguments, working directory, environment, the files
