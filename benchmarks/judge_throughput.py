@@ -42,6 +42,7 @@ from _common import (
     pin,
 )
 from _workload import triples
+from raw_process import post_all
 
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS
@@ -149,22 +150,9 @@ class RawAiohttp(Implementation):
     async def setup(self) -> None:
         self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         self.url = f"{self.base_url}/chat/completions"
-        self.headers = {"Content-Type": "application/json", "Authorization": "Bearer dummy"}
 
     async def run(self, items: list[Any]) -> int:
-        semaphore = asyncio.Semaphore(self.concurrency)
-
-        async def one(body: dict[str, Any]) -> bool:
-            async with semaphore, self.session.post(self.url, data=orjson.dumps(body),
-                                                    headers=self.headers) as resp:
-                payload = await resp.read()
-            if resp.status != 200:
-                return False
-            verdict = orjson.loads(orjson.loads(payload)["choices"][0]["message"]["content"])
-            return isinstance(verdict.get("score"), int | float)
-
-        results = await asyncio.gather(*(one(body) for body in items), return_exceptions=True)
-        return sum(1 for ok in results if ok is not True)
+        return await post_all(self.session, self.url, items, self.concurrency)
 
     async def close(self) -> None:
         await self.session.close()

@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from _common import (
     MockServerProcess,
     core_plan,
@@ -226,6 +227,19 @@ class Bench:
                            suite.parent, self.env(cache_dir or suite.parent / "cache"),
                            self.cores, timeout=120 + cases * 0.05)
 
+    def raw_process(self, directory: Path, concurrency: int, calls: int) -> Finished:
+        """``raw_process.py`` on ``calls`` new judge requests: the raw loop as a whole
+        process (a fresh interpreter, aiohttp imported, the bodies read from a file)."""
+        bodies = directory / "raw-bodies.json"
+        items = RawAiohttp(self.server.base_url, concurrency).prepare(
+            self.counter.take(calls), calls)
+        bodies.write_bytes(orjson.dumps(items))
+        self.server.reset()
+        return run_command([sys.executable, str(Path(__file__).with_name("raw_process.py")),
+                            self.server.base_url, str(bodies), str(concurrency)],
+                           directory, self.env(directory / "cache"), self.cores,
+                           timeout=120 + calls * 0.05)
+
     def version(self) -> Finished:
         """``python -m assay --version``: interpreter start-up plus every CLI import."""
         return run_command([sys.executable, "-m", "assay", "--version"], self.workdir,
@@ -258,6 +272,9 @@ class ThroughputRow:
     after_last_answer_s: float | None = None
     """From the last answer to the command's exit."""
     mean_in_flight: float | None = None
+    raw_process_s: float | None = None
+    """The raw loop as a whole process (``raw_process.py``): start-up included, as for
+    ``assay run``."""
 
     @property
     def calls_per_s(self) -> float:
@@ -301,6 +318,8 @@ def throughput(bench: Bench, concurrencies: Sequence[int], latencies: Sequence[f
                                           bench.counter))
                 raw_rates.append(raw.calls_per_s)
                 raw_errors += raw.errors + (raw.server_requests != raw.calls)
+                process = bench.raw_process(suite.parent, concurrency, calls)
+                raw_errors += process.returncode != 0
                 row = ThroughputRow(concurrency, latency, calls, int(stats["requests"]),
                                     int(stats["max_in_flight"]), done.seconds,
                                     startup_s, done.returncode, done.evaluator_errors(),
@@ -311,6 +330,7 @@ def throughput(bench: Bench, concurrencies: Sequence[int], latencies: Sequence[f
                     row.requests_s = last - first
                     row.after_last_answer_s = done.ended_at - last
                     row.mean_in_flight = stats.get("mean_in_flight")
+                row.raw_process_s = process.seconds
                 runs.append(row)
             kept = sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
             kept.raw_calls_per_s = statistics.median(raw_rates)
@@ -347,7 +367,8 @@ def timeline_table(rows: Sequence[ThroughputRow]) -> str:
     """Where each kept run's wall time went, on the mock server's clock: what came before
     its first request (start-up, loading the suite, the store), the requests, and what came
     after the last answer. The raw loop's time (measured in process, after a warm-up) is to
-    be set against the requests alone."""
+    be set against the requests alone; the raw loop as a whole process against the whole
+    run."""
     out = []
     for r in rows:
         raw_s = r.cases / r.raw_calls_per_s if r.raw_calls_per_s else None
@@ -358,10 +379,13 @@ def timeline_table(rows: Sequence[ThroughputRow]) -> str:
             "-" if r.mean_in_flight is None else f"{r.mean_in_flight:.1f}",
             _seconds(raw_s),
             f"{raw_s / r.requests_s:.2f}" if raw_s and r.requests_s else "-",
+            _seconds(r.raw_process_s),
+            f"{r.raw_process_s / r.seconds:.2f}" if r.raw_process_s and r.seconds else "-",
         ])
     return markdown_table(["concurrency", "latency ms", "cases", "wall s",
                            "to first request s", "requests s", "after last answer s",
-                           "mean in flight", "raw loop s", "raw ÷ requests"], out)
+                           "mean in flight", "raw loop s", "raw ÷ requests",
+                           "raw loop as a process s", "raw process ÷ whole run"], out)
 
 
 def _seconds(value: float | None) -> str:

@@ -78,6 +78,7 @@ def test_quick_suite_run_prints_throughput_cache_and_memory_numbers() -> None:
                                          "after last answer s")]
         assert all(p >= 0 for p in parts) and parts[0] > 0, row
         assert abs(sum(parts) - float(row["wall s"])) <= 0.02, row
+        assert float(row["raw loop as a process s"]) > 0, row  # the yardstick ran too
     reruns = [row for row in cache if row["run"] == "re-run"]
     assert reruns, cache
     for row in reruns:
