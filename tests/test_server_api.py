@@ -5,6 +5,7 @@ and PostgreSQL in the marked pass): every endpoint, pagination, filters, 400/401
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -442,7 +443,7 @@ def test_serving_beyond_loopback_needs_a_token(tmp_path, monkeypatch):
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
         ServerSettings.from_environment(url, host=host)
     done = run_assay(["serve", "--store", url, "--host", "0.0.0.0", "--port", "0"],
-                     timeout=60, env={k: v for k, v in __import__("os").environ.items()
+                     timeout=60, env={k: v for k, v in os.environ.items()
                                       if k != "ASSAY_SERVER_TOKEN"})
     assert done.returncode == 2
     assert "ASSAY_SERVER_TOKEN" in done.stderr and "Traceback" not in done.stderr

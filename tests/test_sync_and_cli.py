@@ -6,14 +6,11 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import assay
 from assay import Case, EngineConfig, Execution, JudgeEngine, SemanticSimilarity
 from tests.assay_process import run_assay
-
-ASSAY = [sys.executable, "-m", "assay"]
 
 
 def test_sync_score_in_a_script(mock_model, mock_server, tmp_path):
