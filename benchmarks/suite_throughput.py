@@ -330,7 +330,9 @@ def throughput(bench: Bench, concurrencies: Sequence[int], latencies: Sequence[f
                     row.requests_s = last - first
                     row.after_last_answer_s = done.ended_at - last
                     row.mean_in_flight = stats.get("mean_in_flight")
-                row.raw_process_s = process.seconds
+                # A raw process that failed has no time to set beside the run (and fails
+                # the row through raw_errors).
+                row.raw_process_s = process.seconds if process.returncode == 0 else None
                 runs.append(row)
             kept = sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
             kept.raw_calls_per_s = statistics.median(raw_rates)
