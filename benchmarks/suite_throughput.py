@@ -506,7 +506,9 @@ def memory(bench: Bench, sizes: Sequence[int], llm_sizes: Sequence[int], concurr
     rows = [MemoryRow("python -m assay --version", "-", 0, version.seconds, version.max_rss_mb,
                       0, version.returncode, None)]
     bench.server.configure(0.0)
-    plan = [("exact_match", n) for n in sizes] + [("semantic_similarity", n) for n in llm_sizes]
+    # A size of 0 asks for no suite of that kind (an empty suite is refused, as it should be).
+    plan = [("exact_match", n) for n in sizes if n > 0] + [
+        ("semantic_similarity", n) for n in llm_sizes if n > 0]
     for kind, n in plan:
         directory = bench.scratch(f"mem-{kind}-{n}")
         suite = write_suite(directory, 0, n, kind)
@@ -583,9 +585,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-concurrency", default="8,32",
                         help="concurrency of the cached re-runs, comma-separated")
     parser.add_argument("--memory-cases", default="10000,100000",
-                        help="suite sizes with exact_match, comma-separated")
+                        help="suite sizes with exact_match, comma-separated (0: none)")
     parser.add_argument("--memory-llm-cases", default="10000",
-                        help="suite sizes with the LLM judge on the mock, comma-separated")
+                        help="suite sizes with the LLM judge on the mock, comma-separated "
+                        "(0: none)")
     parser.add_argument("--memory-concurrency", type=int, default=32)
     parser.add_argument("--no-pin", action="store_true",
                         help="do not pin the server and the client to separate cores")

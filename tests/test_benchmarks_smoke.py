@@ -92,6 +92,18 @@ AGENT_SCRIPT = SCRIPT.parent / "agent_judges_throughput.py"
 
 
 @pytest.mark.slow
+def test_memory_section_with_no_llm_cases_runs_only_the_deterministic_suite() -> None:
+    """The README's 1,000,000-case command passes ``--memory-llm-cases 0``: that asks for no
+    judged suite, not for an empty one (which assay refuses, failing the benchmark)."""
+    stdout = run_benchmark(SUITE_SCRIPT, "--sections", "memory", "--memory-cases", "300",
+                           "--memory-llm-cases", "0", timeout=120)
+    (table,) = markdown_tables(stdout)
+    assert [(row["command"], row["evaluator"]) for row in table] == [
+        ("python -m assay --version", "-"), ("assay run", "exact_match")], table
+    assert table[1]["cases"] == "300" and table[1]["errors"] == "0", table
+
+
+@pytest.mark.slow
 def test_agent_judges_benchmark_makes_every_call_it_counts() -> None:
     stdout = run_benchmark(AGENT_SCRIPT, "--rows", "20", "--latency", "10", timeout=120)
     (table,) = markdown_tables(stdout)
@@ -127,8 +139,12 @@ PIPELINE_SCRIPT = SCRIPT.parent / "pipeline.py"
 def test_quick_pipeline_run_measures_evaluate_startup_floor_and_loading() -> None:
     stdout = run_benchmark(PIPELINE_SCRIPT, "--quick", timeout=300)
     evaluate, startup, load = markdown_tables(stdout)
-    assert [row["client"] for row in evaluate] == ["assay.evaluate()", "raw aiohttp"]
-    assert all(int(row["requests"]) > 0 and row["errors"] == "0" for row in evaluate)
+    assert [row["client"] for row in evaluate] == [
+        "assay.evaluate()", "raw aiohttp", "floor: raw + agent thread + a stored row"]
+    # Every client made its calls, and the floor stored a row for each of them.
+    assert all(int(row["requests"]) == int(row["cases"]) and row["errors"] == "0"
+               for row in evaluate), evaluate
+    assert float(evaluate[2]["of raw aiohttp"]) > 0
     commands = [row["command"] for row in startup]
     assert commands[:2] == ["assay --version", "assay --help"]
     floors = [row for row in startup if row["note"] == "floor: no assay code"]
