@@ -9,7 +9,9 @@ Three sections, each printed as a table:
   number of calls, in the same process. Wall time from the call to its return (loading,
   store and gates included). CPU twice: the whole process's (the agent's threads and the
   store's writer included), and the event loop's thread alone, which is what bounds the
-  rate when the loop is the bottleneck.
+  rate when the loop is the bottleneck. A third client is the floor under the target: the
+  raw loop plus only what any run of a sync Python agent must add to it (the agent called
+  on a thread, one row a case written to a SQLite file), with no assay code at all.
 - ``startup``: the median wall time of ``python -m assay --version`` (and of ``--help``, which
   builds every command), and of bare interpreters importing the libraries a run needs (the
   floor under any whole-process figure).
@@ -27,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import gc
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -41,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine_line, markdown_table, mock_server
 from _workload import triples
-from judge_throughput import raw_loop
+from judge_throughput import judge_body, raw_loop
+from raw_process import HEADERS
 
 SECTIONS = ("evaluate", "startup", "load")
 
@@ -49,6 +54,75 @@ SECTIONS = ("evaluate", "startup", "load")
 def _answer(case_input: Any) -> str:
     """The agent: the answer is carried in the input, so each judge request is distinct."""
     return str(case_input).split(" || ", 1)[1]
+
+
+async def floor_loop(base_url: str, concurrency: int, start: int, count: int,
+                     db_path: str) -> dict[str, Any]:
+    """The least a run of a sync agent adds to the raw loop, written without assay.
+
+    Per case: the agent (``_answer``) runs on a thread of a pool, as any async runner must
+    run a sync function it cannot trust to be quick; the judge request is the raw loop's
+    own, built before the clock starts (so the prompt costs nothing here); its answer is
+    decoded and checked as the raw loop does; and one row (id, output, score) is written to
+    a SQLite file in batches of 500. No records, no second row, no cache key, no gates: a
+    lower bound on any runner that stores what it judged, not a design to copy. Like the
+    raw loop it warms up first (threads started, connections open).
+    """
+    import aiohttp
+    import orjson
+
+    warm = max(2 * concurrency, 32)
+    work = [(f"c{start + i}", f"{question} || {actual}", judge_body(expected, actual))
+            for i, (question, expected, actual) in enumerate(triples(start, warm + count))]
+    loop = asyncio.get_running_loop()
+    pool = concurrent.futures.ThreadPoolExecutor(concurrency)
+    db = sqlite3.connect(db_path)
+    db.execute("CREATE TABLE results (case_id TEXT, output TEXT, score REAL)")
+    pending: list[tuple[str, str, float]] = []
+    errors = 0
+
+    def write() -> None:
+        db.executemany("INSERT INTO results VALUES (?, ?, ?)", pending)
+        db.commit()
+        pending.clear()
+
+    async def worker(session: aiohttp.ClientSession, url: str, items: Any) -> None:
+        nonlocal errors
+        for case_id, case_input, body in items:
+            output = await loop.run_in_executor(pool, _answer, case_input)
+            async with session.post(url, data=orjson.dumps(body), headers=HEADERS) as resp:
+                payload = await resp.read()
+            verdict = orjson.loads(orjson.loads(payload)["choices"][0]["message"]["content"])
+            score = verdict.get("score")
+            if resp.status != 200 or not isinstance(score, int | float):
+                errors += 1
+                continue
+            pending.append((case_id, output, float(score)))
+            if len(pending) >= 500:
+                write()
+
+    async def phase(session: aiohttp.ClientSession, items: list[Any]) -> None:
+        shared = iter(items)
+        url = f"{base_url}/chat/completions"
+        await asyncio.gather(*(worker(session, url, shared) for _ in range(concurrency)))
+        write()
+
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            await phase(session, work[:warm])
+            db.execute("DELETE FROM results")
+            errors = 0
+            cpu = time.process_time()
+            started = time.perf_counter()
+            await phase(session, work[warm:])
+            seconds = time.perf_counter() - started
+            cpu = time.process_time() - cpu
+        stored = db.execute("SELECT count(*) FROM results").fetchone()[0]
+    finally:
+        db.close()
+        pool.shutdown()
+    return {"rate": count / seconds, "cpu_ms": cpu * 1000 / count, "errors": errors,
+            "stored": stored}
 
 
 def evaluate_section(n: int, concurrency: int, latency_ms: float) -> list[list[Any]]:
@@ -80,12 +154,17 @@ def evaluate_section(n: int, concurrency: int, latency_ms: float) -> list[list[A
         gc.collect()
         raw = asyncio.run(raw_loop(server.base_url, concurrency, n, start=n,
                                    server=server))
+        floor = asyncio.run(floor_loop(server.base_url, concurrency, 2 * n, n,
+                                       f"{tmp}/floor.db"))
     rate = requests / seconds
     return [["assay.evaluate()", n, concurrency, latency_ms, requests, f"{rate:.0f}",
              f"{rate / raw['rate']:.2f}", f"{cpu * 1000 / n:.2f}", f"{loop_cpu * 1000 / n:.2f}",
              errors],
             ["raw aiohttp", n, concurrency, latency_ms, raw["requests"], f"{raw['rate']:.0f}",
-             "1.00", f"{raw['cpu_ms']:.2f}", "-", raw["errors"]]]
+             "1.00", f"{raw['cpu_ms']:.2f}", "-", raw["errors"]],
+            ["floor: raw + agent thread + a stored row", n, concurrency, latency_ms,
+             floor["stored"] + floor["errors"], f"{floor['rate']:.0f}", f"{floor['rate'] / raw['rate']:.2f}",
+             f"{floor['cpu_ms']:.2f}", "-", floor["errors"] + n - floor["stored"]]]
 
 
 def _median_wall(command: list[str], runs: int) -> float:
