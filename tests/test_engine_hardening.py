@@ -311,6 +311,44 @@ async def test_a_cache_that_cannot_be_created_is_reported(engine_factory,
         await engine.preflight()
 
 
+def test_many_connections_opening_a_new_cache_at_once_all_can_use_it(tmp_path: Path) -> None:
+    """pytest workers (or two runs started together) share one new cache. Switching it to WAL
+    needs the file to itself, and SQLite says "locked" at once rather than wait, which
+    stopped a worker with "the response cache cannot be used" (about one opener in forty
+    here before the switch was retried)."""
+    import threading
+
+    from assay.llm.cache import ResponseCache
+
+    failures: list[str] = []
+    for round_ in range(30):
+        path = tmp_path / f"cache-{round_}" / "responses.sqlite"
+        start = threading.Barrier(6)
+
+        def open_and_write(path: Path = path, start: threading.Barrier = start) -> None:
+            cache = ResponseCache(path)  # one connection each, as one per process
+            start.wait()
+            try:
+                cache.check()
+                cache.put(f"key-{threading.get_ident()}", "model", {"ok": True})
+            except ConfigError as exc:
+                failures.append(exc.message)
+            finally:
+                cache.close()
+
+        openers = [threading.Thread(target=open_and_write) for _ in range(6)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join()
+        if failures:
+            break
+        cache = ResponseCache(path)
+        assert cache.count() == 6  # every opener's answer was kept
+        cache.close()
+    assert failures == []
+
+
 def test_a_broken_cache_stops_assay_judge_and_run_with_one_line(
         tmp_path: Path, mock_server: RunningServer) -> None:
     cache = tmp_path / "cache"

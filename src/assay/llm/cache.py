@@ -23,6 +23,7 @@ import orjson
 
 from assay.errors import ConfigError
 from assay.llm.types import ChatRequest
+from assay.sqlite_wal import use_wal
 
 _KEY_FIELDS = ("messages", "response_format", "tools", "tool_choice", "temperature",
                "max_tokens", "seed", "logprobs", "top_logprobs")
@@ -57,7 +58,7 @@ class ResponseCache:
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                    timeout=30)
             try:
-                conn.execute("PRAGMA journal_mode=WAL")
+                use_wal(conn)  # several processes may open a new cache at once
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(
                     "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, "

@@ -35,6 +35,7 @@ from assay.control_chars import printable
 from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, EvaluatorSpec, RunRecord, SourceLocation, Verdict
 from assay.redact import redact_url, scrub, url_secrets
+from assay.sqlite_wal import use_wal
 from assay.store import schema
 from assay.store.errors import StoreError
 from assay.store.migrations import ensure_schema
@@ -494,26 +495,6 @@ def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
     cursor.execute("PRAGMA busy_timeout=30000")
-    _use_wal(cursor)
+    use_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
-
-
-def _use_wal(cursor: Any, wait_seconds: float = 30.0) -> None:
-    """Switch the file to WAL mode, which it keeps from then on.
-
-    The switch needs the file to itself and SQLite answers "locked" at once instead of
-    waiting (the busy timeout does not apply), which happens when several processes open a new
-    store together: retry until the first of them has switched it.
-    """
-    import sqlite3
-
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.005 + secrets.randbelow(20) / 1000)
