@@ -70,20 +70,11 @@ def test_a_large_suite_loads_without_the_garbage_collector_walking_it(tmp_path):
     import gc
 
     from assay.suites.evalyaml import check_eval_yaml
+    from tests.test_gc_relaxed import collections_during
 
     path = _big_suite(tmp_path, 3000)
-    collections: list[int] = []
-
-    def count(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
-    gc.collect()
-    gc.callbacks.append(count)
-    try:
-        suite, problems = check_eval_yaml(path)
-    finally:
-        gc.callbacks.remove(count)
+    (suite, problems), collections = collections_during(  # type: ignore[misc]
+        lambda: check_eval_yaml(path))
     assert problems == [] and suite is not None and suite.count() == 3000
     assert len(collections) <= 1, collections  # one young pass as the collector comes back
     assert gc.isenabled()

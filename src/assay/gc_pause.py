@@ -7,7 +7,8 @@ live as long as the process; the collector walked them some 170 times during a o
 ``assay run`` (35-43 ms of its 0.7 s). They are frozen afterwards, so no later collection
 walks them either.
 
-Loading: ``gc_paused`` for a whole document built in memory.
+Loading: ``gc_paused`` for a whole document built in memory: an EVAL.yaml, rows given as a
+list or a DataFrame, a JSONL suite small enough that its cases are kept.
 
 Parsing a large suite creates hundreds of thousands of small objects that are all kept, none
 of them garbage and almost none in cycles, and each allocation burst triggers a collection

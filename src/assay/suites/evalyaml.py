@@ -23,6 +23,7 @@ suite with problems: :func:`load_eval_yaml` raises :class:`SuiteError` carrying 
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from collections.abc import Hashable, Iterator
@@ -194,24 +195,28 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
     except OSError:
         small = False  # iter_eval_jsonl says why the file cannot be read
     kept: list[SuiteCase] | None = [] if small else None
-    for loaded in iter_eval_jsonl(path):
-        if loaded.data is None:
-            return None, loaded.problems
-        suite, chunk_problems = _check(loaded, path, found if found is not None else False)
-        problems.extend(chunk_problems)
-        if suite is None:
-            continue
-        if first is None or facts is None:
-            first, facts = suite, FactsGatherer(suite)
-        for item in suite.cases:
-            seen.add(item.case.id)
-            if not problems:
-                facts.add(item)
-        count += len(suite.cases)
-        if kept is not None and count <= KEEP_CASES and not problems:
-            kept.extend(suite.cases)
-        else:
-            kept = None
+    # A small file's cases are all kept, so the collector is paused while they are built (see
+    # assay.gc_pause): 5,000 cases checked in 110 ms instead of 130-150. A larger file is a
+    # stream, whose chunks are let go, and keeps the collector.
+    with gc_paused() if small else contextlib.nullcontext():
+        for loaded in iter_eval_jsonl(path):
+            if loaded.data is None:
+                return None, loaded.problems
+            suite, chunk_problems = _check(loaded, path, found if found is not None else False)
+            problems.extend(chunk_problems)
+            if suite is None:
+                continue
+            if first is None or facts is None:
+                first, facts = suite, FactsGatherer(suite)
+            for item in suite.cases:
+                seen.add(item.case.id)
+                if not problems:
+                    facts.add(item)
+            count += len(suite.cases)
+            if kept is not None and count <= KEEP_CASES and not problems:
+                kept.extend(suite.cases)
+            else:
+                kept = None
     problems.extend(_duplicate_ids(path, seen))
     if problems or first is None or facts is None:
         unique = {str(p): p for p in problems}  # sidecar problems repeat in every chunk
