@@ -1,4 +1,5 @@
-"""Runs collect garbage less often while in flight, and leave the collector as they found it."""
+"""The collector and assay's bulk jobs: runs collect less often while in flight, loads of
+cases that are all kept pause it, and each leaves the collector as it found it."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import gc
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import assay
 from assay.gc_pause import RUN_THRESHOLD
-from assay.suites.model import Suite
+
+T = TypeVar("T")
 
 
 def _rows(n: int) -> list[dict[str, str]]:
@@ -100,7 +103,7 @@ def test_importing_pauses_and_freezes_only_in_the_command_process(monkeypatch) -
     assert done.stdout.split() == ["True", "True", "True"], done.stderr
 
 
-def collections_during(load: Callable[[], object]) -> tuple[object, list[int]]:
+def collections_during(load: Callable[[], T]) -> tuple[T, list[int]]:
     """What ``load`` returned, and the generation of every collection that ran meanwhile
     (the tests of YAML loading use it too)."""
     started: list[int] = []
@@ -124,7 +127,7 @@ def test_rows_given_in_memory_load_without_the_collector_walking_them() -> None:
 
     rows = _rows(3000)
     suite, collections = collections_during(lambda: suite_from_rows(rows))
-    assert isinstance(suite, Suite) and suite.count() == 3000
+    assert suite.count() == 3000
     assert len(collections) <= 1, collections  # one young pass as the collector comes back
     assert gc.isenabled()
 
@@ -143,8 +146,7 @@ def test_a_small_jsonl_suite_is_checked_without_the_collector_walking_it(tmp_pat
     from assay.suites.evalyaml import check_suite
 
     path = _jsonl_suite(tmp_path, 3000)
-    (suite, problems), collections = collections_during(  # type: ignore[misc]
-        lambda: check_suite(path))
+    (suite, problems), collections = collections_during(lambda: check_suite(path))
     assert problems == [] and suite is not None and suite.count() == 3000
     assert len(collections) <= 1, collections
     assert gc.isenabled()
@@ -158,7 +160,7 @@ def test_a_jsonl_suite_too_large_to_keep_is_streamed_with_the_collector_on(tmp_p
 
     monkeypatch.setattr(evalyaml, "KEEP_BYTES", 1000)  # this file is "large"
     path = _jsonl_suite(tmp_path, 3000)
-    (suite, problems), collections = collections_during(  # type: ignore[misc]
+    (suite, problems), collections = collections_during(
         lambda: evalyaml.check_suite(path))
     assert problems == [] and suite is not None and suite.count() == 3000
     assert len(collections) > 1, collections

@@ -73,8 +73,7 @@ def test_a_large_suite_loads_without_the_garbage_collector_walking_it(tmp_path):
     from tests.test_gc_relaxed import collections_during
 
     path = _big_suite(tmp_path, 3000)
-    (suite, problems), collections = collections_during(  # type: ignore[misc]
-        lambda: check_eval_yaml(path))
+    (suite, problems), collections = collections_during(lambda: check_eval_yaml(path))
     assert problems == [] and suite is not None and suite.count() == 3000
     assert len(collections) <= 1, collections  # one young pass as the collector comes back
     assert gc.isenabled()
