@@ -3,6 +3,7 @@ thread of the test process, on a free port, over a real store."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -28,24 +30,26 @@ class Served:
         return httpx.Client(base_url=self.url, headers=sent, timeout=30.0)
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
 @contextmanager
 def serve(store_url: str, token: str | None = None, suite_roots: list[Path] | None = None,
-          max_body_bytes: int | None = None) -> Iterator[Served]:
-    """Serve ``store_url`` until the block ends."""
+          max_body_bytes: int | None = None, host: str = "127.0.0.1",
+          **options: Any) -> Iterator[Served]:
+    """Serve ``store_url`` on ``host`` until the block ends; ``options`` are further
+    :class:`ServerSettings` fields."""
     import uvicorn
 
-    settings = ServerSettings(store_url=store_url, token=token,
-                              suite_roots=suite_roots or [Path.cwd()])
+    settings = ServerSettings(store_url=store_url, token=token, host=host,
+                              suite_roots=suite_roots or [Path.cwd()], **options)
     if max_body_bytes is not None:
         settings.max_body_bytes = max_body_bytes
-    port = free_port()
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
+    port = free_port(host)
+    config = uvicorn.Config(create_app(settings), host=host, port=port,
                             log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -56,7 +60,21 @@ def serve(store_url: str, token: str | None = None, suite_roots: list[Path] | No
             raise RuntimeError("the test server did not start")
         time.sleep(0.02)
     try:
-        yield Served(f"http://127.0.0.1:{port}", settings)
+        yield Served(f"http://{host}:{port}", settings)
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def events(api: httpx.Client, path: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every server-sent event of a stream, until the server closes it."""
+    found = []
+    with api.stream("GET", path) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        name = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                name = line.removeprefix("event: ")
+            elif line.startswith("data: ") and name:
+                found.append((name, json.loads(line.removeprefix("data: "))))
+    return found

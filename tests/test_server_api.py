@@ -20,7 +20,7 @@ from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
 from tests.assay_process import run_assay
 from tests.postgres_support import fresh_database, postgres_url
-from tests.server_support import serve
+from tests.server_support import events, serve
 
 pytest.importorskip("fastapi")
 
@@ -261,8 +261,12 @@ def test_a_huge_case_lists_as_a_short_preview_and_reads_whole(api, ids):
     assert time.monotonic() - started < 5
     huge = next(c for c in page["items"] if c["case_id"] == "huge")
     assert len(huge["output_preview"]) <= 241 and huge["output_preview"].startswith("xxx")
-    whole = api.get(f"/runs/{ids['odd']}/case", params={"case_id": "huge"}).json()
-    assert whole["record"]["execution"]["output"] == HUGE
+    shown = api.get(f"/runs/{ids['odd']}/case", params={"case_id": "huge"}).json()
+    [cut] = shown["cuts"]
+    assert cut["pointer"] == "/record/execution/output" and cut["total"] == len(HUGE)
+    whole = api.get(f"/runs/{ids['odd']}/case/value",
+                    params={"case_id": "huge", "pointer": cut["pointer"]}).json()
+    assert whole["text"] == HUGE and whole["length"] == len(HUGE)
 
 
 def test_histograms_count_every_value_once_and_errors_apart(api, ids):
@@ -563,21 +567,6 @@ def _suite(root: Path, cases: int, sleep: float = 0.0) -> Path:
     return suite / "EVAL.yaml"
 
 
-def _events(api: httpx.Client, path: str) -> list[tuple[str, dict[str, Any]]]:
-    import json
-
-    events = []
-    with api.stream("GET", path) as response:
-        assert response.headers["content-type"].startswith("text/event-stream")
-        name = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                name = line.removeprefix("event: ")
-            elif line.startswith("data: ") and name:
-                events.append((name, json.loads(line.removeprefix("data: "))))
-    return events
-
-
 def test_a_run_started_over_the_api_streams_its_progress_and_is_stored(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _suite(tmp_path, 4)
@@ -586,17 +575,17 @@ def test_a_run_started_over_the_api_streams_its_progress_and_is_stored(tmp_path,
         started = api.post("/runs", json={"suite": "echo/EVAL.yaml", "concurrency": 2})
         assert started.status_code == 202, started.text
         run_id = started.json()["run_id"]
-        events = _events(api, started.json()["stream"])
-        names = [n for n, _ in events]
+        streamed = events(api, started.json()["stream"])
+        names = [n for n, _ in streamed]
         assert names[0] == "run_created" and "run_started" in names
         assert names[-1] == "run_completed" and names.count("test_case_completed") == 4
-        last_case = [d for n, d in events if n == "test_case_completed"][-1]
+        last_case = [d for n, d in streamed if n == "test_case_completed"][-1]
         assert last_case["completed_count"] == 4 == last_case["total_count"]
         assert {"passed", "overall_score", "error_message"} <= set(last_case)
         run = api.get(f"/runs/{run_id}").json()
         assert run["status"] == "completed" and run["summary"]["cases"] == 4
         # a finished run's stream says how it ended and closes
-        assert [n for n, _ in _events(api, f"/runs/{run_id}/stream")][-1] == "run_completed"
+        assert [n for n, _ in events(api, f"/runs/{run_id}/stream")][-1] == "run_completed"
 
 
 def test_a_run_started_over_the_api_can_be_cancelled(tmp_path, monkeypatch):
@@ -612,8 +601,8 @@ def test_a_run_started_over_the_api_can_be_cancelled(tmp_path, monkeypatch):
         cancelled = api.post(f"/runs/{run_id}/cancel")
         assert cancelled.status_code == 200, cancelled.text
         assert cancelled.json()["status"] == "interrupted"
-        events = _events(api, f"/runs/{run_id}/stream")
-        assert events[-1][0] == "run_cancelled" and events[-1][1]["completed_count"] < 40
+        streamed = events(api, f"/runs/{run_id}/stream")
+        assert streamed[-1][0] == "run_cancelled" and streamed[-1][1]["completed_count"] < 40
         _error(api.post(f"/runs/{run_id}/cancel"), 409)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
@@ -11,6 +12,10 @@ from assay.cli.run import store_url
 from assay.errors import ConfigError
 from assay.report.safe_text import for_terminal
 
+DEFAULT_PORT = 8765
+"""``assay serve``'s port; the mock server's is another (``mock_server.DEFAULT_PORT``), so
+that both can run at once with their defaults."""
+
 
 @app.command()
 @friendly_errors
@@ -19,11 +24,17 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host",
                              help="Address to listen on; anything but loopback needs "
                                   "ASSAY_SERVER_TOKEN."),
-    port: int = typer.Option(8765, "--port", min=0, max=65535),
+    port: int = typer.Option(DEFAULT_PORT, "--port", min=0, max=65535),
     suites: list[Path] = typer.Option(
         [], "--suites", help="A directory whose suites POST /runs may start (repeatable; "
         "default: the current directory)."),
     no_runs: bool = typer.Option(False, "--no-runs", help="Refuse POST /runs."),
+    allow_judge_models: list[str] = typer.Option(
+        [], "--allow-judge-model", help="A judge model POST /runs may name (repeatable); "
+        "besides these, only the default judge ($ASSAY_JUDGE_MODEL)."),
+    targets: Path | None = typer.Option(
+        None, "--targets", help="The targets file of runs started by POST /runs, whose "
+        "targets a request may name (default: the one found above each suite)."),
 ) -> None:
     """Serve the runs of a store: a REST API (OpenAPI at /openapi.json) and a web UI."""
     try:
@@ -34,23 +45,28 @@ def serve(
     except ImportError:
         raise ConfigError("assay serve needs the server extra: pip install 'assay[server]'",
                           code="missing_dependency") from None
+    from assay.listening import bound_port, listen
     from assay.store.runs import RunStore
 
     url = store_url(store)
     settings = ServerSettings.from_environment(
         url, host=host, suite_roots=[p.resolve() for p in suites] or None,
-        allow_runs=not no_runs)
+        allow_runs=not no_runs, allowed_judge_models=[m.strip() for m in allow_judge_models],
+        targets_file=targets.resolve() if targets is not None else None)
     opened = RunStore(url)  # a store that cannot be opened is an error now, not on first use
     shown_url = opened.display_url
     opened.close()
+    application = create_app(settings)
+    sock = listen(host, port)  # a port in use is one line, before anything says "serving"
     shown = f"[{host}]" if ":" in host else host
-    link = f"http://{shown}:{port}/"
+    link = f"http://{shown}:{bound_port(sock)}/"
     console.print(f"assay serving {for_terminal(shown_url)} at {link}",
                   highlight=False)
     if settings.token is not None:
         console.print("clients must send 'Authorization: Bearer $ASSAY_SERVER_TOKEN'; the web "
                       "UI asks for the token once per browser tab", highlight=False)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning",
-                server_header=False, proxy_headers=False,
-                h11_max_incomplete_event_size=64 * 1024)
-
+    config = uvicorn.Config(application, host=host, port=bound_port(sock),
+                            log_level="warning", server_header=False, proxy_headers=False,
+                            h11_max_incomplete_event_size=64 * 1024)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has shut down already
+        uvicorn.Server(config).run(sockets=[sock])

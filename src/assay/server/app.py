@@ -19,9 +19,11 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
+import orjson
 from fastapi import Body, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,10 +35,25 @@ from assay.errors import ConfigError
 from assay.records import RunRecord, RunStatus, Verdict
 from assay.server import STATIC_DIR
 from assay.server.comparison import ServedComparison, compare
-from assay.server.launches import Launcher, LaunchRefused, RunRequest, sse, stream
-from assay.server.security import SecurityMiddleware
-from assay.server.settings import LOOPBACK_NAMES, ServerSettings
-from assay.server.views import CaseDetail, RunDetail, case_detail, run_detail
+from assay.server.launches import (
+    NO_CONTROL_CHARACTERS,
+    Launcher,
+    LaunchPolicy,
+    LaunchRefused,
+    RunRequest,
+    sse,
+    stream,
+)
+from assay.server.security import SecurityMiddleware, document_nul_rule
+from assay.server.settings import ServerSettings
+from assay.server.views import (
+    CaseDetail,
+    RunDetail,
+    bounded_case,
+    case_detail,
+    run_detail,
+    value_at,
+)
 from assay.store import baselines, queries
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore
@@ -46,6 +63,8 @@ log = logging.getLogger("assay.server")
 MAX_PAGE = 500
 RunId = Annotated[str, PathParam(min_length=1, max_length=200)]
 MAX_TEXT = 500
+MAX_VALUE_CHARS = 5_000_000
+"""The most of a cut value one request reads (a client pages on with ``offset``)."""
 
 
 class ErrorBody(BaseModel):
@@ -74,9 +93,20 @@ class CasePage(Page):
 
 
 class BaselinePatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Strict, as every request body is: ``"yes"`` and ``1`` are not ``true``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     is_baseline: bool
+
+
+class CaseValue(BaseModel):
+    """A part of a value that a case page cut."""
+
+    pointer: str
+    length: int = Field(description="characters of the whole text")
+    offset: int
+    text: str = Field(description="the text from offset, at most 'limit' characters")
 
 
 class Launched(BaseModel):
@@ -146,11 +176,20 @@ def _verdicts(values: list[str]) -> list[Verdict]:
     return found
 
 
+def _documented(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, built once, with the rules the middleware enforces."""
+    app.openapi_schema = document_nul_rule(get_openapi(
+        title=app.title, version=app.version, description=app.description,
+        routes=app.routes))
+    return app.openapi_schema
+
+
 def create_app(settings: ServerSettings) -> FastAPI:
     """The application for ``settings`` (see :class:`ServerSettings`)."""
     settings.check()
     holder = StoreHolder(settings.store_url)
-    launcher = Launcher(settings.store_url, settings.suite_roots)
+    launcher = Launcher(settings.store_url, settings.suite_roots,
+                        LaunchPolicy(settings.judge_models, settings.targets_file))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -163,11 +202,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
                       "Runs, cases, comparisons and baselines of an assay run store. Every "
                       "error is JSON with 'detail' and 'code'. Send 'Authorization: Bearer "
                       "TOKEN' when the server has a token (ASSAY_SERVER_TOKEN)."))
+    app.openapi = lambda: app.openapi_schema or _documented(app)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.launcher = launcher
-    allowed = None if settings.token is not None else LOOPBACK_NAMES
     app.add_middleware(SecurityMiddleware, token=settings.token,
-                       max_body_bytes=settings.max_body_bytes, allowed_hosts=allowed)
+                       max_body_bytes=settings.max_body_bytes,
+                       allowed_hosts=settings.allowed_hosts)
 
     histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
     count_cache: queries.CountCache = {}  # of finished runs only: their cases never change
@@ -353,15 +393,21 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 "evaluator) is in this state"))] = None,
             q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
                 "text to find, in any case, in the case id, input, expected output, or the "
-                "agent's output or error (the first 500 characters of each)"))] = None,
+                "agent's output or error (the first 500 characters of each); plain text on "
+                "one line (a control character is refused)"),
+                json_schema_extra={"pattern": NO_CONTROL_CHARACTERS})] = None,
             sort: queries.CaseSort = queries.CaseSort.PROBLEMS,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> CasePage:
         """A page of a run's cases. ``problems`` (the default) puts errors, then failures,
         then borderline cases first, lowest score first."""
         run = require_run(run_id)
-        where = queries.CaseFilter(verdicts=_verdicts(verdict), evaluator=evaluator,
-                                   evaluator_state=evaluator_state, text=q or None)
+        try:
+            where = queries.CaseFilter(verdicts=_verdicts(verdict), evaluator=evaluator,
+                                       evaluator_state=evaluator_state, text=q or None)
+        except ConfigError as exc:
+            raise ApiError(400, "invalid_parameter", f"query parameter 'q': {exc.message}") \
+                from None
         items, total = queries.case_page(
             store(), run.id, where, sort, limit, offset,
             count_cache if run.status is RunStatus.COMPLETED else None)
@@ -371,16 +417,46 @@ def create_app(settings: ServerSettings) -> FastAPI:
              tags=["cases"])
     def get_case(run_id: RunId,
                  case_id: Annotated[str, Query(min_length=1, max_length=1000)],
-                 repeat: Annotated[int, Query(ge=0, le=10**6)] = 0) -> CaseDetail:
-        """One case: the case, what the agent did, every score in full (judge transcripts
-        included), and its tool calls and retrievals. The case id is a query parameter, so
-        that any id (slashes, dots, spaces) names its case."""
+                 repeat: Annotated[int, Query(ge=0, le=10**6)] = 0) -> Response:
+        """One case: the case, what the agent did, every score (judge transcripts included),
+        and its tool calls and retrievals. The case id is a query parameter, so that any id
+        (slashes, dots, spaces) names its case. The page holds about a megabyte at most: a
+        longer text is cut, with a marker saying how long it is, and a longer list keeps its
+        first items; ``cuts`` lists each, and ``GET /runs/{id}/case/value`` has the whole."""
+        return Response(orjson.dumps(bounded_case(_case(run_id, case_id, repeat))),
+                        media_type="application/json")
+
+    def _case(run_id: str, case_id: str, repeat: int) -> CaseDetail:
         run = require_run(run_id)
         record = queries.case_record(store(), run.id, case_id, repeat)
         if record is None:
             raise ApiError(404, "case_not_found",
                            f"Case not found: {case_id!r} (repeat {repeat}) in run {run.id}")
         return case_detail(record)
+
+    @app.get("/runs/{run_id}/case/value", response_model=CaseValue, responses=ERRORS,
+             tags=["cases"])
+    def get_case_value(
+            run_id: RunId,
+            case_id: Annotated[str, Query(min_length=1, max_length=1000)],
+            pointer: Annotated[str, Query(max_length=2000, description=(
+                "where the value is in the case page: a cut's 'pointer'"))],
+            repeat: Annotated[int, Query(ge=0, le=10**6)] = 0,
+            offset: Annotated[int, Query(ge=0, le=10**10)] = 0,
+            limit: Annotated[int, Query(ge=1, le=MAX_VALUE_CHARS)] = MAX_VALUE_CHARS) \
+            -> CaseValue:
+        """The whole of a value the case page cut (a text, or the JSON text of a list or
+        mapping), ``limit`` characters from ``offset`` at a time."""
+        data = orjson.loads(_case(run_id, case_id, repeat).model_dump_json(exclude={"cuts"}))
+        try:
+            found = value_at(data, pointer)
+        except KeyError:
+            raise ApiError(404, "value_not_found", f"the case page has no value at pointer "
+                           f"{pointer[:200]!r}") from None
+        text = found if isinstance(found, str) else orjson.dumps(
+            found, option=orjson.OPT_INDENT_2).decode()
+        return CaseValue(pointer=pointer, length=len(text), offset=offset,
+                         text=text[offset:offset + limit])
 
     @app.get("/runs/{run_id}/histograms", response_model=queries.Histograms, responses=ERRORS,
              tags=["runs"])

@@ -18,9 +18,9 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from assay.errors import EvaluationError
 from assay.records import CaseRecord, RunRecord, RunStatus, Verdict
@@ -35,19 +35,39 @@ NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
 """Names and paths hold no control characters (a NUL cannot be in a path at all)."""
 
 
-class RunRequest(BaseModel):
-    """A run to start: a suite the server may read, and what ``assay run`` would be told."""
+WholeNumber = Annotated[int, Strict(False)]
+"""An integer in a strict request body that may be written ``8.0``, as JSON Schema allows
+(:meth:`RunRequest._json_number` refuses ``true`` and ``"8"``)."""
 
-    model_config = ConfigDict(extra="forbid")
+
+class RunRequest(BaseModel):
+    """A run to start: a suite the server may read, and what ``assay run`` would be told.
+
+    Strict, as every request body is: ``"8"`` is not a number, nor ``1`` a boolean."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     suite: str = Field(description="a suite path, relative to one of the server's suite roots",
                        min_length=1, max_length=1000, pattern=NO_CONTROL_CHARACTERS)
-    target: str | None = Field(default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS)
-    judge_model: str | None = Field(default=None, max_length=500,
-                                    pattern=NO_CONTROL_CHARACTERS)
-    concurrency: int | None = Field(default=None, ge=1, le=256)
-    repeat: int | None = Field(default=None, ge=1, le=100)
+    target: str | None = Field(
+        default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS,
+        description="a target of the server's targets file, by name (never a model string)")
+    judge_model: str | None = Field(
+        default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS,
+        description="one of the judge models the server allows (assay serve "
+        "--allow-judge-model) or its default judge")
+    concurrency: WholeNumber | None = Field(default=None, ge=1, le=256)
+    repeat: WholeNumber | None = Field(default=None, ge=1, le=100)
     filter: str | None = Field(default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS)
+
+    @field_validator("concurrency", "repeat", mode="before")
+    @classmethod
+    def _json_number(cls, value: Any) -> Any:
+        """A JSON number only: ``true`` and ``"8"`` are not 1 and 8."""
+        if value is not None and (isinstance(value, bool) or
+                                  not isinstance(value, int | float)):
+            raise ValueError("must be a whole number, not " + type(value).__name__)
+        return value
 
 
 class LaunchRefused(Exception):
@@ -58,6 +78,61 @@ class LaunchRefused(Exception):
         self.status = status
         self.code = code
         self.message = message
+
+
+def _shown(value: str) -> str:
+    """A value from a request as an error message quotes it: credentials in a URL hidden,
+    cut short."""
+    from assay.llm.models import display_model
+
+    shown = display_model(value)
+    return repr(shown if len(shown) <= 80 else shown[:80] + "…")
+
+
+@dataclass(frozen=True)
+class LaunchPolicy:
+    """What a run request may choose besides its suite: only what the server was started
+    with. A request that could name any model string or URL as its judge or target would
+    have the server send its own API keys (``ASSAY_API_KEY``, ``OPENAI_API_KEY``...) to a
+    host of the request's choosing with every case."""
+
+    judge_models: frozenset[str]
+    """The judge models a request may name: the server's allow-list and its default."""
+    targets_file: Path | None = None
+    """The server's targets file (``assay serve --targets``); None: the one found above the
+    suite, as ``assay run`` finds it (a file on the server's disk either way)."""
+
+    def check(self, request: RunRequest, suite: Path) -> None:
+        """Raise :class:`LaunchRefused` (403) for a judge model or target not allowed."""
+        if request.judge_model is not None and request.judge_model not in self.judge_models:
+            allowed = ", ".join(sorted(_shown(m) for m in self.judge_models))
+            raise LaunchRefused(403, "judge_model_not_allowed",
+                                f"judge_model {_shown(request.judge_model)} is not one this "
+                                f"server allows; allowed: {allowed} (assay serve "
+                                "--allow-judge-model MODEL adds one)")
+        if request.target is not None:
+            self._check_target(request.target, suite)
+
+    def _check_target(self, target: str, suite: Path) -> None:
+        from assay.targets.config import load_targets_for
+
+        try:
+            found = load_targets_for(suite, self.targets_file, strict=False)
+        except EvaluationError as exc:
+            raise LaunchRefused(400, exc.code, exc.message) from None
+        names = found.names() if found is not None else []
+        if target not in names:
+            where = f"the server's targets file {found.path}" if found is not None else \
+                "a targets file: this server has none for this suite (assay serve --targets)"
+            raise LaunchRefused(403, "target_not_allowed",
+                                f"target {_shown(target)} is not defined in {where}; a run "
+                                "request may name only those targets "
+                                f"({', '.join(repr(n) for n in names) or 'none'}), never a "
+                                "model string or URL")
+
+    def options(self) -> dict[str, Any]:
+        """What every run this server starts is given (``evaluate``'s RunConfig fields)."""
+        return {} if self.targets_file is None else {"targets_file": str(self.targets_file)}
 
 
 @dataclass
@@ -120,9 +195,10 @@ def resolve_suite(request: RunRequest, roots: list[Path]) -> Path:
 class Launcher:
     """The runs this server started, by id."""
 
-    def __init__(self, store_url: str, roots: list[Path]) -> None:
+    def __init__(self, store_url: str, roots: list[Path], policy: LaunchPolicy) -> None:
         self.store_url = store_url
         self.roots = roots
+        self.policy = policy
         self.launches: dict[str, Launch] = {}
 
     async def start(self, request: RunRequest) -> Launch:
@@ -130,8 +206,9 @@ class Launcher:
         from assay.store.runs import RunStore
 
         path = resolve_suite(request, self.roots)
-        options = {k: v for k, v in request.model_dump(
-            exclude={"suite", "target"}).items() if v is not None}
+        self.policy.check(request, path)
+        options = {**self.policy.options(), **{k: v for k, v in request.model_dump(
+            exclude={"suite", "target"}).items() if v is not None}}
         created: asyncio.Future[RunRecord] = asyncio.get_running_loop().create_future()
         holder: dict[str, Launch] = {}
 

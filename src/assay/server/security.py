@@ -1,5 +1,5 @@
-"""What every request passes through: the size limit, the token, the allowed hosts, and the
-headers that keep the browser from running anything the data holds.
+"""What every request passes through: the size limit, the token, the allowed hosts, no NUL in
+its address, and the headers that keep the browser from running anything the data holds.
 
 These are plain ASGI middleware so that they apply before routing, to every path (a request
 for an unknown path is refused for a missing token too, and answers nothing about the store).
@@ -12,6 +12,10 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import parse_qsl
+
+from assay.control_chars import printable
+from assay.server.settings import host_key
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -54,7 +58,7 @@ class SecurityMiddleware:
     every response."""
 
     def __init__(self, app: ASGIApp, token: str | None, max_body_bytes: int,
-                 allowed_hosts: tuple[str, ...] | None) -> None:
+                 allowed_hosts: frozenset[str] | None) -> None:
         self.app = app
         self.token = token
         self.max_body_bytes = max_body_bytes
@@ -67,10 +71,10 @@ class SecurityMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
         if self.allowed_hosts is not None and not self._host_allowed(headers.get("host", "")):
-            # Without a token the server trusts loopback; a page elsewhere that resolves its own
-            # name to 127.0.0.1 (DNS rebinding) would otherwise read it.
+            # Without a token the server trusts loopback (ServerSettings.allowed_hosts says why).
             await send_error(send, 421, "host_not_allowed",
-                             "this server answers only requests addressed to localhost")
+                             "this server answers only requests addressed to localhost or "
+                             "to the loopback address it listens on")
             return
         path = scope.get("path", "")
         if self.token is not None and not self._public(path) \
@@ -79,6 +83,12 @@ class SecurityMiddleware:
                              "a bearer token is required: send 'Authorization: Bearer TOKEN' "
                              "with the server's ASSAY_SERVER_TOKEN",
                              [(b"www-authenticate", b'Bearer realm="assay"')])
+            return
+        holding = _holding_nul(scope)
+        if holding is not None:
+            await send_error(send, 400, "invalid_parameter",
+                             f"{holding} holds a NUL character; nothing stored holds one, "
+                             "and a database may refuse it")
             return
         length = headers.get("content-length")
         if length is not None:
@@ -120,7 +130,7 @@ class SecurityMiddleware:
         assert self.allowed_hosts is not None
         name = host.rsplit(":", 1)[0] if not host.startswith("[") else \
             host.split("]")[0] + "]"
-        return name.lower() in self.allowed_hosts
+        return host_key(name) in self.allowed_hosts
 
     def _with_headers(self, send: Send) -> Send:
         async def wrapped(message: Message) -> None:
@@ -131,6 +141,43 @@ class SecurityMiddleware:
             await send(message)
 
         return wrapped
+
+
+NO_NUL = "^[^\x00]*$"
+"""The rule of :func:`_holding_nul`, as a JSON Schema pattern."""
+
+
+def document_nul_rule(openapi: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI document with every text parameter (path and query) saying it holds no
+    NUL, as the middleware enforces for every route."""
+    for item in openapi.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []) if isinstance(
+                    operation, dict) else []:
+                _no_nul_in(parameter.get("schema", {}))
+    return openapi
+
+
+def _no_nul_in(schema: dict[str, Any]) -> None:
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "string" and not {"pattern", "format", "enum"} & set(branch):
+            branch["pattern"] = NO_NUL
+        if branch.get("type") == "array":
+            _no_nul_in(branch.get("items", {}))
+
+
+def _holding_nul(scope: Scope) -> str | None:
+    """Which part of a request's address holds a NUL (``%00``): the path, or a query
+    parameter by name; None when none does. One rule for every route and parameter."""
+    if "\x00" in scope.get("path", ""):
+        return "the path"
+    query = scope.get("query_string", b"").decode("latin-1")
+    if "%00" not in query and "\x00" not in query:
+        return None
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if "\x00" in name or "\x00" in value:
+            return f"query parameter {printable(name)[:80]!r}"
+    return None
 
 
 def _replay(body: bytes | None, first: Message | None, receive: Receive) -> Receive:

@@ -1,4 +1,5 @@
-"""How a server is configured, and the rule that decides when it needs a token."""
+"""How a server is configured, and the rules that decide when it needs a token, which names
+it answers to, and what a run started over the API may choose."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ TOKEN_VARIABLE = "ASSAY_SERVER_TOKEN"
 MAX_BODY_BYTES = 1 << 20
 """The largest request body accepted (a run request is a few hundred bytes)."""
 
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+"""The names a server without a token answers to, besides the address it is bound to."""
 
 
 def is_loopback(host: str) -> bool:
@@ -27,9 +29,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_key(name: str) -> str:
+    """A host name as the Host allow-list compares it: an IP address in its one canonical
+    form (``[0:0::1]`` and ``::1`` alike), any other name lower-cased."""
+    bare = name.strip().strip("[]")
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        return bare.lower()
+
+
+def default_judge_model() -> str:
+    """The judge a run uses when nothing names one: ``$ASSAY_JUDGE_MODEL`` or assay's
+    default, as for ``assay run``."""
+    from assay.llm.config import DEFAULT_JUDGE_MODEL
+
+    return os.environ.get("ASSAY_JUDGE_MODEL", "").strip() or DEFAULT_JUDGE_MODEL
+
+
 @dataclass
 class ServerSettings:
-    """What one server serves: a store, who may read it, which suites it may run."""
+    """What one server serves: a store, who may read it, which suites it may run, and which
+    targets and judge models a run started over the API may name."""
 
     store_url: str
     token: str | None = None
@@ -37,19 +58,46 @@ class ServerSettings:
     suite_roots: list[Path] = field(default_factory=lambda: [Path.cwd()])
     max_body_bytes: int = MAX_BODY_BYTES
     allow_runs: bool = True
+    allowed_judge_models: list[str] = field(default_factory=list)
+    """Judge models a run request may name (``--allow-judge-model``), besides the default."""
+    default_judge: str = field(default_factory=default_judge_model)
+    targets_file: Path | None = None
+    """The targets file of runs started over the API (``--targets``); None: the one found
+    above each suite, as ``assay run`` finds it."""
 
     @classmethod
     def from_environment(cls, store_url: str, host: str = "127.0.0.1",
                          suite_roots: list[Path] | None = None,
-                         allow_runs: bool = True) -> ServerSettings:
+                         allow_runs: bool = True,
+                         allowed_judge_models: list[str] | None = None,
+                         targets_file: Path | None = None) -> ServerSettings:
         """Settings with the token from ``$ASSAY_SERVER_TOKEN`` (never from the command line,
         where other users of the machine could read it); refuses a server reachable from other
         machines without one."""
         token = os.environ.get(TOKEN_VARIABLE, "").strip() or None
         settings = cls(store_url=store_url, token=token, host=host,
-                       suite_roots=suite_roots or [Path.cwd()], allow_runs=allow_runs)
+                       suite_roots=suite_roots or [Path.cwd()], allow_runs=allow_runs,
+                       allowed_judge_models=list(allowed_judge_models or []),
+                       targets_file=targets_file)
         settings.check()
         return settings
+
+    @property
+    def judge_models(self) -> frozenset[str]:
+        """Every judge model a run request may name: the allow-list and the default."""
+        return frozenset({*self.allowed_judge_models, self.default_judge})
+
+    @property
+    def allowed_hosts(self) -> frozenset[str] | None:
+        """The Host names answered (see :func:`host_key`); None with a token (any name).
+
+        Without a token the server trusts loopback, so it answers only requests addressed to
+        a loopback name: a page elsewhere that resolves its own name to 127.0.0.1 (DNS
+        rebinding) would otherwise read it. The address it is bound to (127.0.0.2, say) is
+        one of them, so that every loopback address it may be bound to serves."""
+        if self.token is not None:
+            return None
+        return frozenset({*LOOPBACK_NAMES, host_key(self.host)})
 
     def check(self) -> None:
         if self.token is None and not is_loopback(self.host):
@@ -61,3 +109,19 @@ class ServerSettings:
             raise ConfigError(f"{TOKEN_VARIABLE} is too short to be a secret: use at least 16 "
                               "random characters (python -c 'import secrets; "
                               "print(secrets.token_urlsafe())')", code="token_too_short")
+        self._check_judge_models()
+        if self.targets_file is not None and not self.targets_file.is_file():
+            raise ConfigError(f"--targets {self.targets_file}: no such file",
+                              code="invalid_targets")
+
+    def _check_judge_models(self) -> None:
+        """Each allowed judge model parses, so a typo is refused when the server starts, not
+        when a run asks for it."""
+        from assay.llm.models import display_model, parse_model
+
+        for model in self.allowed_judge_models:
+            try:
+                parse_model(model)
+            except ConfigError as exc:
+                raise ConfigError(f"--allow-judge-model {display_model(model)!r}: "
+                                  f"{exc.message}", code=exc.code) from None

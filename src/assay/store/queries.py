@@ -34,7 +34,7 @@ from assay.model import Execution, Score
 from assay.records import CaseRecord, RunRecord, RunStatus, RunSummary, Verdict
 from assay.store import schema
 from assay.store.runs import RunStore, _case_record, _run_record
-from assay.store.search import needle
+from assay.store.search import check_query, needle
 
 PREVIEW_CHARS = 240
 """How much of a case's input and output a page of cases shows."""
@@ -131,10 +131,17 @@ class RunFilter:
 
 @dataclass
 class CaseFilter:
+    """Which cases of a run to list; a search ``text`` with a control character is a
+    ConfigError here, before any query (see :func:`search.check_query`)."""
+
     verdicts: Sequence[Verdict] = ()
     evaluator: str | None = None
     evaluator_state: EvaluatorState | None = None
     text: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.text:
+            check_query(self.text)
 
 
 def run_target(run: RunRecord) -> str | None:

@@ -15,9 +15,12 @@ anew).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pydantic_core
+
+from assay.errors import ConfigError
 
 FIELD_CHARS = 500
 """How much of each field is searched."""
@@ -46,9 +49,25 @@ def search_text(case_id: str, case_input: Any, expected: Any, output: Any,
     return SEPARATOR.join(_text(f)[:FIELD_CHARS] for f in fields).lower().replace("\x00", " ")
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def check_query(query: str) -> None:
+    """Refuse a query holding a control character (a ConfigError saying which): the searched
+    text has its fields joined by newlines and NUL turned into a space, so ``\\n`` or NUL
+    would match nearly every case, not the text asked for."""
+    found = _CONTROL.search(query)
+    if found is not None:
+        raise ConfigError(f"the search holds the control character "
+                          f"U+{ord(found.group(0)):04X} at position {found.start()}; a search "
+                          "is plain text on one line", code="invalid_search")
+
+
 def needle(query: str) -> str:
-    """A user's query as it is matched against :func:`search_text` (NUL as a space there)."""
-    return query.lower().replace("\x00", " ")
+    """A user's query as it is matched against :func:`search_text` (checked by
+    :func:`check_query` first)."""
+    check_query(query)
+    return query.lower()
 
 
-__all__ = ["FIELD_CHARS", "needle", "search_text"]
+__all__ = ["FIELD_CHARS", "check_query", "needle", "search_text"]

@@ -3,7 +3,9 @@
 It is a real HTTP server (aiohttp.web), so tests and benchmarks exercise assay's real client
 path. It can add latency and inject faults by rate, and it counts what it saw::
 
-    python -m assay.testing.mock_server --port 8765 --latency-ms 100 --fault 429=0.1
+    python -m assay.testing.mock_server --port 8766 --latency-ms 100 --fault 429=0.1
+
+Its default port is 8766 (``assay serve``'s is 8765), so both run at once with their defaults.
 
 Faults (``--fault KIND=RATE``, or ``MockConfig.faults``):
 
@@ -43,18 +45,26 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay.errors import ConfigError
+from assay.listening import bound_port, listen
 from assay.testing.answers import answer, as_prose, with_bool_scores
+
+DEFAULT_PORT = 8766
+"""Not ``assay serve``'s 8765: both run at once with their defaults."""
 
 FAULT_KINDS = ("429", "500", "503", "hang", "drop", "invalid_json", "truncated", "empty_choices",
                "401", "huge", "drip", "prose", "bool_score")
 
 
 class MockConfig(BaseModel):
-    """How the server behaves. Fault rates are probabilities per request, summed <= 1."""
+    """How the server behaves. Fault rates are probabilities per request, summed <= 1.
 
-    model_config = ConfigDict(extra="forbid")
+    Strict, as it is also a request body (``POST /admin/config``): ``"yes"`` and ``1`` are
+    not ``true``, nor ``"5"`` a number."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     latency_ms: float = 0.0
     latency_jitter_ms: float = 0.0
@@ -321,7 +331,12 @@ class MockServer:
         return web.json_response({"ok": True})
 
     async def config_handler(self, request: web.Request) -> web.Response:
-        self.configure(MockConfig.model_validate(await request.json()))
+        try:
+            config = MockConfig.model_validate(await request.json())
+        except (ValidationError, ValueError) as exc:  # not JSON, or not a MockConfig
+            return web.json_response({"error": {"message": f"not a mock config: {exc}"}},
+                                     status=400)
+        self.configure(config)
         self.reset()
         return web.json_response(self.config.model_dump())
 
@@ -465,7 +480,8 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__.split("Endpoints:")[0] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"default: {DEFAULT_PORT}")
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--latency-jitter-ms", type=float, default=0.0)
     parser.add_argument("--fault", action="append", default=[],
@@ -500,10 +516,15 @@ def main(argv: list[str] | None = None) -> None:
                         echo_headers=args.echo_headers, huge_bytes=args.huge_bytes,
                         drip_interval_s=args.drip_interval)
     server = MockServer(config)
+    try:  # bound first: a port in use is one line, before anything says where it serves
+        sock = listen(args.host, args.port)
+    except ConfigError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc.message}\n")
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    banner = f"mock server on http://{shown}:{bound_port(sock)}/v1"
     with contextlib.suppress(KeyboardInterrupt):
-        web.run_app(server.app(), host=args.host, port=args.port, access_log=None,
-                    print=lambda *_: print(f"mock server on http://{args.host}:{args.port}/v1",
-                                           flush=True))
+        web.run_app(server.app(), sock=sock, access_log=None,
+                    print=lambda *_: print(banner, flush=True))
 
 
 if __name__ == "__main__":

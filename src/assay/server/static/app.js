@@ -530,6 +530,7 @@
       h("div", { class: "meta" }, badge(r.verdict), h("span", {}, "score ", h("strong", {}, fmt.score(r.score))),
         r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + fmt.ms(ex.latency_ms))),
       ex.error ? h("div", { class: "panel error", id: "target-error" }, h("strong", {}, "The agent failed: "), ex.error) : null,
+      cutsPanel(runId, caseId, repeat, detail),
       h("div", { class: "grid" },
         h("div", { class: "panel" }, h("h2", {}, "Input"), block(r.case.input)),
         h("div", { class: "panel" }, h("h2", {}, "Expected output"), block(r.case.expected_output, "(none given)"),
@@ -555,6 +556,35 @@
           messageText(m.content) ? h("pre", {}, messageText(m.content)) : null,
           (m.tool_calls || []).map((tc) => h("div", { class: "muted" }, "calls ", h("strong", {}, tc.function.name), " ", tc.function.arguments)))))) : null,
       Object.keys(r.case.metadata || {}).length ? h("details", { class: "panel" }, h("summary", {}, "Case metadata"), h("pre", {}, JSON.stringify(r.case.metadata, null, 2))) : null);
+  }
+
+  // A case too large for one page comes with some values cut (a cut text ends with a marker
+  // saying how long it is); each can be read whole, on demand.
+  function cutsPanel(runId, caseId, repeat, detail) {
+    const cuts = detail.cuts || [];
+    if (!cuts.length) return null;
+    const more = detail.cuts_not_listed || 0;
+    return h("div", { class: "panel warn", id: "cuts" }, h("h2", {}, "Shown in part"),
+      h("p", {}, "This case is too large to show whole; these values are cut on this page:"),
+      h("ul", {}, cuts.map((c) => cutItem(runId, caseId, repeat, c))),
+      more ? h("p", {}, "and " + fmt.int(more) + " more") : null);
+  }
+
+  function cutItem(runId, caseId, repeat, cut) {
+    const whole = h("div", {});
+    const button = h("button", { class: "secondary", on: { click: async () => {
+      button.disabled = true;
+      try {
+        const value = await api("/runs/" + encodeURIComponent(runId) + "/case/value", { case_id: caseId, repeat, pointer: cut.pointer });
+        whole.replaceChildren(h("pre", {}, value.text),
+          value.text.length < value.length ? h("p", {}, "the first " + fmt.int(value.text.length) + " of " + fmt.int(value.length) + " characters") : null);
+      } catch (e) {
+        whole.replaceChildren(h("p", {}, e.message));
+        button.disabled = false;
+      }
+    } } }, "Show it whole");
+    return h("li", { "data-pointer": cut.pointer }, h("code", {}, cut.pointer), " ",
+      fmt.int(cut.shown) + " of " + fmt.int(cut.total) + " " + cut.unit + " shown ", STATIC ? null : button, whole);
   }
 
   function scoreCard(sc) {

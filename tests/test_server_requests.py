@@ -1,0 +1,327 @@
+"""What a request to ``assay serve`` may choose, and how much it gets back: a run request names
+only the server's judge models and targets (the server's keys go nowhere else), the bound
+loopback address is served, a taken port is one line before any banner, search queries and
+every parameter refuse NUL and control characters, request bodies are strict, and a case page
+stays small whatever the case holds."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from assay.model import Case, Execution, Score
+from assay.records import CaseRecord, Verdict
+from assay.store.runs import RunStore
+from assay.testing import mock_server as mock_module
+from assay.testing.mock_server import RunningServer, serve_in_thread
+from assay.testing.runs import write_run
+from tests.assay_process import run_assay
+from tests.server_support import events, serve
+
+pytest.importorskip("fastapi")
+
+KEY = "sk-server-own-key-0123456789abcdef"
+
+
+def _error(response: httpx.Response, status: int, code: str | None = None) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"detail", "code"} and body["detail"], body
+    if code is not None:
+        assert body["code"] == code, body
+    assert "Traceback" not in response.text
+    return str(body["detail"])
+
+
+# -- 1. a run request names only what the server allows ----------------------------------------
+
+
+@pytest.fixture
+def other_server() -> Iterator[RunningServer]:
+    """A second mock server: the host a hostile request would have the server's key sent to."""
+    server = serve_in_thread()
+    yield server
+    server.stop()
+
+
+def _judged_suite(root: Path) -> None:
+    (root / ".assay").mkdir()
+    (root / "agent.py").write_text("def answer(question: str) -> str:\n"
+                                   "    return 'echo ' + question\n")
+    (root / "EVAL.yaml").write_text(
+        "description: judged\nexecution:\n  target: agent\n  evaluators:\n"
+        "    - {name: judged, type: llm_judge, prompt: 'Grade {{candidate_answer}}'}\n"
+        "evalcases:\n  - {id: c0, input: q0, expected_outcome: an echo}\n"
+        "  - {id: c1, input: q1, expected_outcome: an echo}\n")
+    (root / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - {name: agent, provider: python, function: 'agent:answer'}\n")
+
+
+def test_a_run_request_may_name_only_the_servers_judge_models_and_targets(
+        tmp_path, monkeypatch, mock_server, other_server):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ASSAY_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", other_server.url)
+    _judged_suite(tmp_path)
+    allowed = f"{mock_server.url}#judge-model"
+    elsewhere = f"{other_server.url}#judge-model"
+    url = f"sqlite:///{tmp_path}/runs.db"
+    with serve(url, suite_roots=[tmp_path]) as served, served.client() as api:
+        for body, code in [({"judge_model": elsewhere}, "judge_model_not_allowed"),
+                           ({"judge_model": "openai:gpt-4o-mini"}, "judge_model_not_allowed"),
+                           ({"target": elsewhere}, "target_not_allowed"),
+                           ({"target": "openai:gpt-4o-mini"}, "target_not_allowed")]:
+            refused = api.post("/runs", json={"suite": "EVAL.yaml", **body})
+            if refused.status_code == 202:  # let it run, to see where the key went
+                events(api, refused.json()["stream"])
+            assert other_server.stats.requests == 0, "the server's key went to the request's host"
+            assert KEY not in _error(refused, 403, code)
+        assert "--allow-judge-model" in _error(
+            api.post("/runs", json={"suite": "EVAL.yaml", "judge_model": elsewhere}), 403)
+        assert api.get("/runs").json()["total"] == 0  # nothing was started
+    with serve(url, suite_roots=[tmp_path], allowed_judge_models=[allowed]) as served, \
+            served.client() as api:
+        started = api.post("/runs", json={"suite": "EVAL.yaml", "judge_model": allowed,
+                                          "target": "agent"})
+        assert started.status_code == 202, started.text
+        assert events(api, started.json()["stream"])[-1][0] == "run_completed"
+    assert other_server.stats.requests == 0
+    assert mock_server.stats.requests >= 2
+    assert dict(mock_server.stats.authorization) == {f"Bearer {KEY}": mock_server.stats.requests}
+
+
+def test_a_servers_targets_file_names_the_targets_a_request_may_choose(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _judged_suite(tmp_path)
+    (tmp_path / "EVAL.yaml").write_text(
+        "description: echo\nexecution:\n  target: agent\n  evaluators:\n"
+        "    - {name: has_echo, type: contains, search_text: echo}\n"
+        "evalcases:\n  - {id: c0, input: q0}\n")
+    target = "{provider: python, function: 'agent:answer'}"
+    (tmp_path / ".assay" / "targets.yaml").write_text(
+        f"targets:\n  - {{name: agent, {target[1:]}\n  - {{name: suites-own, {target[1:]}\n")
+    served_targets = tmp_path / "served.yaml"
+    served_targets.write_text(
+        f"targets:\n  - {{name: agent, {target[1:]}\n  - {{name: served, {target[1:]}\n")
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path],
+               targets_file=served_targets) as served, served.client() as api:
+        # the suite's own file is not the server's when the server names one
+        detail = _error(api.post("/runs", json={"suite": "EVAL.yaml", "target": "suites-own"}),
+                        403, "target_not_allowed")
+        assert "'agent', 'served'" in detail and str(served_targets) in detail
+        started = api.post("/runs", json={"suite": "EVAL.yaml", "target": "served"})
+        assert started.status_code == 202, started.text
+        assert events(api, started.json()["stream"])[-1][0] == "run_completed"
+
+
+def test_a_judge_model_the_server_cannot_use_is_refused_when_it_starts(tmp_path):
+    done = run_assay(["serve", "--store", f"sqlite:///{tmp_path}/runs.db", "--port", "0",
+                      "--allow-judge-model", "nosuch:model"], timeout=60)
+    assert done.returncode == 2
+    assert "--allow-judge-model 'nosuch:model'" in done.stderr
+    assert "Traceback" not in done.stderr and "serving" not in done.stdout
+
+
+# -- 2. the bound loopback address is served ---------------------------------------------------
+
+
+def test_a_server_bound_to_another_loopback_address_answers_there(tmp_path):
+    with serve(f"sqlite:///{tmp_path}/runs.db", host="127.0.0.2") as served, \
+            served.client() as api:
+        assert served.url.startswith("http://127.0.0.2:")
+        assert api.get("/runs").status_code == 200
+        assert api.get("/").status_code == 200
+        with served.client(headers={"Host": "attacker.example"}) as rebound:
+            _error(rebound.get("/runs"), 421, "host_not_allowed")
+
+
+# -- 3. ports ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
+
+
+def test_assay_serve_on_a_taken_port_says_so_in_one_line_before_any_banner(tmp_path,
+                                                                           taken_port):
+    done = run_assay(["serve", "--store", f"sqlite:///{tmp_path}/runs.db",
+                      "--port", str(taken_port)], timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert f"port {taken_port} on 127.0.0.1 is already in use" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_the_mock_server_on_a_taken_port_says_so_in_one_line_before_any_banner(taken_port,
+                                                                               capsys):
+    with pytest.raises(SystemExit) as stopped:
+        mock_module.main(["--port", str(taken_port)])
+    assert stopped.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"port {taken_port} on 127.0.0.1 is already in use" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_server_and_the_mock_server_default_to_different_ports_as_the_readme_says():
+    from assay.cli.serve import DEFAULT_PORT
+
+    assert DEFAULT_PORT != mock_module.DEFAULT_PORT
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert f"assay serve                             # http://127.0.0.1:{DEFAULT_PORT}/" in readme
+    assert f"mock_server --port {mock_module.DEFAULT_PORT} " in readme
+
+
+# -- 4. NUL and control characters in parameters -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Client, str]]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('requests')}/runs.db"
+    store = RunStore(url)
+    run = write_run(store, 12, seed=1)
+    store.close()
+    with serve(url) as served, served.client() as client:
+        yield client, run
+
+
+@pytest.mark.parametrize("query", ["\x00", "case\x00", "\n", "a\tb", "\x1b[2J"])
+def test_a_search_with_a_control_character_is_a_400_not_every_case(api, query):
+    client, run = api
+    detail = _error(client.get(f"/runs/{run}/cases", params={"q": query}), 400,
+                    "invalid_parameter")
+    assert "'q'" in detail
+
+
+@pytest.mark.parametrize(("path", "params"), [
+    ("/runs", {"suite": "a\x00"}), ("/runs", {"target": "\x00"}),
+    ("/runs/{run}/cases", {"evaluator": "\x00"}),
+    ("/runs/{run}/case", {"case_id": "case-000001\x00"}),
+    ("/runs/baseline", {"suite": "\x00"}),
+    ("/runs/compare", {"baseline_run_id": "\x00", "candidate_run_id": "{run}"}),
+    ("/runs/a%00b", {}),
+])
+def test_a_nul_in_any_parameter_is_a_400_naming_it(api, path, params):
+    client, run = api
+    given = {k: v.replace("{run}", run) for k, v in params.items()}
+    detail = _error(client.get(path.replace("{run}", run), params=given), 400,
+                    "invalid_parameter")
+    assert (next(iter(params)) if params else "path") in detail
+
+
+def test_a_plain_search_still_finds_its_cases(api):
+    client, run = api
+    found = client.get(f"/runs/{run}/cases", params={"q": "case-00000"}).json()
+    assert 0 < found["total"] < 12
+
+
+# -- 5. strict request bodies ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["yes", "true", 1, 0, None, [True]])
+def test_a_baseline_patch_takes_only_a_json_boolean(api, value):
+    client, run = api
+    detail = _error(client.patch(f"/runs/{run}", json={"is_baseline": value}), 400)
+    assert "is_baseline" in detail
+    assert client.get(f"/runs/{run}").json()["is_baseline"] is False
+
+
+@pytest.mark.parametrize(("field", "value"), [("concurrency", True), ("concurrency", "2"),
+                                              ("repeat", "1"), ("repeat", 1.5),
+                                              ("suite", 5)])
+def test_a_run_request_takes_only_json_types(tmp_path, field, value):
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path]) as served, \
+            served.client() as client:
+        body = {"suite": "EVAL.yaml", field: value}
+        assert field in _error(client.post("/runs", json=body), 400, "invalid_parameter")
+
+
+@pytest.mark.parametrize("change", [{"echo_headers": "yes"}, {"logprobs": 1},
+                                    {"seed": "3"}, {"latency_ms": "5"}])
+def test_the_mock_servers_config_takes_only_json_types(other_server, change):
+    with httpx.Client(base_url=other_server.url.removesuffix("/v1")) as client:
+        refused = client.post("/admin/config", json=change)
+        assert refused.status_code == 400, refused.text
+        assert next(iter(change)) in refused.json()["error"]["message"]
+        assert client.post("/admin/config", json={"echo_headers": True}).status_code == 200
+
+
+# -- 6. a case page of bounded size ------------------------------------------------------------
+
+HUGE_OUTPUT = "o" * 3_000_000
+SPANS = 5_000
+REQUEST = "r" * 2_000_000
+
+
+def _huge_case(url: str) -> str:
+    store = RunStore(url)
+    run = store.create_run("huge", {"suite_name": "huge"}, run_id="run-huge")
+    trace = [{"name": f"step-{i}", "attributes": {"payload": f"{i}:" + "t" * 10_000}}
+             for i in range(SPANS)]
+    execution = Execution(input="q", output=HUGE_OUTPUT, trace=trace)
+    score = Score(name="judged", value=0.5, passed=False, rationale="too long",
+                  details={"judge_request": [{"role": "user", "content": REQUEST}]})
+    record = CaseRecord(run_id=run, case_id="huge", case=Case(id="huge", input="q"),
+                        execution=execution, scores=[score], score=0.5, verdict=Verdict.FAIL)
+    store.record_execution(run, "huge", 0, execution)
+    store.record_score(run, "huge", 0, score)
+    store.record_case(record)
+    store.flush()
+    store.set_status(run, "completed", {"cases": 1})
+    store.close()
+    return run
+
+
+def test_a_huge_case_page_is_small_and_says_what_it_cut(tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    run = _huge_case(url)
+    with serve(url) as served, served.client() as client:
+        started = time.monotonic()
+        page = client.get(f"/runs/{run}/case", params={"case_id": "huge"})
+        assert page.status_code == 200, page.text[:500]
+        assert len(page.content) < 1_200_000  # the whole case is over 60 MB
+        assert time.monotonic() - started < 20
+        detail = page.json()
+        execution = detail["record"]["execution"]
+        assert execution["output"].endswith("… [cut: 3,000,000 characters in all]")
+        assert execution["output"].startswith("ooo")
+        assert 0 < len(execution["trace"]) < SPANS
+        [score] = detail["record"]["scores"]  # the small fields are all there, whole
+        assert (score["name"], score["value"], score["rationale"]) == ("judged", 0.5, "too long")
+        assert detail["record"]["verdict"] == "fail" and detail["record"]["case_id"] == "huge"
+        cuts = {c["pointer"]: c for c in detail["cuts"]}
+        assert cuts["/record/execution/output"]["total"] == len(HUGE_OUTPUT)
+        assert cuts["/record/execution/trace"]["unit"] == "items"
+        assert cuts["/record/execution/trace"]["total"] == SPANS
+        content = "/record/scores/0/details/judge_request/0/content"
+        assert cuts[content]["total"] == len(REQUEST)
+
+        def value(pointer: str, **params: int) -> httpx.Response:
+            return client.get(f"/runs/{run}/case/value",
+                              params={"case_id": "huge", "pointer": pointer, **params})
+
+        whole = value("/record/execution/output").json()
+        assert whole["text"] == HUGE_OUTPUT and whole["length"] == len(HUGE_OUTPUT)
+        part = value(content, offset=10, limit=5).json()
+        assert part == {"pointer": content, "length": len(REQUEST), "offset": 10,
+                        "text": "rrrrr"}
+        span = value("/record/execution/trace/4999/attributes/payload").json()
+        assert span["text"].startswith("4999:")
+        _error(value("/record/nothing"), 404, "value_not_found")
+        _error(value("/record/execution/output", limit=10**9), 400, "invalid_parameter")
+
+
+def test_a_small_case_page_is_whole_with_no_cuts(api):
+    client, run = api
+    detail = client.get(f"/runs/{run}/case", params={"case_id": "case-000001"}).json()
+    assert detail["cuts"] == [] and detail["cuts_not_listed"] == 0
+    assert "[cut:" not in str(detail)
