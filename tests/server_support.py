@@ -78,3 +78,33 @@ def events(api: httpx.Client, path: str) -> list[tuple[str, dict[str, Any]]]:
             elif line.startswith("data: ") and name:
                 found.append((name, json.loads(line.removeprefix("data: "))))
     return found
+
+
+HUGE_OUTPUT = "o" * 3_000_000
+SPANS = 5_000
+REQUEST = "r" * 2_000_000
+
+
+def write_huge_case(url: str) -> str:
+    """A run of one case of over 60 MB: a 3 MB output, 5,000 spans of 10 kB, a judge request
+    of 2 MB; its id."""
+    from assay.model import Case, Execution, Score
+    from assay.records import CaseRecord, Verdict
+    from assay.store.runs import RunStore
+
+    store = RunStore(url)
+    run = store.create_run("huge", {"suite_name": "huge"}, run_id="run-huge")
+    trace = [{"name": f"step-{i}", "attributes": {"payload": f"{i}:" + "t" * 10_000}}
+             for i in range(SPANS)]
+    execution = Execution(input="q", output=HUGE_OUTPUT, trace=trace)
+    score = Score(name="judged", value=0.5, passed=False, rationale="too long",
+                  details={"judge_request": [{"role": "user", "content": REQUEST}]})
+    record = CaseRecord(run_id=run, case_id="huge", case=Case(id="huge", input="q"),
+                        execution=execution, scores=[score], score=0.5, verdict=Verdict.FAIL)
+    store.record_execution(run, "huge", 0, execution)
+    store.record_score(run, "huge", 0, score)
+    store.record_case(record)
+    store.flush()
+    store.set_status(run, "completed", {"cases": 1})
+    store.close()
+    return run

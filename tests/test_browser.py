@@ -16,7 +16,7 @@ from assay.records import RunStatus
 from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
 from tests.browser_support import launch, playwright_or_skip, screenshot_dir
-from tests.server_support import Served, serve
+from tests.server_support import HUGE_OUTPUT, Served, serve, write_huge_case
 
 pytestmark = pytest.mark.browser
 expect: Any = None
@@ -324,4 +324,21 @@ def test_the_turns_a_conversation_judge_blamed_are_highlighted(browser, tmp_path
         assert "tool_routing" in turns.nth(1).inner_text()
         assert "response_delivery" in turns.nth(3).inner_text()
         assert "response_delivery" not in turns.nth(1).inner_text()
+        watch.clean()
+
+
+def test_a_huge_case_shows_in_part_and_reads_whole_on_demand(browser, tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    run = write_huge_case(url)
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.goto(f"{served.url}/#/case/{run}?case_id=huge")
+        page.wait_for_selector("#cuts")
+        output = page.locator("#agent-output pre").inner_text()
+        assert output.endswith("[cut: 3,000,000 characters in all]") and len(output) < 60_000
+        item = page.locator('#cuts li[data-pointer="/record/execution/output"]')
+        item.locator("button").click()
+        expect(item.locator("pre")).to_have_count(1)
+        assert item.locator("pre").evaluate("e => e.textContent.length") == len(HUGE_OUTPUT)
         watch.clean()

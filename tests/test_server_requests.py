@@ -14,14 +14,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from assay.model import Case, Execution, Score
-from assay.records import CaseRecord, Verdict
 from assay.store.runs import RunStore
 from assay.testing import mock_server as mock_module
 from assay.testing.mock_server import RunningServer, serve_in_thread
 from assay.testing.runs import write_run
 from tests.assay_process import run_assay
-from tests.server_support import events, serve
+from tests.server_support import HUGE_OUTPUT, REQUEST, SPANS, events, serve, write_huge_case
 
 pytest.importorskip("fastapi")
 
@@ -257,33 +255,9 @@ def test_the_mock_servers_config_takes_only_json_types(other_server, change):
 
 # -- 6. a case page of bounded size ------------------------------------------------------------
 
-HUGE_OUTPUT = "o" * 3_000_000
-SPANS = 5_000
-REQUEST = "r" * 2_000_000
-
-
-def _huge_case(url: str) -> str:
-    store = RunStore(url)
-    run = store.create_run("huge", {"suite_name": "huge"}, run_id="run-huge")
-    trace = [{"name": f"step-{i}", "attributes": {"payload": f"{i}:" + "t" * 10_000}}
-             for i in range(SPANS)]
-    execution = Execution(input="q", output=HUGE_OUTPUT, trace=trace)
-    score = Score(name="judged", value=0.5, passed=False, rationale="too long",
-                  details={"judge_request": [{"role": "user", "content": REQUEST}]})
-    record = CaseRecord(run_id=run, case_id="huge", case=Case(id="huge", input="q"),
-                        execution=execution, scores=[score], score=0.5, verdict=Verdict.FAIL)
-    store.record_execution(run, "huge", 0, execution)
-    store.record_score(run, "huge", 0, score)
-    store.record_case(record)
-    store.flush()
-    store.set_status(run, "completed", {"cases": 1})
-    store.close()
-    return run
-
-
 def test_a_huge_case_page_is_small_and_says_what_it_cut(tmp_path):
     url = f"sqlite:///{tmp_path}/runs.db"
-    run = _huge_case(url)
+    run = write_huge_case(url)
     with serve(url) as served, served.client() as client:
         started = time.monotonic()
         page = client.get(f"/runs/{run}/case", params={"case_id": "huge"})
