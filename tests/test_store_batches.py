@@ -17,6 +17,7 @@ import time
 import pytest
 from sqlalchemy import event
 
+from assay.errors import ConfigError
 from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, Verdict
 from assay.store.errors import StoreError
@@ -246,7 +247,8 @@ def test_an_agent_output_with_a_nul_character_is_stored_on_every_backend(store_u
     """PostgreSQL refuses NUL in text, and its JSON operators refuse the escape: such an
     output failed its whole batch (the run stopped with a store error). SQLite keeps it
     exactly; PostgreSQL keeps U+FFFD in its place, and its pages of cases can be read. The
-    search text holds a space on both."""
+    search text holds a space on both; a search for a NUL is refused (it would match every
+    case with a space)."""
     store = RunStore(store_url, flush_seconds=3600)
     run = store.create_run("suite", {})
     _record(store, run, 0, output="a\x00b \\u0000 \\\x00")
@@ -257,7 +259,9 @@ def test_an_agent_output_with_a_nul_character_is_stored_on_every_backend(store_u
     assert records["c0"].execution.output == f"a{nul}b \\u0000 \\{nul}" and len(records) == 2
     from assay.store.queries import CaseFilter, case_page
 
-    rows, total = case_page(store, run, CaseFilter(text="A\x00B"))
+    with pytest.raises(ConfigError, match="U\\+0000"):
+        CaseFilter(text="A\x00B")
+    rows, total = case_page(store, run, CaseFilter(text="A B"))
     assert [r.case_id for r in rows] == ["c0"] and total == 1
     # SQLite's text functions stop at a NUL, so its preview (cut in the database) does too
     assert rows[0].output_preview.startswith("a\ufffdb" if nul == "\ufffd" else "a")
