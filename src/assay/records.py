@@ -486,3 +486,27 @@ class RunRecord(_Record):
     finished_at: float | None = None
     config: RunSnapshot = Field(default_factory=RunSnapshot)
     summary: RunSummary | None = None
+    unreadable: str | None = Field(
+        default=None, description="why the stored row cannot be read (which field, and "
+        "what is wrong with it); the other fields hold what could be read")
+    abandoned: bool = Field(
+        default=False, description="stored as running, but the process running it stopped "
+        "renewing its lease (killed, or its machine gone): read as interrupted, so it can be "
+        "resumed or deleted")
+
+
+def resume_command(run: RunRecord, store: str | None = None) -> str | None:
+    """What finishes ``run`` when it stopped before completing (interrupted, its process gone,
+    or failed): ``assay run --resume``, with ``--store`` when ``store`` (a URL safe to show)
+    is given; from Python when the run's target was a function, which only Python can give
+    again. None for a run that completed, is running, or cannot be read."""
+    if run.unreadable or run.status not in (RunStatus.INTERRUPTED, RunStatus.FAILED):
+        return None
+    function = (run.config.model_extra or {}).get("python_target")
+    if function:
+        where = f", store={store!r}" if store else ""
+        return f"assay.resume({run.id!r}, target={function}{where})"
+    import shlex
+
+    where = f" --store {shlex.quote(store)}" if store else ""
+    return f"assay run --resume {shlex.quote(run.id)}{where}"

@@ -49,6 +49,12 @@ class EvaluationResult:
         return self.run.id
 
     @property
+    def in_memory(self) -> bool:
+        """True when the run was kept in memory (``store=":memory:"``): it lives as long as
+        this result, and only a function given this result (not its id) can read it."""
+        return self.store is not None and self.store.in_memory
+
+    @property
     def summary(self) -> RunSummary:
         return self.run.summary or RunSummary()
 
@@ -188,8 +194,9 @@ class EvaluationResult:
     def __repr__(self) -> str:
         s = self.summary
         mean = "none" if s.mean_score is None else f"{s.mean_score:.3f}"
+        kept = ", in_memory=True" if self.in_memory else ""
         return (f"EvaluationResult(run_id={self.run_id!r}, cases={s.cases}, mean_score={mean}, "
-                f"passed={s.passed})")
+                f"passed={s.passed}{kept})")
 
     def _repr_html_(self) -> str:
         """A readable table for notebooks; every value is HTML-escaped."""
@@ -198,7 +205,8 @@ class EvaluationResult:
         mean = "—" if s.mean_score is None else f"{s.mean_score:.3f}"
         gate = ("<span style=color:green>passed</span>" if s.passed else
                 f"<span style=color:#b00>failed: {esc('; '.join(s.gate_failures))}</span>")
-        head = (f"<p><b>run {esc(self.run_id)}</b> · {esc(self.run.suite)} · "
+        kept = " (in memory: not stored)" if self.in_memory else ""
+        head = (f"<p><b>run {esc(self.run_id)}</b>{kept} · {esc(self.run.suite)} · "
                 f"{s.cases} cases · mean score {mean} · {gate}</p>")
         names = list(s.evaluators)
         cells = "".join(f"<th>{esc(n)}</th>" for n in ["case", "verdict", "score", *names,
@@ -247,3 +255,4 @@ def _cell(score: Score | None) -> str:
 
 def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
+

@@ -25,15 +25,23 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
+    or_,
     select,
     tuple_,
 )
 from sqlalchemy.sql.elements import ColumnElement
 
+from assay.errors import EvaluationError
 from assay.model import Execution, Score
 from assay.records import CaseRecord, RunRecord, RunStatus, RunSummary, Verdict
 from assay.store import schema
-from assay.store.runs import RunStore, _case_record, _run_record
+from assay.store.runs import (
+    RunStore,
+    _case_record,
+    lease_deadline,
+    read_run,
+    run_columns,
+)
 from assay.store.search import check_query, needle
 
 PREVIEW_CHARS = 240
@@ -106,6 +114,19 @@ class RunItem(_View):
     summary: RunSummary | None = None
     pass_rate: float | None = None
     is_baseline: bool = False
+    unreadable: str | None = Field(default=None, description="why the run's stored row "
+                                   "cannot be read; the other fields hold what could be")
+    abandoned: bool = Field(default=False, description="its process stopped without "
+                            "finishing it (status interrupted): resume or delete it")
+
+    @classmethod
+    def of(cls, run: RunRecord, baselines: set[str]) -> RunItem:
+        summary = run.summary
+        return cls(id=run.id, suite=run.suite, status=run.status, created_at=run.created_at,
+                   finished_at=run.finished_at, target=run_target(run), summary=summary,
+                   pass_rate=None if summary is None else summary.pass_rate,
+                   is_baseline=run.id in baselines, unreadable=run.unreadable,
+                   abandoned=run.abandoned)
 
 
 class Histograms(_View):
@@ -149,10 +170,33 @@ def run_target(run: RunRecord) -> str | None:
     return run.config.target_override or run.config.target
 
 
-def _target_column() -> Any:
-    """The run's target as SQL: ``target_override``, else ``target``, from the config JSON."""
+def _config_field(dialect: str, *keys: str) -> Any:
+    """The first of the config JSON's ``keys`` that is set, as SQL text (NULL for a config
+    that is not JSON, which SQLite would otherwise refuse to read at all)."""
     config = schema.runs.c.config
-    return func.coalesce(config["target_override"].as_string(), config["target"].as_string())
+    value = func.coalesce(*(config[key].as_string() for key in keys)) if len(keys) > 1 \
+        else config[keys[0]].as_string()
+    if dialect == "sqlite":
+        return case((func.json_valid(config) == 1, value), else_=None)
+    return value
+
+
+def _target_column(dialect: str) -> Any:
+    """The run's target as SQL: ``target_override``, else ``target``."""
+    return _config_field(dialect, "target_override", "target")
+
+
+def _status_condition(status: RunStatus, now: float | None) -> ColumnElement[bool]:
+    """Runs whose status reads as ``status`` (see :func:`~assay.store.runs.read_run`): a
+    running run whose lease ran out is interrupted, not running."""
+    runs = schema.runs
+    if now is None or status not in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
+        return runs.c.status == status.value
+    alive = lease_deadline() >= now
+    if status is RunStatus.RUNNING:
+        return and_(runs.c.status == RunStatus.RUNNING.value, alive)
+    return or_(runs.c.status == RunStatus.INTERRUPTED.value,
+               and_(runs.c.status == RunStatus.RUNNING.value, ~alive))
 
 
 # -- runs --------------------------------------------------------------------------------
@@ -160,64 +204,79 @@ def _target_column() -> Any:
 
 def list_runs(store: RunStore, where: RunFilter, limit: int = 50,
               offset: int = 0) -> tuple[list[RunItem], int]:
-    """A page of runs, newest first, and how many match."""
+    """A page of runs, newest first, and how many match; a run whose row cannot be read is
+    listed with ``unreadable`` saying why."""
     runs = schema.runs
+    now = store.clock()
     conditions: list[ColumnElement[bool]] = []
     if where.suite is not None:
         conditions.append(runs.c.suite == where.suite)
     if where.status is not None:
-        conditions.append(runs.c.status == where.status.value)
+        conditions.append(_status_condition(where.status, now))
     if where.since is not None:
         conditions.append(runs.c.created_at >= where.since)
     if where.until is not None:
         conditions.append(runs.c.created_at < where.until)
     if where.target is not None:
-        conditions.append(_target_column() == where.target)
-    columns = [runs.c.id, runs.c.suite, runs.c.status, runs.c.created_at, runs.c.finished_at,
-               runs.c.summary, _target_column().label("target")]
+        conditions.append(_target_column(store.dialect) == where.target)
     with store._begin() as conn:
         total = conn.execute(select(func.count()).select_from(runs).where(
             and_(true_(), *conditions))).scalar_one()
-        rows = conn.execute(select(*columns).where(and_(true_(), *conditions)).order_by(
+        rows = conn.execute(select(*run_columns()).where(and_(true_(), *conditions)).order_by(
             runs.c.created_at.desc(), runs.c.id.desc()).limit(limit).offset(offset)).fetchall()
         baselines = {r.run_id for r in conn.execute(select(schema.baselines.c.run_id))}
-    items = []
-    for r in rows:
-        summary = None if r.summary is None else RunSummary.model_validate(r.summary)
-        items.append(RunItem(
-            id=r.id, suite=r.suite, status=_status(r.status), created_at=r.created_at,
-            finished_at=r.finished_at, target=r.target, summary=summary,
-            pass_rate=None if summary is None else summary.pass_rate,
-            is_baseline=r.id in baselines))
-    return items, int(total)
+    return [RunItem.of(read_run(r._mapping, now), baselines) for r in rows], int(total)
 
 
 def true_() -> ColumnElement[bool]:
     return literal(True).is_(True)
 
 
-def _status(value: str) -> RunStatus:
-    try:
-        return RunStatus(value)
-    except ValueError:
-        return RunStatus.FAILED
-
-
 def find_run(store: RunStore, run_id: str) -> RunRecord | None:
-    """A run by its exact id (no prefix matching: an API names runs exactly), or None."""
+    """A run by its exact id (no prefix matching: an API names runs exactly), or None; a row
+    that cannot be read is a record whose ``unreadable`` says why."""
     with store._begin() as conn:
-        row = conn.execute(select(schema.runs).where(schema.runs.c.id == run_id)).first()
-    return None if row is None else _run_record(dict(row._mapping))
+        row = conn.execute(select(*run_columns()).where(schema.runs.c.id == run_id)).first()
+    return None if row is None else read_run(row._mapping, store.clock())
+
+
+class RunInUse(EvaluationError):
+    """A run that cannot be deleted now: it is running, or an unfinished rescore needs it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("run_in_use", message)
 
 
 def delete_run(store: RunStore, run_id: str) -> bool:
-    """Delete a run and everything stored for it; False when there was no such run."""
+    """Delete a run and everything stored for it; False when there was no such run.
+
+    Refused (:class:`RunInUse`) while the run is running (its process renews its lease), and
+    while a rescore of it that did not complete needs its executions to resume. A run whose
+    process died (its lease ran out) reads as interrupted and can be deleted; so can a run
+    whose row cannot be read."""
+    now = store.clock()
+    runs = schema.runs
     with store._begin() as conn:
+        row = conn.execute(select(*run_columns()).where(runs.c.id == run_id)).first()
+        if row is None:
+            return False
+        run = read_run(row._mapping, now)
+        if run.status is RunStatus.RUNNING:
+            raise RunInUse(f"run {run.id} is running; stop it (Ctrl-C where it runs, or "
+                           "cancel it in the server that started it) or let it finish before "
+                           "deleting it")
+        waiting = [read_run(r._mapping, now) for r in conn.execute(select(*run_columns()).where(
+            _config_field(store.dialect, "rescored_from") == run.id,
+            runs.c.status != RunStatus.COMPLETED.value))]
+        if waiting:
+            named = ", ".join(f"{r.id} ({r.status.value})" for r in waiting[:5])
+            raise RunInUse(f"run {run.id} holds the executions that its rescore(s) {named} "
+                           "resume from; resume or delete them first")
         for table in (schema.scores, schema.executions, schema.case_results,
                       schema.case_search):
             conn.execute(delete(table).where(table.c.run_id == run_id))
         conn.execute(delete(schema.baselines).where(schema.baselines.c.run_id == run_id))
-        gone = conn.execute(delete(schema.runs).where(schema.runs.c.id == run_id)).rowcount
+        gone = conn.execute(delete(runs).where(runs.c.id == run_id)).rowcount
     return bool(gone)
 
 

@@ -8,32 +8,50 @@ reached through SQLAlchemy Core, so a ``postgresql://`` URL works as well as the
 Each row is encoded to JSON when it is recorded, not when its batch is committed: a value that
 cannot be stored is refused right there (:class:`RecordRejected`, which the runner turns into
 that one case's error) and never takes the rest of a batch down with it.
+
+Every entry point keeps its runs in :func:`default_url` unless told otherwise, so that a run
+made from Python can be shown, compared, rescored and resumed later like one made by
+``assay run``. Every run row is read by :func:`read_run`, which never fails: a row that cannot
+be read is an entry naming the run and why, and a run left ``running`` by a process that died
+(its :class:`RunLease` ran out) reads as interrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
 import secrets
 import sys
+import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import pydantic_core
-from pydantic import BaseModel
-from sqlalchemy import Connection, Engine, create_engine, event, select, update
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import Connection, Engine, Text, cast, create_engine, event, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from assay.control_chars import printable
+from assay.errors import ConfigError
 from assay.model import Case, Execution, Score
-from assay.records import CaseRecord, EvaluatorSpec, RunRecord, SourceLocation, Verdict
+from assay.records import (
+    CaseRecord,
+    EvaluatorSpec,
+    RunRecord,
+    RunSnapshot,
+    RunStatus,
+    RunSummary,
+    SourceLocation,
+    Verdict,
+)
 from assay.redact import redact_url, scrub, url_secrets
 from assay.sqlite_wal import use_wal
 from assay.store import schema
@@ -43,6 +61,102 @@ from assay.store.search import search_text
 from assay.store.writer import BatchWriter, EncodedJSON, json_each_works
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
+"""Where runs are kept when neither a store nor ``$ASSAY_STORE_URL`` is given."""
+
+MEMORY = ":memory:"
+"""``store=":memory:"``: a store in memory, which lives as long as the result that holds it."""
+
+LEASE_VARIABLE = "ASSAY_RUN_LEASE_S"
+DEFAULT_LEASE_S = 60.0
+"""How long a running run's process vouches for it at a time (it renews the lease every
+quarter of that): a run killed outright reads as interrupted within this many seconds."""
+
+_MEMORY_RUNS: dict[str, weakref.ref[RunStore]] = {}
+"""The runs this process made in stores in memory (the newest few thousand), so that asking
+another store for one says where it went instead of only "no run"."""
+_MEMORY_RUNS_KEPT = 4096
+
+
+def default_url() -> str:
+    """The run store of every entry point (``assay.evaluate``, ``rescore``, ``resume``,
+    ``compare``, ``calibrate`` and the ``assay`` commands) when given none:
+    ``$ASSAY_STORE_URL``, else ``.assay/runs.db`` under the current directory.
+
+    On disk by default, as MLflow and Inspect keep theirs: a run is worth re-opening,
+    comparing and resuming after the process that made it is gone. ``store=":memory:"`` keeps a
+    run in memory instead (nothing written, nothing to re-open later)."""
+    return os.environ.get("ASSAY_STORE_URL") or DEFAULT_URL
+
+
+def store_url(store: str | Path | None) -> str:
+    """A store URL from a URL, a path to a SQLite file, ``":memory:"``, or None (the
+    default)."""
+    if store is None:
+        return default_url()
+    text = str(store)
+    if text == MEMORY:
+        return "sqlite://"
+    if "://" in text:
+        return text
+    return f"sqlite:///{Path(text)}"
+
+
+def open_store(store: RunStore | str | Path | None) -> RunStore:
+    """A store from an open store, a URL, a path to a SQLite file, ``":memory:"``, or None
+    (:func:`default_url`)."""
+    if isinstance(store, RunStore):
+        return store
+    return RunStore(store_url(store))
+
+
+class StoredResult(Protocol):
+    """What a run's result (:class:`assay.EvaluationResult`) offers to name its run."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def store(self) -> RunStore | None: ...
+
+
+def run_id_of(run: str | StoredResult) -> str:
+    """The id of a run named by its id or by its result."""
+    return run if isinstance(run, str) else run.run_id
+
+
+def store_for(runs: list[str | StoredResult], store: RunStore | str | Path | None
+              ) -> RunStore:
+    """The store that holds ``runs``: ``store`` when given, else the store of the results
+    among them (a store in memory too, which only its result leads to), else the default
+    store (:func:`default_url`)."""
+    results = [r for r in runs if not isinstance(r, str)]
+    for result in results:
+        if result.store is None:
+            raise ConfigError(f"run {result.run_id!r} is a dry run: it stored nothing to read "
+                              "back", code="no_store")
+    if store is not None or not results:
+        return open_store(store)
+    held = {id(r.store): r.store for r in results}
+    found = results[0].store
+    if len(held) > 1 or found is None:
+        raise ConfigError("the runs given are in different stores: give store= (the store "
+                          "that holds them all)", code="no_store")
+    return found
+
+
+def lease_seconds() -> float:
+    """How long a run's lease lasts: ``$ASSAY_RUN_LEASE_S`` (seconds), else 60."""
+    text = os.environ.get(LEASE_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_LEASE_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ConfigError(f"${LEASE_VARIABLE}={text[:40]!r}: expected a number of seconds "
+                          "above 0 (how long a running run's process vouches for it)")
+    return value
 
 
 class RecordRejected(ValueError):
@@ -94,6 +208,8 @@ class RunStore:
                 raise StoreError(f"cannot create the store directory {path.parent}: {exc}") \
                     from None
         memory = url in ("sqlite://", "sqlite:///:memory:")
+        self.in_memory = memory
+        """A store in memory: it lives as long as this object, and nothing else can read it."""
         options: dict[str, Any] = {"poolclass": StaticPool,
                                    "connect_args": {"check_same_thread": False}} if memory else {}
         try:
@@ -210,21 +326,50 @@ class RunStore:
     # -- writing --------------------------------------------------------------------------
 
     def create_run(self, suite: str, config: dict[str, Any], run_id: str | None = None) -> str:
+        """A new run, marked running, with a lease that :meth:`hold_lease` keeps fresh."""
         run_id = run_id or new_run_id()
+        now = time.time()
         with self._begin() as conn:
             conn.execute(schema.runs.insert().values(
-                id=run_id, suite=suite, status="running", created_at=time.time(),
-                config=config))
+                id=run_id, suite=suite, status="running", created_at=now, config=config,
+                lease_expires_at=now + lease_seconds()))
+        if self.in_memory:
+            _MEMORY_RUNS[run_id] = weakref.ref(self)
+            while len(_MEMORY_RUNS) > _MEMORY_RUNS_KEPT:
+                _MEMORY_RUNS.pop(next(iter(_MEMORY_RUNS)))
         return run_id
 
     def set_status(self, run_id: str, status: str, summary: dict[str, Any] | None = None) -> None:
+        """Record a run's status (and summary); marking it running again (a resume) takes a
+        new lease."""
         values: dict[str, Any] = {"status": status}
         if status != "running":
             values["finished_at"] = time.time()
+        else:
+            values["lease_expires_at"] = time.time() + lease_seconds()
         if summary is not None:
             values["summary"] = summary
         with self._begin() as conn:
             conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
+
+    def hold_lease(self, run_id: str) -> RunLease | None:
+        """Keep ``run_id``'s lease fresh until the returned lease is released: the sign, to
+        every other process reading the store, that the run's process is alive. None for a
+        store in memory, which no other process can read."""
+        if self.in_memory:
+            return None
+        return RunLease(self, run_id, lease_seconds())
+
+    def renew_lease(self, run_id: str, seconds: float) -> None:
+        """Push a running run's lease ``seconds`` ahead. Not behind the writer: a renewal
+        must not wait for a batch of results, and it touches no row a batch writes."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(update(schema.runs).where(
+                    schema.runs.c.id == run_id, schema.runs.c.status == "running").values(
+                    lease_expires_at=time.time() + seconds))
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
 
     def record_execution(self, run_id: str, case_id: str, repeat: int,
                          execution: Execution) -> None:
@@ -297,12 +442,56 @@ class RunStore:
 
     # -- reading --------------------------------------------------------------------------
 
+    def clock(self) -> float | None:
+        """Now, for judging leases; None for a store in memory, whose runs are all this
+        process's (none of them can have been left by a dead one)."""
+        return None if self.in_memory else time.time()
+
+    def find(self, run_id: str) -> RunRecord:
+        """A run by id (or a unique id prefix, as git takes commits), read by
+        :func:`read_run`: an unreadable row is an entry saying why. StoreError when no run
+        has that id."""
+        return read_run(self._row(run_id), self.clock())
+
+    def _row(self, run_id: str) -> Mapping[Any, Any]:
+        with self._begin() as conn:
+            row = conn.execute(select(*run_columns()).where(schema.runs.c.id == run_id)).first()
+            if row is None:
+                rows = conn.execute(select(*run_columns()).where(
+                    schema.runs.c.id.like(f"{_like_escaped(run_id)}%", escape="\\"))).fetchall()
+                if len(rows) == 1:
+                    row = rows[0]
+        if row is None:
+            raise StoreError(self._no_run(run_id))
+        return row._mapping
+
+    def _no_run(self, run_id: str) -> str:
+        """Why ``run_id`` is not here: a run this process kept in memory is named as such."""
+        kept = _MEMORY_RUNS.get(run_id)
+        if kept is not None:
+            where = ("pass its result (or store=result.store) instead of the id" if kept()
+                     is not None else "it went with its result")
+            return (f"run {run_id!r} was kept in memory (store=':memory:'), not in "
+                    f"{self.display_url}: {where}. Runs are kept on disk unless "
+                    "store=':memory:' is given")
+        return f"no run {run_id!r} in {self.display_url}; list runs with 'assay runs'"
+
     def run_record(self, run_id: str) -> RunRecord:
-        """A run by id (or a unique id prefix) as a typed record."""
-        return _run_record(self.run(run_id))
+        """A run by id (or a unique id prefix) as a typed record; StoreError naming the run
+        and why when its row cannot be read."""
+        return readable(self.find(run_id))
 
     def run_records(self, limit: int = 50) -> list[RunRecord]:
-        return [_run_record(r) for r in self.runs(limit)]
+        """The newest runs, unreadable ones included as entries that say why."""
+        now = self.clock()
+        return [read_run(row, now) for row in self._rows(limit)]
+
+    def _rows(self, limit: int) -> list[Mapping[Any, Any]]:
+        with self._begin() as conn:
+            rows = conn.execute(select(*run_columns()).order_by(
+                schema.runs.c.created_at.desc(), schema.runs.c.id.desc()).limit(limit)
+            ).fetchall()
+        return [r._mapping for r in rows]
 
     def case_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (case id, repeat) pairs whose case record is stored."""
@@ -324,24 +513,16 @@ class RunStore:
         return records
 
     def run(self, run_id: str) -> dict[str, Any]:
-        with self._begin() as conn:
-            row = conn.execute(select(schema.runs).where(schema.runs.c.id == run_id)).first()
-            if row is None:
-                # Accept a unique prefix, as git does for commits.
-                rows = conn.execute(select(schema.runs).where(
-                    schema.runs.c.id.like(f"{run_id}%"))).fetchall()
-                if len(rows) == 1:
-                    row = rows[0]
-        if row is None:
-            raise StoreError(f"no run {run_id!r} in {self.display_url}; list runs with "
-                             "'assay runs'")
-        return dict(row._mapping)
+        """A run's row as stored (its JSON decoded), with its status as :func:`read_run`
+        reads it; RunUnreadable when the row cannot be read."""
+        row = self._row(run_id)
+        readable(read_run(row, self.clock()))
+        return plain_run(row, self.clock())
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        with self._begin() as conn:
-            rows = conn.execute(select(schema.runs).order_by(
-                schema.runs.c.created_at.desc()).limit(limit)).fetchall()
-        return [dict(r._mapping) for r in rows]
+        """The newest runs' rows as stored (see :func:`plain_run`)."""
+        now = self.clock()
+        return [plain_run(row, now) for row in self._rows(limit)]
 
     def executions(self, run_id: str) -> dict[tuple[str, int], Execution]:
         self.flush()
@@ -458,9 +639,152 @@ def _json_load(text: str | bytes) -> Any:
     return orjson.loads(text)
 
 
-def _run_record(row: dict[str, Any]) -> RunRecord:
-    return RunRecord.model_validate({k: row.get(k) for k in (
-        "id", "suite", "status", "created_at", "finished_at", "config", "summary")})
+def run_columns() -> list[Any]:
+    """What :func:`read_run` reads of a run row: its JSON as text, decoded there, so that a
+    value that is not JSON is one run's problem instead of failing the whole query."""
+    runs = schema.runs
+    return [runs.c.id, runs.c.suite, runs.c.status, runs.c.created_at, runs.c.finished_at,
+            cast(runs.c.config, Text).label("config"),
+            cast(runs.c.summary, Text).label("summary"), runs.c.lease_expires_at]
+
+
+def lease_deadline() -> Any:
+    """A run's lease expiry as SQL: runs stored before leases existed count from their start."""
+    runs = schema.runs
+    return func.coalesce(runs.c.lease_expires_at, runs.c.created_at + DEFAULT_LEASE_S)
+
+
+def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
+    """A run row (:func:`run_columns`) as a record; the one way a run row is read.
+
+    Never raises: a row that cannot be read (JSON that is not JSON, a summary or config of
+    the wrong shape, an unknown status) is a record whose ``unreadable`` says which field
+    and why, with what could be read. A row still ``running`` whose lease expired before
+    ``now`` (None: do not judge) was left by a process that died: it reads as interrupted,
+    ``abandoned``."""
+    problems: list[str] = []
+    status = _field(RunStatus, row.get("status"), "status", problems)
+    config = _field(RunSnapshot, _decoded(row.get("config"), "config", problems), "config",
+                    problems)
+    summary_data = _decoded(row.get("summary"), "summary", problems)
+    summary = None if summary_data is None else _field(RunSummary, summary_data, "summary",
+                                                       problems)
+    created = _field(float, row.get("created_at"), "created_at", problems)
+    finished = row.get("finished_at")
+    finished = _field(float, finished, "finished_at", problems) if finished is not None \
+        else None
+    abandoned = False
+    if status is RunStatus.RUNNING and now is not None and created is not None:
+        lease = row.get("lease_expires_at")
+        if (lease if isinstance(lease, int | float) else created + DEFAULT_LEASE_S) < now:
+            status, abandoned = RunStatus.INTERRUPTED, True
+    return RunRecord.model_construct(
+        id=str(row.get("id")), suite=str(row.get("suite")),
+        status=status or RunStatus.FAILED, created_at=created or 0.0, finished_at=finished,
+        config=config or RunSnapshot(), summary=summary,
+        unreadable="; ".join(problems) or None, abandoned=abandoned)
+
+
+def plain_run(row: Mapping[Any, Any], now: float | None) -> dict[str, Any]:
+    """A run row as plain data: its JSON decoded (left as text where it is not JSON), its
+    status as :func:`read_run` reads it, and ``unreadable`` saying why when it cannot be
+    read."""
+    run = read_run(row, now)
+    found = {k: row[k] for k in ("id", "suite", "created_at", "finished_at")}
+    for key in ("config", "summary"):
+        text = row[key]
+        try:
+            found[key] = None if text is None else _json_load(text)
+        except ValueError:
+            found[key] = text
+    return {**found, "status": run.status.value, "unreadable": run.unreadable,
+            "abandoned": run.abandoned}
+
+
+class RunUnreadable(StoreError):
+    """A run whose stored row cannot be read; the store and its other runs are fine."""
+
+    def __init__(self, run: RunRecord) -> None:
+        super().__init__(f"run {run.id} cannot be read: {run.unreadable}. Other runs are "
+                         "not affected; delete this one to remove it from the store")
+        self.code = "run_unreadable"
+        self.run_id = run.id
+
+
+def readable(run: RunRecord) -> RunRecord:
+    """``run``, or :class:`RunUnreadable` naming it and why its row cannot be read."""
+    if run.unreadable:
+        raise RunUnreadable(run)
+    return run
+
+
+def _decoded(text: Any, name: str, problems: list[str]) -> Any:
+    """A JSON column's text as data; None (and a problem) when it is not JSON."""
+    if text is None or not isinstance(text, str | bytes):
+        return text
+    try:
+        return _json_load(text)
+    except ValueError as exc:
+        shown = text[:40] if isinstance(text, str) else repr(text[:40])
+        problems.append(f"{name} is not JSON ({str(exc).splitlines()[0]}; it starts "
+                        f"{shown!r})")
+        return None
+
+
+def _field(kind: Any, value: Any, name: str, problems: list[str]) -> Any:
+    """``value`` as ``kind``; None (and a problem naming the field) when it is not one."""
+    if value is None:
+        return None
+    try:
+        if kind is float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"expected a number, got {type(value).__name__}")
+            return float(value)
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return kind.model_validate(value)
+        return kind(value)
+    except ValidationError as exc:
+        problems.append(f"{name}: " + "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+            for e in exc.errors()[:3]))
+    except (ValueError, TypeError) as exc:
+        problems.append(f"{name}: {printable(str(exc))[:200]}")
+    return None
+
+
+def _like_escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class RunLease:
+    """A running run's lease, renewed from a thread of its own every quarter of its length
+    until :meth:`release`: while the process lives the run reads as running wherever the
+    store is read; once it is killed (``kill -9``, a machine gone) the lease runs out and the
+    run reads as interrupted, so it can be resumed or deleted.
+
+    A thread rather than the event loop: an agent that holds the loop up is not a dead
+    process. A renewal that fails (a store briefly unreachable) is tried again at the next
+    beat; three in a row may fail before the lease runs out."""
+
+    def __init__(self, store: RunStore, run_id: str, seconds: float) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.seconds = seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name=f"assay-lease-{run_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.seconds / 4):
+            with contextlib.suppress(StoreError):
+                self.store.renew_lease(self.run_id, self.seconds)
+
+    def release(self) -> None:
+        """Stop renewing (the run's status says the rest); a renewal under way may finish,
+        and changes nothing once the run is no longer running."""
+        self._stop.set()
+        self._thread.join(timeout=1.0)
 
 
 def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,

@@ -33,6 +33,8 @@ runs = Table(
     Column("finished_at", Float),
     Column("config", JSON, nullable=False),
     Column("summary", JSON),
+    Column("lease_expires_at", Float, doc="until when the process running the run vouches "
+           "for it (migration 0007): a running run past it was left by a dead process"),
 )
 
 executions = Table(
