@@ -66,6 +66,24 @@ def serve(store_url: str, token: str | None = None, suite_roots: list[Path] | No
         thread.join(timeout=30)
 
 
+def echo_suite(root: Path, cases: int, sleep: float = 0.0, folder: str | None = "echo") -> Path:
+    """A suite of ``cases`` cases whose Python agent echoes each question after ``sleep``
+    seconds, in ``root/folder`` (``root`` itself for None), with its targets file; its
+    EVAL.yaml."""
+    suite = root / folder if folder else root
+    (suite / ".assay").mkdir(parents=True)
+    (suite / "agent.py").write_text(
+        "import time\n\ndef answer(question: str) -> str:\n"
+        f"    time.sleep({sleep})\n    return 'echo ' + question\n")
+    (suite / "EVAL.yaml").write_text(
+        "description: echo\nexecution:\n  target: agent\n  evaluators:\n"
+        "    - {name: has_echo, type: contains, search_text: echo}\n"
+        "evalcases:\n" + "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(cases)))
+    (suite / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - {name: agent, provider: python, function: 'agent:answer'}\n")
+    return suite / "EVAL.yaml"
+
+
 def events(api: httpx.Client, path: str) -> list[tuple[str, dict[str, Any]]]:
     """Every server-sent event of a stream, until the server closes it."""
     found = []

@@ -8,7 +8,6 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,7 +19,7 @@ from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
 from tests.assay_process import run_assay
 from tests.postgres_support import fresh_database, postgres_url
-from tests.server_support import events, serve
+from tests.server_support import echo_suite, events, serve
 
 pytest.importorskip("fastapi")
 
@@ -533,43 +532,12 @@ def test_a_store_from_a_newer_assay_is_503_saying_so(tmp_path):
         assert "newer version of assay" in body["detail"]
 
 
-def test_a_corrupt_stored_run_is_a_json_500_without_a_stack_trace(tmp_path):
-    from sqlalchemy import create_engine, text
-
-    url = f"sqlite:///{tmp_path}/runs.db"
-    store = RunStore(url)
-    run = write_run(store, 2)
-    store.close()
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text("UPDATE runs SET summary = '{\"cases\": \"many\"}'"))
-    engine.dispose()
-    with serve(url) as served, served.client() as api:
-        body = _error(api.get(f"/runs/{run}"), 500)
-        assert body["code"] == "internal_error"
-
-
 # -- starting runs -----------------------------------------------------------------------------
-
-
-def _suite(root: Path, cases: int, sleep: float = 0.0) -> Path:
-    suite = root / "echo"
-    (suite / ".assay").mkdir(parents=True)
-    (suite / "agent.py").write_text(
-        "import time\n\ndef answer(question: str) -> str:\n"
-        f"    time.sleep({sleep})\n    return 'echo ' + question\n")
-    (suite / "EVAL.yaml").write_text(
-        "description: echo\nexecution:\n  target: agent\n  evaluators:\n"
-        "    - {name: has_echo, type: contains, search_text: echo}\n"
-        "evalcases:\n" + "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(cases)))
-    (suite / ".assay" / "targets.yaml").write_text(
-        "targets:\n  - {name: agent, provider: python, function: 'agent:answer'}\n")
-    return suite / "EVAL.yaml"
 
 
 def test_a_run_started_over_the_api_streams_its_progress_and_is_stored(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _suite(tmp_path, 4)
+    echo_suite(tmp_path, 4)
     url = f"sqlite:///{tmp_path}/runs.db"
     with serve(url, suite_roots=[tmp_path]) as served, served.client() as api:
         started = api.post("/runs", json={"suite": "echo/EVAL.yaml", "concurrency": 2})
@@ -590,7 +558,7 @@ def test_a_run_started_over_the_api_streams_its_progress_and_is_stored(tmp_path,
 
 def test_a_run_started_over_the_api_can_be_cancelled(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _suite(tmp_path, 40, sleep=0.2)
+    echo_suite(tmp_path, 40, sleep=0.2)
     url = f"sqlite:///{tmp_path}/runs.db"
     with serve(url, suite_roots=[tmp_path]) as served, served.client() as api:
         run_id = api.post("/runs", json={"suite": "echo/EVAL.yaml", "concurrency": 1}

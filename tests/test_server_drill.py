@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server_support import free_port
+from tests.server_support import echo_suite, free_port
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("fastapi")
@@ -24,21 +24,8 @@ CASES = 12
 WRITERS = 4
 
 
-def _suite(root: Path) -> None:
-    (root / "agent.py").write_text(
-        "import time\n\ndef answer(question: str) -> str:\n"
-        "    time.sleep(0.05)\n    return 'echo ' + question\n")
-    (root / "EVAL.yaml").write_text(
-        "description: echo\nexecution:\n  target: agent\n  evaluators:\n"
-        "    - {name: has_echo, type: contains, search_text: echo}\n"
-        "evalcases:\n" + "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(CASES)))
-    (root / ".assay").mkdir()
-    (root / ".assay" / "targets.yaml").write_text(
-        "targets:\n  - {name: agent, provider: python, function: 'agent:answer'}\n")
-
-
 def test_runs_and_the_server_share_one_store(store_url, tmp_path):
-    _suite(tmp_path)
+    echo_suite(tmp_path, CASES, sleep=0.05, folder=None)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "ASSAY_CACHE_DIR": str(tmp_path / "c")}
     env.pop("ASSAY_SERVER_TOKEN", None)
     port = free_port()

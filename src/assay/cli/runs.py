@@ -23,15 +23,18 @@ def list_runs(
     limit: int = typer.Option(20, "--limit", "-n"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """List stored runs, newest first."""
-    from assay.report.terminal import runs_table
+    """List stored runs, newest first (a run that cannot be read is listed, saying why)."""
+    from assay.report.terminal import run_notes, runs_table
     from assay.store.runs import RunStore
 
-    rows = RunStore(store_url(store)).runs(limit)
+    runs = RunStore(store_url(store))
+    records = runs.run_records(limit)
     if as_json:
-        print(json.dumps(rows, default=str, indent=2))
+        print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
-    console.print(runs_table(rows))
+    console.print(runs_table(records))
+    for line in run_notes(records, runs.display_url if store else None):
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -52,6 +55,11 @@ def show(
 
     runs = RunStore(store_url(store))
     run = runs.run_record(run_id)
+    if not as_json:
+        from assay.report.terminal import run_notes
+
+        for line in run_notes([run], runs.display_url if store else None):
+            err_console.print(line, highlight=False, soft_wrap=True)
     if summary_only:
         from assay.records import RunSummary
         from assay.report.terminal import summary_lines

@@ -23,7 +23,13 @@ from rich.progress import (
 from rich.table import Table
 
 from assay.model import Usage
-from assay.records import AssessmentSummary, CaseRecord, RunSummary
+from assay.records import (
+    AssessmentSummary,
+    CaseRecord,
+    RunRecord,
+    RunSummary,
+    resume_command,
+)
 from assay.report.safe_text import for_terminal
 
 VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta",
@@ -211,18 +217,37 @@ def aggregate_lines(found: AssessmentSummary) -> list[str]:
     return lines
 
 
-def runs_table(runs: list[dict[str, Any]]) -> Table:
+def runs_table(runs: list[RunRecord]) -> Table:
+    """Stored runs, one a row; a run whose row cannot be read shows as ``unreadable``."""
     table = Table(title="runs")
     table.add_column("run", no_wrap=True)
     for col in ("suite", "status", "created", "cases", "mean", "gate"):
         table.add_column(col)
     for r in runs:
-        s = r.get("summary") or {}
-        table.add_row(for_terminal(r["id"]), for_terminal(r["suite"]), for_terminal(r["status"]),
-                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"])),
-                      str(s.get("cases", "")), fmt_score(s.get("mean_score")),
-                      "" if not s else ("pass" if s.get("passed") else "fail"))
+        s = r.summary
+        status = "unreadable" if r.unreadable else r.status.value
+        table.add_row(for_terminal(r.id), for_terminal(r.suite), status,
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
+                      "" if s is None else str(s.cases),
+                      fmt_score(None if s is None else s.mean_score),
+                      "" if s is None else ("pass" if s.passed else "fail"))
     return table
+
+
+def run_notes(runs: list[RunRecord], store: str | None = None) -> list[str]:
+    """What a list of runs must add below its table: why each unreadable run cannot be read,
+    and how to resume each run that stopped before completing."""
+    lines = []
+    for r in runs:
+        if r.unreadable:
+            lines.append(f"[red]unreadable[/] {for_terminal(r.id)}: {for_terminal(r.unreadable)}")
+            continue
+        command = resume_command(r, store)
+        if command is not None:
+            why = ", its process stopped" if r.abandoned else ""
+            lines.append(f"[yellow]{r.status.value}[/] {for_terminal(r.id)}{why}: resume with "
+                         f"{for_terminal(command)}")
+    return lines
 
 
 def _score_cell(score: Any) -> str:

@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from assay import __version__
 from assay.connexity.compare import CompareThresholds, RunNotCompleted, RunNotFound
 from assay.errors import ConfigError
-from assay.records import RunRecord, RunStatus, Verdict
+from assay.records import RunRecord, RunStatus, Verdict, resume_command
 from assay.server import STATIC_DIR
 from assay.server.comparison import ServedComparison, compare
 from assay.server.launches import (
@@ -56,7 +56,7 @@ from assay.server.views import (
 )
 from assay.store import baselines, queries
 from assay.store.errors import StoreError
-from assay.store.runs import RunStore
+from assay.store.runs import RunStore, RunUnreadable
 
 log = logging.getLogger("assay.server")
 
@@ -232,6 +232,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return JSONResponse({"detail": exc.message, "code": "store_unavailable"},
                             status_code=503)
 
+    @app.exception_handler(RunUnreadable)
+    async def _unreadable(_request: Request, exc: RunUnreadable) -> JSONResponse:
+        return JSONResponse({"detail": exc.message, "code": exc.code}, status_code=409)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = []
@@ -347,7 +351,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     def _detail(run: RunRecord) -> RunDetail:
         found = baselines.get_baseline(store(), *baselines.scope_of(run))
         return run_detail(run, queries.run_target(run), found.run_id if found else None,
-                          launcher.running(run.id))
+                          launcher.running(run.id), resume_command(run, store().display_url))
 
     @app.get("/runs/{run_id}", response_model=RunDetail, responses=ERRORS, tags=["runs"])
     def get_run(run_id: RunId) -> RunDetail:
@@ -373,12 +377,14 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @app.delete("/runs/{run_id}", status_code=204, responses={**ERRORS, 409: {
         "model": ErrorBody}}, tags=["runs"])
     def delete_run(run_id: RunId) -> Response:
-        """Delete a run and all it stored. A run still running is refused."""
+        """Delete a run and all it stored. Refused while it is running (a run whose process
+        died reads as interrupted, and can be deleted), and while an unfinished rescore of it
+        needs its executions."""
         run = require_run(run_id)
-        if run.status is RunStatus.RUNNING:
-            raise ApiError(409, "run_running", f"run {run.id} is running; cancel it or let "
-                           "it finish before deleting it")
-        queries.delete_run(store(), run.id)
+        try:
+            queries.delete_run(store(), run.id)
+        except queries.RunInUse as exc:
+            raise ApiError(409, exc.code, exc.message) from None
         return Response(status_code=204)
 
     @app.get("/runs/{run_id}/cases", response_model=CasePage, responses=ERRORS,
@@ -494,9 +500,18 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def cancel_run(run_id: RunId) -> RunDetail:
         """Cancel a run this server started: it stops and is marked interrupted."""
         if not await launcher.cancel(run_id):
-            raise ApiError(409, "not_running_here",
-                           f"run {run_id!r} is not running in this server")
+            run = await asyncio.to_thread(require_run, run_id)
+            raise ApiError(409, "not_running_here", _not_cancellable(run))
         return await asyncio.to_thread(lambda: _detail(require_run(run_id)))
+
+    def _not_cancellable(run: RunRecord) -> str:
+        if run.status is RunStatus.RUNNING:
+            return (f"run {run.id} is running in another process, not in this server; stop "
+                    "it there")
+        found = resume_command(run)
+        return (f"run {run.id} is not running (it is {run.status.value}"
+                + (", its process having stopped" if run.abandoned else "") + ")"
+                + (f"; resume it with: {found}" if found else ""))
 
     @app.get("/runs/{run_id}/stream", responses={**ERRORS, 200: {
         "content": {"text/event-stream": {}}, "description": "server-sent events"}},

@@ -22,9 +22,8 @@ from assay.connexity.compare import (
     compare_records,
     load_run,
 )
-from assay.records import RunRecord
 from assay.store.baselines import baseline_ids
-from assay.store.queries import RunItem, find_run, run_target
+from assay.store.queries import RunItem, find_run
 from assay.store.runs import RunStore
 
 CASES_SHOWN = 1000
@@ -40,14 +39,6 @@ class ServedComparison(RunComparison):
     cases_truncated: bool = Field(
         default=False, description="test_case_comparisons holds only the first "
         f"{CASES_SHOWN} cases (regressions first); the totals in aggregate count all")
-
-
-def _item(run: RunRecord, baselines: set[str]) -> RunItem:
-    summary = run.summary
-    return RunItem(id=run.id, suite=run.suite, status=run.status, created_at=run.created_at,
-                   finished_at=run.finished_at, target=run_target(run), summary=summary,
-                   pass_rate=None if summary is None else summary.pass_rate,
-                   is_baseline=run.id in baselines)
 
 
 def _order(case: CaseComparison) -> tuple[int, float, str]:
@@ -72,5 +63,6 @@ def compare(store: RunStore, baseline_id: str, candidate_id: str,
     baselines = baseline_ids(store)
     return ServedComparison(
         **{**dict(result), "test_case_comparisons": cases[:cases_shown]},
-        baseline_run=_item(base, baselines), candidate_run=_item(cand, baselines),
+        baseline_run=RunItem.of(base, baselines),
+        candidate_run=RunItem.of(cand, baselines),
         cases_truncated=len(cases) > cases_shown)

@@ -26,6 +26,8 @@ class RunDetail(RunRecord):
                                     "run's suite and target, when one is set")
     running_here: bool = Field(default=False, description="started by this server and "
                                "still running (it can be cancelled)")
+    resume_command: str | None = Field(default=None, description="the command that finishes "
+                                       "the run, when it stopped before completing")
 
 
 MAX_CUTS = 100
@@ -58,11 +60,11 @@ class CaseDetail(BaseModel):
 
 
 def run_detail(run: RunRecord, target: str | None, baseline_id: str | None = None,
-               running_here: bool = False) -> RunDetail:
+               running_here: bool = False, resume_command: str | None = None) -> RunDetail:
     return RunDetail(**run.model_dump(), target=target,
                      pass_rate=None if run.summary is None else run.summary.pass_rate,
                      is_baseline=baseline_id == run.id, baseline_id=baseline_id,
-                     running_here=running_here)
+                     running_here=running_here, resume_command=resume_command)
 
 
 def case_detail(record: CaseRecord) -> CaseDetail:

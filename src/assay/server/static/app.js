@@ -350,7 +350,7 @@
         h("td", {}, box),
         h("td", { class: "id" }, h("a", { href: route("run", r.id) }, r.id), r.is_baseline ? [" ", badge("baseline")] : null),
         h("td", {}, r.suite), h("td", {}, r.target || "—"),
-        h("td", {}, badge(r.status)), h("td", {}, r.status === "completed" ? gateBadge(sm) : badge("—", "none")),
+        h("td", {}, r.unreadable ? h("span", { title: r.unreadable }, badge("unreadable", "error")) : badge(r.status)), h("td", {}, r.status === "completed" ? gateBadge(sm) : badge("—", "none")),
         h("td", { class: "num" }, sm ? fmt.int(sm.cases) : "—"),
         h("td", { class: "num" }, meter(r.pass_rate), fmt.pct(r.pass_rate)),
         h("td", { class: "num" }, fmt.score(sm ? sm.mean_score : null)),
@@ -419,7 +419,9 @@
       card("Errors", fmt.int(sm.evaluator_errors), `${fmt.int(sm.target_errors)} agent · ${fmt.int(sm.evaluator_skips)} skipped`),
       card("Latency", fmt.ms(sm.latency.p50_ms), "p95 " + fmt.ms(sm.latency.p95_ms)),
       card("Judge", fmt.int(sm.usage.calls) + " calls", `${fmt.int(sm.usage.prompt_tokens + sm.usage.completion_tokens)} tokens · ${fmt.cost(sm.usage.cost)}`)) :
-      h("div", { class: "panel warn" }, "This run has no summary yet (it is " + run.status + ").");
+      h("div", { class: "panel warn" }, run.unreadable ? "This run's stored row cannot be read: " + run.unreadable :
+        "This run has no summary yet (it is " + run.status + (run.abandoned ? ": its process stopped" : "") + ").",
+        run.resume_command ? [" Resume it with ", h("code", { id: "resume-command" }, run.resume_command)] : null);
 
     const gates = sm && sm.gate_failures.length ? h("div", { class: "panel error", id: "gate-failures" }, h("strong", {}, "Gates failed"),
       h("ul", {}, sm.gate_failures.map((g) => h("li", {}, g)))) : null;

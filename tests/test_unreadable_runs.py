@@ -1,0 +1,137 @@
+"""One run row that cannot be read is that run's problem, not the store's: every reader of runs
+(``RunStore``, ``assay runs`` and ``assay show``, the REST API, ``assay.compare`` and
+``assay.rescore``) lists or reads the others and names the bad one and why, on SQLite and on
+PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+import assay
+from assay.store import queries
+from assay.store.errors import StoreError
+from assay.store.runs import RunStore
+from assay.testing.runs import write_run
+from tests.assay_process import run_assay
+
+BAD_SUMMARY = '{"cases": "many"}'
+
+
+def _stored(url: str) -> tuple[str, str, str]:
+    """Three runs, the middle one then corrupted: its summary of the wrong shape, its config
+    not JSON (on PostgreSQL, whose JSON column holds only JSON, a JSON string instead)."""
+    store = RunStore(url)
+    good = write_run(store, 3, seed=1, created_at=1_000_000.0)
+    bad = write_run(store, 2, seed=2, created_at=1_000_100.0)
+    other = write_run(store, 3, seed=3, created_at=1_000_200.0)
+    store.close()
+    engine = create_engine(url)
+    json_cast = "CAST(:value AS json)" if engine.dialect.name == "postgresql" else ":value"
+    config = '"x"' if engine.dialect.name == "postgresql" else "x"
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE runs SET summary = {json_cast.replace('value', 'summary')}, "
+                          f"config = {json_cast.replace('value', 'config')} WHERE id = :id"),
+                     {"summary": BAD_SUMMARY, "config": config, "id": bad})
+    engine.dispose()
+    return good, bad, other
+
+
+def test_the_store_lists_every_other_run_and_names_the_unreadable_one(store_url):
+    good, bad, other = _stored(store_url)
+    store = RunStore(store_url)
+    records = {r.id: r for r in store.run_records()}
+    assert set(records) == {good, bad, other}
+    assert records[good].unreadable is None and records[good].summary is not None
+    why = records[bad].unreadable
+    assert why is not None and "summary: cases" in why and "config" in why, why
+    assert {r["id"]: r["unreadable"] for r in store.runs()}[bad] == why
+    with pytest.raises(StoreError, match=f"run {bad} cannot be read: .*summary: cases"):
+        store.run_record(bad)
+    with pytest.raises(StoreError, match=f"run {bad} cannot be read"):
+        store.run(bad)
+    assert store.run_record(good).summary is not None
+
+    items, total = queries.list_runs(store, queries.RunFilter())
+    assert total == 3 and [i.id for i in items] == [other, bad, good]
+    assert {i.id: i.unreadable for i in items}[bad] == why
+    by_target, _ = queries.list_runs(store, queries.RunFilter(target="calculator-agent"))
+    assert {i.id for i in by_target} == {good, other}
+    found = queries.find_run(store, bad)
+    assert found is not None and found.unreadable == why
+
+    with pytest.raises(StoreError, match=f"run {bad} cannot be read"):
+        assay.compare(bad, good, store=store)
+    with pytest.raises(StoreError, match=f"run {bad} cannot be read"):
+        assay.rescore(bad, store=store)
+
+    assert queries.delete_run(store, bad)  # the way to be rid of it
+    assert {r.id for r in store.run_records()} == {good, other}
+    store.close()
+
+
+@pytest.mark.process
+def test_runs_and_show_list_the_others_and_name_the_unreadable_one(store_url, tmp_path):
+    good, bad, other = _stored(store_url)
+    env = {"COLUMNS": "200"}
+
+    def assay_cli(*args: str):  # type: ignore[no-untyped-def]
+        import os
+
+        done = run_assay([*args, "--store", store_url], cwd=tmp_path,
+                         env={**os.environ, **env}, timeout=120)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    listed = assay_cli("runs")
+    assert listed.returncode == 0, listed.stderr
+    for run_id in (good, bad, other):
+        assert run_id in listed.stdout
+    assert "unreadable" in listed.stdout
+    assert f"unreadable {bad}: " in listed.stdout and "summary: cases" in listed.stdout
+
+    as_json = {r["id"]: r for r in json.loads(assay_cli("runs", "--json").stdout)}
+    assert set(as_json) == {good, bad, other}
+    assert "summary: cases" in as_json[bad]["unreadable"] and as_json[good]["unreadable"] is None
+
+    shown = assay_cli("show", bad)
+    assert shown.returncode == 2
+    assert f"run {bad} cannot be read" in shown.stderr and "summary: cases" in shown.stderr
+    assert assay_cli("show", good).returncode == 0
+
+
+def test_the_api_lists_shows_and_deletes_an_unreadable_run(store_url):
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    good, bad, other = _stored(store_url)
+    with serve(store_url) as served, served.client() as api:
+        page = api.get("/runs")
+        assert page.status_code == 200, page.text
+        items = {r["id"]: r for r in page.json()["items"]}
+        assert set(items) == {good, bad, other} and page.json()["total"] == 3
+        assert "summary: cases" in items[bad]["unreadable"] and items[good]["unreadable"] is None
+        detail = api.get(f"/runs/{bad}")
+        assert detail.status_code == 200 and "summary: cases" in detail.json()["unreadable"]
+        assert api.get("/runs", params={"target": "calculator-agent"}).json()["total"] == 2
+        compared = api.get("/runs/compare", params={"baseline_run_id": good,
+                                                    "candidate_run_id": bad})
+        assert compared.status_code == 409 and compared.json()["code"] == "run_unreadable"
+        assert f"run {bad} cannot be read" in compared.json()["detail"]
+        assert api.delete(f"/runs/{bad}").status_code == 204
+        assert api.get("/runs").json()["total"] == 2
+
+
+def test_a_run_row_with_an_unknown_status_is_named_too(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run_id = write_run(store, 1)
+    with store._begin() as conn:
+        conn.execute(text("UPDATE runs SET status = 'exploded'"))
+    found = store.run_records()
+    assert [r.id for r in found] == [run_id]
+    assert "status" in (found[0].unreadable or "") and "exploded" in (found[0].unreadable or "")
+    store.close()
