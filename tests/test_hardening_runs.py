@@ -317,6 +317,9 @@ def test_target_override_is_recorded_resumed_and_chooses_its_judge(tmp_path, moc
         conn.execute(schema.case_results.delete().where(schema.case_results.c.case_id == "c3"))
         conn.execute(schema.scores.delete().where(schema.scores.c.case_id == "c3"))
         conn.execute(schema.executions.delete().where(schema.executions.c.case_id == "c3"))
+        # stopped before its last case (a completed run is never run again)
+        conn.execute(schema.runs.update().where(schema.runs.c.id == run.id).values(
+            status="interrupted"))
     resumed = assay_cli(root, "run", "--resume", run.id, "--store", store)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     c3 = next(r for r in RunStore(store).case_records(run.id) if r.case_id == "c3")

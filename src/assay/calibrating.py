@@ -52,7 +52,7 @@ from assay.model import Case, Execution, Score
 from assay.records import CaseRecord
 from assay.run_config import Gates, RunConfig
 from assay.runner import Progress
-from assay.store.runs import DEFAULT_URL, RunStore
+from assay.store.runs import RunStore
 from assay.suites.model import Suite, SuiteCase
 from assay.sync import run_sync
 
@@ -67,7 +67,7 @@ def calibrate(data: Any = None, **kwargs: Any) -> CalibrationReport:
 
 async def calibrate_async(
         data: Any = None, *, judge: EvaluatorLike | None = None,
-        judge_model: str | None = None, store: StoreLike = DEFAULT_URL,
+        judge_model: str | None = None, store: StoreLike = None,
         metric: str | None = None, limit: int | None = None, kind: Kind | None = None,
         label: str = "label", scale: Any = None, columns: Mapping[str, str] | None = None,
         run: str | None = None, labels: str | Path | None = None,

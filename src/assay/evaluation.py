@@ -8,6 +8,11 @@ stored records.
 
 The async functions are the core; :func:`evaluate`, :func:`resume` and :func:`rescore` run
 them from synchronous code, inside a notebook's running event loop too.
+
+Every one of them keeps its runs in the same store unless given another: ``$ASSAY_STORE_URL``,
+else ``.assay/runs.db`` (see :func:`assay.store.runs.default_url`), where ``assay runs``,
+``assay show``, ``rescore``, ``resume`` and ``compare`` find them. ``store=":memory:"`` keeps a
+run in memory, for as long as its result lives; only functions given that result can read it.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from assay.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSumm
 from assay.results import EvaluationResult
 from assay.run_config import CalibrationGate, RunConfig
 from assay.runner import Progress, Runner, evaluator_spec
-from assay.store.runs import DEFAULT_URL, RunStore
+from assay.store.runs import RunLease, RunStore, open_store, run_id_of, store_for
 from assay.suites.model import Suite, SuiteCase
 from assay.sync import run_sync
 from assay.targets.base import Target
@@ -44,6 +49,10 @@ a list of dicts or :class:`~assay.Case` objects, or a pandas DataFrame."""
 TargetLike = Target | Callable[..., Any] | str | None
 EvaluatorLike = Evaluator | str | Mapping[str, Any] | Callable[..., Any]
 StoreLike = RunStore | str | Path | None
+"""An open store, a store URL, a path to a SQLite file, ``":memory:"``, or None: the default
+store on disk (``$ASSAY_STORE_URL``, else ``.assay/runs.db``)."""
+RunLike = str | EvaluationResult
+"""A stored run: its id (or a unique prefix of it), or the result that made it."""
 
 
 def evaluate(data: Data = None, *, target: TargetLike = None,
@@ -80,8 +89,10 @@ async def evaluate_async(
             scorer functions; None uses the suite's own.
         config: the run's :class:`RunConfig`; ``options`` override its fields by name
             (``judge_model=``, ``concurrency=``, ``repeat=``, ``gates=``...).
-        store: a store URL, a SQLite file path, a :class:`RunStore`, or None for a store in
-            memory that lives as long as the result.
+        store: see :data:`StoreLike`. None keeps the run on disk in the default store, where
+            ``assay runs``, :func:`rescore`, :func:`resume` and :func:`assay.compare` find it
+            by id; ``":memory:"`` keeps it in memory for as long as the result lives (pass the
+            result itself, not its id, to read it again).
         on_record: called with each case record as it completes (a results file, a UI).
         on_start: called with the run's record once it is created (or resumed).
         keep: keep the records in the result (False: read them back from the store on
@@ -114,16 +125,19 @@ async def evaluate_async(
                           "judge the outputs as given (no target), or drop the output "
                           "column and let the target run", code="invalid_data")
     session = _Session(suite, config, run_store, engine, given,
-                       owns_given=given is not None and not isinstance(target, Target))
+                       owns_given=given is not None and not isinstance(target, Target),
+                       evaluators_given=evaluators is not None)
     return await session.execute(progress, on_record, on_start, keep)
 
 
-def resume(run_id: str, **kwargs: Any) -> EvaluationResult:
+def resume(run: RunLike, **kwargs: Any) -> EvaluationResult:
     """Finish a stopped run. See :func:`resume_async`."""
-    return run_sync(resume_async(run_id, **kwargs))
+    return run_sync(resume_async(run, **kwargs))
 
 
-async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = None,
+async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = None,
+                       target: TargetLike = None,
+                       evaluators: Sequence[EvaluatorLike] | None = None,
                        retry_errors: bool = False, concurrency: int | None = None,
                        judge_model: str | None = None,
                        progress: Progress | None = None,
@@ -132,12 +146,25 @@ async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = Non
                        on_warning: Callable[[str], None] | None = None,
                        on_notice: Callable[[str], None] | None = None,
                        keep: bool = True) -> EvaluationResult:
-    """Resume ``run_id``: what the store has is kept, the rest runs with the run's own
-    recorded config (its target override, judge, thresholds and gates). ``retry_errors``
-    computes error scores and failed executions again; ``judge_model`` replaces the recorded
-    judge (a judge URL's password is never recorded, so it must be given again)."""
-    run_store = open_store(store if store is not None else DEFAULT_URL)
-    stored = run_store.run_record(run_id)
+    """Resume ``run`` (an id, or the result that made it; in ``store``, else the result's
+    store, else the default one): what the store has is kept, the rest runs with the run's own
+    recorded config (its target override, judge, thresholds and gates) and evaluators.
+
+    The evaluators are rebuilt from the run's record, unless ``data`` is a suite that names
+    its own. A Python function cannot be recorded, so a run whose target was one needs it
+    again (``target=``), and a scorer function again under its recorded name
+    (``evaluators=[fn]``, in place of that one; the others are still rebuilt).
+
+    A run that completed is left as it is: its stored result is returned and nothing is run
+    or rewritten, unless ``retry_errors`` computes its error scores and failed executions
+    again. ``judge_model`` replaces the recorded judge (a judge URL's password is never
+    recorded, so it must be given again)."""
+    run_store = store_for([run], store)
+    stored = run_store.run_record(run_id_of(run))
+    if stored.status is RunStatus.COMPLETED and not retry_errors:
+        if on_notice:
+            on_notice(f"run {stored.id} completed: nothing to resume")
+        return _as_stored(run_store, stored, progress, on_record, on_start, keep)
     snapshot = stored.config
     try:
         config = RunConfig.model_validate(snapshot.run)
@@ -148,18 +175,22 @@ async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = Non
         config.concurrency = concurrency
     if judge_model is not None:  # e.g. a judge URL whose password the run could not keep
         config.judge_model = judge_model
+    given = _resumed_target(stored, target)
+    if isinstance(target, str):
+        config.target = target
     source_run = getattr(snapshot, "rescored_from", None)
     if data is None and source_run:  # a rescore: its cases are the source run's executions
-        suite = _rescore_suite(run_store, run_store.run_record(source_run), None)
-        suite = suite.model_copy(update={"evaluators": _rebuild_evaluators(stored)})
+        suite = _rescore_suite(run_store, run_store.run_record(source_run), None,
+                               check=False)  # judged by the rescore's own evaluators
+        suite = _resumed_evaluators(suite, stored, evaluators, recorded=True)
     else:
         if data is None:
             if not snapshot.suite_path:
                 raise ConfigError(f"run {stored.id} has no suite path; give the suite to "
                                   "resume", code="missing_suite")
             data = Path(snapshot.suite_path)
-        suite = load_data(data, config=config)
-    suite, config = _prepare_again(suite, config, stored)
+        suite = _resumed_evaluators(load_data(data, config=config), stored, evaluators)
+    suite, config = _prepare_again(suite, config)
     if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
         on_warning("the suite changed since this run started; finished results are kept, "
                    "the rest use the new suite")
@@ -167,26 +198,93 @@ async def resume_async(run_id: str, *, store: StoreLike = None, data: Data = Non
         forgotten = run_store.forget_errors(stored.id)
         if on_notice:
             on_notice(f"{forgotten} error score(s) will be computed again")
-    session = _Session(suite, config, run_store, None, None, resume=stored)
+        if not forgotten and stored.status is RunStatus.COMPLETED:
+            return _as_stored(run_store, stored, progress, on_record, on_start, keep)
+    session = _Session(suite, config, run_store, None, given,
+                       owns_given=given is not None and not isinstance(target, Target),
+                       resume=stored)
     return await session.execute(progress, on_record, on_start, keep)
 
 
-def rescore(run_id: str, **kwargs: Any) -> EvaluationResult:
+def _as_stored(store: RunStore, run: RunRecord, progress: Progress | None,
+               on_record: Callable[[CaseRecord], None] | None,
+               on_start: Callable[[RunRecord], None] | None, keep: bool) -> EvaluationResult:
+    """A completed run's result as stored, its records reported as a run reports them (so a
+    results file still gets every row): nothing runs, nothing is rewritten."""
+    records = store.case_records(run.id)
+    if on_start is not None:
+        on_start(run)
+    if progress is not None:
+        progress.start(len(records), 0, run.suite)
+    for record in records:
+        if on_record is not None:
+            on_record(record)
+        if progress is not None:
+            progress.advance(record)
+    return EvaluationResult(store, run, records if keep else None)
+
+
+def _resumed_target(stored: RunRecord, target: TargetLike) -> Target | None:
+    """The target given again for a resume; ConfigError when the run's target was a Python
+    function (or object), which its record cannot hold, and none is given."""
+    given = as_target(target)
+    function = (stored.config.model_extra or {}).get("python_target")
+    if function and target is None:
+        raise ConfigError(
+            f"run {stored.id} ran the Python function {function!r} as its target, which a run "
+            f"store cannot hold: give it again, assay.resume({stored.id!r}, "
+            f"target={function})", code="missing_target")
+    return given
+
+
+def _resumed_evaluators(suite: Suite, stored: RunRecord,
+                        given: Sequence[EvaluatorLike] | None,
+                        recorded: bool = False) -> Suite:
+    """The suite judged as the run was: by its recorded evaluators when the run was given
+    its evaluators (``evaluators=``), the data names none, or ``recorded`` (a rescore), else
+    by the data's own; a given evaluator takes the place of the recorded one of its name (a
+    scorer function, which a record cannot hold). ConfigError for a given name the run does
+    not have, and for a function still missing."""
+    replaced = bool((stored.config.model_extra or {}).get("evaluators_given"))
+    own = replaced or recorded or not suite.evaluators
+    evaluators = _rebuild_evaluators(stored) if own else list(suite.evaluators)
+    if given is not None:
+        built = {e.name: e for e in (as_evaluator(v, f"evaluators[{i}]")
+                                     for i, v in enumerate(given))}
+        names = [e.name for e in evaluators]
+        unknown = [n for n in built if n not in names]
+        if unknown:
+            raise ConfigError(
+                f"run {stored.id} has no evaluator named {', '.join(map(repr, unknown))} "
+                f"(it has {', '.join(map(repr, names)) or 'none'}): a resume finishes a run "
+                "with its own evaluators; give a function again under its recorded name",
+                code="invalid_evaluator")
+        evaluators = [built.get(e.name, e) for e in evaluators]
+    _require_functions(evaluators, stored.id, f"assay.resume({stored.id!r}, ...)")
+    if replaced and evaluators:
+        return with_evaluators(suite, evaluators)
+    if own:
+        return suite.model_copy(update={"evaluators": evaluators})
+    return suite
+
+
+def rescore(run: RunLike, **kwargs: Any) -> EvaluationResult:
     """Judge a stored run's executions again. See :func:`rescore_async`."""
-    return run_sync(rescore_async(run_id, **kwargs))
+    return run_sync(rescore_async(run, **kwargs))
 
 
-async def rescore_async(run_id: str, *, store: StoreLike = None,
+async def rescore_async(run: RunLike, *, store: StoreLike = None,
                         evaluators: Sequence[EvaluatorLike] | None = None,
                         config: RunConfig | None = None,
                         progress: Progress | None = None,
                         on_record: Callable[[CaseRecord], None] | None = None,
                         keep: bool = True, **options: Any) -> EvaluationResult:
-    """Judge the stored executions of ``run_id`` again, with its own evaluators or others,
-    into a new run in the same store. The agent is not run: every case is judged on what it
-    did in the original run (a failed execution stays failed)."""
-    run_store = open_store(store if store is not None else DEFAULT_URL)
-    stored = run_store.run_record(run_id)
+    """Judge the stored executions of ``run`` (an id, or the result that made it; in
+    ``store``, else the result's store, else the default one) again, with its own evaluators
+    or others, into a new run in the same store. The agent is not run: every case is judged
+    on what it did in the original run (a failed execution stays failed)."""
+    run_store = store_for([run], store)
+    stored = run_store.run_record(run_id_of(run))
     base = RunConfig.model_validate(stored.config.run) if stored.config.run else RunConfig()
     base = base.model_copy(update={"target": None, "repeat": 1, "filter": None})
     config = _config(config or base, options)
@@ -194,7 +292,8 @@ async def rescore_async(run_id: str, *, store: StoreLike = None,
     from assay import agent_eval
 
     suite, config = agent_eval.prepare(suite, config)
-    session = _Session(suite, config, run_store, None, None, rescored_from=stored.id)
+    session = _Session(suite, config, run_store, None, None, rescored_from=stored.id,
+                       evaluators_given=evaluators is not None)
     return await session.execute(progress, on_record, None, keep)
 
 
@@ -309,18 +408,6 @@ def as_target(target: TargetLike) -> Target | None:
                       code="invalid_target")
 
 
-def open_store(store: StoreLike) -> RunStore:
-    """A store from a URL, a path to a SQLite file, an open store, or None (in memory)."""
-    if isinstance(store, RunStore):
-        return store
-    if store is None:
-        return RunStore("sqlite://")
-    text = str(store)
-    if "://" in text:
-        return RunStore(text)
-    return RunStore(f"sqlite:///{Path(text)}")
-
-
 def _build_spec(spec: dict[str, Any]) -> Evaluator:
     from assay.judges.registry import build
 
@@ -331,9 +418,10 @@ def _build_spec(spec: dict[str, Any]) -> Evaluator:
 
 
 def _rescore_suite(run_store: RunStore, stored: RunRecord,
-                   evaluators: Sequence[EvaluatorLike] | None) -> Suite:
+                   evaluators: Sequence[EvaluatorLike] | None, check: bool = True) -> Suite:
     """A run's stored executions as a suite of recorded cases, judged by ``evaluators`` or by
-    the run's own (rebuilt from their recorded specs)."""
+    the run's own (rebuilt from their recorded specs; ``check``: ConfigError when one of
+    them needs its Python function given again)."""
     records = run_store.case_records(stored.id)
     if not records:
         raise ConfigError(f"run {stored.id} has no stored cases to rescore",
@@ -345,33 +433,56 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
                     else f"{record.case_id}#{record.repeat}"})
         case_evaluators = None
         if evaluators is None and record.evaluators is not None:
-            case_evaluators = [_build_spec(e.model_dump()) for e in record.evaluators]
+            case_evaluators = [_rebuild(e.model_dump()) for e in record.evaluators]
+            if check:
+                _require_functions(case_evaluators, stored.id,
+                                   f"assay.rescore({stored.id!r}, ...)")
         cases.append(SuiteCase(case=case, execution=record.execution,
                                evaluators=case_evaluators, source=record.source))
     agent = (stored.config.model_extra or {}).get("agent")
-    suite = Suite(name=stored.suite, cases=cases,
-                  evaluators=_rebuild_evaluators(stored) if evaluators is None else [],
+    own = _rebuild_evaluators(stored) if evaluators is None else []
+    if check:
+        _require_functions(own, stored.id, f"assay.rescore({stored.id!r}, ...)")
+    suite = Suite(name=stored.suite, cases=cases, evaluators=own,
                   metadata={"rescored_from": stored.id},
                   agent=AgentInfo.model_validate(agent) if isinstance(agent, dict) else None)
     return suite if evaluators is None else with_evaluators(suite, evaluators)
 
 
-def _prepare_again(suite: Suite, config: RunConfig, stored: RunRecord) -> tuple[Suite, RunConfig]:
-    """A resumed run's agent judges, as it recorded them (a stored run's own evaluators are
-    rebuilt first when its data names none)."""
+def _prepare_again(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:
+    """A resumed run's agent judges, as it recorded them."""
     from assay import agent_eval
 
     if not agent_eval.active(config):
         return suite, config
-    if not suite.evaluators and stored.config.evaluators:
-        suite = suite.model_copy(update={"evaluators": _rebuild_evaluators(stored)})
     return agent_eval.prepare(suite, config)
 
 
 def _rebuild_evaluators(stored: RunRecord) -> list[Evaluator]:
-    if not stored.config.evaluators:
-        return []
-    return [_build_spec(e.model_dump()) for e in stored.config.evaluators]
+    """The run's evaluators, rebuilt from their records; a scorer whose function cannot be
+    imported again (one defined in a notebook or inside a function) comes back without it,
+    for :func:`_require_functions` to ask for."""
+    return [_rebuild(e.model_dump()) for e in stored.config.evaluators]
+
+
+def _rebuild(spec: dict[str, Any]) -> Evaluator:
+    try:
+        return _build_spec(spec)
+    except ConfigError:
+        params = spec.get("params") or {}
+        if spec["type"] != "python" or not params.get("function"):
+            raise
+        return _build_spec({**spec, "params": {**params, "function": None}})
+
+
+def _require_functions(evaluators: Sequence[Evaluator], run_id: str, call: str) -> None:
+    """ConfigError naming the evaluators that need a Python function given again."""
+    missing = [e.name for e in evaluators if e.needs_function()]
+    if missing:
+        raise ConfigError(
+            f"run {run_id} was judged by the Python function(s) "
+            f"{', '.join(map(repr, missing))}, which a run store cannot hold: give them "
+            f"again, {call.replace('...', 'evaluators=[...]')}", code="invalid_evaluator")
 
 
 def _project_agent(suite: Suite, config: RunConfig) -> Target | None:
@@ -410,8 +521,12 @@ class _Session:
     def __init__(self, suite: Suite, config: RunConfig, store: RunStore,
                  engine: JudgeEngine | None, given: Target | None, *,
                  owns_given: bool = False, resume: RunRecord | None = None,
-                 rescored_from: str | None = None) -> None:
+                 rescored_from: str | None = None, evaluators_given: bool = False) -> None:
         self.suite = suite
+        self.python_target = given.name if given is not None else None
+        """The name of a target given as a Python object, which the run's record cannot
+        hold (a resume needs it again)."""
+        self.evaluators_given = evaluators_given
         config = config.settled(suite.scoring, suite.run_thresholds)
         self.config = config
         self.store = store
@@ -502,6 +617,10 @@ class _Session:
         extra: dict[str, Any] = {}
         if self.rescored_from:
             extra["rescored_from"] = self.rescored_from
+        if self.python_target is not None:
+            extra["python_target"] = self.python_target
+        if self.evaluators_given:
+            extra["evaluators_given"] = True
         if self.suite.agent is not None:
             extra["agent"] = self.suite.agent.model_dump(mode="json", exclude_none=True)
         if facts.simulated:
@@ -531,6 +650,7 @@ class _Session:
                     given(record)
 
         run_id: str | None = None
+        lease: RunLease | None = None
         try:
             await self.preflight()
             runner = Runner(self.suite, self.resolver(), self.engine,
@@ -548,6 +668,7 @@ class _Session:
             else:
                 run_id = self.store.create_run(self.suite.name,
                                                self.snapshot().model_dump(mode="json"))
+            lease = self.store.hold_lease(run_id)
             if on_start is not None:
                 on_start(self.store.run_record(run_id))
             outcome = await runner.run(run_id, keep=keep)
@@ -566,6 +687,8 @@ class _Session:
             self._mark(run_id, RunStatus.FAILED)
             raise
         finally:
+            if lease is not None:
+                lease.release()
             await self.targets.aclose()
             if self.own_engine:
                 await self.engine.aclose()

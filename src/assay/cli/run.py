@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -29,9 +28,11 @@ NO_REPORT_HELP = ("Accepted for compatibility with uipath eval, and does nothing
 
 
 def store_url(option: str | None) -> str:
-    from assay.store.runs import DEFAULT_URL
+    """``--store`` as a URL, else the library's default store (``$ASSAY_STORE_URL``, else
+    ``.assay/runs.db``)."""
+    from assay.store.runs import store_url as url_of
 
-    return option or os.environ.get("ASSAY_STORE_URL") or DEFAULT_URL
+    return url_of(option)
 
 
 @app.command()

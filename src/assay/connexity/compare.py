@@ -578,25 +578,23 @@ def load_run(store: Any, run_id: str, role: str, allow_incomplete: bool = False
     return record, store.case_records(record.id)
 
 
-def compare(baseline: str, candidate: str, *, store: Any = None,
+def compare(baseline: Any, candidate: Any, *, store: Any = None,
             thresholds: CompareThresholds | dict[str, Any] | None = None,
             matched_only: bool = False, allow_incomplete: bool = False,
             require_significance: float | None = None, missing_is_regression: bool = False,
             strict_comparability: bool = False) -> RunComparison:
-    """Compare two stored runs by id (a unique prefix will do).
+    """Compare two stored runs, each named by its id (a unique prefix will do) or by the
+    result that made it.
 
-    ``store`` is a store URL, a SQLite path or a RunStore (None: the default store).
-    Raises :class:`RunNotFound` (404), :class:`RunNotCompleted` (400, unless
-    ``allow_incomplete``), :class:`IncomparableRuns` (under ``strict_comparability``) and
-    ConfigError for bad thresholds.
+    ``store`` is a store URL, a SQLite path or a RunStore; None: the results' store, else
+    the default store. Raises :class:`RunNotFound` (404), :class:`RunNotCompleted` (400,
+    unless ``allow_incomplete``), :class:`IncomparableRuns` (under ``strict_comparability``)
+    and ConfigError for bad thresholds.
     """
-    from assay.store.runs import DEFAULT_URL, RunStore
+    from assay.store.runs import run_id_of, store_for
 
-    if isinstance(store, RunStore):
-        runs = store
-    else:
-        text = str(store) if store is not None else DEFAULT_URL
-        runs = RunStore(text if "://" in text else f"sqlite:///{text}")
+    runs = store_for([baseline, candidate], store)
+    baseline, candidate = run_id_of(baseline), run_id_of(candidate)
     if not isinstance(thresholds, CompareThresholds):
         try:
             thresholds = CompareThresholds.model_validate(thresholds or {})

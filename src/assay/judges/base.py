@@ -70,6 +70,12 @@ class Evaluator(BaseModel):
         """The judge models this evaluator will call (None: the run's default); [] for none."""
         return []
 
+    def needs_function(self) -> bool:
+        """True when this evaluator runs a Python function it does not hold: one rebuilt
+        from a run's record, which keeps the function's name but cannot keep the function,
+        so the function must be given again."""
+        return False
+
     async def evaluate(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
         """Score, never raising: failures become error scores with the time they took."""
         started = time.perf_counter()

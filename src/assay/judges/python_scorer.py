@@ -207,6 +207,9 @@ class PythonScorer(Evaluator):
             self.bind(load_function(self.function, *places, Path.cwd()))
         return self
 
+    def needs_function(self) -> bool:
+        return self._fn is None
+
     def bind(self, fn: Callable[..., Any]) -> PythonScorer:
         """Attach the function to call; its parameter names choose its arguments."""
         self._wants = _wanted(fn, f"scorer {self.name or getattr(fn, '__name__', '?')!r}")
