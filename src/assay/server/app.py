@@ -500,15 +500,16 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def cancel_run(run_id: RunId) -> RunDetail:
         """Cancel a run this server started: it stops and is marked interrupted."""
         if not await launcher.cancel(run_id):
-            run = await asyncio.to_thread(require_run, run_id)
-            raise ApiError(409, "not_running_here", _not_cancellable(run))
+            detail = await asyncio.to_thread(lambda: _not_cancellable(require_run(run_id)))
+            raise ApiError(409, "not_running_here", detail)
         return await asyncio.to_thread(lambda: _detail(require_run(run_id)))
 
     def _not_cancellable(run: RunRecord) -> str:
+        """Why a run this server is not running cannot be cancelled here, and what to do."""
         if run.status is RunStatus.RUNNING:
             return (f"run {run.id} is running in another process, not in this server; stop "
                     "it there")
-        found = resume_command(run)
+        found = resume_command(run, store().display_url)
         return (f"run {run.id} is not running (it is {run.status.value}"
                 + (", its process having stopped" if run.abandoned else "") + ")"
                 + (f"; resume it with: {found}" if found else ""))
