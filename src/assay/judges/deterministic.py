@@ -31,6 +31,28 @@ def _fold(text: str, case_sensitive: bool) -> str:
     return text if case_sensitive else text.lower()
 
 
+def _same_text(a: str, b: str, case_sensitive: bool) -> bool:
+    """Whether two texts match, lower-cased unless ``case_sensitive``. ASCII texts of
+    different lengths differ however they are cased, so they are never lower-cased (a copy
+    of each, 30 MB for a 30 MB answer compared with a short expected output)."""
+    if len(a) != len(b) and a.isascii() and b.isascii():
+        return False
+    return _fold(a, case_sensitive) == _fold(b, case_sensitive)
+
+
+DETAIL_CHARS = 2000
+"""The most of a text a score's details repeat. The whole output is stored with its
+execution; details holding all of it again doubled what the store, the files and every
+reader held (a 30 MB answer stored twice)."""
+
+
+def _shown(value: Any) -> Any:
+    """``value`` as the details keep it: text cut to :data:`DETAIL_CHARS` (marked ``…``)."""
+    if isinstance(value, str) and len(value) > DETAIL_CHARS:
+        return value[:DETAIL_CHARS] + "…"
+    return value
+
+
 def _bool_comparison(hit: bool, rationale: str, details: dict[str, Any]) -> Comparison:
     return Comparison(value=1.0 if hit else 0.0, raw=hit, scale="bool", rationale=rationale,
                       details=details)
@@ -120,14 +142,14 @@ class ExactMatch(OutputEvaluator):
 
     def compare(self, expected: Any, actual: Any) -> Comparison:
         if isinstance(expected, str) or isinstance(actual, str):
-            equal = _fold(as_str(expected), self.case_sensitive) == _fold(
-                as_str(actual), self.case_sensitive)
+            equal = _same_text(as_str(expected), as_str(actual), self.case_sensitive)
         else:
             equal = expected == actual
         hit = equal != self.negated
         rationale = ("output matches" if equal else "output differs") + (
             " (negated)" if self.negated else "")
-        return _bool_comparison(hit, rationale, {"expected": expected, "actual": actual})
+        return _bool_comparison(hit, rationale, {"expected": _shown(expected),
+                                                 "actual": _shown(actual)})
 
 
 @register
@@ -166,4 +188,5 @@ class Contains(OutputEvaluator):
         hit = found != self.negated
         rationale = f"{needle!r} {'found' if found else 'not found'}" + (
             " (negated)" if self.negated else "")
-        return _bool_comparison(hit, rationale, {"expected": needle, "actual": actual})
+        return _bool_comparison(hit, rationale, {"expected": _shown(needle),
+                                                 "actual": _shown(actual)})

@@ -34,6 +34,13 @@ import orjson
 BACKLOG = 4
 """Batches handed over and not yet committed before a hand-over waits for the writer."""
 
+JSON_EACH_CHARS = 1 << 16
+"""The longest text a table's rows of a batch may hold to go in as one JSON array; a group
+holding a longer one is bound row by row. SQLite reads the array once for ``json_each`` and
+again for each column's ``json_extract``, each time holding a parse of it: one 30 MB answer
+cost some 480 MB in SQLite alone, where binding it costs a copy or two. Rows of a few KB,
+what nearly every batch holds, keep the one statement."""
+
 IDLE_SECONDS = 2.0
 """A writer with nothing to do for this long ends its thread; the next batch starts one."""
 
@@ -155,14 +162,16 @@ class BatchWriter:
         PostgreSQL takes objects, with the JSON columns embedded as they were encoded.
         SQLite's JSON reader ends a text at a NUL character, so a group with a NUL in a plain
         text value (JSON columns arrive encoded, their NULs escaped) goes in row by row, as
-        does one with a value JSON cannot carry (bytes, an integer of more than 64 bits).
+        does one with a value JSON cannot carry (bytes, an integer of more than 64 bits), and
+        one holding a text longer than :data:`JSON_EACH_CHARS` (see there).
         """
         if self._postgres:
             return "populate", orjson.dumps([
                 {k: orjson.Fragment(str(v)) if isinstance(v, EncodedJSON) else v
                  for k, v in row.items()} for row in rows]).decode()
         values = [list(row.values()) for row in rows]
-        if not any(isinstance(v, str) and "\x00" in v for row in values for v in row):
+        if not any(isinstance(v, str) and (len(v) > JSON_EACH_CHARS or "\x00" in v)
+                   for row in values for v in row):
             try:
                 return "json_each", orjson.dumps(values).decode()
             except orjson.JSONEncodeError:  # sqlite3 binds it
