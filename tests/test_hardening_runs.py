@@ -56,10 +56,11 @@ def test_output_that_is_the_suite_is_refused_and_the_suite_kept(tmp_path, n):
     before = suite.read_bytes()
     done = assay_cli(root, "run", "s.jsonl", "-o", "s.jsonl", "--store", "sqlite://")
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "is also an input" in done.stderr
+    assert "--output s.jsonl is the suite file" in done.stderr
     assert suite.read_bytes() == before
     sidecar = assay_cli(root, "run", "s.jsonl", "--junit", "s.yaml", "--store", "sqlite://")
-    assert sidecar.returncode == 2 and "is also an input" in sidecar.stderr
+    assert sidecar.returncode == 2
+    assert "--junit s.yaml is the sidecar of the suite" in sidecar.stderr
 
 
 def test_output_on_a_recorded_targets_file_or_through_a_symlink_is_refused(tmp_path):
@@ -70,11 +71,13 @@ def test_output_on_a_recorded_targets_file_or_through_a_symlink_is_refused(tmp_p
     before = (root / "outputs.jsonl").read_text()
     done = assay_cli(root, "run", "s.jsonl", "--target", "rec", "-o", "outputs.jsonl",
                      "--store", "sqlite://")
-    assert done.returncode == 2 and "is also an input" in done.stderr
+    assert done.returncode == 2
+    assert "--output outputs.jsonl is the recorded outputs of target 'rec'" in done.stderr
     assert (root / "outputs.jsonl").read_text() == before
     (root / "link.jsonl").symlink_to(root / "s.jsonl")
     linked = assay_cli(root, "run", "s.jsonl", "-o", "link.jsonl", "--store", "sqlite://")
-    assert linked.returncode == 2 and "is also an input" in linked.stderr
+    assert linked.returncode == 2
+    assert f"--output link.jsonl is the suite file ({root / 's.jsonl'})" in linked.stderr
 
 
 # -- 2. one value the store cannot take is that case's error ----------------------------------

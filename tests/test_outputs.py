@@ -41,7 +41,7 @@ def test_an_output_that_is_the_suite_file_is_refused_naming_both(suite, tmp_path
         check_outputs({"--output": suite}, {suite: "the suite file"})
     assert info.value.code == "output_is_input"
     assert info.value.message.startswith(
-        f"--output {suite} is also an input: the suite file {suite}")
+        f"--output {suite} is the suite file; write the output to another path")
     assert suite.read_text() == '{"id": "a", "input": "x"}\n'
 
 
@@ -49,28 +49,28 @@ def test_the_same_file_by_another_spelling_is_refused(suite, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
     for spelling in (Path("suite.jsonl"), Path("sub/../suite.jsonl"), Path("./suite.jsonl")):
-        with pytest.raises(ConfigError, match="is also an input"):
+        with pytest.raises(ConfigError, match="is an input file"):
             check_outputs({"--junit": spelling}, [suite])
 
 
 def test_a_symbolic_link_to_an_input_is_refused(suite, tmp_path):
     link = tmp_path / "results.jsonl"
     link.symlink_to(suite)
-    with pytest.raises(ConfigError, match=r"--output .*results\.jsonl is also an input"):
+    with pytest.raises(ConfigError, match=r"--output .*results\.jsonl is an input file \("):
         check_outputs({"--output": link}, [suite])
     # and the other way round: the input read through a link to the output
     out = tmp_path / "out.jsonl"
     out.write_text("old\n")
     via = tmp_path / "via-link.jsonl"
     via.symlink_to(out)
-    with pytest.raises(ConfigError, match="is also an input"):
+    with pytest.raises(ConfigError, match="is an input file"):
         check_outputs({"--output": out}, [via])
 
 
 def test_a_hard_link_to_an_input_is_refused(suite, tmp_path):
     twin = tmp_path / "twin.jsonl"
     os.link(suite, twin)
-    with pytest.raises(ConfigError, match="is also an input: an input file"):
+    with pytest.raises(ConfigError, match="is an input file"):
         check_outputs({"--uipath-output": twin}, [suite])
 
 

@@ -130,8 +130,8 @@ def test_assay_report_writes_html_and_markdown(stored, tmp_path):
 
 @pytest.mark.parametrize(("args", "message"), [
     ([], "--html FILE"),
-    (["--html", "{store}"], "also an input"),
-    (["--markdown", "{store}"], "also an input"),
+    (["--html", "{store}"], "is the run store"),
+    (["--markdown", "{store}"], "is the run store"),
 ])
 def test_assay_report_refuses_bad_requests_clearly(stored, tmp_path, args, message):
     url, run = stored

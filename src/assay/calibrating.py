@@ -41,7 +41,14 @@ from assay.calibration.report import CalibrationReport
 from assay.calibration.sets import SETS, load_set
 from assay.calibration.stats import numpy
 from assay.errors import ConfigError
-from assay.evaluation import EvaluatorLike, StoreLike, as_evaluator, evaluate_async, open_store
+from assay.evaluation import (
+    EvaluatorLike,
+    OnInputs,
+    StoreLike,
+    as_evaluator,
+    evaluate_async,
+    open_store,
+)
 from assay.evaluation import resume_async as resume_run
 from assay.judges.base import Evaluator
 from assay.judges.registry import build
@@ -55,6 +62,7 @@ from assay.runner import Progress
 from assay.store.runs import RunStore
 from assay.suites.model import Suite, SuiteCase
 from assay.sync import run_sync
+from assay.user_paths import user_path
 
 NEAR_CHANCE = ("the embedded 270M model is a demo, not a judge: expect agreement near chance "
                "(accuracy near the share of the commonest label, kappa near 0)")
@@ -75,7 +83,7 @@ async def calibrate_async(
         retry: RetryPolicy | None = None, resume: str | None = None,
         resamples: int = 1000, level: float = 0.95, seed: int = 0,
         engine: JudgeEngine | None = None, progress: Progress | None = None,
-        save: bool = True) -> CalibrationReport:
+        save: bool = True, on_inputs: OnInputs | None = None) -> CalibrationReport:
     """Run ``judge`` over human-labelled ``data`` and report how far it agrees.
 
     Args:
@@ -96,10 +104,18 @@ async def calibrate_async(
         resume: finish a stopped calibration run by id (same data and judge).
         resamples, level, seed: the bootstrap (resamples 0: no intervals).
         save: store the report (False: compute it only).
+        on_inputs: called with every file the calibration uses (the labelled data or the
+            labels, the store, the cache...) before any judge is called; see
+            :data:`assay.evaluation.OnInputs`.
     """
     numpy()  # statistics need the stats extra: say so before anything runs
     run_store = open_store(store)
+    if isinstance(labels, str | Path):
+        labels = user_path(labels)
+    own = _own_files(data, labels)
     if run is not None:
+        if on_inputs is not None:
+            on_inputs({**run_store.input_files(), **own})
         return await _calibrate_run(run_store, run, labels, evaluator, kind, label, scale,
                                     resamples, level, seed, save)
     if labels is not None or evaluator is not None:
@@ -125,12 +141,14 @@ async def calibrate_async(
         identity = await judge_identity(built, default_model=engine.config.default_model,
                                         override_model=judge_model)
         suite = calibration_suite(labelled, built)
+        hook = None if on_inputs is None else _adding(on_inputs, own)
         if resume is not None:
             result = await resume_run(resume, store=run_store, data=suite, progress=progress,
-                                      judge_model=judge_model, concurrency=concurrency)
+                                      judge_model=judge_model, concurrency=concurrency,
+                                      on_inputs=hook)
         else:
             result = await evaluate_async(suite, config=config, store=run_store,
-                                          engine=engine, progress=progress)
+                                          engine=engine, progress=progress, on_inputs=hook)
     finally:
         if own_engine:
             await engine.aclose()
@@ -144,6 +162,23 @@ async def calibrate_async(
     if save:
         calibrations.save(run_store, report)
     return report
+
+
+def _own_files(data: Any, labels: Path | None) -> dict[Path, str]:
+    """The user's files a calibration reads: the labelled data, or a run's labels."""
+    found: dict[Path, str] = {}
+    if isinstance(data, str | Path) and not (isinstance(data, str) and data in SETS):
+        found[user_path(data)] = "the labelled data"
+    if labels is not None:
+        found[labels] = "the labels file"
+    return found
+
+
+def _adding(on_inputs: OnInputs, own: dict[Path, str]) -> OnInputs:
+    """``on_inputs`` told of ``own`` files too."""
+    def told(found: dict[Path, str]) -> None:
+        on_inputs({**found, **own})
+    return told
 
 
 def load_data(data: Any, *, metric: str | None = None, limit: int | None = None,
@@ -161,10 +196,12 @@ def load_data(data: Any, *, metric: str | None = None, limit: int | None = None,
     if metric is not None:
         raise ConfigError("metric= picks a rating of a built-in set; your file's label column "
                           "is label=")
-    if isinstance(data, str) and not Path(data).exists() and "/" not in data and \
+    if isinstance(data, str) and not user_path(data).exists() and "/" not in data and \
             "." not in data:
         raise CalibrationDataError(f"unknown calibration set {data!r}; known: "
                                    f"{', '.join(SETS)} (or give a labelled file)")
+    if isinstance(data, str | Path):
+        data = user_path(data)
     return load_labelled(data, kind=kind, label=label, scale=scale, columns=columns,
                          limit=limit)
 

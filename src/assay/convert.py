@@ -13,6 +13,7 @@ YAML documents, as ``agentv convert`` does for results.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import yaml
 
 from assay.errors import ConfigError
 from assay.report.outputs import check_outputs, write_atomic
+from assay.user_paths import user_path
 
 CASE_KEYS = ("evalcases", "cases")
 
@@ -36,16 +38,20 @@ def default_output(source: Path) -> Path:
     return source.with_name(f"{source.stem}.eval.yaml")
 
 
-def convert(source: Path, output: Path | None = None) -> list[Path]:
-    """Convert ``source``; returns the files written."""
+def convert(source: Path, output: Path | None = None, force: bool = False) -> list[Path]:
+    """Convert ``source``; returns the files written. A file the command line did not name
+    (the default output, a sidecar written beside it) is never replaced unless ``force``."""
     from assay.suites.evalyaml import check_suite
 
-    output = output or default_output(source)
+    source = user_path(source)
+    outputs = _Outputs(user_path(output) if output else default_output(source),
+                       named=output is not None, force=force)
+    output = outputs.path
     suffix = source.suffix.lower()
     if suffix == ".jsonl" and _looks_like_results(source):
-        return [_results_to_yaml(source, output)]
-    _, problems = check_suite(source, False)
-    if problems:
+        return [_results_to_yaml(source, outputs)]
+    suite, problems = check_suite(source, False)
+    if problems or suite is None:
         lines = "\n".join(f"  {p}" for p in problems)
         raise ConfigError(f"{source} has {len(problems)} problem(s); fix them before "
                           f"converting:\n{lines}", code="invalid_suite")
@@ -53,12 +59,12 @@ def convert(source: Path, output: Path | None = None) -> list[Path]:
         if output.suffix.lower() != ".jsonl":
             raise ConfigError(f"{output}: converting YAML writes a .jsonl file",
                               code="invalid_output")
-        written = _yaml_to_jsonl(source, output)
+        written = _yaml_to_jsonl(source, outputs, suite.input_files())
     elif suffix == ".jsonl":
         if output.suffix.lower() not in (".yaml", ".yml"):
             raise ConfigError(f"{output}: converting JSONL writes a .yaml file",
                               code="invalid_output")
-        written = _jsonl_to_yaml(source, output)
+        written = _jsonl_to_yaml(source, outputs, suite.input_files())
     else:
         raise ConfigError(f"{source}: expected an EVAL.yaml or a JSONL suite",
                           code="invalid_suite")
@@ -73,39 +79,45 @@ def convert(source: Path, output: Path | None = None) -> list[Path]:
     return written
 
 
-def _inputs(source: Path) -> list[Path]:
-    from assay.suites.evaljsonl import sidecar_of
+class _Outputs:
+    """Where a conversion writes, and the one check every file it writes goes through."""
 
-    found = [source]
-    if source.suffix.lower() == ".jsonl":
-        sidecar = sidecar_of(source)
-        if sidecar is not None:
-            found.append(sidecar)
-    return found
+    def __init__(self, path: Path, named: bool, force: bool) -> None:
+        self.path, self.named, self.force = path, named, force
+        self.label = "--out" if named else "the output"
+
+    def check(self, inputs: Mapping[Path, str], sidecar: Path | None = None) -> None:
+        """Refuse an output that is a file the suite uses, and one the command line did not
+        name (the default output, the sidecar) that exists, unless ``force``."""
+        made = ["the sidecar"] + ([] if self.named else [self.label])
+        check_outputs({self.label: self.path, "the sidecar": sidecar}, inputs, made=made,
+                      force=self.force)
 
 
-def _yaml_to_jsonl(source: Path, output: Path) -> list[Path]:
+def _yaml_to_jsonl(source: Path, outputs: _Outputs, inputs: Mapping[Path, str]) -> list[Path]:
     data = yaml.safe_load(source.read_text(encoding="utf-8"))
     key = next(k for k in CASE_KEYS if k in data)
+    output = outputs.path
     sidecar = output.with_suffix(".yaml")
-    check_outputs({"--out": output, "the sidecar": sidecar}, _inputs(source))
+    outputs.check(inputs, sidecar)
     rest = {k: v for k, v in data.items() if k not in CASE_KEYS}
     lines = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in data[key])
-    write_atomic(output, lines.encode("utf-8"), "--out")
+    write_atomic(output, lines.encode("utf-8"), outputs.label)
     write_atomic(sidecar, _dump_yaml(rest).encode("utf-8"), "the sidecar")
     return [output, sidecar]
 
 
-def _jsonl_to_yaml(source: Path, output: Path) -> list[Path]:
+def _jsonl_to_yaml(source: Path, outputs: _Outputs, inputs: Mapping[Path, str]) -> list[Path]:
     from assay.suites.evaljsonl import sidecar_of
 
-    check_outputs({"--out": output}, _inputs(source))
+    output = outputs.path
+    outputs.check(inputs)
     sidecar = sidecar_of(source)
     rest = yaml.safe_load(sidecar.read_text(encoding="utf-8")) if sidecar else {}
     cases = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()
              if line.strip()]
     write_atomic(output, _dump_yaml({**(rest or {}), "evalcases": cases}).encode("utf-8"),
-                 "--out")
+                 outputs.label)
     return [output]
 
 
@@ -121,12 +133,13 @@ def _looks_like_results(source: Path) -> bool:
     return False
 
 
-def _results_to_yaml(source: Path, output: Path) -> Path:
+def _results_to_yaml(source: Path, outputs: _Outputs) -> Path:
     from assay.report.files import row_yaml
 
-    check_outputs({"--out": output}, [source])
+    output = outputs.path
+    outputs.check({source: "the results file"})
     rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()
             if line.strip()]
     write_atomic(output, b"".join(row_yaml(row, i == 0) for i, row in enumerate(rows)),
-                 "--out")
+                 outputs.label)
     return output

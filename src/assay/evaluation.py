@@ -41,6 +41,7 @@ from assay.suites.model import Suite, SuiteCase
 from assay.sync import run_sync
 from assay.targets.base import Target
 from assay.targets.resolve import TargetResolver
+from assay.user_paths import user_path
 
 Data = Any
 """A suite path (EVAL.yaml, JSONL, CSV, Parquet, a UiPath project), a loaded :class:`Suite`,
@@ -53,6 +54,9 @@ StoreLike = RunStore | str | Path | None
 store on disk (``$ASSAY_STORE_URL``, else ``.assay/runs.db``)."""
 RunLike = str | EvaluationResult
 """A stored run: its id (or a unique prefix of it), or the result that made it."""
+OnInputs = Callable[[dict[Path, str]], None]
+"""Called with every file a run uses (see :meth:`_Session.inputs`) once they are known and
+before anything runs: the command checks its outputs against them there."""
 
 
 def evaluate(data: Data = None, *, target: TargetLike = None,
@@ -76,7 +80,7 @@ async def evaluate_async(
         on_record: Callable[[CaseRecord], None] | None = None,
         on_start: Callable[[RunRecord], None] | None = None, keep: bool = True,
         scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
-        **options: Any) -> EvaluationResult:
+        on_inputs: OnInputs | None = None, **options: Any) -> EvaluationResult:
     """Evaluate ``data`` into a new run.
 
     Args:
@@ -99,6 +103,8 @@ async def evaluate_async(
             demand, for runs too large to hold).
         scorers, predict_fn: MLflow's names for ``evaluators`` (added to them) and
             ``target``.
+        on_inputs: called with every file the run uses (see :data:`OnInputs`) before
+            anything runs; what it raises stops the run before it starts.
 
     The agent-judge options (``naming``, ``judges``, ``global_guidelines``,
     ``quality_criteria``...; see :mod:`assay.agent_eval`) are RunConfig fields too.
@@ -127,7 +133,7 @@ async def evaluate_async(
     session = _Session(suite, config, run_store, engine, given,
                        owns_given=given is not None and not isinstance(target, Target),
                        evaluators_given=evaluators is not None)
-    return await session.execute(progress, on_record, on_start, keep)
+    return await session.execute(progress, on_record, on_start, keep, on_inputs)
 
 
 def resume(run: RunLike, **kwargs: Any) -> EvaluationResult:
@@ -145,7 +151,8 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        on_start: Callable[[RunRecord], None] | None = None,
                        on_warning: Callable[[str], None] | None = None,
                        on_notice: Callable[[str], None] | None = None,
-                       keep: bool = True) -> EvaluationResult:
+                       keep: bool = True,
+                       on_inputs: OnInputs | None = None) -> EvaluationResult:
     """Resume ``run`` (an id, or the result that made it; in ``store``, else the result's
     store, else the default one): what the store has is kept, the rest runs with the run's own
     recorded config (its target override, judge, thresholds and gates) and evaluators.
@@ -203,7 +210,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     session = _Session(suite, config, run_store, None, given,
                        owns_given=given is not None and not isinstance(target, Target),
                        resume=stored)
-    return await session.execute(progress, on_record, on_start, keep)
+    return await session.execute(progress, on_record, on_start, keep, on_inputs)
 
 
 def _as_stored(store: RunStore, run: RunRecord, progress: Progress | None,
@@ -278,7 +285,8 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
                         config: RunConfig | None = None,
                         progress: Progress | None = None,
                         on_record: Callable[[CaseRecord], None] | None = None,
-                        keep: bool = True, **options: Any) -> EvaluationResult:
+                        keep: bool = True, on_inputs: OnInputs | None = None,
+                        **options: Any) -> EvaluationResult:
     """Judge the stored executions of ``run`` (an id, or the result that made it; in
     ``store``, else the result's store, else the default one) again, with its own evaluators
     or others, into a new run in the same store. The agent is not run: every case is judged
@@ -294,7 +302,16 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
     suite, config = agent_eval.prepare(suite, config)
     session = _Session(suite, config, run_store, None, None, rescored_from=stored.id,
                        evaluators_given=evaluators is not None)
-    return await session.execute(progress, on_record, None, keep)
+    return await session.execute(progress, on_record, None, keep, on_inputs)
+
+
+def run_inputs(data: Data, *, config: RunConfig | None = None,
+               store: StoreLike = None) -> dict[Path, str]:
+    """Every file a run of ``data`` would use (as :data:`OnInputs` is given them), without
+    running it: for a command that must check its outputs against several runs at once."""
+    config = config or RunConfig()
+    session = _Session(load_data(data, config=config), config, open_store(store), None, None)
+    return session.inputs()
 
 
 # -- building blocks ---------------------------------------------------------------------
@@ -326,8 +343,9 @@ def load_data(data: Data, *, columns: Mapping[str, str] | None = None,
         raise ConfigError("no data: give a suite path, a list of rows or a DataFrame",
                           code="missing_suite")
     if isinstance(data, str | Path):
-        path = Path(data)
-        targets_file = Path(config.targets_file) if config and config.targets_file else None
+        path = user_path(data)
+        targets_file = user_path(config.targets_file) if config and config.targets_file \
+            else None
         if columns and path.is_file():  # mapped columns: the file is rows of data
             return dataset.suite_from_file(path, columns=columns)
         from assay.suites import load_any
@@ -539,7 +557,7 @@ class _Session:
                 engine.config.default_model = config.judge_model
         self.engine = engine
         base = suite.source.parent if suite.source else Path.cwd()
-        targets_file = Path(config.targets_file) if config.targets_file else None
+        targets_file = user_path(config.targets_file) if config.targets_file else None
         if given is None and not config.target and suite.target is None:
             given = _project_agent(suite, config)  # uipath eval: the project's entry point
             owns_given = owns_given or given is not None
@@ -549,6 +567,15 @@ class _Session:
         from assay import agent_eval
 
         self.fold = agent_eval.fold_for(suite, config)
+
+    def inputs(self) -> dict[Path, str]:
+        """Every file this run uses, each with what it is: the suite's (its file, what its
+        loader read, its evaluators' scripts and modules), the targets file's (itself, its
+        ``.env``, its targets' modules and recorded outputs), the store's and the response
+        cache. What no output of the run may be."""
+        return {**self.engine.config.input_files(), **self.store.input_files(),
+                **(self.targets.file.input_files() if self.targets.file else {}),
+                **self.suite.input_files()}
 
     def judge_for(self, target: str | None) -> str | None:
         """The judge of the target that ran a case (its ``judge_target``), else the suite's."""
@@ -638,7 +665,8 @@ class _Session:
 
     async def execute(self, progress: Progress | None,
                       on_record: Callable[[CaseRecord], None] | None,
-                      on_start: Callable[[RunRecord], None] | None, keep: bool) -> EvaluationResult:
+                      on_start: Callable[[RunRecord], None] | None, keep: bool,
+                      on_inputs: OnInputs | None = None) -> EvaluationResult:
         dry = self.config.dry_run
         fold = self.fold
         if fold is not None and not dry:
@@ -652,6 +680,8 @@ class _Session:
         run_id: str | None = None
         lease: RunLease | None = None
         try:
+            if on_inputs is not None:
+                on_inputs(self.inputs())
             await self.preflight()
             runner = Runner(self.suite, self.resolver(), self.engine,
                             None if dry else self.store, self.config, progress,
@@ -733,5 +763,5 @@ class _Session:
             self.store.set_status(run_id, status.value)
 
 
-__all__ = ["DryRunEstimate", "EvaluationResult", "RunSummary", "evaluate", "evaluate_async",
-           "rescore", "rescore_async", "resume", "resume_async"]
+__all__ = ["DryRunEstimate", "EvaluationResult", "OnInputs", "RunSummary", "evaluate",
+           "evaluate_async", "rescore", "rescore_async", "resume", "resume_async", "run_inputs"]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.model import Score, dump_json
 from assay.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary, Verdict
+from assay.user_paths import user_path
 
 if TYPE_CHECKING:
     from assay.llm.engine import DryRunEstimate
@@ -185,7 +186,7 @@ class EvaluationResult:
         text = "".join(r.model_dump_json() + "\n" for r in self.records)
         if path is None:
             return text
-        target = Path(path)
+        target = user_path(path)
         tmp = target.with_name(f".{target.name}.tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(target)

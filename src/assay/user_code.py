@@ -52,17 +52,47 @@ def load_function(reference: str, *places: Path) -> Callable[..., Any]:
     return typing.cast(Callable[..., Any], found)
 
 
-def _import(module_name: str, places: list[Path]) -> ModuleType:
-    try:
-        if module_name.endswith(".py"):
-            found = [p / module_name for p in places if (p / module_name).is_file()]
-            return _import_file((found[0] if found else places[0] / module_name).resolve())
+def module_file(reference: str, *places: Path) -> Path | None:
+    """The file :func:`load_function` imports for ``reference``, found as it finds it but
+    without importing anything; None when no file is found (a module importable some other
+    way, or none). What a run's outputs must never overwrite."""
+    module_name = reference.rpartition(":")[0]
+    if not module_name:
+        return None
+    where = list(places) or [Path.cwd()]
+    by_file = _by_file(module_name, where)
+    if by_file is not None:
+        return by_file
+    parts = module_name.split(".")
+    for root in [*where, *(Path(p) for p in sys.path if p)]:
+        base = root.joinpath(*parts)
+        for candidate in (base.with_name(f"{parts[-1]}.py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate.resolve()
+    return None
+
+
+def _by_file(module_name: str, places: list[Path]) -> Path | None:
+    """The file a ``file.py`` reference names, or a bare module's file beside one of the
+    places: both are loaded by file, not by name."""
+    if module_name.endswith(".py"):
+        found = [p / module_name for p in places if (p / module_name).is_file()]
+        return (found[0] if found else places[0] / module_name).resolve()
+    if "." not in module_name:
         for place in places:
             beside = place / f"{module_name}.py"
-            if "." not in module_name and beside.is_file():
-                # The suite's own agent.py: loaded by file so that another suite's agent.py,
-                # already imported under the same name, is never mistaken for it.
-                return _import_file(beside.resolve())
+            if beside.is_file():
+                return beside.resolve()
+    return None
+
+
+def _import(module_name: str, places: list[Path]) -> ModuleType:
+    try:
+        path = _by_file(module_name, places)
+        if path is not None:
+            # The suite's own agent.py: loaded by file so that another suite's agent.py,
+            # already imported under the same name, is never mistaken for it.
+            return _import_file(path)
         with contextlib.ExitStack() as stack:
             for place in places:
                 stack.enter_context(_on_path(place))

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 
 from assay.errors import EvaluationError
 from assay.report.safe_text import for_terminal, make_console
+from assay.user_paths import user_path
 
 app = typer.Typer(
     name="assay",
@@ -32,10 +34,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def friendly_errors(fn: F) -> F:
-    """Turn configuration errors into one line on stderr and exit code 2."""
+    """Turn configuration errors into one line on stderr and exit code 2; every path option
+    and argument arrives with ``~`` expanded (see :mod:`assay.user_paths`)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs = {name: _expanded(value) for name, value in kwargs.items()}
         try:
             return fn(*args, **kwargs)
         except EvaluationError as exc:
@@ -44,6 +48,15 @@ def friendly_errors(fn: F) -> F:
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _expanded(value: Any) -> Any:
+    """A path option's value as assay reads it (a repeatable one's each); others as given."""
+    if isinstance(value, Path):
+        return user_path(value)
+    if isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+        return [user_path(v) for v in value]
+    return value
 
 
 def version_callback(value: bool) -> None:

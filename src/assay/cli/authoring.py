@@ -22,6 +22,8 @@ def convert(
                                   help="An EVAL.yaml, a JSONL suite, or a results JSONL."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Where to write [default: "
                                     "x.yaml -> x-cases.jsonl, x.jsonl -> x.eval.yaml]."),
+    force: bool = typer.Option(False, "--force", help="Replace files the command line does "
+                               "not name (the default output, the sidecar beside --out)."),
 ) -> None:
     """Convert a suite between EVAL.yaml and JSONL (or results JSONL to YAML)."""
     from assay.convert import convert as run_convert
@@ -29,7 +31,7 @@ def convert(
 
     if not source.is_file():
         raise ConfigError(f"{source}: no such file", code="missing_suite")
-    for path in run_convert(source, out):
+    for path in run_convert(source, out, force):
         console.print(f"wrote {path}", highlight=False, markup=False)
 
 
@@ -80,7 +82,7 @@ def rubrics(
     if not wanted:
         raise ConfigError(f"{suite}: no case with an expected_outcome and no rubrics yet")
     if out is not None:
-        check_outputs({"--out": out}, [suite])
+        check_outputs({"--out": out}, {**EngineConfig().input_files(), **loaded.input_files()})
 
     async def draft() -> dict[str, list[dict[str, object]]]:
         config = EngineConfig()

@@ -15,6 +15,7 @@ import typer
 
 from assay.cli.app import EXIT_GATE_FAILED, app, console, err_console, friendly_errors
 from assay.errors import ConfigError
+from assay.user_paths import user_path
 
 
 @app.command()
@@ -79,15 +80,18 @@ def calibrate(
     if run is None and data is None:
         raise ConfigError("give a SET_OR_FILE (assay calibrate --list), or --run RUN --labels "
                           "FILE")
-    if output is not None:
-        inputs = [p for p in (Path(data) if data else None, labels, suite) if p is not None]
-        check_outputs({"--output": output}, inputs)
-    built = _judge(judge, suite, evaluator if run is None else None)
+    files: dict[Path, str] = {}  # what the command reads itself: the judge's file or suite
+    built = _judge(judge, suite, evaluator if run is None else None, files)
+
+    def check(found: dict[Path, str]) -> None:
+        """Refuse an --output that is a file the calibration uses, before any judge call."""
+        check_outputs({"--output": output}, {**found, **files})
+
     options: dict[str, Any] = {
         "judge": built, "judge_model": judge_model, "store": store_url(store),
         "metric": metric, "limit": limit, "kind": kind, "label": label, "scale": scale,
         "concurrency": concurrency, "cache": cache, "resamples": resamples, "seed": seed,
-        "resume": resume}
+        "resume": resume, "on_inputs": check if output is not None else None}
     if run is not None:
         options.update(run=run, labels=labels, evaluator=evaluator)
     progress = _Quiet() if as_json else _progress(Path(data) if data else None)
@@ -151,9 +155,10 @@ def _shown(url: str) -> str:
     return redact_url(url)
 
 
-def _judge(judge: str | None, suite: Path | None, evaluator: str | None) -> Any:
+def _judge(judge: str | None, suite: Path | None, evaluator: str | None,
+           files: dict[Path, str]) -> Any:
     """The judge to calibrate from the options: a suite's evaluator, a file, inline JSON or a
-    type name; None for the set's own."""
+    type name; None for the set's own. The files read for it are added to ``files``."""
     if suite is not None:
         if judge is not None:
             raise ConfigError("give the judge with --judge or with --suite, not both")
@@ -162,6 +167,7 @@ def _judge(judge: str | None, suite: Path | None, evaluator: str | None) -> Any:
         from assay.suites import load_any
 
         loaded = load_any(suite, None)
+        files.update(loaded.input_files())
         found = {e.name: e for e in loaded.evaluators}
         if evaluator not in found:
             raise ConfigError(f"{suite}: no evaluator {evaluator!r} among the suite's own "
@@ -177,11 +183,12 @@ def _judge(judge: str | None, suite: Path | None, evaluator: str | None) -> Any:
             value = json.loads(text)
         except ValueError as exc:
             raise ConfigError(f"--judge: not JSON: {exc}") from None
-    elif Path(text).is_file():
+    elif user_path(text).is_file():
         import yaml
 
+        files[user_path(text)] = "the judge file"
         try:
-            value = yaml.safe_load(Path(text).read_text(encoding="utf-8"))
+            value = yaml.safe_load(user_path(text).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"--judge {text}: cannot be read: {exc}") from None
     elif text.replace("_", "").isalnum():

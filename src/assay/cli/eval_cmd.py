@@ -16,6 +16,7 @@ is ``assay run``'s: 1 when any run fails its gates, 2 for a usage or configurati
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,11 @@ import typer
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.cli.run import (
     NO_REPORT_HELP,
-    _inputs,
     _progress,
     _Reports,
     _run_interruptible,
     _Stopped,
+    print_failures,
     results_dir,
     store_url,
 )
@@ -72,7 +73,7 @@ def eval_command(
                                           "errors."),
 ) -> None:
     """Run one or more suites, as ``agentv eval`` and ``uipath eval`` do, with statistics."""
-    from assay.evaluation import evaluate_async, open_store
+    from assay.evaluation import evaluate_async, open_store, run_inputs
     from assay.registry import REGISTRY
     from assay.report.files import ROW_FORMATS
     from assay.report.outputs import check_outputs
@@ -96,20 +97,29 @@ def eval_command(
         raise ConfigError(str(exc)) from None
     url = store_url(store)
     runs = open_store(url)
-    inputs = [p for suite in suites for p in _inputs(suite, targets_file)]
-    check_outputs({"--out": out, "--output-file": output_file}, inputs)
     shared = _Reports(out, None, None, fmt=output_format) if out is not None else None
-    if shared is not None and not dry_run:
-        shared.open(inputs)
+    outputs = {"--out": out, "--output-file": output_file}
+
+    def check(inputs: Mapping[Path, str]) -> None:
+        """Refuse an output that is a file a run uses, then open the shared rows file."""
+        check_outputs(outputs, inputs)
+        if shared is not None:
+            shared.open({})
+
+    if not dry_run and (out is not None or output_file is not None):
+        # Every run writes to these, so each is checked against every run's files first.
+        check({p: what for suite in suites
+               for p, what in run_inputs(suite, config=config, store=runs).items()})
     records: list[Any] = []
     gates_failed = False
+    failures: list[EvaluationError] = []
     for suite in suites:
         reports = shared or _Reports(None, None, None, fmt=output_format,
                                      results_dir=None if dry_run else results_dir(url))
         progress = _progress(suite)
         coro = evaluate_async(suite, config=config, store=runs, progress=progress,
                               on_record=reports.on_record, on_start=reports.started,
-                              keep=False)
+                              keep=False, on_inputs=None if dry_run else check)
         try:
             result = _run_interruptible(coro, progress)
         except _Stopped as stop:
@@ -120,24 +130,32 @@ def eval_command(
             err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False,
                               markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_USAGE) from None
-        if shared is None:
-            reports.close(keep=True)
+        if reports is not shared:
+            failures += reports.finish(result)
         if result.estimate is not None:
             console.print(f"{suite}: dry run, {result.estimate.calls} judge call(s) at most",
                           highlight=False, markup=False)
             continue
         if output_file is not None:
-            REGISTRY.require("reporter", "uipath")(result, output_file)
+            try:
+                REGISTRY.require("reporter", "uipath")(result, output_file)
+            except EvaluationError as exc:
+                failures.append(exc)
         gates_failed = _report(result, runs, reports) or gates_failed
         records.extend(result.records)
     if shared is not None:
-        shared.close(keep=True)
-        console.print(f"results written to {out}", highlight=False, markup=False)
+        before = len(failures)
+        failures += shared.finish(None)
+        if len(failures) == before:
+            console.print(f"results written to {out}", highlight=False, markup=False)
     if records:
         from assay.report.statistics import statistics_lines
 
         for line in statistics_lines(score_statistics(records)):
             console.print(line, highlight=False)
+    print_failures(failures)
+    if failures:
+        raise typer.Exit(EXIT_USAGE)
     if gates_failed:
         raise typer.Exit(EXIT_GATE_FAILED)
 

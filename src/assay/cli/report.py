@@ -10,6 +10,7 @@ import typer
 from assay.cli.app import app, friendly_errors
 from assay.cli.run import store_url
 from assay.errors import ConfigError
+from assay.user_paths import user_path
 
 
 @app.command()
@@ -33,12 +34,9 @@ def report(
 
     if html is None and markdown is None:
         raise ConfigError("give --html FILE, --markdown FILE or --markdown -", code="no_output")
-    url = store_url(store)
-    inputs = {Path(url.removeprefix("sqlite:///")): "the run store"} \
-        if url.startswith("sqlite:///") else {}
-    md_path = None if markdown in (None, "-") else Path(markdown)
-    check_outputs({"--html": html, "--markdown": md_path}, inputs)
-    runs = RunStore(url)
+    md_path = None if markdown in (None, "-") else user_path(markdown)
+    runs = RunStore(store_url(store))
+    check_outputs({"--html": html, "--markdown": md_path}, runs.input_files())
     run = runs.run_record(run_id)
     if html is not None:
         write_html(runs, run, html, max_cases)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import typer
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.errors import ConfigError, EvaluationError
 from assay.report.safe_text import for_terminal
+from assay.user_paths import user_path
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 NO_REPORT_HELP = ("Accepted for compatibility with uipath eval, and does nothing: UiPath's "
@@ -184,10 +185,9 @@ def run(
     if resume:
         coro: Coroutine[Any, Any, Any] = resume_async(
             resume, store=runs, data=suite_path, retry_errors=retry_errors,
-            concurrency=concurrency, judge_model=judge_model, progress=progress, on_record=reports.on_record,
-            on_start=on_start, on_warning=_warn, on_notice=_notice,
-            keep=False)
-        inputs = _inputs(suite_path, targets_file)
+            concurrency=concurrency, judge_model=judge_model, progress=progress,
+            on_record=reports.on_record, on_start=on_start, on_warning=_warn,
+            on_notice=_notice, keep=False, on_inputs=reports.open)
     else:
         try:
             config = RunConfig(
@@ -216,13 +216,9 @@ def run(
             raise ConfigError(_validation_text(exc)) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
                               on_record=reports.on_record, on_start=on_start,
-                              keep=False)
-        inputs = _inputs(suite_path, targets_file)
-    if not dry_run:
-        reports.open(inputs)
+                              keep=False, on_inputs=None if dry_run else reports.open)
     try:
         result = _run_interruptible(coro, progress)
-        reports.close(keep=True)  # the rows' last block is written here: it may fail too
     except _Stopped as stop:
         reports.close(keep=True)
         run_id = started.get("id")
@@ -244,12 +240,12 @@ def run(
     if result.estimate is not None:
         _print_dry_run(result)
         return
-    reports.finish(result)
+    failures = reports.finish(result)
     if getattr(reports, "default_path", None) is not None:
         console.print(f"results written to {reports.default_path}", highlight=False,
                       markup=False)
     _print_result(result, runs, lambda: _baseline(result, runs, set_baseline,
-                                                  compare_to_baseline))
+                                                  compare_to_baseline), failures)
 
 
 def _baseline(result: Any, runs: Any, set_it: bool, compare_it: bool) -> bool:
@@ -306,7 +302,6 @@ def rescore(
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini")
     runs = open_store(store_url(store))
     reports = _Reports(output, junit, None)
-    reports.open([])
     progress = _progress(None)
     options: dict[str, Any] = {}
     if judge_model:
@@ -314,17 +309,19 @@ def rescore(
     if concurrency:
         options["concurrency"] = concurrency
     coro = rescore_async(run_id, store=runs, evaluators=evaluator or None, progress=progress,
-                         on_record=reports.on_record, keep=False, **options)
+                         on_record=reports.on_record, keep=False, on_inputs=reports.open,
+                         **options)
     try:
         result = _run_interruptible(coro, progress)
     except _Stopped as stop:
         reports.close(keep=True)
         raise typer.Exit(stop.code) from None
-    finally:
+    except BaseException:
         reports.close(keep=True)
-    reports.finish(result)
+        raise
+    failures = reports.finish(result)
     console.print(f"rescored run {run_id} into a new run", highlight=False, markup=False)
-    _print_result(result, runs)
+    _print_result(result, runs, failures=failures)
 
 
 def _agent_options(judges: str | None, naming: str | None, criteria: str | None,
@@ -362,7 +359,7 @@ def _report_options(values: list[str] | None) -> list[tuple[str, Path]]:
             raise ConfigError(f"--report {value!r}: expected FORMAT:PATH, such as "
                               "junit:report.xml")
         REGISTRY.require("reporter", name, "--report")
-        found.append((name, Path(path)))
+        found.append((name, user_path(path)))
     return found
 
 
@@ -405,38 +402,11 @@ def _progress(suite_path: Path | None) -> Any:
     return ProgressBar(console, suite_path.name if suite_path else "run")
 
 
-def _inputs(suite_path: Path | None, targets_file: Path | None) -> list[Path]:
-    """Every file the run reads: no output may be one of them."""
-    found: list[Path] = []
-    if suite_path is not None:
-        found.append(suite_path)
-        if suite_path.suffix.lower() == ".jsonl":
-            found += [suite_path.with_suffix(s) for s in (".yaml", ".yml")]
-        if suite_path.is_dir():
-            found += [p for p in suite_path.rglob("*.json") if "evaluations" in p.parts]
-    if targets_file is not None:
-        found.append(targets_file)
-    base = suite_path.parent if suite_path is not None and suite_path.is_file() \
-        else (suite_path or Path.cwd())
-    from assay.targets.config import find_targets_file, read_targets
-
-    found_targets = targets_file or find_targets_file(base)
-    if found_targets is not None:
-        found.append(found_targets)
-        with contextlib.suppress(Exception):
-            targets = read_targets(found_targets, strict=False)
-            for config in targets.targets.values():
-                path = config.get("path")
-                if isinstance(path, str):
-                    found.append(targets.base_dir / path)
-    return found
-
-
 def results_dir(url: str) -> Path:
     """Where a run's default results file goes: ``results/`` beside a SQLite store file (so
     ``.assay/results/`` for the default store), else ``.assay/results/`` here."""
     if url.startswith("sqlite:///") and url != "sqlite://":
-        return Path(url.removeprefix("sqlite:///")).parent / "results"
+        return user_path(Path(url.removeprefix("sqlite:///"))).parent / "results"
     return Path(".assay") / "results"
 
 
@@ -460,9 +430,10 @@ class _Reports:
         self.dataset = ""
         self.named: tuple[Any, str, str] | None = None
 
-    def open(self, inputs: list[Path]) -> None:
-        """Refuse an output that is an input (or another output, or not writable) before any
-        case runs, and open the results file."""
+    def open(self, inputs: Mapping[Path, str]) -> None:
+        """Refuse an output that is a file the run uses (``inputs``: see
+        :data:`assay.evaluation.OnInputs`), another output, or not writable, before any case
+        runs; then open the results file."""
         from assay.report.files import RowWriter
         from assay.report.outputs import check_outputs
 
@@ -470,7 +441,7 @@ class _Reports:
                                            "--uipath-output": self.uipath}
         outputs.update({f"--report {name}:{path}": path for name, path in self.extra})
         check_outputs(outputs, inputs)
-        if self.output is not None:
+        if self.output is not None and self.writer is None:
             self.writer = RowWriter(self.output, "--output", self.fmt)
 
     def started(self, run: Any) -> None:
@@ -510,17 +481,35 @@ class _Reports:
             self.writer.close(keep=keep)
             self.writer = None
 
-    def finish(self, result: Any) -> None:
+    def finish(self, result: Any) -> list[EvaluationError]:
+        """Put the rows in place and write the reports of a finished run; what could not be
+        written is returned, one error each, for the command to report after the results
+        (the run itself is stored whatever happens here)."""
         from assay.registry import REGISTRY
 
-        for name, path in (("junit", self.junit), ("uipath", self.uipath)):
+        failures: list[EvaluationError] = []
+        with _kept(failures):
+            self.close(keep=True)  # the rows' last block is written here: it may fail
+        for name, path in [*(("junit", self.junit), ("uipath", self.uipath)), *self.extra]:
             if path is not None:
-                REGISTRY.require("reporter", name)(result, path)
-        for name, path in self.extra:
-            REGISTRY.require("reporter", name)(result, path)
+                with _kept(failures):
+                    REGISTRY.require("reporter", name)(result, path)
+        return failures
 
 
-def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = None) -> None:
+@contextlib.contextmanager
+def _kept(failures: list[EvaluationError]) -> Iterator[None]:
+    """Collect an output's failure instead of raising it."""
+    try:
+        yield
+    except EvaluationError as exc:
+        failures.append(exc)
+
+
+def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = None,
+                  failures: Sequence[EvaluationError] = ()) -> None:
+    """The summary, where the run is stored and its gates; then each output that could not
+    be written. Exit 2 when one could not, else 1 when a gate failed."""
     from assay.report.terminal import summary_lines
 
     if result.suite is not None and result.suite.metadata.get("format") == "uipath":
@@ -537,15 +526,28 @@ def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = Non
     console.print(f"run {result.run_id} stored in {runs.display_url}", highlight=False,
                   markup=False)
     regressed = after() if after is not None else False
-    if not result.passed or regressed:
+    failed = not result.passed or regressed
+    if failed:
         if result.summary.assessments is not None:
             for line in result.reason.splitlines():
                 console.print(for_terminal(line), highlight=False)
         for failure in result.summary.gate_failures:
             console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False,
                           soft_wrap=True)  # one line, so a command it advises copies whole
+    else:
+        console.print("[green]all gates passed[/]")
+    print_failures(failures)
+    if failures:
+        raise typer.Exit(EXIT_USAGE)
+    if failed:
         raise typer.Exit(EXIT_GATE_FAILED)
-    console.print("[green]all gates passed[/]")
+
+
+def print_failures(failures: Sequence[EvaluationError]) -> None:
+    """Each output that could not be written, on a line of its own."""
+    for exc in failures:
+        err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False,
+                          markup=False, soft_wrap=True)
 
 
 def _print_dry_run(result: Any) -> None:

@@ -9,9 +9,11 @@ Configuration problems are caught earlier, when the evaluator is built (see ``re
 
 from __future__ import annotations
 
+import shlex
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
 from assay.model import AgentInfo, Case, Execution, Score
+from assay.user_paths import user_path
 
 
 @dataclass
@@ -70,6 +73,15 @@ class Evaluator(BaseModel):
         """The judge models this evaluator will call (None: the run's default); [] for none."""
         return []
 
+    def input_files(self) -> dict[Path, str]:
+        """The files this evaluator runs or imports (a script, a Python module), each with
+        what it is: no output of the run may be one of them. Those of its ``members`` (a
+        composite's, a jury's); none for most."""
+        found: dict[Path, str] = {}
+        for member in getattr(self, "members", ()):
+            found.update(member.input_files())
+        return found
+
     def needs_function(self) -> bool:
         """True when this evaluator runs a Python function it does not hold: one rebuilt
         from a run's record, which keeps the function's name but cannot keep the function,
@@ -100,3 +112,21 @@ class Evaluator(BaseModel):
 
     def verdict(self, value: float) -> bool:
         return value >= self.threshold
+
+
+def script_files(script: str | list[str] | None, cwd: str | None, what: str
+                 ) -> dict[Path, str]:
+    """The files a script's command line names (``python check.py``: the interpreter and
+    ``check.py``), found from ``cwd`` as the script would, each as ``what``."""
+    if not script:
+        return {}
+    if isinstance(script, str):
+        try:
+            argv = shlex.split(script)
+        except ValueError:  # unbalanced quotes: the shell will say so when it runs
+            argv = script.split()
+    else:
+        argv = list(script)
+    base = user_path(cwd) if cwd else Path.cwd()
+    found = (base / user_path(arg) for arg in argv if arg)
+    return {path: what for path in found if path.is_file()}

@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from assay.errors import EvaluationError
 from assay.judges.answers import JudgeAnswer
-from assay.judges.base import EvalContext, Evaluator
+from assay.judges.base import EvalContext, Evaluator, script_files
 from assay.judges.registry import register
 from assay.judges.templates import as_text
 from assay.model import Case, Execution, Score, Usage
@@ -193,6 +194,10 @@ class CodeJudge(Evaluator):
 
     def models(self) -> list[str | None]:
         return [None] if self.target is not None else []
+
+    def input_files(self) -> dict[Path, str]:
+        return script_files(self.script, self.cwd, f"the code-judge script of evaluator "
+                            f"{self.name!r}")
 
     @field_validator("script")
     @classmethod

@@ -36,6 +36,7 @@ failed outright, because a gate must not pass on a check that did not run.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -48,7 +49,7 @@ from pydantic import (
 )
 
 from assay.errors import EvaluationError
-from assay.judges.base import EvalContext, Evaluator
+from assay.judges.base import EvalContext, Evaluator, script_files
 from assay.judges.code_judge import argv_of, parse_script_output, run_json_command
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS
 from assay.judges.llm_judge import SYSTEM as JUDGE_SYSTEM
@@ -190,6 +191,11 @@ class Composite(Evaluator):
     @property
     def members(self) -> list[Evaluator]:
         return list(self.evaluators)
+
+    def input_files(self) -> dict[Path, str]:
+        return {**script_files(self.aggregator.script, self.aggregator.cwd,
+                               f"the aggregator script of evaluator {self.name!r}"),
+                **super().input_files()}
 
     def models(self) -> list[str | None]:
         seen: dict[str | None, None] = {}

@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
 from assay.errors import EvaluationError, TemplateError
 from assay.judges.answers import JudgeAnswer
-from assay.judges.base import EvalContext
+from assay.judges.base import EvalContext, script_files
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
 from assay.judges.prompt_check import check_prompt, uses_any
 from assay.judges.registry import register
@@ -127,6 +128,10 @@ class LLMJudge(LLMEvaluator):
     cwd: str | None = Field(default=None, description="where a prompt script runs")
     timeout_s: float = Field(default=60.0, gt=0, description="how long a prompt script may "
                              "run")
+
+    def input_files(self) -> dict[Path, str]:
+        return script_files(self.prompt_script, self.cwd,
+                            f"the prompt script of evaluator {self.name!r}")
 
     @field_validator("prompt_script", mode="before")
     @classmethod

@@ -31,6 +31,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar, overload
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
@@ -49,6 +50,7 @@ from assay.judges.feedback import (
 )
 from assay.judges.registry import register
 from assay.model import Case, Execution, Score
+from assay.user_paths import user_path
 
 PARAMETERS = ("inputs", "outputs", "expectations", "trace", "case", "execution",
               "request", "response", "expected_response", "expected_facts",
@@ -199,16 +201,25 @@ class PythonScorer(Evaluator):
     @model_validator(mode="after")
     def _load(self) -> PythonScorer:
         if self.function is not None and self._fn is None:
-            from pathlib import Path
-
             from assay.user_code import load_function
 
-            places = [Path(self.cwd)] if self.cwd else []
-            self.bind(load_function(self.function, *places, Path.cwd()))
+            self.bind(load_function(self.function, *self._places()))
         return self
 
     def needs_function(self) -> bool:
         return self._fn is None
+
+    def input_files(self) -> dict[Path, str]:
+        if self.function is None:
+            return {}
+        from assay.user_code import module_file
+
+        found = module_file(self.function, *self._places())
+        return {found: f"the Python module of scorer {self.name!r}"} if found else {}
+
+    def _places(self) -> list[Path]:
+        """Where ``function``'s module is looked for: ``cwd``, then the working directory."""
+        return [*([user_path(self.cwd)] if self.cwd else []), Path.cwd()]
 
     def bind(self, fn: Callable[..., Any]) -> PythonScorer:
         """Attach the function to call; its parameter names choose its arguments."""

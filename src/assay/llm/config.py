@@ -10,6 +10,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from assay.errors import ConfigError
+from assay.user_paths import user_path
 
 CacheMode = Literal["use", "refresh", "off"]
 
@@ -22,7 +23,7 @@ body of tens of megabytes would only fill memory, the store and the files."""
 def default_cache_path() -> Path:
     """The response cache file: ``$ASSAY_CACHE_DIR`` or the user cache dir."""
     root = os.environ.get("ASSAY_CACHE_DIR") or platformdirs.user_cache_dir("assay")
-    return Path(root) / "responses.sqlite"
+    return user_path(root) / "responses.sqlite"
 
 
 class RateLimit(BaseModel):
@@ -76,6 +77,15 @@ class EngineConfig(BaseModel):
     max_response_bytes: int = Field(
         default=DEFAULT_MAX_RESPONSE_BYTES, gt=0,
         description="a model answer larger than this fails its call, with a clear error")
+
+    @field_validator("cache_path")
+    @classmethod
+    def _expanded(cls, value: Path) -> Path:
+        return user_path(value)
+
+    def input_files(self) -> dict[Path, str]:
+        """The response cache file, when the engine uses one: no output may be it."""
+        return {} if self.cache_mode == "off" else {self.cache_path: "the response cache"}
 
     @field_validator("default_model")
     @classmethod

@@ -4,8 +4,11 @@ Every file assay writes (results JSONL, JUnit XML, UiPath output, any later repo
 through :class:`AtomicOutput`: the bytes go to a temporary file beside the final path, which is
 renamed over it only when the content is whole. A crash leaves the previous file as it was; a
 reader never sees a half-written line. :func:`check_outputs` runs before any case: it refuses an
-output that is one of the inputs (by path, symbolic link or hard link) or another output, and
-one that cannot be written.
+output that is a file the command uses (by path, symbolic link or hard link; see
+:data:`Inputs`) or another output, and one that cannot be written. It is the one rule every
+command that writes files goes through; what a run uses is gathered by the library
+(:func:`assay.evaluation.run_inputs`, and a run's ``on_inputs``), each part naming its own
+files (the suite, its evaluators, the targets file and its targets, the store, the cache).
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 
 from assay.errors import ConfigError, ErrorCategory, EvaluationError
+from assay.user_paths import user_path
 
 
 class OutputWriteError(EvaluationError):
@@ -29,10 +33,15 @@ class OutputWriteError(EvaluationError):
         super().__init__("output_write_failed", message, ErrorCategory.SYSTEM)
 
 
+Inputs = Mapping[Path, str]
+"""The files a command uses besides its outputs, each with what it is to the command (``the
+suite file``, ``the Python module of target 'x'``): what no output may be."""
+
+
 def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
     """What makes two paths the same file: the resolved path, and the (device, inode) of a
     file that exists (which also catches hard links)."""
-    real = os.path.realpath(path)
+    real = os.path.realpath(user_path(path))
     try:
         st = os.stat(real)
     except OSError:
@@ -44,36 +53,56 @@ def _same(a: tuple[str, tuple[int, int] | None], b: tuple[str, tuple[int, int] |
     return a[0] == b[0] or (a[1] is not None and a[1] == b[1])
 
 
-def check_outputs(outputs: Mapping[str, Path | None],
-                  inputs: Iterable[Path] | Mapping[Path, str]) -> None:
-    """Refuse, with a :class:`ConfigError`, outputs that would overwrite an input or each
-    other, and outputs that cannot be written.
+def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path] | Inputs = (),
+                  *, made: Collection[str] = (), force: bool = False) -> None:
+    """Refuse, with a :class:`ConfigError`, outputs that would overwrite a file the command
+    uses or another output, outputs that cannot be written, and (unless ``force``) outputs
+    the user did not name that would replace a file.
 
     ``outputs`` maps the option that named each output (``"--output"``) to its path (None for
-    one not asked for); ``inputs`` are the files the run reads, optionally mapped to what they
-    are (``"the suite file"``). Call it before the run starts: an output found unwritable
-    afterwards would cost the whole run.
+    one not asked for); ``inputs`` are the files the command reads or writes otherwise,
+    mapped to what they are (see :data:`Inputs`; a plain list is "an input file" each).
+    ``made`` lists the outputs the command chose itself (a sidecar written beside
+    ``--out``): one of those that exists is replaced only with ``force``. Call it before
+    anything runs: an output found unwritable afterwards would cost the whole run.
     """
-    described: Mapping[Path, str] = (
+    described: Inputs = (
         inputs if isinstance(inputs, Mapping) else dict.fromkeys(inputs, "an input file"))
+    known = [(_identity(source), source, what) for source, what in described.items()]
     seen: list[tuple[str, Path, tuple[str, tuple[int, int] | None]]] = []
     for option, path in outputs.items():
         if path is None:
             continue
         ident = _identity(path)
-        for source, what in described.items():
-            if _same(ident, _identity(source)):
-                raise ConfigError(
-                    f"{option} {path} is also an input: {what} {source}. Write the output "
-                    "to another path; assay never writes over a file it reads",
-                    code="output_is_input")
+        for other, source, what in known:
+            if _same(ident, other):
+                raise ConfigError(f"{_named(option, path)} is {what}{_also(path, source)}; "
+                                  "write the output to another path: assay never writes over "
+                                  "a file the command uses", code="output_is_input")
         for other_option, other_path, other in seen:
             if _same(ident, other):
-                raise ConfigError(f"{option} {path} and {other_option} {other_path} are the "
-                                  "same file; give each output its own path",
-                                  code="output_collision")
+                raise ConfigError(f"{_named(option, path)} and "
+                                  f"{_named(other_option, other_path)} are the same file; "
+                                  "give each output its own path", code="output_collision")
+        if option in made and not force and ident[1] is not None:
+            raise ConfigError(f"{_named(option, path)} exists and was not named on the "
+                              "command line; move it away, or give --force to replace it",
+                              code="output_exists")
         seen.append((option, path, ident))
         check_writable(path, option)
+
+
+def _named(option: str, path: Path) -> str:
+    """An output as the command line gave it: ``--junit x.xml``; ``--report html:x.html``
+    names its path already."""
+    return option if option.endswith(f":{path}") else f"{option} {path}"
+
+
+def _also(path: Path, source: Path) -> str:
+    """`` (the file)`` when the input is another path than the output (a link to it, a
+    hard link), so the message shows which file both are."""
+    same = os.path.abspath(user_path(path)) == os.path.abspath(user_path(source))
+    return "" if same else f" ({source})"
 
 
 def check_writable(path: Path, label: str = "output") -> None:
@@ -105,7 +134,7 @@ class AtomicOutput:
     """
 
     def __init__(self, path: Path, label: str = "output", gather: bool = False) -> None:
-        self.path = Path(path)
+        self.path = user_path(path)
         self.label = label
         self.gather = gather
         self.target = Path(os.path.realpath(self.path))

@@ -59,6 +59,7 @@ from assay.store.errors import StoreError
 from assay.store.migrations import ensure_schema
 from assay.store.search import search_text
 from assay.store.writer import BatchWriter, EncodedJSON, json_each_works
+from assay.user_paths import user_path, user_url
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
 """Where runs are kept when neither a store nor ``$ASSAY_STORE_URL`` is given."""
@@ -98,7 +99,7 @@ def store_url(store: str | Path | None) -> str:
         return "sqlite://"
     if "://" in text:
         return text
-    return f"sqlite:///{Path(text)}"
+    return f"sqlite:///{user_path(text)}"
 
 
 def open_store(store: RunStore | str | Path | None) -> RunStore:
@@ -193,6 +194,7 @@ class RunStore:
 
     def __init__(self, url: str = DEFAULT_URL, flush_seconds: float = 0.2,
                  flush_rows: int = 1000) -> None:
+        url = user_url(url)
         self.url = url
         self.display_url = redact_url(url)
         """The URL as it may be shown: a password in it is hidden."""
@@ -200,8 +202,10 @@ class RunStore:
         self.flush_rows = flush_rows
         self._pending: list[tuple[Any, dict[str, Any]]] = []
         self._last_flush = time.monotonic()
+        self.path: Path | None = None
+        """The SQLite file of the store; None for PostgreSQL and a store in memory."""
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-            path = Path(url.removeprefix("sqlite:///"))
+            path = self.path = Path(url.removeprefix("sqlite:///"))
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -236,6 +240,15 @@ class RunStore:
         weakref.finalize(self, _shut, self._writer, self.engine,
                          functools.partial(_failure, self.display_url, url_secrets(self.url)))
         self._prepare_schema()
+
+    def input_files(self) -> dict[Path, str]:
+        """The store's SQLite file and the files SQLite keeps beside it while it is open:
+        no output may be one of them."""
+        if self.path is None:
+            return {}
+        return {self.path: "the run store",
+                **{self.path.with_name(self.path.name + s): "a file of the run store"
+                   for s in ("-wal", "-shm", "-journal")}}
 
     def _prepare_schema(self) -> None:
         """Create or upgrade the schema (see :mod:`assay.store.migrations`)."""

@@ -45,6 +45,9 @@ class EvaluatorBuilder:
     targets: TargetsFile | None = None
     prompt_files: dict[PathKey, str] = field(default_factory=dict)
     """Where a prompt read from a file was named -> the file, for problems in its text."""
+    read: dict[Path, str] = field(default_factory=dict)
+    """Every file read while building the suite (prompt files, input files) -> what it is:
+    the suite's :attr:`~assay.suites.model.Suite.files`, which no output may overwrite."""
 
     def build_list(self, raw: Any, path: PathKey) -> list[Evaluator] | None:
         """A list of evaluators, or None when any of them (or the list) is invalid."""
@@ -263,7 +266,8 @@ class EvaluatorBuilder:
             return True
         if isinstance(fields["prompt"], dict) and "prompt_script" in cls.model_fields:
             return self._prompt_script(fields, origins)
-        text = self.read_prompt(fields["prompt"], origins["prompt"])
+        text = self.read_prompt(fields["prompt"], origins["prompt"],
+                                f"the prompt file of evaluator {_name(cls, fields)!r}")
         if text is None:
             fields.pop("prompt")
             return False
@@ -291,8 +295,10 @@ class EvaluatorBuilder:
             fields["config"] = {**extra, **(fields.get("config") or {})}
         return True
 
-    def read_prompt(self, prompt: Any, where: PathKey) -> str | None:
-        """The prompt's text: the named file's contents, or the inline text itself."""
+    def read_prompt(self, prompt: Any, where: PathKey,
+                    what: str = "a prompt file of the suite") -> str | None:
+        """The prompt's text: the named file's contents (noted in :attr:`read` as ``what``),
+        or the inline text itself."""
         if isinstance(prompt, dict):
             self.log.add(where, "executable prompt templates ({script: ...}) are not "
                          "supported", "a prompt file path or inline prompt text", value=True)
@@ -308,6 +314,7 @@ class EvaluatorBuilder:
         try:
             if file.is_file():
                 self.prompt_files[where] = candidate
+                self.read[file] = what
                 return file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.log.add(where, f"cannot read prompt file {candidate}: {exc}",
@@ -350,7 +357,9 @@ class EvaluatorBuilder:
         aggregator = dict(aggregator)
         where = origins["aggregator"]
         if "prompt" in aggregator:
-            text = self.read_prompt(aggregator["prompt"], (*where, "prompt"))
+            text = self.read_prompt(aggregator["prompt"], (*where, "prompt"),
+                                    "the aggregator prompt file of evaluator "
+                                    f"{fields.get('name') or 'composite'!r}")
             if text is not None:
                 aggregator["prompt"] = text
         if ("script" in aggregator or "path" in aggregator) and "cwd" not in aggregator:
@@ -457,3 +466,9 @@ def _describe(cls: type[BaseModel], field: str) -> str | None:
     annotation = info.annotation
     text = getattr(annotation, "__name__", None) or str(annotation)
     return f"{field}: " + text.replace("typing.", "")
+
+
+def _name(cls: type[Evaluator], fields: dict[str, Any]) -> str:
+    """The name an evaluator being built will have: its own, else its type's."""
+    name = fields.get("name")
+    return name if isinstance(name, str) and name else cls.type

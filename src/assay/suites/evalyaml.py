@@ -190,6 +190,7 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
     facts: FactsGatherer | None = None  # the run's facts, from this pass, not another read
     seen = IdSeen()
     count = 0
+    files = sidecars(path)  # and what each chunk's cases read (prompt and input files)
     try:
         small = path.stat().st_size <= KEEP_BYTES
     except OSError:
@@ -207,6 +208,7 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
             problems.extend(chunk_problems)
             if suite is None:
                 continue
+            files.update(suite.files)
             if first is None or facts is None:
                 first, facts = suite, FactsGatherer(suite)
             for item in suite.cases:
@@ -223,6 +225,7 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
         unique = {str(p): p for p in problems}  # sidecar problems repeat in every chunk
         return None, sorted(unique.values(),
                             key=lambda p: (p.file, p.line or 0, p.column or 0))
+    first = first.model_copy(update={"files": files})
     if count <= CHUNK_CASES:
         return first, []
     if kept is not None:
@@ -238,6 +241,15 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
     streamed = first.model_copy(update={"cases": [], "case_source": stream,
                                         "case_count": count})
     return streamed.with_facts(facts.finish()), []
+
+
+def sidecars(path: Path) -> dict[Path, str]:
+    """Where a JSONL suite's sidecar is read from (``.yaml``, else ``.yml``), whether there
+    is one yet or not: an output written there would become the suite's settings."""
+    from assay.suites.evaljsonl import SIDECAR_SUFFIXES
+
+    return {path.with_suffix(s).absolute(): "the sidecar of the suite"
+            for s in SIDECAR_SUFFIXES}
 
 
 class IdSeen:
@@ -360,10 +372,19 @@ class _SuiteChecker:
                          target=target, judge_target=judge, evaluators=evaluators,
                          cases=cases, metadata=metadata, scoring=scoring,
                          run_thresholds=thresholds, conversation=self.conversation,
-                         agent=agent)
+                         agent=agent, files=self._files())
         except ValidationError as exc:
             self.log.add((), f"cannot build the suite: {exc}")
             return None
+
+    def _files(self) -> dict[Path, str]:
+        """The files read besides the suite file: the AgentV config that chose guideline
+        files, prompt files and input files."""
+        found: dict[Path, str] = {}
+        if self.guideline_config.source is not None:
+            found[self.guideline_config.source] = "the AgentV config of the suite"
+        found.update(self.evaluators.read)
+        return found
 
     def _judge_model(self, target: str | None) -> str | None:
         """The model of the suite target's ``judge_target``: the run's default judge."""
@@ -422,7 +443,8 @@ class _SuiteChecker:
         raw = data.get("agent")
         if isinstance(raw, dict) and isinstance(raw.get("system_prompt"), str):
             prompt = self.evaluators.read_prompt(raw["system_prompt"],
-                                                 ("agent", "system_prompt"))
+                                                 ("agent", "system_prompt"),
+                                                 "the agent's system prompt file")
             if prompt is None:
                 return None
             raw = {**raw, "system_prompt": prompt}
@@ -831,6 +853,7 @@ class _SuiteChecker:
         file = Path(os.path.normpath(self.base_dir / value))  # absolute, as AgentV reports
         try:
             body = file.read_text(encoding="utf-8")
+            self.evaluators.read[file] = "an input file of the suite"
             if is_input and self.guideline_config.is_guideline(file):
                 self.guideline_files.append((str(file), body))
                 return f"<Attached: {value}>"

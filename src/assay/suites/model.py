@@ -47,6 +47,9 @@ class SuiteFacts:
     """Cases to be played as conversations (a case whose execution the data holds is not)."""
     simulated: int = 0
     """Conversation cases whose user is simulated (not scripted): they need the simulator."""
+    files: dict[Path, str] = field(default_factory=dict)
+    """The files the cases' evaluators run or import (scripts, Python modules), each with
+    what it is (see :meth:`Evaluator.input_files`)."""
 
 
 class _EvaluatorFacts:
@@ -56,6 +59,7 @@ class _EvaluatorFacts:
         names = [e.name for e in evaluators]
         self.duplicates = sorted({n for n in names if names.count(n) > 1})
         self.models = {m for e in evaluators for m in e.models()}
+        self.files = {path: what for e in evaluators for path, what in e.input_files().items()}
         digest = hashlib.sha256()
         for ev in evaluators:
             digest.update(type(ev).__name__.encode())
@@ -85,6 +89,7 @@ class FactsGatherer:
         if own.duplicates:
             facts.duplicate_names[item.case.id] = own.duplicates
         facts.models.update(own.models)
+        facts.files.update(own.files)
         facts.targets.add(item.target or self._suite.target)
         if item.case.conversation is not None and item.execution is None:
             facts.conversations += 1
@@ -148,6 +153,10 @@ class Suite(BaseModel):
         default=None, description="defaults for the suite's multi-turn cases")
     agent: AgentInfo | None = Field(
         default=None, description="the agent under test, as judges and comparisons see it")
+    files: dict[Path, str] = Field(
+        default_factory=dict, exclude=True,
+        description="the files its loader read besides the suite file (a sidecar, prompt "
+        "files, input files), each with what it is")
     select: Callable[[SuiteCase, Execution, list[Evaluator]], list[Evaluator]] | None = Field(
         default=None, exclude=True,
         description="chooses a case's evaluators once its execution is known (the agent "
@@ -184,6 +193,17 @@ class Suite(BaseModel):
         if self.case_source is not None:
             return sum(1 for _ in self.iter_cases())
         return len(self.cases)
+
+    def input_files(self) -> dict[Path, str]:
+        """Every file running this suite reads, each with what it is: the suite file, what
+        its loader read, and what its evaluators run or import. No output may be one."""
+        found: dict[Path, str] = {}
+        if self.source is not None:
+            found[self.source] = "the suite file" if not self.source.is_dir() \
+                else "the suite's project directory"
+        found.update(self.files)
+        found.update(self.facts().files)
+        return found
 
     def fingerprint(self) -> str:
         """A hash of everything that decides results, for run snapshots and resume checks."""

@@ -9,6 +9,7 @@ import glob
 from pathlib import Path
 
 from assay.errors import ConfigError
+from assay.user_paths import user_path
 
 GLOB_CHARS = frozenset("*?[")
 
@@ -28,6 +29,7 @@ def expand(arguments: list[str], cwd: Path | None = None) -> tuple[str | None, l
     entrypoint: str | None = None
     suites: list[Path] = []
     for index, text in enumerate(arguments):
+        text = str(user_path(text)) if text.startswith("~") else text
         if _is_glob(text):
             pattern = text if Path(text).is_absolute() else str(here / text)
             found = sorted(Path(p) for p in glob.glob(pattern, recursive=True))

@@ -634,7 +634,7 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
         log.warning("%s", warning)
     name = str(data.get("name") or data.get("id") or path.stem)
     return Suite(
-        name=name, source=path.absolute(), cases=cases,
+        name=name, source=path.absolute(), cases=cases, files=_evaluator_files(directory),
         metadata={
             "format": "uipath",
             "warnings": list(dict.fromkeys(warnings)),
@@ -648,6 +648,15 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
                 "project": str(project.absolute()) if project is not None else None,
             },
         })
+
+
+def _evaluator_files(directory: Path) -> dict[Path, str]:
+    """The files of the evaluators directory an eval set reads: its JSON definitions and
+    the Python files of its custom evaluators."""
+    if not directory.is_dir():
+        return {}
+    return {p.absolute(): "an evaluator file of the eval set"
+            for pattern in ("*.json", "*.py") for p in sorted(directory.rglob(pattern))}
 
 
 def project_of(eval_set: Path) -> Path | None:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from assay.blocking import run_blocking
 from assay.model import Case, Execution
 from assay.targets.base import Target
-from assay.targets.config import FieldSpec, TargetConfig, project_dir
+from assay.targets.config import FieldSpec, TargetConfig, function_places
 from assay.targets.inputs import elapsed_ms, plain_input
 from assay.user_code import load_function, raised
 
@@ -56,12 +56,7 @@ class CallableTarget(Target):
     @classmethod
     def from_config(cls, config: TargetConfig, base_dir: Path, engine: object = None
                     ) -> CallableTarget:
-        places = [base_dir]
-        if config.source is not None:
-            places.append(project_dir(config.source))
-        places.append(Path.cwd())
-        places = list(dict.fromkeys(p.resolve() for p in places))
-        fn = load_function(str(config.get("function")), *places)
+        fn = load_function(str(config.get("function")), *function_places(config, base_dir))
         timeout = config.get("timeout_s")
         return cls(fn, name=config.name, timeout_s=float(timeout) if timeout else None)
 

@@ -172,6 +172,30 @@ class TargetConfig:
     def __repr__(self) -> str:
         return f"TargetConfig({self.redacted()!r})"
 
+    def input_files(self, base_dir: Path) -> dict[Path, str]:
+        """The files this target reads when a run uses it, each with what it is: a Python
+        target's module (``function: module:fn`` or ``file.py:fn``, found as it is imported)
+        and a recorded target's outputs. No output of a run may be one of them."""
+        kind = _KINDS.get(self.provider.lower(), ("", ""))[0]
+        if kind == "callable" and isinstance(self.get("function"), str):
+            from assay.user_code import module_file
+
+            module = module_file(self.get("function"), *function_places(self, base_dir))
+            return {module: f"the Python module of target {self.name!r}"} if module else {}
+        if kind == "recorded" and isinstance(self.get("path"), str):
+            return {base_dir / self.get("path"): f"the recorded outputs of target {self.name!r}"}
+        return {}
+
+
+def function_places(config: TargetConfig, base_dir: Path) -> list[Path]:
+    """Where a Python target's module is looked for: the suite's (or project's) directory,
+    the targets file's project, then the working directory."""
+    places = [base_dir]
+    if config.source is not None:
+        places.append(project_dir(config.source))
+    places.append(Path.cwd())
+    return list(dict.fromkeys(p.resolve() for p in places))
+
 
 @dataclass
 class TargetsFile:
@@ -214,6 +238,18 @@ class TargetsFile:
     def redacted(self) -> dict[str, Any]:
         """The whole file as written, secrets as placeholders: safe to store with a run."""
         return {"targets": [t.redacted() for t in self.targets.values()]}
+
+    def input_files(self) -> dict[Path, str]:
+        """The file, the ``.env`` files it takes secrets from (whether there is one yet or
+        not), and what each of its targets reads (see :meth:`TargetConfig.input_files`)."""
+        if self.path is None:
+            return {}
+        found = {self.path: "the targets file"}
+        found.update({env: "the .env file of the targets file"
+                      for env in dotenv_files(self.path)})
+        for config in self.targets.values():
+            found.update(config.input_files(self.base_dir))
+        return found
 
 
 def chat_model_string(provider: str, settings: dict[str, Any],
@@ -405,16 +441,22 @@ def check_fields(cls: type[Target], settings: dict[str, Any]
     return problems
 
 
-def read_dotenv(targets_path: Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines from ``.env`` beside the targets file (and, for a file in
-    ``.assay``/``.agentv``, the project directory above it); nearer files win."""
+def dotenv_files(targets_path: Path) -> list[Path]:
+    """The ``.env`` files a targets file takes secrets from, nearest first: beside it and,
+    for a file in ``.assay``/``.agentv``, in the project directory above it."""
     directory = targets_path.resolve().parent
     places = [directory]
     if directory.name in (".assay", ".agentv"):
         places.append(directory.parent)
+    return [place / ".env" for place in places]
+
+
+def read_dotenv(targets_path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines from the ``.env`` files of :func:`dotenv_files`; nearer files
+    win."""
     values: dict[str, str] = {}
-    for place in reversed(places):
-        values.update(_parse_dotenv(place / ".env"))
+    for env in reversed(dotenv_files(targets_path)):
+        values.update(_parse_dotenv(env))
     return values
 
 
