@@ -13,8 +13,15 @@ from typing import Any
 
 import typer
 
-from assay.cli.app import EXIT_GATE_FAILED, app, console, err_console, friendly_errors
-from assay.errors import ConfigError
+from assay.cli.app import (
+    EXIT_GATE_FAILED,
+    EXIT_USAGE,
+    app,
+    console,
+    err_console,
+    friendly_errors,
+)
+from assay.errors import ConfigError, EvaluationError
 from assay.user_paths import user_path
 
 
@@ -67,7 +74,7 @@ def calibrate(
 ) -> None:
     """Measure how far a judge agrees with human labels, and store the calibration."""
     from assay.calibrating import calibrate_async
-    from assay.cli.run import _progress, _run_interruptible, _Stopped, store_url
+    from assay.cli.run import _progress, _run_interruptible, _Stopped, print_failures, store_url
     from assay.report.outputs import check_outputs, write_atomic
 
     if list_sets:
@@ -103,8 +110,6 @@ def calibrate(
                           "command again (or with --resume RUN) to finish", highlight=False,
                           markup=False)
         raise typer.Exit(stop.code) from None
-    if output is not None:
-        write_atomic(output, report.to_json().encode(), "--output")
     if as_json:
         print(report.to_json())
     else:
@@ -129,6 +134,12 @@ def calibrate(
     for failure in failures:
         err_console.print(f"gate failed: {failure}", highlight=False, markup=False,
                           soft_wrap=True)
+    if output is not None:  # after the report is shown: a failure here loses none of it
+        try:
+            write_atomic(output, report.to_json().encode(), "--output")
+        except EvaluationError as exc:
+            print_failures([exc])
+            raise typer.Exit(EXIT_USAGE) from None
     if failures:
         raise typer.Exit(EXIT_GATE_FAILED)
 
