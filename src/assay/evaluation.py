@@ -171,7 +171,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     if stored.status is RunStatus.COMPLETED and not retry_errors:
         if on_notice:
             on_notice(f"run {stored.id} completed: nothing to resume")
-        return _as_stored(run_store, stored, progress, on_record, on_start, keep)
+        return _as_stored(run_store, stored, progress, on_record, on_start, keep, on_inputs)
     snapshot = stored.config
     try:
         config = RunConfig.model_validate(snapshot.run)
@@ -206,7 +206,8 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
         if on_notice:
             on_notice(f"{forgotten} error score(s) will be computed again")
         if not forgotten and stored.status is RunStatus.COMPLETED:
-            return _as_stored(run_store, stored, progress, on_record, on_start, keep)
+            return _as_stored(run_store, stored, progress, on_record, on_start, keep,
+                              on_inputs, suite.input_files())
     session = _Session(suite, config, run_store, None, given,
                        owns_given=given is not None and not isinstance(target, Target),
                        resume=stored)
@@ -215,9 +216,15 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
 
 def _as_stored(store: RunStore, run: RunRecord, progress: Progress | None,
                on_record: Callable[[CaseRecord], None] | None,
-               on_start: Callable[[RunRecord], None] | None, keep: bool) -> EvaluationResult:
+               on_start: Callable[[RunRecord], None] | None, keep: bool,
+               on_inputs: OnInputs | None = None,
+               known: dict[Path, str] | None = None) -> EvaluationResult:
     """A completed run's result as stored, its records reported as a run reports them (so a
-    results file still gets every row): nothing runs, nothing is rewritten."""
+    results file still gets every row): nothing runs, nothing is rewritten. ``on_inputs`` is
+    told the files its record names (and those ``known`` already), since its results still
+    go to the command's outputs."""
+    if on_inputs is not None:
+        on_inputs({**_recorded_inputs(store, run), **(known or {})})
     records = store.case_records(run.id)
     if on_start is not None:
         on_start(run)
@@ -229,6 +236,25 @@ def _as_stored(store: RunStore, run: RunRecord, progress: Progress | None,
         if progress is not None:
             progress.advance(record)
     return EvaluationResult(store, run, records if keep else None)
+
+
+def _recorded_inputs(store: RunStore, run: RunRecord) -> dict[Path, str]:
+    """The files a stored run used, as far as its record names them without loading its
+    suite: the store, the suite file (and a JSONL suite's sidecars) and the targets file
+    with what it names."""
+    from assay.suites.evalyaml import sidecars
+    from assay.targets.config import read_targets
+
+    found = store.input_files()
+    snapshot = run.config
+    if snapshot.targets_file and Path(snapshot.targets_file).is_file():
+        found.update(read_targets(snapshot.targets_file, strict=False).input_files())
+    if snapshot.suite_path:
+        suite = Path(snapshot.suite_path)
+        found[suite] = "the suite file"
+        if suite.suffix.lower() == ".jsonl":
+            found.update(sidecars(suite))
+    return found
 
 
 def _resumed_target(stored: RunRecord, target: TargetLike) -> Target | None:
