@@ -68,6 +68,18 @@ def test_numbers_by_relative_error() -> None:
     assert compare(3, 3.0) == (1.0, 1)
 
 
+
+def test_integers_are_compared_exactly() -> None:
+    # a float cannot tell 10**16 + 1 from 10**16: different integers never earn the point
+    earned, _ = compare(10**16 + 1, 10**16)
+    assert earned < 1.0
+    assert compare(10**16 + 1, 10**16 + 1) == (1.0, 1)
+    assert compare(10**400, 10**400 + 1)[0] < 1.0
+    assert compare(10**400, 2.5) == (0.0, 1)  # beyond any float, and no overflow
+    assert compare(5, float("nan")) == (0.0, 1)
+    assert similarity({"id": 10**16 + 1}, {"id": 10**16})[0] < 1.0
+
+
 def test_expected_zero_needs_actual_zero() -> None:
     assert compare(0, 0.0) == (1.0, 1)
     assert compare(0, 1e-13) == (1.0, 1)

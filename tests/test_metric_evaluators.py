@@ -94,6 +94,21 @@ async def test_relative_and_absolute_tolerance(engine_factory):
                                                              'number']
 
 
+async def test_fields_compare_integers_exactly_and_booleans_apart(engine_factory):
+    expected = {"id": 10**16 + 1, "flags": {"paid": True}, "n": "10000000000000001"}
+    exact = {"type": "field_accuracy", "fields": [{"path": "id"}, {"path": "flags"}]}
+    score = await _score(exact, {"id": 10**16, "flags": {"paid": 1}}, engine_factory,
+                         expected=expected)
+    assert score.value == 0.0  # neither 10**16 nor a nested 1 is what was expected
+    assert (await _score(exact, {"id": 10**16 + 1, "flags": {"paid": True}}, engine_factory,
+                         expected=expected)).value == 1.0
+    zero = {"type": "field_accuracy", "fields": [
+        {"path": "n", "match": "numeric_tolerance", "tolerance": 0}]}
+    assert (await _score(zero, {"n": 10**16}, engine_factory, expected=expected)).value == 0.0
+    assert (await _score(zero, {"n": "10,000,000,000,000,001"}, engine_factory,
+                         expected=expected)).value == 1.0
+
+
 @pytest.mark.parametrize(("output", "expected", "code"), [
     ("plain prose", EXPECTED, "output_not_structured"),
     ({"invoice": {}}, None, "missing_expected_output"),

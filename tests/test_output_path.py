@@ -12,7 +12,6 @@ from assay.judges import Contains, EvalContext, ExactMatch, build
 from assay.judges.output_path import (
     Comparison,
     line_by_line,
-    normalize_numbers,
     pair_lines,
     path_tokens,
     resolve_output,
@@ -103,12 +102,11 @@ def test_expected_json_string_is_parsed_only_with_a_key() -> None:
     assert info.value.code == "invalid_expected_output"
 
 
-def test_numbers_become_floats_bools_untouched() -> None:
-    value = normalize_numbers({"a": 1, "b": [2, 3.5, True], "c": {"d": False, "e": "1"}})
-    assert value == {"a": 1.0, "b": [2.0, 3.5, True], "c": {"d": False, "e": "1"}}
-    assert type(value["a"]) is float and value["b"][2] is True and value["c"]["d"] is False
-    assert resolve_output({"n": 2}, "n") == 2.0 and isinstance(resolve_output({"n": 2}, "n"),
-                                                                float)
+def test_resolved_numbers_keep_their_type() -> None:
+    # an integer stays an integer: a float would lose 10**16 + 1, and print 5 as "5.0"
+    assert type(resolve_output({"n": 2}, "n")) is int
+    assert resolve_output({"n": 10**16 + 1}, "n") == 10**16 + 1
+    assert resolve_output({"a": [1, 2.5, True]}, "*") == {"a": [1, 2.5, True]}
 
 
 # -- line by line --------------------------------------------------------------------------
@@ -165,19 +163,39 @@ async def test_exact_match_strings_fold_case_unless_case_sensitive(ctx: EvalCont
     assert (await run(ExactMatch(), ctx, "Paris ", "paris")).value == 0.0
 
 
-async def test_exact_match_structures_compare_with_normalised_numbers(ctx: EvalContext) -> None:
+async def test_exact_match_structures_compare_as_data(ctx: EvalContext) -> None:
     score = await run(ExactMatch(), ctx, {"n": 1, "xs": [1, 2]}, {"n": 1.0, "xs": [1.0, 2]})
     assert score.value == 1.0 and score.raw is True and score.scale == "bool"
     assert (await run(ExactMatch(), ctx, {"n": "1"}, {"n": 1})).value == 0.0
-    # Python's == (which UiPath uses) makes True equal 1.0; kept for the same scores.
-    assert (await run(ExactMatch(), ctx, {"n": True}, {"n": 1})).value == 1.0
+    # a boolean is not a number, at the top level or nested
+    assert (await run(ExactMatch(), ctx, {"n": True}, {"n": 1})).value == 0.0
+    assert (await run(ExactMatch(), ctx, True, 1)).value == 0.0
+    assert (await run(ExactMatch(), ctx, [True], [True])).value == 1.0
 
 
-async def test_exact_match_str_of_normalised_number(ctx: EvalContext) -> None:
-    # UiPath turns the int 5 into 5.0 before comparing text, so "5" does not match.
-    assert (await run(ExactMatch(), ctx, 5, "5")).value == 0.0
-    assert (await run(ExactMatch(), ctx, 5, "5.0")).value == 1.0
+async def test_exact_match_compares_integers_exactly(ctx: EvalContext) -> None:
+    # a float cannot tell these apart; an exact comparison can
+    assert (await run(ExactMatch(), ctx, 10**16 + 1, 10**16)).value == 0.0
+    assert (await run(ExactMatch(), ctx, {"id": 10**16 + 1}, {"id": 10**16})).value == 0.0
+    assert (await run(ExactMatch(), ctx, 10**16 + 1, 10**16 + 1)).value == 1.0
     assert (await run(ExactMatch(), ctx, 5, 5.0)).value == 1.0
+
+
+async def test_exact_match_a_string_on_either_side_compares_as_text(ctx: EvalContext) -> None:
+    assert (await run(ExactMatch(), ctx, "4", 4)).value == 1.0
+    assert (await run(ExactMatch(), ctx, 4, "4")).value == 1.0
+    assert (await run(ExactMatch(), ctx, "10000000000000001", 10**16 + 1)).value == 1.0
+    assert (await run(ExactMatch(), ctx, "10000000000000000", 10**16 + 1)).value == 0.0
+    assert (await run(ExactMatch(), ctx, 4, "4.0")).value == 0.0  # 4's text is "4"
+    judge = ExactMatch(target_output_key="n")
+    assert (await run(judge, ctx, {"n": 7}, {"n": "7"})).value == 1.0
+
+
+async def test_contains_and_regex_read_an_integer_as_its_own_text(ctx: EvalContext) -> None:
+    assert (await run(Contains(search_text="10000000000000001"), ctx, 10**16 + 1)).value == 1.0
+    assert (await run(Contains(search_text=".0"), ctx, 1234)).value == 0.0
+    regex = build({"type": "regex", "pattern": "^5$"})
+    assert (await run(regex, ctx, 5)).value == 1.0
 
 
 async def test_exact_match_negated_and_target_key(ctx: EvalContext) -> None:
@@ -227,8 +245,9 @@ async def test_contains_variants(ctx: EvalContext) -> None:
 
 
 async def test_contains_uses_python_str_of_structures(ctx: EvalContext) -> None:
-    # str() of a dict, with numbers normalised to floats, as UiPath does.
-    assert (await run(Contains(search_text="'n': 1.0"), ctx, {"n": 1})).value == 1.0
+    # str() of a dict, each number written as itself
+    assert (await run(Contains(search_text="'n': 1}"), ctx, {"n": 1})).value == 1.0
+    assert (await run(Contains(search_text="'n': 1.0"), ctx, {"n": 1})).value == 0.0
     assert (await run(Contains(search_text="x"), ctx, None)).value == 0.0
 
 

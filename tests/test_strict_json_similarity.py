@@ -88,6 +88,17 @@ async def test_equal_output_scores_one_without_a_call(engine_factory, mock_serve
     assert score.usage.calls == 0 and mock_server.stats.requests == 0
 
 
+async def test_integers_that_differ_are_not_equal_values(engine_factory, mock_server):
+    # 10**16 + 1 and 10**16 are one float: only an exact comparison leaves it to the judge
+    judge = forcing(classification({**all_("identical"), "user_id": "different"}))
+    expected = {**EXPECTED, "user_id": 10**16 + 1}
+    score = await judge.evaluate(Case(id="c", expected_output=expected),
+                                 Execution(output={**EXPECTED, "user_id": 10**16}),
+                                 EvalContext(engine_factory()))
+    assert score.raw == pytest.approx(75.0)
+    assert score.usage.calls == 1 and mock_server.stats.requests == 1
+
+
 async def test_equal_values_override_the_judge(engine_factory, mock_server):
     statuses = {**all_("different"), "name": "similar"}
     score = await forcing(classification(statuses)).evaluate(

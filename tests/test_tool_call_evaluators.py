@@ -180,6 +180,11 @@ def test_args_match_rules() -> None:
     assert not args_match({"missing": None}, {}, subset=True)
     assert args_match({}, {"anything": 1}, subset=True)
     assert args_match({"n": 1}, {"n": 1.0}, subset=False)
+    # equal as data: a boolean is not a number, and integers compare exactly
+    assert not args_match({"flag": 1}, {"flag": True}, subset=False)
+    assert not args_match({"flag": 1}, {"flag": True}, subset=True)
+    assert not args_match({"id": 10**16}, {"id": 10**16 + 1}, subset=True)
+    assert not args_match({"ids": [1, 0]}, {"ids": [True, False]}, subset=True)
 
 
 async def test_args_greedy_matching_ignores_order(ctx: EvalContext) -> None:

@@ -68,6 +68,9 @@ def test_partial_args_matching():
     assert args_match({"filters": {"stars": 4}}, actual)  # nested dicts match partially
     assert not args_match({"filters": {"stars": 5}}, actual)
     assert not args_match({"ids": [1]}, actual)  # lists match exactly
+    assert not args_match({"ok": 1}, {"ok": True})  # a boolean is not a number
+    assert not args_match({"id": 10**16}, {"id": 10**16 + 1})  # integers exactly
+    assert args_match({"n": 2}, {"n": 2.0})
     assert not args_match({"country": "FR"}, actual)
     assert not args_match({"city": "Paris"}, "city=Paris")
 

@@ -313,7 +313,7 @@ async def test_criteria_defaults_and_their_absence():
         WorkloadExecution(agent_input={"a": 3}, workload_output={"result": 8.0},
                           workload_trace=[]))
     assert isinstance(result, NumericEvaluationResult) and result.score == 1.0
-    assert result.details.expected == "{'result': 8.0}"
+    assert result.details.expected == "{'result': 8}"  # the expected value as given
     bare = ContainsEvaluator(id="c", evaluator_config={})
     with pytest.raises(UiPathEvaluationError) as info:
         await bare.validate_and_evaluate_criteria(AgentExecution(agent_output="x"))

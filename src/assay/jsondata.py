@@ -104,3 +104,28 @@ def _convert(value: Any, path: str, depth: int, active: set[int]) -> Any:
         active.discard(marker)
         return result
     raise NotJSONData(path, f"a {type(value).__name__} object, which is not JSON data")
+
+
+def same_data(left: Any, right: Any) -> bool:
+    """Whether two values are equal as JSON data: the one equality every deterministic
+    comparison uses.
+
+    Numbers compare by exact value, never through a float: ``10**16 + 1`` differs from
+    ``10**16`` (a float cannot tell them apart), while ``1`` equals ``1.0``. A boolean equals
+    only a boolean (``True`` is not ``1``, as in JSON), text equals only text, objects compare
+    key by key and arrays item by item (a tuple is an array). Anything else uses ``==``.
+    """
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right  # Python compares an int with a float exactly
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(same_data(v, right[k])
+                                                   for k, v in left.items())
+    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        return len(left) == len(right) and all(
+            same_data(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, str) != isinstance(right, str) or \
+            isinstance(left, int | float) != isinstance(right, int | float):
+        return False
+    return bool(left == right)

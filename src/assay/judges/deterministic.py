@@ -1,11 +1,13 @@
 """Deterministic checks: no model, no cost, same answer every time.
 
-Both follow UiPath's exact-match and contains evaluators so that eval sets written for UiPath
-score the same: the output is first narrowed by ``target_output_key`` and its numbers turned
-into floats (see :mod:`assay.judges.output_path`); values that are not strings are compared as
-Python ``str()`` text when the other side is a string. One consequence is worth knowing: an
-integer output ``5`` becomes ``5.0`` before that, so it does not equal the expected text
-``"5"`` (it does equal the expected number ``5``). No output at all counts as empty text.
+Both follow UiPath's exact-match and contains evaluators: the output is first narrowed by
+``target_output_key`` (see :mod:`assay.judges.output_path`). When either side is a string both
+are compared as text, a value that is not a string as its Python ``str()``: the answer ``"4"``
+equals the expected number ``4``. Otherwise the values are compared as data
+(:func:`assay.jsondata.same_data`): integers exactly (``10**16 + 1`` is not ``10**16``), ``1``
+equal to ``1.0``, and a boolean never equal to a number. Numbers are never turned into floats
+first, so an integer's text is its own (``5``, not ``5.0``). No output at all counts as empty
+text.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from pydantic import AliasChoices, Field, model_validator
 
 from assay.errors import EvaluationError
+from assay.jsondata import same_data
 from assay.judges.base import EvalContext
 from assay.judges.confusion import AggregatorSpec, report, unique
 from assay.judges.output_path import Comparison, OutputEvaluator
@@ -63,8 +66,9 @@ class ExactMatch(OutputEvaluator):
     """1.0 when the (selected part of the) output equals the expected output.
 
     If either side is a string both are compared as text, lower-cased unless
-    ``case_sensitive``; otherwise the number-normalised values are compared with ``==``, so
-    ``{"n": 1}`` equals ``{"n": 1.0}``. ``negated`` turns a match into a failure.
+    ``case_sensitive``; otherwise the values are compared as data (``same_data``), so
+    ``{"n": 1}`` equals ``{"n": 1.0}`` and integers compare exactly. ``negated`` turns a
+    match into a failure.
 
     With ``classes`` (a label vocabulary) and ``aggregators`` (UiPath's dataset metrics:
     precision, recall, F-score under macro or micro averaging, a confusion matrix), the run
@@ -144,7 +148,7 @@ class ExactMatch(OutputEvaluator):
         if isinstance(expected, str) or isinstance(actual, str):
             equal = _same_text(as_str(expected), as_str(actual), self.case_sensitive)
         else:
-            equal = expected == actual
+            equal = same_data(expected, actual)
         hit = equal != self.negated
         rationale = ("output matches" if equal else "output differs") + (
             " (negated)" if self.negated else "")

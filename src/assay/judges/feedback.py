@@ -76,18 +76,34 @@ def is_measurement(score: Score) -> bool:
 def numeric(value: Any) -> float | None:
     """A value as MLflow aggregates it: bools and numbers as numbers, yes/no as 1/0, anything
     else (other text, None, NaN) is not a number."""
+    number = _number(value)
+    return None if number is None else float(number)
+
+
+def _number(value: Any) -> int | float | None:
+    """:func:`numeric` with integers kept exact (a float cannot tell ``10**16 + 1`` from
+    ``10**16``): what a ``pass_if`` compares."""
     if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, int | float):
-        number = float(value)
-        return None if math.isnan(number) else number
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
     if isinstance(value, str):
         word = value.strip().lower()
         if word == "yes":
-            return 1.0
+            return 1
         if word == "no":
-            return 0.0
+            return 0
     return None
+
+
+def _operand(text: str) -> int | float | str:
+    """A ``pass_if`` operand: an integer, else a float, else text without its quotes."""
+    for parse in (int, float):
+        with contextlib.suppress(ValueError):
+            return parse(text)
+    return text.strip("'\"")
 
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -115,13 +131,10 @@ def passes(pass_if: PassIf, value: Any) -> bool:
         return bool(pass_if(value))
     found = _CONDITION.match(pass_if)
     assert found is not None
-    op, operand = _OPS[found.group(1)], found.group(2).strip()
-    target: Any = operand.strip("'\"")
-    with contextlib.suppress(ValueError):
-        target = float(operand)
-    number = numeric(value) if isinstance(target, float) else None
+    op, target = _OPS[found.group(1)], _operand(found.group(2).strip())
     try:
-        if isinstance(target, float):
+        if not isinstance(target, str):
+            number = _number(value)  # Python compares an int with a float exactly
             return number is not None and op(number, target)
         return op(str(value), target)
     except TypeError:

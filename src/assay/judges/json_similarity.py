@@ -4,7 +4,8 @@ The expected value is walked as a tree; every leaf (a value that is not a dict o
 worth one point, and the output earns up to one point per leaf:
 
 - numbers: ``1 - |e - a| / |e|`` clamped to [0, 1]; when ``e`` is (about) zero only an
-  (about) zero ``a`` earns the point, since a relative error is undefined there;
+  (about) zero ``a`` earns the point, since a relative error is undefined there; two integers
+  are compared exactly (``10**16 + 1`` is not ``10**16``, which floats cannot tell apart);
 - strings: ``1 - levenshtein(e, a) / max(len(e), len(a))``; two empty strings earn 1;
 - bools, and anything else (``None``), earn 1 only when equal (others compared as ``str``);
 - a value of a different type earns nothing for any of the leaves below it;
@@ -18,6 +19,7 @@ container counts no leaf). This is UiPath's algorithm, so the same eval set scor
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 from pydantic import AliasChoices, Field
@@ -26,6 +28,8 @@ from assay.judges.output_path import Comparison, OutputEvaluator
 from assay.judges.registry import register
 
 ZERO_TOLERANCE = 1e-12
+BELOW_ONE = math.nextafter(1.0, 0.0)
+"""The most two different numbers earn: a difference too small for a float still shows."""
 
 
 def levenshtein(left: str, right: str) -> int:
@@ -70,18 +74,31 @@ def count_leaves(value: Any) -> int:
 
 
 def number_similarity(expected: float, actual: float) -> float:
-    """Relative closeness; exact-ish zero needed when the expected number is zero."""
-    if math.isclose(expected, 0.0, abs_tol=ZERO_TOLERANCE):
-        return 1.0 if math.isclose(actual, 0.0, abs_tol=ZERO_TOLERANCE) else 0.0
-    if not (math.isfinite(expected) and math.isfinite(actual)):
-        return 1.0 if expected == actual else 0.0
-    return _clamp(1.0 - abs(expected - actual) / abs(expected))
+    """Relative closeness; exact-ish zero needed when the expected number is zero.
+
+    When an integer is involved the arithmetic is exact (an integer beyond 2**53 has no float
+    of its own), so only equal integers earn the whole point."""
+    if isinstance(expected, float) and isinstance(actual, float):
+        if math.isclose(expected, 0.0, abs_tol=ZERO_TOLERANCE):
+            return 1.0 if math.isclose(actual, 0.0, abs_tol=ZERO_TOLERANCE) else 0.0
+        if not (math.isfinite(expected) and math.isfinite(actual)):
+            return 1.0 if expected == actual else 0.0
+        return _clamp(1.0 - abs(expected - actual) / abs(expected))
+    if not all(math.isfinite(v) for v in (expected, actual) if isinstance(v, float)):
+        return 0.0  # an integer never equals an infinity or NaN
+    want, got = Fraction(expected), Fraction(actual)
+    if abs(want) <= ZERO_TOLERANCE:
+        return 1.0 if abs(got) <= ZERO_TOLERANCE else 0.0
+    error = abs(want - got) / abs(want)
+    if error >= 1:
+        return 0.0
+    return min(float(1 - error), BELOW_ONE) if error else 1.0
 
 
 def compare(expected: Any, actual: Any) -> tuple[float, int]:
     """``(earned, leaves)`` for ``actual`` measured against ``expected``."""
     if _is_number(expected) and _is_number(actual):
-        return number_similarity(float(expected), float(actual)), 1
+        return number_similarity(expected, actual), 1
     if type(expected) is not type(actual):
         return 0.0, count_leaves(expected)
     if isinstance(expected, dict):

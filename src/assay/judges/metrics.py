@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from assay.errors import EvaluationError
+from assay.jsondata import same_data
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.output_path import require_expected
 from assay.judges.registry import register
@@ -62,21 +63,26 @@ def parse_date(value: Any, formats: list[str]) -> date | None:
     return None
 
 
-def parse_number(value: Any) -> float | None:
-    """A finite number from a number or a numeric string (``"1,234.5"``, ``"$3"``)."""
+def parse_number(value: Any) -> int | float | None:
+    """A finite number from a number or a numeric string (``"1,234.5"``, ``"$3"``); an
+    integer stays an integer, so a difference between two is exact."""
     if isinstance(value, bool):
         return None
+    number: int | float
     if isinstance(value, int | float):
-        number = float(value)
+        number = value
     elif isinstance(value, str):
         cleaned = re.sub(r"[,\s$€£]", "", value)
         try:
-            number = float(cleaned)
+            number = int(cleaned)
         except ValueError:
-            return None
+            try:
+                number = float(cleaned)
+            except ValueError:
+                return None
     else:
         return None
-    return number if math.isfinite(number) else None
+    return number if isinstance(number, int) or math.isfinite(number) else None
 
 
 def lookup(data: Any, path: str) -> Any:
@@ -132,7 +138,7 @@ class FieldSpec(BaseModel):
     def compare(self, expected: Any, actual: Any) -> tuple[bool, str]:
         """Whether ``actual`` matches; the string says why, for hits and misses."""
         if self.match == "exact":
-            ok = _same(expected, actual)
+            ok = same_data(expected, actual)
             return ok, f"{_show(actual)} {'==' if ok else '!='} {_show(expected)}"
         if self.match == "numeric_tolerance":
             want = parse_number(expected)
@@ -157,13 +163,6 @@ class FieldSpec(BaseModel):
             return False, f"{_show(actual)} is not a date in a known format"
         ok = got_date == want_date
         return ok, f"{got_date.isoformat()} {'==' if ok else '!='} {want_date.isoformat()}"
-
-
-def _same(expected: Any, actual: Any) -> bool:
-    """Equality that keeps booleans apart from numbers (``True`` is not ``1`` here)."""
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return type(expected) is type(actual) and expected == actual
-    return bool(expected == actual)
 
 
 def _show(value: Any) -> str:

@@ -6,9 +6,11 @@ UiPath score the same here:
 
 - ``"*"`` is the whole output;
 - ``"a.b[0].c"`` walks dicts by key and lists by index;
-- a list of keys gives ``{key: value_at(key)}`` for each;
-- after resolution every int and float becomes a float (bools stay bools), so ``1`` and ``1.0``
-  compare equal whichever side produced them.
+- a list of keys gives ``{key: value_at(key)}`` for each.
+
+Values are compared as they are, never turned into floats first: equality is
+:func:`assay.jsondata.same_data` (``1`` equals ``1.0``, ``10**16 + 1`` does not equal
+``10**16``, ``True`` is not ``1``), and a number compared as text is its own ``str()``.
 
 A key that is not there is the user's mistake, not a low score: it raises
 :class:`~assay.errors.EvaluationError` (``target_output_key_not_found``) naming the path and the
@@ -102,19 +104,6 @@ def resolve_path(value: Any, path: str, side: Side = "actual") -> Any:
     return current
 
 
-def normalize_numbers(value: Any) -> Any:
-    """Every int and float (recursively) as a float; bools and everything else unchanged."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, Mapping):
-        return {k: normalize_numbers(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [normalize_numbers(v) for v in value]
-    return value
-
-
 def _parse_json(value: Any, side: Side) -> Any:
     if not isinstance(value, str):
         return value
@@ -128,7 +117,7 @@ def _parse_json(value: Any, side: Side) -> Any:
 
 
 def select(value: Any, key: TargetKey, side: Side = "actual") -> Any:
-    """The part of ``value`` that ``key`` picks, before number normalisation."""
+    """The part of ``value`` that ``key`` picks."""
     if key == WHOLE:
         return value
     value = _parse_json(value, side)
@@ -143,8 +132,9 @@ def select(value: Any, key: TargetKey, side: Side = "actual") -> Any:
 
 
 def resolve_output(value: Any, key: TargetKey, side: Side = "actual") -> Any:
-    """``select`` then ``normalize_numbers``: what an output evaluator compares."""
-    return normalize_numbers(select(value, key, side))
+    """What an output evaluator compares: the part of ``value`` that ``key`` picks, its
+    numbers as they are (see the module docstring)."""
+    return select(value, key, side)
 
 
 # -- line by line ------------------------------------------------------------------------
@@ -220,11 +210,11 @@ class TargetedEvaluator(Evaluator):
         return key
 
     def actual_value(self, execution: Execution) -> Any:
-        """The execution's output, narrowed by the key and number-normalised."""
+        """The execution's output, narrowed by the key."""
         return resolve_output(execution.output, self.target_output_key, "actual")
 
     def expected_value(self, expected: Any) -> Any:
-        """An expected output, narrowed by the key and number-normalised."""
+        """An expected output, narrowed by the key."""
         return resolve_output(expected, self.target_output_key, "expected")
 
 

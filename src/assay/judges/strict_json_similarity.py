@@ -15,7 +15,8 @@ What needs no model is decided in code, and code wins over the judge:
   penalty, so the score does not depend on which of the two mistakes it made);
 * extra keys are the actual output's top-level keys that are not expected; the judge's list
   is kept in ``details`` but never scored;
-* a key whose actual value equals the expected one (numbers normalised) is ``identical``
+* a key whose actual value equals the expected one (as data: integers exactly, ``1`` and
+  ``1.0`` alike, see :func:`assay.jsondata.same_data`) is ``identical``
   whatever the judge says, and when every present key is equal no call is made at all: the
   rule in UiPath's documentation that identical inputs give identical outputs, kept by code.
 
@@ -36,6 +37,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from assay.errors import EvaluationError
+from assay.jsondata import same_data
 from assay.judges.answers import JudgeAnswer
 from assay.judges.base import EvalContext
 from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS, LLMEvaluator, uipath_value
@@ -166,11 +168,6 @@ def penalty_score(statuses: Sequence[str], extra_keys: int) -> float:
     return max(0.0, 100.0 - penalty(statuses, extra_keys))
 
 
-def _same(actual: Any, expected: Any) -> bool:
-    """Equal values (numbers already normalised): identical without asking anyone."""
-    return type(actual) is type(expected) and actual == expected
-
-
 def _decided(keys: list[str], equal: set[str], extra: list[str]) -> str:
     missing = [k for k in keys if k not in equal]
     text = f"{len(equal)} of {len(keys)} expected key(s) have equal values"
@@ -195,8 +192,8 @@ def as_object(value: Any) -> dict[str, Any] | None:
 class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
     """Per-key classification by the judge, scored in code with the strict penalty formula.
 
-    ``target_output_key`` narrows both outputs first, with UiPath's rules (numbers become
-    floats); the keys compared are the top-level keys of what it selects.
+    ``target_output_key`` narrows both outputs first, with UiPath's rules; the keys compared
+    are the top-level keys of what it selects.
     """
 
     type = "strict_json_similarity"
@@ -227,7 +224,7 @@ class StrictJsonSimilarity(LLMEvaluator, TargetedEvaluator):
         if not present:
             return self._scored(keys, extra, {}, None,
                                 "no expected key is present in the actual output", None)
-        equal = {k for k in present if _same(actual[k], expected[k])}
+        equal = {k for k in present if same_data(actual[k], expected[k])}
         if len(equal) == len(present):  # nothing left for a judge to decide
             decided = {k: KeyClassification(key=k, reasoning="the values are equal",
                                             status="identical") for k in equal}

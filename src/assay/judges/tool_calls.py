@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from assay.jsondata import same_data
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
 from assay.model import Case, Execution, Score, dump_json
@@ -236,10 +237,12 @@ class ExpectedToolOutput(BaseModel):
 
 
 def args_match(expected: dict[str, Any], actual: dict[str, Any], subset: bool) -> bool:
-    """Exact: same keys, equal values. Subset: every expected key present with equal value."""
+    """Exact: same keys, equal values. Subset: every expected key present with equal value.
+    Values are equal as data (:func:`~assay.jsondata.same_data`: ``True`` is not ``1``)."""
     if subset:
-        return all(key in actual and actual[key] == value for key, value in expected.items())
-    return expected == actual
+        return all(key in actual and same_data(actual[key], value)
+                   for key, value in expected.items())
+    return same_data(expected, actual)
 
 
 def _greedy(expected: list[Any], actual: list[ToolCallRecord],

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay.jsondata import same_data
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
 from assay.model import Case, Execution, Score
@@ -43,14 +44,15 @@ def args_match(expected: Any, actual: Any) -> bool:
         if not isinstance(actual, dict):
             return False
         return all(k in actual and args_match_value(v, actual[k]) for k, v in expected.items())
-    return bool(expected == actual)
+    return same_data(expected, actual)
 
 
 def args_match_value(expected: Any, actual: Any) -> bool:
-    """A value inside an args dict: dicts partially, everything else by equality."""
+    """A value inside an args dict: dicts partially, everything else equal as data
+    (:func:`~assay.jsondata.same_data`: integers exactly, ``True`` is not ``1``)."""
     if isinstance(expected, dict):
         return args_match(expected, actual)
-    return bool(expected == actual)
+    return same_data(expected, actual)
 
 
 class ExpectedCall(BaseModel):
