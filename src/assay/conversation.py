@@ -280,11 +280,14 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
         if remaining() <= 0:
             state.stop = "timeout"
             return False
-        try:
-            history = [_plain(m) for m in state.transcript]
-            execution = await asyncio.wait_for(
-                agent.run_turn(case, history, state.rounds), remaining())
+        history = [_plain(m) for m in state.transcript]
+        deadline = asyncio.timeout(remaining())  # in this task: the agent's own
+        try:  # TimeoutError is its error, not the conversation's deadline
+            async with deadline:
+                execution = await agent.run_turn(case, history, state.rounds)
         except TimeoutError:
+            if not deadline.expired():
+                raise
             state.stop = "timeout"
             return False
         state.rounds += 1

@@ -277,17 +277,21 @@ class Runner:
         return execution
 
     async def _attempt(self, target: Target, case: Case, repeat: int) -> Execution:
-        """One run of the agent, bounded by ``agent_timeout_s`` when the run sets one."""
+        """One run of the agent, bounded by ``agent_timeout_s`` when the run sets one.
+
+        The agent runs in this task under a deadline (not in a task of its own), so a
+        ``TimeoutError`` is the deadline's only when the deadline expired; one the agent
+        raised itself is its error like any other."""
         timeout = self.config.agent_timeout_s
+        deadline = asyncio.timeout(timeout)
         try:
             with sampling(repeat):
-                if timeout is None:
+                async with deadline:
                     return await target.run(case)
-                return await asyncio.wait_for(target.run(case), timeout)
-        except TimeoutError:
-            return Execution(input=case.input, error=f"the agent took longer than the agent "
-                             f"timeout of {timeout:g}s and was stopped")
         except Exception as exc:  # a target must not stop the run
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                return Execution(input=case.input, error=f"the agent took longer than the "
+                                 f"agent timeout of {timeout:g}s and was stopped")
             return Execution(input=case.input, error=f"{type(exc).__name__}: {exc}")
 
     def _store(self, run_id: str, case_id: str, repeat: int, execution: Execution) -> None:

@@ -63,15 +63,16 @@ class CallableTarget(Target):
     async def run(self, case: Case) -> Execution:
         argument: Any = case if self.wants_case else plain_input(case.input)
         started = time.perf_counter()
-        try:
-            call = self._call(argument)
-            result = await (asyncio.wait_for(call, self.timeout_s) if self.timeout_s else call)
-        except TimeoutError:
-            return Execution(input=case.input, latency_ms=elapsed_ms(started),
-                             error=f"agent function timed out after {self.timeout_s:g}s")
+        deadline = asyncio.timeout(self.timeout_s)  # in this task: a TimeoutError the agent
+        try:  # raises itself is its own error, not the deadline's
+            async with deadline:
+                result = await self._call(argument)
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise  # the user (or the run) is stopping, not the agent failing
         except BaseException as exc:  # sys.exit() in an agent fails its case, not the run
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                return Execution(input=case.input, latency_ms=elapsed_ms(started),
+                                 error=f"agent function timed out after {self.timeout_s:g}s")
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
                              error=f"agent function {raised(exc)}")
         return _execution(case, result, elapsed_ms(started))
