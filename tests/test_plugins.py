@@ -58,11 +58,11 @@ PLUGIN = textwrap.dedent('''
 ''')
 
 
-def install(site: Path, entry: str = "demo = assay_demo_plugin") -> None:
+def install(site: Path, entry: str = "demo = assay_demo_plugin", code: str = PLUGIN) -> None:
     """A package 'installed' on a path entry: its module and a dist-info naming the entry
     point, which is all importlib.metadata (and so pip-installed plugins) rely on."""
     site.mkdir(parents=True, exist_ok=True)
-    (site / "assay_demo_plugin.py").write_text(PLUGIN)
+    (site / "assay_demo_plugin.py").write_text(code)
     info = site / "assay_demo_plugin-0.1.dist-info"
     info.mkdir(exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: assay-demo-plugin\n"
@@ -120,17 +120,36 @@ def test_the_python_api_finds_plugins_too(tmp_path):
     assert done.stdout.strip() == "1.0"
 
 
-def test_a_plugin_that_fails_to_import_is_named(tmp_path):
-    site = tmp_path / "site"
-    install(site, entry="broken = assay_missing_module")
+def run_unknown_type(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``assay run`` of a suite naming an evaluator type no one registers: the plugins in
+    ``tmp_path / "site"`` load, looking for it."""
     project = tmp_path / "p"
     project.mkdir()
     (project / "EVAL.yaml").write_text(
         "execution:\n  evaluators:\n    - type: no_such_type\nevalcases:\n"
         "  - {id: a, input: x, metadata: {output: x}}\n")
-    done = run(site, project, "run", "EVAL.yaml", "--store", "sqlite://")
+    return run(tmp_path / "site", project, "run", "EVAL.yaml", "--store", "sqlite://")
+
+
+def test_a_plugin_that_fails_to_import_is_named(tmp_path):
+    install(tmp_path / "site", entry="broken = assay_missing_module")
+    done = run_unknown_type(tmp_path)
     assert done.returncode == 2
     assert "the assay plugin 'broken' (assay_missing_module) failed to load" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("code", "failure"), [
+    ("import sys\nsys.exit(7)\n", "failed to load: SystemExit: called sys.exit(7)"),
+    ("def register(registry):\n    raise KeyboardInterrupt\n",
+     "failed to register: KeyboardInterrupt: "),
+], ids=["exit_at_import", "interrupt_in_register"])
+def test_a_plugin_that_exits_is_a_load_error_naming_it(tmp_path, code, failure):
+    entry = "exits = assay_demo_plugin" + (":register" if "register" in code else "")
+    install(tmp_path / "site", entry=entry, code=code)
+    done = run_unknown_type(tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"the assay plugin 'exits' ({entry.split(' = ')[1]}) {failure}" in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -41,6 +41,7 @@ from assay.suites.model import Suite, SuiteCase
 from assay.sync import run_sync
 from assay.targets.base import Target
 from assay.targets.resolve import TargetResolver
+from assay.user_code import user_code
 from assay.user_paths import user_path
 
 Data = Any
@@ -639,7 +640,8 @@ class _Session:
             await self.engine.preflight(*models)
         if not self.config.dry_run:
             for target in targets:
-                await target.preflight()
+                with user_code(f"target {target.name!r}"):  # a plugin's target may exit
+                    await target.preflight()
 
     def simulator_model(self) -> str | None:
         """The simulated user's model: ``--simulator-model``, the suite's, else the judge's."""

@@ -9,7 +9,8 @@ A plugin is an installed package that declares, in its ``pyproject.toml``::
 or ``"my_plugin:register"``, a function that is called with the :data:`REGISTRY`. Plugins are
 loaded the first time a name is not found among the built-ins (or when every name is listed),
 never at start-up, so an installed plugin costs nothing to a run that does not use it. A
-plugin that fails to import is an error naming it, not a missing name.
+plugin that fails to import (raising, or calling ``sys.exit()``) is an error naming it, not a
+missing name or a silent exit.
 
 Built-ins register the same way, on first use of their kind, so the ``assay`` command does not
 import every evaluator and provider to print its version. Evaluators and providers go further:
@@ -21,12 +22,14 @@ a model string names it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal, TypeVar
 
 from assay.errors import ConfigError
+from assay.user_code import error_text, user_code
 
 Kind = Literal["evaluator", "provider", "target", "suite_format", "reporter"]
 KINDS: tuple[Kind, ...] = ("evaluator", "provider", "target", "suite_format", "reporter")
@@ -113,25 +116,18 @@ class Registry:
     def load_plugins(self) -> None:
         """Import every installed ``assay`` plugin (once), after the built-ins of every kind
         that has a loader, so a plugin that registers a built-in's name replaces it (a
-        catalogued built-in imported later does not take the name back: see :meth:`get`)."""
+        catalogued built-in imported later does not take the name back: see :meth:`get`).
+        A plugin that raises or exits while loading or registering is a
+        :class:`PluginError` naming it."""
         if self._plugins_loaded:
             return
         for kind in KINDS:
             self._load_builtins(kind)
         self._plugins_loaded = True
         for point in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                loaded = point.load()
-            except Exception as exc:
-                raise PluginError(f"the assay plugin {point.name!r} ({point.value}) failed to "
-                                  f"load: {type(exc).__name__}: {exc}") from None
+            loaded = _plugin_step(point, "load", point.load)
             if callable(loaded) and not isinstance(loaded, type):
-                try:
-                    loaded(self)
-                except Exception as exc:
-                    raise PluginError(f"the assay plugin {point.name!r} ({point.value}) "
-                                      f"failed to register: {type(exc).__name__}: {exc}") \
-                        from None
+                _plugin_step(point, "register", functools.partial(loaded, self))
 
     def _load_builtins(self, kind: Kind) -> None:
         if kind not in self._builtins:
@@ -139,6 +135,17 @@ class Registry:
             loader = _BUILTINS.get(kind)
             if loader is not None:
                 loader()
+
+
+def _plugin_step(point: EntryPoint, step: str, call: Callable[[], Any]) -> Any:
+    """One step of loading a plugin (its import, its register function), run as user code:
+    what goes wrong, an exit too, is a PluginError naming the plugin."""
+    try:
+        with user_code():
+            return call()
+    except Exception as exc:
+        raise PluginError(f"the assay plugin {point.name!r} ({point.value}) failed to {step}: "
+                          f"{error_text(exc)}") from None
 
 
 REGISTRY = Registry()

@@ -30,6 +30,7 @@ from assay.run_config import RunConfig
 from assay.store.runs import RecordRejected, RunStore
 from assay.suites.model import Suite, SuiteCase
 from assay.targets.base import Target, sampling
+from assay.user_code import error_text, user_code
 
 TargetResolver = Callable[[str | None], Target]
 """A target name (None: outputs recorded in the data) -> the Target that runs it."""
@@ -285,14 +286,14 @@ class Runner:
         timeout = self.config.agent_timeout_s
         deadline = asyncio.timeout(timeout)
         try:
-            with sampling(repeat):
+            with sampling(repeat), user_code():  # a plugin's target is user code
                 async with deadline:
                     return await target.run(case)
-        except Exception as exc:  # a target must not stop the run
+        except Exception as exc:  # a target must not stop the run, even by exiting
             if isinstance(exc, TimeoutError) and deadline.expired():
                 return Execution(input=case.input, error=f"the agent took longer than the "
                                  f"agent timeout of {timeout:g}s and was stopped")
-            return Execution(input=case.input, error=f"{type(exc).__name__}: {exc}")
+            return Execution(input=case.input, error=error_text(exc))
 
     def _store(self, run_id: str, case_id: str, repeat: int, execution: Execution) -> None:
         if self.store is None:

@@ -1,10 +1,21 @@
-"""Importing users' code by reference: ``module:function`` or ``path/to/file.py:function``.
+"""Users' code: importing it by reference, and the one wrapper every call into it goes through.
 
 Agents (``provider: python``), scorers (``type: python``) and UiPath entry points all name a
-function this way, so it is loaded one way: found in the places given (the suite's or the
-project's directory) before ``sys.path``, a bare module beside the suite loaded by its file
-(so two suites' ``agent.py`` never shadow each other), and every failure a ConfigError saying
-what failed, never a traceback.
+function as ``module:function`` or ``path/to/file.py:function``, so it is loaded one way: found
+in the places given (the suite's or the project's directory) before ``sys.path``, a bare module
+beside the suite loaded by its file (so two suites' ``agent.py`` never shadow each other), and
+every failure a ConfigError saying what failed, never a traceback.
+
+Every call into user code (agents and other targets, scorers and evaluators, custom LLM
+services, plugins as they load and register, imports of users' modules) runs inside
+``with user_code():``. A ``BaseException`` that is not an ``Exception`` (``sys.exit()``,
+``KeyboardInterrupt`` raised by the code itself, ``SystemExit`` from a library that exits)
+would otherwise fly past every ``except Exception`` and end the whole run, or the command,
+silently; the wrapper re-raises it as :class:`UserCodeExit`, an ordinary ``Exception``, so it
+fails that one call (a case's score or execution, a plugin's load) like any other error. The
+run's own stopping passes through untouched: a cancellation, a generator or coroutine being
+closed, and a Ctrl-C (outside an event loop, or while the task running the code is being
+cancelled, which is how a run is interrupted).
 """
 
 from __future__ import annotations
@@ -23,11 +34,85 @@ from typing import Any
 from assay.errors import ConfigError
 
 
+class UserCodeExit(Exception):
+    """User code raised a BaseException that is not an Exception (see the module docstring);
+    ``original`` is what it raised."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(raised(original))
+        self.original = original
+
+
+class _UserCode:
+    """The context manager :func:`user_code` returns."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str | None) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
+        if exc is None or isinstance(exc, Exception) or _stopping(exc):
+            return
+        if self.what is None:
+            raise UserCodeExit(exc) from exc
+        raise ConfigError(f"{self.what} {raised(exc)}", code="user_code_exited") from exc
+
+
+_USER_CODE = _UserCode(None)
+
+
+def user_code(what: str | None = None) -> _UserCode:
+    """``with user_code(): ...`` around a call into user code: an exit or other
+    BaseException it raises becomes :class:`UserCodeExit` (see the module docstring), or,
+    given ``what`` (``"the reporter 'count'"``), a ConfigError naming it: for code called
+    while a command loads or finishes (plugins' reporters, suite formats, providers), where
+    an error is the command's."""
+    return _USER_CODE if what is None else _UserCode(what)
+
+
+def _stopping(exc: BaseException) -> bool:
+    """Whether ``exc`` is the run (or the user at the keyboard) stopping, not user code
+    failing: those are never turned into errors."""
+    if isinstance(exc, GeneratorExit):
+        return True
+    asyncio = sys.modules.get("asyncio")  # not imported: no loop, so no cancellation
+    if asyncio is not None and isinstance(exc, asyncio.CancelledError):
+        return True
+    if not isinstance(exc, KeyboardInterrupt):
+        return False
+    if asyncio is None:
+        return True
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no loop running: only a real Ctrl-C stops synchronous code
+        return True
+    # In a run, Ctrl-C cancels the run's task; a KeyboardInterrupt in a task that is not
+    # being cancelled was raised by the code itself.
+    return task is None or task.cancelling() > 0
+
+
 def raised(exc: BaseException) -> str:
-    """What an agent's exception says, ``called sys.exit(4)`` for an exit."""
+    """What user code's exception says, ``called sys.exit(4)`` for an exit."""
+    if isinstance(exc, UserCodeExit):
+        exc = exc.original
     if isinstance(exc, SystemExit):
         return f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
     return f"raised {type(exc).__name__}: {exc}"
+
+
+def error_text(exc: BaseException) -> str:
+    """``Type: message`` of what user code raised, the exit itself for an exit
+    (``SystemExit: called sys.exit(4)``)."""
+    if isinstance(exc, UserCodeExit):
+        exc = exc.original
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: {raised(exc)}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def load_function(reference: str, *places: Path) -> Callable[..., Any]:
@@ -88,22 +173,27 @@ def _by_file(module_name: str, places: list[Path]) -> Path | None:
 
 def _import(module_name: str, places: list[Path]) -> ModuleType:
     try:
-        path = _by_file(module_name, places)
-        if path is not None:
-            # The suite's own agent.py: loaded by file so that another suite's agent.py,
-            # already imported under the same name, is never mistaken for it.
-            return _import_file(path)
-        with contextlib.ExitStack() as stack:
-            for place in places:
-                stack.enter_context(_on_path(place))
-            return importlib.import_module(module_name)
-    except (ConfigError, KeyboardInterrupt):
+        with user_code():
+            return _import_from(module_name, places)
+    except ConfigError:
         raise
-    except BaseException as exc:  # a module that exits or raises while importing
+    except Exception as exc:  # a module that exits or raises while importing
         looked = ", ".join(str(p) for p in places)
         raise ConfigError(f"cannot import agent module {module_name!r} (looked in {looked} "
                           f"and on sys.path): importing it {raised(exc)}",
                           code="invalid_target") from None
+
+
+def _import_from(module_name: str, places: list[Path]) -> ModuleType:
+    path = _by_file(module_name, places)
+    if path is not None:
+        # The suite's own agent.py: loaded by file so that another suite's agent.py,
+        # already imported under the same name, is never mistaken for it.
+        return _import_file(path)
+    with contextlib.ExitStack() as stack:
+        for place in places:
+            stack.enter_context(_on_path(place))
+        return importlib.import_module(module_name)
 
 
 def _import_file(path: Path) -> ModuleType:

@@ -74,9 +74,9 @@ def eval_command(
 ) -> None:
     """Run one or more suites, as ``agentv eval`` and ``uipath eval`` do, with statistics."""
     from assay.evaluation import evaluate_async, open_store, run_inputs
-    from assay.registry import REGISTRY
     from assay.report.files import ROW_FORMATS
     from assay.report.outputs import check_outputs
+    from assay.report.reporters import write_report
     from assay.run_config import Gates, RunConfig
     from assay.score_stats import score_statistics
     from assay.suites.paths import expand, parse_eval_ids
@@ -138,7 +138,7 @@ def eval_command(
             continue
         if output_file is not None:
             try:
-                REGISTRY.require("reporter", "uipath")(result, output_file)
+                write_report("uipath", result, output_file)
             except EvaluationError as exc:
                 failures.append(exc)
         gates_failed = _report(result, runs, reports) or gates_failed

@@ -485,7 +485,7 @@ class _Reports:
         """Put the rows in place and write the reports of a finished run; what could not be
         written is returned, one error each, for the command to report after the results
         (the run itself is stored whatever happens here)."""
-        from assay.registry import REGISTRY
+        from assay.report.reporters import write_report
 
         failures: list[EvaluationError] = []
         with _kept(failures):
@@ -493,7 +493,7 @@ class _Reports:
         for name, path in [*(("junit", self.junit), ("uipath", self.uipath)), *self.extra]:
             if path is not None:
                 with _kept(failures):
-                    REGISTRY.require("reporter", name)(result, path)
+                    write_report(name, result, path)
         return failures
 
 

@@ -1,7 +1,9 @@
 """What every evaluator is: a typed config that scores one execution of one case.
 
 An evaluator's ``score`` may raise; :meth:`Evaluator.evaluate` turns anything it raises into an
-error score (code and message) so one bad case never stops a run and never reads as a 0. An
+error score (code and message) so one bad case never stops a run and never reads as a 0. That
+includes ``sys.exit()`` in a plugin's evaluator: ``score`` runs as user code
+(:func:`assay.user_code.user_code`). An
 evaluator marked ``required`` (AgentV's ``required: true``) makes its score ``blocking`` when it
 does not pass: the case fails whatever its mean.
 Configuration problems are caught earlier, when the evaluator is built (see ``registry``).
@@ -21,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
 from assay.model import AgentInfo, Case, Execution, Score
+from assay.user_code import error_text, user_code
 from assay.user_paths import user_path
 
 
@@ -92,11 +95,12 @@ class Evaluator(BaseModel):
         """Score, never raising: failures become error scores with the time they took."""
         started = time.perf_counter()
         try:
-            result = await self.score(case, execution, ctx)
+            with user_code():
+                result = await self.score(case, execution, ctx)
         except EvaluationError as exc:
             result = Score.failed(self.name, exc.code, exc.message)
         except Exception as exc:
-            result = Score.failed(self.name, "evaluator_failed", f"{type(exc).__name__}: {exc}")
+            result = Score.failed(self.name, "evaluator_failed", error_text(exc))
         if result.latency_ms is None:
             result.latency_ms = (time.perf_counter() - started) * 1000
         if self.required and not result.blocking and not self._passes(result):

@@ -51,6 +51,7 @@ from assay.judges.feedback import (
 from assay.judges.registry import register
 from assay.model import Case, Execution, Score
 from assay.user_paths import user_path
+from assay.user_code import error_text, user_code
 
 PARAMETERS = ("inputs", "outputs", "expectations", "trace", "case", "execution",
               "request", "response", "expected_response", "expected_facts",
@@ -233,16 +234,17 @@ class PythonScorer(Evaluator):
                               "module:name", code="invalid_scorer")
         kwargs = {name: _argument(name, case, execution) for name in self._wants}
         try:
-            if inspect.iscoroutinefunction(self._fn):
-                value = await self._fn(**kwargs)
-            elif self.run_in_thread:
-                value = await run_blocking(self._fn, **kwargs)
-            else:
-                value = self._fn(**kwargs)
-            if inspect.isawaitable(value):
-                value = await value
+            with user_code():
+                if inspect.iscoroutinefunction(self._fn):
+                    value = await self._fn(**kwargs)
+                elif self.run_in_thread:
+                    value = await run_blocking(self._fn, **kwargs)
+                else:
+                    value = self._fn(**kwargs)
+                if inspect.isawaitable(value):
+                    value = await value
         except Exception as exc:
-            return Score.failed(self.name, "scorer_error", f"{type(exc).__name__}: {exc}")
+            return Score.failed(self.name, "scorer_error", error_text(exc))
         return self.checked(self.to_score(value))
 
     def checked(self, score: Score) -> Score:
@@ -257,10 +259,11 @@ class PythonScorer(Evaluator):
                 score.skipped is not None and not (score.details or {}).get(MEASUREMENT)):
             return score
         try:
-            ok = passes(self._pass_if, native)
+            with user_code():
+                ok = passes(self._pass_if, native)
         except Exception as exc:
             return Score.failed(score.name, "scorer_error",
-                                f"pass_if failed on {native!r}: {type(exc).__name__}: {exc}")
+                                f"pass_if failed on {native!r}: {error_text(exc)}")
         score.details = {**(score.details or {}), "pass_if": ok}
         if score.value is not None:
             score.passed = ok

@@ -42,6 +42,7 @@ from assay.llm.types import (
 )
 from assay.model import Usage
 from assay.redact import environment_secrets
+from assay.user_code import error_text, user_code
 
 
 class DryRunSkipped(ProviderError):
@@ -226,9 +227,12 @@ class JudgeEngine:
             throttled = False
             retry_after: float | None = None
             try:
+                # A custom service or a plugin's provider is user code: an exit in it
+                # fails this call, not the run.
                 async with semaphore:
-                    response = await provider.complete(
-                        request, min(policy.call_timeout_s, remaining))
+                    with user_code():
+                        response = await provider.complete(
+                            request, min(policy.call_timeout_s, remaining))
                 problem = _shape_problem(response)
                 if problem is not None:
                     raise BadResponse(f"{name}: unusable response: {problem}")
@@ -250,8 +254,8 @@ class JudgeEngine:
             except TimeoutError:
                 failure = CallTimeout(f"{name}: call timed out")
             except Exception as exc:  # a custom service or SDK failing in its own way
-                raise ProviderError(f"{name}: the provider failed: {type(exc).__name__}: "
-                                    f"{exc}") from None
+                raise ProviderError(f"{name}: the provider failed: {error_text(exc)}") \
+                    from None
             finally:
                 await limiter.release(throttled=throttled, retry_after=retry_after)
             if bad_bodies >= policy.max_bad_responses:

@@ -10,8 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.registry import reporter
+from assay.registry import REGISTRY, reporter
 from assay.report.rows import agentv_row
+from assay.user_code import user_code
+
+
+def write_report(name: str, result: Any, path: Path) -> None:
+    """Render ``result`` to ``path`` with the reporter registered as ``name`` (a plugin's
+    runs as user code: an exit in it is an error naming it, not the command ending)."""
+    write = REGISTRY.require("reporter", name)
+    with user_code(f"the reporter {name!r}"):
+        write(result, path)
 
 
 def _specs(result: Any) -> dict[str, Any]:

@@ -27,17 +27,31 @@ def is_uipath(path: Path) -> bool:
 
 def find_format(path: Path) -> Any:
     """The registered suite format that reads ``path``, or a ConfigError naming them all."""
+    return _find_format(path)[1]
+
+
+def _checked(path: Path, targets: Targets) -> tuple[Suite | None, list[Problem]]:
+    """The format that reads ``path`` checks it (as user code: a plugin's format may exit)."""
+    from assay.user_code import user_code
+
+    name, fmt = _find_format(path)
+    with user_code(f"the suite format {name!r}"):
+        suite, problems = fmt.check(path, targets)
+    return suite, list(problems)
+
+
+def _find_format(path: Path) -> tuple[str, Any]:
     from assay.errors import ConfigError
     from assay.registry import REGISTRY
+    from assay.user_code import user_code
 
-    formats = REGISTRY.table("suite_format")
-    for fmt in formats.values():
-        if fmt.matches(path):
-            return fmt
-    REGISTRY.load_plugins()
-    for fmt in REGISTRY.table("suite_format").values():
-        if fmt.matches(path):
-            return fmt
+    for plugins in (False, True):
+        if plugins:
+            REGISTRY.load_plugins()
+        for name, fmt in REGISTRY.table("suite_format").items():
+            with user_code(f"the suite format {name!r}"):
+                if fmt.matches(path):
+                    return name, fmt
     raise ConfigError(f"{path}: no suite format reads this file ({path.suffix or 'no suffix'});"
                       " expected an EVAL.yaml (.yaml, .yml), a JSONL file, a CSV or Parquet "
                       "file of rows, or a UiPath project (a directory or an eval-set .json)",
@@ -56,7 +70,7 @@ def load_any(path: Path | str, targets: Targets = None) -> Suite:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such file or directory", code="missing_suite")
-    suite, problems = find_format(path).check(path, targets)
+    suite, problems = _checked(path, targets)
     if problems or suite is None:
         raise SuiteError(str(path), problems)
     return suite
@@ -76,8 +90,7 @@ def check_any(path: Path | str, targets: Targets = None) -> tuple[Suite | None, 
         return None, [Problem(str(path), None, None, "no such file or directory",
                               "an EVAL.yaml, a JSONL file of cases, or a UiPath project")]
     try:
-        suite, problems = find_format(path).check(path, targets)
-        return suite, list(problems)
+        return _checked(path, targets)
     except EvaluationError as exc:
         return None, [problem_of(exc, path)]
 

@@ -26,7 +26,7 @@ from assay.model import Case, Execution
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig, function_places
 from assay.targets.inputs import elapsed_ms, plain_input
-from assay.user_code import load_function, raised
+from assay.user_code import load_function, raised, user_code
 
 __all__ = ["CallableTarget", "load_function", "raised"]
 
@@ -67,9 +67,7 @@ class CallableTarget(Target):
         try:  # raises itself is its own error, not the deadline's
             async with deadline:
                 result = await self._call(argument)
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            raise  # the user (or the run) is stopping, not the agent failing
-        except BaseException as exc:  # sys.exit() in an agent fails its case, not the run
+        except Exception as exc:  # sys.exit() in the agent too: _call runs it as user code
             if isinstance(exc, TimeoutError) and deadline.expired():
                 return Execution(input=case.input, latency_ms=elapsed_ms(started),
                                  error=f"agent function timed out after {self.timeout_s:g}s")
@@ -90,15 +88,17 @@ class CallableTarget(Target):
 
     async def _call(self, argument: Any) -> Any:
         keywords = self._keywords(argument)
-        if self.is_async:
-            return await (self.fn(**keywords) if keywords is not None else self.fn(argument))
-        if keywords is not None:
-            result = await run_blocking(self.fn, **keywords)
-        else:
-            result = await run_blocking(self.fn, argument)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        with user_code():
+            if self.is_async:
+                return await (self.fn(**keywords) if keywords is not None
+                              else self.fn(argument))
+            if keywords is not None:
+                result = await run_blocking(self.fn, **keywords)
+            else:
+                result = await run_blocking(self.fn, argument)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
 
 
 def _first_parameter_is_case(fn: Callable[..., Any]) -> bool:

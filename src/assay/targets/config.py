@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 from assay.llm.models import KEY_ENV_VARS, KNOWN_PROVIDERS, parse_model
 from assay.redact import Secrets, env_label, environment_secrets
+from assay.user_code import user_code
 from assay.yaml_source import (
     Mark,
     Problem,
@@ -410,7 +411,9 @@ def build_target(config: TargetConfig | dict[str, Any], base_dir: Path | str,
         raise ConfigError(f"target {config.name!r}: " + "; ".join(
             f"{key}: {message} (expected: {expected})" for key, message, expected, _ in problems),
             code="invalid_targets")
-    target: Target = cls.from_config(config, Path(base_dir), engine)  # type: ignore[attr-defined]
+    with user_code(f"target {config.name!r}"):  # a plugin's target kind may exit
+        target: Target = cls.from_config(  # type: ignore[attr-defined]
+            config, Path(base_dir), engine)
     target.name = config.name
     target.workers = config.workers
     target.judge_target = config.judge_target

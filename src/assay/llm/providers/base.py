@@ -14,6 +14,7 @@ from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
 from assay.llm.types import ChatRequest, ChatResponse
 from assay.redact import REDACTED, redact_url
+from assay.user_code import user_code
 
 StructuredMode = Literal["json_schema", "tools", "prompt"]
 
@@ -33,7 +34,8 @@ def create_provider(spec: ModelSpec) -> Provider:
             f"{', '.join(registry.REGISTRY.names('provider'))}",
             code="unknown_provider",
         )
-    return factory(spec)
+    with user_code(f"the provider {spec.provider!r}"):  # a plugin's factory may exit
+        return factory(spec)
 
 
 class Provider(ABC):

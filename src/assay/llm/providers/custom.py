@@ -63,7 +63,7 @@ class CustomProvider(Provider):
         body["model"] = self.spec.requested_model or self.spec.model
         body.setdefault("max_tokens", None)
         body.setdefault("temperature", 0.0)
-        if self.request_shape is not None:
+        if self.request_shape is not None:  # user code: the engine calls complete() as such
             body = self.request_shape(body)
         result = await (self.service(body) if self._pass_dict else self.service(**body))
         result = plain(result)
