@@ -153,6 +153,44 @@ def test_a_plugin_that_exits_is_a_load_error_naming_it(tmp_path, code, failure):
     assert "Traceback" not in done.stderr
 
 
+TAKER = PLUGIN + textwrap.dedent('''
+    @evaluator
+    class MyEval(ShoutCheck):
+        type = "my_eval"
+
+    @evaluator
+    class Impostor(ShoutCheck):
+        type = "exact_match"
+''')
+
+
+@pytest.mark.parametrize("order", [["my_eval", "exact_match"], ["exact_match", "my_eval"]])
+def test_a_plugin_registering_a_built_in_name_is_refused_whatever_the_order(tmp_path, order):
+    install(tmp_path / "site", entry="taker = assay_demo_plugin", code=TAKER)
+    code = textwrap.dedent(f'''
+        import assay
+        r = assay.evaluate([{{"id": "a", "input": "q", "output": "loud",
+                             "expected_output": "loud"}}], evaluators={order!r})
+        print(r.records[0].score)
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path / "site")}, timeout=60)
+    assert done.returncode != 0
+    assert ("the assay plugin 'taker' (assay_demo_plugin) registers the built-in evaluator "
+            "name 'exact_match'; built-in names are reserved") in done.stderr
+    # the same from the command line: an error naming the plugin, not a traceback
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "EVAL.yaml").write_text(
+        "execution:\n  evaluators:\n" + "".join(f"    - type: {t}\n" for t in order)
+        + "evalcases:\n  - {id: a, input: x, expected_output: LOUD, metadata: "
+        "{output: LOUD}}\n")
+    cli = run(tmp_path / "site", project, "run", "EVAL.yaml", "--store", "sqlite://")
+    assert cli.returncode == 2, cli.stdout + cli.stderr
+    assert "registers the built-in evaluator name 'exact_match'" in cli.stderr
+    assert "Traceback" not in cli.stderr
+
+
 def test_an_unknown_name_lists_what_is_registered(tmp_path):
     project = tmp_path / "p"
     project.mkdir()

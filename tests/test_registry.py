@@ -75,14 +75,27 @@ def test_every_catalogued_provider_registers_its_prefix() -> None:
     assert set(PROVIDERS) <= set(REGISTRY.names("provider"))
 
 
-def test_a_plugin_keeps_a_built_in_name_when_the_built_in_module_is_imported_later() -> None:
-    # openai_http registers openai, azure, ollama... at once: asking for azure after a plugin
-    # took "openai" must not hand "openai" back to the built-in.
-    code = ("from assay.registry import REGISTRY\n"
-            "REGISTRY.load_plugins()\n"
-            "def mine(spec):\n"
-            "    return None\n"
-            "REGISTRY.add('provider', 'openai', mine)\n"
-            "assert REGISTRY.get('provider', 'azure') is not None\n"
-            "print(REGISTRY.get('provider', 'openai') is mine)\n")
-    assert _printed_by(code) == "True"
+@pytest.mark.parametrize(("kind", "name"), [
+    ("evaluator", "exact_match"), ("evaluator", "uipath_custom"), ("provider", "openai"),
+    ("provider", "azure"), ("target", "python"), ("target", "chat_model"),
+    ("suite_format", "eval_yaml"), ("reporter", "junit")])
+def test_a_built_in_name_is_reserved_whatever_was_looked_up_before(kind: str,
+                                                                   name: str) -> None:
+    # Looked up first or not at all: registering it from outside assay is refused either
+    # way, and the built-in keeps the name.
+    code = (f"from assay.registry import REGISTRY, ReservedName\n"
+            f"def mine(spec):\n    return None\n"
+            f"before = {{}}\n"
+            f"for first in (False, True):\n"
+            f"    if first:\n"
+            f"        before = REGISTRY.get({kind!r}, {name!r})\n"
+            f"    try:\n"
+            f"        REGISTRY.add({kind!r}, {name!r}, mine)\n"
+            f"    except ReservedName as exc:\n"
+            f"        print(exc.message)\n"
+            f"print(REGISTRY.get({kind!r}, {name!r}) is before)\n")
+    refused, again, kept = _printed_by(code).splitlines()
+    assert refused == again == (f"{kind.replace('_', ' ')} name {name!r} is a built-in's, and "
+                                "built-in names are reserved; register yours under another "
+                                "name")
+    assert kept == "True"

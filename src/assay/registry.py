@@ -12,6 +12,11 @@ never at start-up, so an installed plugin costs nothing to a run that does not u
 plugin that fails to import (raising, or calling ``sys.exit()``) is an error naming it, not a
 missing name or a silent exit.
 
+Built-in names are reserved: registering one from outside assay (a plugin, or any user code)
+is refused with a :class:`ReservedName` error, and a plugin that does so fails to load with a
+message naming the plugin and the name. What ``exact_match`` (or ``openai``, ``python``,
+``eval_yaml``, ``junit``) means never depends on which names a process looked up first.
+
 Built-ins register the same way, on first use of their kind, so the ``assay`` command does not
 import every evaluator and provider to print its version. Evaluators and providers go further:
 a catalog (:mod:`assay.judges.catalog`, :mod:`assay.llm.providers.catalog`) says which module
@@ -45,6 +50,11 @@ _CATALOGS: dict[Kind, str] = {"evaluator": "assay.judges.catalog",
 """Kinds whose built-ins are imported one name at a time: a module with a ``MODULES`` dict
 (name -> the module that registers it)."""
 
+_UNREGISTERED: dict[Kind, tuple[str, str]] = {"target": ("assay.targets.config",
+                                                         "builtin_kinds")}
+"""Kinds whose built-in names never pass through the registry (the targets file resolves
+its own kinds first): the module and function that name them."""
+
 
 def _catalog(kind: Kind) -> dict[str, str]:
     """The built-in names of a kind that are imported on demand, with their modules."""
@@ -55,11 +65,28 @@ def _catalog(kind: Kind) -> dict[str, str]:
     return modules
 
 
+def _is_builtin(obj: Any) -> bool:
+    """Whether ``obj`` is part of assay itself (defined in one of its modules)."""
+    module = getattr(obj, "__module__", None) or ""
+    return module == "assay" or module.startswith("assay.")
+
+
 class PluginError(ConfigError):
     """An ``assay`` plugin that could not be loaded."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, code="plugin_failed")
+
+
+class ReservedName(ConfigError):
+    """Code outside assay registering a built-in name, which only assay may give a meaning."""
+
+    def __init__(self, kind: Kind, name: str) -> None:
+        super().__init__(f"{kind.replace('_', ' ')} name {name!r} is a built-in's, and "
+                         "built-in names are reserved; register yours under another name",
+                         code="reserved_name")
+        self.kind = kind
+        self.name = name
 
 
 class Registry:
@@ -71,8 +98,24 @@ class Registry:
         self._plugins_loaded = False
 
     def add(self, kind: Kind, name: str, obj: Any) -> None:
-        """Register ``obj`` under ``name``; a later registration of a name replaces it."""
+        """Register ``obj`` under ``name``; a later registration of a name replaces it, but
+        a built-in name is reserved: registering one from outside assay raises
+        :class:`ReservedName`."""
+        if not _is_builtin(obj) and name in self.builtin_names(kind):
+            raise ReservedName(kind, name)
         self._tables[kind][name] = obj
+
+    def builtin_names(self, kind: Kind) -> set[str]:
+        """Every name assay itself gives a meaning to, for one kind (reserved). A catalogue
+        lists them all, so only a kind without one has its built-ins loaded here."""
+        names = set(_catalog(kind))
+        if not names:
+            self._load_builtins(kind)
+        names.update(n for n, obj in self._tables[kind].items() if _is_builtin(obj))
+        source = _UNREGISTERED.get(kind)
+        if source is not None:
+            names.update(getattr(importlib.import_module(source[0]), source[1])())
+        return names
 
     def table(self, kind: Kind) -> dict[str, Any]:
         """The live table of a kind, built-ins loaded (plugins only once looked for)."""
@@ -86,9 +129,7 @@ class Registry:
         if found is None:
             module = _catalog(kind).get(name)
             if module is not None:  # only its own module, not the whole kind
-                earlier = dict(table)
                 importlib.import_module(module)
-                table.update(earlier)  # what a plugin registered keeps its name
                 found = table.get(name)
         if found is None:
             self._load_builtins(kind)
@@ -115,10 +156,8 @@ class Registry:
 
     def load_plugins(self) -> None:
         """Import every installed ``assay`` plugin (once), after the built-ins of every kind
-        that has a loader, so a plugin that registers a built-in's name replaces it (a
-        catalogued built-in imported later does not take the name back: see :meth:`get`).
-        A plugin that raises or exits while loading or registering is a
-        :class:`PluginError` naming it."""
+        that has a loader. A plugin that registers a built-in name, or raises or exits while
+        loading or registering, is a :class:`PluginError` naming it."""
         if self._plugins_loaded:
             return
         for kind in KINDS:
@@ -140,12 +179,16 @@ class Registry:
 def _plugin_step(point: EntryPoint, step: str, call: Callable[[], Any]) -> Any:
     """One step of loading a plugin (its import, its register function), run as user code:
     what goes wrong, an exit too, is a PluginError naming the plugin."""
+    plugin = f"the assay plugin {point.name!r} ({point.value})"
     try:
         with user_code():
             return call()
+    except ReservedName as exc:
+        raise PluginError(f"{plugin} registers the built-in {exc.kind.replace('_', ' ')} name "
+                          f"{exc.name!r}; built-in names are reserved, so the plugin must "
+                          "register it under another name") from None
     except Exception as exc:
-        raise PluginError(f"the assay plugin {point.name!r} ({point.value}) failed to {step}: "
-                          f"{error_text(exc)}") from None
+        raise PluginError(f"{plugin} failed to {step}: {error_text(exc)}") from None
 
 
 REGISTRY = Registry()
@@ -238,5 +281,5 @@ def _reporters() -> None:
     importlib.import_module("assay.report.reporters")
 
 
-__all__ = ["KINDS", "REGISTRY", "Kind", "PluginError", "Registry", "evaluator", "provider",
-           "reporter", "suite_format", "target_kind"]
+__all__ = ["KINDS", "REGISTRY", "Kind", "PluginError", "Registry", "ReservedName", "evaluator",
+           "provider", "reporter", "suite_format", "target_kind"]

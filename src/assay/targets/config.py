@@ -297,6 +297,12 @@ def _kind_name(entry: tuple[str, str]) -> str:
     return entry[0] if len(classes) == 1 else f"{entry[0]}.{entry[1]}"
 
 
+def builtin_kinds() -> set[str]:
+    """Every ``provider:`` name and kind the targets file resolves itself (reserved: a
+    plugin's target kind cannot take one)."""
+    return {*_KINDS, "chat_model", *(_kind_name(v) for v in _KINDS.values())}
+
+
 def target_class(kind: str) -> type[Target]:
     """The Target class for a kind; imported on demand so unused kinds cost nothing."""
     plugin = None if kind == "chat_model" or any(
