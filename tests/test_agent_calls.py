@@ -72,3 +72,83 @@ async def test_an_agent_turn_raising_timeout_error_is_not_the_conversation_deadl
         assert str(exc) == "gateway gave up"
     else:
         raise AssertionError(f"reported as {execution.conversation}")
+
+
+def test_a_hung_agent_is_stopped_by_the_default_agent_timeout(monkeypatch) -> None:
+    import threading
+
+    import assay.runner
+
+    # the default is 600 s; made short here, with nothing else setting a timeout
+    monkeypatch.setattr(assay.runner, "DEFAULT_AGENT_TIMEOUT_S", 0.3)
+
+    def hung(q: str) -> str:
+        threading.Event().wait(30)
+        return "x"
+
+    error = execution_error(hung)
+    assert error == "the agent took longer than the agent timeout of 0.3s and was stopped"
+
+
+def test_the_agent_timeout_is_the_runs_else_the_suites_else_600_s_or_the_targets_own(
+        tmp_path) -> None:
+    from assay.run_config import DEFAULT_AGENT_TIMEOUT_S, RunConfig
+    from assay.runner import agent_timeout
+    from assay.targets.callable import CallableTarget
+
+    def fn(q: str) -> str:
+        return q
+
+    assert DEFAULT_AGENT_TIMEOUT_S == 600.0
+    assert agent_timeout(RunConfig(), CallableTarget(fn)) == 600.0
+    assert agent_timeout(RunConfig(), CallableTarget(fn, timeout_s=900)) == 900.0
+    assert agent_timeout(RunConfig(), CallableTarget(fn, timeout_s=30)) == 600.0
+    assert agent_timeout(RunConfig(agent_timeout_s=5), CallableTarget(fn, timeout_s=900)) == 5
+    suite_says = RunConfig().settled("default", None, 120.0)
+    assert suite_says.agent_timeout_s == 120.0
+    assert RunConfig(agent_timeout_s=7).settled("default", None, 120.0).agent_timeout_s == 7
+
+
+def test_a_suite_sets_its_agent_timeout_and_the_run_records_it(tmp_path) -> None:
+    from tests.test_validate_cli import write
+
+    write(tmp_path, "agent.py", """
+        import threading
+
+        def answer(q):
+            if q == "hang":
+                threading.Event().wait(30)
+            return q
+        """)
+    suite = write(tmp_path, "EVAL.yaml", """
+        execution:
+          agent_timeout_s: 0.3
+          evaluators: [{type: exact_match}]
+        evalcases:
+          - {id: a, input: ok, expected_output: ok}
+          - {id: b, input: hang, expected_output: hang}
+        """)
+    from assay.user_code import load_function
+
+    result = assay.evaluate(suite, target=load_function("agent:answer", tmp_path), gates=LOOSE)
+    by_id = {r.case_id: r for r in result.records}
+    assert by_id["a"].score == 1.0
+    assert by_id["b"].execution.error == ("the agent took longer than the agent timeout of "
+                                          "0.3s and was stopped")
+    assert result.run.config.run["agent_timeout_s"] == 0.3
+
+
+def test_a_bad_suite_agent_timeout_is_a_located_error(tmp_path) -> None:
+    from assay.suites import check_any
+    from tests.test_validate_cli import write
+
+    suite = write(tmp_path, "EVAL.yaml", """
+        execution:
+          agent_timeout_s: -1
+          evaluators: [{type: exact_match}]
+        evalcases:
+          - {id: a, input: ok, expected_output: ok, metadata: {output: ok}}
+        """)
+    _, problems = check_any(suite)
+    assert [(p.line, p.message) for p in problems] == [
+        (2, "agent_timeout_s must be a positive number of seconds, not -1")]

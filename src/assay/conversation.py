@@ -385,6 +385,10 @@ class ConversationTarget(Target):
         self.name = agent.name
         self.workers = agent.workers
         self.judge_target = agent.judge_target
+        # A whole conversation runs under the run's agent timeout: its own limit counts.
+        limits = [agent.timeout_s, settings.timeout_per_test_case_ms / 1000 if settings
+                  else None]
+        self.timeout_s = max((t for t in limits if t is not None), default=None)
 
     async def run(self, case: Case) -> Execution:
         if case.conversation is None:

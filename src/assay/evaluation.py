@@ -572,7 +572,7 @@ class _Session:
         """The name of a target given as a Python object, which the run's record cannot
         hold (a resume needs it again)."""
         self.evaluators_given = evaluators_given
-        config = config.settled(suite.scoring, suite.run_thresholds)
+        config = config.settled(suite.scoring, suite.run_thresholds, suite.agent_timeout_s)
         self.config = config
         self.store = store
         self.own_engine = engine is None

@@ -106,6 +106,11 @@ or ``connexity`` (the multi-metric judge's gate decides each case; see assay.con
 CONNEXITY_METRICS_THRESHOLD = 80.0
 CONNEXITY_CASES_THRESHOLD = 100.0
 
+DEFAULT_AGENT_TIMEOUT_S = 600.0
+"""How long one run of the agent may take when neither the run nor the suite says
+(``agent_timeout_s``), nor the target allows longer (its own ``timeout_s``): a hung agent
+becomes that case's error instead of a run that never ends."""
+
 
 class RunThresholds(BaseModel):
     """A run's two independent dimensions, in percent and inclusive, and an error budget.
@@ -141,8 +146,10 @@ class RunConfig(BaseModel):
     case_ids: list[str] | None = Field(
         default=None, description="only these case ids (UiPath's --eval-ids)")
     agent_timeout_s: float | None = Field(
-        default=None, gt=0, description="seconds one run of the agent may take; past it the "
-        "case's execution is an error (AgentV's --agent-timeout)")
+        default=None, gt=0, allow_inf_nan=False, description="seconds one run of the agent "
+        "may take; past it the case's execution is an error (AgentV's --agent-timeout). "
+        "None: the suite's (execution.agent_timeout_s), else 600 s (DEFAULT_AGENT_TIMEOUT_S) "
+        "or the target's own timeout_s when that is longer")
     agent_retries: int = Field(
         default=0, ge=0, description="times a failed run of the agent is tried again "
         "(AgentV's --max-retries)")
@@ -165,10 +172,11 @@ class RunConfig(BaseModel):
         default=None, description="the simulated user's model for conversation cases "
         "(overrides the suite's)")
 
-    def settled(self, scoring: Scoring, thresholds: RunThresholds | None) -> RunConfig:
-        """This config with the suite's scoring and thresholds filled in where it has none,
-        then the scoring's defaults: what a run snapshots when it starts, so later edits to
-        the suite file do not move its pass criteria."""
+    def settled(self, scoring: Scoring, thresholds: RunThresholds | None,
+                agent_timeout_s: float | None = None) -> RunConfig:
+        """This config with the suite's scoring, thresholds and agent timeout filled in where
+        it has none, then the scoring's defaults: what a run snapshots when it starts, so
+        later edits to the suite file do not move its pass criteria."""
         chosen: Scoring = self.scoring or scoring
         given = self.run_thresholds.model_dump()
         suite = thresholds.model_dump() if thresholds is not None else {}
@@ -178,8 +186,10 @@ class RunConfig(BaseModel):
                 merged["metrics_pass_threshold"] = CONNEXITY_METRICS_THRESHOLD
             if merged["cases_pass_threshold"] is None:
                 merged["cases_pass_threshold"] = CONNEXITY_CASES_THRESHOLD
-        return self.model_copy(update={"scoring": chosen,
-                                       "run_thresholds": RunThresholds(**merged)})
+        return self.model_copy(update={
+            "scoring": chosen, "run_thresholds": RunThresholds(**merged),
+            "agent_timeout_s": self.agent_timeout_s if self.agent_timeout_s is not None
+            else agent_timeout_s})
     # -- agent judges (Databricks Agent Evaluation / MLflow 3; see assay.agent_eval) --------
     naming: Literal["databricks", "mlflow"] | None = Field(
         default=None, description="report results in Databricks Agent Evaluation's names "

@@ -26,7 +26,7 @@ from assay.judges.base import EvalContext, Evaluator
 from assay.llm.engine import JudgeEngine
 from assay.model import Case, Execution, Score
 from assay.records import CaseRecord, EvaluatorSpec, RunSummary, SummaryBuilder, Verdict
-from assay.run_config import RunConfig
+from assay.run_config import DEFAULT_AGENT_TIMEOUT_S, RunConfig
 from assay.store.runs import RecordRejected, RunStore
 from assay.suites.model import Suite, SuiteCase
 from assay.targets.base import Target, sampling
@@ -278,12 +278,12 @@ class Runner:
         return execution
 
     async def _attempt(self, target: Target, case: Case, repeat: int) -> Execution:
-        """One run of the agent, bounded by ``agent_timeout_s`` when the run sets one.
+        """One run of the agent, bounded by :func:`agent_timeout`.
 
         The agent runs in this task under a deadline (not in a task of its own), so a
         ``TimeoutError`` is the deadline's only when the deadline expired; one the agent
         raised itself is its error like any other."""
-        timeout = self.config.agent_timeout_s
+        timeout = agent_timeout(self.config, target)
         deadline = asyncio.timeout(timeout)
         try:
             with sampling(repeat), user_code():  # a plugin's target is user code
@@ -325,6 +325,16 @@ class Runner:
             with contextlib.suppress(RecordRejected):  # its parts were checked one by one
                 self.store.record_case(record)
         return record
+
+
+def agent_timeout(config: RunConfig, target: Target) -> float:
+    """How long one run of ``target`` may take: the run's (or suite's) ``agent_timeout_s``,
+    else :data:`DEFAULT_AGENT_TIMEOUT_S`, or the target's own ``timeout_s`` when longer (a
+    timeout written on the target is never cut short by the default)."""
+    if config.agent_timeout_s is not None:
+        return config.agent_timeout_s
+    own = target.timeout_s
+    return max(DEFAULT_AGENT_TIMEOUT_S, own) if own is not None else DEFAULT_AGENT_TIMEOUT_S
 
 
 def case_verdict(evaluators: list[Evaluator], scores: list[Score],

@@ -24,6 +24,7 @@ import typer
 
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.cli.run import (
+    AGENT_TIMEOUT_HELP,
     NO_REPORT_HELP,
     _progress,
     _Reports,
@@ -59,7 +60,7 @@ def eval_command(
                                             help="UiPath's output file (one suite)."),
     no_report: bool = typer.Option(False, "--no-report", help=NO_REPORT_HELP),
     agent_timeout: float | None = typer.Option(None, "--agent-timeout", min=0.001,
-                                               help="Seconds one run of the agent may take."),
+                                               help=AGENT_TIMEOUT_HELP),
     max_retries: int = typer.Option(0, "--max-retries", min=0,
                                     help="Times a failed run of the agent is tried again."),
     dry_run: bool = typer.Option(False, "--dry-run",

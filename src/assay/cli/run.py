@@ -26,6 +26,9 @@ from assay.user_paths import user_path
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 NO_REPORT_HELP = ("Accepted for compatibility with uipath eval, and does nothing: UiPath's "
                   "flag skips reporting to Studio Web, and assay reports to no platform.")
+AGENT_TIMEOUT_HELP = ("Seconds one run of the agent may take (default: the suite's "
+                      "execution.agent_timeout_s, else 600, or the target's own timeout_s when "
+                      "longer).")
 
 
 def store_url(option: str | None) -> str:
@@ -127,7 +130,7 @@ def run(
         True, "--results-file/--no-results-file",
         help="Also write the rows to .assay/results/RUN.jsonl beside the store."),
     agent_timeout: float | None = typer.Option(
-        None, "--agent-timeout", min=0.001, help="Seconds one run of the agent may take."),
+        None, "--agent-timeout", min=0.001, help=AGENT_TIMEOUT_HELP),
     max_retries: int = typer.Option(0, "--max-retries", min=0,
                                     help="Times a failed run of the agent is tried again."),
     no_report: bool = typer.Option(False, "--no-report", help=NO_REPORT_HELP),

@@ -24,6 +24,7 @@ suite with problems: :func:`load_eval_yaml` raises :class:`SuiteError` carrying 
 from __future__ import annotations
 
 import contextlib
+import math
 import mmap
 import os
 from collections.abc import Hashable, Iterator
@@ -67,7 +68,7 @@ __all__ = ["Problem", "SuiteError", "check_suite", "load_eval_yaml", "load_suite
 
 TOP_KEYS = ("description", "name", "dataset", "version", "execution", "evalcases", "cases",
             "evaluator", "target", "metadata", "scoring", "thresholds", "conversation", "agent")
-EXECUTION_KEYS = ("target", "evaluators")
+EXECUTION_KEYS = ("target", "evaluators", "agent_timeout_s")
 CONVERSATION_KEYS = ("persona", "persona_context", "first_turn", "first_message", "user_context",
                      "scripted_messages", "max_turns")
 """Case keys that make a case a conversation with a simulated (or scripted) user."""
@@ -372,7 +373,8 @@ class _SuiteChecker:
                          target=target, judge_target=judge, evaluators=evaluators,
                          cases=cases, metadata=metadata, scoring=scoring,
                          run_thresholds=thresholds, conversation=self.conversation,
-                         agent=agent, files=self._files())
+                         agent=agent, files=self._files(),
+                         agent_timeout_s=execution.get("agent_timeout_s"))
         except ValidationError as exc:
             self.log.add((), f"cannot build the suite: {exc}")
             return None
@@ -471,6 +473,15 @@ class _SuiteChecker:
         if "evaluators" in raw:
             out["evaluators"] = raw["evaluators"]
             out["evaluators_path"] = (*where, "evaluators")
+        timeout = raw.get("agent_timeout_s")
+        if timeout is not None:
+            if isinstance(timeout, int | float) and not isinstance(timeout, bool) and \
+                    0 < timeout < math.inf:
+                out["agent_timeout_s"] = float(timeout)
+            else:
+                self.log.add((*where, "agent_timeout_s"), f"agent_timeout_s must be a "
+                             f"positive number of seconds, not {timeout!r}",
+                             "seconds, such as 600", value=True)
         return out
 
     def _target(self, data: dict[str, Any], path: PathKey) -> str | None:

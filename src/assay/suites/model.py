@@ -109,6 +109,8 @@ class FactsGatherer:
                 digest.update(extra.model_dump_json().encode())
         if suite.scoring != "default":
             digest.update(suite.scoring.encode())
+        if suite.agent_timeout_s is not None:
+            digest.update(f"agent_timeout_s={suite.agent_timeout_s!r}".encode())
         self._facts.fingerprint = digest.hexdigest()
         return self._facts
 
@@ -149,6 +151,9 @@ class Suite(BaseModel):
                              "judged (see RunConfig.scoring)")
     run_thresholds: RunThresholds | None = Field(
         default=None, description="the suite's run dimensions (the file's 'thresholds')")
+    agent_timeout_s: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="seconds one run of the agent "
+        "may take, unless the run says otherwise (the file's execution.agent_timeout_s)")
     conversation: ConversationSettings | None = Field(
         default=None, description="defaults for the suite's multi-turn cases")
     agent: AgentInfo | None = Field(

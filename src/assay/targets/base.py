@@ -39,6 +39,9 @@ class Target(ABC):
     name: str = "target"
     workers: int | None = None
     judge_target: str | None = None
+    timeout_s: float | None = None
+    """The target's own bound on one run, when it has one; a run's default agent timeout
+    (600 s) never cuts a longer one short."""
 
     @abstractmethod
     async def run(self, case: Case) -> Execution:

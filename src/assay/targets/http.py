@@ -45,7 +45,7 @@ class HttpTarget(Target):
         self.url = url
         self.name = name
         self.headers = {"Content-Type": "application/json", **(headers or {})}
-        self.timeout_s = timeout_s
+        self.timeout_s: float = timeout_s
         self.model = model
         self.body = body or {}
         self.scrub = scrub or (lambda text: text)

@@ -32,6 +32,7 @@ class MockedTarget(Target):
         self.name = inner.name
         self.workers = inner.workers
         self.judge_target = inner.judge_target
+        self.timeout_s = inner.timeout_s
 
     async def preflight(self) -> None:
         await self.inner.preflight()
