@@ -22,6 +22,7 @@ Three sections, each printed as a table:
 
     python benchmarks/pipeline.py                         # all three, N=2000 / 10,000
     python benchmarks/pipeline.py --sections evaluate --n 2000 --concurrency 32 --latency 0
+    python benchmarks/pipeline.py --sections evaluate --dict-inputs   # dict inputs, each call a copy
     python benchmarks/pipeline.py --quick
 """
 
@@ -54,6 +55,12 @@ SECTIONS = ("evaluate", "startup", "load")
 def _answer(case_input: Any) -> str:
     """The agent: the answer is carried in the input, so each judge request is distinct."""
     return str(case_input).split(" || ", 1)[1]
+
+
+def _answer_dict(request: dict[str, Any]) -> str:
+    """The agent for ``--dict-inputs``: the answer is one field of a dict input (which the
+    run hands to each call as a copy of its own)."""
+    return str(request["answer"])
 
 
 async def floor_loop(base_url: str, concurrency: int, start: int, count: int,
@@ -127,22 +134,26 @@ async def floor_loop(base_url: str, concurrency: int, start: int, count: int,
             "stored": stored}
 
 
-def evaluate_section(n: int, concurrency: int, latency_ms: float) -> list[list[Any]]:
+def evaluate_section(n: int, concurrency: int, latency_ms: float,
+                     dict_inputs: bool = False) -> list[list[Any]]:
     import assay
 
-    rows = [{"id": f"c{i}", "input": f"{question} || {actual}", "expected_output": expected}
+    rows = [{"id": f"c{i}", "expected_output": expected,
+             "input": {"question": question, "answer": actual, "context": [question] * 4}
+             if dict_inputs else f"{question} || {actual}"}
             for i, (question, expected, actual) in enumerate(triples(0, n))]
+    agent = _answer_dict if dict_inputs else _answer
     with mock_server(latency_ms) as server, tempfile.TemporaryDirectory() as tmp:
         model = f"{server.base_url}#bench"
         warm = rows[: max(2 * concurrency, 32)]
-        assay.evaluate(warm, target=_answer, evaluators=["semantic_similarity"],
+        assay.evaluate(warm, target=agent, evaluators=["semantic_similarity"],
                        judge_model=model, concurrency=concurrency, cache="off",
                        store=f"sqlite:///{tmp}/warm.db")
         server.reset()
         started = time.perf_counter()
         cpu = time.process_time()
         loop_cpu = time.thread_time()  # the sync call runs its event loop on this thread
-        result = assay.evaluate(rows, target=_answer, evaluators=["semantic_similarity"],
+        result = assay.evaluate(rows, target=agent, evaluators=["semantic_similarity"],
                                 judge_model=model, concurrency=concurrency, cache="off",
                                 store=f"sqlite:///{tmp}/runs.db")
         seconds = time.perf_counter() - started
@@ -241,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-cases", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5, help="runs for the medians")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    parser.add_argument("--dict-inputs", action="store_true",
+                        help="evaluate(): dict inputs (a copy for each call) instead of text")
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.load_cases, args.runs = 200, 500, 1
@@ -254,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown_table(["client", "cases", "concurrency", "latency ms", "requests",
                               "calls/s", "of raw aiohttp", "client CPU ms/case",
                               "event loop's thread CPU ms/case", "errors"],
-                             evaluate_section(args.n, args.concurrency, args.latency)))
+                             evaluate_section(args.n, args.concurrency, args.latency,
+                                              args.dict_inputs)))
     if "startup" in sections:
         print("\n### Start-up (median wall seconds)\n")
         print(markdown_table(["command", "runs", "seconds", "note"], startup_section(args.runs)))

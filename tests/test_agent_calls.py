@@ -152,3 +152,54 @@ def test_a_bad_suite_agent_timeout_is_a_located_error(tmp_path) -> None:
     _, problems = check_any(suite)
     assert [(p.line, p.message) for p in problems] == [
         (2, "agent_timeout_s must be a positive number of seconds, not -1")]
+
+
+def test_an_agent_that_changes_its_input_changes_no_other_call() -> None:
+    seen: list[Any] = []
+
+    def greedy(request: dict[str, Any]) -> str:
+        seen.append({**request, "items": list(request["items"])})
+        request["items"].append("mine")  # changes what it was given
+        request["extra"] = True
+        return "x"
+
+    def keywords(question: str, items: list[str]) -> str:
+        seen.append(list(items))
+        items.append("mine")
+        return "x"
+
+    def whole(case: Case) -> str:
+        seen.append(dict(case.metadata))
+        case.metadata["touched"] = True
+        assert isinstance(case.input, dict)
+        case.input["items"].append("mine")
+        return "x"
+
+    rows = [{"id": "a", "input": {"question": "q", "items": ["one"]}, "expected_output": "x"}]
+    for agent, first in ((greedy, {"question": "q", "items": ["one"]}), (keywords, ["one"]),
+                         (whole, {})):
+        seen.clear()
+        result = assay.evaluate(rows, target=agent, evaluators=["exact_match"], repeat=3,
+                                concurrency=1)
+        assert seen == [first] * 3  # every repeat sees the input as the case gives it
+        for record in result.records:
+            assert record.case.input == {"question": "q", "items": ["one"]}
+            assert record.input == {"question": "q", "items": ["one"]}
+            assert record.case.metadata.get("touched") is None
+
+
+def test_a_scorer_that_changes_what_it_was_given_changes_nothing_else() -> None:
+    @assay.scorer
+    def rude(inputs: Any, outputs: Any, expectations: Any) -> bool:
+        outputs["answer"] = "changed"
+        inputs["items"].clear()
+        expectations["expected_output"]["answer"] = "changed"
+        return True
+
+    row = {"id": "a", "input": {"items": [1]}, "output": {"answer": "x"},
+           "expected_output": {"answer": "x"}}
+    result = assay.evaluate([row], evaluators=[rude, "exact_match"], concurrency=1)
+    record = result.records[0]
+    assert record.output == {"answer": "x"} and record.case.input == {"items": [1]}
+    assert record.case.expected_output == {"answer": "x"}
+    assert record.score_named("exact_match").value == 1.0  # type: ignore[union-attr]

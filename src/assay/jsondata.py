@@ -9,6 +9,7 @@ instead of an exception that stops a run (or a row the store cannot write).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import re
@@ -104,6 +105,26 @@ def _convert(value: Any, path: str, depth: int, active: set[int]) -> Any:
         active.discard(marker)
         return result
     raise NotJSONData(path, f"a {type(value).__name__} object, which is not JSON data")
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def private_copy(value: Any) -> Any:
+    """A copy of ``value`` that user code may change as it likes without changing the case
+    (or the output) every later call sees: dicts, lists and pydantic models are copied all the
+    way down; text, numbers and other immutable values are handed over as they are, at no
+    cost, so a run whose inputs are text copies nothing."""
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    if kind is dict:
+        return {key: private_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [private_copy(item) for item in value]
+    if isinstance(value, BaseModel):
+        return value.model_copy(deep=True)
+    return copy.deepcopy(value)
 
 
 def same_data(left: Any, right: Any) -> bool:

@@ -38,6 +38,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from assay.blocking import run_blocking
 from assay.errors import ConfigError
+from assay.jsondata import private_copy
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.feedback import (
     MEASUREMENT,
@@ -232,7 +233,9 @@ class PythonScorer(Evaluator):
         if self._fn is None:
             raise ConfigError(f"scorer {self.name!r} has no function: give function: "
                               "module:name", code="invalid_scorer")
-        kwargs = {name: _argument(name, case, execution) for name in self._wants}
+        # Each call its own copy: a scorer that changes the inputs or outputs it was given
+        # must not change what the other evaluators and the stored record see.
+        kwargs = {name: private_copy(_argument(name, case, execution)) for name in self._wants}
         try:
             with user_code():
                 if inspect.iscoroutinefunction(self._fn):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.blocking import run_blocking
+from assay.jsondata import private_copy
 from assay.model import Case, Execution
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig, function_places
@@ -61,7 +62,11 @@ class CallableTarget(Target):
         return cls(fn, name=config.name, timeout_s=float(timeout) if timeout else None)
 
     async def run(self, case: Case) -> Execution:
-        argument: Any = case if self.wants_case else plain_input(case.input)
+        # Each call gets its own copy of a structured input: an agent that changes the dict
+        # it was given must not change the case for the next repeat (messages are dumped
+        # afresh by plain_input, and text needs no copy).
+        argument: Any = private_copy(case) if self.wants_case else \
+            private_copy(case.input) if isinstance(case.input, dict) else plain_input(case.input)
         started = time.perf_counter()
         deadline = asyncio.timeout(self.timeout_s)  # in this task: a TimeoutError the agent
         try:  # raises itself is its own error, not the deadline's
