@@ -10,7 +10,9 @@ system prompt and tools when the suite gives them. The score is
 stored as ``raw`` (scale ``0-100``) beside the value ``overall_score / 100``. The case's gate:
 when the case has expected outcomes it passes iff every one of them passed (the outcomes do
 not enter the score); without outcomes it passes iff ``overall_score >= pass_threshold``
-(inclusive, 75 by default). ``details`` holds the whole verdict: every metric's score, label,
+(inclusive, 75 by default). The gate is a required check under every scoring: a score whose
+gate failed is ``blocking``, so the case fails under the default scoring too, whatever its
+overall score (an 85 with an expected outcome not met is not a pass). ``details`` holds the whole verdict: every metric's score, label,
 renormalised weight, tier, justification, failure code and the turns it cites, and every
 outcome's result, in the case's order with the statements as the case wrote them.
 
@@ -394,8 +396,8 @@ class ConnexityJudge(LLMEvaluator):
                    "expected_outcome_results": outcomes, "summary": summary,
                    "transcript_turns": turns}
         return Score(name=self.name, value=overall / 100, raw=overall, scale="0-100",
-                     passed=passed, rationale=summary, hits=hits, misses=misses,
-                     details=details, parts=parts)
+                     passed=passed, blocking=not passed, rationale=summary, hits=hits,
+                     misses=misses, details=details, parts=parts)
 
 
 def connexity_record(score: Score) -> dict[str, Any] | None:

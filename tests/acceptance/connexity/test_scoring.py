@@ -87,6 +87,24 @@ def test_c07_an_outcome_failure_beats_a_perfect_score(stub, store):
     assert [r["passed"] for r in results] == [True, False, True]
 
 
+def test_c07_the_judges_gate_fails_its_case_under_the_default_scoring_too(stub, store,
+                                                                        tmp_path):
+    # Without `scoring: connexity` the case verdict is the band of the case's mean: a 100
+    # with an expected outcome not met must still fail, as must a score under the threshold.
+    suite = tmp_path / "default.yaml"
+    suite.write_text(SCORING.read_text(encoding="utf-8").replace("scoring: connexity\n", ""),
+                     encoding="utf-8")
+    code, out, run_id = run(store, suite, "--filter", "C0[27]*")
+    assert code == 1, out
+    record, score = judge_record(store, run_id, "C07")
+    assert score.value == 1.0 and score.passed is False and score.blocking
+    assert record.verdict.value == "fail"
+    record, score = judge_record(store, run_id, "C02a")  # 60 < 75: banded borderline before
+    assert score.value == 0.6 and score.blocking and record.verdict.value == "fail"
+    record, score = judge_record(store, run_id, "C02b")
+    assert not score.blocking and record.verdict.value == "pass"
+
+
 def test_c08_a_partial_outcome_list_is_rejected(stub, store):
     _code, _out, run_id = run(store, SCORING, "--filter", "C08*")
     for case_id in ("C08", "C08b"):
