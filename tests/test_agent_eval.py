@@ -134,7 +134,11 @@ def test_a_retriever_with_no_documents_is_not_judged_empty():
     scores = {s.name: s for s in result.records[0].scores}
     assert scores["groundedness"].skipped and scores["chunk_relevance"].skipped
     assert stub.total == 0
-    assert result.passed  # a skip is not a failure
+    # a skip is not a failure (nor an error), but a run that scored no case does not pass
+    assert result.summary.assessments.assertions_failed == 0  # type: ignore[union-attr]
+    assert result.summary.evaluator_errors == 0
+    assert result.passed is False
+    assert "no case was scored: no evaluator applied to any of the 1 case(s)" in result.reason
 
 
 # -- bad input: clear errors before any call -----------------------------------------------

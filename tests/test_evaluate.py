@@ -290,10 +290,11 @@ def test_python_scorer_errors_and_bad_values_are_errors_not_zeros():
     scores = {s.name: s for s in result.records[0].scores}
     assert scores["broken"].error.code == "scorer_error"  # type: ignore[union-attr]
     assert "scorer bug" in scores["broken"].error.message  # type: ignore[union-attr]
-    # a number off the 0-1 scale is a measurement (MLflow aggregates it as it is): kept as
-    # raw, never a made-up score and never averaged into the case score
-    assert scores["out_of_range"].value is None and scores["out_of_range"].raw == 5
-    assert scores["out_of_range"].skipped and scores["out_of_range"].details["measurement"]
+    # a number off the 0-1 scale from a scorer that declared no scale is an error naming
+    # the value and the range, never a made-up score and never a skip
+    error = scores["out_of_range"].error
+    assert error is not None and error.code == "scorer_error"
+    assert error.message.startswith("returned 5, outside [0, 1], the range of a score")
     assert result.records[0].verdict is Verdict.ERROR
     with pytest.raises(ConfigError, match="parameter 'foo'"):
         assay.scorer(lambda foo: True)

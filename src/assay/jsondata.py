@@ -104,7 +104,21 @@ def _convert(value: Any, path: str, depth: int, active: set[int]) -> Any:
                   for i, item in enumerate(items)]
         active.discard(marker)
         return result
+    scalar = plain_scalar(value)
+    if scalar is not value:
+        return _convert(scalar, path, depth, active)
     raise NotJSONData(path, f"a {type(value).__name__} object, which is not JSON data")
+
+
+def plain_scalar(value: Any) -> Any:
+    """A NumPy scalar (``np.bool_``, ``np.int64``, ``np.float32``...) as the Python value it
+    holds; anything else as it is. NumPy is not imported: its scalars are known by their
+    module and their ``item()``."""
+    kind = type(value)
+    if kind.__module__ == "numpy" and getattr(value, "ndim", None) == 0 and \
+            hasattr(value, "item"):
+        return value.item()
+    return value
 
 
 _IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes})

@@ -401,6 +401,10 @@ class ScoreState(StrEnum):
     SKIPPED = "skipped"
 
 
+MEASUREMENT = "measurement"
+"""The ``details`` key that marks a score as a measurement (see :attr:`Score.measurement`)."""
+
+
 class Score(_Model):
     """One evaluator's judgement of one execution.
 
@@ -455,6 +459,14 @@ class Score(_Model):
         elif self.blocking:
             self.passed = False  # a score that fails its case does not pass itself
         return self
+
+    @property
+    def measurement(self) -> bool:
+        """Whether this is a measurement: a value off the 0-1 scale (a length, a 1-5
+        rating, a category) from a judge or scorer that declared it measures, kept as
+        ``raw`` and aggregated as it is. It is not applicable as a score, so it counts in no
+        verdict and no mean of scores, and is counted apart from skips."""
+        return bool(self.details and self.details.get(MEASUREMENT))
 
     @property
     def state(self) -> ScoreState:

@@ -138,7 +138,8 @@ def suite_cases(path: str | Path, **options: Any) -> list[Any]:
 
 def assert_case(param: SuiteItem, **options: Any) -> Any:
     """Run one suite case (its target and evaluators) and assert it passes: every evaluator
-    error is a JudgeError, every failing evaluator is named in the failure message."""
+    error is a JudgeError, every failing evaluator is named in the failure message, and a
+    case that nothing scored (every evaluator not applicable, or only measuring) fails."""
     from assay.evaluation import evaluate
     from assay.suites.model import Suite
 
@@ -157,6 +158,8 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
         raise AssertionError(f"case {record.case_id} {record.verdict.value} (score "
                              f"{'none' if record.score is None else f'{record.score:.3f}'}):\n"
                              + "\n".join(problems))
+    if record.score is None:  # nothing scored it: not applicable, or only measured
+        raise AssertionError(f"case {record.case_id} was not scored: {result.reason}")
     return record
 
 

@@ -106,16 +106,23 @@ class CaseRecord(_Record):
 
 
 class EvaluatorSummary(_Record):
-    """One evaluator over a run: how many values, errors and skips, and the mean value."""
+    """One evaluator over a run: how many values, errors, skips and measurements, the mean
+    value (0-1), and the measurements' own figures (on their own scale, never mixed in)."""
 
     name: str
     count: int = 0
     scored: int = 0
     errors: int = 0
-    skipped: int = 0
+    skipped: int = Field(default=0, description="not applicable (measurements not counted)")
     passed: int = 0
     failed: int = 0
     mean: float | None = None
+    measured: int = Field(default=0, description="measurements (values off the 0-1 scale "
+                          "from a judge or scorer that measures), labels included")
+    measured_mean: float | None = Field(default=None,
+                                        description="mean of the numeric measurements")
+    measured_min: float | None = None
+    measured_max: float | None = None
 
 
 class LatencySummary(_Record):
@@ -190,6 +197,8 @@ class RunSummary(BaseModel):
     dataset_metrics: dict[str, Score] = Field(default_factory=dict)
     gate_failures: list[str] = Field(default_factory=list)
     passed: bool = False
+    measurements: int = Field(default=0, description="measurement scores: counted apart from "
+                              "values, errors and skips, and in no verdict")
     notes: list[str] = Field(
         default_factory=list, description="what a reader must know to trust the figures (the "
         "judge is the demo model, the cache failed), shown with every summary")
@@ -275,6 +284,7 @@ class SummaryBuilder:
         self.verdicts: dict[str, int] = {}
         self.evaluator_errors = 0
         self.evaluator_skips = 0
+        self.measurements = 0
         self.target_errors = 0
         self.usage = Usage()
         self.evaluators: dict[str, list[float]] = {}
@@ -341,10 +351,12 @@ class SummaryBuilder:
             usage.prompt_tokens += u.prompt_tokens
             usage.completion_tokens += u.completion_tokens
             usage.cost = None if usage.cost is None or u.cost is None else usage.cost + u.cost
-            # [count, scored, errors, skipped, passed, failed, total]
+            # [count, scored, errors, skipped, passed, failed, total, measured, numeric
+            # measurements, their total, min, max]
             acc = self.evaluators.get(s.name)
             if acc is None:
-                acc = self.evaluators[s.name] = [0, 0, 0, 0, 0, 0, 0.0]
+                acc = self.evaluators[s.name] = [0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0.0, math.inf,
+                                                 -math.inf]
             acc[0] += 1
             if s.value is not None:
                 acc[1] += 1
@@ -356,6 +368,9 @@ class SummaryBuilder:
             elif s.error is not None:
                 acc[2] += 1
                 self.evaluator_errors += 1
+            elif s.measurement:
+                self.measurements += 1
+                _measure(acc, s.raw)
             else:
                 acc[3] += 1
                 self.evaluator_skips += 1
@@ -364,7 +379,11 @@ class SummaryBuilder:
         evaluators = {
             name: EvaluatorSummary(name=name, count=int(a[0]), scored=int(a[1]),
                                    errors=int(a[2]), skipped=int(a[3]), passed=int(a[4]),
-                                   failed=int(a[5]), mean=a[6] / a[1] if a[1] else None)
+                                   failed=int(a[5]), mean=a[6] / a[1] if a[1] else None,
+                                   measured=int(a[7]),
+                                   measured_mean=a[9] / a[8] if a[8] else None,
+                                   measured_min=a[10] if a[8] else None,
+                                   measured_max=a[11] if a[8] else None)
             for name, a in self.evaluators.items()}
         count = self.verdicts.get
         passed = count(Verdict.PASS.value, 0)
@@ -376,7 +395,8 @@ class SummaryBuilder:
             cases=self.cases, scored=self.scored,
             mean_score=self.score_total / self.scored if self.scored else None,
             verdicts=dict(self.verdicts), evaluator_errors=self.evaluator_errors,
-            evaluator_skips=self.evaluator_skips, target_errors=self.target_errors,
+            evaluator_skips=self.evaluator_skips, measurements=self.measurements,
+            target_errors=self.target_errors,
             usage=self.usage.model_copy(), evaluators=evaluators,
             latency=latency_summary(list(self.latencies)),
             total_executions=self.cases,
@@ -395,6 +415,19 @@ class SummaryBuilder:
                 pass_fraction=a[1] / a[0], pass_all=a[1] == a[0], flaky=0 < a[1] < a[0],
                 mean_overall_score=a[3] / a[4] if a[4] else None)
                 for case_id, a in self.per_case.items()})
+
+
+def _measure(acc: list[float], raw: Any) -> None:
+    """Count one measurement in an evaluator's accumulator (see :meth:`SummaryBuilder.add`);
+    a number (a bool as 1 or 0) also enters the mean, min and max, a label only the count."""
+    acc[7] += 1
+    if isinstance(raw, bool):
+        raw = int(raw)
+    if isinstance(raw, int | float) and math.isfinite(raw):
+        acc[8] += 1
+        acc[9] += raw
+        acc[10] = min(acc[10], raw)
+        acc[11] = max(acc[11], raw)
 
 
 class CaseLatency(_Record):

@@ -115,7 +115,10 @@ class EvaluationResult:
         (``response/llm_judged/correctness/rating/percentage``, ``correctness/mean``...; a key
         with no value is left out, as Databricks and MLflow do). Otherwise assay's: counts,
         mean score, pass rate, usage, and per evaluator ``<name>/mean``, ``/scored``,
-        ``/errors``, ``/skipped``, ``/pass_rate`` (also :attr:`assay_metrics`)."""
+        ``/errors``, ``/skipped``, ``/pass_rate``, and for one that measures
+        ``<name>/measured/count``, ``/measured/mean``, ``/measured/min`` and ``/measured/max``
+        (on the measurements' own scale: never mixed into the 0-1 figures) (also
+        :attr:`assay_metrics`)."""
         found = self.summary.assessments
         if found is not None and found.naming is not None:
             return {row.key: row.value for row in found.metrics if row.value is not None}
@@ -130,6 +133,7 @@ class EvaluationResult:
             "pass_rate": s.pass_rate,
             **{f"verdict/{v.value}": s.count(v) for v in Verdict},
             "evaluator_errors": s.evaluator_errors, "evaluator_skips": s.evaluator_skips,
+            "measurements": s.measurements,
             "target_errors": s.target_errors, "judge_calls": s.usage.calls,
             "judge_cached_calls": s.usage.cached_calls,
             "judge_tokens": s.usage.total_tokens, "judge_cost": s.usage.cost,
@@ -141,6 +145,11 @@ class EvaluationResult:
             out[f"{name}/errors"] = e.errors
             out[f"{name}/skipped"] = e.skipped
             out[f"{name}/pass_rate"] = e.passed / e.scored if e.scored else None
+            if e.measured:
+                out[f"{name}/measured/count"] = e.measured
+                out[f"{name}/measured/mean"] = e.measured_mean
+                out[f"{name}/measured/min"] = e.measured_min
+                out[f"{name}/measured/max"] = e.measured_max
         for name, metric in s.dataset_metrics.items():
             out[f"{name}/dataset"] = metric.value
         return out

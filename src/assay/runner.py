@@ -372,16 +372,30 @@ def case_verdict(evaluators: list[Evaluator], scores: list[Score],
     return value, verdict
 
 
+def no_case_scored(summary: RunSummary) -> str:
+    """Why a run with cases scored none of them, in the words its output shows."""
+    measured = [f"{name} ({e.measured})" for name, e in summary.evaluators.items()
+                if e.measured]
+    if measured and not summary.evaluator_errors:
+        return (f"no case was scored: the run only measured ({', '.join(measured)}), and a "
+                "measurement counts in no verdict; add a scorer, or a pass_if, that passes "
+                "or fails cases")
+    if summary.count(Verdict.SKIPPED) == summary.cases:
+        return (f"no case was scored: no evaluator applied to any of the {summary.cases} "
+                "case(s), all skipped (see each score's reason)")
+    return "no case could be scored"
+
+
 def check_gates(summary: RunSummary, config: RunConfig, extra: Sequence[str] = ()) -> None:
     """Record in ``summary`` every gate of ``config`` the run fails, and the ``extra``
-    failures found before it ran (the calibration gate); a run with no case, or none scored,
-    never passes."""
+    failures found before it ran (the calibration gate); a run with no case, or none scored
+    (every case an error, not applicable, or only measured), never passes."""
     gates = config.gates
     failures: list[str] = []
     if summary.cases == 0:
         failures.append("no case was run (check --filter and the suite's cases)")
-    elif summary.scored == 0 and summary.count(Verdict.SKIPPED) < summary.cases:
-        failures.append("no case could be scored")
+    elif summary.scored == 0:
+        failures.append(no_case_scored(summary))
     dimensions = policy.apply_run_thresholds(summary, config)
     if policy.is_connexity(config):  # the two dimensions replace the count gates
         summary.gate_failures = failures + dimensions

@@ -348,7 +348,8 @@ def test_d11_mlflow_style_metrics_result_df_and_passed() -> None:
 
 
 def test_d12_aggregations_population_variance_and_linear_p90() -> None:
-    @assay.scorer(aggregations=["mean", "min", "max", "median", "variance", "p90"])
+    @assay.scorer(kind="measurement",
+                  aggregations=["mean", "min", "max", "median", "variance", "p90"])
     def s(outputs: str) -> int:
         if outputs == "5":
             raise ValueError("no score for five")

@@ -142,6 +142,8 @@ def native(score: Score) -> Any:
         return score.raw
     if score.value is None:
         return None
+    if score.scale == "pass_if":  # a value a pass_if checked: the value, not the check
+        return score.raw
     if score.scale == "yes/no":
         return rating(score)
     if score.scale == "bool":

@@ -3,10 +3,13 @@
 :class:`Feedback` is MLflow's shape (``value``, ``rationale``, ``name``, ``error``), so scorer
 code written for ``mlflow.genai`` returns the same thing to assay; MLflow's own ``Feedback``
 objects are read too. A value on assay's 0-1 scale (a bool, yes/no, a number in [0, 1]) is a
-score. Anything else a scorer may legitimately return (a 1-5 rating, a length in tokens, a
-category such as "good") is a *measurement*: kept as ``raw`` and aggregated as it is (MLflow's
-``<name>/mean``), but it has no place in a 0-1 case score, so the score is marked not
-applicable with ``details["measurement"]``. It is never turned into a made-up 0-1 value.
+score. Other values (a 1-5 rating, a length in tokens, a category such as "good") are
+*measurements* when the judge or scorer declares that it measures (a scorer's
+``kind="measurement"``, a ``make_judge`` typed ``int`` or ``str``): kept as ``raw`` and
+aggregated as they are (MLflow's ``<name>/mean``; assay's ``<name>/measured/mean``), but with
+no place in a 0-1 case score, so the score is marked not applicable with
+``details["measurement"]`` and counts in no verdict. A measurement is never turned into a
+made-up 0-1 value; from a scorer that declared nothing, such a value is an error.
 """
 
 from __future__ import annotations
@@ -19,9 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.model import Score
-
-MEASUREMENT = "measurement"
+from assay.model import MEASUREMENT, Score
 
 
 @dataclass
@@ -70,7 +71,7 @@ def measured(name: str, raw: Any, scale: str, rationale: str | None = None,
 
 
 def is_measurement(score: Score) -> bool:
-    return bool(score.details and score.details.get(MEASUREMENT))
+    return score.measurement
 
 
 def numeric(value: Any) -> float | None:

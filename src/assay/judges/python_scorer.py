@@ -13,14 +13,26 @@
 The function's parameter names choose what it receives, as MLflow's ``@scorer`` does:
 ``inputs`` (the case input), ``outputs`` (the agent's output), ``expectations`` (what a good
 result looks like, a dict), ``trace`` (the execution's spans), ``case`` and ``execution``
-(assay's own objects). It may be sync or async, and returns a bool, a number in [0, 1], a
-verdict string (yes/no, pass/fail, true/false), a :class:`~assay.Score`, a
+(assay's own objects), each a copy of its own. It may be sync or async, and returns a bool, a
+number in [0, 1], a verdict string (yes/no, pass/fail, true/false), a :class:`~assay.Score`, a
 :class:`~assay.Feedback` (MLflow's shape: value, rationale, name, error), or a list of scores
-or feedbacks (several named judgements from one scorer, kept as the score's ``parts``). A number
-outside [0, 1] or a category is a measurement: kept as it is and aggregated MLflow's way
-(``aggregations``), but not a 0-1 score (see :mod:`assay.judges.feedback`). ``pass_if`` makes a
-number or a category a check (``pass_if=">= 3"``). An exception is that case's error
-(``scorer_error``), never a 0.
+or feedbacks (several named judgements from one scorer, kept as the score's ``parts``). NumPy
+scalars count as the Python values they hold.
+
+Anything else is that case's error (``scorer_error``) naming what was returned and what is
+accepted, never a skip and never a 0, unless the scorer says what it returns:
+
+- ``kind="measurement"``: the scorer measures (a length, a 1-5 rating, a category), as MLflow's
+  numeric metrics do. Its values are kept as they are (``raw``), aggregated in the run's metrics
+  (``<name>/measured/mean``, ``/min``, ``/max``, ``/count``; MLflow's ``aggregations`` in a
+  naming mode), and count in no verdict (see :mod:`assay.judges.feedback`); a run that only
+  measured does not pass, since nothing in it was scored.
+- ``pass_if``: every value is checked by the condition (``pass_if=">= 3"``, ``"== good"``, or a
+  function): the score is 1.0 when it holds, else 0.0, the value kept as ``raw``.
+- ``none_is_not_applicable=True``: a ``None`` return means the scorer does not apply to the
+  case (not applicable, not an error). Returning ``Score.not_applicable(...)`` says so too.
+
+An exception (``sys.exit()`` included) is that case's error (``scorer_error``), never a 0.
 
 From EVAL.yaml the same function is ``{type: python, function: module:name}``, imported from
 the suite's directory.
@@ -32,16 +44,15 @@ import inspect
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar, Literal, overload
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from assay.blocking import run_blocking
 from assay.errors import ConfigError
-from assay.jsondata import private_copy
+from assay.jsondata import plain_scalar, private_copy
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.feedback import (
-    MEASUREMENT,
     Feedback,
     PassIf,
     as_feedback,
@@ -50,9 +61,9 @@ from assay.judges.feedback import (
     passes,
 )
 from assay.judges.registry import register
-from assay.model import Case, Execution, Score
-from assay.user_paths import user_path
+from assay.model import MEASUREMENT, Case, Execution, Score
 from assay.user_code import error_text, user_code
+from assay.user_paths import user_path
 
 PARAMETERS = ("inputs", "outputs", "expectations", "trace", "case", "execution",
               "request", "response", "expected_response", "expected_facts",
@@ -63,6 +74,17 @@ the row fields Databricks' legacy ``@metric`` functions receive by name."""
 
 YES = frozenset({"yes", "y", "pass", "passed", "true", "correct", "1"})
 NO = frozenset({"no", "n", "fail", "failed", "false", "incorrect", "0"})
+
+ScorerKind = Literal["score", "measurement"]
+"""What a scorer returns: scores (0-1 values, bools, yes/no) or measurements (kept as they
+are, counted in no verdict)."""
+
+PASS_IF_SCALE = "pass_if"
+"""The scale of a value checked by a ``pass_if``: 1.0 when the condition held, else 0.0."""
+
+ACCEPTED = ("a bool, a number in [0, 1], yes/no text (pass/fail, true/false), a Feedback or "
+            "a Score")
+"""What a scorer that declares nothing may return, for error messages."""
 
 
 def expectations_of(case: Case) -> dict[str, Any]:
@@ -175,6 +197,12 @@ class PythonScorer(Evaluator):
     pass_if: str | None = Field(
         default=None, description="a condition that makes a value pass, such as '>= 3' "
         "(a function can be given to the decorator)")
+    kind: ScorerKind = Field(
+        default="score", description="score: values on the 0-1 scale, anything else an "
+        "error; measurement: values kept as they are and aggregated, counted in no verdict")
+    none_is_not_applicable: bool = Field(
+        default=False, description="a None return means the scorer does not apply to the "
+        "case (else it is an error)")
     _fn: Callable[..., Any] | None = PrivateAttr(default=None)
     _wants: tuple[str, ...] = PrivateAttr(default=())
     _pass_if: PassIf | None = PrivateAttr(default=None)
@@ -199,6 +227,14 @@ class PythonScorer(Evaluator):
         super().model_post_init(context)
         if self.pass_if is not None:
             self._pass_if = self.pass_if
+
+    @model_validator(mode="after")
+    def _measurement_is_no_check(self) -> PythonScorer:
+        if self.kind == "measurement" and (self.pass_if is not None or self.required):
+            raise ValueError("a measurement counts in no verdict, so it takes no pass_if and "
+                             "cannot be required; give pass_if to make its values a check "
+                             "instead")
+        return self
 
     @model_validator(mode="after")
     def _load(self) -> PythonScorer:
@@ -251,26 +287,36 @@ class PythonScorer(Evaluator):
         return self.checked(self.to_score(value))
 
     def checked(self, score: Score) -> Score:
-        """The score with its ``pass_if`` outcome: ``passed`` for a value, and
-        ``details["pass_if"]`` for any value or measurement (parts each on their own)."""
+        """A Score the function returned, with its ``pass_if`` outcome: ``passed``, and
+        ``details["pass_if"]`` (parts each on their own). Plain values were checked when
+        they became scores (:meth:`_from_value`)."""
         if self._pass_if is None:
             return score
-        if score.parts:
+        if score.parts:  # the parts are checked; the parent passes when they all do
             score.parts = [self.checked(p) for p in score.parts]
-        native = score.raw if score.raw is not None else score.value
-        if score.error is not None or native is None or (
-                score.skipped is not None and not (score.details or {}).get(MEASUREMENT)):
+            if score.value is not None:
+                score.passed = all(p.passed is not False for p in score.parts)
             return score
+        if score.value is None or score.scale == PASS_IF_SCALE:
+            return score
+        native = score.raw if score.raw is not None else score.value
+        ok = self._meets_pass_if(score.name, native)
+        if isinstance(ok, Score):
+            return ok
+        score.details = {**(score.details or {}), "pass_if": ok}
+        score.passed = ok
+        return score
+
+    def _meets_pass_if(self, name: str, native: Any) -> bool | Score:
+        """Whether ``native`` meets ``pass_if``, or the error score of a condition that
+        failed to run (a function of the user's may raise)."""
+        assert self._pass_if is not None
         try:
             with user_code():
-                ok = passes(self._pass_if, native)
+                return passes(self._pass_if, native)
         except Exception as exc:
-            return Score.failed(score.name, "scorer_error",
+            return Score.failed(name, "scorer_error",
                                 f"pass_if failed on {native!r}: {error_text(exc)}")
-        score.details = {**(score.details or {}), "pass_if": ok}
-        if score.value is not None:
-            score.passed = ok
-        return score
 
     def to_score(self, value: Any) -> Score:
         """What the function returned as a Score, or a ``scorer_error`` saying why not."""
@@ -323,6 +369,9 @@ class PythonScorer(Evaluator):
                 return Score.failed(self.name, errors[0].error.code,  # type: ignore[union-attr]
                                     errors[0].error.message,  # type: ignore[union-attr]
                                     parts=parts, details=details)
+            if all(p.measurement for p in parts):  # the parent measures nothing itself
+                return Score.not_applicable(self.name, "every part is a measurement",
+                                            parts=parts, details={**details, MEASUREMENT: True})
             return Score.not_applicable(self.name, "no part has a 0-1 value", parts=parts,
                                         details=details)
         mean = sum(valued) / len(valued)
@@ -342,29 +391,56 @@ class PythonScorer(Evaluator):
             mean = sum(valued) / len(valued)
             return Score(name=name, value=mean, passed=all(
                 p.passed is not False for p in parts), parts=parts)
+        value = plain_scalar(value)
+        if value is None:
+            if self.none_is_not_applicable:
+                return Score.not_applicable(name, "the scorer returned None: it does not apply "
+                                            "to this case")
+            return Score.failed(name, "scorer_error", f"returned None; expected {ACCEPTED} "
+                                "(declare none_is_not_applicable=True if None means the "
+                                "scorer does not apply to the case)")
+        if isinstance(value, float) and not math.isfinite(value):
+            return Score.failed(name, "scorer_error", f"returned {value!r}, not a number")
+        if not isinstance(value, bool | int | float | str):
+            accepted = "a number, a bool or a label" if self.kind == "measurement" else \
+                f"{ACCEPTED}, or a list of them"
+            return Score.failed(name, "scorer_error", f"returned a {type(value).__name__}; "
+                                f"expected {accepted}")
+        if self.kind == "measurement":
+            return measured(name, value, "category" if isinstance(value, str) else
+                            "bool" if isinstance(value, bool) else "number")
+        if self._pass_if is not None:
+            return self._check(name, value)
         if isinstance(value, bool):
             return Score(name=name, value=1.0 if value else 0.0, raw=value,
                          scale="bool", passed=value)
         if isinstance(value, int | float):
+            if not 0 <= value <= 1:
+                return Score.failed(
+                    name, "scorer_error", f"returned {value!r}, outside [0, 1], the range of a "
+                    "score; declare the scorer a measurement (kind=\"measurement\") to keep "
+                    "such values, or give a pass_if (such as \">= 3\") to check them")
             number = float(value)
-            if math.isnan(number) or math.isinf(number):
-                return Score.failed(name, "scorer_error", f"returned {value!r}, not a number")
-            if not 0.0 <= number <= 1.0:
-                return measured(name, value, "number")
             return Score(name=name, value=number, raw=value, scale="0-1",
                          passed=self.verdict(number))
-        if isinstance(value, str):
-            word = value.strip().lower()
-            if word in YES or word in NO:
-                ok = word in YES
-                return Score(name=name, value=1.0 if ok else 0.0, raw=value, label=word,
-                             scale="yes/no", passed=ok)
-            return measured(name, value, "category")
-        if value is None:
-            return Score.not_applicable(name, "the scorer returned None")
-        return Score.failed(name, "scorer_error",
-                            f"returned a {type(value).__name__}; expected a bool, a number, "
-                            "text, a Feedback, a Score, or a list of them")
+        word = value.strip().lower()
+        if word in YES or word in NO:
+            ok = word in YES
+            return Score(name=name, value=1.0 if ok else 0.0, raw=value, label=word,
+                         scale="yes/no", passed=ok)
+        return Score.failed(
+            name, "scorer_error", f"returned the label {value[:80]!r}, which is not a score; "
+            f"expected {ACCEPTED}; declare the scorer a measurement (kind=\"measurement\") "
+            "to keep labels, or give a pass_if (such as \"== good\") to check them")
+
+    def _check(self, name: str, value: bool | int | float | str) -> Score:
+        """A value checked by ``pass_if``: 1.0 when it holds, else 0.0, the value as raw."""
+        ok = self._meets_pass_if(name, value)
+        if isinstance(ok, Score):
+            return ok
+        return Score(name=name, value=1.0 if ok else 0.0, raw=value, scale=PASS_IF_SCALE,
+                     label=value if isinstance(value, str) else None, passed=ok,
+                     details={"pass_if": ok})
 
 
 class ScorerFunction:
@@ -388,23 +464,32 @@ def scorer(fn: Callable[..., Any], /) -> ScorerFunction: ...
 @overload
 def scorer(*, name: str | None = None, threshold: float = 0.8, weight: float = 1.0,
            run_in_thread: bool = False, description: str | None = None,
-           aggregations: list[str] | None = None, pass_if: PassIf | None = None
+           aggregations: list[str] | None = None, pass_if: PassIf | None = None,
+           kind: ScorerKind = "score", none_is_not_applicable: bool = False
            ) -> Callable[[Callable[..., Any]], ScorerFunction]: ...
 
 
 def scorer(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
            threshold: float = 0.8, weight: float = 1.0,
            run_in_thread: bool = False, description: str | None = None,
-           aggregations: list[str] | None = None, pass_if: PassIf | None = None) -> Any:
+           aggregations: list[str] | None = None, pass_if: PassIf | None = None,
+           kind: ScorerKind = "score", none_is_not_applicable: bool = False) -> Any:
     """Make a function a scorer (see the module docstring); usable bare or with options.
 
     ``aggregations`` and ``pass_if`` are MLflow's: the run aggregations of the values
     (default mean) and the condition that makes a value pass (a function, or ``">= 3"``).
+    ``kind="measurement"`` declares that the function measures (a length, a rating, a
+    category): its values are kept and aggregated, and count in no verdict.
+    ``none_is_not_applicable`` makes a ``None`` return "does not apply" instead of an error.
     """
     try:
         check_pass_if(pass_if)
+        if kind == "measurement" and pass_if is not None:
+            raise ValueError("a measurement counts in no verdict, so it takes no pass_if; "
+                             "give pass_if alone to make its values a check")
     except ValueError as exc:
-        raise ConfigError(str(exc), code="invalid_scorer") from None
+        raise ConfigError(f"scorer {name or getattr(fn, '__name__', '?')!r}: {exc}",
+                          code="invalid_scorer") from None
 
     def wrap(function: Callable[..., Any]) -> ScorerFunction:
         try:
@@ -412,7 +497,8 @@ def scorer(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
                 name=name or function.__name__, threshold=threshold, weight=weight,
                 run_in_thread=run_in_thread, description=description,
                 aggregations=aggregations if aggregations is not None else ["mean"],
-                pass_if=pass_if if isinstance(pass_if, str) else None)
+                pass_if=pass_if if isinstance(pass_if, str) else None, kind=kind,
+                none_is_not_applicable=none_is_not_applicable)
         except ValueError as exc:
             raise ConfigError(f"scorer {name or function.__name__!r}: {exc}",
                               code="invalid_scorer") from None

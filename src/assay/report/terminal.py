@@ -26,6 +26,7 @@ from assay.model import Usage
 from assay.records import (
     AssessmentSummary,
     CaseRecord,
+    EvaluatorSummary,
     RunRecord,
     RunSummary,
     resume_command,
@@ -127,6 +128,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
     u = summary.usage
     cost = "unknown" if u.cost is None else f"${u.cost:.4f}"
     skips = f", skipped {summary.evaluator_skips}" if summary.evaluator_skips else ""
+    if summary.measurements:
+        skips += f", measurements {summary.measurements}"
     lines = [
         f"cases {summary.cases} ({verdicts}); mean score {fmt_score(summary.mean_score)}"
         f" over {summary.scored} scored; evaluator errors {summary.evaluator_errors}{skips}",
@@ -139,8 +142,12 @@ def summary_lines(summary: RunSummary) -> list[str]:
             counts.append(f"{e.errors} error(s)")
         if e.skipped:
             counts.append(f"{e.skipped} not applicable")
+        if e.measured and not e.scored:
+            lines.append(f"  {for_terminal(name)}: {_measured(e)}")
+            continue
         lines.append(f"  {for_terminal(name)}: mean {fmt_score(e.mean)} ({', '.join(counts)}; "
-                     f"{e.passed} passed, {e.failed} failed)")
+                     f"{e.passed} passed, {e.failed} failed)"
+                     + (f"; {_measured(e)}" if e.measured else ""))
     for name, metric in summary.dataset_metrics.items():
         for part in (metric, *metric.parts):
             label = name if part is metric else part.name
@@ -161,6 +168,20 @@ def summary_lines(summary: RunSummary) -> list[str]:
     lines.extend(dimension_lines(summary))
     lines.extend(f"[yellow]note[/]: {for_terminal(note)}" for note in summary.notes)
     return lines
+
+
+def _measured(e: EvaluatorSummary) -> str:
+    """An evaluator's measurements, on their own scale: count, and mean, min and max of the
+    numeric ones."""
+    text = f"measured {e.measured} value(s)"
+    if e.measured_mean is not None:
+        text += (f": mean {e.measured_mean:g}, min {e.measured_min:g}, "
+                 f"max {e.measured_max:g}")
+    counts = [f"{e.errors} error(s)"] if e.errors else []
+    if e.skipped:
+        counts.append(f"{e.skipped} not applicable")
+    return text + (f" ({', '.join(counts)})" if counts else "") + \
+        "; a measurement counts in no verdict"
 
 
 def _pct(value: float | None) -> str:
