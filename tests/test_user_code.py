@@ -167,3 +167,23 @@ def test_outside_an_event_loop_ctrl_c_is_the_users() -> None:
         raise KeyboardInterrupt
     with pytest.raises(UserCodeExit, match=r"called sys.exit\(1\)"), user_code():
         sys.exit(1)
+
+
+def test_a_hook_that_exits_is_an_error_naming_it_and_what_was_stored_stays(tmp_path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    seen: list[str] = []
+
+    def on_record(record: Any) -> None:
+        seen.append(record.case_id)
+        if record.case_id == "b":
+            sys.exit(0)
+
+    with pytest.raises(ConfigError, match=r"the on_record hook called sys.exit\(0\)"):
+        assay.evaluate(ROWS, evaluators=["exact_match"], store=store, concurrency=1,
+                       on_record=on_record)
+    runs = RunStore(store)
+    run = runs.run_records()[0]
+    assert run.status.value == "failed"
+    assert sorted(r.case_id for r in runs.case_records(run.id)) == ["a", "b"]
+    with pytest.raises(ConfigError, match=r"the on_start hook called sys.exit\(1\)"):
+        assay.evaluate(ROWS, evaluators=["exact_match"], on_start=lambda run: sys.exit(1))

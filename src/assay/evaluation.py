@@ -728,7 +728,8 @@ class _Session:
                                                self.snapshot().model_dump(mode="json"))
             lease = self.store.hold_lease(run_id)
             if on_start is not None:
-                on_start(self.store.run_record(run_id))
+                with user_code("the on_start hook"):
+                    on_start(self.store.run_record(run_id))
             outcome = await runner.run(run_id, keep=keep)
             outcome.summary.notes = self.notes()
             if fold is not None:

@@ -151,7 +151,8 @@ class Runner:
             if keep:
                 kept.append(record)
             if self.on_record is not None:
-                self.on_record(record)
+                with user_code("the on_record hook"):  # the caller's: an exit in it is an
+                    self.on_record(record)  # error naming it, the records stored kept
             self.progress.advance(record)
 
         work = ((item, r) for item in select_cases(self.suite, self.config)
