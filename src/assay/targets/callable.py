@@ -32,6 +32,9 @@ from assay.user_code import load_function, raised, user_code
 __all__ = ["CallableTarget", "load_function", "raised"]
 
 
+_NO_DEADLINE = contextlib.nullcontext()
+
+
 class CallableTarget(Target):
     """Calls a Python function for each case."""
 
@@ -68,12 +71,14 @@ class CallableTarget(Target):
         argument: Any = private_copy(case) if self.wants_case else \
             private_copy(case.input) if isinstance(case.input, dict) else plain_input(case.input)
         started = time.perf_counter()
-        deadline = asyncio.timeout(self.timeout_s)  # in this task: a TimeoutError the agent
-        try:  # raises itself is its own error, not the deadline's
-            async with deadline:
+        # A deadline in this task (none without timeout_s: the run's bounds the call): a
+        # TimeoutError the agent raises itself is its own error, not the deadline's.
+        deadline = asyncio.timeout(self.timeout_s) if self.timeout_s is not None else None
+        try:
+            async with deadline or _NO_DEADLINE:
                 result = await self._call(argument)
         except Exception as exc:  # sys.exit() in the agent too: _call runs it as user code
-            if isinstance(exc, TimeoutError) and deadline.expired():
+            if isinstance(exc, TimeoutError) and deadline is not None and deadline.expired():
                 return Execution(input=case.input, latency_ms=elapsed_ms(started),
                                  error=f"agent function timed out after {self.timeout_s:g}s")
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
