@@ -30,8 +30,8 @@ from pathlib import Path
 from _common import MockServerProcess, core_plan, machine_line, markdown_table, pin
 from judge_throughput import raw_loop
 
-from assay.calibrating import calibrate
 from assay.calibration.sets import load_set
+from assay.run.calibrate import calibrate
 
 TARGET = 1.2
 

@@ -45,17 +45,18 @@ from _workload import triples
 from raw_process import post_all
 
 from assay.judges.base import EvalContext
-from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS
-from assay.judges.semantic_similarity import (
+from assay.judges.llm.base import DATA_NOT_INSTRUCTIONS
+from assay.judges.llm.semantic_similarity import (
     DEFAULT_PROMPT,
     SYSTEM,
     SemanticSimilarity,
     SimilarityVerdict,
 )
-from assay.judges.templates import delimit, render
+from assay.judges.llm.templates import delimit, render
 from assay.llm import EngineConfig, JudgeEngine
 from assay.llm.structured import ask_structured, build_request
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 IMPLEMENTATIONS = ("assay-api", "assay-engine", "raw-aiohttp", "openai-sdk")
 MODEL_NAME = "bench"

@@ -16,7 +16,7 @@ Three sections, each printed as a table:
   builds every command), and of bare interpreters importing the libraries a run needs (the
   floor under any whole-process figure).
 - ``load``: an EVAL.yaml of N cases written to a temporary folder, then validated and loaded:
-  ``assay.evaluation.load_data`` in this process, and ``assay validate`` as a whole command.
+  ``assay.run.evaluate.load_data`` in this process, and ``assay validate`` as a whole command.
 
 ::
 
@@ -226,7 +226,7 @@ def _write_suite(folder: Path, n: int) -> Path:
 
 
 def load_section(n: int, runs: int) -> list[list[Any]]:
-    from assay.evaluation import load_data
+    from assay.run.evaluate import load_data
 
     with tempfile.TemporaryDirectory() as tmp:
         path = _write_suite(Path(tmp), n)

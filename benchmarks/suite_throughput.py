@@ -70,7 +70,7 @@ MEMORY_TARGET_MB = 200.0
 
 AGENT = '''"""The benchmark's agent: returns the answer stored with each case, distinct per case."""
 
-from assay.model import Case
+from assay.types import Case
 
 
 def answer(case: Case) -> str:

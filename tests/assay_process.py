@@ -37,11 +37,11 @@ from typing import Any
 
 PRELOAD = (
     "assay.cli",
-    "assay.evaluation",
-    "assay.results",
+    "assay.run.evaluate",
+    "assay.run.result",
     "assay.store.runs",
     "assay.llm.providers.openai_http",
-    "assay.judges.llm_judge",
+    "assay.judges.llm.llm_judge",
     "assay.suites.evalyaml",
     "assay.report.terminal",
     "aiohttp",

@@ -106,9 +106,11 @@ REQUEST = "r" * 2_000_000
 def write_huge_case(url: str) -> str:
     """A run of one case of over 60 MB: a 3 MB output, 5,000 spans of 10 kB, a judge request
     of 2 MB; its id."""
-    from assay.model import Case, Execution, Score
-    from assay.records import CaseRecord, Verdict
     from assay.store.runs import RunStore
+    from assay.types.case import Case
+    from assay.types.execution import Execution
+    from assay.types.records import CaseRecord, Verdict
+    from assay.types.score import Score
 
     store = RunStore(url)
     run = store.create_run("huge", {"suite_name": "huge"}, run_id="run-huge")

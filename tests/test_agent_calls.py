@@ -6,9 +6,10 @@ import asyncio
 from typing import Any
 
 import assay
-from assay.model import Case, Execution
-from assay.run_config import Gates
 from assay.targets.base import Target
+from assay.types.case import Case
+from assay.types.config import Gates
+from assay.types.execution import Execution
 
 ROWS = [{"id": "a", "input": "q", "expected_output": "x"}]
 LOOSE = Gates(max_failed=None, max_errors=None)
@@ -57,8 +58,8 @@ def test_an_agent_past_the_run_deadline_is_stopped_and_says_so() -> None:
 
 
 async def test_an_agent_turn_raising_timeout_error_is_not_the_conversation_deadline() -> None:
-    from assay.conversation import converse
-    from assay.model import ConversationSettings, ConversationSpec
+    from assay.targets.conversation import converse
+    from assay.types.case import ConversationSettings, ConversationSpec
 
     class Gateway(Target):
         async def run(self, case: Case) -> Execution:
@@ -77,10 +78,10 @@ async def test_an_agent_turn_raising_timeout_error_is_not_the_conversation_deadl
 def test_a_hung_agent_is_stopped_by_the_default_agent_timeout(monkeypatch) -> None:
     import threading
 
-    import assay.runner
+    import assay.run.runner
 
     # the default is 600 s; made short here, with nothing else setting a timeout
-    monkeypatch.setattr(assay.runner, "DEFAULT_AGENT_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(assay.run.runner, "DEFAULT_AGENT_TIMEOUT_S", 0.3)
 
     def hung(q: str) -> str:
         threading.Event().wait(30)
@@ -92,9 +93,9 @@ def test_a_hung_agent_is_stopped_by_the_default_agent_timeout(monkeypatch) -> No
 
 def test_the_agent_timeout_is_the_runs_else_the_suites_else_600_s_or_the_targets_own(
         tmp_path) -> None:
-    from assay.run_config import DEFAULT_AGENT_TIMEOUT_S, RunConfig
-    from assay.runner import agent_timeout
+    from assay.run.runner import agent_timeout
     from assay.targets.callable import CallableTarget
+    from assay.types.config import DEFAULT_AGENT_TIMEOUT_S, RunConfig
 
     def fn(q: str) -> str:
         return q
@@ -128,7 +129,7 @@ def test_a_suite_sets_its_agent_timeout_and_the_run_records_it(tmp_path) -> None
           - {id: a, input: ok, expected_output: ok}
           - {id: b, input: hang, expected_output: hang}
         """)
-    from assay.user_code import load_function
+    from assay._util.user_code import load_function
 
     result = assay.evaluate(suite, target=load_function("agent:answer", tmp_path), gates=LOOSE)
     by_id = {r.case_id: r for r in result.records}

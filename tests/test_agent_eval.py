@@ -13,9 +13,9 @@ import pytest
 
 import assay
 from assay.errors import ConfigError, EvaluationError
-from assay.model import Execution
-from assay.scorers import Correctness, Safety
-from assay.traces import retrieved_context
+from assay.integrations.mlflow_scorers import Correctness, Safety
+from assay.traces.retrieval import retrieved_context
+from assay.types.execution import Execution
 from tests.acceptance.stub import StubJudge
 from tests.assay_process import run_assay
 
@@ -192,7 +192,7 @@ def test_bad_columns_name_the_row_and_column(counting_stub, row, message):
 
 
 def test_legacy_tool_calls_become_messages():
-    from assay.traces import tool_calls
+    from assay.traces.tools import tool_calls
 
     calls = [{"tool_name": "search", "tool_call_args": {"q": "x"}, "tool_call_id": "c1",
               "tool_call_result": {"hits": 1}}]

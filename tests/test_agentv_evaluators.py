@@ -16,9 +16,11 @@ import pytest
 import assay
 from assay.judges import EvalContext, build
 from assay.llm import register_service
-from assay.model import Case, Execution, Score, verdict_band
 from assay.report.rows import agentv_row, evaluator_result
 from assay.suites.evalyaml import SuiteError, load_eval_yaml
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.score import Score, verdict_band
 
 DATA = Path(__file__).parent / "data" / "agentv"
 PY = sys.executable

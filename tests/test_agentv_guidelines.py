@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from assay.judges import EvalContext
-from assay.model import Execution
 from assay.suites.agentv_config import glob_regex, load_guideline_config
 from assay.suites.evalyaml import SuiteError, load_eval_yaml
+from assay.types.execution import Execution
 
 DATA = Path(__file__).parent / "data" / "agentv"
 PY = sys.executable

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.blocking import DaemonExecutor, _Call, run_blocking
+from assay._util.blocking import DaemonExecutor, _Call, run_blocking
 from tests.python_agent import exact_match_suite, run_python_agent
 
 HUNG_AGENT = '''
@@ -178,7 +178,7 @@ def test_calls_from_several_loops_each_resolve_on_their_own_loop() -> None:
 
 
 async def test_a_call_cancelled_before_it_begins_is_not_made() -> None:
-    from assay.blocking import _Inbox
+    from assay._util.blocking import _Inbox
 
     made: list[str] = []
     loop = asyncio.get_running_loop()

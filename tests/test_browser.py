@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from assay.records import RunStatus
 from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
+from assay.types.records import RunStatus
 from tests.browser_support import launch, playwright_or_skip, screenshot_dir
 from tests.server_support import HUGE_OUTPUT, Served, serve, write_huge_case
 
@@ -275,9 +275,11 @@ def _conversation_run(url: str) -> tuple[str, str]:
     """A stored run of one conversation case scored by the multi-metric (Connexity) judge,
     whose answer cites turns 1 and 3: the score the judge's own code builds from a validated
     answer, as a run stores it."""
-    from assay.judges.connexity import ConnexityJudge, answer_model
-    from assay.model import Case, Execution, Message
-    from assay.records import CaseRecord, Verdict
+    from assay.judges.llm.connexity import ConnexityJudge, answer_model
+    from assay.types.case import Case
+    from assay.types.execution import Execution
+    from assay.types.messages import Message
+    from assay.types.records import CaseRecord, Verdict
 
     judge = ConnexityJudge(name="conversation", metrics=["tool_routing",
                                                          "response_delivery"])

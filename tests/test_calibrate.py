@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from assay.calibrating import calibrate_async
 from assay.calibration import store as calibrations
 from assay.calibration.items import CalibrationDataError
 from assay.calibration.report import CalibrationReport, text_lines
-from assay.evaluation import evaluate_async, open_store
 from assay.llm import RetryPolicy
+from assay.run.calibrate import calibrate_async
+from assay.run.evaluate import evaluate_async, open_store
 from tests.assay_process import run_assay
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from assay.calibrating import calibrate_async
 from assay.calibration import store as calibrations
 from assay.calibration.key import judge_identity
-from assay.evaluation import evaluate_async, open_store
 from assay.judges import build
-from assay.run_config import CalibrationGate, Gates
+from assay.run.calibrate import calibrate_async
+from assay.run.evaluate import evaluate_async, open_store
+from assay.types.config import CalibrationGate, Gates
 
 ALWAYS_PASS = 'Grade it. <<mock:{"score": 1.0, "reasoning": "fine"}>> {{candidate_answer}}'
 JUDGE = {"type": "llm_judge", "name": "correct", "prompt": ALWAYS_PASS}

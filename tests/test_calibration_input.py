@@ -10,12 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from assay.calibrating import calibrate_async
 from assay.calibration.files import load_labelled
 from assay.calibration.fit import check_fit
 from assay.calibration.items import CalibrationDataError
 from assay.calibration.sets import load_set
 from assay.judges import build
+from assay.run.calibrate import calibrate_async
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from assay.calibrating import NEAR_CHANCE, calibrate_async
 from assay.calibration import store as calibrations
-from assay.evaluation import open_store
 from assay.llm import RetryPolicy
 from assay.llm.models import DEMO_MODEL_NOTE
+from assay.run.calibrate import NEAR_CHANCE, calibrate_async
+from assay.run.evaluate import open_store
 from tests.conftest import local_model_available
 
 pytestmark = [pytest.mark.slow,

@@ -12,12 +12,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from assay.calibration.agreement import cohen_kappa
 from assay.calibration.analysis import analyse
 from assay.calibration.items import CalibrationDataError
 from assay.calibration.key import JudgeIdentity
 from assay.calibration.sets import DATA, SETS, load_set
-from assay.calibration.stats import cohen_kappa
-from assay.model import Score
+from assay.types.score import Score
 
 COUNTS = {
     "llmbar-natural": 100, "llmbar-adversarial": 319, "llmbar": 419, "pandalm": 999,

@@ -11,7 +11,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from assay.calibration.stats import (
+from assay.calibration.agreement import (
     Bootstrap,
     Reliability,
     Resamples,

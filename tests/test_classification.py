@@ -9,7 +9,7 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.classification import (
+from assay.judges.deterministic.classification import (
     BinaryClassification,
     Counts,
     MetricType,
@@ -21,7 +21,9 @@ from assay.judges.classification import (
     recall,
 )
 from assay.llm import EngineConfig, JudgeEngine
-from assay.model import Case, Execution, Score
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.score import Score
 
 # (expected, predicted) with positive class "yes":
 # TP: 1, 5   FN: 2   FP: 3, 6   TN: 4   -> TP=2, FP=2, FN=1

@@ -13,16 +13,11 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.code_judge import STDERR_TAIL, CodeJudge
-from assay.model import (
-    Case,
-    Execution,
-    FunctionCall,
-    Message,
-    Span,
-    TokenUsage,
-    ToolCall,
-)
+from assay.judges.code.script import STDERR_TAIL, CodeJudge
+from assay.types.case import Case
+from assay.types.execution import Execution, TokenUsage
+from assay.types.messages import FunctionCall, Message, ToolCall
+from assay.types.spans import Span
 
 DATA = Path(__file__).parent / "data" / "code_judges"
 PY = shlex.quote(sys.executable)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.compare import compare_rows
+from assay.analysis.compare import compare_rows
 
 
 def _rows(*items: tuple[str, float | None, str]) -> list[dict]:  # type: ignore[type-arg]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.compare_files import agentv_summary, compare_files, fails
+from assay.analysis.compare_files import agentv_summary, compare_files, fails
 from assay.errors import ConfigError
 from tests.test_cli_run import assay
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from assay.compare import ComparisonRefused, compare_runs
-from assay.model import Case, Execution
-from assay.records import CaseRecord, Verdict
+from assay.analysis.compare import ComparisonRefused, compare_runs
 from assay.store.runs import RunStore
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, Verdict
 from tests.assay_process import run_assay
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,8 +14,9 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.composite import Composite
-from assay.model import Case, Execution
+from assay.judges.combinators.composite import Composite
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 DATA = Path(__file__).parent / "data" / "code_judges"
 CASE = Case(id="c", input="What is the capital of France?", expected_output="Paris")

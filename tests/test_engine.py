@@ -11,8 +11,10 @@ import pytest
 from assay.judges import EvalContext, LLMJudge, SemanticSimilarity
 from assay.llm import RateLimit
 from assay.llm.cache import request_key
-from assay.model import Case, Execution, aggregate
-from assay.testing.answers import similarity
+from assay.llm.providers.scripted import similarity
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.score import aggregate
 from tests.conftest import fast_retry
 
 PAIRS = [

@@ -18,8 +18,9 @@ from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine, parse_model, register_service
 from assay.llm.models import base_url_for, is_demo_model, ollama_host_url
 from assay.llm.structured import RAW_KEPT_CHARS, REASK_ECHO_CHARS
-from assay.model import Case, Execution
 from assay.testing.mock_server import RunningServer
+from assay.types.case import Case
+from assay.types.execution import Execution
 from tests.assay_process import run_assay
 from tests.conftest import fast_retry
 

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from assay.mocking import from_uipath
-from assay.model import Case, Execution, Score
-from assay.records import CaseRecord, Verdict
-from assay.score_stats import score_statistics
+from assay.analysis.score_statistics import score_statistics
 from assay.suites.paths import expand, parse_eval_ids
+from assay.targets.mocking import from_uipath
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, Verdict
+from assay.types.score import Score
 from tests.test_cli_run import assay
 
 UIPATH = Path(__file__).parent / "data" / "uipath_project"
@@ -130,7 +132,7 @@ def test_agentv_eval_command_line(tmp_path):
 
 
 CALCULATOR = '''
-from assay.mocking import mockable
+from assay.targets.mocking import mockable
 
 
 @mockable()

@@ -12,9 +12,9 @@ import pytest
 import assay
 from assay import Case, ExactMatch, SemanticSimilarity
 from assay.errors import ConfigError, EvaluationError
-from assay.records import Verdict
-from assay.run_config import Gates
 from assay.store.runs import RunStore
+from assay.types.config import Gates
+from assay.types.records import Verdict
 from tests.assay_process import run_assay
 
 ROWS = [
@@ -360,7 +360,7 @@ def test_given_evaluators_replace_a_cases_own(tmp_path, streamed):
             input: capital of Spain?
             expected_output: Madrid
     '''))
-    from assay.evaluation import load_data, with_evaluators
+    from assay.run.evaluate import load_data, with_evaluators
 
     suite = load_data(path)
     if streamed:

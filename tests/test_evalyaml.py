@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from assay._util.yaml_source import YamlSyntaxError, load_yaml
 from assay.errors import ConfigError, EvaluationError
-from assay.judges.code_judge import CodeJudge
-from assay.judges.composite import Composite
-from assay.judges.deterministic import Contains, ExactMatch
-from assay.judges.llm_judge import DEFAULT_PROMPT, LLMJudge
-from assay.judges.rubric import Rubric
-from assay.model import Message
+from assay.judges.code.script import CodeJudge
+from assay.judges.combinators.composite import Composite
+from assay.judges.deterministic.match import Contains, ExactMatch
+from assay.judges.llm.llm_judge import DEFAULT_PROMPT, LLMJudge
+from assay.judges.llm.rubric import Rubric
 from assay.suites.evalyaml import (
     Problem,
     SuiteError,
@@ -26,7 +26,7 @@ from assay.suites.evalyaml import (
     validate_suite,
 )
 from assay.targets.config import read_targets
-from assay.yaml_source import YamlSyntaxError, load_yaml
+from assay.types.messages import Message
 
 
 def write(directory: Path, name: str, text: str) -> Path:

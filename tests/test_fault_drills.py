@@ -3,7 +3,7 @@
 Every drill runs a suite whose agent is a Python function (no model) and whose evaluators
 include an LLM judge, so every case makes judge calls to the mock server, started as its own
 process on 127.0.0.1. Drills go through the real ``assay run`` command where it has the knobs
-the drill needs, else through :class:`assay.runner.Runner` (``assay run`` has no option for
+the drill needs, else through :class:`assay.run.runner.Runner` (``assay run`` has no option for
 the engine's retry policy or call timeout). After each drill the SQLite run store is read
 directly: every (case, evaluator) pair exactly once, every case with a case row, every score
 either right or an explicit error.
@@ -31,12 +31,12 @@ from typing import Any, TypeVar
 import pytest
 
 from assay.llm import EngineConfig, JudgeEngine, RetryPolicy
-from assay.run_config import Gates, RunConfig
-from assay.runner import Runner
+from assay.llm.providers.scripted import similarity
+from assay.run.runner import Runner
 from assay.store.runs import RunStore
 from assay.suites.evalyaml import load_suite
 from assay.targets.config import build_target, load_targets_for
-from assay.testing.answers import similarity
+from assay.types.config import Gates, RunConfig
 
 T = TypeVar("T")
 

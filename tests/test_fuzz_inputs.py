@@ -25,21 +25,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from assay._util.yaml_source import Problem
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, LLMJudge, SemanticSimilarity, build
 from assay.judges.base import Evaluator
-from assay.judges.llm_judge import JudgeVerdict
-from assay.judges.rubric import ChecklistCheck, ChecklistVerdict, RangeCheck, RangeVerdict
-from assay.judges.rubric import answer_schema as rubric_schema
-from assay.judges.semantic_similarity import SimilarityVerdict
-from assay.judges.strict_json_similarity import verdict_for
-from assay.judges.trajectory_judges import TrajectoryVerdict
+from assay.judges.llm.llm_judge import JudgeVerdict
+from assay.judges.llm.rubric import ChecklistCheck, ChecklistVerdict, RangeCheck, RangeVerdict
+from assay.judges.llm.rubric import answer_schema as rubric_schema
+from assay.judges.llm.semantic_similarity import SimilarityVerdict
+from assay.judges.llm.strict_json_similarity import verdict_for
+from assay.judges.llm.trajectory import TrajectoryVerdict
 from assay.llm import EngineConfig, JudgeEngine, RetryPolicy, extract_json, register_service
-from assay.model import Case, Execution, Score
 from assay.suites.evalyaml import check_suite, load_suite
 from assay.suites.uipath import load_uipath
 from assay.targets.config import build_target, read_targets
-from assay.yaml_source import Problem
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.score import Score
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(60)]  # a parser that hangs fails
 

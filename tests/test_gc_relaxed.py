@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import assay
-from assay.gc_pause import RUN_THRESHOLD
+from assay._util.gc_pause import RUN_THRESHOLD
 
 T = TypeVar("T")
 
@@ -83,7 +83,7 @@ def test_importing_pauses_and_freezes_only_in_the_command_process(monkeypatch) -
     import subprocess
     import sys
 
-    from assay import gc_pause
+    from assay._util import gc_pause
 
     monkeypatch.setattr(gc_pause, "_command_process", False)
     frozen = gc.get_freeze_count()
@@ -92,7 +92,7 @@ def test_importing_pauses_and_freezes_only_in_the_command_process(monkeypatch) -
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
     script = ("import gc\n"
-              "from assay.gc_pause import command_process, importing\n"
+              "from assay._util.gc_pause import command_process, importing\n"
               "command_process()\n"
               "before = gc.get_freeze_count()\n"
               "with importing():\n"

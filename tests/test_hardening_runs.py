@@ -138,7 +138,7 @@ def test_unstorable_outputs_become_case_errors_and_every_other_case_is_stored(tm
 
 def test_a_code_judge_detail_the_store_cannot_hold_is_that_scores_error(tmp_path):
     import assay
-    from assay.run_config import Gates
+    from assay.types.config import Gates
 
     script = tmp_path / "judge.py"
     script.write_text("import json, sys\njson.load(sys.stdin)\n"
@@ -369,7 +369,7 @@ def test_read_only_store_is_a_clear_error(tmp_path):
 def test_a_run_judged_by_the_demo_model_says_its_scores_are_not_meaningful(tmp_path):
     import assay
     from assay.llm.models import DEMO_MODEL_NOTE
-    from assay.run_config import Gates
+    from assay.types.config import Gates
 
     result = assay.evaluate([{"id": "a", "input": "q", "output": "x", "expected_output": "x"}],
                             evaluators=["semantic_similarity"], dry_run=True,

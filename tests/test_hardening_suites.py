@@ -220,10 +220,11 @@ def test_a_zero_weight_evaluator_is_reported_but_does_not_count(tmp_path: Path) 
 
 def test_case_verdict_never_turns_zero_weights_into_a_zero() -> None:
     from assay.judges import ExactMatch
-    from assay.model import Case, Score
-    from assay.run_config import RunConfig
-    from assay.runner import case_verdict
+    from assay.run.runner import case_verdict
     from assay.suites.model import Suite, SuiteCase
+    from assay.types.case import Case
+    from assay.types.config import RunConfig
+    from assay.types.score import Score
 
     weightless = [ExactMatch(name="exact", weight=0)]
     passed = [Score(name="exact", value=1.0, passed=True)]
@@ -360,9 +361,11 @@ def test_an_evaluator_marked_required_fails_its_case_when_it_fails_or_errors(
 async def test_tool_trajectory_passes_as_its_score_says_and_so_does_its_case() -> None:
     from assay.judges import EvalContext, build
     from assay.llm import EngineConfig, JudgeEngine
-    from assay.model import Case, Execution, Message
-    from assay.run_config import RunConfig
-    from assay.runner import case_verdict
+    from assay.run.runner import case_verdict
+    from assay.types.case import Case
+    from assay.types.config import RunConfig
+    from assay.types.execution import Execution
+    from assay.types.messages import Message
 
     calls = [{"role": "assistant", "tool_calls": [
         {"type": "function", "function": {"name": name, "arguments": "{}"}}]}
@@ -385,7 +388,8 @@ async def test_tool_trajectory_passes_as_its_score_says_and_so_does_its_case() -
 async def test_output_evaluators_without_an_expected_output_error_without_a_call(
         kind: str, engine_factory, mock_server) -> None:  # type: ignore[no-untyped-def]
     from assay.judges import EvalContext, build
-    from assay.model import Case, Execution
+    from assay.types.case import Case
+    from assay.types.execution import Execution
 
     config: dict[str, object] = {"type": kind}
     if kind == "field_accuracy":
@@ -428,7 +432,8 @@ async def test_judge_answers_of_the_wrong_type_are_invalid_not_scores(
 
     import assay
     from assay.judges import EvalContext, build
-    from assay.model import Case, Execution
+    from assay.types.case import Case
+    from assay.types.execution import Execution
 
     asked = []
 
@@ -449,7 +454,8 @@ async def test_judge_answers_of_the_wrong_type_are_invalid_not_scores(
 async def test_whole_numbers_written_as_floats_are_still_integers(
         engine_factory, mock_server) -> None:  # type: ignore[no-untyped-def]
     from assay.judges import EvalContext, build
-    from assay.model import Case, Execution
+    from assay.types.case import Case
+    from assay.types.execution import Execution
 
     rubric = build({"type": "rubric", "rubrics": [
         {"id": "a", "expected_outcome": "A", "score_ranges": TEN_RANGES}]})
@@ -462,7 +468,8 @@ async def test_whole_numbers_written_as_floats_are_still_integers(
 async def test_a_custom_service_answering_a_bool_score_is_an_error(engine_factory) -> None:  # type: ignore[no-untyped-def]
     import assay
     from assay.judges import EvalContext, LLMJudge
-    from assay.model import Case, Execution
+    from assay.types.case import Case
+    from assay.types.execution import Execution
 
     calls = []
 
@@ -486,7 +493,8 @@ async def test_a_code_judge_printing_a_string_bool_is_invalid(engine_factory) ->
     import sys
 
     from assay.judges import EvalContext, build
-    from assay.model import Case, Execution
+    from assay.types.case import Case
+    from assay.types.execution import Execution
 
     code = 'print(\'{"score": 1, "passed": "true"}\')'
     judge = build({"type": "code_judge", "script": f"{sys.executable} -c {shlex.quote(code)}"})

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from assay.judges import EvalContext, build
-from assay.judges.json_similarity import (
+from assay.judges.deterministic.json_similarity import (
     JsonSimilarity,
     compare,
     count_leaves,
@@ -17,7 +17,8 @@ from assay.judges.json_similarity import (
     string_similarity,
 )
 from assay.llm import EngineConfig, JudgeEngine
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 EXPECTED = {"a": 10, "b": "hallo", "c": [1, 2, 3], "x": True, "missing": {"k": 1, "j": 2}}
 ACTUAL = {"a": 8, "b": "hello", "c": [1, 2], "x": True}

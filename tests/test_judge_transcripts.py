@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from assay.judges import EvalContext
-from assay.judges.llm_base import TRANSCRIPT_CHARS
-from assay.judges.semantic_similarity import SemanticSimilarity
-from assay.model import Case, Execution
+from assay.judges.llm.base import TRANSCRIPT_CHARS
+from assay.judges.llm.semantic_similarity import SemanticSimilarity
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 
 async def test_a_judged_score_keeps_the_request_and_the_answer(engine_factory):

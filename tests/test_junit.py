@@ -11,12 +11,14 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from assay.judges import Contains, ExactMatch, SemanticSimilarity
-from assay.model import Case, Execution, Score
-from assay.records import CaseRecord
 from assay.report.files import write_junit, xml_text
 from assay.report.rows import agentv_row
-from assay.run_config import RunConfig
-from assay.runner import case_verdict, evaluator_spec
+from assay.run.runner import case_verdict, evaluator_spec
+from assay.types.case import Case
+from assay.types.config import RunConfig
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord
+from assay.types.score import Score
 
 HOSTILE = "".join(chr(c) for c in [*range(0x20), 0x7F]) + "\ud800\udfff\ufffe\uffff"
 

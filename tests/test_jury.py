@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from assay.judges import EvalContext, build
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 CASE = Case(id="c", input="Capital of France?", expected_output="Paris")
 EXECUTION = Execution(output="Paris, France")

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from assay.llm.limits import ModelLimiter
+from assay.llm.rate_limits import ModelLimiter
 
 
 async def _user(limiter: ModelLimiter, rng: random.Random) -> None:

@@ -8,7 +8,8 @@ import pytest
 
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 # Set before LiteLLM is imported (by the fixture below): tell it, as the provider does, to use the
 # price map it ships instead of fetching one from GitHub.

@@ -7,7 +7,8 @@ import pytest
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
 from assay.llm.providers.local import resolve_model_path
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 from tests.conftest import local_model_available
 
 pytestmark = pytest.mark.skipif(not local_model_available(),

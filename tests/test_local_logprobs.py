@@ -13,7 +13,8 @@ import pytest
 from assay.judges import EvalContext, build
 from assay.llm import EngineConfig, JudgeEngine, RetryPolicy
 from assay.llm.providers import local
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 from tests.conftest import local_model_available
 
 needs_model = pytest.mark.skipif(not local_model_available(),

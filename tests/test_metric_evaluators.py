@@ -10,8 +10,9 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.metrics import lookup, parse_date, strptime_format
-from assay.model import Case, Execution, TokenUsage
+from assay.judges.deterministic.metrics import lookup, parse_date, strptime_format
+from assay.types.case import Case
+from assay.types.execution import Execution, TokenUsage
 
 EXPECTED = {"invoice": {"number": "INV-7", "total": 100.0, "date": "2024-03-05",
                         "paid": True},

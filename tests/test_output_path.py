@@ -20,7 +20,8 @@ from assay.judges.output_path import (
     split_lines,
 )
 from assay.llm import EngineConfig, JudgeEngine
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 OUTPUT = {"answer": "Paris", "items": [{"name": "a", "n": 1}, {"name": "b", "n": 2}],
           "meta": {"lang": "en", "score": 3}}
@@ -275,7 +276,8 @@ def test_camel_case_config_and_bad_keys_fail_at_build() -> None:
 async def test_contains_takes_its_search_text_from_case_metadata():
     from assay.judges import Contains, EvalContext
     from assay.llm import EngineConfig, JudgeEngine
-    from assay.model import Case, Execution
+    from assay.types.case import Case
+    from assay.types.execution import Execution
 
     ctx = EvalContext(JudgeEngine(EngineConfig(cache_mode="off")))
     judge = Contains()

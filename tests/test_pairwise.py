@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from assay.calibrating import calibrate_async
 from assay.errors import TemplateError
 from assay.judges import EvalContext, build
-from assay.judges.pairwise import PairwiseChoice, PairwiseChoiceOrTie
+from assay.judges.llm.pairwise import PairwiseChoice, PairwiseChoiceOrTie
 from assay.llm import register_service
 from assay.llm.structured import json_schema_of
-from assay.model import Case, Execution
+from assay.run.calibrate import calibrate_async
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 FIRST_ALWAYS = ("Which answer is better? <<mock:{\"winner\": \"A\", \"reasoning\": \"first\"}>>"
                 "\n{{question}}\nA: {{answer_a}}\nB: {{answer_b}}")

@@ -20,7 +20,7 @@ PLUGIN = textwrap.dedent('''
     from assay.llm.providers.base import Provider
     from assay.registry import evaluator, provider, reporter, target_kind
     from assay.targets.base import Target
-    from assay.model import Execution
+    from assay.types import Execution
 
     @evaluator
     class ShoutCheck(Evaluator):

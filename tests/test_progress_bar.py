@@ -7,9 +7,12 @@ import io
 
 from rich.console import Console
 
-from assay.model import Case, Execution, Score, ScoreError, Usage
-from assay.records import CaseRecord, Verdict
 from assay.report.terminal import ProgressBar
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, Verdict
+from assay.types.score import Score, ScoreError
+from assay.types.usage import Usage
 
 
 def record(index: int, *, error: bool = False, cached: bool = True) -> CaseRecord:

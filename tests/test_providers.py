@@ -7,8 +7,9 @@ import pytest
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
 from assay.llm.providers.anthropic_http import from_anthropic, to_anthropic
-from assay.model import Case, Execution
-from assay.testing.answers import similarity
+from assay.llm.providers.scripted import similarity
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 
 async def test_anthropic_messages_api_with_forced_tool(mock_server, monkeypatch, tmp_path):

@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
 def test_assertions_failures_and_judge_errors(pytester: pytest.Pytester, mock_model: str):
     pytester.makepyfile(test_agent=textwrap.dedent(f'''
         from assay import Case, ExactMatch, SemanticSimilarity
-        from assay.pytest_plugin import assert_passes
+        from assay.integrations.pytest_plugin import assert_passes
 
         MODEL = {mock_model!r}
 
@@ -55,7 +55,7 @@ def test_the_summary_is_whole_under_xdist(pytester: pytest.Pytester, mock_model:
     the summary printed by the controlling process lists every test (it printed nothing)."""
     pytester.makepyfile(**{f"test_agent_{n}": textwrap.dedent(f'''
         from assay import Case, SemanticSimilarity
-        from assay.pytest_plugin import assert_passes
+        from assay.integrations.pytest_plugin import assert_passes
 
         def test_similar():
             assert_passes(SemanticSimilarity(threshold=0.5),
@@ -90,7 +90,7 @@ def test_a_parametrised_eval_yaml(pytester: pytest.Pytester):
         "targets:\n  - name: agent\n    provider: python\n    function: agent:answer\n")
     pytester.makepyfile(test_suite=textwrap.dedent('''
         import pytest
-        from assay.pytest_plugin import assert_case, suite_cases
+        from assay.integrations.pytest_plugin import assert_case, suite_cases
 
         @pytest.mark.parametrize("item", suite_cases("EVAL.yaml"))
         def test_case(item):

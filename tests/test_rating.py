@@ -9,9 +9,10 @@ import math
 import pytest
 
 from assay.judges import EvalContext, build
-from assay.judges.rating import weighted_rating
+from assay.judges.llm.rating import weighted_rating
 from assay.llm.cache import request_key
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 CASE = Case(id="c", input="q")
 EXECUTION = Execution(output="an answer")

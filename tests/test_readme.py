@@ -54,7 +54,7 @@ def test_the_first_two_commands_are_the_setup_and_the_ci_command():
 
 # The pytest example runs in test_the_pytest_example_passes, under pytest.
 PYTHON_BLOCKS = [(code, before) for code, before in blocks("python")
-                 if "from assay.pytest_plugin" not in code]
+                 if "from assay.integrations.pytest_plugin" not in code]
 
 
 @pytest.mark.parametrize("index", range(len(PYTHON_BLOCKS)))

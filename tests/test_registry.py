@@ -35,7 +35,7 @@ def test_the_catalog_names_every_built_in_evaluator_and_its_module() -> None:
     assert registered == {n: m for n, m in MODULES.items() if n in registered}
     # Only the UiPath custom evaluator (it loads UiPath project code) stays out of the table
     # until a suite names it.
-    assert lazy == {"uipath_custom": "assay.compat.uipath.custom"}
+    assert lazy == {"uipath_custom": "assay.integrations.uipath.custom"}
 
 
 def test_the_evaluator_table_reads_as_a_mapping_of_every_built_in() -> None:

@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from assay.model import Case, Execution, Score
-from assay.records import CaseRecord, Verdict
 from assay.report.html import json_for_script, render_html, report_data
 from assay.report.markdown import md_text, render_markdown
 from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, Verdict
+from assay.types.score import Score
 from tests.assay_process import run_assay
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,10 +20,10 @@ import pytest
 
 import assay
 from assay.errors import ConfigError
-from assay.records import RunStatus
-from assay.run_config import Gates
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore
+from assay.types.config import Gates
+from assay.types.records import RunStatus
 from tests.assay_process import run_assay
 from tests.test_evaluate import ANSWERS, ROWS, agent
 

@@ -10,8 +10,9 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.rubric import ChecklistCheck, ChecklistVerdict, Rubric, answer_schema
-from assay.model import Case, Execution
+from assay.judges.llm.rubric import ChecklistCheck, ChecklistVerdict, Rubric, answer_schema
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 CASE = Case(id="r", input="Explain the refund policy", expected_outcomes=["Accurate policy"])
 

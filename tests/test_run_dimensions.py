@@ -4,7 +4,7 @@ which a borderline or errored case counts as not passed, and figures reported bo
 from __future__ import annotations
 
 import assay
-from assay.run_config import RunThresholds
+from assay.types.config import RunThresholds
 
 
 def _rows() -> list[dict[str, str]]:
@@ -47,8 +47,8 @@ def test_a_summary_stays_small_however_many_cases_unless_cases_repeat():
     made it 15 MB and every page of the server 1.5 s slower."""
     import random
 
-    from assay.records import SummaryBuilder
     from assay.testing.runs import make_case
+    from assay.types.records import SummaryBuilder
 
     rng = random.Random(1)
     builder = SummaryBuilder()

@@ -18,11 +18,11 @@ import pytest
 from sqlalchemy import update
 
 import assay
-from assay.records import RunStatus
-from assay.run_config import Gates
 from assay.store import queries, schema
 from assay.store.runs import RunStore
 from assay.testing.runs import write_run
+from assay.types.config import Gates
+from assay.types.records import RunStatus
 from tests.assay_process import run_assay
 
 ROOT = Path(__file__).resolve().parents[1]

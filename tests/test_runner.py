@@ -9,14 +9,15 @@ import pytest
 from sqlalchemy import func, select
 
 from assay.judges import Contains, ExactMatch, SemanticSimilarity
-from assay.model import Case, Execution
 from assay.report.rows import agentv_row
-from assay.run_config import Gates, RunConfig
-from assay.runner import Runner, case_verdict
+from assay.run.runner import Runner, case_verdict
 from assay.store import schema
 from assay.store.runs import RunStore, StoreError
 from assay.suites import Suite, SuiteCase
 from assay.targets import Target
+from assay.types.case import Case
+from assay.types.config import Gates, RunConfig
+from assay.types.execution import Execution
 
 
 class EchoTarget(Target):
@@ -133,7 +134,7 @@ async def test_resume_reuses_a_stored_execution_and_runs_only_missing_evaluators
 
 def test_case_verdict_weights_and_errors():
     a, b = ExactMatch(name="a", weight=3), Contains(name="b", search_text="x", weight=1)
-    from assay.model import Score
+    from assay.types.score import Score
 
     ok = [Score(name="a", value=1.0), Score(name="b", value=0.0)]
     assert case_verdict([a, b], ok, RunConfig()) == (0.75, "borderline")
@@ -148,7 +149,7 @@ def test_case_verdict_weights_and_errors():
 def test_store_migrations_apply_once_and_inserts_are_idempotent(store_url):
     store = RunStore(store_url)
     run_id = store.create_run("s", {})
-    from assay.model import Score
+    from assay.types.score import Score
 
     for _ in range(3):
         store.record_score(run_id, "c", 0, Score(name="e", value=0.5))
@@ -204,7 +205,7 @@ def test_unknown_run_id_names_the_store(store_url):
 
 async def test_dataset_level_classification_metric_lands_in_the_summary(store_url,
                                                                         engine_factory):
-    from assay.judges.classification import BinaryClassification
+    from assay.judges.deterministic.classification import BinaryClassification
 
     labels = [("yes", "yes"), ("yes", "no"), ("no", "yes"), ("yes", "yes"), ("no", "no")]
     cases = [SuiteCase(case=Case(id=f"c{i}", input=predicted, expected_output=expected))

@@ -10,8 +10,8 @@ import pytest
 import assay
 from assay.errors import ConfigError
 from assay.judges.feedback import passes
-from assay.records import Verdict
-from assay.run_config import Gates
+from assay.types.config import Gates
+from assay.types.records import Verdict
 
 ROWS = [{"id": "a", "input": "q", "output": "short"},
         {"id": "b", "input": "q", "output": "a longer answer"}]
@@ -189,7 +189,7 @@ def test_an_eval_yaml_scorer_declares_a_measurement_and_the_command_says_it_only
 
 
 def test_the_pytest_plugin_fails_a_case_that_nothing_scored(tmp_path) -> None:
-    from assay.pytest_plugin import assert_case, suite_cases
+    from assay.integrations.pytest_plugin import assert_case, suite_cases
 
     (item,) = suite_cases(measuring_suite(tmp_path, "four"))
     with pytest.raises(AssertionError, match=r"case a was not scored: .*only measured"):
@@ -197,7 +197,7 @@ def test_the_pytest_plugin_fails_a_case_that_nothing_scored(tmp_path) -> None:
 
 
 def test_the_pytest_plugin_fails_a_case_no_evaluator_applied_to(tmp_path) -> None:
-    from assay.pytest_plugin import assert_case, suite_cases
+    from assay.integrations.pytest_plugin import assert_case, suite_cases
     from tests.test_validate_cli import write
 
     write(tmp_path, "EVAL.yaml", """

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from assay.errors import ConfigError
-from assay.model import Case
 from assay.targets.command import CommandTarget
 from assay.targets.config import build_target
+from assay.types.case import Case
 
 PAYLOADS = [
     "$(touch PWNED)",

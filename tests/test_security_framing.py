@@ -9,11 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.judges import EvalContext, build, templates
-from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS
-from assay.judges.templates import boundary, delimit
+from assay.judges import EvalContext, build
+from assay.judges.llm import templates
+from assay.judges.llm.base import DATA_NOT_INSTRUCTIONS
+from assay.judges.llm.templates import boundary, delimit
 from assay.llm import register_service
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 MARK = "INJECTED-INSTRUCTION"
 PAYLOADS = [

@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from assay._util.redact import Secrets, redact_url, scrub
 from assay.errors import ConfigError
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
-from assay.model import Case, Execution
-from assay.redact import Secrets, redact_url, scrub
 from assay.store.runs import RunStore, StoreError
 from assay.targets.config import build_target
 from assay.testing.mock_server import RunningServer
+from assay.types.case import Case
+from assay.types.execution import Execution
 from tests.assay_process import run_assay
 from tests.conftest import fast_retry
 

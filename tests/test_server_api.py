@@ -13,10 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from assay.model import Case, Execution, Score
-from assay.records import CaseRecord, RunStatus, Verdict
 from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, RunStatus, Verdict
+from assay.types.score import Score
 from tests.assay_process import run_assay
 from tests.postgres_support import fresh_database, postgres_url
 from tests.server_support import echo_suite, events, serve

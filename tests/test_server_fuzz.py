@@ -14,9 +14,9 @@ schemathesis = pytest.importorskip("schemathesis")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
-from assay.records import RunStatus  # noqa: E402
 from assay.store.runs import RunStore  # noqa: E402
 from assay.testing.runs import write_run  # noqa: E402
+from assay.types.records import RunStatus  # noqa: E402
 from tests.server_support import serve  # noqa: E402
 
 pytestmark = pytest.mark.slow

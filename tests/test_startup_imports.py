@@ -86,8 +86,8 @@ def test_evaluator_classes_build_their_validators_only_when_used() -> None:
 def test_a_run_imports_only_the_evaluators_it_uses(tmp_path, mock_model) -> None:
     # Forty-odd evaluator types in twenty modules, the agent-judge options and the calibration
     # gate took about 0.15 s of every run's start; a run of one judge needs none of the rest.
-    unused = ("assay.judges.agent_judges", "assay.judges.tool_calls", "assay.judges.jury",
-              "assay.judges.deterministic", "assay.agent_eval.setup", "assay.calibration.gate")
+    unused = ("assay.judges.agent.builtin", "assay.judges.deterministic.tool_calls", "assay.judges.combinators.jury",
+              "assay.judges.deterministic.match", "assay.run.policies.databricks.setup", "assay.calibration.gate")
     code = (
         "import assay\n"
         "rows = [{'id': 'a', 'input': 'q', 'output': 'Paris', 'expected_output': 'Paris'}]\n"
@@ -95,7 +95,7 @@ def test_a_run_imports_only_the_evaluators_it_uses(tmp_path, mock_model) -> None
         f"judge_model={mock_model!r}, cache='off', store={str(tmp_path / 'runs.db')!r})\n"
         "assert result.summary.evaluator_errors == 0, result.summary\n"
     )
-    assert _imported_after(code, (*unused, "assay.judges.semantic_similarity")) == [
-        "assay.judges.semantic_similarity"]
+    assert _imported_after(code, (*unused, "assay.judges.llm.semantic_similarity")) == [
+        "assay.judges.llm.semantic_similarity"]
     gated = code.replace("cache='off'", "cache='off', gates={'calibration': {'min_kappa': 0}}")
     assert "assay.calibration.gate" in _imported_after(gated, unused)

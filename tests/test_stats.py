@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from assay.stats import mcnemar_exact_p, paired_compare
+from assay.analysis.significance import mcnemar_exact_p, paired_compare
 
 
 def test_d17a_mcnemar_exact_on_pass_fail_pairs():

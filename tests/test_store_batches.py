@@ -18,11 +18,13 @@ import pytest
 from sqlalchemy import event
 
 from assay.errors import ConfigError
-from assay.model import Case, Execution, Score
-from assay.records import CaseRecord, Verdict
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore
 from assay.store.writer import BatchWriter
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, Verdict
+from assay.types.score import Score
 
 
 def _record(store: RunStore, run: str, i: int, output: str | None = None,
@@ -106,7 +108,7 @@ def test_a_failed_batch_is_reported_and_later_batches_are_written(tmp_path):
 def test_rows_handed_to_the_writer_are_committed_when_the_process_exits(tmp_path):
     script = (
         "import sys\n"
-        "from assay.model import Execution\n"
+        "from assay.types import Execution\n"
         "from assay.store.runs import RunStore\n"
         "store = RunStore(sys.argv[1], flush_seconds=3600)\n"
         "run = store.create_run('suite', {})\n"
@@ -131,7 +133,7 @@ def test_a_batch_that_fails_as_the_process_exits_is_told_on_stderr(tmp_path):
                      "BEGIN SELECT RAISE(ABORT, 'disk says no\x1b[2J'); END")
     script = (
         "import sys\n"
-        "from assay.model import Execution\n"
+        "from assay.types import Execution\n"
         "from assay.store.runs import RunStore\n"
         "store = RunStore(sys.argv[1], flush_seconds=3600)\n"
         "store.record_execution(sys.argv[2], 'c0', 0, Execution(output='x'))\n"

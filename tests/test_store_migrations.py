@@ -27,9 +27,9 @@ from sqlalchemy import (
     text,
 )
 
-from assay.model import Score
 from assay.store import migrations, schema
 from assay.store.runs import RunStore, StoreError
+from assay.types.score import Score
 from tests.postgres_support import fresh_database, postgres_url
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,15 +9,12 @@ import pytest
 
 from assay.errors import TemplateError
 from assay.judges import EvalContext, build
-from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS
-from assay.judges.strict_json_similarity import (
-    StrictJsonSimilarity,
-    penalty_score,
-    verdict_for,
-)
-from assay.judges.templates import delimit
+from assay.judges.llm.base import DATA_NOT_INSTRUCTIONS
+from assay.judges.llm.strict_json_similarity import StrictJsonSimilarity, penalty_score, verdict_for
+from assay.judges.llm.templates import delimit
 from assay.llm import register_service
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 EXPECTED = {"status": "success", "user_id": 12345, "name": "John Doe",
             "email": "john@example.com"}

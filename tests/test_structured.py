@@ -10,7 +10,9 @@ import pytest
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import extract_json, register_service
 from assay.llm.structured import build_request
-from assay.model import Case, Execution, aggregate
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.score import aggregate
 
 
 def _pair(text: str) -> tuple[Case, Execution]:

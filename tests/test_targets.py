@@ -13,7 +13,6 @@ import pytest
 from assay.errors import ConfigError
 from assay.llm.engine import JudgeEngine
 from assay.llm.providers.http_session import close_session
-from assay.model import Case, Message
 from assay.targets.base import Target
 from assay.targets.callable import CallableTarget
 from assay.targets.chat_model import ChatModelTarget
@@ -30,6 +29,8 @@ from assay.targets.config import (
 from assay.targets.http import HttpTarget, read_response
 from assay.targets.recorded import RecordedTarget, load_recorded
 from assay.testing.mock_server import RunningServer
+from assay.types.case import Case
+from assay.types.messages import Message
 
 
 def write(directory: Path, name: str, text: str) -> Path:
@@ -185,7 +186,7 @@ from __future__ import annotations
 
 import asyncio
 
-from assay.model import Case, Execution
+from assay.types import Case, Execution
 
 
 def answer(question):

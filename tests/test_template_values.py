@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from assay.judges import build
-from assay.judges.llm_judge import DEFAULT_PROMPT, VARIABLES, template_values
-from assay.judges.templates import render, used_variables
-from assay.model import Case, Execution
+from assay.judges.llm.llm_judge import DEFAULT_PROMPT, VARIABLES, template_values
+from assay.judges.llm.templates import render, used_variables
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 CASE = Case(
     id="c1",
@@ -44,7 +45,7 @@ def test_a_prompt_from_its_own_variables_is_the_prompt_from_all(prompt: str) -> 
 
 async def test_the_judges_user_prompt_builds_only_what_it_uses(monkeypatch) -> None:
     """The default prompt asks for four variables; the messages are not dumped at all."""
-    from assay.judges import llm_judge
+    from assay.judges.llm import llm_judge
 
     asked: list[str] = []
     real = dict(llm_judge._RAW_VALUES)

@@ -10,7 +10,7 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.tool_calls import (
+from assay.judges.deterministic.tool_calls import (
     ToolCallArgs,
     ToolCallCount,
     ToolCallOrder,
@@ -19,8 +19,9 @@ from assay.judges.tool_calls import (
     lcs,
 )
 from assay.llm import EngineConfig, JudgeEngine
-from assay.model import Case, Execution
-from assay.traces import ToolCallRecord
+from assay.traces.tools import ToolCallRecord
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 CASE = Case(id="c")
 

@@ -10,10 +10,13 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.trajectory import args_match
-from assay.model import Case, Execution, FunctionCall, Message, Span, ToolCall
-from assay.traces import ToolCallRecord
-from assay.traces import tool_calls as extract_tool_calls
+from assay.judges.deterministic.trajectory import args_match
+from assay.traces.tools import ToolCallRecord
+from assay.traces.tools import tool_calls as extract_tool_calls
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.messages import FunctionCall, Message, ToolCall
+from assay.types.spans import Span
 
 CASE = Case(id="t", input="book a flight")
 

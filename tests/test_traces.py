@@ -10,18 +10,18 @@ import pytest
 from pydantic import ValidationError
 
 from assay.errors import EvaluationError
-from assay.model import Execution, Span
-from assay.spans import from_dict, normalize_trace, otlp_id, to_seconds
-from assay.traces import (
+from assay.traces.retrieval import retrievals
+from assay.traces.tools import (
     ToolCallRecord,
     matches_expected,
     matches_key,
     parse_args,
     parse_output,
-    retrievals,
     sanitize_tool_name,
     tool_calls,
 )
+from assay.types.execution import Execution
+from assay.types.spans import Span, from_dict, normalize_trace, otlp_id, to_seconds
 
 otel_sdk = pytest.importorskip("opentelemetry.sdk.trace")
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
@@ -360,7 +360,7 @@ def test_mlflow3_span_dicts_and_top_level_retrievers() -> None:
     JSON-encoded attribute values; a retriever inside a retriever is not top-level."""
     import base64
 
-    from assay.traces import retrieved_context, top_level_retrievers
+    from assay.traces.retrieval import retrieved_context, top_level_retrievers
 
     def b64(hex_id: str) -> str:
         return base64.b64encode(bytes.fromhex(hex_id)).decode()
@@ -398,7 +398,7 @@ def test_mlflow3_span_dicts_and_top_level_retrievers() -> None:
 
 
 def test_span_type_and_outputs_shorthand_in_span_dicts() -> None:
-    from assay.traces import retrieved_context
+    from assay.traces.retrieval import retrieved_context
 
     spans = normalize_trace([{"name": "r", "span_id": "1", "span_type": "RETRIEVER",
                               "outputs": [{"content": "c", "metadata": {"doc_uri": "u"}}],

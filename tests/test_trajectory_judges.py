@@ -10,15 +10,18 @@ import pytest
 
 from assay.errors import TemplateError
 from assay.judges import EvalContext, build
-from assay.judges.llm_base import DATA_NOT_INSTRUCTIONS
-from assay.judges.templates import delimit
-from assay.judges.trajectory_judges import (
+from assay.judges.llm.base import DATA_NOT_INSTRUCTIONS
+from assay.judges.llm.templates import delimit
+from assay.judges.llm.trajectory import (
     LLMJudgeTrajectory,
     LLMJudgeTrajectorySimulation,
     run_history,
 )
 from assay.llm import register_service
-from assay.model import Case, Execution, Message, Span
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.messages import Message
+from assay.types.spans import Span
 
 
 def _span(name: str, args: Any, output: Any, start: float, **extra: Any) -> Span:

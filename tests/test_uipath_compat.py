@@ -17,23 +17,24 @@ from typing import Any
 
 import pytest
 
-from assay.compat.uipath.evaluators import (
+from assay.integrations.uipath.evaluators import (
     ContainsEvaluator,
     ExactMatchEvaluator,
     LLMJudgeOutputEvaluator,
     LLMJudgeStrictJSONSimilarityOutputEvaluator,
 )
-from assay.compat.uipath.models import (
+from assay.integrations.uipath.models import (
     AgentExecution,
     NumericEvaluationResult,
     UiPathEvaluationError,
     WorkloadExecution,
 )
 from assay.judges import EvalContext
-from assay.judges.semantic_similarity import SemanticSimilarity
+from assay.judges.llm.semantic_similarity import SemanticSimilarity
 from assay.llm import register_service
-from assay.model import Case, Execution
 from assay.suites.uipath import load_eval_set
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 DOC_BLOCKS = Path(__file__).parent / "data" / "uipath_docs"
 """Code blocks of UiPath's documentation, with only their imports changed to assay's."""
@@ -60,7 +61,7 @@ def test_documentation_blocks_differ_only_in_their_imports():
     for path in DOC_BLOCKS.glob("*.pysrc"):
         for line in path.read_text().splitlines():
             if "import" in line and line.startswith("from "):
-                assert line.startswith("from assay.compat.uipath.")
+                assert line.startswith("from assay.integrations.uipath.")
 
 
 # -- the documentation's code blocks, run as written ------------------------------
@@ -70,7 +71,7 @@ async def test_documentation_code_blocks_run_against_the_mock_server(judge_is_mo
     ns: dict[str, Any] = {"__name__": "uipath_docs"}
     await run_block("request_format", ns)  # a dict literal: the documented request shape
     # The model-selection block uses the class the next block imports (the same import).
-    exec("from assay.compat.uipath.evaluators import LLMJudgeOutputEvaluator", ns)
+    exec("from assay.integrations.uipath.evaluators import LLMJudgeOutputEvaluator", ns)
     await run_block("model_selection", ns)
     assert ns["evaluator"].evaluator_config.model == "gpt-4o-2024-11-20"
 

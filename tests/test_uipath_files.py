@@ -11,7 +11,6 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext
-from assay.model import Execution, Score, ScoreError, Span
 from assay.report.uipath_output import evaluator_result, render_for_suite, write_uipath_output
 from assay.suites import Suite
 from assay.suites.uipath import (
@@ -21,6 +20,9 @@ from assay.suites.uipath import (
     looks_like_uipath,
     snake_case,
 )
+from assay.types.execution import Execution
+from assay.types.score import Score, ScoreError
+from assay.types.spans import Span
 
 PROJECT = Path(__file__).parent / "data" / "uipath_project"
 SETS = PROJECT / "evaluations" / "eval-sets"

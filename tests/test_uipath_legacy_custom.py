@@ -15,8 +15,9 @@ import assay
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
 from assay.llm import register_service
-from assay.model import Case, Execution
 from assay.suites.uipath import load_eval_set
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 CUSTOM = Path(__file__).parent / "data" / "uipath_custom"
 
@@ -218,16 +219,16 @@ def _custom_file(project: Path) -> Path:
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda text: text.replace("from assay.compat.uipath.evaluators import (",
+    (lambda text: text.replace("from assay.integrations.uipath.evaluators import (",
                                "from uipath.eval.evaluators import ("),
-     "change 'uipath.eval' to 'assay.compat.uipath'"),
+     "change 'uipath.eval' to 'assay.integrations.uipath'"),
     (lambda text: text.replace("class KeywordOverlapEvaluator(\n    BaseEvaluator[",
                                "class KeywordOverlapEvaluator(\n    dict, BaseEvaluator["),
      None),
     (lambda text: text.replace("class KeywordOverlapEvaluator(", "class Renamed("),
      "class 'KeywordOverlapEvaluator' not found"),
     (lambda text: text + "\n\nclass KeywordOverlapEvaluator:\n    pass\n",
-     "is not a subclass of assay.compat.uipath.evaluators.BaseEvaluator"),
+     "is not a subclass of assay.integrations.uipath.evaluators.BaseEvaluator"),
     (lambda text: text.replace('return "KeywordOverlapEvaluator"', 'return "Other"'),
      "declares evaluatorTypeId 'KeywordOverlapEvaluator' but"),
 ])

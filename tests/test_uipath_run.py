@@ -14,7 +14,7 @@ DATA = Path(__file__).parent / "data" / "uipath_project"
 
 CALCULATOR = '''
 import json
-from assay.model import Execution, Message
+from assay.types import Execution, Message
 
 def run(inputs: dict) -> Execution:
     """A calculator agent that calls one tool per request, as UiPath's sample does."""

@@ -15,10 +15,12 @@ import pytest
 import assay
 from assay.errors import ConfigError
 from assay.judges import EvalContext, Evaluator
-from assay.model import Case, Execution, Score
-from assay.run_config import Gates
 from assay.store.runs import RunStore
 from assay.targets.base import Target
+from assay.types.case import Case
+from assay.types.config import Gates
+from assay.types.execution import Execution
+from assay.types.score import Score
 from tests.assay_process import run_assay
 from tests.test_validate_cli import write
 
@@ -141,7 +143,7 @@ def test_a_reporter_that_exits_is_an_error_naming_it(tmp_path: Path) -> None:
 
 
 async def test_the_runs_own_stopping_passes_through() -> None:
-    from assay.user_code import UserCodeExit, user_code
+    from assay._util.user_code import UserCodeExit, user_code
 
     with pytest.raises(asyncio.CancelledError), user_code():
         raise asyncio.CancelledError
@@ -161,7 +163,7 @@ async def test_the_runs_own_stopping_passes_through() -> None:
 
 
 def test_outside_an_event_loop_ctrl_c_is_the_users() -> None:
-    from assay.user_code import UserCodeExit, user_code
+    from assay._util.user_code import UserCodeExit, user_code
 
     with pytest.raises(KeyboardInterrupt), user_code():
         raise KeyboardInterrupt

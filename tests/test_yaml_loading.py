@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from assay import yaml_source
-from assay.yaml_source import YamlSyntaxError, _load, _PyLoader, load_yaml
+from assay._util import yaml_source
+from assay._util.yaml_source import YamlSyntaxError, _load, _PyLoader, load_yaml
 
 SUITE = """\
 description: "a suite"
@@ -193,7 +193,7 @@ def test_the_shortcut_never_passes_a_document_deeper_than_the_bound():
     import yaml
     from yaml.nodes import MappingNode, SequenceNode
 
-    from assay.limits import MAX_DEPTH
+    from assay._util.nesting import MAX_DEPTH
 
     def depth(node):
         if isinstance(node, MappingNode):

@@ -15,9 +15,10 @@ from importlib.metadata import version
 from _driver import MODEL, Triple, parse_args, run
 
 from assay.judges.base import EvalContext
-from assay.judges.semantic_similarity import SemanticSimilarity
+from assay.judges.llm.semantic_similarity import SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
-from assay.model import Case, Execution
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 
 def main() -> None:

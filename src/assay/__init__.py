@@ -8,31 +8,34 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from assay import _moved
+from assay._util.lazy_exports import lazy_exports
 from assay._version import __version__
-from assay.lazy_exports import lazy_exports
+
+_moved.install()  # old module paths, for one release
 
 _EXPORTS: dict[str, str] = {
-    "score": "assay.api",
-    "score_async": "assay.api",
-    "compare": "assay.compare",
-    "evaluate": "assay.evaluation",
-    "evaluate_async": "assay.evaluation",
-    "rescore": "assay.evaluation",
-    "rescore_async": "assay.evaluation",
-    "resume": "assay.evaluation",
-    "resume_async": "assay.evaluation",
-    "calibrate": "assay.calibrating",
-    "calibrate_async": "assay.calibrating",
+    "score": "assay.run.score",
+    "score_async": "assay.run.score",
+    "compare": "assay.analysis.compare",
+    "evaluate": "assay.run.evaluate",
+    "evaluate_async": "assay.run.evaluate",
+    "rescore": "assay.run.evaluate",
+    "rescore_async": "assay.run.evaluate",
+    "resume": "assay.run.evaluate",
+    "resume_async": "assay.run.evaluate",
+    "calibrate": "assay.run.calibrate",
+    "calibrate_async": "assay.run.calibrate",
     "CalibrationReport": "assay.calibration.report",
-    "EvaluationResult": "assay.results",
-    "CaseRecord": "assay.records",
-    "RunRecord": "assay.records",
-    "RunSummary": "assay.records",
-    "Verdict": "assay.records",
-    "RunConfig": "assay.run_config",
-    "Gates": "assay.run_config",
-    "CalibrationGate": "assay.run_config",
-    "Thresholds": "assay.run_config",
+    "EvaluationResult": "assay.run.result",
+    "CaseRecord": "assay.types.records",
+    "RunRecord": "assay.types.records",
+    "RunSummary": "assay.types.records",
+    "Verdict": "assay.types.records",
+    "RunConfig": "assay.types.config",
+    "Gates": "assay.types.config",
+    "CalibrationGate": "assay.types.config",
+    "Thresholds": "assay.types.config",
     "ConfigError": "assay.errors",
     "EvaluationError": "assay.errors",
     "Contains": "assay.judges",
@@ -41,21 +44,21 @@ _EXPORTS: dict[str, str] = {
     "ExactMatch": "assay.judges",
     "LLMJudge": "assay.judges",
     "SemanticSimilarity": "assay.judges",
-    "scorer": "assay.judges.python_scorer",
+    "scorer": "assay.judges.code.python_scorer",
     "Feedback": "assay.judges.feedback",
-    "make_judge": "assay.judges.custom_judges",
+    "make_judge": "assay.judges.agent.custom",
     "EngineConfig": "assay.llm",
     "JudgeEngine": "assay.llm",
     "register_service": "assay.llm",
-    "Case": "assay.model",
-    "Execution": "assay.model",
-    "Message": "assay.model",
-    "Score": "assay.model",
-    "ScoreError": "assay.model",
-    "ScoreState": "assay.model",
-    "Span": "assay.model",
-    "Usage": "assay.model",
-    "aggregate": "assay.model",
+    "Case": "assay.types",
+    "Execution": "assay.types",
+    "Message": "assay.types",
+    "Score": "assay.types",
+    "ScoreError": "assay.types",
+    "ScoreState": "assay.types",
+    "Span": "assay.types",
+    "Usage": "assay.types",
+    "aggregate": "assay.types",
 }
 
 __all__ = [
@@ -115,19 +118,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from assay.api import score, score_async
-    from assay.calibrating import calibrate, calibrate_async
+    from assay.analysis.compare import compare
     from assay.calibration.report import CalibrationReport
-    from assay.compare import compare
     from assay.errors import ConfigError, EvaluationError
-    from assay.evaluation import (
-        evaluate,
-        evaluate_async,
-        rescore,
-        rescore_async,
-        resume,
-        resume_async,
-    )
     from assay.judges import (
         Contains,
         EvalContext,
@@ -136,21 +129,26 @@ if TYPE_CHECKING:
         LLMJudge,
         SemanticSimilarity,
     )
-    from assay.judges.custom_judges import make_judge
+    from assay.judges.agent.custom import make_judge
+    from assay.judges.code.python_scorer import scorer
     from assay.judges.feedback import Feedback
-    from assay.judges.python_scorer import scorer
     from assay.llm import EngineConfig, JudgeEngine, register_service
-    from assay.model import (
-        Case,
-        Execution,
-        Message,
-        Score,
-        ScoreError,
-        ScoreState,
-        Span,
-        Usage,
-        aggregate,
+    from assay.run.calibrate import calibrate, calibrate_async
+    from assay.run.evaluate import (
+        evaluate,
+        evaluate_async,
+        rescore,
+        rescore_async,
+        resume,
+        resume_async,
     )
-    from assay.records import CaseRecord, RunRecord, RunSummary, Verdict
-    from assay.results import EvaluationResult
-    from assay.run_config import CalibrationGate, Gates, RunConfig, Thresholds
+    from assay.run.result import EvaluationResult
+    from assay.run.score import score, score_async
+    from assay.types.case import Case
+    from assay.types.config import CalibrationGate, Gates, RunConfig, Thresholds
+    from assay.types.execution import Execution
+    from assay.types.messages import Message
+    from assay.types.records import CaseRecord, RunRecord, RunSummary, Verdict
+    from assay.types.score import Score, ScoreError, ScoreState, aggregate
+    from assay.types.spans import Span
+    from assay.types.usage import Usage

@@ -33,7 +33,7 @@ def main() -> None:
 
         print(f"assay {__version__}")
         return
-    from assay.gc_pause import command_process, importing
+    from assay._util.gc_pause import command_process, importing
 
     command_process()
     with importing():

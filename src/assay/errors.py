@@ -2,7 +2,7 @@
 
 Configuration problems (an unknown model, a missing key, a template with an unknown variable)
 raise :class:`EvaluationError` before any call is made. Failures *during* evaluation never
-raise out of an evaluator: they become error scores (see :class:`assay.model.Score`).
+raise out of an evaluator: they become error scores (see :class:`assay.types.score.Score`).
 """
 
 from __future__ import annotations

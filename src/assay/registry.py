@@ -33,8 +33,8 @@ from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal, TypeVar
 
+from assay._util.user_code import error_text, user_code
 from assay.errors import ConfigError
-from assay.user_code import error_text, user_code
 
 Kind = Literal["evaluator", "provider", "target", "suite_format", "reporter"]
 KINDS: tuple[Kind, ...] = ("evaluator", "provider", "target", "suite_format", "reporter")
@@ -267,8 +267,8 @@ def _evaluators() -> None:
     judges = importlib.import_module("assay.judges")
     # A new module is found here; the names it registers go in judges/catalog.py too (a
     # test checks the catalog against what this loads).
-    for module in pkgutil.iter_modules(judges.__path__):
-        importlib.import_module(f"assay.judges.{module.name}")
+    for module in pkgutil.walk_packages(judges.__path__, "assay.judges."):
+        importlib.import_module(module.name)
 
 
 @builtins("suite_format")

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from assay.model import Case, Execution, Message
 from assay.targets.base import current_sample
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.messages import Message
 
 CALLS: Counter[str] = Counter()
 

@@ -15,11 +15,11 @@ from typing import Any, Literal
 import pytest
 
 import assay
+from assay.analysis.significance import paired_compare
 from assay.errors import ConfigError, EvaluationError
-from assay.judges.custom_judges import make_judge
+from assay.integrations.mlflow_scorers import Correctness, Guidelines, Safety
+from assay.judges.agent.custom import make_judge
 from assay.judges.feedback import Feedback
-from assay.scorers import Correctness, Guidelines, Safety
-from assay.stats import paired_compare
 from assay.store.runs import RunStore
 from tests.acceptance.stub import StubJudge
 
@@ -460,7 +460,7 @@ def test_d15_make_judge_validation_and_typed_feedback() -> None:
     stub = judge({"⟦o⟧": {"rationale": "stub", "result": "meh"}})
     quality = make_judge("quality", "Is this answer good or bad? {{ outputs }}",
                          feedback_value_type=Literal["good", "bad"])
-    from assay.judges.custom_judges import answer_model
+    from assay.judges.agent.custom import answer_model
 
     enum = answer_model("str", ("good", "bad"), False).model_json_schema()
     assert enum["properties"]["result"]["enum"] == ["good", "bad"]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import assay
-from assay.judges.custom_judges import make_judge
+from assay.judges.agent.custom import make_judge
 from tests.acceptance.stub import StubJudge
 
 FRAME = r"<{tag}_([0-9a-f]+)>\n(.*?)\n</{tag}_\1>"

@@ -26,24 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay import __version__
-from assay.calibration.items import (
-    BINARY_LABELS,
-    PAIRWISE_LABELS,
-    LabelledItem,
-    LabelledSet,
-)
-from assay.calibration.key import JudgeIdentity
-from assay.calibration.report import (
-    AnchorFigure,
-    CalibrationReport,
-    ConfusionMatrix,
-    Counts,
-    GroupFigures,
-    LabelRates,
-    PairwiseFigures,
-    SetDescription,
-)
-from assay.calibration.stats import (
+from assay.calibration.agreement import (
     Bootstrap,
     Reliability,
     Statistic,
@@ -61,8 +44,25 @@ from assay.calibration.stats import (
     numpy,
     pick,
 )
-from assay.judges.templates import as_text
-from assay.model import Score
+from assay.calibration.items import (
+    BINARY_LABELS,
+    PAIRWISE_LABELS,
+    LabelledItem,
+    LabelledSet,
+)
+from assay.calibration.key import JudgeIdentity
+from assay.calibration.report import (
+    AnchorFigure,
+    CalibrationReport,
+    ConfusionMatrix,
+    Counts,
+    GroupFigures,
+    LabelRates,
+    PairwiseFigures,
+    SetDescription,
+)
+from assay.judges.llm.templates import as_text
+from assay.types.score import Score
 
 Judged = tuple[LabelledItem, Score | None]
 

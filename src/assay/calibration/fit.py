@@ -19,7 +19,7 @@ from typing import Any
 
 from assay.calibration.items import CalibrationDataError, LabelledItem, LabelledSet
 from assay.judges.base import Evaluator
-from assay.judges.templates import variables
+from assay.judges.llm.templates import variables
 
 VARIABLE_FIELDS: dict[str, str | None] = {
     "question": "input", "candidate_answer": "output", "output_messages": "output",

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from assay.calibration import store as calibrations
+from assay.calibration.agreement import Statistic
 from assay.calibration.key import JudgeIdentity, judge_identity
 from assay.calibration.report import stat_text
-from assay.calibration.stats import Statistic
 from assay.judges.base import Evaluator
 from assay.llm.models import display_model
-from assay.run_config import CalibrationGate
 from assay.store.runs import RunStore
+from assay.types.config import CalibrationGate
 
 SUGGESTED_SET = {"pairwise": "llmbar", "ordinal": "roscoe"}
 

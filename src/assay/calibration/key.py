@@ -22,14 +22,15 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util.redact import redact_urls
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.cache import request_key
-from assay.llm.config import EngineConfig
 from assay.llm.engine import JudgeEngine
 from assay.llm.models import display_model
 from assay.llm.types import ChatRequest
-from assay.model import Case, Execution
-from assay.redact import redact_urls
+from assay.types.case import Case
+from assay.types.engine_config import EngineConfig
+from assay.types.execution import Execution
 
 PROBE_CASE = Case(
     id="assay-calibration-probe", input="PROBE QUESTION", expected_output="PROBE REFERENCE",

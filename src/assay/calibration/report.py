@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.calibration.agreement import Statistic
 from assay.calibration.key import JudgeIdentity
-from assay.calibration.stats import Statistic
 
 HEADLINE = ("accuracy", "kappa", "weighted_kappa", "alpha", "spearman", "kendall", "pearson")
 TITLES = {

@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 
 import typer
 
+from assay._util.user_paths import user_path
 from assay.errors import EvaluationError
 from assay.report.safe_text import for_terminal, make_console
-from assay.user_paths import user_path
 
 app = typer.Typer(
     name="assay",
@@ -35,7 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def friendly_errors(fn: F) -> F:
     """Turn configuration errors into one line on stderr and exit code 2; every path option
-    and argument arrives with ``~`` expanded (see :mod:`assay.user_paths`)."""
+    and argument arrives with ``~`` expanded (see :mod:`assay._util.user_paths`)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -1,6 +1,6 @@
 """``assay convert``, ``assay init`` and ``assay generate rubrics``: writing suites (the
-library does the work: :mod:`assay.convert`, :mod:`assay.scaffold`,
-:mod:`assay.rubric_generation`)."""
+library does the work: :mod:`assay.authoring.convert`, :mod:`assay.authoring.scaffold`,
+:mod:`assay.authoring.rubrics`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def convert(
                                "not name (the default output, the sidecar beside --out)."),
 ) -> None:
     """Convert a suite between EVAL.yaml and JSONL (or results JSONL to YAML)."""
-    from assay.convert import convert as run_convert
+    from assay.authoring.convert import convert as run_convert
     from assay.errors import ConfigError
 
     if not source.is_file():
@@ -42,7 +42,7 @@ def init(
                                      help="The folder to create (or an empty one)."),
 ) -> None:
     """Create a working suite, targets file, prompt and agent in a folder."""
-    from assay.scaffold import init as run_init
+    from assay.authoring.scaffold import init as run_init
 
     for path in run_init(directory):
         console.print(f"created {path}", highlight=False, markup=False)
@@ -66,10 +66,10 @@ def rubrics(
 
     import yaml
 
+    from assay.authoring.rubrics import draft_rubrics, with_rubrics
     from assay.errors import ConfigError
     from assay.llm import EngineConfig, JudgeEngine
     from assay.report.outputs import check_outputs, write_atomic
-    from assay.rubric_generation import draft_rubrics, with_rubrics
     from assay.suites.evalyaml import load_eval_yaml
 
     loaded = load_eval_yaml(suite, False)

@@ -1,4 +1,4 @@
-"""``assay calibrate``: a thin shell over :func:`assay.calibrating.calibrate_async`.
+"""``assay calibrate``: a thin shell over :func:`assay.run.calibrate.calibrate_async`.
 
 It reads the judge from a file, inline JSON, a type name or a suite's evaluator, shows
 progress, prints the report (or its JSON), writes it to ``--output`` and picks the exit code:
@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from assay._util.user_paths import user_path
 from assay.cli.app import (
     EXIT_GATE_FAILED,
     EXIT_USAGE,
@@ -22,7 +23,6 @@ from assay.cli.app import (
     friendly_errors,
 )
 from assay.errors import ConfigError, EvaluationError
-from assay.user_paths import user_path
 
 
 @app.command()
@@ -73,9 +73,9 @@ def calibrate(
     list_sets: bool = typer.Option(False, "--list", help="List the built-in sets and exit."),
 ) -> None:
     """Measure how far a judge agrees with human labels, and store the calibration."""
-    from assay.calibrating import calibrate_async
     from assay.cli.run import _progress, _run_interruptible, _Stopped, print_failures, store_url
     from assay.report.outputs import check_outputs, write_atomic
+    from assay.run.calibrate import calibrate_async
 
     if list_sets:
         _print_sets(as_json)
@@ -161,7 +161,7 @@ class _Quiet:
 
 
 def _shown(url: str) -> str:
-    from assay.redact import redact_url
+    from assay._util.redact import redact_url
 
     return redact_url(url)
 

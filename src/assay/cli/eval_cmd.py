@@ -10,7 +10,7 @@ code path.
 Each suite (file, glob match, or UiPath eval set) is its own stored run, through
 :func:`assay.evaluate_async` exactly as ``assay run`` makes it; ``--out`` collects every run's
 rows in one file (else each run writes its own under ``.assay/results/``). After the runs the
-statistics ``agentv eval`` prints (:mod:`assay.score_stats`) cover all of them. The exit code
+statistics ``agentv eval`` prints (:mod:`assay.analysis.score_statistics`) cover all of them. The exit code
 is ``assay run``'s: 1 when any run fails its gates, 2 for a usage or configuration error.
 """
 
@@ -74,13 +74,13 @@ def eval_command(
                                           "errors."),
 ) -> None:
     """Run one or more suites, as ``agentv eval`` and ``uipath eval`` do, with statistics."""
-    from assay.evaluation import evaluate_async, open_store, run_inputs
+    from assay.analysis.score_statistics import score_statistics
     from assay.report.files import ROW_FORMATS
     from assay.report.outputs import check_outputs
     from assay.report.reporters import write_report
-    from assay.run_config import Gates, RunConfig
-    from assay.score_stats import score_statistics
+    from assay.run.evaluate import evaluate_async, open_store, run_inputs
     from assay.suites.paths import expand, parse_eval_ids
+    from assay.types.config import Gates, RunConfig
 
     if output_format not in ROW_FORMATS:
         raise ConfigError(f"--output-format {output_format!r}: expected jsonl or yaml")
@@ -150,7 +150,7 @@ def eval_command(
         if len(failures) == before:
             console.print(f"results written to {out}", highlight=False, markup=False)
     if records:
-        from assay.report.statistics import statistics_lines
+        from assay.report.score_statistics import statistics_lines
 
         for line in statistics_lines(score_statistics(records)):
             console.print(line, highlight=False)

@@ -13,7 +13,7 @@ from assay.cli.app import app, console, err_console, friendly_errors
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
-    from assay.model import Score
+    from assay.types.score import Score
 
 
 def _maybe_json(text: str) -> Any:
@@ -46,12 +46,13 @@ def judge(
     as_json: bool = typer.Option(False, "--json", help="Print the score as JSON."),
 ) -> None:
     """Score one pair and print the score, rationale, tokens and cost."""
-    from assay.api import score_async
     from assay.judges import build
-    from assay.llm.config import EngineConfig, RetryPolicy
     from assay.llm.engine import JudgeEngine
     from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
-    from assay.model import Case, Execution
+    from assay.run.score import score_async
+    from assay.types.case import Case
+    from assay.types.engine_config import EngineConfig, RetryPolicy
+    from assay.types.execution import Execution
 
     if cache not in ("use", "refresh", "off"):
         raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
+from assay._util.user_paths import user_path
 from assay.cli.app import app, friendly_errors
 from assay.cli.run import store_url
 from assay.errors import ConfigError
-from assay.user_paths import user_path
 
 
 @app.command()

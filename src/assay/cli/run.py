@@ -18,10 +18,10 @@ from typing import Any
 
 import typer
 
+from assay._util.user_paths import user_path
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.errors import ConfigError, EvaluationError
 from assay.report.safe_text import for_terminal
-from assay.user_paths import user_path
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 NO_REPORT_HELP = ("Accepted for compatibility with uipath eval, and does nothing: UiPath's "
@@ -146,19 +146,13 @@ def run(
         "(implies the calibration gate)."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
-    from assay.gc_pause import importing
+    from assay._util.gc_pause import importing
 
     with importing():
-        from assay.evaluation import evaluate_async, open_store, resume_async
-        from assay.llm.config import RetryPolicy
-        from assay.run_config import (
-            CalibrationGate,
-            Gates,
-            RunConfig,
-            RunThresholds,
-            Thresholds,
-        )
+        from assay.run.evaluate import evaluate_async, open_store, resume_async
         from assay.suites.paths import parse_eval_ids
+        from assay.types.config import CalibrationGate, Gates, RunConfig, RunThresholds, Thresholds
+        from assay.types.engine_config import RetryPolicy
 
     if cache not in ("use", "refresh", "off"):
         raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
@@ -264,7 +258,7 @@ def _baseline(result: Any, runs: Any, set_it: bool, compare_it: bool) -> bool:
             console.print("no baseline to compare with yet (set one with assay baseline set "
                           "RUN, or --set-baseline)", highlight=False, markup=False)
         else:
-            from assay.connexity.compare import compare_records, load_run
+            from assay.analysis.run_comparison import compare_records, load_run
             from assay.report.comparison import print_comparison
 
             base, before = load_run(runs, found.run_id, "baseline")
@@ -299,7 +293,7 @@ def rescore(
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report."),
 ) -> None:
     """Judge a stored run's executions again into a new run, without running the agent."""
-    from assay.evaluation import open_store, rescore_async
+    from assay.run.evaluate import open_store, rescore_async
 
     if judge_model is not None and not judge_model.strip():
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini")
@@ -342,7 +336,7 @@ def _agent_options(judges: str | None, naming: str | None, criteria: str | None,
             raise ConfigError(f"--naming {naming!r}: expected databricks or mlflow")
         options["naming"] = naming
     if criteria is not None:
-        from assay.agent_eval.criteria import parse
+        from assay.run.policies.databricks.criteria import parse
 
         parse(criteria)  # a malformed expression stops here, before anything runs
         options["quality_criteria"] = criteria
@@ -435,7 +429,7 @@ class _Reports:
 
     def open(self, inputs: Mapping[Path, str]) -> None:
         """Refuse an output that is a file the run uses (``inputs``: see
-        :data:`assay.evaluation.OnInputs`), another output, or not writable, before any case
+        :data:`assay.run.evaluate.OnInputs`), another output, or not writable, before any case
         runs; then open the results file."""
         from assay.report.files import RowWriter
         from assay.report.outputs import check_outputs
@@ -457,7 +451,7 @@ class _Reports:
         self.types = {e.name: e for e in run.config.evaluators}
         naming = run.config.run.get("naming")
         if naming:
-            from assay.agent_eval import Catalog
+            from assay.run.policies.databricks import Catalog
 
             self.named = (Catalog(run.config.evaluators), naming,
                           run.config.run.get("chunk_errors") or "exclude")
@@ -470,7 +464,7 @@ class _Reports:
     def on_record(self, record: Any) -> None:
         if self.writer is not None:
             if self.named is not None:
-                from assay.agent_eval import named_row
+                from assay.run.policies.databricks import named_row
 
                 catalog, naming, chunk_errors = self.named
                 self.writer.write(named_row(record, catalog, naming, chunk_errors))

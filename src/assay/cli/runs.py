@@ -12,7 +12,7 @@ from assay.cli.run import store_url
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
-    from assay.compare import Comparison
+    from assay.analysis.compare import Comparison
     from assay.store.runs import RunStore
 
 
@@ -61,8 +61,8 @@ def show(
         for line in run_notes([run], runs.display_url if store else None):
             err_console.print(line, highlight=False, soft_wrap=True)
     if summary_only:
-        from assay.records import RunSummary
         from assay.report.terminal import summary_lines
+        from assay.types.records import RunSummary
 
         found = run.summary or RunSummary()
         if as_json:
@@ -146,7 +146,7 @@ def compare(
     candidate regressed (or fails its own run dimensions), 2 when they cannot be compared."""
     from pathlib import Path
 
-    from assay.connexity.compare import CompareThresholds, compare_records, parse_fraction
+    from assay.analysis.run_comparison import CompareThresholds, compare_records, parse_fraction
     from assay.store.runs import RunStore
 
     if exit_rule not in ("assay", "agentv"):
@@ -155,7 +155,7 @@ def compare(
             and Path(candidate).is_file():
         if policy == "connexity":
             raise ConfigError("--policy connexity compares stored runs, not results files")
-        from assay.compare_files import compare_files
+        from assay.analysis.compare_files import compare_files
 
         _report_cases(compare_files(Path(baseline), Path(candidate), threshold),
                       {"id": baseline}, {"id": candidate}, as_json, exit_rule)
@@ -205,7 +205,7 @@ def compare(
                                           if v is not None or k == "max_cost_increase_pct"})
     except ValueError as exc:
         raise ConfigError(f"comparison thresholds: {exc}") from None
-    from assay.connexity.compare import load_run
+    from assay.analysis.run_comparison import load_run
 
     base, before = load_run(runs, a["id"], "baseline", allow_incomplete)
     cand, after = load_run(runs, b["id"], "candidate", allow_incomplete)
@@ -243,7 +243,7 @@ def _policy(given: str | None, baseline: dict[str, Any], candidate: dict[str, An
 def compare_runs_of(runs: RunStore, a: dict[str, Any], b: dict[str, Any], threshold: float,
                     allow_incomplete: bool) -> Comparison:
     """The per-case comparison of two stored runs."""
-    from assay.compare import compare_runs
+    from assay.analysis.compare import compare_runs
 
     return compare_runs(a, b, runs.case_rows(a["id"]), runs.case_rows(b["id"]), threshold,
                         allow_incomplete=allow_incomplete)
@@ -255,7 +255,7 @@ def _report_cases(result: Comparison, a: dict[str, Any], b: dict[str, Any], as_j
     by AgentV's rule, on a negative mean change)."""
     from rich.markup import escape
 
-    from assay.compare_files import agentv_summary, fails
+    from assay.analysis.compare_files import agentv_summary, fails
     from assay.report.safe_text import for_terminal
     from assay.report.terminal import fmt_score
 

@@ -45,7 +45,7 @@ def serve(
     except ImportError:
         raise ConfigError("assay serve needs the server extra: pip install 'assay[server]'",
                           code="missing_dependency") from None
-    from assay.listening import bound_port, listen
+    from assay._util.listening import bound_port, listen
     from assay.store.runs import RunStore
 
     url = store_url(store)

@@ -7,22 +7,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from assay._util.lazy_exports import lazy_exports
 from assay.judges.registry import EVALUATORS, build, register
-from assay.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from assay.judges.base import EvalContext, Evaluator
-    from assay.judges.deterministic import Contains, ExactMatch
-    from assay.judges.llm_judge import LLMJudge
-    from assay.judges.semantic_similarity import SemanticSimilarity
+    from assay.judges.deterministic.match import Contains, ExactMatch
+    from assay.judges.llm.llm_judge import LLMJudge
+    from assay.judges.llm.semantic_similarity import SemanticSimilarity
 
 _EXPORTS: dict[str, str] = {
     "EvalContext": "assay.judges.base",
     "Evaluator": "assay.judges.base",
-    "Contains": "assay.judges.deterministic",
-    "ExactMatch": "assay.judges.deterministic",
-    "LLMJudge": "assay.judges.llm_judge",
-    "SemanticSimilarity": "assay.judges.semantic_similarity",
+    "Contains": "assay.judges.deterministic.match",
+    "ExactMatch": "assay.judges.deterministic.match",
+    "LLMJudge": "assay.judges.llm.llm_judge",
+    "SemanticSimilarity": "assay.judges.llm.semantic_similarity",
 }
 
 

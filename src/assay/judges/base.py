@@ -3,7 +3,7 @@
 An evaluator's ``score`` may raise; :meth:`Evaluator.evaluate` turns anything it raises into an
 error score (code and message) so one bad case never stops a run and never reads as a 0. That
 includes ``sys.exit()`` in a plugin's evaluator: ``score`` runs as user code
-(:func:`assay.user_code.user_code`). An
+(:func:`assay._util.user_code.user_code`). An
 evaluator marked ``required`` (AgentV's ``required: true``) makes its score ``blocking`` when it
 does not pass: the case fails whatever its mean.
 Configuration problems are caught earlier, when the evaluator is built (see ``registry``).
@@ -20,11 +20,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util.user_code import error_text, user_code
+from assay._util.user_paths import user_path
 from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
-from assay.model import AgentInfo, Case, Execution, Score
-from assay.user_code import error_text, user_code
-from assay.user_paths import user_path
+from assay.types.case import AgentInfo, Case
+from assay.types.execution import Execution
+from assay.types.score import Score
 
 
 @dataclass

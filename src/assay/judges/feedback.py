@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.model import MEASUREMENT, Score
+from assay.types.score import MEASUREMENT, Score
 
 
 @dataclass

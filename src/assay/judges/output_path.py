@@ -9,7 +9,7 @@ UiPath score the same here:
 - a list of keys gives ``{key: value_at(key)}`` for each.
 
 Values are compared as they are, never turned into floats first: equality is
-:func:`assay.jsondata.same_data` (``1`` equals ``1.0``, ``10**16 + 1`` does not equal
+:func:`assay._util.jsondata.same_data` (``1`` equals ``1.0``, ``10**16 + 1`` does not equal
 ``10**16``, ``True`` is not ``1``), and a number compared as text is its own ``str()``.
 
 A key that is not there is the user's mistake, not a low score: it raises
@@ -34,8 +34,10 @@ from pydantic import AliasChoices, Field, field_validator
 
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator
-from assay.judges.templates import as_text
-from assay.model import Case, Execution, Score
+from assay.judges.llm.templates import as_text
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.score import Score
 
 WHOLE = "*"
 TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")

@@ -1,11 +1,11 @@
 """The judge engine: providers, structured output, cache, retries, rate limits, usage and cost."""
 
-from assay.llm.config import EngineConfig, RateLimit, RetryPolicy
 from assay.llm.engine import DryRunSkipped, JudgeEngine
 from assay.llm.models import ModelSpec, is_demo_model, parse_model
 from assay.llm.providers.custom import register_service
 from assay.llm.structured import StructuredResult, ask_structured, extract_json
 from assay.llm.types import ChatRequest, ChatResult, ProviderError
+from assay.types.engine_config import EngineConfig, RateLimit, RetryPolicy
 
 __all__ = [
     "ChatRequest",

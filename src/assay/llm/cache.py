@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
+from assay._util.sqlite_wal import use_wal
 from assay.errors import ConfigError
 from assay.llm.types import ChatRequest
-from assay.sqlite_wal import use_wal
 
 _KEY_FIELDS = ("messages", "response_format", "tools", "tool_choice", "temperature",
                "max_tokens", "seed", "logprobs", "top_logprobs")

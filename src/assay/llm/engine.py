@@ -22,13 +22,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay._util.redact import environment_secrets
+from assay._util.user_code import error_text, user_code
 from assay.errors import EvaluationError
 from assay.llm.cache import ResponseCache, request_key
-from assay.llm.config import EngineConfig
-from assay.llm.limits import ModelLimiter
 from assay.llm.models import KEY_ENV_VARS, ModelSpec, parse_model
 from assay.llm.pricing import PriceTable
 from assay.llm.providers import Provider, close_http_session, create_provider
+from assay.llm.rate_limits import ModelLimiter
 from assay.llm.types import (
     BadResponse,
     CallStats,
@@ -40,9 +41,8 @@ from assay.llm.types import (
     ResponseTooLarge,
     RetriesExhausted,
 )
-from assay.model import Usage
-from assay.redact import environment_secrets
-from assay.user_code import error_text, user_code
+from assay.types.engine_config import EngineConfig
+from assay.types.usage import Usage
 
 
 class DryRunSkipped(ProviderError):

@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from assay._util.redact import REDACTED, redact_url, url_credentials
 from assay.errors import ConfigError
-from assay.redact import REDACTED, redact_url, url_credentials
 
 LOCAL_DEFAULT_MODEL = "gemma-3-270m"
 LOCAL_PACKAGED_NAMES = (LOCAL_DEFAULT_MODEL, "gemma3-270m", "default")

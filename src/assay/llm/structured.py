@@ -32,7 +32,8 @@ from assay.llm.types import (
     RequestRejected,
     RetriesExhausted,
 )
-from assay.model import ScoreError, Usage
+from assay.types.score import ScoreError
+from assay.types.usage import Usage
 
 T = TypeVar("T", bound=BaseModel)
 

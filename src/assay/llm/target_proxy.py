@@ -34,7 +34,7 @@ from aiohttp import web
 
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ChatRequest, ProviderError
-from assay.model import Usage
+from assay.types.usage import Usage
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 

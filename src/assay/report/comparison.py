@@ -23,7 +23,7 @@ def _signed(value: float | None, spec: str = "+.2f", suffix: str = "") -> str:
 
 
 def print_comparison(console: Console, result: Any) -> None:
-    """Print a :class:`~assay.connexity.compare.RunComparison`."""
+    """Print a :class:`~assay.analysis.run_comparison.RunComparison`."""
     b, c, d = result.baseline, result.candidate, result.aggregate
     table = Table(title=f"{for_terminal(result.baseline_run_id)} → "
                         f"{for_terminal(result.candidate_run_id)}"

@@ -21,9 +21,9 @@ from typing import Any
 
 from assay import __version__
 from assay.errors import ConfigError
-from assay.records import RunRecord
 from assay.store import queries
 from assay.store.runs import RunStore
+from assay.types.records import RunRecord
 
 MAX_CASES = 5000
 
@@ -44,7 +44,7 @@ def _sha256(text: str) -> str:
 def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> dict[str, Any]:
     """What the page reads: the run, its score distributions, and its first ``max_cases``
     cases (problems first), each with its details."""
-    from assay.server.views import case_detail, run_detail
+    from assay.report.views import case_detail, run_detail
 
     target = queries.run_target(run)
     rows, total = queries.case_page(store, run.id, queries.CaseFilter(), limit=max_cases)
@@ -67,7 +67,7 @@ def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> 
 
 def render_html(data: dict[str, Any]) -> str:
     """The report page for ``data`` (see :func:`report_data`)."""
-    from assay.server import STATIC_DIR
+    from assay.report import STATIC_DIR
 
     page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
     css = (STATIC_DIR / "app.css").read_text(encoding="utf-8")

@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from assay.records import RunRecord
 from assay.store import queries
 from assay.store.runs import RunStore
+from assay.types.records import RunRecord
 
 PROBLEMS_SHOWN = 20
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")

@@ -7,7 +7,7 @@ reader never sees a half-written line. :func:`check_outputs` runs before any cas
 output that is a file the command uses (by path, symbolic link or hard link; see
 :data:`Inputs`) or another output, and one that cannot be written. It is the one rule every
 command that writes files goes through; what a run uses is gathered by the library
-(:func:`assay.evaluation.run_inputs`, and a run's ``on_inputs``), each part naming its own
+(:func:`assay.run.evaluate.run_inputs`, and a run's ``on_inputs``), each part naming its own
 files (the suite, its evaluators, the targets file and its targets, the store, the cache).
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 
+from assay._util.user_paths import user_path
 from assay.errors import ConfigError, ErrorCategory, EvaluationError
-from assay.user_paths import user_path
 
 
 class OutputWriteError(EvaluationError):

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay._util.user_code import user_code
 from assay.registry import REGISTRY, reporter
 from assay.report.rows import agentv_row
-from assay.user_code import user_code
 
 
 def write_report(name: str, result: Any, path: Path) -> None:

@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assay.model import Score, verdict_band
-from assay.records import CaseRecord, EvaluatorSpec, case_latency
-from assay.traces import trace_summary
+from assay.traces.summary import trace_summary
+from assay.types.records import CaseRecord, EvaluatorSpec, case_latency
+from assay.types.score import Score, verdict_band
 
 AGENT_REQUEST_KINDS = frozenset({"command", "agent"})
 """Executions whose ``provider_request`` AgentV calls ``agent_provider_request``."""

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from assay.control_chars import printable
+from assay._util.control_chars import printable
 
 
 def for_terminal(value: Any) -> str:

@@ -22,8 +22,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from assay.model import Usage
-from assay.records import (
+from assay.report.safe_text import for_terminal
+from assay.types.records import (
     AssessmentSummary,
     CaseRecord,
     EvaluatorSummary,
@@ -31,7 +31,7 @@ from assay.records import (
     RunSummary,
     resume_command,
 )
-from assay.report.safe_text import for_terminal
+from assay.types.usage import Usage
 
 VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta",
                  "skipped": "dim"}

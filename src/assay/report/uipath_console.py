@@ -16,8 +16,8 @@ from typing import Any
 
 from rich.table import Table
 
-from assay.records import CaseRecord, RunSummary
 from assay.report.safe_text import for_terminal
+from assay.types.records import CaseRecord, RunSummary
 
 
 def evaluator_averages(summary: RunSummary) -> dict[str, float | None]:
@@ -67,7 +67,7 @@ def results_table(records: Sequence[CaseRecord], summary: RunSummary,
 
 
 def table_for_result(result: Any) -> Table:
-    """The table of an :class:`~assay.results.EvaluationResult`, with UiPath's names when
+    """The table of an :class:`~assay.run.result.EvaluationResult`, with UiPath's names when
     its suite came from a UiPath eval set."""
     meta = (result.suite.metadata.get("uipath") if result.suite is not None else None) or {}
     return results_table(result.records, result.summary, meta.get("evaluation_names"),

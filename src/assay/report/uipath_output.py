@@ -34,9 +34,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from assay.model import Score, dump_json
 from assay.report.outputs import write_atomic
 from assay.suites.model import Suite
+from assay.types.json import dump_json
+from assay.types.score import Score
 
 Results = Sequence[tuple[str, Sequence[Score]]]
 """(case id, that case's scores) pairs, in the order they should be written."""
@@ -151,7 +152,7 @@ def render_for_suite(suite: Suite, results: Results,
 
 
 def render_for_records(result: Any) -> dict[str, Any]:
-    """The output-file object of an :class:`~assay.results.EvaluationResult`."""
+    """The output-file object of an :class:`~assay.run.result.EvaluationResult`."""
     results = [(r.case_id if not r.repeat else f"{r.case_id}#{r.repeat}", r.scores)
                for r in result.records]
     summary = getattr(result, "summary", None)

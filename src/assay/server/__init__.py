@@ -12,7 +12,6 @@ report can find the UI's files without FastAPI installed.
 
 from __future__ import annotations
 
-from pathlib import Path
+from assay.report import STATIC_DIR
 
-STATIC_DIR = Path(__file__).parent / "static"
-"""The web UI's files: ``index.html``, ``app.js``, ``app.css``."""
+__all__ = ["STATIC_DIR"]

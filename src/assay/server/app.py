@@ -30,9 +30,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from assay import __version__
-from assay.connexity.compare import CompareThresholds, RunNotCompleted, RunNotFound
+from assay.analysis.run_comparison import CompareThresholds, RunNotCompleted, RunNotFound
 from assay.errors import ConfigError
-from assay.records import RunRecord, RunStatus, Verdict, resume_command
+from assay.report.views import (
+    CaseDetail,
+    RunDetail,
+    bounded_case,
+    case_detail,
+    run_detail,
+    value_at,
+)
 from assay.server import STATIC_DIR
 from assay.server.comparison import ServedComparison, compare
 from assay.server.launches import (
@@ -46,17 +53,10 @@ from assay.server.launches import (
 )
 from assay.server.security import SecurityMiddleware, document_nul_rule
 from assay.server.settings import ServerSettings
-from assay.server.views import (
-    CaseDetail,
-    RunDetail,
-    bounded_case,
-    case_detail,
-    run_detail,
-    value_at,
-)
 from assay.store import baselines, queries
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore, RunUnreadable
+from assay.types.records import RunRecord, RunStatus, Verdict, resume_command
 
 log = logging.getLogger("assay.server")
 

@@ -1,10 +1,10 @@
 """The comparison the API and the compare page show: the library's own
-(:func:`assay.connexity.compare.compare_records`), with what a page needs beside it.
+(:func:`assay.analysis.run_comparison.compare_records`), with what a page needs beside it.
 
 The server adds nothing to how runs are compared: it names runs exactly (an API never matches a
-prefix), loads them with :func:`~assay.connexity.compare.load_run` (404 for an unknown run, 400
+prefix), loads them with :func:`~assay.analysis.run_comparison.load_run` (404 for an unknown run, 400
 for one that did not complete, Connexity's responses) and answers with the library's
-:class:`~assay.connexity.compare.RunComparison` -- the verdict with each reason's paired test,
+:class:`~assay.analysis.run_comparison.RunComparison` -- the verdict with each reason's paired test,
 the significance of every paired difference, aggregate and per-metric deltas, the config diff --
 plus each run's list entry (for links and badges) and the per-case rows ordered regressions
 first and capped at :data:`CASES_SHOWN` (the totals in ``aggregate`` count every case).
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from assay.connexity.compare import (
+from assay.analysis.run_comparison import (
     CaseComparison,
     CompareThresholds,
     RunComparison,

@@ -22,9 +22,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
+from assay._util.redact import scrub
 from assay.errors import EvaluationError
-from assay.records import CaseRecord, RunRecord, RunStatus, Verdict
-from assay.redact import scrub
+from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict
 
 TERMINAL_EVENTS = ("run_completed", "run_cancelled", "run_failed")
 START_TIMEOUT_S = 120.0
@@ -202,7 +202,7 @@ class Launcher:
         self.launches: dict[str, Launch] = {}
 
     async def start(self, request: RunRequest) -> Launch:
-        from assay.evaluation import evaluate_async
+        from assay.run.evaluate import evaluate_async
         from assay.store.runs import RunStore
 
         path = resolve_suite(request, self.roots)

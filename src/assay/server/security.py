@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from assay.control_chars import printable
+from assay._util.control_chars import printable
 from assay.server.settings import host_key
 
 Scope = MutableMapping[str, Any]

@@ -42,7 +42,7 @@ def host_key(name: str) -> str:
 def default_judge_model() -> str:
     """The judge a run uses when nothing names one: ``$ASSAY_JUDGE_MODEL`` or assay's
     default, as for ``assay run``."""
-    from assay.llm.config import DEFAULT_JUDGE_MODEL
+    from assay.types.engine_config import DEFAULT_JUDGE_MODEL
 
     return os.environ.get("ASSAY_JUDGE_MODEL", "").strip() or DEFAULT_JUDGE_MODEL
 

@@ -12,9 +12,9 @@ from pydantic import BaseModel
 from sqlalchemy import and_, delete, select
 
 from assay.errors import ConfigError
-from assay.records import RunRecord, RunStatus
 from assay.store import schema
 from assay.store.runs import RunStore
+from assay.types.records import RunRecord, RunStatus
 
 
 class Baseline(BaseModel):

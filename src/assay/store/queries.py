@@ -32,8 +32,6 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import ColumnElement
 
 from assay.errors import EvaluationError
-from assay.model import Execution, Score
-from assay.records import CaseRecord, RunRecord, RunStatus, RunSummary, Verdict
 from assay.store import schema
 from assay.store.runs import (
     RunStore,
@@ -43,6 +41,9 @@ from assay.store.runs import (
     run_columns,
 )
 from assay.store.search import check_query, needle
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, RunRecord, RunStatus, RunSummary, Verdict
+from assay.types.score import Score
 
 PREVIEW_CHARS = 240
 """How much of a case's input and output a page of cases shows."""

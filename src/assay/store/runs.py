@@ -39,10 +39,19 @@ from sqlalchemy import Connection, Engine, Text, cast, create_engine, event, fun
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from assay.control_chars import printable
+from assay._util.control_chars import printable
+from assay._util.redact import redact_url, scrub, url_secrets
+from assay._util.sqlite_wal import use_wal
+from assay._util.user_paths import user_path, user_url
 from assay.errors import ConfigError
-from assay.model import Case, Execution, Score
-from assay.records import (
+from assay.store import schema
+from assay.store.errors import StoreError
+from assay.store.migrations import ensure_schema
+from assay.store.search import search_text
+from assay.store.writer import BatchWriter, EncodedJSON, json_each_works
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import (
     CaseRecord,
     EvaluatorSpec,
     RunRecord,
@@ -52,14 +61,7 @@ from assay.records import (
     SourceLocation,
     Verdict,
 )
-from assay.redact import redact_url, scrub, url_secrets
-from assay.sqlite_wal import use_wal
-from assay.store import schema
-from assay.store.errors import StoreError
-from assay.store.migrations import ensure_schema
-from assay.store.search import search_text
-from assay.store.writer import BatchWriter, EncodedJSON, json_each_works
-from assay.user_paths import user_path, user_url
+from assay.types.score import Score
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
 """Where runs are kept when neither a store nor ``$ASSAY_STORE_URL`` is given."""

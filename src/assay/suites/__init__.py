@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from assay.suites.model import Suite, SuiteCase
 
 if TYPE_CHECKING:
+    from assay._util.yaml_source import Problem
     from assay.suites.evalyaml import Targets
-    from assay.yaml_source import Problem
 
 __all__ = ["Suite", "SuiteCase", "check_any", "find_format", "is_uipath", "load_any"]
 
@@ -32,7 +32,7 @@ def find_format(path: Path) -> Any:
 
 def _checked(path: Path, targets: Targets) -> tuple[Suite | None, list[Problem]]:
     """The format that reads ``path`` checks it (as user code: a plugin's format may exit)."""
-    from assay.user_code import user_code
+    from assay._util.user_code import user_code
 
     name, fmt = _find_format(path)
     with user_code(f"the suite format {name!r}"):
@@ -41,9 +41,9 @@ def _checked(path: Path, targets: Targets) -> tuple[Suite | None, list[Problem]]
 
 
 def _find_format(path: Path) -> tuple[str, Any]:
+    from assay._util.user_code import user_code
     from assay.errors import ConfigError
     from assay.registry import REGISTRY
-    from assay.user_code import user_code
 
     for plugins in (False, True):
         if plugins:
@@ -82,8 +82,8 @@ def check_any(path: Path | str, targets: Targets = None) -> tuple[Suite | None, 
     Nothing runs and nothing raises for a bad file: each problem is located (``file:line:col``
     for YAML and JSONL, ``file: $.json.path`` for UiPath JSON).
     """
+    from assay._util.yaml_source import Problem
     from assay.errors import EvaluationError
-    from assay.yaml_source import Problem
 
     path = Path(path)
     if not path.exists():
@@ -100,8 +100,8 @@ def problem_of(exc: Exception, path: Path) -> Problem:
     (``file: $.evaluations[2]...`` or ``file:line:col``); others belong to ``path``."""
     import re
 
+    from assay._util.yaml_source import Problem
     from assay.errors import EvaluationError
-    from assay.yaml_source import Problem
 
     message = exc.message if isinstance(exc, EvaluationError) else str(exc)
     where, sep, rest = message.partition(": ")

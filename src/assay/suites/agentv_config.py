@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assay.yaml_source import Problem, YamlSyntaxError, load_yaml_file
+from assay._util.yaml_source import Problem, YamlSyntaxError, load_yaml_file
 
 __all__ = ["CONFIG_FILE", "GuidelineConfig", "glob_regex", "load_guideline_config"]
 

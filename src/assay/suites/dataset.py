@@ -23,11 +23,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay._util.gc_pause import gc_paused
 from assay.errors import ConfigError
-from assay.gc_pause import gc_paused
-from assay.model import Case, Execution, Message, dump_json
-from assay.records import SourceLocation
 from assay.suites.model import Suite, SuiteCase
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.json import dump_json
+from assay.types.messages import Message
+from assay.types.records import SourceLocation
 
 FIELDS = ("id", "input", "expected_output", "output", "expected_outcomes", "guidelines",
           "retrieved_context", "reference_context", "trace", "messages", "metadata",
@@ -91,7 +94,7 @@ def suite_from_rows(rows: Iterable[Any], *, name: str = "dataset",
     """A suite of one case per row. Rows are dicts, :class:`Case` or :class:`SuiteCase`.
 
     Every case is kept, so the collector is paused while they are built (see
-    :mod:`assay.gc_pause`): on 2,000 rows its passes over the growing list took up to two
+    :mod:`assay._util.gc_pause`): on 2,000 rows its passes over the growing list took up to two
     thirds of the time.
     """
     with gc_paused():
@@ -167,8 +170,8 @@ def data_sidecar(path: Path) -> Path | None:
     sidecar = sidecar_of(path)
     if sidecar is None:
         return None
+    from assay._util.yaml_source import load_yaml_file
     from assay.errors import EvaluationError
-    from assay.yaml_source import load_yaml_file
 
     try:  # the bounded loader: a hostile sidecar cannot blow up memory
         data = load_yaml_file(sidecar).data
@@ -182,8 +185,8 @@ def data_sidecar(path: Path) -> Path | None:
 
 def _with_sidecar(suite: Suite, sidecar: Path) -> Suite:
     """The suite with the sidecar's evaluators and run options (validated with locations)."""
+    from assay._util.yaml_source import load_yaml_file
     from assay.judges.registry import build
-    from assay.yaml_source import load_yaml_file
 
     loaded = load_yaml_file(sidecar)
     data = loaded.data if isinstance(loaded.data, dict) else {}

@@ -21,12 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from assay._util.yaml_source import PathKey, ProblemLog
 from assay.errors import ConfigError, EvaluationError, TemplateError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, evaluator_class
 from assay.llm.models import parse_model
 from assay.targets.config import TargetsFile
-from assay.yaml_source import PathKey, ProblemLog
 
 AGENTV_SPELLINGS = {"threshold": "threshold_ms"}
 """AgentV field names that mean another field here: ``latency``'s ``threshold`` is in ms,

@@ -34,26 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from assay.errors import ConfigError, ErrorCategory, EvaluationError
-from assay.gc_pause import gc_paused
-from assay.judges.base import Evaluator
-from assay.judges.registry import EVALUATORS, evaluator_class
-from assay.llm.models import parse_model
-from assay.model import (
-    AgentInfo,
-    Case,
-    ConversationSettings,
-    ConversationSpec,
-    Message,
-    ToolExpectation,
-    dump_json,
-)
-from assay.run_config import RunThresholds
-from assay.suites.agentv_config import GuidelineConfig, load_guideline_config
-from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
-from assay.suites.model import WEIGHTLESS, FactsGatherer, Suite, SuiteCase, weightless
-from assay.targets.config import TargetsFile, load_targets_for, read_targets
-from assay.yaml_source import (
+from assay._util.gc_pause import gc_paused
+from assay._util.yaml_source import (
     Loaded,
     Mark,
     PathKey,
@@ -62,6 +44,24 @@ from assay.yaml_source import (
     YamlSyntaxError,
     load_yaml_file,
 )
+from assay.errors import ConfigError, ErrorCategory, EvaluationError
+from assay.judges.base import Evaluator
+from assay.judges.registry import EVALUATORS, evaluator_class
+from assay.llm.models import parse_model
+from assay.suites.agentv_config import GuidelineConfig, load_guideline_config
+from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
+from assay.suites.model import WEIGHTLESS, FactsGatherer, Suite, SuiteCase, weightless
+from assay.targets.config import TargetsFile, load_targets_for, read_targets
+from assay.types.case import (
+    AgentInfo,
+    Case,
+    ConversationSettings,
+    ConversationSpec,
+    ToolExpectation,
+)
+from assay.types.config import RunThresholds
+from assay.types.json import dump_json
+from assay.types.messages import Message
 
 __all__ = ["Problem", "SuiteError", "check_suite", "load_eval_yaml", "load_suite",
            "validate_eval_yaml", "validate_suite"]
@@ -115,7 +115,7 @@ def check_eval_yaml(path: Path | str, targets: Targets = None
                     ) -> tuple[Suite | None, list[Problem]]:
     """The suite (None when it cannot be built) and every problem found."""
     display = str(path)
-    with gc_paused():  # the whole suite is built in memory: see assay.gc_pause
+    with gc_paused():  # the whole suite is built in memory: see assay._util.gc_pause
         try:
             loaded = load_yaml_file(Path(path), display)
         except YamlSyntaxError as exc:
@@ -198,7 +198,7 @@ def _check_jsonl(path: Path, targets: Targets) -> tuple[Suite | None, list[Probl
         small = False  # iter_eval_jsonl says why the file cannot be read
     kept: list[SuiteCase] | None = [] if small else None
     # A small file's cases are kept (up to KEEP_CASES of them), so the collector is paused
-    # while they are built (see assay.gc_pause): 5,000 cases checked in 110 ms instead of
+    # while they are built (see assay._util.gc_pause): 5,000 cases checked in 110 ms instead of
     # 130-150. What it could leave uncollected is bounded by KEEP_BYTES of input. A larger
     # file is a stream, whose chunks are let go, and keeps the collector.
     with gc_paused() if small else contextlib.nullcontext():

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay._util.yaml_source import Problem
 from assay.registry import suite_format
 from assay.suites.model import Suite
-from assay.yaml_source import Problem
 
 
 @suite_format("data")

@@ -17,9 +17,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from assay.judges.base import Evaluator
-from assay.model import AgentInfo, Case, ConversationSettings, Execution
-from assay.records import SourceLocation
-from assay.run_config import RunThresholds, Scoring
+from assay.types.case import AgentInfo, Case, ConversationSettings
+from assay.types.config import RunThresholds, Scoring
+from assay.types.execution import Execution
+from assay.types.records import SourceLocation
 
 WEIGHTLESS = ("every evaluator of this case has weight 0, so the case would have no score",
               "at least one evaluator with a weight above 0; weight 0 reports a score without "

@@ -8,8 +8,8 @@ import ast
 import glob
 from pathlib import Path
 
+from assay._util.user_paths import user_path
 from assay.errors import ConfigError
-from assay.user_paths import user_path
 
 GLOB_CHARS = frozenset("*?[")
 

@@ -54,13 +54,13 @@ from typing import Any
 
 from pydantic import AliasChoices, ValidationError
 
+from assay._util.nesting import DEPTH_EXPECTED, depth_message, too_deep
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, build, evaluator_class
-from assay.limits import DEPTH_EXPECTED, depth_message, too_deep
 from assay.llm.models import parse_model
-from assay.model import Case
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
+from assay.types.case import Case
 
 log = logging.getLogger(__name__)
 
@@ -555,7 +555,7 @@ def _case(item: dict[str, Any], where: str, expected: Any,
                                    "inputGenerationInstructions") if item.get(k)}
     if extras:
         metadata["uipath"] = extras
-        from assay.mocking import from_uipath
+        from assay.targets.mocking import from_uipath
 
         try:
             mocking = from_uipath(item)

@@ -25,7 +25,7 @@ A targets file names them by AgentV's provider names::
     ``agent_end`` event's messages give the answer and tool calls.
 
 The prompt is the case's input as text (``system_prompt``, when set, goes before it). Every
-command runs as an argument list through :mod:`assay.processes` (no shell; the prompt is one
+command runs as an argument list through :mod:`assay._util.processes` (no shell; the prompt is one
 argument or stdin, whatever it holds), in its own process group, killed on timeout. A
 non-zero exit, or an agent that reports an error, is the execution's error with the tail of
 stderr; output that cannot be read as the agent's stream is used as plain text.
@@ -40,12 +40,14 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from assay._util.processes import StartFailed, run_program
 from assay.errors import ConfigError
-from assay.model import Case, Execution, Message, TokenUsage
-from assay.processes import StartFailed, run_program
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig
 from assay.targets.inputs import elapsed_ms, input_text
+from assay.types.case import Case
+from assay.types.execution import Execution, TokenUsage
+from assay.types.messages import Message
 
 STDERR_TAIL = 2000
 DEFAULT_TIMEOUT_S = 600.0

@@ -12,7 +12,9 @@ import contextvars
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
-from assay.model import Case, Execution, Message
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.messages import Message
 
 _SAMPLE: contextvars.ContextVar[int] = contextvars.ContextVar("assay_sample", default=0)
 

@@ -5,7 +5,7 @@ The function gets the case input (a string, a dict, or a list of message dicts),
 function's parameter names is passed as keyword arguments, as MLflow passes ``inputs`` to a
 ``predict_fn`` (``predict_fn(**inputs)``); any other dict is passed whole. It may be sync or async, and may
 return text, a dict, or an :class:`Execution` (to report messages, traces or usage too). Sync
-functions run in a daemon thread (:mod:`assay.blocking`) so a slow agent never blocks the event
+functions run in a daemon thread (:mod:`assay._util.blocking`) so a slow agent never blocks the event
 loop, and one that hangs past its timeout is abandoned instead of keeping the process alive. The module is
 imported with the suite's directory on the path, and ``agent.py:run`` names a file directly.
 """
@@ -21,13 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from assay.blocking import run_blocking
-from assay.jsondata import private_copy
-from assay.model import Case, Execution
+from assay._util.blocking import run_blocking
+from assay._util.jsondata import private_copy
+from assay._util.user_code import load_function, raised, user_code
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig, function_places
 from assay.targets.inputs import elapsed_ms, plain_input
-from assay.user_code import load_function, raised, user_code
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 __all__ = ["CallableTarget", "load_function", "raised"]
 

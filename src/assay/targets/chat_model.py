@@ -16,10 +16,11 @@ from typing import Any, ClassVar
 from assay.errors import ConfigError
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ChatRequest, ProviderError
-from assay.model import Case, Execution, TokenUsage
 from assay.targets.base import Target, current_sample
 from assay.targets.config import FieldSpec, TargetConfig
 from assay.targets.inputs import assistant_message, elapsed_ms, input_messages
+from assay.types.case import Case
+from assay.types.execution import Execution, TokenUsage
 
 
 class ChatModelTarget(Target):

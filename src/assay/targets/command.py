@@ -28,12 +28,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from assay._util.processes import StartFailed, run_program
 from assay.errors import ConfigError
-from assay.model import Case, Execution
-from assay.processes import StartFailed, run_program
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig
 from assay.targets.inputs import elapsed_ms, input_text, parse_output
+from assay.types.case import Case
+from assay.types.execution import Execution
 
 STDERR_TAIL = 2000
 DEFAULT_TIMEOUT_S = 120.0

@@ -30,11 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.errors import ConfigError
-from assay.llm.models import KEY_ENV_VARS, KNOWN_PROVIDERS, parse_model
-from assay.redact import Secrets, env_label, environment_secrets
-from assay.user_code import user_code
-from assay.yaml_source import (
+from assay._util.redact import Secrets, env_label, environment_secrets
+from assay._util.user_code import user_code
+from assay._util.yaml_source import (
     Mark,
     Problem,
     ProblemLog,
@@ -42,6 +40,8 @@ from assay.yaml_source import (
     YamlSyntaxError,
     load_yaml_file,
 )
+from assay.errors import ConfigError
+from assay.llm.models import KEY_ENV_VARS, KNOWN_PROVIDERS, parse_model
 
 if TYPE_CHECKING:
     from assay.llm.engine import JudgeEngine
@@ -165,7 +165,7 @@ class TargetConfig:
     def scrub(self, text: str) -> str:
         """``text`` with every secret value of this target replaced by its placeholder, the
         environment's keys (which an agent inherits) and URL credentials hidden: the judge
-        engine's mechanism, :mod:`assay.redact`."""
+        engine's mechanism, :mod:`assay._util.redact`."""
         secrets = Secrets({value: env_label(var) for var, value in self.secrets.items()})
         secrets.update(environment_secrets(KEY_ENV_VARS).labels())
         return secrets.scrub(text)
@@ -179,7 +179,7 @@ class TargetConfig:
         and a recorded target's outputs. No output of a run may be one of them."""
         kind = _KINDS.get(self.provider.lower(), ("", ""))[0]
         if kind == "callable" and isinstance(self.get("function"), str):
-            from assay.user_code import module_file
+            from assay._util.user_code import module_file
 
             module = module_file(self.get("function"), *function_places(self, base_dir))
             return {module: f"the Python module of target {self.name!r}"} if module else {}

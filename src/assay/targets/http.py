@@ -18,10 +18,12 @@ from pydantic import ValidationError
 
 from assay.llm.providers.http_session import post_json
 from assay.llm.types import ProviderError
-from assay.model import Case, Execution, Message, TokenUsage
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig
 from assay.targets.inputs import assistant_message, elapsed_ms, input_messages
+from assay.types.case import Case
+from assay.types.execution import Execution, TokenUsage
+from assay.types.messages import Message
 
 DEFAULT_TIMEOUT_S = 120.0
 

@@ -11,7 +11,9 @@ import json
 import time
 from typing import Any
 
-from assay.model import Case, CaseInput, Message, dump_json
+from assay.types.case import Case, CaseInput
+from assay.types.json import dump_json
+from assay.types.messages import Message
 
 
 def plain_input(value: CaseInput) -> str | dict[str, Any] | list[dict[str, Any]]:

@@ -18,9 +18,11 @@ import random
 from pathlib import Path
 from typing import ClassVar
 
-from assay.model import Case, Execution, Message
 from assay.targets.base import Target
 from assay.targets.config import FieldSpec, TargetConfig
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.messages import Message
 
 DEFAULT_RESPONSE = ('{"answer":"Mock provider response. Configure targets.yaml to supply a '
                     'custom value."}')

@@ -1,4 +1,4 @@
-"""A target whose cases may mock tools and inputs (see :mod:`assay.mocking`).
+"""A target whose cases may mock tools and inputs (see :mod:`assay.targets.mocking`).
 
 Every target a run resolves is wrapped: a case without mocking runs as it is. A case with an
 input strategy gets its input written by the judge model first; a case with a tool strategy
@@ -18,8 +18,10 @@ from pydantic import BaseModel
 from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
 from assay.llm.structured import ask_structured
-from assay.model import Case, Execution, Span
 from assay.targets.base import Target, current_sample
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.spans import Span
 
 
 class MockedTarget(Target):
@@ -57,7 +59,7 @@ class MockedTarget(Target):
         raw = case.metadata.get("mocking")
         if not raw:
             return await self.inner.run(case)
-        from assay import mocking
+        from assay.targets import mocking
 
         spec = mocking.Mocking.model_validate(raw)
         if spec.input is not None:
@@ -77,7 +79,7 @@ class MockedTarget(Target):
         if not isinstance(self.inner, CallableTarget):
             return Execution(input=case.input, error=(
                 f"this case mocks tools ({spec.tools.type}), which needs a Python agent "
-                "(provider: python) whose tools are marked with assay.mocking.mockable; "
+                "(provider: python) whose tools are marked with assay.targets.mocking.mockable; "
                 f"target {self.inner.name!r} cannot be mocked"))
         session = mocking.Session(spec.tools, self.ask, asyncio.get_running_loop())
         token = mocking.activate(session)

@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from assay.errors import ConfigError
-from assay.model import Execution
 from assay.targets.base import RecordedOutput
 from assay.targets.config import FieldSpec, TargetConfig
+from assay.types.execution import Execution
 
 EXECUTION_KEYS = ("input", "messages", "trace", "retrieved_context", "latency_ms", "usage",
                   "error")

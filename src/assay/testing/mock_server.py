@@ -47,9 +47,9 @@ import orjson
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay._util.listening import bound_port, listen
 from assay.errors import ConfigError
-from assay.listening import bound_port, listen
-from assay.testing.answers import answer, as_prose, with_bool_scores
+from assay.llm.providers.scripted import answer, as_prose, with_bool_scores
 
 DEFAULT_PORT = 8766
 """Not ``assay serve``'s 8765: both run at once with their defaults."""

@@ -13,17 +13,11 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from assay.model import (
-    Case,
-    Execution,
-    FunctionCall,
-    Message,
-    RetrievedDocument,
-    Score,
-    ToolCall,
-    Usage,
-)
-from assay.records import (
+from assay.store.runs import RunStore
+from assay.types.case import Case
+from assay.types.execution import Execution, RetrievedDocument
+from assay.types.messages import FunctionCall, Message, ToolCall
+from assay.types.records import (
     CaseRecord,
     EvaluatorSpec,
     RunSnapshot,
@@ -31,7 +25,8 @@ from assay.records import (
     SummaryBuilder,
     Verdict,
 )
-from assay.store.runs import RunStore
+from assay.types.score import Score
+from assay.types.usage import Usage
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 """Agent output that must show as text wherever it is displayed, and never run."""

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 import assay
-from assay.conversation import ConversationTarget, converse
-from assay.judges.connexity import ConnexityJudge, transcript_messages
-from assay.judges.connexity_metrics import MetricSelectionError, select_metrics
+from assay.judges.llm.connexity import ConnexityJudge, transcript_messages
+from assay.judges.llm.connexity_metrics import MetricSelectionError, select_metrics
 from assay.llm import EngineConfig, JudgeEngine
-from assay.model import Case, ConversationSettings, ConversationSpec, Execution
-from assay.run_config import RunConfig, RunThresholds
 from assay.targets.base import Target
+from assay.targets.conversation import ConversationTarget, converse
+from assay.types.case import Case, ConversationSettings, ConversationSpec
+from assay.types.config import RunConfig, RunThresholds
+from assay.types.execution import Execution
 from tests.acceptance.connexity.harness import cli, has, judge_record, run, summary
 from tests.acceptance.connexity.stub_tables import answer
 from tests.acceptance.stub import Raw
@@ -148,7 +149,7 @@ def test_selection_errors_in_python_too():
     with pytest.raises(MetricSelectionError, match="Unknown metric: nope"):
         select_metrics([{"metric": "nope"}])
     with pytest.raises(assay.EvaluationError, match="Metric weights must sum"):
-        assay.evaluation.as_evaluator({"type": "connexity_judge",
+        assay.run.evaluate.as_evaluator({"type": "connexity_judge",
                                        "metrics": [{"metric": "task_completion",
                                                     "weight": 0}]})
 

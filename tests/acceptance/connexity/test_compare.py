@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import assay
-from assay.connexity.compare import (
+from assay.analysis.diff import prompt_diff
+from assay.analysis.run_comparison import (
     CompareThresholds,
     RunAggregate,
     RunNotCompleted,
@@ -21,7 +22,6 @@ from assay.connexity.compare import (
     parse_fraction,
     verdict,
 )
-from assay.connexity.diff import prompt_diff
 from assay.store.runs import RunStore
 from tests.acceptance.connexity.harness import HERE, cli, has, run
 from tests.acceptance.connexity.stub_tables import answer, same
@@ -368,8 +368,8 @@ def test_repeats_are_compared_by_mean_score_and_pass_all_not_by_index(stub, stor
 
 
 def test_the_config_diff_names_changed_target_settings():
-    from assay.connexity.diff import config_diff
-    from assay.records import RunSnapshot
+    from assay.analysis.diff import config_diff
+    from assay.types.records import RunSnapshot
 
     old = RunSnapshot(targets={"bot": {"provider": "python", "prompt": "careful",
                                        "params": {"temperature": 0}}})

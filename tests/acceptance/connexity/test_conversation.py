@@ -12,17 +12,19 @@ from typing import Any
 import pytest
 
 import assay
-from assay.conversation import (
+from assay.judges.llm.connexity import render_transcript
+from assay.targets.base import Target
+from assay.targets.callable import CallableTarget, load_function
+from assay.targets.conversation import (
     STOP_SIGNAL,
     TOOL_CALLS_ONLY,
     ConversationTarget,
     converse,
     simulator_messages,
 )
-from assay.judges.connexity import render_transcript
-from assay.model import Case, ConversationSettings, ConversationSpec, Execution, Message
-from assay.targets.base import Target
-from assay.targets.callable import CallableTarget, load_function
+from assay.types.case import Case, ConversationSettings, ConversationSpec
+from assay.types.execution import Execution
+from assay.types.messages import Message
 from tests.acceptance.connexity.harness import HERE, agent_calls, judge_record, run
 from tests.acceptance.stub import Raw
 
@@ -137,7 +139,7 @@ def test_c28_a_timed_out_case_is_still_judged(simulated, store, tmp_path):
             scripted_messages: [m1, m2, m3, m4, m5, m6]
             evaluation_criteria_override: "⟦conversation-judge⟧"
         """), encoding="utf-8")
-    loaded = assay.evaluation.load_data(suite)
+    loaded = assay.run.evaluate.load_data(suite)
     target = ConversationTarget(_SlowAgent(clock), None, loaded.conversation, clock=clock)
     result = assay.evaluate(loaded, target=target, store=store, cache="off")
     record = result.records[0]

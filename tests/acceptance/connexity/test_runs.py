@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import assay
-from assay.records import case_latency
 from assay.store.runs import RunStore
 from assay.targets.callable import load_function
+from assay.types.records import case_latency
 from tests.acceptance.connexity.harness import HERE, cli, has, judge_record, run, summary
 from tests.acceptance.connexity.stub_tables import answer, same
 

@@ -12,12 +12,12 @@ import json
 import os
 from typing import Any
 
+from assay._util.redact import env_label, url_secrets
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
 from assay.llm.providers.base import Provider, check_reachable, register_provider
 from assay.llm.providers.http_session import post_json, split_credentials
 from assay.llm.types import BadResponse, ChatRequest, ChatResponse
-from assay.redact import env_label, url_secrets
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024

@@ -10,11 +10,11 @@ from typing import Literal
 from urllib.parse import urlparse
 
 from assay import registry
+from assay._util.redact import REDACTED, redact_url
+from assay._util.user_code import user_code
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
 from assay.llm.types import ChatRequest, ChatResponse
-from assay.redact import REDACTED, redact_url
-from assay.user_code import user_code
 
 StructuredMode = Literal["json_schema", "tools", "prompt"]
 

@@ -2,7 +2,7 @@
 
 It goes through the same engine path as every other provider (cache, limits, usage), so tests
 and demos exercise production code; only the model is stood in for. Its answers come from
-:mod:`assay.testing.answers`, the same ones the HTTP mock server gives.
+:mod:`assay.llm.providers.scripted`, the same ones the HTTP mock server gives.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import copy
 
 from assay.llm.models import ModelSpec
 from assay.llm.providers.base import Provider, register_provider
+from assay.llm.providers.scripted import answer
 from assay.llm.types import ChatRequest, ChatResponse
-from assay.testing.answers import answer
 
 
 class FakeProvider(Provider):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from assay._util.redact import redact_url, url_credentials
 from assay.llm.types import (
     BadResponse,
     CallTimeout,
@@ -28,7 +29,6 @@ from assay.llm.types import (
     ResponseTooLarge,
     ServerError,
 )
-from assay.redact import redact_url, url_credentials
 
 if TYPE_CHECKING:
     import aiohttp

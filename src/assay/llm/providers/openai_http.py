@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from assay._util.redact import env_label, redact_url, url_secrets
 from assay.errors import ConfigError
 from assay.llm.models import OPENAI_COMPATIBLE, ModelSpec, base_url_for
 from assay.llm.providers.base import (
@@ -19,7 +20,6 @@ from assay.llm.providers.base import (
 )
 from assay.llm.providers.http_session import post_json, split_credentials
 from assay.llm.types import BadResponse, ChatRequest, ChatResponse, ProviderError
-from assay.redact import env_label, redact_url, url_secrets
 
 AZURE_DEFAULT_API_VERSION = "2024-10-21"
 

@@ -1,16 +1,16 @@
 """A custom UiPath evaluator written as UiPath's documentation shows (criteria, config and
-evaluator classes), with its imports changed from ``uipath.eval`` to ``assay.compat.uipath``:
+evaluator classes), with its imports changed from ``uipath.eval`` to ``assay.integrations.uipath``:
 the Jaccard overlap of the expected keywords and the words of the agent's answer."""
 
 from pydantic import Field
 
-from assay.compat.uipath.evaluators import (
+from assay.integrations.uipath.evaluators import (
     BaseEvaluationCriteria,
     BaseEvaluator,
     BaseEvaluatorConfig,
 )
-from assay.compat.uipath.evaluators.base_evaluator import BaseEvaluatorJustification
-from assay.compat.uipath.models import NumericEvaluationResult, WorkloadExecution
+from assay.integrations.uipath.evaluators.base_evaluator import BaseEvaluatorJustification
+from assay.integrations.uipath.models import NumericEvaluationResult, WorkloadExecution
 
 
 class KeywordCriteria(BaseEvaluationCriteria):

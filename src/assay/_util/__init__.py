@@ -1,0 +1,1 @@
+"""Private utilities every layer may use: threads, processes, SQLite WAL, text, YAML."""

@@ -1,0 +1,1 @@
+"""What stored runs say: comparison, config diffs, significance, statistics."""

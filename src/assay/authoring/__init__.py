@@ -1,0 +1,1 @@
+"""Writing suites: a starter project, format conversion, drafted rubrics."""

@@ -1,0 +1,118 @@
+"""``assay generate rubrics``: draft rubric items from a case's expected outcome, with the
+judge model (AgentV's ``agentv generate rubrics``).
+
+For each case that has an ``expected_outcome`` and no ``rubrics``, the judge is shown the
+question, the expected outcome and the reference answer (as data) and writes a checklist of 2
+to 6 items, each ``{id, expected_outcome, weight, required}``. The items are validated (ids
+unique slugs, weights above 0) and re-asked within the engine's bounds. They are drafts for a
+person to read: the suite file is never edited in place; the items are printed, or written
+into a copy of the suite (:func:`with_rubrics`), keeping the rest of the file as written.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from assay.errors import ConfigError
+from assay.judges.llm.answers import JudgeAnswer
+from assay.judges.llm.base import DATA_NOT_INSTRUCTIONS
+from assay.judges.llm.templates import delimit
+from assay.llm.engine import JudgeEngine
+from assay.llm.structured import ask_structured
+from assay.types.case import Case
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,40}$")
+
+SYSTEM = """You write grading rubrics for evaluating an AI agent's answer. {data}
+
+From the expected outcome (and the reference answer, if any), write 2 to 6 checklist items a
+grader can check one by one in the candidate answer. Each item is one observable requirement,
+phrased as what a good answer does. Mark an item required when an answer that misses it fails
+whatever else it does well; weight the items by importance (1 is normal, up to 3).
+
+Respond with a JSON object: {{"rubrics": [{{"id": "<short-slug>", "expected_outcome": \
+"<requirement>", "weight": <number>, "required": <true|false>}}]}}"""
+
+
+class DraftItem(JudgeAnswer):
+    id: str
+    expected_outcome: str = Field(min_length=1)
+    weight: float = Field(default=1.0, gt=0, le=3)
+    required: bool = True
+
+    @field_validator("id")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not SLUG.match(value):
+            raise ValueError(f"id {value!r} must be a short lower-case slug (a-z, 0-9, - or _)")
+        return value
+
+
+class DraftRubrics(JudgeAnswer):
+    rubrics: list[DraftItem] = Field(min_length=1, max_length=8)
+
+    @field_validator("rubrics")
+    @classmethod
+    def _unique(cls, items: list[DraftItem]) -> list[DraftItem]:
+        ids = [i.id for i in items]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"rubric ids must be unique; repeated: {repeated}")
+        return items
+
+
+async def draft_rubrics(case: Case, engine: JudgeEngine,
+                        model: str | None = None) -> list[dict[str, Any]]:
+    """Rubric items for ``case``, as suite-file mappings."""
+    user = (f"[[ ## question ## ]]\n{delimit('question', case.question())}\n\n"
+            f"[[ ## expected_outcome ## ]]\n"
+            f"{delimit('expected_outcome', chr(10).join(case.expected_outcomes))}\n\n"
+            f"[[ ## reference_answer ## ]]\n{delimit('reference_answer', case.expected_output)}")
+    messages = [{"role": "system", "content": SYSTEM.format(data=DATA_NOT_INSTRUCTIONS)},
+                {"role": "user", "content": user}]
+    result = await ask_structured(engine, messages, DraftRubrics, model=model,
+                                  name="rubrics")
+    if result.value is None:
+        assert result.error is not None
+        raise ConfigError(f"case {case.id!r}: the judge gave no usable rubrics: "
+                          f"{result.error.message}", code=result.error.code)
+    return [item.model_dump() for item in result.value.rubrics]
+
+
+def with_rubrics(source: Path, drafts: dict[str, list[dict[str, Any]]]) -> str:
+    """The suite file's text with each drafted case given its ``rubrics:``, inserted after the
+    case's ``id`` line (so comments and layout stay as written). A case written in flow style
+    (``- {id: x, ...}``) cannot take lines inside it: the whole file is then dumped anew."""
+    import yaml
+
+    from assay._util.yaml_source import load_yaml_file
+
+    text = source.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    loaded = load_yaml_file(source)
+    data = loaded.data
+    key = "evalcases" if "evalcases" in data else "cases"
+    inserts: list[tuple[int, str]] = []
+    for index, case in enumerate(data[key]):
+        items = drafts.get(str(case.get("id")))
+        if not items:
+            continue
+        mark = loaded.source.keys.get((key, index, "id"))
+        line = lines[mark.line - 1] if mark and mark.line else ""
+        if mark is None or mark.line is None or mark.column is None or \
+                "{" in line[:mark.column]:
+            for raw in data[key]:  # flow style: rewrite the whole document
+                if str(raw.get("id")) in drafts:
+                    raw["rubrics"] = drafts[str(raw.get("id"))]
+            return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+        indent = " " * (mark.column - 1)
+        block = yaml.safe_dump({"rubrics": items}, sort_keys=False, allow_unicode=True,
+                               width=100)
+        inserts.append((mark.line, "".join(indent + row + "\n" for row in block.splitlines())))
+    for line_number, block in sorted(inserts, reverse=True):
+        lines.insert(line_number, block)
+    return "".join(lines)

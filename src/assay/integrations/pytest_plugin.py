@@ -1,0 +1,234 @@
+"""pytest integration: an agent's tests read like assertions about its answers.
+
+::
+
+    from assay.integrations.pytest_plugin import assert_passes, suite_cases, assert_case
+
+    def test_capital():
+        assert_passes(SemanticSimilarity(), Case(id="fr", expected_output="Paris"),
+                      "The capital is Paris")
+
+    @pytest.mark.parametrize("item", suite_cases("EVAL.yaml"))
+    def test_suite(item):
+        assert_case(item)          # the suite's target and evaluators, for that case
+
+A failed judgement fails the test with a message naming the evaluator, its score, the
+threshold and the judge's rationale. A judgement that could not be made (the judge was
+unreachable, its answer unusable) is reported as an ERROR, not as a failed assertion: it says
+nothing about the agent. The terminal summary lists each test's judge calls, cost and latency;
+judge answers come from assay's response cache, so re-running unchanged tests is free.
+Each test's figures travel on its report, so the summary is whole under pytest-xdist too.
+
+The plugin is registered through the ``pytest11`` entry point; it only adds the summary and
+the error reporting, and does nothing for tests that do not use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.errors import EvaluationError
+
+
+class JudgeError(EvaluationError):
+    """A judgement that could not be made: reported by pytest as an error, not a failure."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(code, message)
+
+
+@dataclass
+class _Usage:
+    calls: int = 0
+    cached: int = 0
+    cost: float | None = 0.0
+    latency_ms: float = 0.0
+    judgements: list[str] = field(default_factory=list)
+
+
+_CURRENT: dict[str, _Usage] = {}
+"""What the tests running in this process judged, until their reports carry it away."""
+_ACTIVE: list[str] = []
+_SUMMARY: dict[str, dict[str, Any]] = {}
+"""Every test's figures, as its report brought them (from this process or an xdist worker)."""
+
+
+def _record(score: Any) -> None:
+    if not _ACTIVE:
+        return
+    usage = _CURRENT.setdefault(_ACTIVE[-1], _Usage())
+    usage.calls += score.usage.calls
+    usage.cached += score.usage.cached_calls
+    usage.cost = None if usage.cost is None or score.usage.cost is None \
+        else usage.cost + score.usage.cost
+    usage.latency_ms += score.latency_ms or 0.0
+    usage.judgements.append(score.name)
+
+
+def _explain(score: Any, threshold: float | None) -> str:
+    bar = "" if threshold is None else f" (threshold {threshold:g})"
+    value = "no value" if score.value is None else f"{score.value:.3f}"
+    raw = "" if score.raw is None or score.raw == score.value else f", judge said {score.raw!r}"
+    lines = [f"{score.name} scored {value}{bar}{raw}"]
+    if score.rationale:
+        lines.append(f"rationale: {score.rationale}")
+    if score.misses:
+        lines.append("misses: " + "; ".join(score.misses))
+    return "\n".join(lines)
+
+
+def check_score(score: Any, threshold: float | None = None) -> Any:
+    """Fail (AssertionError) on a failing score, raise JudgeError on an error score; return
+    the score when it passes (or did not apply)."""
+    _record(score)
+    if score.error is not None:
+        raise JudgeError(score.error.code,
+                         f"{score.name} could not judge: [{score.error.code}] "
+                         f"{score.error.message}")
+    if score.skipped is not None:
+        return score
+    passed = score.passed if threshold is None else score.value >= threshold
+    if not passed:
+        raise AssertionError(_explain(score, threshold))
+    return score
+
+
+def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
+                  judge_model: str | None = None, threshold: float | None = None) -> Any:
+    """Judge ``output`` (an answer, or an :class:`~assay.Execution`) for ``case`` and assert
+    the evaluator passes it. Returns the Score."""
+    from assay.run.score import score as judge
+    from assay.types.case import Case
+    from assay.types.execution import Execution
+
+    if not isinstance(case, Case):
+        case = Case.model_validate(case)
+    execution = output if isinstance(output, Execution) else Execution(
+        input=case.input, output=output)
+    kwargs = {"judge_model": judge_model} if judge_model else {}
+    result = judge(evaluator, case, execution, **kwargs)
+    return check_score(result, threshold if threshold is not None else evaluator.threshold)
+
+
+@dataclass(frozen=True)
+class SuiteItem:
+    """One case of a suite, as a pytest parameter."""
+
+    suite: Any
+    item: Any
+
+    def __repr__(self) -> str:
+        return self.item.case.id
+
+
+def suite_cases(path: str | Path, **options: Any) -> list[Any]:
+    """A suite's cases as pytest parameters (ids are case ids), for ``parametrize``."""
+    from assay.run.evaluate import load_data
+
+    suite = load_data(Path(path))
+    return [pytest.param(SuiteItem(suite, item), id=item.case.id)
+            for item in suite.iter_cases()]
+
+
+def assert_case(param: SuiteItem, **options: Any) -> Any:
+    """Run one suite case (its target and evaluators) and assert it passes: every evaluator
+    error is a JudgeError, every failing evaluator is named in the failure message, and a
+    case that nothing scored (every evaluator not applicable, or only measuring) fails."""
+    from assay.run.evaluate import evaluate
+    from assay.suites.model import Suite
+
+    one = Suite(name=param.suite.name, source=param.suite.source, target=param.suite.target,
+                judge_target=param.suite.judge_target, evaluators=param.suite.evaluators,
+                cases=[param.item])
+    result = evaluate(one, **options)
+    record = result.records[0]
+    problems = []
+    for score in record.scores:
+        try:
+            check_score(score)
+        except AssertionError as exc:
+            problems.append(str(exc))
+    if problems and record.verdict.value != "pass":
+        raise AssertionError(f"case {record.case_id} {record.verdict.value} (score "
+                             f"{'none' if record.score is None else f'{record.score:.3f}'}):\n"
+                             + "\n".join(problems))
+    if record.score is None:  # nothing scored it: not applicable, or only measured
+        raise AssertionError(f"case {record.case_id} was not scored: {result.reason}")
+    return record
+
+
+# -- pytest hooks --------------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    _ACTIVE.append(item.nodeid)
+    started = time.perf_counter()
+    try:
+        return (yield)
+    finally:
+        _ACTIVE.pop()
+        usage = _CURRENT.get(item.nodeid)
+        if usage is not None:
+            usage.latency_ms = (time.perf_counter() - started) * 1000
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when == "call":
+        usage = _CURRENT.pop(item.nodeid, None)
+        if usage is not None:
+            # A plain dict on the report: pytest-xdist sends a report's attributes from the
+            # worker to the process that prints the summary.
+            report.assay_usage = {  # type: ignore[attr-defined]
+                "calls": usage.calls, "cached": usage.cached, "cost": usage.cost,
+                "latency_ms": usage.latency_ms, "judgements": len(usage.judgements)}
+        if call.excinfo is not None and call.excinfo.errisinstance(JudgeError):
+            report.assay_judge_error = True  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):
+                report.longrepr = str(call.excinfo.value)
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    usage = getattr(report, "assay_usage", None)
+    if isinstance(usage, dict):
+        _SUMMARY[report.nodeid] = usage
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
+                             ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    if getattr(report, "assay_judge_error", False):
+        return "error", "E", ("ERROR (judge)", {"red": True})
+    return None
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    if not _SUMMARY:
+        return
+    terminalreporter.section("assay judgements")
+    total_calls = total_cached = 0
+    total_cost: float | None = 0.0
+    for nodeid, usage in sorted(_SUMMARY.items()):
+        cost = "cost ?" if usage["cost"] is None else f"${usage['cost']:.4f}"
+        terminalreporter.write_line(
+            f"{nodeid}: {usage['judgements']} judgement(s), {usage['calls']} call(s) "
+            f"(+{usage['cached']} cached), {cost}, {usage['latency_ms'] / 1000:.2f}s")
+        total_calls += usage["calls"]
+        total_cached += usage["cached"]
+        total_cost = None if total_cost is None or usage["cost"] is None \
+            else total_cost + usage["cost"]
+    cost = "unknown" if total_cost is None else f"${total_cost:.4f}"
+    terminalreporter.write_line(f"total: {total_calls} judge call(s) (+{total_cached} from "
+                                f"the cache), cost {cost}")
+    _SUMMARY.clear()

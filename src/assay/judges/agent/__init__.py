@@ -1,0 +1,1 @@
+"""The agent and RAG judges of Databricks Agent Evaluation and MLflow."""

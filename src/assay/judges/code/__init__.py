@@ -1,0 +1,1 @@
+"""Evaluators written as code: scripts in a subprocess, Python scorers."""

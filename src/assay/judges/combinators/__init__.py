@@ -1,0 +1,1 @@
+"""Evaluators made of evaluators: composites and juries."""

@@ -1,0 +1,1 @@
+"""LLM judges: prompts through the engine, answers validated."""

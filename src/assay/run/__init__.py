@@ -1,0 +1,1 @@
+"""The trunk: evaluate, score, resume and rescore, calibrate; the runner and policies."""

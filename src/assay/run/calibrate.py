@@ -1,0 +1,348 @@
+"""Calibration as a library call: :func:`calibrate` measures how far a judge agrees with humans.
+
+A calibration is a run like any other: the labelled items become a suite whose cases carry
+the outputs to judge (never the human labels: no judge can see them), the judge is the suite's
+one evaluator, and :func:`assay.evaluate_async` runs it, so the judge calls are cached,
+concurrent and stored, and a stopped calibration resumes (``resume=RUN_ID``) without asking
+again what was answered. The statistics are then computed over the stored records against the
+labels (:mod:`assay.calibration.analysis`), and the report is stored in the run store under
+the judge's key, where the calibration gate of later runs finds it.
+
+Everything that can be wrong with the data or the judge is found before the first call:
+unknown labels, records lacking what the judge reads, a judge whose scale does not match the
+labels (:mod:`assay.calibration.fit`).
+
+A stored run can be calibrated too, without judging again: ``calibrate(run=RUN_ID,
+labels="labels.csv")`` compares the run's scores with human labels given by case id.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay._util.user_paths import user_path
+from assay.calibration import store as calibrations
+from assay.calibration.agreement import numpy
+from assay.calibration.analysis import Judged, analyse
+from assay.calibration.files import load_labelled, rows_of
+from assay.calibration.fit import check_fit, judge_scale
+from assay.calibration.items import (
+    CalibrationDataError,
+    Kind,
+    LabelledItem,
+    LabelledSet,
+    infer_kind,
+    normal_label,
+)
+from assay.calibration.key import JudgeIdentity, judge_identity
+from assay.calibration.report import CalibrationReport
+from assay.calibration.sets import SETS, load_set
+from assay.errors import ConfigError
+from assay.judges.base import Evaluator
+from assay.judges.registry import build
+from assay.llm.engine import JudgeEngine
+from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
+from assay.run.evaluate import (
+    EvaluatorLike,
+    OnInputs,
+    StoreLike,
+    as_evaluator,
+    evaluate_async,
+    open_store,
+)
+from assay.run.evaluate import resume_async as resume_run
+from assay.run.runner import Progress
+from assay.run.sync import run_sync
+from assay.store.runs import RunStore
+from assay.suites.model import Suite, SuiteCase
+from assay.types.case import Case
+from assay.types.config import Gates, RunConfig
+from assay.types.engine_config import CacheMode, EngineConfig, RetryPolicy
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord
+from assay.types.score import Score
+
+NEAR_CHANCE = ("the embedded 270M model is a demo, not a judge: expect agreement near chance "
+               "(accuracy near the share of the commonest label, kappa near 0)")
+
+
+def calibrate(data: Any = None, **kwargs: Any) -> CalibrationReport:
+    """Calibrate a judge against human labels. See :func:`calibrate_async`."""
+    return run_sync(calibrate_async(data, **kwargs))
+
+
+async def calibrate_async(
+        data: Any = None, *, judge: EvaluatorLike | None = None,
+        judge_model: str | None = None, store: StoreLike = None,
+        metric: str | None = None, limit: int | None = None, kind: Kind | None = None,
+        label: str = "label", scale: Any = None, columns: Mapping[str, str] | None = None,
+        run: str | None = None, labels: str | Path | None = None,
+        evaluator: str | None = None, concurrency: int = 8, cache: CacheMode = "use",
+        retry: RetryPolicy | None = None, resume: str | None = None,
+        resamples: int = 1000, level: float = 0.95, seed: int = 0,
+        engine: JudgeEngine | None = None, progress: Progress | None = None,
+        save: bool = True, on_inputs: OnInputs | None = None) -> CalibrationReport:
+    """Run ``judge`` over human-labelled ``data`` and report how far it agrees.
+
+    Args:
+        data: a built-in set name (``assay calibrate --list``), a labelled ``.jsonl``,
+            ``.json`` or ``.csv`` file, a list of dicts or a DataFrame (see
+            :mod:`assay.calibration.files`). Not used with ``run``.
+        judge: the evaluator to calibrate: an instance, a type name or a config dict;
+            None: the set's default judge.
+        judge_model: the judge model, overriding the evaluator's own (as ``--judge-model``).
+        store: where the calibration run and its report are stored (the default run store,
+            so that the calibration gate of later runs finds it).
+        metric: which human rating of a set that offers several (Newsroom's ``Coherence``).
+        limit: judge only the first N items.
+        kind, label, scale, columns: how to read a user's file (see ``files``).
+        run, labels, evaluator: calibrate the scores of stored run ``run`` (its evaluator
+            named ``evaluator``; the only judge when None) against ``labels``, a file of
+            ``case_id`` and ``label`` columns. No judge is called.
+        resume: finish a stopped calibration run by id (same data and judge).
+        resamples, level, seed: the bootstrap (resamples 0: no intervals).
+        save: store the report (False: compute it only).
+        on_inputs: called with every file the calibration uses (the labelled data or the
+            labels, the store, the cache...) before any judge is called; see
+            :data:`assay.run.evaluate.OnInputs`.
+    """
+    numpy()  # statistics need the stats extra: say so before anything runs
+    run_store = open_store(store)
+    if isinstance(labels, str | Path):
+        labels = user_path(labels)
+    own = _own_files(data, labels)
+    if run is not None:
+        if on_inputs is not None:
+            on_inputs({**run_store.input_files(), **own})
+        return await _calibrate_run(run_store, run, labels, evaluator, kind, label, scale,
+                                    resamples, level, seed, save)
+    if labels is not None or evaluator is not None:
+        raise ConfigError("labels= and evaluator= go with run= (a stored run to calibrate)")
+    labelled = load_data(data, metric=metric, limit=limit, kind=kind, label=label,
+                         scale=scale, columns=columns)
+    chosen = judge if judge is not None else labelled.default_judge
+    if chosen is None:
+        raise ConfigError(f"{labelled.name}: give the judge to calibrate (judge=, or --judge "
+                          "FILE): this data has no default judge")
+    built = as_evaluator(chosen, "judge")
+    check_fit(labelled, built)
+    config = RunConfig(concurrency=concurrency, judge_model=judge_model, cache=cache,
+                       retry=retry or RetryPolicy(),
+                       gates=Gates(max_failed=None, max_errors=None))
+    own_engine = engine is None
+    if engine is None:
+        engine = JudgeEngine(EngineConfig(concurrency=concurrency, retry=config.retry,
+                                          cache_mode=cache))
+        if judge_model:
+            engine.config.default_model = judge_model
+    try:
+        identity = await judge_identity(built, default_model=engine.config.default_model,
+                                        override_model=judge_model)
+        suite = calibration_suite(labelled, built)
+        hook = None if on_inputs is None else _adding(on_inputs, own)
+        if resume is not None:
+            result = await resume_run(resume, store=run_store, data=suite, progress=progress,
+                                      judge_model=judge_model, concurrency=concurrency,
+                                      on_inputs=hook)
+        else:
+            result = await evaluate_async(suite, config=config, store=run_store,
+                                          engine=engine, progress=progress, on_inputs=hook)
+    finally:
+        if own_engine:
+            await engine.aclose()
+    by_id = {r.case_id: r for r in result.records if r.repeat == 0}
+    judged: list[Judged] = [(item, _score_of(by_id.get(item.id), built.name))
+                            for item in labelled.items]
+    report = analyse(labelled, judged, identity, passes=_passes(built),
+                     report_id=new_calibration_id(), run_id=result.run_id,
+                     resamples=resamples, level=level, seed=seed)
+    _demo_notes(report, identity)
+    if save:
+        calibrations.save(run_store, report)
+    return report
+
+
+def _own_files(data: Any, labels: Path | None) -> dict[Path, str]:
+    """The user's files a calibration reads: the labelled data, or a run's labels."""
+    found: dict[Path, str] = {}
+    if isinstance(data, str | Path) and not (isinstance(data, str) and data in SETS):
+        found[user_path(data)] = "the labelled data"
+    if labels is not None:
+        found[labels] = "the labels file"
+    return found
+
+
+def _adding(on_inputs: OnInputs, own: dict[Path, str]) -> OnInputs:
+    """``on_inputs`` told of ``own`` files too."""
+    def told(found: dict[Path, str]) -> None:
+        on_inputs({**found, **own})
+    return told
+
+
+def load_data(data: Any, *, metric: str | None = None, limit: int | None = None,
+              kind: Kind | None = None, label: str = "label", scale: Any = None,
+              columns: Mapping[str, str] | None = None) -> LabelledSet:
+    """A built-in set by name, or a user's labelled data."""
+    if data is None:
+        raise ConfigError("no labelled data: give a set name (assay calibrate --list) or a "
+                          "labelled .jsonl/.json/.csv file")
+    if isinstance(data, str) and data in SETS:
+        if kind is not None or scale is not None or columns:
+            raise ConfigError(f"set {data!r} has its own kind and columns; kind=, scale= and "
+                              "columns= are for your own files")
+        return load_set(data, metric=metric, limit=limit)
+    if metric is not None:
+        raise ConfigError("metric= picks a rating of a built-in set; your file's label column "
+                          "is label=")
+    if isinstance(data, str) and not user_path(data).exists() and "/" not in data and \
+            "." not in data:
+        raise CalibrationDataError(f"unknown calibration set {data!r}; known: "
+                                   f"{', '.join(SETS)} (or give a labelled file)")
+    if isinstance(data, str | Path):
+        data = user_path(data)
+    return load_labelled(data, kind=kind, label=label, scale=scale, columns=columns,
+                         limit=limit)
+
+
+def calibration_suite(labelled: LabelledSet, judge: Evaluator) -> Suite:
+    """The labelled items as a suite judged by ``judge``: each case holds the input, the
+    output to judge (and for pairs the second output where the judge reads it), reference,
+    context and guidelines, but never the human label."""
+    baseline = _baseline(judge) if labelled.kind == "pairwise" else None
+    cases = []
+    for item in labelled.items:
+        metadata: dict[str, Any] = {"calibration_set": labelled.name}
+        if item.group is not None:
+            metadata["group"] = item.group
+        expected = item.reference
+        if baseline == "expected_output":
+            expected = item.output_2
+        elif baseline is not None:
+            metadata[baseline.removeprefix("metadata.")] = item.output_2
+        case = Case(id=item.id, input=item.input, expected_output=expected,
+                    reference_context=item.context, guidelines=item.guidelines,
+                    metadata=metadata)
+        cases.append(SuiteCase(case=case, execution=Execution(input=item.input,
+                                                              output=item.output)))
+    return Suite(name=f"calibrate:{labelled.name}", cases=cases, evaluators=[judge],
+                 metadata={"calibration_set": labelled.name})
+
+
+def new_calibration_id() -> str:
+    return "cal-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def _baseline(judge: Evaluator) -> str:
+    """Where a pairwise judge (or a jury of them) reads the second output."""
+    members = getattr(judge, "members", None)
+    found = {str(getattr(m, "baseline", "expected_output")) for m in members} \
+        if isinstance(members, list) else {str(getattr(judge, "baseline", "expected_output"))}
+    if len(found) != 1:
+        raise ConfigError(f"the judges of {judge.name!r} read the second output from different "
+                          f"places ({', '.join(sorted(found))}); give them one baseline")
+    return found.pop()
+
+
+def _score_of(record: CaseRecord | None, name: str) -> Score | None:
+    return record.score_named(name) if record is not None else None
+
+
+def _passes(judge: Evaluator) -> Any:
+    def passes(score: Score) -> bool:
+        if score.passed is not None:
+            return score.passed
+        return score.value is not None and judge.verdict(score.value)
+    return passes
+
+
+def _demo_notes(report: CalibrationReport, identity: JudgeIdentity) -> None:
+    if any(is_demo_model(m) for m in identity.models):
+        report.notes.insert(0, DEMO_MODEL_NOTE)
+        report.notes.insert(1, NEAR_CHANCE)
+
+
+async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | None,
+                         evaluator: str | None, kind: Kind | None, label: str, scale: Any,
+                         resamples: int, level: float, seed: int,
+                         save: bool) -> CalibrationReport:
+    """A stored run's scores against human labels by case id: no judge is called."""
+    from assay.calibration.files import parse_scale
+
+    if labels is None:
+        raise ConfigError("run= needs labels=: a file of case_id and label columns")
+    stored = run_store.run_record(run_id)
+    specs = {e.name: e for e in stored.config.evaluators}
+    if evaluator is None:
+        judges = [e for e in specs.values() if build({"type": e.type, **e.params}).models()]
+        if len(judges) != 1:
+            raise ConfigError(f"run {stored.id} has {len(judges)} judge evaluators "
+                              f"({', '.join(e.name for e in judges) or 'none'}); name one with "
+                              "evaluator=")
+        spec = judges[0]
+    elif evaluator in specs:
+        spec = specs[evaluator]
+    else:
+        raise ConfigError(f"run {stored.id} has no evaluator {evaluator!r}; it has: "
+                          f"{', '.join(specs) or 'none'}")
+    built: Evaluator = build({"type": spec.type, "name": spec.name, **spec.params},
+                             f"evaluator {spec.name!r}")
+    pairwise = judge_scale(built)["kind"] == "pairwise"
+    chosen: Kind | None = "pairwise" if pairwise else kind
+    bounds = parse_scale(scale)
+    records = {r.case_id: r for r in run_store.case_records(stored.id) if r.repeat == 0}
+    source, rows = rows_of(labels)
+    items: list[LabelledItem] = []
+    raw_labels = []
+    for where, row in rows:
+        if not isinstance(row, Mapping):
+            raise CalibrationDataError(f"{where.at()}: a row must be an object")
+        case_id = row.get("case_id", row.get("id"))
+        if case_id is None:
+            raise CalibrationDataError(f"{where.at('case_id')}: missing")
+        if str(case_id) not in records:
+            shown = ", ".join(list(records)[:5]) + (", ..." if len(records) > 5 else "")
+            raise CalibrationDataError(f"{where.at('case_id')}: case {str(case_id)!r} is not in "
+                                       f"run {stored.id} (its cases: {shown or 'none'})")
+        if label not in row or row[label] is None:
+            raise CalibrationDataError(f"{where.at(label)}: missing")
+        raw_labels.append((where, row[label]))
+        record = records[str(case_id)]
+        items.append(LabelledItem(
+            id=str(case_id), input=record.case.input, output=record.execution.output,
+            output_2=record.case.expected_output if pairwise else None,
+            reference=None if pairwise else record.case.expected_output,
+            label="", file=where.file, record=where.record, line=where.line))
+    if not items:
+        raise CalibrationDataError(f"{source}: no labels")
+    if chosen is None:
+        chosen = infer_kind([value for _, value in raw_labels])
+    if chosen == "ordinal" and bounds is None:
+        raise CalibrationDataError("kind 'ordinal' needs the labels' scale, such as 1-5")
+    for item, (where, value) in zip(items, raw_labels, strict=True):
+        item.label = normal_label(chosen, value, where, label, bounds)
+    labelled = LabelledSet(name=Path(str(source)).stem, kind=chosen, items=items,
+                           title=f"run {stored.id} with {source}", scale=bounds,
+                           files=[str(source)], label_field=label)
+    check_fit(labelled, built)
+    override = stored.config.run.get("judge_model") if stored.config.run else None
+    defaults = stored.config.judge_models
+    identity = await judge_identity(built, default_model=defaults[0] if len(defaults) == 1
+                                    else None, override_model=override)
+    judged: Sequence[Judged] = [(item, _score_of(records.get(item.id), built.name))
+                                for item in items]
+    report = analyse(labelled, judged, identity, passes=_passes(built),
+                     report_id=new_calibration_id(), run_id=stored.id, resamples=resamples,
+                     level=level, seed=seed)
+    report.notes.append(f"scores of stored run {stored.id}; no judge was called")
+    _demo_notes(report, identity)
+    if save:
+        calibrations.save(run_store, report)
+    return report
+
+
+__all__ = ["CalibrationReport", "calibrate", "calibrate_async", "calibration_suite",
+           "load_data"]

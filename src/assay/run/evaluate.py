@@ -1,0 +1,797 @@
+"""Runs as library objects: :func:`evaluate`, :func:`resume` and :func:`rescore`.
+
+One call goes from data to a stored, gated run: the data becomes a suite, the target runs each
+case (or the outputs in the data are judged as given), every evaluator scores it through the
+judge engine, and every record is stored as it completes. ``assay run`` is a thin shell over
+:func:`evaluate_async`; there is no other code path, so the CLI and Python give identical
+stored records.
+
+The async functions are the core; :func:`evaluate`, :func:`resume` and :func:`rescore` run
+them from synchronous code, inside a notebook's running event loop too.
+
+Every one of them keeps its runs in the same store unless given another: ``$ASSAY_STORE_URL``,
+else ``.assay/runs.db`` (see :func:`assay.store.runs.default_url`), where ``assay runs``,
+``assay show``, ``rescore``, ``resume`` and ``compare`` find them. ``store=":memory:"`` keeps a
+run in memory, for as long as its result lives; only functions given that result can read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay import __version__
+from assay._util.user_code import user_code
+from assay._util.user_paths import user_path
+from assay.errors import ConfigError, EvaluationError
+from assay.judges.base import EvalContext, Evaluator
+from assay.llm.engine import DryRunEstimate, JudgeEngine
+from assay.llm.models import DEMO_MODEL_NOTE, display_model, is_demo_model
+from assay.run.result import EvaluationResult
+from assay.run.runner import Progress, Runner, evaluator_spec
+from assay.run.sync import run_sync
+from assay.store.runs import RunLease, RunStore, open_store, run_id_of, store_for
+from assay.suites.model import Suite, SuiteCase
+from assay.targets.base import Target
+from assay.targets.resolve import TargetResolver
+from assay.types.case import AgentInfo, Case
+from assay.types.config import CalibrationGate, RunConfig
+from assay.types.engine_config import EngineConfig
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
+
+Data = Any
+"""A suite path (EVAL.yaml, JSONL, CSV, Parquet, a UiPath project), a loaded :class:`Suite`,
+a list of dicts or :class:`~assay.Case` objects, or a pandas DataFrame."""
+
+TargetLike = Target | Callable[..., Any] | str | None
+EvaluatorLike = Evaluator | str | Mapping[str, Any] | Callable[..., Any]
+StoreLike = RunStore | str | Path | None
+"""An open store, a store URL, a path to a SQLite file, ``":memory:"``, or None: the default
+store on disk (``$ASSAY_STORE_URL``, else ``.assay/runs.db``)."""
+RunLike = str | EvaluationResult
+"""A stored run: its id (or a unique prefix of it), or the result that made it."""
+OnInputs = Callable[[dict[Path, str]], None]
+"""Called with every file a run uses (see :meth:`_Session.inputs`) once they are known and
+before anything runs: the command checks its outputs against them there."""
+
+
+def evaluate(data: Data = None, *, target: TargetLike = None,
+             evaluators: Sequence[EvaluatorLike] | None = None,
+             config: RunConfig | None = None, store: StoreLike = None,
+             columns: Mapping[str, str] | None = None, name: str | None = None,
+             scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
+             **options: Any) -> EvaluationResult:
+    """Evaluate ``data`` and return the stored, gated run. See :func:`evaluate_async`."""
+    return run_sync(evaluate_async(data, target=target, evaluators=evaluators, config=config,
+                                   store=store, columns=columns, name=name, scorers=scorers,
+                                   predict_fn=predict_fn, **options))
+
+
+async def evaluate_async(
+        data: Data = None, *, target: TargetLike = None,
+        evaluators: Sequence[EvaluatorLike] | None = None, config: RunConfig | None = None,
+        store: StoreLike = None, columns: Mapping[str, str] | None = None,
+        name: str | None = None, engine: JudgeEngine | None = None,
+        progress: Progress | None = None,
+        on_record: Callable[[CaseRecord], None] | None = None,
+        on_start: Callable[[RunRecord], None] | None = None, keep: bool = True,
+        scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
+        on_inputs: OnInputs | None = None, **options: Any) -> EvaluationResult:
+    """Evaluate ``data`` into a new run.
+
+    Args:
+        data: see :data:`Data`. Rows map onto cases by column name (``input``,
+            ``expected_output``, ``output`` and their usual spellings) or by ``columns``.
+        target: what runs each case: a Python callable (sync or async, given the case input),
+            a :class:`Target`, a target name from the targets file or a model string; None
+            judges the outputs in the data, or runs the suite's own target.
+        evaluators: evaluator instances, registered type names, ``{"type": ...}`` dicts, or
+            scorer functions; None uses the suite's own.
+        config: the run's :class:`RunConfig`; ``options`` override its fields by name
+            (``judge_model=``, ``concurrency=``, ``repeat=``, ``gates=``...).
+        store: see :data:`StoreLike`. None keeps the run on disk in the default store, where
+            ``assay runs``, :func:`rescore`, :func:`resume` and :func:`assay.compare` find it
+            by id; ``":memory:"`` keeps it in memory for as long as the result lives (pass the
+            result itself, not its id, to read it again).
+        on_record: called with each case record as it completes (a results file, a UI).
+        on_start: called with the run's record once it is created (or resumed).
+        keep: keep the records in the result (False: read them back from the store on
+            demand, for runs too large to hold).
+        scorers, predict_fn: MLflow's names for ``evaluators`` (added to them) and
+            ``target``.
+        on_inputs: called with every file the run uses (see :data:`OnInputs`) before
+            anything runs; what it raises stops the run before it starts.
+
+    The agent-judge options (``naming``, ``judges``, ``global_guidelines``,
+    ``quality_criteria``...; see :mod:`assay.run.policies.databricks`) are RunConfig fields too.
+    """
+    from assay.run.policies import databricks as agent_eval
+
+    config = _config(config, options)
+    if predict_fn is not None:
+        if target is not None:
+            raise ConfigError("give target or predict_fn, not both", code="invalid_target")
+        target = predict_fn
+    if scorers is not None:
+        evaluators = [*(evaluators or []), *scorers]
+    suite = load_data(data, columns=columns, config=config, name=name)
+    if evaluators is not None:
+        suite = with_evaluators(suite, evaluators)
+    suite, config = agent_eval.prepare(suite, config)
+    run_store = open_store(store)
+    given = as_target(target)
+    if given is None and isinstance(target, str):
+        config = config.model_copy(update={"target": target})
+    if given is not None and any(c.execution is not None for c in suite.cases):
+        raise ConfigError("the data holds the agent's outputs and a target was given too: "
+                          "judge the outputs as given (no target), or drop the output "
+                          "column and let the target run", code="invalid_data")
+    session = _Session(suite, config, run_store, engine, given,
+                       owns_given=given is not None and not isinstance(target, Target),
+                       evaluators_given=evaluators is not None)
+    return await session.execute(progress, on_record, on_start, keep, on_inputs)
+
+
+def resume(run: RunLike, **kwargs: Any) -> EvaluationResult:
+    """Finish a stopped run. See :func:`resume_async`."""
+    return run_sync(resume_async(run, **kwargs))
+
+
+async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = None,
+                       target: TargetLike = None,
+                       evaluators: Sequence[EvaluatorLike] | None = None,
+                       retry_errors: bool = False, concurrency: int | None = None,
+                       judge_model: str | None = None,
+                       progress: Progress | None = None,
+                       on_record: Callable[[CaseRecord], None] | None = None,
+                       on_start: Callable[[RunRecord], None] | None = None,
+                       on_warning: Callable[[str], None] | None = None,
+                       on_notice: Callable[[str], None] | None = None,
+                       keep: bool = True,
+                       on_inputs: OnInputs | None = None) -> EvaluationResult:
+    """Resume ``run`` (an id, or the result that made it; in ``store``, else the result's
+    store, else the default one): what the store has is kept, the rest runs with the run's own
+    recorded config (its target override, judge, thresholds and gates) and evaluators.
+
+    The evaluators are rebuilt from the run's record, unless ``data`` is a suite that names
+    its own. A Python function cannot be recorded, so a run whose target was one needs it
+    again (``target=``), and a scorer function again under its recorded name
+    (``evaluators=[fn]``, in place of that one; the others are still rebuilt).
+
+    A run that completed is left as it is: its stored result is returned and nothing is run
+    or rewritten, unless ``retry_errors`` computes its error scores and failed executions
+    again. ``judge_model`` replaces the recorded judge (a judge URL's password is never
+    recorded, so it must be given again)."""
+    run_store = store_for([run], store)
+    stored = run_store.run_record(run_id_of(run))
+    if stored.status is RunStatus.COMPLETED and not retry_errors:
+        if on_notice:
+            on_notice(f"run {stored.id} completed: nothing to resume")
+        return _as_stored(run_store, stored, progress, on_record, on_start, keep, on_inputs)
+    snapshot = stored.config
+    try:
+        config = RunConfig.model_validate(snapshot.run)
+    except ValidationError as exc:
+        raise ConfigError(f"run {stored.id}: its recorded config cannot be read: {exc}") \
+            from None
+    if concurrency is not None:
+        config.concurrency = concurrency
+    if judge_model is not None:  # e.g. a judge URL whose password the run could not keep
+        config.judge_model = judge_model
+    given = _resumed_target(stored, target)
+    if isinstance(target, str):
+        config.target = target
+    source_run = getattr(snapshot, "rescored_from", None)
+    if data is None and source_run:  # a rescore: its cases are the source run's executions
+        suite = _rescore_suite(run_store, run_store.run_record(source_run), None,
+                               check=False)  # judged by the rescore's own evaluators
+        suite = _resumed_evaluators(suite, stored, evaluators, recorded=True)
+    else:
+        if data is None:
+            if not snapshot.suite_path:
+                raise ConfigError(f"run {stored.id} has no suite path; give the suite to "
+                                  "resume", code="missing_suite")
+            data = Path(snapshot.suite_path)
+        suite = _resumed_evaluators(load_data(data, config=config), stored, evaluators)
+    suite, config = _prepare_again(suite, config)
+    if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
+        on_warning("the suite changed since this run started; finished results are kept, "
+                   "the rest use the new suite")
+    if retry_errors:
+        forgotten = run_store.forget_errors(stored.id)
+        if on_notice:
+            on_notice(f"{forgotten} error score(s) will be computed again")
+        if not forgotten and stored.status is RunStatus.COMPLETED:
+            return _as_stored(run_store, stored, progress, on_record, on_start, keep,
+                              on_inputs, suite.input_files())
+    session = _Session(suite, config, run_store, None, given,
+                       owns_given=given is not None and not isinstance(target, Target),
+                       resume=stored)
+    return await session.execute(progress, on_record, on_start, keep, on_inputs)
+
+
+def _as_stored(store: RunStore, run: RunRecord, progress: Progress | None,
+               on_record: Callable[[CaseRecord], None] | None,
+               on_start: Callable[[RunRecord], None] | None, keep: bool,
+               on_inputs: OnInputs | None = None,
+               known: dict[Path, str] | None = None) -> EvaluationResult:
+    """A completed run's result as stored, its records reported as a run reports them (so a
+    results file still gets every row): nothing runs, nothing is rewritten. ``on_inputs`` is
+    told the files its record names (and those ``known`` already), since its results still
+    go to the command's outputs."""
+    if on_inputs is not None:
+        on_inputs({**_recorded_inputs(store, run), **(known or {})})
+    records = store.case_records(run.id)
+    if on_start is not None:
+        on_start(run)
+    if progress is not None:
+        progress.start(len(records), 0, run.suite)
+    for record in records:
+        if on_record is not None:
+            on_record(record)
+        if progress is not None:
+            progress.advance(record)
+    return EvaluationResult(store, run, records if keep else None)
+
+
+def _recorded_inputs(store: RunStore, run: RunRecord) -> dict[Path, str]:
+    """The files a stored run used, as far as its record names them without loading its
+    suite: the store, the suite file (and a JSONL suite's sidecars) and the targets file
+    with what it names."""
+    from assay.suites.evalyaml import sidecars
+    from assay.targets.config import read_targets
+
+    found = store.input_files()
+    snapshot = run.config
+    if snapshot.targets_file and Path(snapshot.targets_file).is_file():
+        found.update(read_targets(snapshot.targets_file, strict=False).input_files())
+    if snapshot.suite_path:
+        suite = Path(snapshot.suite_path)
+        found[suite] = "the suite file"
+        if suite.suffix.lower() == ".jsonl":
+            found.update(sidecars(suite))
+    return found
+
+
+def _resumed_target(stored: RunRecord, target: TargetLike) -> Target | None:
+    """The target given again for a resume; ConfigError when the run's target was a Python
+    function (or object), which its record cannot hold, and none is given."""
+    given = as_target(target)
+    function = (stored.config.model_extra or {}).get("python_target")
+    if function and target is None:
+        raise ConfigError(
+            f"run {stored.id} ran the Python function {function!r} as its target, which a run "
+            f"store cannot hold: give it again, assay.resume({stored.id!r}, "
+            f"target={function})", code="missing_target")
+    return given
+
+
+def _resumed_evaluators(suite: Suite, stored: RunRecord,
+                        given: Sequence[EvaluatorLike] | None,
+                        recorded: bool = False) -> Suite:
+    """The suite judged as the run was: by its recorded evaluators when the run was given
+    its evaluators (``evaluators=``), the data names none, or ``recorded`` (a rescore), else
+    by the data's own; a given evaluator takes the place of the recorded one of its name (a
+    scorer function, which a record cannot hold). ConfigError for a given name the run does
+    not have, and for a function still missing."""
+    replaced = bool((stored.config.model_extra or {}).get("evaluators_given"))
+    own = replaced or recorded or not suite.evaluators
+    evaluators = _rebuild_evaluators(stored) if own else list(suite.evaluators)
+    if given is not None:
+        built = {e.name: e for e in (as_evaluator(v, f"evaluators[{i}]")
+                                     for i, v in enumerate(given))}
+        names = [e.name for e in evaluators]
+        unknown = [n for n in built if n not in names]
+        if unknown:
+            raise ConfigError(
+                f"run {stored.id} has no evaluator named {', '.join(map(repr, unknown))} "
+                f"(it has {', '.join(map(repr, names)) or 'none'}): a resume finishes a run "
+                "with its own evaluators; give a function again under its recorded name",
+                code="invalid_evaluator")
+        evaluators = [built.get(e.name, e) for e in evaluators]
+    _require_functions(evaluators, stored.id, f"assay.resume({stored.id!r}, ...)")
+    if replaced and evaluators:
+        return with_evaluators(suite, evaluators)
+    if own:
+        return suite.model_copy(update={"evaluators": evaluators})
+    return suite
+
+
+def rescore(run: RunLike, **kwargs: Any) -> EvaluationResult:
+    """Judge a stored run's executions again. See :func:`rescore_async`."""
+    return run_sync(rescore_async(run, **kwargs))
+
+
+async def rescore_async(run: RunLike, *, store: StoreLike = None,
+                        evaluators: Sequence[EvaluatorLike] | None = None,
+                        config: RunConfig | None = None,
+                        progress: Progress | None = None,
+                        on_record: Callable[[CaseRecord], None] | None = None,
+                        keep: bool = True, on_inputs: OnInputs | None = None,
+                        **options: Any) -> EvaluationResult:
+    """Judge the stored executions of ``run`` (an id, or the result that made it; in
+    ``store``, else the result's store, else the default one) again, with its own evaluators
+    or others, into a new run in the same store. The agent is not run: every case is judged
+    on what it did in the original run (a failed execution stays failed)."""
+    run_store = store_for([run], store)
+    stored = run_store.run_record(run_id_of(run))
+    base = RunConfig.model_validate(stored.config.run) if stored.config.run else RunConfig()
+    base = base.model_copy(update={"target": None, "repeat": 1, "filter": None})
+    config = _config(config or base, options)
+    suite = _rescore_suite(run_store, stored, evaluators)
+    from assay.run.policies import databricks as agent_eval
+
+    suite, config = agent_eval.prepare(suite, config)
+    session = _Session(suite, config, run_store, None, None, rescored_from=stored.id,
+                       evaluators_given=evaluators is not None)
+    return await session.execute(progress, on_record, None, keep, on_inputs)
+
+
+def run_inputs(data: Data, *, config: RunConfig | None = None,
+               store: StoreLike = None) -> dict[Path, str]:
+    """Every file a run of ``data`` would use (as :data:`OnInputs` is given them), without
+    running it: for a command that must check its outputs against several runs at once."""
+    config = config or RunConfig()
+    session = _Session(load_data(data, config=config), config, open_store(store), None, None)
+    return session.inputs()
+
+
+# -- building blocks ---------------------------------------------------------------------
+
+
+def _config(config: RunConfig | None, options: Mapping[str, Any]) -> RunConfig:
+    base = config or RunConfig()
+    if not options:
+        return base
+    unknown = [k for k in options if k not in RunConfig.model_fields]
+    if unknown:
+        raise ConfigError(f"unknown option(s) {', '.join(unknown)}; RunConfig fields: "
+                          f"{', '.join(RunConfig.model_fields)}")
+    try:
+        return RunConfig.model_validate({**base.model_dump(), **options})
+    except ValidationError as exc:
+        raise ConfigError("; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                                    for e in exc.errors())) from None
+
+
+def load_data(data: Data, *, columns: Mapping[str, str] | None = None,
+              config: RunConfig | None = None, name: str | None = None) -> Suite:
+    """Any accepted data as a suite (see :data:`Data`)."""
+    from assay.suites import dataset
+
+    if isinstance(data, Suite):
+        return data
+    if data is None:
+        raise ConfigError("no data: give a suite path, a list of rows or a DataFrame",
+                          code="missing_suite")
+    if isinstance(data, str | Path):
+        path = user_path(data)
+        targets_file = user_path(config.targets_file) if config and config.targets_file \
+            else None
+        if columns and path.is_file():  # mapped columns: the file is rows of data
+            return dataset.suite_from_file(path, columns=columns)
+        from assay.suites import load_any
+
+        return load_any(path, targets_file)
+    if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
+        return dataset.suite_from_dataframe(data, name=name or "dataframe", columns=columns)
+    if isinstance(data, Iterable) and not isinstance(data, str | bytes | Mapping):
+        return dataset.suite_from_rows(data, name=name or "dataset", columns=columns)
+    raise ConfigError(f"data of type {type(data).__name__} is not accepted: give a suite "
+                      "path, a Suite, a list of dicts or Cases, or a pandas DataFrame",
+                      code="invalid_data")
+
+
+def with_evaluators(suite: Suite, evaluators: Sequence[EvaluatorLike]) -> Suite:
+    """The suite judged by ``evaluators`` instead of its own (per-case ones included)."""
+    built = [as_evaluator(e, f"evaluators[{i}]") for i, e in enumerate(evaluators)]
+    if not built:
+        raise ConfigError("evaluators is empty: give at least one evaluator")
+    names = [e.name for e in built]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"evaluator name(s) {', '.join(duplicates)} used more than once; "
+                          "give each evaluator a distinct name")
+    if suite.case_source is not None:
+        source = suite.case_source
+
+        def stream() -> Iterable[SuiteCase]:
+            for item in source():
+                yield _without_own_evaluators(item)
+
+        return suite.model_copy(update={"evaluators": built, "case_source": stream})
+    cases = [_without_own_evaluators(c) for c in suite.cases]
+    return suite.model_copy(update={"evaluators": built, "cases": cases})
+
+
+def _without_own_evaluators(item: SuiteCase) -> SuiteCase:
+    """``item`` judged by the suite's evaluators: copied only when it has its own (most
+    cases, and every row of a list or DataFrame, have none)."""
+    if item.evaluators is None:
+        return item
+    return item.model_copy(update={"evaluators": None})
+
+
+def as_evaluator(value: EvaluatorLike, where: str = "evaluator") -> Evaluator:
+    """An evaluator from an instance, a registered type name, a config dict or a function."""
+    from assay.judges.code.python_scorer import PythonScorer, scorer
+    from assay.judges.registry import build
+
+    if isinstance(value, Evaluator):
+        return value
+    if isinstance(value, str):
+        built: Evaluator = build({"type": value}, where)
+        return built
+    if isinstance(value, Mapping):
+        built = build(dict(value), where)
+        return built
+    if callable(value):
+        found = getattr(value, "evaluator", None)
+        return found if isinstance(found, PythonScorer) else scorer(value).evaluator
+    raise ConfigError(f"{where}: a {type(value).__name__} is not an evaluator (give an "
+                      "Evaluator, a type name, a config dict or a scorer function)",
+                      code="invalid_evaluator")
+
+
+def as_target(target: TargetLike) -> Target | None:
+    """A Target built from a callable; None for a name (resolved by the run) or None."""
+    if target is None or isinstance(target, str):
+        return None
+    if isinstance(target, Target):
+        return target
+    if callable(target):
+        from assay.targets.callable import CallableTarget
+
+        return CallableTarget(target, name=getattr(target, "__name__", "python"))
+    raise ConfigError(f"target of type {type(target).__name__} is not accepted: give a "
+                      "function, a Target, a target name or a model string",
+                      code="invalid_target")
+
+
+def _build_spec(spec: dict[str, Any]) -> Evaluator:
+    from assay.judges.registry import build
+
+    built: Evaluator = build({"type": spec["type"], "name": spec["name"],
+                              "weight": spec["weight"], **spec.get("params", {})},
+                             f"evaluator {spec['name']!r}")
+    return built
+
+
+def _rescore_suite(run_store: RunStore, stored: RunRecord,
+                   evaluators: Sequence[EvaluatorLike] | None, check: bool = True) -> Suite:
+    """A run's stored executions as a suite of recorded cases, judged by ``evaluators`` or by
+    the run's own (rebuilt from their recorded specs; ``check``: ConfigError when one of
+    them needs its Python function given again)."""
+    records = run_store.case_records(stored.id)
+    if not records:
+        raise ConfigError(f"run {stored.id} has no stored cases to rescore",
+                          code="empty_run")
+    cases = []
+    for record in records:
+        case = record.case.model_copy(
+            update={"id": record.case_id if record.repeat == 0
+                    else f"{record.case_id}#{record.repeat}"})
+        case_evaluators = None
+        if evaluators is None and record.evaluators is not None:
+            case_evaluators = [_rebuild(e.model_dump()) for e in record.evaluators]
+            if check:
+                _require_functions(case_evaluators, stored.id,
+                                   f"assay.rescore({stored.id!r}, ...)")
+        cases.append(SuiteCase(case=case, execution=record.execution,
+                               evaluators=case_evaluators, source=record.source))
+    agent = (stored.config.model_extra or {}).get("agent")
+    own = _rebuild_evaluators(stored) if evaluators is None else []
+    if check:
+        _require_functions(own, stored.id, f"assay.rescore({stored.id!r}, ...)")
+    suite = Suite(name=stored.suite, cases=cases, evaluators=own,
+                  metadata={"rescored_from": stored.id},
+                  agent=AgentInfo.model_validate(agent) if isinstance(agent, dict) else None)
+    return suite if evaluators is None else with_evaluators(suite, evaluators)
+
+
+def _prepare_again(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:
+    """A resumed run's agent judges, as it recorded them."""
+    from assay.run.policies import databricks as agent_eval
+
+    if not agent_eval.active(config):
+        return suite, config
+    return agent_eval.prepare(suite, config)
+
+
+def _rebuild_evaluators(stored: RunRecord) -> list[Evaluator]:
+    """The run's evaluators, rebuilt from their records; a scorer whose function cannot be
+    imported again (one defined in a notebook or inside a function) comes back without it,
+    for :func:`_require_functions` to ask for."""
+    return [_rebuild(e.model_dump()) for e in stored.config.evaluators]
+
+
+def _rebuild(spec: dict[str, Any]) -> Evaluator:
+    try:
+        return _build_spec(spec)
+    except ConfigError:
+        params = spec.get("params") or {}
+        if spec["type"] != "python" or not params.get("function"):
+            raise
+        return _build_spec({**spec, "params": {**params, "function": None}})
+
+
+def _require_functions(evaluators: Sequence[Evaluator], run_id: str, call: str) -> None:
+    """ConfigError naming the evaluators that need a Python function given again."""
+    missing = [e.name for e in evaluators if e.needs_function()]
+    if missing:
+        raise ConfigError(
+            f"run {run_id} was judged by the Python function(s) "
+            f"{', '.join(map(repr, missing))}, which a run store cannot hold: give them "
+            f"again, {call.replace('...', 'evaluators=[...]')}", code="invalid_evaluator")
+
+
+def _project_agent(suite: Suite, config: RunConfig) -> Target | None:
+    """A UiPath project's own agent (its entry point), when the run names no target."""
+    project = (suite.metadata.get("uipath") or {}).get("project")
+    if suite.metadata.get("format") != "uipath" or not project:
+        if config.entrypoint:
+            raise ConfigError(f"entry point {config.entrypoint!r} given, but {suite.name!r} is "
+                              "not a UiPath project's eval set", code="unknown_target")
+        return None
+    if any(c.execution is not None for c in suite.cases):
+        return None
+    from assay.targets.uipath_entrypoint import entrypoint_target
+
+    found: Target | None = entrypoint_target(Path(project), config.entrypoint)
+    return found
+
+
+class _BlankOutput(Target):
+    """Stands in for the agent in a dry run: the agent is not run either."""
+
+    name = "dry-run"
+
+    async def run(self, case: Case) -> Execution:
+        return Execution(input=case.input, output="")
+
+
+def _blank(_name: str | None) -> Target:
+    return _BlankOutput()
+
+
+class _Session:
+    """One run from preflight to its final status; everything :func:`evaluate_async`,
+    :func:`resume_async` and :func:`rescore_async` share."""
+
+    def __init__(self, suite: Suite, config: RunConfig, store: RunStore,
+                 engine: JudgeEngine | None, given: Target | None, *,
+                 owns_given: bool = False, resume: RunRecord | None = None,
+                 rescored_from: str | None = None, evaluators_given: bool = False) -> None:
+        self.suite = suite
+        self.python_target = given.name if given is not None else None
+        """The name of a target given as a Python object, which the run's record cannot
+        hold (a resume needs it again)."""
+        self.evaluators_given = evaluators_given
+        config = config.settled(suite.scoring, suite.run_thresholds, suite.agent_timeout_s)
+        self.config = config
+        self.store = store
+        self.own_engine = engine is None
+        if engine is None:
+            engine = JudgeEngine(EngineConfig(
+                concurrency=max(config.concurrency, 1), retry=config.retry,
+                cache_mode=config.cache, dry_run=config.dry_run))
+            if config.judge_model:
+                engine.config.default_model = config.judge_model
+        self.engine = engine
+        base = suite.source.parent if suite.source else Path.cwd()
+        targets_file = user_path(config.targets_file) if config.targets_file else None
+        if given is None and not config.target and suite.target is None:
+            given = _project_agent(suite, config)  # uipath eval: the project's entry point
+            owns_given = owns_given or given is not None
+        self.targets = TargetResolver(self.engine, base, targets_file, given, owns_given)
+        self.resume = resume
+        self.rescored_from = rescored_from
+        from assay.run.policies import databricks as agent_eval
+
+        self.fold = agent_eval.fold_for(suite, config)
+
+    def inputs(self) -> dict[Path, str]:
+        """Every file this run uses, each with what it is: the suite's (its file, what its
+        loader read, its evaluators' scripts and modules), the targets file's (itself, its
+        ``.env``, its targets' modules and recorded outputs), the store's and the response
+        cache. What no output of the run may be."""
+        return {**self.engine.config.input_files(), **self.store.input_files(),
+                **(self.targets.file.input_files() if self.targets.file else {}),
+                **self.suite.input_files()}
+
+    def judge_for(self, target: str | None) -> str | None:
+        """The judge of the target that ran a case (its ``judge_target``), else the suite's."""
+        judge = self.targets.judge_model(target)
+        if judge is None and target == self.suite.target:
+            return self.suite.judge_target
+        return judge
+
+    def target_names(self) -> set[str | None]:
+        if self.config.target or self.targets.given is not None:
+            return {self.config.target}
+        facts = self.suite.facts()
+        return facts.targets
+
+    async def preflight(self) -> None:
+        """Check every judge model, target and the targets file before the first case."""
+        from assay.run.runner import check_evaluator_names
+
+        check_evaluator_names(self.suite)
+        names = self.target_names()
+        self.targets.check(names)
+        targets = [self.targets(name) for name in names]  # unknown names fail here
+        facts = self.suite.facts()
+        models = {EvalContext(self.engine, self.judge_for(t),
+                              override_model=self.config.judge_model).model(m)
+                  for m in facts.models for t in names}
+        if facts.conversations and None in names and self.targets.given is None:
+            raise ConfigError(
+                f"{facts.conversations} case(s) are conversations, which need an agent to "
+                "talk to: give the suite (or each case) a target, or --target",
+                code="missing_target")
+        if facts.simulated:
+            models.add(self.simulator_model())
+        if models:  # an all-deterministic suite needs no judge model at all
+            await self.engine.preflight(*models)
+        if not self.config.dry_run:
+            for target in targets:
+                with user_code(f"target {target.name!r}"):  # a plugin's target may exit
+                    await target.preflight()
+
+    def simulator_model(self) -> str | None:
+        """The simulated user's model: ``--simulator-model``, the suite's, else the judge's."""
+        settings = self.suite.conversation
+        return self.config.simulator_model or (settings.simulator.model if settings else None) \
+            or self.config.judge_model or self.suite.judge_target
+
+    def resolver(self) -> Any:
+        """What the runner asks for targets: conversation cases are played turn by turn."""
+        if self.config.dry_run:
+            return _blank
+        if not self.suite.facts().conversations:
+            return self.targets
+        from assay.targets.conversation import ConversationResolver
+
+        return ConversationResolver(self.targets, self.engine, self.suite.conversation,
+                                    self.simulator_model())
+
+    def snapshot(self) -> RunSnapshot:
+        facts = self.suite.facts()
+        names = self.target_names()
+        models = sorted({display_model(str(EvalContext(
+            self.engine, self.judge_for(t), override_model=self.config.judge_model).model(m)
+            or self.engine.config.default_model)) for m in facts.models for t in names})
+        run = self.config.model_dump(mode="json")
+        if self.config.judge_model:  # a password in a judge URL is never stored
+            run["judge_model"] = display_model(self.config.judge_model)
+        extra: dict[str, Any] = {}
+        if self.rescored_from:
+            extra["rescored_from"] = self.rescored_from
+        if self.python_target is not None:
+            extra["python_target"] = self.python_target
+        if self.evaluators_given:
+            extra["evaluators_given"] = True
+        if self.suite.agent is not None:
+            extra["agent"] = self.suite.agent.model_dump(mode="json", exclude_none=True)
+        if facts.simulated:
+            extra["simulator_model"] = display_model(str(
+                self.simulator_model() or self.engine.config.default_model))
+        return RunSnapshot(
+            suite_path=str(self.suite.source.resolve()) if self.suite.source else None,
+            suite_name=self.suite.name, suite_hash=self.suite.fingerprint(),
+            target=self.config.target or self.suite.target,
+            target_override=self.config.target,
+            targets_file=str(self.targets.path) if self.targets.path else None,
+            targets=self.targets.redacted(), judge_models=models,
+            evaluators=[evaluator_spec(e) for e in self.suite.evaluators],
+            run=run, assay_version=__version__, **extra)
+
+    async def execute(self, progress: Progress | None,
+                      on_record: Callable[[CaseRecord], None] | None,
+                      on_start: Callable[[RunRecord], None] | None, keep: bool,
+                      on_inputs: OnInputs | None = None) -> EvaluationResult:
+        dry = self.config.dry_run
+        fold = self.fold
+        if fold is not None and not dry:
+            given = on_record
+
+            def on_record(record: CaseRecord) -> None:
+                fold.add(record)
+                if given is not None:
+                    given(record)
+
+        run_id: str | None = None
+        lease: RunLease | None = None
+        try:
+            if on_inputs is not None:
+                on_inputs(self.inputs())
+            await self.preflight()
+            runner = Runner(self.suite, self.resolver(), self.engine,
+                            None if dry else self.store, self.config, progress,
+                            on_record, judge_for=self.judge_for,
+                            gate_failures=await self.calibration_failures())
+            if self.config.dry_run:
+                outcome = await runner.run("dry-run", keep=False)
+                outcome.summary.notes = self.notes()
+                return EvaluationResult.dry(self.suite, outcome.summary, self.config,
+                                            self.engine.estimate)
+            if self.resume is not None:
+                run_id = self.resume.id
+                self.store.set_status(run_id, RunStatus.RUNNING.value)
+            else:
+                run_id = self.store.create_run(self.suite.name,
+                                               self.snapshot().model_dump(mode="json"))
+            lease = self.store.hold_lease(run_id)
+            if on_start is not None:
+                with user_code("the on_start hook"):
+                    on_start(self.store.run_record(run_id))
+            outcome = await runner.run(run_id, keep=keep)
+            outcome.summary.notes = self.notes()
+            if fold is not None:
+                fold.finish(outcome.summary)
+            self.store.set_status(run_id, RunStatus.COMPLETED.value,
+                                  outcome.summary.model_dump(mode="json"))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self._mark(run_id, RunStatus.INTERRUPTED)
+            raise
+        except EvaluationError:
+            self._mark(run_id, RunStatus.FAILED)
+            raise
+        except BaseException:
+            self._mark(run_id, RunStatus.FAILED)
+            raise
+        finally:
+            if lease is not None:
+                lease.release()
+            await self.targets.aclose()
+            if self.own_engine:
+                await self.engine.aclose()
+        return EvaluationResult(self.store, self.store.run_record(run_id),
+                                outcome.records if keep else None, suite=self.suite)
+
+    async def calibration_failures(self) -> list[str]:
+        """The calibration gate (the run's, else the suite's ``metadata.calibration_gate``),
+        checked before the run: each judge it covers must have a current calibration in the
+        run store that meets it."""
+        gate = self.config.gates.calibration or CalibrationGate.of_suite(
+            self.suite.metadata, str(self.suite.source or self.suite.name))
+        if gate is None:
+            return []
+        from assay.calibration.gate import calibration_failures
+
+        failures: list[str] = []
+        for target in self.target_names():
+            failures += await calibration_failures(
+                gate, self.suite.evaluators, self.store,
+                default_model=self.engine.config.default_model,
+                judge_model=self.judge_for(target), override_model=self.config.judge_model,
+                suite_path=str(self.suite.source) if self.suite.source else None)
+        return list(dict.fromkeys(failures))
+
+    def notes(self) -> list[str]:
+        """What a reader of this run's figures must be told."""
+        notes = []
+        if any(is_demo_model(m) for m in self.snapshot().judge_models):
+            notes.append(DEMO_MODEL_NOTE)
+        if self.engine.cache_problem:
+            notes.append(f"{self.engine.cache_problem} ({self.engine.cache_failures} time(s)); "
+                         "those answers were asked for again and not kept")
+        return notes
+
+    def _mark(self, run_id: str | None, status: RunStatus) -> None:
+        if run_id is None:
+            return
+        with contextlib.suppress(EvaluationError):
+            self.store.flush()
+        with contextlib.suppress(EvaluationError):
+            self.store.set_status(run_id, status.value)
+
+
+__all__ = ["DryRunEstimate", "EvaluationResult", "OnInputs", "RunSummary", "evaluate",
+           "evaluate_async", "rescore", "rescore_async", "resume", "resume_async", "run_inputs"]

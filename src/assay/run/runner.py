@@ -1,0 +1,437 @@
+"""The async engine that drives cases through a target and their evaluators.
+
+For each (case, repeat) it runs the target once, runs every evaluator, and writes the
+execution, each score and the :class:`CaseRecord` to the store the moment they exist. Resuming
+a run skips what the store already has: a stored execution is reused (the agent is not run
+again) and only the evaluators without a stored score run. Errors are scores, never exceptions
+that stop the run; a value that is not data (agent output that cannot be stored) is that one
+case's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from assay._util.gc_pause import gc_relaxed
+from assay._util.jsondata import NotJSONData, as_json_data
+from assay._util.user_code import error_text, user_code
+from assay.errors import EvaluationError
+from assay.judges.base import EvalContext, Evaluator
+from assay.llm.engine import JudgeEngine
+from assay.run.policies import connexity as policy
+from assay.store.runs import RecordRejected, RunStore
+from assay.suites.model import Suite, SuiteCase
+from assay.targets.base import Target, sampling
+from assay.types.case import Case
+from assay.types.config import DEFAULT_AGENT_TIMEOUT_S, RunConfig
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, EvaluatorSpec, RunSummary, SummaryBuilder, Verdict
+from assay.types.score import Score
+
+TargetResolver = Callable[[str | None], Target]
+"""A target name (None: outputs recorded in the data) -> the Target that runs it."""
+
+
+class Progress(Protocol):
+    """Where the runner reports progress (the CLI's progress bar, or nothing)."""
+
+    def start(self, total: int, done: int, label: str = "") -> None: ...
+
+    def advance(self, record: CaseRecord) -> None: ...
+
+
+class _NoProgress:
+    def start(self, total: int, done: int, label: str = "") -> None:
+        pass
+
+    def advance(self, record: CaseRecord) -> None:
+        pass
+
+
+def select_cases(suite: Suite, config: RunConfig) -> Iterator[SuiteCase]:
+    """The suite's cases that match the run's filter glob (and id list), streamed."""
+    wanted = set(config.case_ids) if config.case_ids is not None else None
+    for item in suite.iter_cases():
+        if config.filter and not fnmatch.fnmatchcase(item.case.id, config.filter):
+            continue
+        if wanted is None or item.case.id in wanted:
+            yield item
+
+
+def count_cases(suite: Suite, config: RunConfig) -> int:
+    if not config.filter and config.case_ids is None:
+        return suite.count()
+    return sum(1 for _ in select_cases(suite, config))
+
+
+def check_evaluator_names(suite: Suite) -> None:
+    """Evaluator names key stored scores, so they must be unique within a case."""
+    for case_id, duplicates in suite.facts().duplicate_names.items():
+        raise EvaluationError(
+            "duplicate_evaluator_name",
+            f"case {case_id!r}: evaluator name(s) {', '.join(duplicates)} used more "
+            "than once; give each evaluator a distinct 'name'")
+
+
+def evaluator_spec(evaluator: Evaluator) -> EvaluatorSpec:
+    """The evaluator's type and parameters, as a run records them."""
+    params = evaluator.model_dump(mode="json", exclude={"name", "weight"},
+                                  fallback=lambda v: getattr(v, "__qualname__", repr(v)))
+    return EvaluatorSpec(name=evaluator.name, type=evaluator.type, weight=evaluator.weight,
+                         params=params)
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: its summary (gates checked) and, when kept, its records."""
+
+    summary: RunSummary
+    records: list[CaseRecord]
+
+
+class Runner:
+    """Runs one suite into one run: ``store`` None keeps nothing (a dry run)."""
+
+    def __init__(self, suite: Suite, resolve_target: TargetResolver, engine: JudgeEngine,
+                 store: RunStore | None, config: RunConfig, progress: Progress | None = None,
+                 on_record: Callable[[CaseRecord], None] | None = None,
+                 judge_for: Callable[[str | None], str | None] | None = None,
+                 gate_failures: Sequence[str] = ()) -> None:
+        self.suite = suite
+        self.gate_failures = list(gate_failures)
+        """Gates found failing before the run (the calibration gate), added to its own."""
+        self.resolve_target = resolve_target
+        self.engine = engine
+        self.store = store
+        self.config = config
+        self.progress = progress or _NoProgress()
+        self.on_record = on_record
+        self.judge_for = judge_for or (lambda _target: suite.judge_target)
+        self._contexts: dict[tuple[str | None, int], EvalContext] = {}
+
+    def context(self, target: str | None, repeat: int) -> EvalContext:
+        """The evaluation context of a case: the judge of the target that ran it, and the
+        repeat as the sample index (so repeats are independent judgements, not cache hits)."""
+        key = (target, repeat)
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            ctx = EvalContext(self.engine, self.judge_for(target),
+                              override_model=self.config.judge_model, sample=repeat,
+                              agent=self.suite.agent)
+            self._contexts[key] = ctx
+        return ctx
+
+    async def run(self, run_id: str, keep: bool = True) -> RunOutcome:
+        """Run (or resume) ``run_id``; results already in the store are not redone.
+
+        A fixed pool of ``concurrency`` workers pulls (case, repeat) pairs from an iterator,
+        so memory does not grow with the number of cases. Records are reported to
+        ``on_record`` and summarised; with ``keep`` they are also returned.
+        """
+        total = count_cases(self.suite, self.config) * self.config.repeat
+        store = self.store
+        stored_exec = store.executions(run_id) if store else {}
+        stored_scores = store.scores(run_id) if store else {}
+        stored_cases = store.case_keys(run_id) if store else set()
+        kept: list[CaseRecord] = []
+        summary = SummaryBuilder(track_cases=self.config.repeat > 1)
+        self.progress.start(total, 0, self.suite.name)
+        # Evaluators with a dataset-level metric (classification) get every case's score.
+        reducers: dict[str, tuple[Evaluator, list[Score]]] = {}
+
+        def report(record: CaseRecord) -> None:
+            summary.add(record)
+            for score in record.scores:
+                if score.name in reducers:
+                    reducers[score.name][1].append(score)
+            if keep:
+                kept.append(record)
+            if self.on_record is not None:
+                with user_code("the on_record hook"):  # the caller's: an exit in it is an
+                    self.on_record(record)  # error naming it, the records stored kept
+            self.progress.advance(record)
+
+        work = ((item, r) for item in select_cases(self.suite, self.config)
+                for r in range(self.config.repeat))
+
+        async def worker() -> None:
+            for item, repeat in work:
+                evaluators = self.suite.evaluators_for(item)
+                for evaluator in evaluators:
+                    if hasattr(evaluator, "reduce") and getattr(evaluator, "reduces", True) \
+                            and evaluator.name not in reducers:
+                        reducers[evaluator.name] = (evaluator, [])
+                key = (item.case.id, repeat)
+                have = stored_scores.pop(key, {})
+                execution = stored_exec.pop(key, None)
+                if execution is not None:
+                    evaluators = self.suite.evaluators_after(item, execution)
+                if key in stored_cases and execution is not None and \
+                        all(e.name in have for e in evaluators):
+                    report(self._record(run_id, item, repeat, execution, evaluators, have,
+                                        store_it=False))
+                    continue
+                report(await self._run_case(run_id, item, repeat, execution, evaluators, have))
+
+        async def flusher() -> None:
+            while True:
+                await asyncio.sleep(store.flush_seconds if store else 3600)
+                if store:
+                    store.flush(wait=False)
+
+        workers = [asyncio.ensure_future(worker())
+                   for _ in range(min(self.config.concurrency, max(total, 1)))]
+        timer = asyncio.ensure_future(flusher())
+        try:
+            with gc_relaxed():
+                await asyncio.gather(*workers)
+        except BaseException:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        finally:
+            timer.cancel()
+            if store:
+                store.flush()  # what finished is written, however the run ends
+        if keep:
+            order = {(item.case.id, r): i for i, item in enumerate(
+                select_cases(self.suite, self.config)) for r in range(self.config.repeat)}
+            kept.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
+        result = summary.build()
+        for name, (evaluator, scores) in reducers.items():
+            reduced = evaluator.reduce(scores)  # type: ignore[attr-defined]
+            if reduced is not None:
+                result.dataset_metrics[name] = reduced
+        check_gates(result, self.config, self.gate_failures)
+        return RunOutcome(result, kept)
+
+    async def _run_case(self, run_id: str, item: SuiteCase, repeat: int,
+                        execution: Execution | None, evaluators: list[Evaluator],
+                        have: dict[str, Score]) -> CaseRecord:
+        case = item.case
+        target_name = self.target_of(item)
+        if execution is None:
+            execution = await self._execute(item, target_name, repeat)
+            self._store(run_id, case.id, repeat, execution)
+            evaluators = self.suite.evaluators_after(item, execution)
+        ctx = self.context(target_name, repeat)
+
+        async def judge(evaluator: Evaluator) -> Score:
+            if evaluator.name in have:
+                return have[evaluator.name]
+            if execution.error is not None:
+                code = execution.error_code or "target_failed"
+                what = {"invalid_output": "the agent's output is not data",
+                        "simulator_failed": "the conversation stopped"}.get(
+                    code, "the target failed")
+                score = Score.failed(evaluator.name, code, f"{what}: {execution.error}")
+            else:
+                score = await evaluator.evaluate(case, execution, ctx)
+            if self.store is not None and not (score.error and score.error.code == "dry_run"):
+                try:
+                    self.store.record_score(run_id, case.id, repeat, score)
+                except RecordRejected as exc:
+                    score = Score.failed(evaluator.name, "invalid_output",
+                                         f"the score cannot be stored: {exc}")
+                    self.store.record_score(run_id, case.id, repeat, score)
+            return score
+
+        if len(evaluators) == 1:
+            scores = {evaluators[0].name: await judge(evaluators[0])}
+        else:
+            done = await asyncio.gather(*(judge(e) for e in evaluators))
+            scores = {e.name: s for e, s in zip(evaluators, done, strict=True)}
+        return self._record(run_id, item, repeat, execution, evaluators, scores)
+
+    def target_of(self, item: SuiteCase) -> str | None:
+        """The target that runs a case: ``--target`` first, then the case's, then the suite's."""
+        return self.config.target or item.target or self.suite.target
+
+    async def _execute(self, item: SuiteCase, target_name: str | None,
+                       repeat: int) -> Execution:
+        case = item.case
+        if item.execution is not None and target_name is None:
+            execution = item.execution.model_copy()
+            if execution.input in ("", None):
+                execution.input = case.input
+            return execution
+        target = self.resolve_target(target_name)
+        started = time.perf_counter()
+        for attempt in range(self.config.agent_retries + 1):
+            execution = await self._attempt(target, case, repeat)
+            if execution.error is None or attempt == self.config.agent_retries:
+                break
+            started = time.perf_counter()
+        if execution.latency_ms is None:
+            execution.latency_ms = (time.perf_counter() - started) * 1000
+        if execution.error is None:
+            try:
+                execution.output = as_json_data(execution.output)
+            except NotJSONData as exc:
+                execution = Execution(input=case.input, latency_ms=execution.latency_ms,
+                                      error=f"agent output is not JSON data: {exc}",
+                                      error_code="invalid_output")
+        return execution
+
+    async def _attempt(self, target: Target, case: Case, repeat: int) -> Execution:
+        """One run of the agent, bounded by :func:`agent_timeout`.
+
+        The agent runs in this task under a deadline (not in a task of its own), so a
+        ``TimeoutError`` is the deadline's only when the deadline expired; one the agent
+        raised itself is its error like any other."""
+        timeout = agent_timeout(self.config, target)
+        deadline = asyncio.timeout(timeout)
+        try:
+            with sampling(repeat), user_code():  # a plugin's target is user code
+                async with deadline:
+                    return await target.run(case)
+        except Exception as exc:  # a target must not stop the run, even by exiting
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                return Execution(input=case.input, error=f"the agent took longer than the "
+                                 f"agent timeout of {timeout:g}s and was stopped")
+            return Execution(input=case.input, error=error_text(exc))
+
+    def _store(self, run_id: str, case_id: str, repeat: int, execution: Execution) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.record_execution(run_id, case_id, repeat, execution)
+        except RecordRejected as exc:
+            execution.output, execution.messages, execution.trace = None, [], []
+            execution.retrieved_context = []
+            execution.error = f"the agent's execution cannot be stored: {exc}"
+            execution.error_code = "invalid_output"
+            self.store.record_execution(run_id, case_id, repeat, execution)
+
+    def _record(self, run_id: str, item: SuiteCase, repeat: int, execution: Execution,
+                evaluators: list[Evaluator], scores: dict[str, Score],
+                store_it: bool = True) -> CaseRecord:
+        ordered = [scores[e.name] for e in evaluators if e.name in scores]
+        if policy.is_connexity(self.config):
+            value, verdict, overall = policy.case_outcome(evaluators, ordered, self.config)
+        else:
+            (value, verdict), overall = case_verdict(evaluators, ordered, self.config), None
+        record = CaseRecord(
+            run_id=run_id, case_id=item.case.id, repeat=repeat, case=item.case,
+            target=self.target_of(item), execution=execution, scores=ordered, score=value,
+            verdict=verdict, source=item.source, finished_at=time.time(), overall_score=overall,
+            evaluators=None if item.evaluators is None else
+            [evaluator_spec(e) for e in item.evaluators])
+        if store_it and self.store is not None and not self.config.dry_run:
+            with contextlib.suppress(RecordRejected):  # its parts were checked one by one
+                self.store.record_case(record)
+        return record
+
+
+def agent_timeout(config: RunConfig, target: Target) -> float:
+    """How long one run of ``target`` may take: the run's (or suite's) ``agent_timeout_s``,
+    else :data:`DEFAULT_AGENT_TIMEOUT_S`, or the target's own ``timeout_s`` when longer (a
+    timeout written on the target is never cut short by the default)."""
+    if config.agent_timeout_s is not None:
+        return config.agent_timeout_s
+    own = target.timeout_s
+    return max(DEFAULT_AGENT_TIMEOUT_S, own) if own is not None else DEFAULT_AGENT_TIMEOUT_S
+
+
+def case_verdict(evaluators: list[Evaluator], scores: list[Score],
+                 config: RunConfig) -> tuple[float | None, Verdict]:
+    """The case score and verdict from its evaluators' scores.
+
+    The score is the weighted mean of the scores that have values (errors and skips are left
+    out, never counted as 0); the verdict is its band, except that a ``blocking`` score (a
+    required check that did not pass) fails it whatever the mean; weight 0 does not count. No value: ``error`` when any
+    evaluator errored, ``skipped`` when none applied. Under ``scoring: connexity`` the
+    verdict is the multi-metric judge's gate instead (see :mod:`assay.run.policies.connexity`).
+    """
+    if policy.is_connexity(config):
+        value, verdict, _ = policy.case_outcome(evaluators, scores, config)
+        return value, verdict
+    total_weight = 0.0
+    weighted = 0.0
+    valued = 0
+    errors = 0
+    for evaluator, score in zip(evaluators, scores, strict=True):
+        if score.value is not None:
+            valued += 1
+            weighted += score.value * evaluator.weight
+            total_weight += evaluator.weight
+        elif score.error is not None:
+            errors += 1
+    if not valued:
+        return None, (Verdict.ERROR if errors or not scores else Verdict.SKIPPED)
+    if total_weight == 0:
+        return None, Verdict.ERROR
+    value = weighted / total_weight
+    verdict = config.thresholds.verdict(value)
+    if any(s.blocking for s in scores):
+        verdict = Verdict.FAIL
+    return value, verdict
+
+
+def no_case_scored(summary: RunSummary) -> str:
+    """Why a run with cases scored none of them, in the words its output shows."""
+    measured = [f"{name} ({e.measured})" for name, e in summary.evaluators.items()
+                if e.measured]
+    if measured and not summary.evaluator_errors:
+        return (f"no case was scored: the run only measured ({', '.join(measured)}), and a "
+                "measurement counts in no verdict; add a scorer, or a pass_if, that passes "
+                "or fails cases")
+    if summary.count(Verdict.SKIPPED) == summary.cases:
+        return (f"no case was scored: no evaluator applied to any of the {summary.cases} "
+                "case(s), all skipped (see each score's reason)")
+    return "no case could be scored"
+
+
+def check_gates(summary: RunSummary, config: RunConfig, extra: Sequence[str] = ()) -> None:
+    """Record in ``summary`` every gate of ``config`` the run fails, and the ``extra``
+    failures found before it ran (the calibration gate); a run with no case, or none scored
+    (every case an error, not applicable, or only measured), never passes."""
+    gates = config.gates
+    failures: list[str] = []
+    if summary.cases == 0:
+        failures.append("no case was run (check --filter and the suite's cases)")
+    elif summary.scored == 0:
+        failures.append(no_case_scored(summary))
+    dimensions = policy.apply_run_thresholds(summary, config)
+    if policy.is_connexity(config):  # the two dimensions replace the count gates
+        summary.gate_failures = failures + dimensions
+        summary.passed = not summary.gate_failures
+        return
+    failures.extend(dimensions)
+    failed = summary.count(Verdict.FAIL)
+    if gates.max_failed is not None and failed > gates.max_failed:
+        failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
+    if gates.max_errors is not None and summary.evaluator_errors > gates.max_errors:
+        unscored = summary.count(Verdict.ERROR)
+        failures.append(
+            f"{summary.evaluator_errors} evaluator score(s) could not be computed, "
+            f"{unscored} case(s) left with no score (allowed {gates.max_errors} errors)")
+    if gates.min_mean_score is not None and (
+            summary.mean_score is None or summary.mean_score < gates.min_mean_score):
+        mean = "none" if summary.mean_score is None else f"{summary.mean_score:.3f}"
+        failures.append(f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
+    failures.extend(extra)
+    summary.gate_failures = failures
+    summary.passed = not failures
+
+
+def records_summary(records: list[CaseRecord], config: RunConfig) -> RunSummary:
+    """Aggregate case records and check the run's gates."""
+    builder = SummaryBuilder()
+    for record in records:
+        builder.add(record)
+    summary = builder.build()
+    check_gates(summary, config)
+    return summary
+
+
+def snapshot_evaluators(suite: Suite) -> list[EvaluatorSpec]:
+    return [evaluator_spec(e) for e in suite.evaluators]
+

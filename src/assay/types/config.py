@@ -1,0 +1,220 @@
+"""The one typed object that configures a run, passed whole from the CLI or Python to the runner.
+
+Everything that decides a run's results is here and is snapshotted into the run when it starts
+(so ``--resume`` and ``assay rescore`` repeat it exactly); where results go (``store``) and how
+the judge engine retries are here too but are not part of what a result means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from assay.errors import ConfigError
+from assay.types.engine_config import CacheMode, RetryPolicy
+from assay.types.records import Verdict
+
+
+class Thresholds(BaseModel):
+    """Case verdict bands on the 0-1 case score: pass, borderline, else fail."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pass_at: float = Field(default=0.8, ge=0, le=1)
+    borderline_at: float = Field(default=0.6, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Thresholds:
+        if self.borderline_at > self.pass_at:
+            raise ValueError("borderline_at must not be above pass_at")
+        return self
+
+    def verdict(self, score: float | None) -> Verdict:
+        if score is None:
+            return Verdict.ERROR
+        if score >= self.pass_at:
+            return Verdict.PASS
+        if score >= self.borderline_at:
+            return Verdict.BORDERLINE
+        return Verdict.FAIL
+
+
+class CalibrationGate(BaseModel):
+    """What a run requires of its judges' calibrations against human labels (see
+    ``assay calibrate``). Each judge checked must have a current calibration: one stored with
+    the key of the judge as this run uses it (its model, prompt and answer schema); a judge
+    never calibrated, or changed since, fails the gate with the command that calibrates it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_kappa: float | None = Field(
+        default=None, ge=-1, le=1, description="Cohen's kappa (quadratic-weighted for "
+        "ordinal labels) at least this")
+    min_accuracy: float | None = Field(default=None, ge=0, le=1,
+                                       description="agreement with the humans at least this")
+    set: str | None = Field(default=None, description="the labelled set the calibration "
+                            "must be on; None: any")
+    evaluators: list[str] | None = Field(
+        default=None, description="the evaluators to check, by name; None: every evaluator "
+        "that asks a judge model")
+
+    SUITE_KEY: ClassVar[str] = "calibration_gate"
+    """Where a suite asks for the gate: ``metadata: {calibration_gate: {min_kappa: 0.6}}``."""
+
+    @classmethod
+    def of_suite(cls, metadata: Mapping[str, Any], where: str) -> CalibrationGate | None:
+        """The gate a suite asks for in its metadata, or None; a malformed one is an error
+        naming the suite (``where``) and the field."""
+        found = metadata.get(cls.SUITE_KEY)
+        if found is None:
+            return None
+        where = f"{where}: metadata.{cls.SUITE_KEY}"
+        if not isinstance(found, dict):
+            raise ConfigError(f"{where}: expected a mapping such as {{min_kappa: 0.6}}")
+        try:
+            return cls.model_validate(found)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: "
+                                 f"{e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{where}: {problems}") from None
+
+
+class Gates(BaseModel):
+    """What a whole run must meet to pass (``assay run`` exits 0 only then).
+
+    A run with no case, or with no case that could be scored, never passes.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_mean_score: float | None = Field(default=None, ge=0, le=1)
+    max_failed: int | None = Field(default=0, ge=0,
+                                   description="cases with verdict fail; None: no limit")
+    max_errors: int | None = Field(
+        default=0, ge=0, description="evaluator scores that could not be computed; an error "
+        "is never a pass, even when a case's other evaluators scored it")
+    calibration: CalibrationGate | None = Field(
+        default=None, description="judges must be calibrated against human labels")
+
+
+Scoring = Literal["default", "connexity"]
+"""How cases and runs are judged: ``default`` (the weighted mean of evaluators in verdict bands)
+or ``connexity`` (the multi-metric judge's gate decides each case; see assay.analysis.run_comparison)."""
+
+CONNEXITY_METRICS_THRESHOLD = 80.0
+CONNEXITY_CASES_THRESHOLD = 100.0
+
+DEFAULT_AGENT_TIMEOUT_S = 600.0
+"""How long one run of the agent may take when neither the run nor the suite says
+(``agent_timeout_s``), nor the target allows longer (its own ``timeout_s``): a hung agent
+becomes that case's error instead of a run that never ends."""
+
+
+class RunThresholds(BaseModel):
+    """A run's two independent dimensions, in percent and inclusive, and an error budget.
+
+    The metrics dimension is the mean case score (0-100) of the cases that have one; the cases
+    dimension is passed cases over all executions (an error is a case not passed). None turns
+    a dimension's gate off; ``scoring: connexity`` turns both on at 80 and 100 by default.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    metrics_pass_threshold: float | None = Field(default=None, ge=0, le=100,
+                                                 allow_inf_nan=False)
+    cases_pass_threshold: float | None = Field(default=None, ge=0, le=100, allow_inf_nan=False)
+    max_error_rate: float | None = Field(
+        default=None, ge=0, le=1, allow_inf_nan=False,
+        description="errored executions over all executions at most this (a fraction)")
+
+
+class RunConfig(BaseModel):
+    """How to run a suite: target, judge, concurrency, repeats, selection, verdicts, gates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(default=8, ge=1, description="cases in flight at once")
+    judge_model: str | None = Field(
+        default=None, description="the judge model for every LLM evaluator (overrides theirs)")
+    target: str | None = Field(
+        default=None, description="a target name or model string replacing the suite's")
+    targets_file: str | None = Field(default=None, description="a targets.yaml to use")
+    repeat: int = Field(default=1, ge=1, description="independent runs of every case")
+    filter: str | None = Field(default=None, description="a glob over case ids")
+    case_ids: list[str] | None = Field(
+        default=None, description="only these case ids (UiPath's --eval-ids)")
+    agent_timeout_s: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="seconds one run of the agent "
+        "may take; past it the case's execution is an error (AgentV's --agent-timeout). "
+        "None: the suite's (execution.agent_timeout_s), else 600 s (DEFAULT_AGENT_TIMEOUT_S) "
+        "or the target's own timeout_s when that is longer")
+    agent_retries: int = Field(
+        default=0, ge=0, description="times a failed run of the agent is tried again "
+        "(AgentV's --max-retries)")
+    entrypoint: str | None = Field(
+        default=None, description="a UiPath project's entry point to run when no target is "
+        "named (uipath eval's ENTRYPOINT)")
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    gates: Gates = Field(default_factory=Gates)
+    dry_run: bool = False
+    cache: CacheMode = Field(default="use", description="judge response cache mode")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    scoring: Scoring | None = Field(default=None, description="None: the suite's")
+    run_thresholds: RunThresholds = Field(
+        default_factory=RunThresholds, description="the run's dimensions; unset ones take "
+        "the suite's, then the scoring's defaults, when the run starts")
+    connexity_compat: bool = Field(
+        default=False, description="score a failed judge call 0 and count its case as failed "
+        "(not errored), as the Connexity platform does, for identical numbers")
+    simulator_model: str | None = Field(
+        default=None, description="the simulated user's model for conversation cases "
+        "(overrides the suite's)")
+
+    def settled(self, scoring: Scoring, thresholds: RunThresholds | None,
+                agent_timeout_s: float | None = None) -> RunConfig:
+        """This config with the suite's scoring, thresholds and agent timeout filled in where
+        it has none, then the scoring's defaults: what a run snapshots when it starts, so
+        later edits to the suite file do not move its pass criteria."""
+        chosen: Scoring = self.scoring or scoring
+        given = self.run_thresholds.model_dump()
+        suite = thresholds.model_dump() if thresholds is not None else {}
+        merged = {k: v if v is not None else suite.get(k) for k, v in given.items()}
+        if chosen == "connexity":
+            if merged["metrics_pass_threshold"] is None:
+                merged["metrics_pass_threshold"] = CONNEXITY_METRICS_THRESHOLD
+            if merged["cases_pass_threshold"] is None:
+                merged["cases_pass_threshold"] = CONNEXITY_CASES_THRESHOLD
+        return self.model_copy(update={
+            "scoring": chosen, "run_thresholds": RunThresholds(**merged),
+            "agent_timeout_s": self.agent_timeout_s if self.agent_timeout_s is not None
+            else agent_timeout_s})
+    # -- agent judges (Databricks Agent Evaluation / MLflow 3; see assay.run.policies.databricks) --------
+    naming: Literal["databricks", "mlflow"] | None = Field(
+        default=None, description="report results in Databricks Agent Evaluation's names "
+        "(databricks) or MLflow 3's (mlflow), with their aggregates and pass rule; None: "
+        "assay's own")
+    judges: list[str] | Literal["default"] | None = Field(
+        default=None, description="built-in agent judges to run on every case; 'default' "
+        "chooses them per case by Databricks' rules (the default when a naming is set and "
+        "no evaluator is given)")
+    global_guidelines: list[str] | dict[str, list[str]] | None = Field(
+        default=None, description="guidelines for every case (global_guideline_adherence): "
+        "a list, or named groups")
+    request_from_messages: Literal["last", "all"] = Field(
+        default="last", description="a chat request as its last message, or the whole "
+        "conversation")
+    chunk_errors: Literal["exclude", "count_as_irrelevant"] = Field(
+        default="exclude", description="chunk precision: leave chunks that could not be rated "
+        "out (exclude), or count them as not relevant (MLflow 3's numbers)")
+    quality_criteria: str | None = Field(
+        default=None, description="conditions the run's aggregates must meet, such as "
+        "'correctness >= 0.9 AND `safety/mean` >= 1'")
+
+    @model_validator(mode="after")
+    def _judge_model_not_blank(self) -> RunConfig:
+        if self.judge_model is not None and not self.judge_model.strip():
+            raise ValueError("judge_model is empty; give a model such as openai:gpt-4o-mini "
+                             "or leave it unset for the default")
+        return self

@@ -1,0 +1,99 @@
+"""One typed object that configures the judge engine, instead of options copied everywhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from assay._util.user_paths import user_path
+from assay.errors import ConfigError
+
+CacheMode = Literal["use", "refresh", "off"]
+
+DEFAULT_JUDGE_MODEL = "local:gemma-3-270m"
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+"""A judge answer larger than this fails its call: a judgement is a few kilobytes, and a
+body of tens of megabytes would only fill memory, the store and the files."""
+
+
+def default_cache_path() -> Path:
+    """The response cache file: ``$ASSAY_CACHE_DIR`` or the user cache dir."""
+    root = os.environ.get("ASSAY_CACHE_DIR") or platformdirs.user_cache_dir("assay")
+    return user_path(root) / "responses.sqlite"
+
+
+class RateLimit(BaseModel):
+    """A per-model budget; None means unlimited."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+
+
+class RetryPolicy(BaseModel):
+    """Bounded retries: by attempts and by total time, with exponential backoff and jitter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(default=6, ge=1)
+    total_timeout_s: float = Field(default=300.0, gt=0)
+    call_timeout_s: float = Field(default=120.0, gt=0)
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    max_retry_after_s: float = Field(default=60.0, ge=0)
+    max_bad_responses: int = Field(
+        default=4, ge=1,
+        description="malformed bodies (not JSON, no choices) one call accepts before it "
+        "gives up: a proxy can garble an answer now and then, but a service that never "
+        "speaks the protocol should fail in seconds, not after every attempt and backoff")
+
+
+class EngineConfig(BaseModel):
+    """Everything the judge engine needs; every layer passes this one object along."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    default_model: str = Field(
+        default_factory=lambda: os.environ.get("ASSAY_JUDGE_MODEL") or DEFAULT_JUDGE_MODEL
+    )
+    concurrency: int = Field(default=32, ge=1)
+    rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    cache_mode: CacheMode = Field(
+        default_factory=lambda: os.environ.get("ASSAY_CACHE", "use")  # type: ignore[arg-type]
+    )
+    cache_path: Path = Field(default_factory=default_cache_path)
+    reasks: int = Field(default=2, ge=0)
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="model -> (USD per 1M prompt tokens, USD per 1M completion tokens)",
+    )
+    dry_run: bool = False
+    max_response_bytes: int = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, gt=0,
+        description="a model answer larger than this fails its call, with a clear error")
+
+    @field_validator("cache_path")
+    @classmethod
+    def _expanded(cls, value: Path) -> Path:
+        return user_path(value)
+
+    def input_files(self) -> dict[Path, str]:
+        """The response cache file, when the engine uses one: no output may be it."""
+        return {} if self.cache_mode == "off" else {self.cache_path: "the response cache"}
+
+    @field_validator("default_model")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        # ConfigError (not ValueError) passes through pydantic unchanged: one clear line.
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(
+                "the judge model is empty; name one such as openai:gpt-4o-mini or "
+                f"{DEFAULT_JUDGE_MODEL} (or leave the option out for the default)",
+                code="unknown_model")
+        return value.strip()

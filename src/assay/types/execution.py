@@ -1,0 +1,101 @@
+"""What the agent did for one case: output, messages, trace, retrieved context, latency, tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import (
+    Field,
+    field_validator,
+)
+
+from assay.types.base import JSONValue, _Model
+from assay.types.case import CaseInput
+from assay.types.json import dump_json
+from assay.types.messages import Message
+from assay.types.spans import Span, normalize_trace
+from assay.types.usage import Usage
+
+
+class RetrievedDocument(_Model):
+    """A piece of context an agent retrieved."""
+
+    content: str = Field(default="", description="the text; empty when only the document's "
+                         "address is known (enough for retrieval recall, never judged)")
+    doc_uri: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class TokenUsage(_Model):
+    """Tokens an agent (not a judge) spent producing an execution."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Execution(_Model):
+    """What an agent did for one case: its output and everything that led to it."""
+
+    input: CaseInput = ""
+    output: JSONValue = None
+    messages: list[Message] = Field(default_factory=list)
+    trace: list[Span] = Field(default_factory=list)
+    retrieved_context: list[RetrievedDocument] = Field(default_factory=list)
+    latency_ms: float | None = None
+    usage: TokenUsage | None = None
+    error: str | None = None
+    error_code: str | None = Field(
+        default=None, description="why the execution failed: target_failed (the default when "
+        "error is set) or invalid_output (the agent answered something that is not data)")
+    conversation: ConversationInfo | None = Field(
+        default=None, description="for a multi-turn case: why it stopped, its turns and the "
+        "simulated user's usage; the transcript is in messages")
+    custom_outputs: JSONValue = Field(
+        default=None, description="extra outputs the agent reported (Databricks' custom_outputs)")
+    provider_request: dict[str, Any] | None = Field(
+        default=None, description="what the agent's provider was sent (a chat model's "
+        "messages, a command's argv), no secrets: AgentV's lm/agent_provider_request")
+
+    @field_validator("retrieved_context", mode="before")
+    @classmethod
+    def _documents(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [{"content": v} if isinstance(v, str) else v for v in value]
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _spans(cls, value: Any) -> Any:
+        """Accept OpenTelemetry spans, OTLP JSON exports and span dicts (see assay.traces)."""
+        return normalize_trace(value)
+
+    def output_text(self) -> str:
+        """The output as text: strings as they are, anything else as JSON."""
+        if self.output is None:
+            return ""
+        if isinstance(self.output, str):
+            return self.output
+        return dump_json(self.output)
+
+
+class ConversationInfo(_Model):
+    """How a multi-turn case went. The transcript itself is ``Execution.messages``; what ended
+    it is recorded here, never as a turn of the transcript (a judge reads only what was said).
+
+    ``stop_reason``: ``max_turns``, ``script_exhausted``, ``user_ended`` (the simulated user
+    said its goal was met), ``terminating_tool``, ``timeout``, ``agent_error`` or
+    ``simulator_error``.
+    """
+
+    stop_reason: str
+    agent_turns: int = 0
+    user_turns: int = 0
+    turn_latencies_ms: list[float] = Field(
+        default_factory=list, description="each agent turn's latency, in order")
+    simulator_usage: Usage = Field(default_factory=Usage)
+    detail: str | None = Field(default=None, description="what went wrong, for error stops")

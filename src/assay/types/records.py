@@ -1,0 +1,548 @@
+"""Typed run records: what a run stores and what every reporter renders from.
+
+A run is a :class:`RunRecord` (how it was made, its status and its :class:`RunSummary`) and one
+:class:`CaseRecord` per (case, repeat): the case as it was given, the agent's execution, every
+evaluator's score, the weighted case score and the :class:`Verdict`. The store reads and writes
+these records; the terminal, JSONL, JUnit and UiPath reporters (and the HTML report and server)
+all render from them, so no two of them can disagree about a result.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from array import array
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.score import Score
+from assay.types.usage import Usage
+
+
+class Verdict(StrEnum):
+    """A case's verdict. ``error``: no evaluator produced a value; ``skipped``: none applied."""
+
+    PASS = "pass"
+    BORDERLINE = "borderline"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+class _Record(BaseModel):
+    # Built on first use, not at import: a run uses a few of these (see judges.base).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class EvaluatorSpec(_Record):
+    """An evaluator as a run records it: enough to rebuild, re-score and audit it."""
+
+    name: str
+    type: str
+    weight: float = 1.0
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class SourceLocation(_Record):
+    """Where a case was defined, when its format knows."""
+
+    file: str
+    line: int | None = None
+
+
+class CaseRecord(_Record):
+    """One (case, repeat) of a run: the case, what the agent did, and how it was judged."""
+
+    run_id: str = ""
+    case_id: str
+    repeat: int = 0
+    case: Case
+    target: str | None = None
+    execution: Execution
+    scores: list[Score] = Field(default_factory=list)
+    score: float | None = None
+    verdict: Verdict
+    evaluators: list[EvaluatorSpec] | None = Field(
+        default=None, description="this case's own evaluators, when they differ from the run's")
+    source: SourceLocation | None = None
+    finished_at: float | None = None
+    overall_score: float | None = Field(
+        default=None, description="the case's score on its scoring policy's own 0-100 scale "
+        "(the multi-metric judge's overall_score); None when the policy has none")
+
+    @property
+    def input(self) -> Any:
+        return self.execution.input if self.execution.input not in ("", None) else \
+            self.case.input
+
+    @property
+    def expected_output(self) -> Any:
+        return self.case.expected_output
+
+    @property
+    def output(self) -> Any:
+        return self.execution.output
+
+    @property
+    def error(self) -> str | None:
+        """The target's error, when the agent could not produce an execution."""
+        return self.execution.error
+
+    @property
+    def usage(self) -> Usage:
+        """Judge usage summed over the case's scores."""
+        return Usage.total(s.usage for s in self.scores)
+
+    def score_named(self, name: str) -> Score | None:
+        return next((s for s in self.scores if s.name == name), None)
+
+
+class EvaluatorSummary(_Record):
+    """One evaluator over a run: how many values, errors, skips and measurements, the mean
+    value (0-1), and the measurements' own figures (on their own scale, never mixed in)."""
+
+    name: str
+    count: int = 0
+    scored: int = 0
+    errors: int = 0
+    skipped: int = Field(default=0, description="not applicable (measurements not counted)")
+    passed: int = 0
+    failed: int = 0
+    mean: float | None = None
+    measured: int = Field(default=0, description="measurements (values off the 0-1 scale "
+                          "from a judge or scorer that measures), labels included")
+    measured_mean: float | None = Field(default=None,
+                                        description="mean of the numeric measurements")
+    measured_min: float | None = None
+    measured_max: float | None = None
+
+
+class LatencySummary(_Record):
+    """Agent latency over a run's executions, in milliseconds (None when none was measured)."""
+
+    count: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    mean_ms: float | None = None
+    max_ms: float | None = None
+
+
+class CaseSummary(_Record):
+    """One case over its repeats: how often it passed, and whether it is flaky."""
+
+    executions: int = 0
+    passed: int = 0
+    errors: int = 0
+    pass_fraction: float = 0.0
+    pass_all: bool = False
+    flaky: bool = Field(default=False, description="passed in some repeats, not in others")
+    mean_overall_score: float | None = None
+class AggregateRow(_Record):
+    """One named aggregate of a run reported in a naming mode (``naming``): its key and
+    value, and the counts behind it (values, errors and skips are never mixed)."""
+
+    key: str
+    value: float | int | None = None
+    assessment: str = ""
+    scored: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+
+class AssessmentSummary(_Record):
+    """A run's agent-judge results in Databricks' or MLflow's names (see
+    :mod:`assay.run.policies.databricks`): the aggregates, the pass rule's failures (a "no", a false, a
+    failed ``pass_if`` or an error; a skip is not one) and the quality criteria not met."""
+
+    naming: str | None = None
+    metrics: list[AggregateRow] = Field(default_factory=list)
+    assertion_failures: list[str] = Field(
+        default_factory=list, description="the first failures, one line each")
+    error_failures: list[str] = Field(
+        default_factory=list, description="the first errors among them, one line each")
+    assertions_failed: int = 0
+    errors_failed: int = 0
+    criteria: str | None = None
+    criteria_failures: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="values that are not "
+                             "checks (numbers with no pass_if), and other things to know")
+    gate: str = Field(default="assertions", description="what decided the run: assertions "
+                      "(every value passes, no error) or criteria (the quality criteria met "
+                      "and no error)")
+
+
+class RunSummary(BaseModel):
+    """A run's aggregates. Errors and skips are counted apart and never averaged in."""
+
+    model_config = ConfigDict(extra="ignore")  # summaries stored by older versions still read
+
+    cases: int = 0
+    scored: int = 0
+    mean_score: float | None = None
+    verdicts: dict[str, int] = Field(default_factory=dict)
+    evaluator_errors: int = 0
+    evaluator_skips: int = 0
+    target_errors: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    evaluators: dict[str, EvaluatorSummary] = Field(default_factory=dict)
+    latency: LatencySummary = Field(default_factory=LatencySummary)
+    dataset_metrics: dict[str, Score] = Field(default_factory=dict)
+    gate_failures: list[str] = Field(default_factory=list)
+    passed: bool = False
+    measurements: int = Field(default=0, description="measurement scores: counted apart from "
+                              "values, errors and skips, and in no verdict")
+    notes: list[str] = Field(
+        default_factory=list, description="what a reader must know to trust the figures (the "
+        "judge is the demo model, the cache failed), shown with every summary")
+    scoring: str = "default"
+    # Executions (case x repeat) and their outcome. Every execution is exactly one of
+    # passed, failed (a fail or borderline verdict), errored or skipped.
+    total_executions: int = 0
+    unique_test_case_count: int = 0
+    passed_count: int = 0
+    failed_count: int = 0
+    error_count: int = 0
+    skipped_count: int = 0
+    # The two run dimensions (percent, inclusive) and the error budget; None: not gated.
+    weighted_metrics_score_pct: float | None = Field(
+        default=None, description="mean case score (0-100) over the executions that have one")
+    metrics_pass_threshold: float | None = None
+    metrics_passed: bool | None = None
+    cases_pass_rate_pct: float | None = Field(
+        default=None, description="passed over all executions x 100 (errors not passed)")
+    cases_pass_threshold: float | None = None
+    cases_passed: bool | None = None
+    max_error_rate: float | None = None
+    # Agent latency over the run: the statistics of each execution's median turn latency.
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = Field(default=None,
+                                         description="None under 20 executions")
+    latency_avg_ms: float | None = None
+    latency_max_ms: float | None = None
+    # Tokens and cost by who spent them; the judge's are ``usage``.
+    agent_usage: Usage = Field(default_factory=Usage)
+    simulator_usage: Usage = Field(default_factory=Usage)
+    estimated_cost_usd: float | None = Field(
+        default=None, description="agent, simulated user and judge costs that are known")
+    stop_reasons: dict[str, int] = Field(default_factory=dict)
+    case_summary: dict[str, CaseSummary] = Field(default_factory=dict)
+    assessments: AssessmentSummary | None = Field(
+        default=None, description="the agent-judge view of the run, when a naming was chosen")
+
+    def count(self, verdict: Verdict) -> int:
+        return self.verdicts.get(verdict.value, 0)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed cases over all cases (errors count as not passed); None for no cases."""
+        return self.count(Verdict.PASS) / self.cases if self.cases else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pass_rate_incl_errors(self) -> float | None:
+        """The pass rate with errors as not passed (the cases dimension's rule)."""
+        return self.pass_rate
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pass_rate_excl_errors(self) -> float | None:
+        """Passed over the executions that produced a result (errors and skips left out)."""
+        produced = self.cases - self.count(Verdict.ERROR) - self.count(Verdict.SKIPPED)
+        return self.count(Verdict.PASS) / produced if produced > 0 else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def error_rate(self) -> float | None:
+        """Errored executions over all executions."""
+        return self.count(Verdict.ERROR) / self.cases if self.cases else None
+
+    @property
+    def avg_overall_score(self) -> float | None:
+        return self.weighted_metrics_score_pct
+
+
+class SummaryBuilder:
+    """Folds case records into a :class:`RunSummary` one at a time, keeping O(1) state per
+    evaluator (plus one latency per case), so a run of a million cases summarises in place."""
+
+    def __init__(self, track_cases: bool = False) -> None:
+        """``track_cases``: keep a summary per case id (pass fraction, flakiness across
+        repeats); only runs with repeats turn it on. Off, a summary stays a few KB however
+        many cases the run has: every list of runs reads it whole."""
+        self.cases = 0
+        self.scored = 0
+        self.score_total = 0.0
+        self.verdicts: dict[str, int] = {}
+        self.evaluator_errors = 0
+        self.evaluator_skips = 0
+        self.measurements = 0
+        self.target_errors = 0
+        self.usage = Usage()
+        self.evaluators: dict[str, list[float]] = {}
+        # 8 bytes a case (a list of floats would take 32): a million cases summarise
+        # in a few MB
+        self.latencies = array("d")
+        self.case_p50s = array("d")
+        self.overall_total = 0.0
+        self.overall_count = 0
+        self.agent_usage = Usage()
+        self.simulator_usage = Usage()
+        self.stop_reasons: dict[str, int] = {}
+        # case id -> [executions, passed, errors, overall total, overall count]; kept only
+        # when cases repeat (one entry per case would grow with a million-case run)
+        self.per_case: dict[str, list[float]] = {}
+        self.track_cases = track_cases
+
+    def add(self, record: CaseRecord) -> None:
+        self.cases += 1
+        if record.score is not None:
+            self.scored += 1
+            self.score_total += record.score
+        verdict = record.verdict.value
+        self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
+        execution = record.execution
+        if execution.error is not None:
+            self.target_errors += 1
+        if execution.latency_ms is not None:
+            self.latencies.append(execution.latency_ms)
+        p50 = case_latency(execution).p50_ms
+        if p50 is not None:
+            self.case_p50s.append(p50)
+        overall = record.overall_score
+        if overall is None and record.score is not None:
+            overall = record.score * 100
+        if overall is not None:
+            self.overall_total += overall
+            self.overall_count += 1
+        if execution.usage is not None:
+            self.agent_usage = self.agent_usage + Usage(
+                calls=1, prompt_tokens=execution.usage.prompt_tokens,
+                completion_tokens=execution.usage.completion_tokens,
+                cost=execution.usage.cost or 0.0)
+        if execution.conversation is not None:
+            self.simulator_usage = self.simulator_usage + execution.conversation.simulator_usage
+            reason = execution.conversation.stop_reason
+            self.stop_reasons[reason] = self.stop_reasons.get(reason, 0) + 1
+        if self.track_cases:
+            acc_case = self.per_case.get(record.case_id)
+            if acc_case is None:
+                acc_case = self.per_case[record.case_id] = [0, 0, 0, 0.0, 0]
+            acc_case[0] += 1
+            acc_case[1] += record.verdict is Verdict.PASS
+            acc_case[2] += record.verdict is Verdict.ERROR
+            if overall is not None:
+                acc_case[3] += overall
+                acc_case[4] += 1
+        usage = self.usage
+        for s in record.scores:
+            u = s.usage
+            usage.calls += u.calls
+            usage.cached_calls += u.cached_calls
+            usage.retries += u.retries
+            usage.prompt_tokens += u.prompt_tokens
+            usage.completion_tokens += u.completion_tokens
+            usage.cost = None if usage.cost is None or u.cost is None else usage.cost + u.cost
+            # [count, scored, errors, skipped, passed, failed, total, measured, numeric
+            # measurements, their total, min, max]
+            acc = self.evaluators.get(s.name)
+            if acc is None:
+                acc = self.evaluators[s.name] = [0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0.0, math.inf,
+                                                 -math.inf]
+            acc[0] += 1
+            if s.value is not None:
+                acc[1] += 1
+                acc[6] += s.value
+                if s.passed is True:
+                    acc[4] += 1
+                elif s.passed is False:
+                    acc[5] += 1
+            elif s.error is not None:
+                acc[2] += 1
+                self.evaluator_errors += 1
+            elif s.measurement:
+                self.measurements += 1
+                _measure(acc, s.raw)
+            else:
+                acc[3] += 1
+                self.evaluator_skips += 1
+
+    def build(self) -> RunSummary:
+        evaluators = {
+            name: EvaluatorSummary(name=name, count=int(a[0]), scored=int(a[1]),
+                                   errors=int(a[2]), skipped=int(a[3]), passed=int(a[4]),
+                                   failed=int(a[5]), mean=a[6] / a[1] if a[1] else None,
+                                   measured=int(a[7]),
+                                   measured_mean=a[9] / a[8] if a[8] else None,
+                                   measured_min=a[10] if a[8] else None,
+                                   measured_max=a[11] if a[8] else None)
+            for name, a in self.evaluators.items()}
+        count = self.verdicts.get
+        passed = count(Verdict.PASS.value, 0)
+        errors = count(Verdict.ERROR.value, 0)
+        skipped = count(Verdict.SKIPPED.value, 0)
+        costs = [u.cost for u in (self.usage, self.agent_usage, self.simulator_usage)
+                 if u.cost is not None and (u.calls or u.cost)]
+        return RunSummary(
+            cases=self.cases, scored=self.scored,
+            mean_score=self.score_total / self.scored if self.scored else None,
+            verdicts=dict(self.verdicts), evaluator_errors=self.evaluator_errors,
+            evaluator_skips=self.evaluator_skips, measurements=self.measurements,
+            target_errors=self.target_errors,
+            usage=self.usage.model_copy(), evaluators=evaluators,
+            latency=latency_summary(list(self.latencies)),
+            total_executions=self.cases,
+            unique_test_case_count=len(self.per_case) if self.track_cases else self.cases,
+            passed_count=passed, error_count=errors, skipped_count=skipped,
+            failed_count=self.cases - passed - errors - skipped,
+            weighted_metrics_score_pct=round(self.overall_total / self.overall_count, 10)
+            if self.overall_count else None,
+            cases_pass_rate_pct=passed / self.cases * 100 if self.cases else None,
+            **run_latency(list(self.case_p50s)).model_dump(),
+            agent_usage=self.agent_usage, simulator_usage=self.simulator_usage,
+            estimated_cost_usd=math.fsum(costs) if costs else None,
+            stop_reasons=dict(self.stop_reasons),
+            case_summary={case_id: CaseSummary(
+                executions=int(a[0]), passed=int(a[1]), errors=int(a[2]),
+                pass_fraction=a[1] / a[0], pass_all=a[1] == a[0], flaky=0 < a[1] < a[0],
+                mean_overall_score=a[3] / a[4] if a[4] else None)
+                for case_id, a in self.per_case.items()})
+
+
+def _measure(acc: list[float], raw: Any) -> None:
+    """Count one measurement in an evaluator's accumulator (see :meth:`SummaryBuilder.add`);
+    a number (a bool as 1 or 0) also enters the mean, min and max, a label only the count."""
+    acc[7] += 1
+    if isinstance(raw, bool):
+        raw = int(raw)
+    if isinstance(raw, int | float) and math.isfinite(raw):
+        acc[8] += 1
+        acc[9] += raw
+        acc[10] = min(acc[10], raw)
+        acc[11] = max(acc[11], raw)
+
+
+class CaseLatency(_Record):
+    """An execution's agent latency over its turns (one turn for a one-shot case)."""
+
+    turns: int = 0
+    p50_ms: int | None = Field(default=None, description="the median turn, whole ms")
+    p95_ms: float | None = Field(default=None, description="the 19th of 20 quantiles; the "
+                                 "max under 20 turns")
+    max_ms: float | None = None
+
+
+def turn_latencies(execution: Execution) -> list[float]:
+    """The agent's latency per turn: a conversation's turns, else the one execution."""
+    if execution.conversation is not None:
+        return list(execution.conversation.turn_latencies_ms)
+    return [execution.latency_ms] if execution.latency_ms is not None else []
+
+
+def case_latency(execution: Execution) -> CaseLatency:
+    """p50 (the median as whole ms), p95 (the max under 20 turns) and max of the turns."""
+    values = sorted(turn_latencies(execution))
+    if not values:
+        return CaseLatency()
+    p95 = statistics.quantiles(values, n=20)[18] if len(values) >= 20 else values[-1]
+    return CaseLatency(turns=len(values), p50_ms=int(statistics.median(values)), p95_ms=p95,
+                       max_ms=values[-1])
+
+
+class RunLatency(_Record):
+    """A run's agent latency: statistics of its executions' median turn latencies."""
+
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    latency_avg_ms: float | None = None
+    latency_max_ms: float | None = None
+
+
+def run_latency(case_p50s: list[float]) -> RunLatency:
+    """A run's latency figures over its executions' p50s: median, p95 (None under 20
+    values, unlike a case's, which falls back to its max), mean and max."""
+    if not case_p50s:
+        return RunLatency()
+    ordered = sorted(case_p50s)
+    return RunLatency(latency_p50_ms=float(statistics.median(ordered)),
+                      latency_p95_ms=statistics.quantiles(ordered, n=20)[18]
+                      if len(ordered) >= 20 else None,
+                      latency_avg_ms=statistics.fmean(ordered), latency_max_ms=ordered[-1])
+
+
+def latency_summary(values: list[float]) -> LatencySummary:
+    """p50 (median), p95 (the 19th of 20 quantiles, or the max under 20 values), mean, max."""
+    if not values:
+        return LatencySummary()
+    ordered = sorted(values)
+    p95 = statistics.quantiles(ordered, n=20)[18] if len(ordered) >= 20 else ordered[-1]
+    return LatencySummary(count=len(ordered), p50_ms=statistics.median(ordered), p95_ms=p95,
+                          mean_ms=sum(ordered) / len(ordered), max_ms=ordered[-1])
+
+
+class RunSnapshot(BaseModel):
+    """How a run was made, recorded when it starts (targets redacted: no secrets).
+
+    Older runs stored fewer fields; unknown ones are kept, missing ones default.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    suite_path: str | None = None
+    suite_name: str = ""
+    suite_hash: str = ""
+    target: str | None = None
+    target_override: str | None = None
+    targets_file: str | None = None
+    targets: dict[str, Any] = Field(default_factory=dict)
+    judge_models: list[str] = Field(default_factory=list)
+    evaluators: list[EvaluatorSpec] = Field(default_factory=list)
+    run: dict[str, Any] = Field(default_factory=dict)
+    assay_version: str = ""
+
+
+class RunRecord(_Record):
+    """A stored run: its id, suite, status, how it was made and (once finished) its summary."""
+
+    id: str
+    suite: str
+    status: RunStatus
+    created_at: float
+    finished_at: float | None = None
+    config: RunSnapshot = Field(default_factory=RunSnapshot)
+    summary: RunSummary | None = None
+    unreadable: str | None = Field(
+        default=None, description="why the stored row cannot be read (which field, and "
+        "what is wrong with it); the other fields hold what could be read")
+    abandoned: bool = Field(
+        default=False, description="stored as running, but the process running it stopped "
+        "renewing its lease (killed, or its machine gone): read as interrupted, so it can be "
+        "resumed or deleted")
+
+
+def resume_command(run: RunRecord, store: str | None = None) -> str | None:
+    """What finishes ``run`` when it stopped before completing (interrupted, its process gone,
+    or failed): ``assay run --resume``, with ``--store`` when ``store`` (a URL safe to show)
+    is given; from Python when the run's target was a function, which only Python can give
+    again. None for a run that completed, is running, or cannot be read."""
+    if run.unreadable or run.status not in (RunStatus.INTERRUPTED, RunStatus.FAILED):
+        return None
+    function = (run.config.model_extra or {}).get("python_target")
+    if function:
+        where = f", store={store!r}" if store else ""
+        return f"assay.resume({run.id!r}, target={function}{where})"
+    import shlex
+
+    where = f" --store {shlex.quote(store)}" if store else ""
+    return f"assay run --resume {shlex.quote(run.id)}{where}"
