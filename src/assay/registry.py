@@ -36,8 +36,9 @@ from typing import Any, Literal, TypeVar
 from assay._util.user_code import error_text, user_code
 from assay.errors import ConfigError
 
-Kind = Literal["evaluator", "provider", "target", "suite_format", "reporter"]
-KINDS: tuple[Kind, ...] = ("evaluator", "provider", "target", "suite_format", "reporter")
+Kind = Literal["evaluator", "provider", "target", "suite_format", "reporter", "scoring_policy"]
+KINDS: tuple[Kind, ...] = ("evaluator", "provider", "target", "suite_format", "reporter",
+                           "scoring_policy")
 ENTRY_POINT_GROUP = "assay"
 
 T = TypeVar("T")
@@ -46,7 +47,8 @@ _BUILTINS: dict[Kind, Callable[[], None]] = {}
 """How each kind's built-ins get registered: importing the modules that define them."""
 
 _CATALOGS: dict[Kind, str] = {"evaluator": "assay.judges.catalog",
-                              "provider": "assay.llm.providers.catalog"}
+                              "provider": "assay.llm.providers.catalog",
+                              "scoring_policy": "assay.run.policies.catalog"}
 """Kinds whose built-ins are imported one name at a time: a module with a ``MODULES`` dict
 (name -> the module that registers it)."""
 
@@ -249,6 +251,13 @@ def suite_format(name: str) -> Callable[[T], T]:
     return decorate
 
 
+def scoring_policy(cls: type[T]) -> type[T]:
+    """Class decorator: a :class:`~assay.run.policies.base.ScoringPolicy` chosen by its
+    ``name`` (``scoring: NAME`` in a suite, ``--scoring NAME``, ``RunConfig(scoring=...)``)."""
+    REGISTRY.add("scoring_policy", cls.name, cls)  # type: ignore[attr-defined]
+    return cls
+
+
 def reporter(name: str) -> Callable[[T], T]:
     """Register a reporter: ``write(result, path)`` renders an evaluation result to a file
     (``assay run --report NAME:PATH``, ``assay report``)."""
@@ -271,6 +280,12 @@ def _evaluators() -> None:
         importlib.import_module(module.name)
 
 
+@builtins("scoring_policy")
+def _policies() -> None:
+    for module in set(_catalog("scoring_policy").values()):
+        importlib.import_module(module)
+
+
 @builtins("suite_format")
 def _formats() -> None:
     importlib.import_module("assay.suites.formats")
@@ -282,4 +297,4 @@ def _reporters() -> None:
 
 
 __all__ = ["KINDS", "REGISTRY", "Kind", "PluginError", "Registry", "ReservedName", "evaluator",
-           "provider", "reporter", "suite_format", "target_kind"]
+           "provider", "reporter", "scoring_policy", "suite_format", "target_kind"]

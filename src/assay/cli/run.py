@@ -201,7 +201,7 @@ def run(
                                 set=calibration_set)
                             if (min_judge_kappa, min_judge_accuracy, calibration_set) !=
                             (None, None, None) else None),
-                scoring=scoring,  # type: ignore[arg-type]
+                scoring=scoring,
                 run_thresholds=RunThresholds(metrics_pass_threshold=metrics_pass_threshold,
                                              cases_pass_threshold=cases_pass_threshold,
                                              max_error_rate=max_error_rate),

@@ -16,7 +16,7 @@ import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,7 @@ from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
 from assay.types.case import AgentInfo, Case
 from assay.types.execution import Execution
+from assay.types.records import EvaluatorSpec
 from assay.types.score import Score
 
 
@@ -73,6 +74,13 @@ class Evaluator(BaseModel):
     @abstractmethod
     async def score(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
         """Judge one execution. May raise; :meth:`evaluate` turns that into an error score."""
+
+    def spec(self) -> EvaluatorSpec:
+        """This evaluator's type and parameters, as a run records them (enough to rebuild,
+        re-score and audit it)."""
+        params = self.model_dump(mode="json", exclude={"name", "weight"},
+                                 fallback=lambda v: getattr(v, "__qualname__", repr(v)))
+        return EvaluatorSpec(name=self.name, type=self.type, weight=self.weight, params=params)
 
     def models(self) -> list[str | None]:
         """The judge models this evaluator will call (None: the run's default); [] for none."""
@@ -136,3 +144,19 @@ def script_files(script: str | list[str] | None, cwd: str | None, what: str
     base = user_path(cwd) if cwd else Path.cwd()
     found = (base / user_path(arg) for arg in argv if arg)
     return {path: what for path in found if path.is_file()}
+@runtime_checkable
+class DatasetMetric(Protocol):
+    """An evaluator that also says something of the whole run (classification precision,
+    recall and F over every case's score): the runner gives :meth:`reduce` every score of it
+    once the run is done, when :attr:`reduces` says the run asked for one."""
+
+    name: str
+
+    @property
+    def reduces(self) -> bool:
+        """Whether this run asked for the dataset-level result."""
+        ...
+
+    def reduce(self, scores: list[Score]) -> Score | None:
+        """The dataset-level result over every case's score of this evaluator."""
+        ...

@@ -32,6 +32,8 @@ from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.engine import DryRunEstimate, JudgeEngine
 from assay.llm.models import DEMO_MODEL_NOTE, display_model, is_demo_model
+from assay.run.policies import policy_for, settle
+from assay.run.policies.base import ScoringPolicy
 from assay.run.result import EvaluationResult
 from assay.run.runner import Progress, Runner, evaluator_spec
 from assay.run.sync import run_sync
@@ -111,8 +113,6 @@ async def evaluate_async(
     The agent-judge options (``naming``, ``judges``, ``global_guidelines``,
     ``quality_criteria``...; see :mod:`assay.run.policies.databricks`) are RunConfig fields too.
     """
-    from assay.run.policies import databricks as agent_eval
-
     config = _config(config, options)
     if predict_fn is not None:
         if target is not None:
@@ -123,7 +123,7 @@ async def evaluate_async(
     suite = load_data(data, columns=columns, config=config, name=name)
     if evaluators is not None:
         suite = with_evaluators(suite, evaluators)
-    suite, config = agent_eval.prepare(suite, config)
+    suite, config, policy = settle(suite, config)
     run_store = open_store(store)
     given = as_target(target)
     if given is None and isinstance(target, str):
@@ -132,7 +132,7 @@ async def evaluate_async(
         raise ConfigError("the data holds the agent's outputs and a target was given too: "
                           "judge the outputs as given (no target), or drop the output "
                           "column and let the target run", code="invalid_data")
-    session = _Session(suite, config, run_store, engine, given,
+    session = _Session(suite, config, policy, run_store, engine, given,
                        owns_given=given is not None and not isinstance(target, Target),
                        evaluators_given=evaluators is not None)
     return await session.execute(progress, on_record, on_start, keep, on_inputs)
@@ -199,7 +199,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                                   "resume", code="missing_suite")
             data = Path(snapshot.suite_path)
         suite = _resumed_evaluators(load_data(data, config=config), stored, evaluators)
-    suite, config = _prepare_again(suite, config)
+    suite, config, policy = _prepare_again(suite, config)
     if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
         on_warning("the suite changed since this run started; finished results are kept, "
                    "the rest use the new suite")
@@ -210,7 +210,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
         if not forgotten and stored.status is RunStatus.COMPLETED:
             return _as_stored(run_store, stored, progress, on_record, on_start, keep,
                               on_inputs, suite.input_files())
-    session = _Session(suite, config, run_store, None, given,
+    session = _Session(suite, config, policy, run_store, None, given,
                        owns_given=given is not None and not isinstance(target, Target),
                        resume=stored)
     return await session.execute(progress, on_record, on_start, keep, on_inputs)
@@ -325,10 +325,8 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
     base = base.model_copy(update={"target": None, "repeat": 1, "filter": None})
     config = _config(config or base, options)
     suite = _rescore_suite(run_store, stored, evaluators)
-    from assay.run.policies import databricks as agent_eval
-
-    suite, config = agent_eval.prepare(suite, config)
-    session = _Session(suite, config, run_store, None, None, rescored_from=stored.id,
+    suite, config, policy = settle(suite, config)
+    session = _Session(suite, config, policy, run_store, None, None, rescored_from=stored.id,
                        evaluators_given=evaluators is not None)
     return await session.execute(progress, on_record, None, keep, on_inputs)
 
@@ -338,7 +336,8 @@ def run_inputs(data: Data, *, config: RunConfig | None = None,
     """Every file a run of ``data`` would use (as :data:`OnInputs` is given them), without
     running it: for a command that must check its outputs against several runs at once."""
     config = config or RunConfig()
-    session = _Session(load_data(data, config=config), config, open_store(store), None, None)
+    session = _Session(load_data(data, config=config), config, policy_for(config),
+                       open_store(store), None, None)
     return session.inputs()
 
 
@@ -495,13 +494,11 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
     return suite if evaluators is None else with_evaluators(suite, evaluators)
 
 
-def _prepare_again(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:
-    """A resumed run's agent judges, as it recorded them."""
-    from assay.run.policies import databricks as agent_eval
-
-    if not agent_eval.active(config):
-        return suite, config
-    return agent_eval.prepare(suite, config)
+def _prepare_again(suite: Suite,
+                   config: RunConfig) -> tuple[Suite, RunConfig, ScoringPolicy]:
+    """A resumed run's suite, config and policy, as it recorded them (its agent judges
+    added again by its policy)."""
+    return settle(suite, config)
 
 
 def _rebuild_evaluators(stored: RunRecord) -> list[Evaluator]:
@@ -564,8 +561,8 @@ class _Session:
     """One run from preflight to its final status; everything :func:`evaluate_async`,
     :func:`resume_async` and :func:`rescore_async` share."""
 
-    def __init__(self, suite: Suite, config: RunConfig, store: RunStore,
-                 engine: JudgeEngine | None, given: Target | None, *,
+    def __init__(self, suite: Suite, config: RunConfig, policy: ScoringPolicy,
+                 store: RunStore, engine: JudgeEngine | None, given: Target | None, *,
                  owns_given: bool = False, resume: RunRecord | None = None,
                  rescored_from: str | None = None, evaluators_given: bool = False) -> None:
         self.suite = suite
@@ -573,8 +570,8 @@ class _Session:
         """The name of a target given as a Python object, which the run's record cannot
         hold (a resume needs it again)."""
         self.evaluators_given = evaluators_given
-        config = config.settled(suite.scoring, suite.run_thresholds, suite.agent_timeout_s)
         self.config = config
+        self.policy = policy
         self.store = store
         self.own_engine = engine is None
         if engine is None:
@@ -592,9 +589,6 @@ class _Session:
         self.targets = TargetResolver(self.engine, base, targets_file, given, owns_given)
         self.resume = resume
         self.rescored_from = rescored_from
-        from assay.run.policies import databricks as agent_eval
-
-        self.fold = agent_eval.fold_for(suite, config)
 
     def inputs(self) -> dict[Path, str]:
         """Every file this run uses, each with what it is: the suite's (its file, what its
@@ -697,15 +691,6 @@ class _Session:
                       on_start: Callable[[RunRecord], None] | None, keep: bool,
                       on_inputs: OnInputs | None = None) -> EvaluationResult:
         dry = self.config.dry_run
-        fold = self.fold
-        if fold is not None and not dry:
-            given = on_record
-
-            def on_record(record: CaseRecord) -> None:
-                fold.add(record)
-                if given is not None:
-                    given(record)
-
         run_id: str | None = None
         lease: RunLease | None = None
         try:
@@ -715,7 +700,8 @@ class _Session:
             runner = Runner(self.suite, self.resolver(), self.engine,
                             None if dry else self.store, self.config, progress,
                             on_record, judge_for=self.judge_for,
-                            gate_failures=await self.calibration_failures())
+                            gate_failures=await self.calibration_failures(),
+                            policy=self.policy)
             if self.config.dry_run:
                 outcome = await runner.run("dry-run", keep=False)
                 outcome.summary.notes = self.notes()
@@ -733,8 +719,6 @@ class _Session:
                     on_start(self.store.run_record(run_id))
             outcome = await runner.run(run_id, keep=keep)
             outcome.summary.notes = self.notes()
-            if fold is not None:
-                fold.finish(outcome.summary)
             self.store.set_status(run_id, RunStatus.COMPLETED.value,
                                   outcome.summary.model_dump(mode="json"))
         except (KeyboardInterrupt, asyncio.CancelledError):

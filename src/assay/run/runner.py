@@ -22,9 +22,10 @@ from assay._util.gc_pause import gc_relaxed
 from assay._util.jsondata import NotJSONData, as_json_data
 from assay._util.user_code import error_text, user_code
 from assay.errors import EvaluationError
-from assay.judges.base import EvalContext, Evaluator
+from assay.judges.base import DatasetMetric, EvalContext, Evaluator
 from assay.llm.engine import JudgeEngine
-from assay.run.policies import connexity as policy
+from assay.run.policies import policy_for
+from assay.run.policies.base import ScoringPolicy
 from assay.store.runs import RecordRejected, RunStore
 from assay.suites.model import Suite, SuiteCase
 from assay.targets.base import Target, sampling
@@ -81,10 +82,7 @@ def check_evaluator_names(suite: Suite) -> None:
 
 def evaluator_spec(evaluator: Evaluator) -> EvaluatorSpec:
     """The evaluator's type and parameters, as a run records them."""
-    params = evaluator.model_dump(mode="json", exclude={"name", "weight"},
-                                  fallback=lambda v: getattr(v, "__qualname__", repr(v)))
-    return EvaluatorSpec(name=evaluator.name, type=evaluator.type, weight=evaluator.weight,
-                         params=params)
+    return evaluator.spec()
 
 
 @dataclass
@@ -102,8 +100,11 @@ class Runner:
                  store: RunStore | None, config: RunConfig, progress: Progress | None = None,
                  on_record: Callable[[CaseRecord], None] | None = None,
                  judge_for: Callable[[str | None], str | None] | None = None,
-                 gate_failures: Sequence[str] = ()) -> None:
+                 gate_failures: Sequence[str] = (),
+                 policy: ScoringPolicy | None = None) -> None:
         self.suite = suite
+        self.policy = policy or policy_for(config)
+        """Decides each case's verdict and the run's aggregates and gates."""
         self.gate_failures = list(gate_failures)
         """Gates found failing before the run (the calibration gate), added to its own."""
         self.resolve_target = resolve_target
@@ -141,12 +142,14 @@ class Runner:
         stored_cases = store.case_keys(run_id) if store else set()
         kept: list[CaseRecord] = []
         summary = SummaryBuilder(track_cases=self.config.repeat > 1)
+        fold = self.policy.fold(self.suite)
         self.progress.start(total, 0, self.suite.name)
         # Evaluators with a dataset-level metric (classification) get every case's score.
-        reducers: dict[str, tuple[Evaluator, list[Score]]] = {}
+        reducers: dict[str, tuple[DatasetMetric, list[Score]]] = {}
 
         def report(record: CaseRecord) -> None:
             summary.add(record)
+            fold.add(record)
             for score in record.scores:
                 if score.name in reducers:
                     reducers[score.name][1].append(score)
@@ -164,7 +167,7 @@ class Runner:
             for item, repeat in work:
                 evaluators = self.suite.evaluators_for(item)
                 for evaluator in evaluators:
-                    if hasattr(evaluator, "reduce") and getattr(evaluator, "reduces", True) \
+                    if isinstance(evaluator, DatasetMetric) and evaluator.reduces \
                             and evaluator.name not in reducers:
                         reducers[evaluator.name] = (evaluator, [])
                 key = (item.case.id, repeat)
@@ -205,11 +208,11 @@ class Runner:
                 select_cases(self.suite, self.config)) for r in range(self.config.repeat)}
             kept.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
         result = summary.build()
-        for name, (evaluator, scores) in reducers.items():
-            reduced = evaluator.reduce(scores)  # type: ignore[attr-defined]
+        for name, (metric, scores) in reducers.items():
+            reduced = metric.reduce(scores)
             if reduced is not None:
                 result.dataset_metrics[name] = reduced
-        check_gates(result, self.config, self.gate_failures)
+        fold.finish(result, empty_run_failures(result) + self.gate_failures)
         return RunOutcome(result, kept)
 
     async def _run_case(self, run_id: str, item: SuiteCase, repeat: int,
@@ -313,15 +316,14 @@ class Runner:
     def _record(self, run_id: str, item: SuiteCase, repeat: int, execution: Execution,
                 evaluators: list[Evaluator], scores: dict[str, Score],
                 store_it: bool = True) -> CaseRecord:
-        ordered = [scores[e.name] for e in evaluators if e.name in scores]
-        if policy.is_connexity(self.config):
-            value, verdict, overall = policy.case_outcome(evaluators, ordered, self.config)
-        else:
-            (value, verdict), overall = case_verdict(evaluators, ordered, self.config), None
+        judged = [e for e in evaluators if e.name in scores]
+        ordered = [scores[e.name] for e in judged]
+        outcome = self.policy.case_outcome(judged, ordered)
         record = CaseRecord(
             run_id=run_id, case_id=item.case.id, repeat=repeat, case=item.case,
-            target=self.target_of(item), execution=execution, scores=ordered, score=value,
-            verdict=verdict, source=item.source, finished_at=time.time(), overall_score=overall,
+            target=self.target_of(item), execution=execution, scores=ordered,
+            score=outcome.score, verdict=outcome.verdict, source=item.source,
+            finished_at=time.time(), overall_score=outcome.native,
             evaluators=None if item.evaluators is None else
             [evaluator_spec(e) for e in item.evaluators])
         if store_it and self.store is not None and not self.config.dry_run:
@@ -342,37 +344,10 @@ def agent_timeout(config: RunConfig, target: Target) -> float:
 
 def case_verdict(evaluators: list[Evaluator], scores: list[Score],
                  config: RunConfig) -> tuple[float | None, Verdict]:
-    """The case score and verdict from its evaluators' scores.
-
-    The score is the weighted mean of the scores that have values (errors and skips are left
-    out, never counted as 0); the verdict is its band, except that a ``blocking`` score (a
-    required check that did not pass) fails it whatever the mean; weight 0 does not count. No value: ``error`` when any
-    evaluator errored, ``skipped`` when none applied. Under ``scoring: connexity`` the
-    verdict is the multi-metric judge's gate instead (see :mod:`assay.run.policies.connexity`).
-    """
-    if policy.is_connexity(config):
-        value, verdict, _ = policy.case_outcome(evaluators, scores, config)
-        return value, verdict
-    total_weight = 0.0
-    weighted = 0.0
-    valued = 0
-    errors = 0
-    for evaluator, score in zip(evaluators, scores, strict=True):
-        if score.value is not None:
-            valued += 1
-            weighted += score.value * evaluator.weight
-            total_weight += evaluator.weight
-        elif score.error is not None:
-            errors += 1
-    if not valued:
-        return None, (Verdict.ERROR if errors or not scores else Verdict.SKIPPED)
-    if total_weight == 0:
-        return None, Verdict.ERROR
-    value = weighted / total_weight
-    verdict = config.thresholds.verdict(value)
-    if any(s.blocking for s in scores):
-        verdict = Verdict.FAIL
-    return value, verdict
+    """The case score and verdict from its evaluators' scores, by the run's policy (see
+    :mod:`assay.run.policies`)."""
+    outcome = policy_for(config).case_outcome(evaluators, scores)
+    return outcome.score, outcome.verdict
 
 
 def no_case_scored(summary: RunSummary) -> str:
@@ -389,47 +364,14 @@ def no_case_scored(summary: RunSummary) -> str:
     return "no case could be scored"
 
 
-def check_gates(summary: RunSummary, config: RunConfig, extra: Sequence[str] = ()) -> None:
-    """Record in ``summary`` every gate of ``config`` the run fails, and the ``extra``
-    failures found before it ran (the calibration gate); a run with no case, or none scored
-    (every case an error, not applicable, or only measured), never passes."""
-    gates = config.gates
-    failures: list[str] = []
+def empty_run_failures(summary: RunSummary) -> list[str]:
+    """A run with no case, or none scored (every case an error, not applicable, or only
+    measured), never passes, whatever its policy."""
     if summary.cases == 0:
-        failures.append("no case was run (check --filter and the suite's cases)")
-    elif summary.scored == 0:
-        failures.append(no_case_scored(summary))
-    dimensions = policy.apply_run_thresholds(summary, config)
-    if policy.is_connexity(config):  # the two dimensions replace the count gates
-        summary.gate_failures = failures + dimensions
-        summary.passed = not summary.gate_failures
-        return
-    failures.extend(dimensions)
-    failed = summary.count(Verdict.FAIL)
-    if gates.max_failed is not None and failed > gates.max_failed:
-        failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
-    if gates.max_errors is not None and summary.evaluator_errors > gates.max_errors:
-        unscored = summary.count(Verdict.ERROR)
-        failures.append(
-            f"{summary.evaluator_errors} evaluator score(s) could not be computed, "
-            f"{unscored} case(s) left with no score (allowed {gates.max_errors} errors)")
-    if gates.min_mean_score is not None and (
-            summary.mean_score is None or summary.mean_score < gates.min_mean_score):
-        mean = "none" if summary.mean_score is None else f"{summary.mean_score:.3f}"
-        failures.append(f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
-    failures.extend(extra)
-    summary.gate_failures = failures
-    summary.passed = not failures
-
-
-def records_summary(records: list[CaseRecord], config: RunConfig) -> RunSummary:
-    """Aggregate case records and check the run's gates."""
-    builder = SummaryBuilder()
-    for record in records:
-        builder.add(record)
-    summary = builder.build()
-    check_gates(summary, config)
-    return summary
+        return ["no case was run (check --filter and the suite's cases)"]
+    if summary.scored == 0:
+        return [no_case_scored(summary)]
+    return []
 
 
 def snapshot_evaluators(suite: Suite) -> list[EvaluatorSpec]:

@@ -72,7 +72,6 @@ EXECUTION_KEYS = ("target", "evaluators", "agent_timeout_s")
 CONVERSATION_KEYS = ("persona", "persona_context", "first_turn", "first_message", "user_context",
                      "scripted_messages", "max_turns")
 """Case keys that make a case a conversation with a simulated (or scripted) user."""
-SCORINGS = ("default", "connexity")
 CASE_KEYS = ("id", "expected_outcome", "outcome", "input", "input_messages",
              "expected_output", "expected_messages", "rubrics", "note", "guidelines",
              "reference_context", "execution", "evaluators", "evaluator", "conversation_id",
@@ -402,9 +401,11 @@ class _SuiteChecker:
         value = data.get("scoring")
         if value is None:
             return "default"
-        if value not in SCORINGS:
+        from assay.registry import REGISTRY
+
+        if not isinstance(value, str) or REGISTRY.get("scoring_policy", value) is None:
             self.log.add(("scoring",), f"unknown scoring {value!r}", "one of "
-                         + ", ".join(SCORINGS), value=True)
+                         + ", ".join(REGISTRY.names("scoring_policy")), value=True)
             return "default"
         return value
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from assay.errors import ConfigError
 from assay.types.engine_config import CacheMode, RetryPolicy
@@ -99,9 +106,24 @@ class Gates(BaseModel):
         default=None, description="judges must be calibrated against human labels")
 
 
-Scoring = Literal["default", "connexity"]
-"""How cases and runs are judged: ``default`` (the weighted mean of evaluators in verdict bands)
-or ``connexity`` (the multi-metric judge's gate decides each case; see assay.analysis.run_comparison)."""
+Scoring = str
+"""How cases and runs are judged: the name of a scoring policy (:mod:`assay.run.policies`):
+``default`` (the weighted mean of evaluators in verdict bands), ``connexity`` (the multi-metric
+judge's outcomes decide each case), ``databricks`` (per-judge yes/no and the overall
+assessment), or a plugin's."""
+
+
+def known_scoring(value: str | None) -> str | None:
+    """``value`` when a scoring policy of that name is registered; else a ValueError that
+    lists the known ones."""
+    if value is None:
+        return None
+    from assay.registry import REGISTRY
+
+    if REGISTRY.get("scoring_policy", value) is None:
+        raise ValueError(f"unknown scoring {value!r}; known: "
+                         f"{', '.join(REGISTRY.names('scoring_policy'))}")
+    return value
 
 CONNEXITY_METRICS_THRESHOLD = 80.0
 CONNEXITY_CASES_THRESHOLD = 100.0
@@ -172,12 +194,26 @@ class RunConfig(BaseModel):
         default=None, description="the simulated user's model for conversation cases "
         "(overrides the suite's)")
 
+    @field_validator("scoring")
+    @classmethod
+    def _known_scoring(cls, value: str | None) -> str | None:
+        return known_scoring(value)
+
     def settled(self, scoring: Scoring, thresholds: RunThresholds | None,
-                agent_timeout_s: float | None = None) -> RunConfig:
+                agent_timeout_s: float | None = None,
+                agent_judges: bool = False) -> RunConfig:
         """This config with the suite's scoring, thresholds and agent timeout filled in where
         it has none, then the scoring's defaults: what a run snapshots when it starts, so
-        later edits to the suite file do not move its pass criteria."""
+        later edits to the suite file do not move its pass criteria. ``agent_judges``: the
+        run sets the agent-judge options, which are the ``databricks`` policy's."""
         chosen: Scoring = self.scoring or scoring
+        if agent_judges and chosen == "default":
+            chosen = "databricks"
+        elif agent_judges and chosen != "databricks":
+            raise ConfigError(
+                f"naming, judges, global_guidelines and quality_criteria are the databricks "
+                f"policy's options; this run's scoring is {chosen!r}: drop them or the "
+                "scoring", code="invalid_scoring")
         given = self.run_thresholds.model_dump()
         suite = thresholds.model_dump() if thresholds is not None else {}
         merged = {k: v if v is not None else suite.get(k) for k, v in given.items()}

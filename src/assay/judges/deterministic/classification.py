@@ -117,6 +117,11 @@ class ClassificationEvaluator(TargetedEvaluator):
     f_value: float = Field(default=1.0, gt=0,
                            validation_alias=AliasChoices("f_value", "fValue"))
 
+    @property
+    def reduces(self) -> bool:
+        """A classification run always gets its dataset-level metric."""
+        return True
+
     def _expected(self, case: Case) -> str:
         if self.expected_class is not None:
             return self.expected_class.lower()

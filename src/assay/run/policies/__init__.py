@@ -1,1 +1,42 @@
-"""Scoring policies: how a case's scores become its verdict, a run's aggregates and gates, and how two runs of it compare."""
+"""Scoring policies: how a case's scores become its verdict, what a run aggregates and gates
+on, and how two runs of it compare (see :mod:`.base`).
+
+Three are built in, one module each: ``default`` (AgentV's and UiPath's weighted mean in
+bands), ``connexity`` (expected outcomes, 0-100, two run dimensions) and ``databricks``
+(Databricks' and MLflow's per-judge yes/no and overall assessment). Another is a module with
+a class registered by :func:`assay.registry.scoring_policy`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assay.registry import REGISTRY
+
+if TYPE_CHECKING:
+    from assay.run.policies.base import ScoringPolicy
+    from assay.suites.model import Suite
+    from assay.types.config import RunConfig
+
+
+def policy_for(config: RunConfig) -> ScoringPolicy:
+    """The policy ``config`` names (``scoring``; None is the default), built for it."""
+    cls = REGISTRY.require("scoring_policy", config.scoring or "default", "scoring")
+    policy: ScoringPolicy = cls(config)
+    return policy
+
+
+def settle(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig, ScoringPolicy]:
+    """What a run of ``suite`` runs: the config with the suite's scoring, thresholds and data
+    options filled in, the suite and config as its policy prepares them (judges added, never
+    the given objects changed), and the policy. Everything is checked before any call."""
+    from assay.run.policies.databricks.options import active, with_sidecar
+
+    config = with_sidecar(config, suite)
+    config = config.settled(suite.scoring, suite.run_thresholds, suite.agent_timeout_s,
+                            agent_judges=active(config))
+    suite, config = policy_for(config).prepare(suite)
+    return suite, config, policy_for(config)
+
+
+__all__ = ["policy_for", "settle"]

@@ -61,10 +61,9 @@ def prepare(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:
             spec["guidelines"] = config.global_guidelines
         evaluators.append(build(spec, f"judges: {name}"))
         have.add(name)
-    for evaluator in evaluators:
-        if isinstance(evaluator, AgentJudge) and \
-                "request_from_messages" not in evaluator.model_fields_set:
-            evaluator.request_from_messages = config.request_from_messages
+    evaluators = [e.model_copy(update={"request_from_messages": config.request_from_messages})
+                  if isinstance(e, AgentJudge) and "request_from_messages" not in
+                  e.model_fields_set else e for e in evaluators]  # copies: never the caller's
     names = [e.name for e in evaluators]
     doubled = sorted({n for n in names if names.count(n) > 1})
     if doubled:
@@ -91,12 +90,10 @@ def prepare(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:
 
 def check_criteria(config: RunConfig, suite: Suite, evaluators: list[Evaluator]) -> None:
     """Parse the quality criteria and refuse names no scorer of the run has."""
-    from assay.run.runner import evaluator_spec
-
     conditions = qc.parse(config.quality_criteria or "")
     known: set[str] = set()
     for index, evaluator in enumerate(evaluators):
-        info = info_for(evaluator_spec(evaluator), index)
+        info = info_for(evaluator.spec(), index)
         known |= {info.name, info.mlflow_name}
         if info.kind == "RETRIEVAL":
             known |= {f"{info.name}/precision", f"{info.mlflow_name}/precision"}
@@ -113,10 +110,8 @@ def check_criteria(config: RunConfig, suite: Suite, evaluators: list[Evaluator])
     qc.check_names(conditions, known, open_ended, config.naming)
 
 
-def fold_for(suite: Suite, config: RunConfig) -> AssessmentFold | None:
+def assessment_fold(suite: Suite, config: RunConfig) -> AssessmentFold | None:
     """The fold that summarises a run's agent-judge results, when the run uses them."""
     if not active(config):
         return None
-    from assay.run.runner import evaluator_spec
-
-    return AssessmentFold(config, [evaluator_spec(e) for e in suite.evaluators])
+    return AssessmentFold(config, [e.spec() for e in suite.evaluators])

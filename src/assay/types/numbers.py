@@ -1,0 +1,97 @@
+"""How a number is shown to people: one rule per kind of number, for every surface.
+
+The terminal, Markdown, JUnit, the HTML report, the REST API's display fields and the web UI
+all show numbers through these functions, so the same figure reads the same everywhere:
+
+- a rate or share (pass rate, error rate, agreement) is a percent with one decimal: ``85.0%``;
+  a change of a rate is in percentage points: ``-2.5 pt``;
+- a 0-1 score has three digits: ``0.850``; a change of one is signed: ``-0.050``;
+- a score on a 0-100 scale (a policy's own) has one decimal and says its scale:
+  ``85.0 /100``; a change of one is in points: ``-5.0 pt``;
+- a latency is whole milliseconds under 10 s (``243 ms``), else seconds (``12.4 s``); a change
+  says which way in words: ``+13 ms (slower)``;
+- money is dollars with four decimals under $1 (``$0.0123``), else two;
+- a missing value is ``-``, never ``0`` or ``nan``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TypeGuard
+
+MISSING = "-"
+
+
+def _ok(value: float | None) -> TypeGuard[float]:
+    return value is not None and not isinstance(value, bool) and math.isfinite(value)
+
+
+def percent(fraction: float | None) -> str:
+    """A 0-1 fraction as a percent: ``0.85`` -> ``85.0%``."""
+    return f"{fraction * 100:.1f}%" if _ok(fraction) else MISSING
+
+
+def percent_points(delta: float | None) -> str:
+    """A change of a 0-1 fraction in percentage points: ``-0.025`` -> ``-2.5 pt``."""
+    return f"{delta * 100:+.1f} pt" if _ok(delta) else MISSING
+
+
+def score(value: float | None) -> str:
+    """A 0-1 score: ``0.85`` -> ``0.850``."""
+    return f"{value:.3f}" if _ok(value) else MISSING
+
+
+def score_delta(delta: float | None) -> str:
+    """A change of a 0-1 score: ``-0.05`` -> ``-0.050``."""
+    return f"{delta:+.3f}" if _ok(delta) else MISSING
+
+
+def points(value: float | None, scale: float = 100) -> str:
+    """A score on a 0-``scale`` scale: ``85`` -> ``85.0 /100``."""
+    return f"{value:.1f} /{scale:g}" if _ok(value) else MISSING
+
+
+def points_delta(delta: float | None) -> str:
+    """A change of a score on a 0-100 scale: ``-5`` -> ``-5.0 pt``."""
+    return f"{delta:+.1f} pt" if _ok(delta) else MISSING
+
+
+def milliseconds(value: float | None) -> str:
+    """A duration given in milliseconds: ``243.4`` -> ``243 ms``; ``12400`` -> ``12.4 s``."""
+    if not _ok(value):
+        return MISSING
+    return f"{value:.0f} ms" if abs(value) < 10_000 else f"{value / 1000:.1f} s"
+
+
+def latency_change(delta: float | None) -> str:
+    """A change of latency with its direction in words: ``+13 ms (slower)``."""
+    if not _ok(delta):
+        return MISSING
+    sign = "+" if delta > 0 else "-" if delta < 0 else ""
+    word = " (slower)" if delta > 0 else " (faster)" if delta < 0 else ""
+    return f"{sign}{milliseconds(abs(delta))}{word}"
+
+
+def usd(value: float | None) -> str:
+    """Money: ``0.01234`` -> ``$0.0123``; ``12.5`` -> ``$12.50``."""
+    if not _ok(value):
+        return MISSING
+    return f"${value:.4f}" if abs(value) < 1 else f"${value:,.2f}"
+
+
+def usd_change(delta: float | None) -> str:
+    """A change of cost with its direction in words: ``+$0.0100 (more)``."""
+    if not _ok(delta):
+        return MISSING
+    word = " (more)" if delta > 0 else " (less)" if delta < 0 else ""
+    sign = "+" if delta > 0 else "-" if delta < 0 else ""
+    return f"{sign}{usd(abs(delta))}{word}"
+
+
+def count(value: int | None) -> str:
+    """A count with thousands separated: ``12345`` -> ``12,345``."""
+    return f"{value:,}" if value is not None else MISSING
+
+
+__all__ = ["MISSING", "count", "latency_change", "milliseconds", "percent", "percent_points",
+           "points", "points_delta", "score", "score_delta", "usd", "usd_change"]
