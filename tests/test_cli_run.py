@@ -120,11 +120,13 @@ def test_runs_show_and_compare_exit_codes(project, mock_server):
     assert "not found" in shown.stdout  # the contains miss is shown
     regressed = assay(project, "compare", good_id, bad_id)
     assert regressed.returncode == 1, regressed.stdout
-    assert "regression" in regressed.stdout and "losses 1" in regressed.stdout
+    assert "regression detected" in regressed.stdout and "1 case(s) regressed" in regressed.stdout
     improved = assay(project, "compare", bad_id, good_id, "--json")
     assert improved.returncode == 0
     data = json.loads(improved.stdout)
-    assert data["wins"] == 1 and data["losses"] == 0 and data["mean_delta"] > 0
+    counts = data["aggregate"]
+    assert counts["total_improvements"] == 1 and counts["total_regressions"] == 0
+    assert data["aggregate"]["avg_score_delta"] > 0 and data["exit_code"] == 0
     same = assay(project, "compare", good_id, good_id)
     assert same.returncode == 0
 

@@ -1,5 +1,6 @@
-"""``assay compare`` on two results JSONL files (AgentV's rows or assay's), with AgentV's exit
-rule (mean delta < 0) beside assay's (a regression)."""
+"""``assay compare`` on two results JSONL files (AgentV's rows or assay's), by the one engine
+(the default policy), with AgentV's exit rule (mean delta < 0) beside assay's (the
+comparison's exit code)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.analysis.compare import CompareOptions, IncomparableRuns
 from assay.analysis.compare_files import agentv_summary, compare_files, fails
 from assay.errors import ConfigError
 from tests.test_cli_run import assay
@@ -27,20 +29,23 @@ AFTER = [{"eval_id": "a", "score": 1.0}, {"eval_id": "b", "score": 0.8},
 
 
 def test_files_compare_case_by_case(tmp_path):
-    result = compare_files(write(tmp_path / "a.jsonl", BEFORE), write(tmp_path / "b.jsonl",
-                                                                      AFTER))
-    outcomes = {c.case_id: c.outcome for c in result.cases}
-    # a +0.15 win, b +0.3 win, c -0.15 loss (threshold 0.1), d errored after
-    assert outcomes == {"a": "win", "b": "win", "c": "loss", "d": "error"}
-    assert result.mean_delta == pytest.approx((0.15 + 0.3 - 0.15) / 3)  # d: an error
-    assert result.only_before == ["only-before#0"]
+    a, b = write(tmp_path / "a.jsonl", BEFORE), write(tmp_path / "b.jsonl", AFTER)
+    with pytest.raises(IncomparableRuns, match="only in the baseline: 'only-before'"):
+        compare_files(a, b)  # different cases: refused unless allowed, as for stored runs
+    result = compare_files(a, b, CompareOptions(allow_different_cases=True))
+    statuses = {c.test_case_id: c.status for c in result.test_case_comparisons}
+    # a +15 points (pass kept); b fail -> pass; c pass -> borderline (not a pass); d errored
+    assert statuses == {"a": "improvement", "b": "improvement", "c": "regression",
+                        "d": "error"}
+    assert result.baseline_only_test_cases == ["only-before"]
     summary = agentv_summary(result)
     # AgentV's own arithmetic: d counts at its written score (0.4 -> 0.4, a tie), so the mean
     # is (0.15 + 0.3 - 0.15 + 0) / 4 = 0.075 -> 0.075; total is both files' rows, 5 + 4.
     assert summary == {"total": 9, "matched": 4, "wins": 2, "losses": 1, "ties": 1,
                        "errors": 0, "meanDelta": 0.075,
                        "unmatched": {"baseline": 1, "candidate": 0}}
-    # c dropped from pass (0.85) to borderline: a regression, though the mean rose.
+    # the pass rate fell from 3 of 5 to 2 of 4: a regression, though the mean rose.
+    assert result.verdict.reasons == ["pass rate dropped 10.0 pt (60.0% → 50.0%)"]
     assert fails(result, "assay") and not fails(result, "agentv")
 
 
@@ -49,24 +54,26 @@ def test_agentv_rule_fails_on_a_negative_mean(tmp_path):
     after = [{"eval_id": "a", "score": 0.9}, {"eval_id": "b", "score": 0.45}]
     result = compare_files(write(tmp_path / "a.jsonl", before), write(tmp_path / "b.jsonl",
                                                                       after))
-    assert result.mean_delta == pytest.approx(-0.05)  # small drops: ties, no verdict change
+    # 5-point drops: unchanged cases, and an average drop of exactly 5 points is not > 5
+    assert {c.status for c in result.test_case_comparisons} == {"unchanged"}
     assert not fails(result, "assay") and fails(result, "agentv")
 
 
 def test_compare_command_on_files(tmp_path):
     write(tmp_path / "base.jsonl", BEFORE)
     write(tmp_path / "cand.jsonl", AFTER)
-    default = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl")
-    assert default.returncode == 1 and "regression" in default.stdout
+    refused = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl")
+    assert refused.returncode == 2 and "--allow-different-cases" in refused.stderr
+    default = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--allow-different-cases")
+    assert default.returncode == 1 and "regression detected" in default.stdout
     agentv = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "agentv",
-                   "--json")
+                   "--json", "--allow-different-cases")
     assert agentv.returncode == 0, agentv.stderr
     printed = json.loads(agentv.stdout)
-    assert printed["agentv"]["meanDelta"] == 0.075 and printed["mean_delta"] == 0.1
+    assert printed["agentv"]["meanDelta"] == 0.075 and printed["exit_code"] == 1
     table = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "agentv",
-                  env={"COLUMNS": "200"})
+                  "--allow-different-cases", env={"COLUMNS": "200"})
     assert table.returncode == 0, table.stderr
-    assert "mean delta +0.1000" in table.stdout
     assert "AgentV's mean delta (errored rows at their written score): +0.075" in table.stdout
     bad = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "strict")
     assert bad.returncode == 2 and "expected assay or agentv" in bad.stderr
@@ -80,7 +87,6 @@ def test_agentv_rule_counts_an_errored_row_at_its_written_score(tmp_path):
              {"eval_id": "b", "score": 0.55}]
     result = compare_files(write(tmp_path / "a.jsonl", before), write(tmp_path / "b.jsonl",
                                                                       after))
-    assert result.mean_delta == pytest.approx(0.05)
     assert agentv_summary(result)["meanDelta"] == round((-0.9 + 0.05) / 2, 3) == -0.425
     assert fails(result, "agentv")
     # an errored row without a score (as assay writes one) is left out of both
@@ -111,4 +117,5 @@ def test_assay_rows_compare_with_their_own_verdicts(tmp_path):
     after = [{"eval_id": "x", "repeat": 0, "score": 0.81, "verdict": "pass"}]
     result = compare_files(write(tmp_path / "a.jsonl", before), write(tmp_path / "b.jsonl",
                                                                       after))
-    assert result.cases[0].verdict_before == "borderline" and not result.regressions
+    case = result.test_case_comparisons[0]
+    assert case.status == "improvement" and case.candidate_passed and not case.baseline_passed

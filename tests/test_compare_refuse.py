@@ -1,5 +1,5 @@
-"""Comparisons that would mislead are refused: a run that did not complete, runs whose cases
-differ, runs that share no case."""
+"""Comparisons that would mislead are refused, every difference listed with the option that
+allows it: a run that did not complete, runs whose cases differ, runs that share no case."""
 
 from __future__ import annotations
 
@@ -7,88 +7,102 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from assay.analysis.compare import ComparisonRefused, compare_runs
+from assay.analysis.compare import (
+    CompareOptions,
+    IncomparableRuns,
+    RunNotCompleted,
+    compare_records,
+    compare_stored,
+)
 from assay.store.runs import RunStore
 from assay.types.case import Case
 from assay.types.execution import Execution
-from assay.types.records import CaseRecord, Verdict
+from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict
 from tests.assay_process import run_assay
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _run(run_id: str, status: str = "completed") -> dict[str, Any]:
-    return {"id": run_id, "status": status}
-
-
-def _rows(ids: list[str], score: float = 0.9, verdict: str = "pass") -> list[dict[str, Any]]:
-    return [{"case_id": c, "repeat": 0, "score": score, "verdict": verdict} for c in ids]
-
-
 SIXTY = [f"case-{i:02d}" for i in range(60)]
 
 
-def test_a_candidate_that_stopped_early_is_refused():
-    with pytest.raises(ComparisonRefused) as info:
-        compare_runs(_run("A"), _run("B", "interrupted"), _rows(SIXTY), _rows(SIXTY[:8]))
+def _run(run_id: str, status: str = "completed") -> RunRecord:
+    return RunRecord(id=run_id, suite="suite", status=RunStatus(status), created_at=0)
+
+
+def _records(ids: list[str], score: float = 0.9) -> list[CaseRecord]:
+    return [CaseRecord(case_id=c, case=Case(id=c), execution=Execution(), score=score,
+                       verdict=Verdict.PASS if score >= 0.8 else Verdict.FAIL) for c in ids]
+
+
+def test_a_candidate_that_stopped_early_is_refused_with_every_difference():
+    with pytest.raises(IncomparableRuns) as info:
+        compare_records(_run("A"), _run("B", "interrupted"), _records(SIXTY),
+                        _records(SIXTY[:8]))
     message = info.value.message
-    assert "the candidate B is interrupted, not completed (8 case result(s) stored)" in message
-    assert "the baseline has 60 case result(s), the candidate 8" in message
-    assert "'case-08#0'" in message and "and 47 more" in message
-    assert "--allow-incomplete" in message
+    assert "the candidate B is interrupted, not completed" in message
+    assert "the baseline has 60 case(s), the candidate 8 (8 in both)" in message
+    assert "'case-08'" in message and "and 47 more" in message
+    assert "--allow-incomplete" in message and "--allow-different-cases" in message
     assert info.value.code == "incomparable_runs"
+    assert [d.kind for d in info.value.differences] == ["incomplete", "cases"]
 
 
-@pytest.mark.parametrize("status", ["running", "interrupted", "failed", None])
+@pytest.mark.parametrize("status", ["running", "interrupted", "failed"])
 def test_a_baseline_that_did_not_complete_is_refused(status):
-    with pytest.raises(ComparisonRefused, match=f"the baseline A is {status}, not completed"):
-        compare_runs(_run("A", status), _run("B"), _rows(SIXTY), _rows(SIXTY))
+    with pytest.raises(IncomparableRuns, match=f"the baseline A is {status}, not completed"):
+        compare_records(_run("A", status), _run("B"), _records(SIXTY), _records(SIXTY))
 
 
 def test_completed_runs_with_different_cases_are_refused():
-    with pytest.raises(ComparisonRefused) as info:
-        compare_runs(_run("A"), _run("B"), _rows(["a", "b", "c"]), _rows(["a", "b", "d"]))
-    assert "only in the baseline: 'c#0'" in info.value.message
-    assert "only in the candidate: 'd#0'" in info.value.message
+    with pytest.raises(IncomparableRuns) as info:
+        compare_records(_run("A"), _run("B"), _records(["a", "b", "c"]),
+                        _records(["a", "b", "d"]))
+    assert "only in the baseline: 'c'" in info.value.message
+    assert "only in the candidate: 'd'" in info.value.message
 
 
-def test_different_repeats_are_different_cases():
-    after = [*_rows(["a"]), {"case_id": "a", "repeat": 1, "score": 0.9, "verdict": "pass"}]
-    with pytest.raises(ComparisonRefused, match="only in the candidate: 'a#1'"):
-        compare_runs(_run("A"), _run("B"), _rows(["a"]), after)
+def test_runs_sharing_no_case_are_refused_whatever_is_allowed():
+    everything = CompareOptions.allowing_everything()
+    with pytest.raises(IncomparableRuns, match="share no case"):
+        compare_records(_run("A"), _run("B"), _records(["a", "b"]), _records(["x", "y"]),
+                        everything)
+    with pytest.raises(IncomparableRuns, match="share no case"):
+        compare_records(_run("A"), _run("B"), [], [], everything)
 
 
-def test_runs_sharing_no_case_are_refused_even_when_incomplete_is_allowed():
-    for allow in (False, True):
-        with pytest.raises(ComparisonRefused, match="they share no case"):
-            compare_runs(_run("A"), _run("B"), _rows(["a", "b"]), _rows(["x", "y"]),
-                         allow_incomplete=allow)
-    with pytest.raises(ComparisonRefused, match="they share no case"):
-        compare_runs(_run("A"), _run("B"), [], [])
+def test_allowed_differences_compare_the_shared_cases_and_are_listed():
+    result = compare_records(_run("A"), _run("B", "interrupted"), _records(SIXTY),
+                             _records(SIXTY[:8], score=0.5),
+                             CompareOptions(allow_incomplete=True, allow_different_cases=True))
+    assert len(result.test_case_comparisons) == 8
+    assert result.aggregate.total_regressions == 8
+    assert len(result.baseline_only_test_cases) == 52
+    assert not result.comparable and [d.allowed for d in result.differences] == [True, True]
+    assert any("interrupted" in w and "(allowed)" in w for w in result.warnings)
 
 
-def test_allow_incomplete_compares_the_shared_cases_and_keeps_the_reasons():
-    result = compare_runs(_run("A"), _run("B", "interrupted"), _rows(SIXTY),
-                          _rows(SIXTY[:8], score=0.5, verdict="fail"), allow_incomplete=True)
-    assert len(result.cases) == 8 and result.count("loss") == 8
-    assert len(result.only_before) == 52
-    assert any("interrupted" in r for r in result.incomplete)
-    assert result.as_dict()["incomplete"] == result.incomplete
-
-
-def test_complete_runs_of_the_same_cases_compare_as_before():
-    result = compare_runs(_run("A"), _run("B"), _rows(SIXTY), _rows(SIXTY))
-    assert result.incomplete == [] and result.count("tie") == 60 and not result.regressions
+def test_complete_runs_of_the_same_cases_compare_cleanly():
+    result = compare_records(_run("A"), _run("B"), _records(SIXTY), _records(SIXTY))
+    assert result.comparable and result.differences == []
+    assert result.aggregate.total_unchanged == 60 and result.exit_code() == 0
 
 
 def test_hostile_case_ids_are_quoted_in_the_refusal():
-    with pytest.raises(ComparisonRefused) as info:
-        compare_runs(_run("A"), _run("B"), _rows(["ok", "\x1b]0;pwned\x07"]), _rows(["ok"]))
+    with pytest.raises(IncomparableRuns) as info:
+        compare_records(_run("A"), _run("B"), _records(["ok", "\x1b]0;pwned\x07"]),
+                        _records(["ok"]))
     assert "\x1b" not in info.value.message and "\\x1b" in info.value.message
+
+
+def test_an_unfinished_stored_run_is_refused_first_as_not_completed(store_url):
+    store = RunStore(store_url)
+    _stored_run(store, "base", SIXTY, "completed")
+    _stored_run(store, "cand", SIXTY, "interrupted")
+    with pytest.raises(RunNotCompleted, match="Candidate run is not completed"):
+        compare_stored(store, "base", "cand")
+    store.close()
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -119,14 +133,19 @@ def test_compare_command_refuses_with_exit_2_and_allows_on_request(store_url):
 
     refused = _compare(store_url, "base", "cand")
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "cannot compare base with cand" in refused.stderr
-    assert "interrupted, not completed" in refused.stderr
+    assert "Candidate run is not completed (status: interrupted)" in refused.stderr
 
-    disjoint = _compare(store_url, "base", "other", "--allow-incomplete")
+    still = _compare(store_url, "base", "cand", "--allow-incomplete")
+    assert still.returncode == 2 and "--allow-different-cases" in still.stderr
+
+    disjoint = _compare(store_url, "base", "other", "--allow-incomplete",
+                        "--allow-different-cases")
     assert disjoint.returncode == 2 and "share no case" in disjoint.stderr
 
-    allowed = _compare(store_url, "base", "cand", "--allow-incomplete", "--json")
+    allowed = _compare(store_url, "base", "cand", "--allow-incomplete",
+                       "--allow-different-cases", "--json")
     assert allowed.returncode == 0, allowed.stderr
     data = json.loads(allowed.stdout)
-    assert data["matched"] == 8 and len(data["only_in_baseline"]) == 52
-    assert data["incomplete"] and "warning" in allowed.stderr
+    assert len(data["test_case_comparisons"]) == 8
+    assert len(data["baseline_only_test_cases"]) == 52
+    assert [d["kind"] for d in data["differences"]] == ["incomplete", "cases"]

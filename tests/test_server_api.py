@@ -285,15 +285,21 @@ def test_histograms_count_every_value_once_and_errors_apart(api, ids):
 
 
 def test_compare_answers_like_connexity(api, ids):
+    refused = _error(api.get("/runs/compare", params={
+        "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"]}), 400)
+    assert "judge model changed" in refused["detail"]  # another ruler: refused unless allowed
+    assert "--allow-different-judge" in refused["detail"]
     response = api.get("/runs/compare", params={
         "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"],
-        "max_latency_increase_pct": 0.3})
+        "max_latency_increase_pct": 0.3, "allow_different_judge": "true"})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["verdict"]["thresholds_used"] == {
-        "max_pass_rate_drop": 0.0, "max_avg_score_drop": 5.0, "max_latency_increase_pct": 0.3}
-    assert body["verdict"]["regression_detected"] is True
-    assert any(r.startswith("pass_rate dropped") for r in body["verdict"]["reasons"])
+        "max_pass_rate_drop": 0.0, "max_avg_score_drop": 5.0, "max_latency_increase_pct": 0.3,
+        "latency_floor_ms": 50.0}
+    assert body["verdict"]["regression_detected"] is True and body["exit_status"] == 1
+    assert any(r.startswith("pass rate dropped") for r in body["verdict"]["reasons"])
+    assert body["headline_text"].startswith("regression detected")
     statuses = [c["status"] for c in body["test_case_comparisons"]]
     rank = {"regression": 0, "error": 1, "improvement": 2, "unchanged": 3}
     assert [rank[s] for s in statuses] == sorted(rank[s] for s in statuses)
@@ -311,12 +317,13 @@ def test_compare_answers_like_connexity(api, ids):
 
 
 def test_compare_reports_the_significance_of_each_reason(api, ids):
+    allow = {"allow_different_judge": "true"}
     body = api.get("/runs/compare", params={
-        "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"]}).json()
+        "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"], **allow}).json()
     cases = body["significance"]["cases"]
     assert cases["method"].startswith("mcnemar") and cases["n_paired"] == 60
     assert 0 <= cases["p_value"] < 0.05 and cases["significant"] is True
-    assert body["significance"]["overall_score"]["method"].startswith("wilcoxon")
+    assert body["significance"]["score"]["method"].startswith("wilcoxon")
     latency = body["significance"]["latency"]  # no spread: NaN is sent as null, not NaN
     assert latency["significant"] is False and latency["effect_size"] is None
     reason = next(r for r in body["verdict"]["reason_details"] if r["check"] == "pass_rate")
@@ -324,7 +331,7 @@ def test_compare_reports_the_significance_of_each_reason(api, ids):
     assert reason["significant"] is True and reason["counted"] is True
     strict = api.get("/runs/compare", params={
         "baseline_run_id": ids["base"], "candidate_run_id": ids["cand"],
-        "require_significance": 1e-12}).json()["verdict"]
+        "require_significance": 1e-12, **allow}).json()["verdict"]
     assert strict["require_significance"] == 1e-12
     assert strict["regression_detected"] is False
     assert {r["tag"] for r in strict["reason_details"]} == {"not_significant"}
@@ -347,10 +354,8 @@ def test_compare_refusals_are_connexitys_404_and_400(api, ids):
         "Candidate run is not completed (status: interrupted)"
     assert _error(compare(ids["interrupted"], ids["base"]), 400)["detail"] == \
         "Baseline run is not completed (status: interrupted)"
-    disjoint = compare(ids["base"], ids["odd"]).json()
-    assert disjoint["test_case_comparisons"] == [] and len(disjoint["baseline_only_test_cases"]) \
-        == 60 and disjoint["significance"] == {}
-    assert any("overlapping test case IDs only" in w for w in disjoint["warnings"])
+    disjoint = _error(compare(ids["base"], ids["odd"]), 400)
+    assert "share no case" in disjoint["detail"]
     _error(api.get("/runs/compare", params={"baseline_run_id": ids["base"]}), 400)
     for value in ("lots", "nan", "-1"):
         _error(api.get("/runs/compare", params={

@@ -39,7 +39,7 @@ MOVED: dict[str, str] = {
     "assay.compat.uipath.models.models": "assay.integrations.uipath.models.models",
     "assay.compat.uipath.service": "assay.integrations.uipath.service",
     "assay.connexity": "",
-    "assay.connexity.compare": "assay.analysis.run_comparison",
+    "assay.connexity.compare": "assay.analysis.compare",
     "assay.connexity.diff": "assay.analysis.diff",
     "assay.connexity.policy": "assay.run.policies.connexity",
     "assay.control_chars": "assay._util.control_chars",

@@ -1,181 +1,655 @@
-"""Run-to-run comparison: per case win, loss or tie, the mean delta, and regressions.
+"""Compare two stored runs: one engine, one typed :class:`Comparison`, for every surface.
 
-Cases are matched by (case id, repeat). A loss is a score drop of at least ``threshold``; a
-regression is a loss, or a case that passed before and does not now (a verdict can change on
-a small score move across a band edge, and that matters to a release gate).
+``assay compare``, :func:`assay.compare`, ``GET /runs/compare``, the web UI's compare page,
+``--against-baseline``/``--compare-to-baseline`` and the Markdown and HTML reports all render
+the object this module returns, so the same pair of runs gets the same verdict, the same
+per-case counts and the same exit code wherever it is asked about.
 
-Only like can be compared with like: :func:`compare_runs` refuses two runs unless both
-completed and hold the same cases, because a candidate stopped after 8 of 60 cases has no
-regression in the 52 it never ran. ``allow_incomplete`` compares the shared cases anyway, and
-says so; two runs that share no case are never compared, since there would be nothing to judge.
+**Comparability.** Two runs are compared only when they measured the same thing with the
+same ruler: both completed, the same cases (by id), the same evaluators (types, weights,
+settings), the same judge (and simulated user) models and the same scoring policy. Every
+difference is listed with the option that allows it (``allow_incomplete``,
+``allow_different_cases``, ``allow_different_evaluators``, ``allow_different_judge``,
+``allow_different_scoring``); a difference not allowed refuses the comparison
+(:class:`IncomparableRuns`, exit 2). Runs that share no case are never compared.
+
+**The verdict** is the candidate's policy's (:mod:`assay.run.policies`): per case (matched by
+id; repeats reduced to pass^k and the mean score, never paired index by index) a status by the
+policy's rule, and per run the regressions its rule finds on the runs' figures (pass rate,
+average score on the 0-100 scale, latency above the noise and an absolute floor, cost). The
+figures are over every execution of each run, or over the matched cases only
+(``matched_only``). Beside each reason stands a paired test on the matched cases (McNemar on
+pass flags, Wilcoxon on scores and latencies); it changes the verdict only with
+``require_significance``, which stops counting a reason whose test is not significant.
 """
 
 from __future__ import annotations
 
-import sys
-import types
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, Literal
 
-from assay.errors import EvaluationError
+from pydantic import BaseModel, ConfigDict, Field
 
-COMPLETED = "completed"
-EXAMPLES = 5  # case keys named in a refusal; the rest are counted
+from assay.analysis.diff import ConfigDiff, config_diff
+from assay.analysis.significance import PairedComparison, paired_compare
+from assay.errors import ConfigError, EvaluationError
+from assay.run.policies import policy_for
+from assay.run.policies.base import (
+    CaseSide,
+    CompareThresholds,
+    LatencyPairs,
+    Reason,
+    RunFigures,
+    ScoringPolicy,
+    Status,
+)
+from assay.store.errors import StoreError
+from assay.types import numbers
+from assay.types.config import RunConfig
+from assay.types.records import CaseRecord, RunRecord, RunStatus, SummaryBuilder
 
-
-@dataclass
-class CaseDelta:
-    case_id: str
-    repeat: int
-    before: float | None
-    after: float | None
-    verdict_before: str
-    verdict_after: str
-    outcome: str  # win, loss, tie, error
-
-    @property
-    def delta(self) -> float | None:
-        if self.before is None or self.after is None:
-            return None
-        return self.after - self.before
-
-    @property
-    def regressed(self) -> bool:
-        return self.outcome == "loss" or (
-            self.verdict_before == "pass" and self.verdict_after != "pass")
-
-
-@dataclass
-class Comparison:
-    threshold: float
-    cases: list[CaseDelta] = field(default_factory=list)
-    only_before: list[str] = field(default_factory=list)
-    only_after: list[str] = field(default_factory=list)
-    incomplete: list[str] = field(default_factory=list)
-    """Why the runs are not like for like, when compared anyway (``allow_incomplete``)."""
-
-    def count(self, outcome: str) -> int:
-        return sum(1 for c in self.cases if c.outcome == outcome)
-
-    @property
-    def mean_delta(self) -> float | None:
-        deltas = [c.delta for c in self.cases if c.delta is not None]
-        return sum(deltas) / len(deltas) if deltas else None
-
-    @property
-    def regressions(self) -> list[CaseDelta]:
-        return [c for c in self.cases if c.regressed]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold, "matched": len(self.cases), "wins": self.count("win"),
-            "losses": self.count("loss"), "ties": self.count("tie"),
-            "errors": self.count("error"),
-            "mean_delta": None if self.mean_delta is None else round(self.mean_delta, 4),
-            "regressions": [f"{c.case_id}#{c.repeat}" for c in self.regressions],
-            "only_in_baseline": self.only_before, "only_in_candidate": self.only_after,
-            "incomplete": self.incomplete,
-        }
+DEFAULT_ALPHA = 0.05
+EXAMPLES = 5
+"""Case ids named in a difference; the rest are counted."""
+RULER_SETTINGS = ("run.thresholds", "run.connexity_compat", "run.chunk_errors",
+                  "run.request_from_messages", "run.naming", "run.judges",
+                  "run.global_guidelines")
+"""Run settings that decide case verdicts: runs that differ in them measure differently."""
 
 
-class ComparisonRefused(EvaluationError):
-    """Two runs that cannot be compared like for like; ``reasons`` says why."""
-
-    def __init__(self, message: str, reasons: list[str]) -> None:
-        super().__init__("incomparable_runs", message)
-        self.reasons = reasons
+# -- refusals -----------------------------------------------------------------------------
 
 
-def compare_rows(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]],
-                 threshold: float = 0.1) -> Comparison:
-    """Compare two runs' case rows (``case_id``, ``repeat``, ``score``, ``verdict``)."""
-    a = {(r["case_id"], r["repeat"]): r for r in before}
-    b = {(r["case_id"], r["repeat"]): r for r in after}
-    result = Comparison(threshold)
-    for key in sorted(a.keys() & b.keys()):
-        x, y = a[key], b[key]
-        if x["score"] is None or y["score"] is None:
-            outcome = "error"
+class RunNotFound(EvaluationError):
+    """A run id that names no run (the endpoint's 404)."""
+
+    status_code = 404
+
+    def __init__(self, role: str, run_id: str) -> None:
+        self.detail = f"{role.capitalize()} run not found"
+        super().__init__("run_not_found", f"{self.detail}: no run {run_id!r}")
+        self.role = role
+        self.run_id = run_id
+
+
+class RunNotCompleted(EvaluationError):
+    """A run that did not complete (the endpoint's 400): it has no whole-run aggregates."""
+
+    status_code = 400
+
+    def __init__(self, role: str, run_id: str, status: str) -> None:
+        self.detail = f"{role.capitalize()} run is not completed (status: {status})"
+        super().__init__("run_not_completed",
+                         f"{self.detail}: run {run_id}; compare it anyway with "
+                         "--allow-incomplete")
+        self.role = role
+        self.run_id = run_id
+
+
+class Difference(BaseModel):
+    """One way the two runs are not like for like, and the option that allows it."""
+
+    kind: Literal["incomplete", "cases", "evaluators", "judge", "scoring"]
+    text: str
+    allow: str = Field(description="the option that compares them anyway (the CLI's flag "
+                       "is the same name with dashes: --allow-different-cases)")
+    allowed: bool = False
+
+
+class IncomparableRuns(EvaluationError):
+    """Two runs measured differently, refused: every difference not allowed is listed."""
+
+    status_code = 400
+
+    def __init__(self, differences: list[Difference], nothing_shared: bool = False) -> None:
+        self.differences = differences
+        self.reasons = [d.text for d in differences]
+        if nothing_shared:
+            self.detail = ("the runs share no case, so there is nothing to compare: "
+                           + "; ".join(self.reasons))
         else:
-            d = y["score"] - x["score"]
-            outcome = "win" if d >= threshold else "loss" if d <= -threshold else "tie"
-        result.cases.append(CaseDelta(key[0], key[1], x["score"], y["score"], x["verdict"],
-                                      y["verdict"], outcome))
-    result.only_before = sorted(f"{k[0]}#{k[1]}" for k in a.keys() - b.keys())
-    result.only_after = sorted(f"{k[0]}#{k[1]}" for k in b.keys() - a.keys())
-    return result
+            flags = ", ".join(dict.fromkeys(
+                "--" + d.allow.replace("_", "-") for d in differences))
+            self.detail = (f"the runs are not comparable: {'; '.join(self.reasons)}. Compare "
+                           f"them anyway with {flags}")
+        super().__init__("incomparable_runs", self.detail)
 
 
-def _keys(rows: Sequence[Mapping[str, Any]]) -> set[tuple[str, int]]:
-    return {(str(r["case_id"]), int(r["repeat"])) for r in rows}
+# -- options and results ------------------------------------------------------------------
 
 
-def _named(keys: set[tuple[str, int]]) -> str:
-    """A few case keys, quoted so that control characters in an id show as escapes."""
-    shown = ", ".join(repr(f"{case}#{repeat}") for case, repeat in sorted(keys)[:EXAMPLES])
+class CompareOptions(BaseModel):
+    """Everything a comparison may be asked to do differently, the same on every surface."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thresholds: CompareThresholds = Field(default_factory=CompareThresholds)
+    matched_only: bool = Field(default=False, description="the runs' figures over the cases "
+                               "both hold, not every execution of each")
+    require_significance: float | None = Field(
+        default=None, gt=0, lt=1, description="a significance level: a reason whose paired "
+        "test is not significant at it does not count")
+    missing_is_regression: bool = Field(
+        default=False, description="baseline cases the candidate lacks are a regression")
+    allow_incomplete: bool = False
+    allow_different_cases: bool = False
+    allow_different_evaluators: bool = False
+    allow_different_judge: bool = False
+    allow_different_scoring: bool = False
+
+    @classmethod
+    def allowing_everything(cls, **options: Any) -> CompareOptions:
+        """Options that compare any two runs that share a case (differences still listed)."""
+        return cls(**{**{f: True for f in cls.model_fields if f.startswith("allow_")},
+                      **options})
+
+
+class MetricDelta(BaseModel):
+    metric: str
+    is_binary: bool = False
+    baseline_score: float | None = None
+    candidate_score: float | None = None
+    delta: float | None = None
+    status: Status = "unchanged"
+
+
+class CaseComparison(BaseModel):
+    """One case matched in both runs."""
+
+    test_case_id: str
+    status: Status
+    baseline_passed: bool | None = None
+    candidate_passed: bool | None = None
+    baseline_score: float | None = Field(default=None, description="0-100")
+    candidate_score: float | None = None
+    score_delta: float | None = None
+    baseline_executions: int = 0
+    candidate_executions: int = 0
+    baseline_pass_fraction: float | None = None
+    candidate_pass_fraction: float | None = None
+    baseline_latency_ms: float | None = None
+    candidate_latency_ms: float | None = None
+    latency_delta_ms: float | None = None
+    metric_deltas: list[MetricDelta] = Field(default_factory=list)
+
+
+class MetricAggregateDelta(BaseModel):
+    metric: str
+    is_binary: bool = False
+    baseline: float | None = None
+    candidate: float | None = None
+    delta: float | None = None
+
+
+class AggregateDeltas(BaseModel):
+    pass_rate_delta: float | None = None
+    avg_score_delta: float | None = None
+    latency_avg_delta_ms: float | None = None
+    latency_p95_delta_ms: float | None = None
+    cost_delta_usd: float | None = None
+    total_regressions: int = 0
+    total_improvements: int = 0
+    total_unchanged: int = 0
+    total_errors: int = 0
+    per_metric_aggregate_deltas: list[MetricAggregateDelta] = Field(default_factory=list)
+
+
+class ComparisonVerdict(BaseModel):
+    regression_detected: bool
+    reasons: list[str] = Field(default_factory=list)
+    thresholds_used: dict[str, float] = Field(default_factory=dict)
+    reason_details: list[Reason] = Field(default_factory=list)
+    require_significance: float | None = None
+
+
+class CandidateGates(BaseModel):
+    """The candidate's own gates, as its run recorded them."""
+
+    metrics_passed: bool | None = None
+    cases_passed: bool | None = None
+    passed: bool | None = None
+    gate_failures: list[str] = Field(default_factory=list)
+
+
+class Comparison(BaseModel):
+    """Everything a comparison of two runs found; :meth:`exit_code` is every surface's."""
+
+    model_config = ConfigDict(ser_json_inf_nan="null")
+
+    baseline_run_id: str
+    candidate_run_id: str
+    policy: str = Field(default="default", description="the scoring policy that decided")
+    matched_only: bool = False
+    baseline: RunFigures
+    candidate: RunFigures
+    aggregate: AggregateDeltas
+    verdict: ComparisonVerdict
+    test_case_comparisons: list[CaseComparison] = Field(default_factory=list)
+    baseline_only_test_cases: list[str] = Field(default_factory=list)
+    candidate_only_test_cases: list[str] = Field(default_factory=list)
+    significance: dict[str, PairedComparison] = Field(default_factory=dict)
+    config_diff: ConfigDiff = Field(default_factory=ConfigDiff)
+    comparable: bool = Field(default=True, description="no difference between the runs' "
+                             "rulers (every difference was allowed, when false)")
+    comparability: list[str] = Field(default_factory=list, description="the differences")
+    differences: list[Difference] = Field(default_factory=list)
+    candidate_gates: CandidateGates = Field(default_factory=CandidateGates)
+    warnings: list[str] = Field(default_factory=list)
+
+    def exit_code(self, fail_on_thresholds: bool = True) -> int:
+        """1 on a regression, or (``fail_on_thresholds``) when the candidate failed its own
+        gates; else 0. (A refused comparison never gets here: it is exit 2.)"""
+        if self.verdict.regression_detected:
+            return 1
+        gates = self.candidate_gates
+        if fail_on_thresholds and (gates.metrics_passed is False or gates.cases_passed is False):
+            return 1
+        return 0
+
+    def headline(self, fail_on_thresholds: bool = True) -> str:
+        """The verdict in one line, as every surface states it."""
+        counts = self.aggregate
+        cases = (f"{counts.total_regressions} case(s) regressed, {counts.total_improvements} "
+                 f"improved, {counts.total_unchanged} unchanged, {counts.total_errors} error(s)")
+        if self.verdict.regression_detected:
+            return f"regression detected: {'; '.join(self.verdict.reasons)} ({cases})"
+        if self.exit_code(fail_on_thresholds):
+            return f"no regression, but the candidate failed its own gates ({cases})"
+        return f"no regression ({cases})"
+
+
+RunComparison = Comparison
+"""The name this model had; kept for code that imported it."""
+
+
+# -- the engine ---------------------------------------------------------------------------
+
+
+def policy_of(run: RunRecord) -> ScoringPolicy:
+    """The scoring policy a stored run was judged by (its recorded config, settled as the
+    run settled it); a config that cannot be read is judged by the default policy."""
+    from assay.run.policies.databricks.options import active
+
+    try:
+        config = RunConfig.model_validate(run.config.run)
+        config = config.settled(config.scoring or "default", None, agent_judges=active(config))
+    except (ValueError, ConfigError):
+        config = RunConfig()
+    return policy_for(config)
+
+
+def figures(records: Sequence[CaseRecord]) -> RunFigures:
+    """A run's figures over ``records``: the same rules as its stored summary."""
+    builder = SummaryBuilder()
+    for record in records:
+        builder.add(record)
+    summary = builder.build()
+    return RunFigures(pass_rate=summary.pass_rate, avg_score=summary.weighted_metrics_score_pct,
+                      latency_avg_ms=summary.latency_avg_ms,
+                      latency_p95_ms=summary.latency_p95_ms,
+                      latency_measured=summary.latency.count,
+                      cost_usd=summary.estimated_cost_usd,
+                      total_executions=summary.total_executions,
+                      passed_count=summary.passed_count, error_count=summary.error_count)
+
+
+def differences(baseline: RunRecord, candidate: RunRecord, base_cases: set[str],
+                cand_cases: set[str], diff: ConfigDiff,
+                options: CompareOptions) -> list[Difference]:
+    """Every way the two runs are not like for like, each marked allowed or not."""
+    found: list[Difference] = []
+
+    def add(kind: Any, text: str, allow: str) -> None:
+        found.append(Difference(kind=kind, text=text, allow=allow,
+                                allowed=bool(getattr(options, allow))))
+
+    for role, run in (("baseline", baseline), ("candidate", candidate)):
+        if run.status is not RunStatus.COMPLETED:
+            add("incomplete", f"the {role} {run.id} is {run.status.value}, not completed",
+                "allow_incomplete")
+    if base_cases != cand_cases:
+        parts = [f"the baseline has {len(base_cases)} case(s), the candidate "
+                 f"{len(cand_cases)} ({len(base_cases & cand_cases)} in both)"]
+        if base_cases - cand_cases:
+            parts.append(f"only in the baseline: {_named(base_cases - cand_cases)}")
+        if cand_cases - base_cases:
+            parts.append(f"only in the candidate: {_named(cand_cases - base_cases)}")
+        add("cases", "; ".join(parts), "allow_different_cases")
+    for change in diff.judge_settings_changed:
+        add("evaluators", f"evaluator changed ({change.field}: {_shown(change.old_value)} → "
+                          f"{_shown(change.new_value)})", "allow_different_evaluators")
+    for label, model in (("judge model changed", diff.judge_model_changed),
+                         ("simulated user's model changed", diff.simulator_model_changed)):
+        if model is not None:
+            add("judge", f"{label} ({model.field}: {_shown(model.old_value)} → "
+                         f"{_shown(model.new_value)})", "allow_different_judge")
+    for change in diff.run_config_changes:
+        if change.field.startswith(RULER_SETTINGS):
+            add("scoring", f"verdict settings changed ({change.field}: "
+                           f"{_shown(change.old_value)} → {_shown(change.new_value)})",
+                "allow_different_scoring")
+    if diff.scoring_changed is not None:
+        change = diff.scoring_changed
+        add("scoring", f"scoring changed ({_shown(change.old_value)} → "
+                       f"{_shown(change.new_value)})", "allow_different_scoring")
+    return found
+
+
+def compare_records(baseline: RunRecord, candidate: RunRecord,
+                    before: Sequence[CaseRecord], after: Sequence[CaseRecord],
+                    options: CompareOptions | None = None) -> Comparison:
+    """Compare two runs from their records (see the module docstring); raises
+    :class:`IncomparableRuns` for a difference the options do not allow."""
+    options = options or CompareOptions()
+    a, b = _by_case(before), _by_case(after)
+    matched = sorted(a.keys() & b.keys())
+    base_policy, policy = policy_of(baseline), policy_of(candidate)
+    diff = config_diff(baseline.config, candidate.config, set(a), set(b))
+    if base_policy.name != policy.name and diff.scoring_changed is None:
+        from assay.analysis.diff import FieldChange
+
+        diff.scoring_changed = FieldChange(field="scoring", old_value=base_policy.name,
+                                           new_value=policy.name)
+    found = differences(baseline, candidate, set(a), set(b), diff, options)
+    if not matched:
+        raise IncomparableRuns(found or [Difference(
+            kind="cases", text="no case in either run", allow="allow_different_cases")],
+            nothing_shared=True)
+    refused = [d for d in found if not d.allowed]
+    if refused:
+        raise IncomparableRuns(refused)
+    base_records = [r for r in before if r.case_id in b] if options.matched_only else before
+    cand_records = [r for r in after if r.case_id in a] if options.matched_only else after
+    base_figures, cand_figures = figures(base_records), figures(cand_records)
+    cases: list[CaseComparison] = []
+    pairs: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    metric_rows: tuple[list[MetricValues], list[MetricValues]] = ([], [])
+    for case_id in matched:
+        x, y = CaseSide.of(a[case_id]), CaseSide.of(b[case_id])
+        x.metrics, y.metrics = _mean_metrics(a[case_id]), _mean_metrics(b[case_id])
+        status = policy.case_status(x, y)
+        cases.append(CaseComparison(
+            test_case_id=case_id, status=status, baseline_passed=x.passed,
+            candidate_passed=y.passed, baseline_score=x.score, candidate_score=y.score,
+            score_delta=_delta(x.score, y.score, 2), baseline_executions=x.executions,
+            candidate_executions=y.executions, baseline_pass_fraction=x.pass_fraction,
+            candidate_pass_fraction=y.pass_fraction, baseline_latency_ms=x.latency_ms,
+            candidate_latency_ms=y.latency_ms,
+            latency_delta_ms=_delta(x.latency_ms, y.latency_ms, 2),
+            metric_deltas=metric_deltas(x.metrics, y.metrics)))
+        _pair(pairs["cases"], float(x.passed), float(y.passed))
+        _pair(pairs["score"], x.score, y.score)
+        _pair(pairs["latency"], x.latency_ms, y.latency_ms)
+        for metric in sorted(x.metrics.keys() & y.metrics.keys()):
+            _pair(pairs[f"metric/{metric}"], x.metrics[metric][0], y.metrics[metric][0])
+        if status != "error":
+            metric_rows[0].extend(metric_values(r) for r in a[case_id])
+            metric_rows[1].extend(metric_values(r) for r in b[case_id])
+    level = options.require_significance or DEFAULT_ALPHA
+    significance = {name: paired_compare(base, cand).at_level(level)
+                    for name, (base, cand) in pairs.items()}
+    latency = pairs.get("latency", ([], []))
+    details = policy.regressions(base_figures, cand_figures,
+                                 LatencyPairs(latency[0], latency[1]), options.thresholds)
+    only_base, only_cand = sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys())
+    if options.missing_is_regression and only_base:
+        details.append(Reason(check="missing_cases", text=f"{len(only_base)} baseline "
+                              "case(s) missing from the candidate"))
+    verdict = _weigh(details, significance, options)
+    counts = {s: sum(1 for c in cases if c.status == s)
+              for s in ("regression", "improvement", "unchanged", "error")}
+    deltas = AggregateDeltas(
+        pass_rate_delta=_delta(base_figures.pass_rate, cand_figures.pass_rate),
+        avg_score_delta=_delta(base_figures.avg_score, cand_figures.avg_score),
+        latency_avg_delta_ms=_delta(base_figures.latency_avg_ms, cand_figures.latency_avg_ms),
+        latency_p95_delta_ms=_delta(base_figures.latency_p95_ms, cand_figures.latency_p95_ms),
+        cost_delta_usd=_delta(base_figures.cost_usd, cand_figures.cost_usd, 6),
+        total_regressions=counts["regression"], total_improvements=counts["improvement"],
+        total_unchanged=counts["unchanged"], total_errors=counts["error"],
+        per_metric_aggregate_deltas=metric_aggregate_deltas(*metric_rows))
+    summary = candidate.summary
+    gates = CandidateGates(
+        metrics_passed=summary.metrics_passed if summary else None,
+        cases_passed=summary.cases_passed if summary else None,
+        passed=summary.passed if summary else None,
+        gate_failures=list(summary.gate_failures) if summary else [])
+    return Comparison(
+        baseline_run_id=baseline.id, candidate_run_id=candidate.id, policy=policy.name,
+        matched_only=options.matched_only, baseline=base_figures, candidate=cand_figures,
+        aggregate=deltas, verdict=verdict, test_case_comparisons=cases,
+        baseline_only_test_cases=only_base, candidate_only_test_cases=only_cand,
+        significance=significance, config_diff=diff, comparable=not found,
+        comparability=[d.text for d in found], differences=found, candidate_gates=gates,
+        warnings=_warnings(baseline, candidate, diff, found))
+
+
+def load_run(store: Any, run_id: str, role: str) -> tuple[RunRecord, list[CaseRecord]]:
+    """A stored run and its case records, or RunNotFound naming ``role``."""
+    try:
+        record = store.run_record(run_id)
+    except StoreError as exc:
+        if exc.message.startswith("no run"):
+            raise RunNotFound(role, run_id) from None
+        raise
+    return record, store.case_records(record.id)
+
+
+def compare_stored(store: Any, baseline: str, candidate: str,
+                   options: CompareOptions | None = None) -> Comparison:
+    """Compare two runs of ``store`` by id (a unique prefix will do). An unfinished run is
+    refused first as :class:`RunNotCompleted` (the baseline first), unless allowed."""
+    options = options or CompareOptions()
+    base, before = load_run(store, baseline, "baseline")
+    cand, after = load_run(store, candidate, "candidate")
+    if not options.allow_incomplete:
+        for role, run in (("baseline", base), ("candidate", cand)):
+            if run.status is not RunStatus.COMPLETED:
+                raise RunNotCompleted(role, run.id, run.status.value)
+    return compare_records(base, cand, before, after, options)
+
+
+def compare(baseline: Any, candidate: Any, *, store: Any = None,
+            thresholds: CompareThresholds | dict[str, Any] | None = None,
+            **options: Any) -> Comparison:
+    """Compare two stored runs, each named by its id (a unique prefix will do) or by the
+    result that made it: :func:`assay.compare`.
+
+    ``store`` is a store URL, a SQLite path or a RunStore; None: the results' store, else
+    the default store;
+    ``options`` are :class:`CompareOptions` fields (``matched_only``,
+    ``require_significance``, ``missing_is_regression``, ``allow_incomplete``,
+    ``allow_different_cases``, ``allow_different_evaluators``, ``allow_different_judge``,
+    ``allow_different_scoring``). Raises :class:`RunNotFound`, :class:`RunNotCompleted`,
+    :class:`IncomparableRuns` and ConfigError for bad options.
+    """
+    try:
+        parsed = CompareOptions.model_validate({**options, "thresholds": thresholds or {}})
+    except ValueError as exc:
+        raise ConfigError(f"comparison options: {exc}") from None
+    from assay.store.runs import run_id_of, store_for
+
+    runs = store_for([baseline, candidate], store)
+    return compare_stored(runs, run_id_of(baseline), run_id_of(candidate), parsed)
+
+
+# -- the parts ----------------------------------------------------------------------------
+
+
+MetricValues = dict[str, tuple[float, bool]]
+"""metric -> (value, binary): a 0-5 score, or for a binary metric 5 (passed) or 0."""
+
+
+def metric_values(record: CaseRecord) -> MetricValues:
+    """The multi-metric judge's 0-5 metric scores in a case record (binary as 5 or 0)."""
+    for score in record.scores:
+        details = score.details or {}
+        if score.value is not None and "metric_scores" in details:
+            return {m["metric"]: (float(m["score"]), bool(m.get("is_binary")))
+                    for m in details["metric_scores"]}
+    return {}
+
+
+def _mean_metrics(records: list[CaseRecord]) -> MetricValues:
+    per_metric: dict[str, list[float]] = defaultdict(list)
+    binary: dict[str, bool] = {}
+    for record in records:
+        for metric, (value, is_binary) in metric_values(record).items():
+            per_metric[metric].append(value)
+            binary[metric] = is_binary
+    return {m: (statistics.fmean(v), binary[m]) for m, v in per_metric.items()}
+
+
+def metric_deltas(baseline: MetricValues, candidate: MetricValues) -> list[MetricDelta]:
+    """Per-metric changes of one case: a binary metric regresses when it stops passing, a
+    scored one on any decrease (no tolerance); a metric on one side only is unchanged."""
+    found = []
+    for metric in sorted(set(baseline) | set(candidate)):
+        b, c = baseline.get(metric), candidate.get(metric)
+        binary = (b or c or (0.0, False))[1]
+        entry = MetricDelta(metric=metric, is_binary=binary,
+                            baseline_score=b[0] if b else None,
+                            candidate_score=c[0] if c else None)
+        if b is not None and c is not None:
+            if not binary:
+                entry.delta = round(c[0] - b[0], 4)
+            if c[0] < b[0]:
+                entry.status = "regression"
+            elif c[0] > b[0]:
+                entry.status = "improvement"
+        found.append(entry)
+    return found
+
+
+def metric_aggregate_deltas(baseline: Sequence[MetricValues],
+                            candidate: Sequence[MetricValues]) -> list[MetricAggregateDelta]:
+    """Per metric over the matched executions: binary -> the fraction passed, scored -> the
+    mean 0-5 score; each side rounded to 4 places, then the delta."""
+    def means(rows: Sequence[MetricValues]) -> dict[str, tuple[float, bool]]:
+        values: dict[str, list[float]] = defaultdict(list)
+        binary: dict[str, bool] = {}
+        for row in rows:
+            for metric, (value, is_binary) in row.items():
+                values[metric].append(value / 5 if is_binary else value)
+                binary[metric] = is_binary
+        return {m: (round(statistics.fmean(v), 4), binary[m]) for m, v in values.items()}
+
+    b, c = means(baseline), means(candidate)
+    found = []
+    for metric in sorted(set(b) | set(c)):
+        bv, cv = b.get(metric), c.get(metric)
+        found.append(MetricAggregateDelta(
+            metric=metric, is_binary=(bv or cv or (0.0, False))[1],
+            baseline=bv[0] if bv else None, candidate=cv[0] if cv else None,
+            delta=round(cv[0] - bv[0], 4) if bv and cv else None))
+    return found
+
+
+def verdict(baseline: RunFigures, candidate: RunFigures,
+            thresholds: CompareThresholds | None = None,
+            pairs: LatencyPairs | None = None) -> ComparisonVerdict:
+    """The regression verdict of the default rules on two runs' figures (see
+    :func:`assay.run.policies.base.run_regressions`)."""
+    from assay.run.policies.base import run_regressions
+
+    t = thresholds or CompareThresholds()
+    details = run_regressions(baseline, candidate, pairs or LatencyPairs([], []), t)
+    return ComparisonVerdict(regression_detected=bool(details),
+                             reasons=[r.text for r in details], thresholds_used=t.used(),
+                             reason_details=details)
+
+
+def case_status(baseline_passed: bool | None, candidate_passed: bool | None,
+                baseline_score: float | None, candidate_score: float | None,
+                baseline_error: bool = False, candidate_error: bool = False,
+                scoring: str = "connexity") -> tuple[Status, float | None]:
+    """A matched case's status under ``scoring``'s rule, and its score delta (2 places);
+    scores on the 0-100 scale."""
+    policy = policy_for(RunConfig(scoring=scoring))
+    before = CaseSide(records=[], errored=baseline_error, passed=bool(baseline_passed),
+                      score=baseline_score)
+    after = CaseSide(records=[], errored=candidate_error, passed=bool(candidate_passed),
+                     score=candidate_score)
+    return policy.case_status(before, after), _delta(baseline_score, candidate_score, 2)
+
+
+def _weigh(details: list[Reason], significance: dict[str, PairedComparison],
+           options: CompareOptions) -> ComparisonVerdict:
+    """Attach each reason's test; with ``require_significance``, reasons that are not
+    significant stop counting."""
+    alpha = options.require_significance
+    for reason in details:
+        test = significance.get(reason.significance or "")
+        if test is not None:
+            reason.p_value = test.p_value
+            reason.significant = test.significant
+        if alpha is not None and not reason.significant:
+            reason.counted, reason.tag = False, "not_significant"
+    counted = [r for r in details if r.counted]
+    return ComparisonVerdict(regression_detected=bool(counted),
+                             reasons=[r.text for r in counted],
+                             thresholds_used=options.thresholds.used(),
+                             reason_details=details, require_significance=alpha)
+
+
+def _warnings(baseline: RunRecord, candidate: RunRecord, diff: ConfigDiff,
+              found: list[Difference]) -> list[str]:
+    warnings = [f"{d.text} (allowed)" for d in found]
+    eval_set = diff.eval_set
+    if not eval_set.same_suite:
+        warnings.append(f"the runs are of different suites ({baseline.suite!r} and "
+                        f"{candidate.suite!r}): comparison is based on overlapping test case "
+                        "IDs only")
+    elif eval_set.added or eval_set.removed:
+        versions = f"{eval_set.baseline_version or '?'} → {eval_set.candidate_version or '?'}"
+        warnings.append(f"Eval config versions differ ({versions}): "
+                        f"{len(eval_set.removed)} removed, {len(eval_set.added)} added.")
+    elif eval_set.version_changed:
+        warnings.append(f"the suite changed between the runs ({eval_set.baseline_version} → "
+                        f"{eval_set.candidate_version})")
+    if diff.prompt_diff.changed:
+        warnings.append(f"the agent's system prompt changed "
+                        f"({numbers.percent(diff.prompt_diff.change_ratio)} of its lines)")
+    if diff.tools_diff.changed:
+        warnings.append("the agent's tools changed")
+    return warnings
+
+
+def _by_case(records: Sequence[CaseRecord]) -> dict[str, list[CaseRecord]]:
+    grouped: dict[str, list[CaseRecord]] = defaultdict(list)
+    for record in records:
+        grouped[record.case_id].append(record)
+    return dict(grouped)
+
+
+def _pair(pair: tuple[list[float], list[float]], x: float | None, y: float | None) -> None:
+    if x is not None and y is not None:
+        pair[0].append(x)
+        pair[1].append(y)
+
+
+def _delta(before: float | None, after: float | None, places: int = 4) -> float | None:
+    if before is None or after is None:
+        return None
+    value = round(after - before, places)
+    return value if math.isfinite(value) else None
+
+
+def _named(keys: set[str]) -> str:
+    """A few case ids, quoted so that control characters in an id show as escapes."""
+    shown = ", ".join(repr(key) for key in sorted(keys)[:EXAMPLES])
     more = len(keys) - EXAMPLES
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def incomparability(baseline: Mapping[str, Any], candidate: Mapping[str, Any],
-                    before: Sequence[Mapping[str, Any]],
-                    after: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Why the two runs (store records with ``id`` and ``status``, and their case rows) are not
-    like for like; empty when they are."""
-    reasons = []
-    for role, run, rows in (("baseline", baseline, before), ("candidate", candidate, after)):
-        if run.get("status") != COMPLETED:
-            reasons.append(f"the {role} {run['id']} is {run.get('status')!s}, not completed "
-                           f"({len(rows)} case result(s) stored)")
-    a, b = _keys(before), _keys(after)
-    if a != b:
-        detail = [f"the baseline has {len(a)} case result(s), the candidate {len(b)}"]
-        if a - b:
-            detail.append(f"only in the baseline: {_named(a - b)}")
-        if b - a:
-            detail.append(f"only in the candidate: {_named(b - a)}")
-        reasons.append("; ".join(detail))
-    return reasons
+def _shown(value: Any) -> str:
+    return "none" if value is None else str(value)
 
 
-def compare_runs(baseline: Mapping[str, Any], candidate: Mapping[str, Any],
-                 before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]],
-                 threshold: float = 0.1, allow_incomplete: bool = False) -> Comparison:
-    """Compare two stored runs, refusing (:class:`ComparisonRefused`) unless both completed
-    with the same cases; with ``allow_incomplete`` compare the cases they share, keeping the
-    reasons in ``Comparison.incomplete``. Runs that share no case are always refused."""
-    reasons = incomparability(baseline, candidate, before, after)
-    names = f"{baseline['id']} with {candidate['id']}"
-    if not _keys(before) & _keys(after):
-        raise ComparisonRefused(
-            f"cannot compare {names}: they share no case, so there is nothing to compare"
-            + (f" ({'; '.join(reasons)})" if reasons else ""), reasons)
-    if reasons and not allow_incomplete:
-        raise ComparisonRefused(
-            f"cannot compare {names}: {'; '.join(reasons)}. Compare only the cases both "
-            "runs hold with --allow-incomplete", reasons)
-    result = compare_rows(before, after, threshold)
-    result.incomplete = reasons
-    return result
-
-
-def compare(baseline: str, candidate: str, **options: Any) -> Any:
-    """Compare two stored runs: the regression verdict on whole-run aggregates, per-case and
-    per-metric deltas, paired significance and the config diff, as a typed
-    :class:`~assay.analysis.run_comparison.RunComparison` (see :func:`assay.analysis.run_comparison.compare`
-    for the options). The per-case comparison above stays what AgentV and UiPath suites use."""
-    from assay.analysis.run_comparison import compare as compare_stored
-
-    return compare_stored(baseline, candidate, **options)
-
-
-class _CallableModule(types.ModuleType):
-    """``assay.compare`` is both this module and the function: whichever the package
-    attribute holds (the module, once something imports it), calling it compares runs."""
-
-    def __call__(self, baseline: str, candidate: str, **options: Any) -> Any:
-        return compare(baseline, candidate, **options)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+__all__ = ["CaseComparison", "CompareOptions", "CompareThresholds", "Comparison",
+           "ComparisonVerdict", "Difference", "IncomparableRuns", "RunComparison",
+           "RunFigures", "RunNotCompleted", "RunNotFound", "case_status", "compare",
+           "compare_records", "compare_stored", "figures", "load_run",
+           "metric_aggregate_deltas", "metric_deltas", "policy_of", "verdict"]

@@ -4,8 +4,9 @@
 A results file is JSONL rows as ``assay run -o`` (or ``agentv eval``) writes them: each row's
 ``eval_id`` (and ``repeat``, 0 when absent) identifies the case, ``score`` is its 0-1 score and
 ``verdict`` its band (derived from the score at 0.8 / 0.6 when a row has none). A row with an
-``error`` has no score: it is an error in the comparison, not a 0. The rows become the rows
-:func:`assay.compare.compare_rows` compares, so files and stored runs are compared by one rule.
+``error`` has no score: it is an error in the comparison, not a 0. The rows become case
+records that :func:`assay.analysis.compare.compare_records` compares with the default policy,
+so files and stored runs are compared by one engine and one rule.
 
 AgentV's summary (the ``agentv`` block of ``--json``, and the ``agentv`` exit rule) is
 computed as ``agentv compare`` computes it: every matched row counts at the ``score`` it has
@@ -16,23 +17,29 @@ AgentV counts it. Every problem names the file and line: invalid JSON, a row tha
 not an object, a missing or non-text ``eval_id``, a score that is not a number in [0, 1], and
 the same case twice.
 
-Exit rules: ``assay`` (the default) fails on a regression (a loss of at least the threshold,
-or a case that passed and no longer does); ``agentv`` fails when the mean score change is
-negative, as ``agentv compare`` exits.
+Exit rules: ``assay`` (the default) is the comparison's own exit code (a regression of the
+runs' figures); ``agentv`` fails when the mean score change is negative, as ``agentv compare``
+exits.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from assay.analysis.compare import Comparison, compare_rows
+from pydantic import Field
+
+from assay.analysis.compare import CompareOptions, Comparison, compare_records
 from assay.errors import ConfigError
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict
 
 ExitRule = Literal["assay", "agentv"]
+AGENTV_THRESHOLD = 0.1
+"""``agentv compare``'s default: a score change of at least this is a win or a loss."""
 
 
 def _band(score: float | None) -> str:
@@ -91,60 +98,81 @@ def read_result_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-@dataclass
 class FileComparison(Comparison):
     """A comparison of two results files, with the score changes AgentV averages."""
 
-    agentv_deltas: list[float] = field(default_factory=list)
-    """Each matched case's change of written score, errored rows included (see above)."""
+    agentv_deltas: list[float] = Field(
+        default_factory=list, description="each matched case's change of written score, "
+        "errored rows included (see the module docstring)")
 
 
-def compare_files(before: Path, after: Path, threshold: float = 0.1) -> FileComparison:
-    """Compare two results files case by case; files sharing no case are refused."""
+def _records(path: Path, rows: list[dict[str, Any]]) -> list[CaseRecord]:
+    """A results file's rows as the case records of a run (no inputs or outputs kept)."""
+    found = []
+    for row in rows:
+        try:
+            verdict = Verdict(row["verdict"])
+        except ValueError:
+            verdict = Verdict(_band(row["score"]))
+        if row["score"] is None:
+            verdict = Verdict.ERROR
+        found.append(CaseRecord(run_id=str(path), case_id=row["case_id"], repeat=row["repeat"],
+                                case=Case(id=row["case_id"], input=""), execution=Execution(),
+                                score=row["score"], verdict=verdict))
+    return found
+
+
+def compare_files(before: Path, after: Path,
+                  options: CompareOptions | None = None) -> FileComparison:
+    """Compare two results files by the one engine (the default policy); files sharing no
+    case, or holding different cases unless allowed, are refused."""
     a, b = read_result_rows(before), read_result_rows(after)
-    compared = compare_rows(a, b, threshold)
-    if not compared.cases:
-        raise ConfigError(f"cannot compare {before} with {after}: they share no case",
-                          code="incomparable_runs")
+    runs = [RunRecord(id=str(path), suite=path.name, status=RunStatus.COMPLETED, created_at=0)
+            for path in (before, after)]
+    compared = compare_records(runs[0], runs[1], _records(before, a), _records(after, b),
+                               options)
     written = {(r["case_id"], r["repeat"]): r["written_score"] for r in b}
     deltas = []
     for row in a:
         after_score = written.get((row["case_id"], row["repeat"]))
         if row["written_score"] is not None and after_score is not None:
             deltas.append(after_score - row["written_score"])
-    return FileComparison(**vars(compared), agentv_deltas=deltas)
+    return FileComparison(**dict(compared), agentv_deltas=deltas)
+
+
+def _agentv_deltas(result: Comparison) -> list[float]:
+    """The changes AgentV averages: written scores for results files, else the 0-1 change
+    of each matched case that has a score on both sides."""
+    if isinstance(result, FileComparison):
+        return result.agentv_deltas
+    return [c.score_delta / 100 for c in result.test_case_comparisons
+            if c.score_delta is not None]
 
 
 def agentv_mean_delta(result: Comparison) -> float | None:
-    """The mean change as AgentV computes it: over written scores for results files, over
-    the scored cases for stored runs (whose errors have no score)."""
-    if isinstance(result, FileComparison):
-        deltas = result.agentv_deltas
-        return sum(deltas) / len(deltas) if deltas else None
-    return result.mean_delta
+    """The mean change as AgentV computes it."""
+    deltas = _agentv_deltas(result)
+    return sum(deltas) / len(deltas) if deltas else None
 
 
-def fails(result: Comparison, rule: ExitRule) -> bool:
+def fails(result: Comparison, rule: ExitRule, fail_on_thresholds: bool = True) -> bool:
     """Whether the comparison fails under ``rule`` (see the module's docstring)."""
     if rule == "agentv":
         mean = agentv_mean_delta(result)
         return mean is not None and round(mean, 3) < 0
-    return bool(result.regressions)
+    return result.exit_code(fail_on_thresholds) != 0
 
 
-def agentv_summary(result: Comparison) -> dict[str, Any]:
+def agentv_summary(result: Comparison, threshold: float = AGENTV_THRESHOLD) -> dict[str, Any]:
     """``agentv compare``'s JSON summary of a comparison."""
+    deltas = _agentv_deltas(result)
     mean = agentv_mean_delta(result)
-    if isinstance(result, FileComparison):
-        deltas, t = result.agentv_deltas, result.threshold
-        wins, losses = sum(d >= t for d in deltas), sum(d <= -t for d in deltas)
-        counts = {"wins": wins, "losses": losses, "ties": len(deltas) - wins - losses,
-                  "errors": len(result.cases) - len(deltas)}
-    else:
-        counts = {k + "s" if k != "loss" else "losses": result.count(k)
-                  for k in ("win", "loss", "tie", "error")}
-    return {"total": 2 * len(result.cases) + len(result.only_before) + len(result.only_after),
-            "matched": len(result.cases), **counts,
+    matched = len(result.test_case_comparisons)
+    wins, losses = sum(d >= threshold for d in deltas), sum(d <= -threshold for d in deltas)
+    only_before, only_after = (len(result.baseline_only_test_cases),
+                               len(result.candidate_only_test_cases))
+    return {"total": 2 * matched + only_before + only_after, "matched": matched,
+            "wins": wins, "losses": losses, "ties": len(deltas) - wins - losses,
+            "errors": matched - len(deltas),
             "meanDelta": None if mean is None else round(mean, 3),
-            "unmatched": {"baseline": len(result.only_before),
-                          "candidate": len(result.only_after)}}
+            "unmatched": {"baseline": only_before, "candidate": only_after}}

@@ -258,12 +258,10 @@ def _baseline(result: Any, runs: Any, set_it: bool, compare_it: bool) -> bool:
             console.print("no baseline to compare with yet (set one with assay baseline set "
                           "RUN, or --set-baseline)", highlight=False, markup=False)
         else:
-            from assay.analysis.run_comparison import compare_records, load_run
+            from assay.analysis.compare import compare_stored
             from assay.report.comparison import print_comparison
 
-            base, before = load_run(runs, found.run_id, "baseline")
-            cand, after = load_run(runs, result.run_id, "candidate")
-            comparison = compare_records(base, cand, before, after)
+            comparison = compare_stored(runs, found.run_id, result.run_id)
             print_comparison(console, comparison)
             regressed = comparison.verdict.regression_detected
     if set_it:

@@ -1,81 +1,188 @@
-"""A run comparison on the terminal: the verdict and its reasons (with their paired tests),
-the aggregates side by side, each case's status, the metrics, and what changed."""
+"""A comparison of two runs for people: the terminal, Markdown, and the rows the web UI shows.
+
+Every surface renders the one :class:`~assay.analysis.compare.Comparison` through the same
+rows, with numbers shown by :mod:`assay.types.numbers`, so a figure, a change and the verdict
+read the same in a terminal, a pull-request comment and the browser: the pass rate in percent
+and its change in points, the score on the 0-100 scale, latency and cost with the direction of
+their change in words.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from assay.analysis.compare import Comparison
+from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal
+from assay.types import numbers
 
 STATUS_STYLE = {"regression": "red", "improvement": "green", "unchanged": "white",
                 "error": "magenta"}
 
-
-def _num(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{suffix}"
+Direction = Literal["better", "worse", "same", "unknown"]
 
 
-def _signed(value: float | None, spec: str = "+.2f", suffix: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{suffix}"
+class FigureRow(BaseModel):
+    """One figure of the two runs, shown: both values, the change, and which way it went."""
+
+    label: str
+    baseline: str
+    candidate: str
+    change: str
+    direction: Direction
 
 
-def print_comparison(console: Console, result: Any) -> None:
-    """Print a :class:`~assay.analysis.run_comparison.RunComparison`."""
+class CaseRow(BaseModel):
+    """One matched case, shown."""
+
+    case_id: str
+    status: str
+    baseline: str
+    candidate: str
+    change: str
+    passed: str
+
+
+def _direction(delta: float | None, higher_is_better: bool) -> Direction:
+    if delta is None:
+        return "unknown"
+    if delta == 0:
+        return "same"
+    return "better" if (delta > 0) == higher_is_better else "worse"
+
+
+def figure_rows(result: Comparison) -> list[FigureRow]:
+    """The runs' figures side by side, as every surface shows them."""
     b, c, d = result.baseline, result.candidate, result.aggregate
-    table = Table(title=f"{for_terminal(result.baseline_run_id)} → "
-                        f"{for_terminal(result.candidate_run_id)}"
-                        + (" (matched cases only)" if result.matched_only else ""))
-    for column in ("", "baseline", "candidate", "delta"):
+    return [
+        FigureRow(label="pass rate", baseline=numbers.percent(b.pass_rate),
+                  candidate=numbers.percent(c.pass_rate),
+                  change=numbers.percent_points(d.pass_rate_delta),
+                  direction=_direction(d.pass_rate_delta, True)),
+        FigureRow(label="average score", baseline=numbers.points(b.avg_score),
+                  candidate=numbers.points(c.avg_score),
+                  change=numbers.points_delta(d.avg_score_delta),
+                  direction=_direction(d.avg_score_delta, True)),
+        FigureRow(label="latency, mean", baseline=numbers.milliseconds(b.latency_avg_ms),
+                  candidate=numbers.milliseconds(c.latency_avg_ms),
+                  change=numbers.latency_change(d.latency_avg_delta_ms),
+                  direction=_direction(d.latency_avg_delta_ms, False)),
+        FigureRow(label="latency, p95", baseline=numbers.milliseconds(b.latency_p95_ms),
+                  candidate=numbers.milliseconds(c.latency_p95_ms),
+                  change=numbers.latency_change(d.latency_p95_delta_ms),
+                  direction=_direction(d.latency_p95_delta_ms, False)),
+        FigureRow(label="cost", baseline=numbers.usd(b.cost_usd),
+                  candidate=numbers.usd(c.cost_usd), change=numbers.usd_change(d.cost_delta_usd),
+                  direction=_direction(d.cost_delta_usd, False)),
+    ]
+
+
+def case_rows(result: Comparison, limit: int | None = None) -> list[CaseRow]:
+    """The matched cases, as every surface shows them (scores on the 0-100 scale)."""
+    cases = result.test_case_comparisons if limit is None else \
+        result.test_case_comparisons[:limit]
+
+    def passed(value: bool | None) -> str:
+        return "-" if value is None else "pass" if value else "not passed"
+
+    return [CaseRow(case_id=case.test_case_id, status=case.status,
+                    baseline=numbers.points(case.baseline_score),
+                    candidate=numbers.points(case.candidate_score),
+                    change=numbers.points_delta(case.score_delta),
+                    passed=f"{passed(case.baseline_passed)} → {passed(case.candidate_passed)}")
+            for case in cases]
+
+
+def thresholds_text(result: Comparison) -> str:
+    """The thresholds the verdict used, in words."""
+    used = result.verdict.thresholds_used
+    parts = [f"pass-rate drop over {numbers.percent_points(used.get('max_pass_rate_drop', 0))}",
+             f"score drop over {used.get('max_avg_score_drop', 5):g} pt",
+             f"latency rise over {numbers.percent(used.get('max_latency_increase_pct', 0.2))} "
+             f"and {used.get('latency_floor_ms', 50):g} ms and the noise"]
+    if "max_cost_increase_pct" in used:
+        parts.append(f"cost rise over {numbers.percent(used['max_cost_increase_pct'])}")
+    text = "regression when: " + "; ".join(parts)
+    if result.verdict.require_significance is not None:
+        text += f"; a reason counts only when significant at {result.verdict.require_significance:g}"
+    return text
+
+
+def print_comparison(console: Console, result: Comparison,
+                     fail_on_thresholds: bool = True) -> None:
+    """Print a comparison on the terminal."""
+    title = f"{for_terminal(result.baseline_run_id)} → {for_terminal(result.candidate_run_id)}"
+    if result.matched_only:
+        title += " (matched cases only)"
+    table = Table(title=title)
+    for column in ("", "baseline", "candidate", "change"):
         table.add_column(column)
-    table.add_row("pass rate", _num(b.pass_rate), _num(c.pass_rate), _signed(d.pass_rate_delta,
-                                                                             "+.4f"))
-    table.add_row("avg score", _num(b.avg_score), _num(c.avg_score),
-                  _signed(d.avg_score_delta))
-    table.add_row("avg latency", _num(b.latency_avg_ms, ".0f", "ms"),
-                  _num(c.latency_avg_ms, ".0f", "ms"), _signed(d.latency_avg_delta_ms, "+.0f",
-                                                               "ms"))
-    table.add_row("p95 latency", _num(b.latency_p95_ms, ".0f", "ms"),
-                  _num(c.latency_p95_ms, ".0f", "ms"), _signed(d.latency_p95_delta_ms, "+.0f",
-                                                               "ms"))
-    table.add_row("cost", _num(b.cost_usd, ".4f"), _num(c.cost_usd, ".4f"),
-                  _signed(d.cost_delta_usd, "+.4f"))
+    colour = {"better": "green", "worse": "red", "same": "white", "unknown": "white"}
+    for row in figure_rows(result):
+        table.add_row(row.label, row.baseline, row.candidate,
+                      f"[{colour[row.direction]}]{row.change}[/]")
     console.print(table)
-    cases = Table(title="cases")
-    for column in ("case", "status", "baseline", "candidate", "delta", "passed"):
+    cases = Table(title=f"cases (scored by the {result.policy} policy, 0-100)")
+    for column in ("case", "status", "baseline", "candidate", "change", "passed"):
         cases.add_column(column, overflow="fold")
-    for case in result.test_case_comparisons:
+    for case in case_rows(result):
         style = STATUS_STYLE.get(case.status, "white")
-        passed = f"{case.baseline_passed} → {case.candidate_passed}"
-        cases.add_row(for_terminal(case.test_case_id), f"[{style}]{case.status}[/]",
-                      _num(case.baseline_score), _num(case.candidate_score),
-                      _signed(case.score_delta), passed)
+        cases.add_row(for_terminal(case.case_id), f"[{style}]{case.status}[/]", case.baseline,
+                      case.candidate, case.change, case.passed)
     console.print(cases)
+    d = result.aggregate
     console.print(f"cases: {d.total_regressions} regressed, {d.total_improvements} improved, "
-                  f"{d.total_unchanged} unchanged, {d.total_errors} errors; only in the "
+                  f"{d.total_unchanged} unchanged, {d.total_errors} error(s); only in the "
                   f"baseline {len(result.baseline_only_test_cases)}, only in the candidate "
-                  f"{len(result.candidate_only_test_cases)}", highlight=False)
+                  f"{len(result.candidate_only_test_cases)}", highlight=False, markup=False)
     for metric in d.per_metric_aggregate_deltas:
-        console.print(f"  {for_terminal(metric.metric)}: {_num(metric.baseline, '.4f')} → "
-                      f"{_num(metric.candidate, '.4f')} ({_signed(metric.delta, '+.4f')})",
-                      highlight=False)
+        console.print(f"  {for_terminal(metric.metric)}: {numbers.score(metric.baseline)} → "
+                      f"{numbers.score(metric.candidate)} ({numbers.score_delta(metric.delta)})",
+                      highlight=False, markup=False)
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {for_terminal(warning)}", highlight=False)
-    verdict = result.verdict
-    used = ", ".join(f"{k} {v:g}" for k, v in verdict.thresholds_used.items())
-    for reason in verdict.reason_details:
+    for reason in result.verdict.reason_details:
         p = "" if reason.p_value is None else f"; p={reason.p_value:.4g}"
-        tag = "" if reason.counted else " [dim](not significant: not counted)[/]"
-        console.print(f"[red]reason[/]: {for_terminal(reason.text)}{p}{tag}", highlight=False)
+        tag = "" if reason.counted else " (not significant: not counted)"
+        console.print(f"[red]reason[/]: {for_terminal(reason.text + p + tag)}", highlight=False)
     gates = result.candidate_gates
-    console.print(f"candidate gates: metrics {gates.metrics_passed}, cases "
-                  f"{gates.cases_passed}", highlight=False)
-    if verdict.regression_detected:
-        console.print(f"[red]regression detected[/] (thresholds: {used})", highlight=False)
-    else:
-        console.print(f"[green]no regression[/] (thresholds: {used})", highlight=False)
+    if gates.gate_failures:
+        console.print("candidate's own gates failed: "
+                      + for_terminal("; ".join(gates.gate_failures)), highlight=False,
+                      markup=False)
+    style = "red" if result.exit_code(fail_on_thresholds) else "green"
+    console.print(f"[{style}]{for_terminal(result.headline(fail_on_thresholds))}[/]",
+                  highlight=False)
+    console.print(f"[dim]{for_terminal(thresholds_text(result))}[/]", highlight=False)
 
 
-__all__ = ["print_comparison"]
+def comparison_markdown(result: Comparison, fail_on_thresholds: bool = True,
+                        cases_shown: int = 20) -> str:
+    """A comparison as Markdown, for a pull-request comment or a step summary."""
+    lines = [f"### {md_text(result.headline(fail_on_thresholds))}", "",
+             f"`{md_text(result.baseline_run_id)}` → `{md_text(result.candidate_run_id)}` "
+             f"({md_text(result.policy)} policy)", "",
+             "| | baseline | candidate | change |", "|---|---:|---:|---:|"]
+    for row in figure_rows(result):
+        lines.append(f"| {row.label} | {row.baseline} | {row.candidate} | {row.change} |")
+    worst = [r for r in case_rows(result) if r.status in ("regression", "error")]
+    if worst:
+        lines += ["", "| case | status | baseline | candidate | change |",
+                  "|---|---|---:|---:|---:|"]
+        for case in worst[:cases_shown]:
+            lines.append(f"| {md_text(case.case_id)} | {case.status} | {case.baseline} | "
+                         f"{case.candidate} | {case.change} |")
+        if len(worst) > cases_shown:
+            lines.append(f"\n{len(worst) - cases_shown} more not listed.")
+    for warning in result.warnings:
+        lines.append(f"\n> {md_text(warning)}")
+    lines += ["", md_text(thresholds_text(result))]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["CaseRow", "FigureRow", "case_rows", "comparison_markdown", "figure_rows",
+           "print_comparison", "thresholds_text"]

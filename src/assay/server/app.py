@@ -30,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from assay import __version__
-from assay.analysis.run_comparison import CompareThresholds, RunNotCompleted, RunNotFound
+from assay.analysis.compare import (
+    CompareOptions,
+    CompareThresholds,
+    IncomparableRuns,
+    RunNotCompleted,
+    RunNotFound,
+)
 from assay.errors import ConfigError
 from assay.report.views import (
     CaseDetail,
@@ -317,25 +323,39 @@ def create_app(settings: ServerSettings) -> FastAPI:
             require_significance: Annotated[float | None, Query(
                 gt=0, lt=1, allow_inf_nan=False, description=(
                     "a significance level (0.05): a reason whose paired test is not "
-                    "significant at it is reported but does not count"))] = None) \
-            -> ServedComparison:
-        """Compare a candidate run with a baseline (both completed): Connexity's verdict with
+                    "significant at it is reported but does not count"))] = None,
+            matched_only: Annotated[bool, Query(description="the runs' figures over the "
+                                                "cases both hold")] = False,
+            allow_incomplete: bool = False, allow_different_cases: bool = False,
+            allow_different_evaluators: bool = False, allow_different_judge: bool = False,
+            allow_different_scoring: bool = False) -> ServedComparison:
+        """Compare a candidate run with a baseline: the candidate's policy's verdict with
         each reason's paired test, the significance of the paired differences (McNemar on
         pass flags, Wilcoxon on scores and latencies), aggregate and per-metric deltas,
-        per-case statuses (regressions first), the config diff. Thresholds not given keep
-        their defaults."""
+        per-case statuses (regressions first), the config diff, and the figures and cases as
+        every surface shows them. Runs that are not like for like are refused (400, every
+        difference listed) unless each difference is allowed; thresholds not given keep their
+        defaults. The same pair gives the same verdict and counts as ``assay compare``."""
         given = {k: v for k, v in {
             "max_pass_rate_drop": max_pass_rate_drop, "max_avg_score_drop": max_avg_score_drop,
             "max_latency_increase_pct": max_latency_increase_pct}.items() if v is not None}
         try:
-            return compare(store(), baseline_run_id, candidate_run_id,
-                           CompareThresholds(**given), require_significance)
+            options = CompareOptions(
+                thresholds=CompareThresholds(**given),
+                require_significance=require_significance, matched_only=matched_only,
+                allow_incomplete=allow_incomplete, allow_different_cases=allow_different_cases,
+                allow_different_evaluators=allow_different_evaluators,
+                allow_different_judge=allow_different_judge,
+                allow_different_scoring=allow_different_scoring)
+            return compare(store(), baseline_run_id, candidate_run_id, options)
         except RunNotFound as exc:
             raise ApiError(404, "run_not_found", exc.detail) from None
         except RunNotCompleted as exc:
             raise ApiError(400, "not_comparable", exc.detail) from None
-        except ConfigError as exc:
-            raise ApiError(400, "invalid_parameter", exc.message) from None
+        except IncomparableRuns as exc:
+            raise ApiError(400, "incomparable_runs", exc.detail) from None
+        except (ConfigError, ValueError) as exc:
+            raise ApiError(400, "invalid_parameter", str(exc)) from None
 
     @app.get("/runs/baseline", response_model=RunDetail, responses=ERRORS, tags=["baselines"])
     def get_baseline(suite: Annotated[str, Query(min_length=1, max_length=MAX_TEXT)],

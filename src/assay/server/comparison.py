@@ -1,26 +1,32 @@
 """The comparison the API and the compare page show: the library's own
-(:func:`assay.analysis.run_comparison.compare_records`), with what a page needs beside it.
+(:func:`assay.analysis.compare.compare_stored`), with what a page needs beside it.
 
-The server adds nothing to how runs are compared: it names runs exactly (an API never matches a
-prefix), loads them with :func:`~assay.analysis.run_comparison.load_run` (404 for an unknown run, 400
-for one that did not complete, Connexity's responses) and answers with the library's
-:class:`~assay.analysis.run_comparison.RunComparison` -- the verdict with each reason's paired test,
-the significance of every paired difference, aggregate and per-metric deltas, the config diff --
-plus each run's list entry (for links and badges) and the per-case rows ordered regressions
-first and capped at :data:`CASES_SHOWN` (the totals in ``aggregate`` count every case).
+The server adds nothing to how runs are compared: it names runs exactly (an API never matches
+a prefix), passes the same :class:`~assay.analysis.compare.CompareOptions` the CLI and Python
+take, and answers with the library's :class:`~assay.analysis.compare.Comparison`, plus each
+run's list entry (for links and badges), the rows every surface shows (figures and cases,
+numbers already formatted by :mod:`assay.types.numbers`), the headline and the exit code the
+CLI would give, and the per-case rows ordered regressions first and capped at
+:data:`CASES_SHOWN` (the totals in ``aggregate`` count every case).
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from assay.analysis.run_comparison import (
+from assay.analysis.compare import (
     CaseComparison,
-    CompareThresholds,
-    RunComparison,
+    CompareOptions,
+    Comparison,
     RunNotFound,
-    compare_records,
-    load_run,
+    compare_stored,
+)
+from assay.report.comparison import (
+    CaseRow,
+    FigureRow,
+    case_rows,
+    figure_rows,
+    thresholds_text,
 )
 from assay.store.baselines import baseline_ids
 from assay.store.queries import RunItem, find_run
@@ -31,11 +37,16 @@ CASES_SHOWN = 1000
 STATUS_ORDER = {"regression": 0, "error": 1, "improvement": 2, "unchanged": 3}
 
 
-class ServedComparison(RunComparison):
-    """The library's comparison of two runs, with the runs' list entries."""
+class ServedComparison(Comparison):
+    """The library's comparison of two runs, with the runs' list entries and display rows."""
 
     baseline_run: RunItem
     candidate_run: RunItem
+    headline_text: str = Field(description="the verdict in one line, as the CLI prints it")
+    exit_status: int = Field(description="what assay compare exits with for this pair")
+    thresholds_text: str = Field(default="", description="the thresholds, in words")
+    figures: list[FigureRow] = Field(default_factory=list)
+    case_rows: list[CaseRow] = Field(default_factory=list)
     cases_truncated: bool = Field(
         default=False, description="test_case_comparisons holds only the first "
         f"{CASES_SHOWN} cases (regressions first); the totals in aggregate count all")
@@ -47,22 +58,21 @@ def _order(case: CaseComparison) -> tuple[int, float, str]:
 
 
 def compare(store: RunStore, baseline_id: str, candidate_id: str,
-            thresholds: CompareThresholds | None = None,
-            require_significance: float | None = None,
+            options: CompareOptions | None = None,
             cases_shown: int = CASES_SHOWN) -> ServedComparison:
-    """Compare two completed runs named exactly. Raises the library's RunNotFound,
-    RunNotCompleted (baseline checked first) and ConfigError."""
+    """Compare two runs named exactly. Raises the library's RunNotFound, RunNotCompleted
+    (baseline checked first), IncomparableRuns and ConfigError."""
     for role, run_id in (("baseline", baseline_id), ("candidate", candidate_id)):
         if find_run(store, run_id) is None:
             raise RunNotFound(role, run_id)
-    base, before = load_run(store, baseline_id, "baseline")
-    cand, after = load_run(store, candidate_id, "candidate")
-    result = compare_records(base, cand, before, after, thresholds=thresholds,
-                             require_significance=require_significance)
-    cases = sorted(result.test_case_comparisons, key=_order)
+    result = compare_stored(store, baseline_id, candidate_id, options)
+    ordered = result.model_copy(update={"test_case_comparisons": sorted(
+        result.test_case_comparisons, key=_order)[:cases_shown]})
     baselines = baseline_ids(store)
     return ServedComparison(
-        **{**dict(result), "test_case_comparisons": cases[:cases_shown]},
-        baseline_run=RunItem.of(base, baselines),
-        candidate_run=RunItem.of(cand, baselines),
-        cases_truncated=len(cases) > cases_shown)
+        **dict(ordered), baseline_run=RunItem.of(store.run_record(baseline_id), baselines),
+        candidate_run=RunItem.of(store.run_record(candidate_id), baselines),
+        headline_text=result.headline(), exit_status=result.exit_code(),
+        thresholds_text=thresholds_text(result),
+        figures=figure_rows(result), case_rows=case_rows(ordered),
+        cases_truncated=len(result.test_case_comparisons) > cases_shown)

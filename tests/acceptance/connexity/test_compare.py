@@ -1,5 +1,11 @@
 """Acceptance tests C-16 to C-23, B-01 and B-03: comparing two stored runs, through the CLI
-(every exit code) and as library functions."""
+(every exit code) and as library functions.
+
+Where assay chose otherwise than the specification (docs/connexity.md says why): reasons are
+worded by the one number formatter (``pass rate dropped 5.0 pt (100.0% → 95.0%)``); runs that
+differ in their cases, evaluators or judge are refused unless the difference is allowed (the
+specification flags them and compares); latency regresses only above the noise and a 50 ms
+floor too."""
 
 from __future__ import annotations
 
@@ -10,18 +16,18 @@ from typing import Any
 import pytest
 
 import assay
-from assay.analysis.diff import prompt_diff
-from assay.analysis.run_comparison import (
+from assay.analysis.compare import (
     CompareThresholds,
-    RunAggregate,
+    RunFigures,
     RunNotCompleted,
     RunNotFound,
     case_status,
     metric_aggregate_deltas,
     metric_deltas,
-    parse_fraction,
     verdict,
 )
+from assay.analysis.diff import prompt_diff
+from assay.run.policies.base import parse_fraction
 from assay.store.runs import RunStore
 from tests.acceptance.connexity.harness import HERE, cli, has, run
 from tests.acceptance.connexity.stub_tables import answer, same
@@ -55,7 +61,7 @@ def test_c16_the_worked_example(worked, store):
     assert aggregate["avg_score_delta"] == 1.25
     assert aggregate["latency_avg_delta_ms"] == 250.0
     assert result["verdict"]["regression_detected"] is True
-    assert result["verdict"]["reasons"] == ["avg_latency increased 25% (1000ms → 1250ms)"]
+    assert result["verdict"]["reasons"] == ["average latency rose 25% (1000 ms → 1250 ms)"]
     cases = {c["test_case_id"]: c for c in result["test_case_comparisons"]}
     assert {k: (c["status"], c["score_delta"]) for k, c in cases.items()} == {
         "A": ("regression", -6.0), "B": ("regression", -2.0), "C": ("improvement", 10.0),
@@ -82,38 +88,33 @@ def test_c16_exit_codes(worked, store):
     assert code == 0, out
     assert result is not None
     assert result["verdict"]["thresholds_used"]["max_latency_increase_pct"] == 0.3
-    # The per-case policy (AgentV, UiPath) fails on any case that regressed, whatever the
-    # latency: B went from pass to fail, and A lost 0.06 (a loss at --threshold 0.05).
-    code, out = cli("compare", base, cand, "--store", store, "--policy", "cases", "--json",
-                    "--threshold", "0.05")
-    assert code == 1
-    assert json.loads(out)["regressions"] == ["A#0", "B#0"]
     code, out = cli("compare", base, cand, "--store", store)
-    assert code == 1 and has(out, "regression detected", "avg_latency increased 25%")
-    code, out = cli("compare", base, cand, "--store", store, "--policy", "nope")
-    assert code == 2 and has(out, "expected connexity or cases")
+    assert code == 1 and has(out, "regression detected", "average latency rose 25%")
     code, out = cli("compare", base, cand, "--store", store, "--max-latency-increase-pct",
                     "a lot")
     assert code == 2 and has(out, "is not a fraction")
 
 
 def test_c17_verdict_boundaries():
-    def agg(**values: float | None) -> RunAggregate:
-        return RunAggregate(**{"pass_rate": 1.0, "avg_score": 80.0, "latency_avg_ms": 1000.0,
-                               **values})
+    def agg(**values: float | None) -> RunFigures:
+        return RunFigures(**{"pass_rate": 1.0, "avg_score": 80.0, "latency_avg_ms": 1000.0,
+                             **values})
 
     assert verdict(agg(), agg(avg_score=75.0)).reasons == []
     late = verdict(agg(), agg(avg_score=74.99))
-    assert late.reasons == ["avg_score dropped 5.0pt (80.0 → 75.0)"]
+    assert late.reasons == ["average score dropped 5.0 pt (80.0 → 75.0 of 100)"]
     assert verdict(agg(), agg(latency_avg_ms=1200.0)).reasons == []
     assert verdict(agg(), agg(latency_avg_ms=1201.0)).reasons == [
-        "avg_latency increased 20% (1000ms → 1201ms)"]
+        "average latency rose 20% (1000 ms → 1201 ms)"]
+    # under the 50 ms floor, however large the share: never a regression
+    assert verdict(agg(latency_avg_ms=10.0), agg(latency_avg_ms=40.0)).reasons == []
     assert verdict(agg(latency_avg_ms=0.0), agg(latency_avg_ms=5000.0)).reasons == []
     assert verdict(agg(latency_avg_ms=None), agg(latency_avg_ms=5000.0)).reasons == []
     assert verdict(agg(pass_rate=0.75), agg(pass_rate=0.70)).reasons == [
-        "pass_rate dropped 5% (0.75 → 0.70)"]
+        "pass rate dropped 5.0 pt (75.0% → 70.0%)"]
     assert verdict(agg(), agg()).thresholds_used == {
-        "max_pass_rate_drop": 0.0, "max_avg_score_drop": 5.0, "max_latency_increase_pct": 0.2}
+        "max_pass_rate_drop": 0.0, "max_avg_score_drop": 5.0, "max_latency_increase_pct": 0.2,
+        "latency_floor_ms": 50.0}
     assert case_status(None, None, 80.0, 75.0) == ("unchanged", -5.0)
     assert case_status(None, None, 75.0, 80.0) == ("unchanged", 5.0)
     assert case_status(None, None, 80.0, 74.99) == ("regression", -5.01)
@@ -150,7 +151,7 @@ def test_c18_errors_in_compare(stub, store, tmp_path):
     assert cases == {"E1": "unchanged", "E2": "error"}
     assert result["aggregate"]["total_errors"] == 1
     assert (result["baseline"]["pass_rate"], result["candidate"]["pass_rate"]) == (1.0, 0.5)
-    assert result["verdict"]["reasons"] == ["pass_rate dropped 50% (1.00 → 0.50)"]
+    assert result["verdict"]["reasons"] == ["pass rate dropped 50.0 pt (100.0% → 50.0%)"]
     assert result["verdict"]["regression_detected"] is True and code == 1
     assert (result["baseline"]["avg_score"], result["candidate"]["avg_score"]) == (80.0, 80.0)
 
@@ -162,7 +163,9 @@ def test_c19_case_set_drift(stub, store, tmp_path):
                                                  ("C", "⟦FAIL⟧")]))[2]
     cand = run(store, _suite(tmp_path, "cand", [("B", "⟦PASS⟧"), ("C", "⟦FAIL⟧"),
                                                  ("D", "⟦FAIL⟧")]))[2]
-    _, result, _ = compare(store, base, cand)
+    code, refused, out = compare(store, base, cand)
+    assert code == 2 and refused is None and has(out, "--allow-different-cases")
+    _, result, _ = compare(store, base, cand, "--allow-different-cases")
     assert result is not None
     assert result["baseline_only_test_cases"] == ["A"]
     assert result["candidate_only_test_cases"] == ["D"]
@@ -170,12 +173,13 @@ def test_c19_case_set_drift(stub, store, tmp_path):
     assert round(result["baseline"]["pass_rate"], 4) == 0.6667
     assert round(result["candidate"]["pass_rate"], 4) == 0.3333
     assert result["aggregate"]["pass_rate_delta"] == -0.3333
-    assert result["verdict"]["reasons"] == ["pass_rate dropped 33% (0.67 → 0.33)"]
-    _, result, _ = compare(store, base, cand, "--matched-only")
+    assert result["verdict"]["reasons"] == ["pass rate dropped 33.3 pt (66.7% → 33.3%)"]
+    _, result, _ = compare(store, base, cand, "--matched-only", "--allow-different-cases")
     assert result is not None
     assert (result["baseline"]["pass_rate"], result["candidate"]["pass_rate"]) == (0.5, 0.5)
     assert result["verdict"]["reasons"] == []
-    _code, result, _out = compare(store, base, cand, "--matched-only", "--missing-is-regression")
+    _code, result, _out = compare(store, base, cand, "--matched-only", "--missing-is-regression",
+                                  "--allow-different-cases")
     assert result is not None
     assert result["verdict"]["reasons"] == ["1 baseline case(s) missing from the candidate"]
 
@@ -205,7 +209,8 @@ def test_c21_the_library_function_behind_the_endpoint(worked, store):
     result = assay.compare(base, cand, store=store,
                            thresholds={"max_latency_increase_pct": 0.3})
     assert result.verdict.thresholds_used == {
-        "max_pass_rate_drop": 0.0, "max_avg_score_drop": 5.0, "max_latency_increase_pct": 0.3}
+        "max_pass_rate_drop": 0.0, "max_avg_score_drop": 5.0, "max_latency_increase_pct": 0.3,
+        "latency_floor_ms": 50.0}
     assert result.verdict.regression_detected is False
     with pytest.raises(RunNotFound) as missing:
         assay.compare("no-such-run", cand, store=store)
@@ -256,7 +261,7 @@ def test_run_compare_to_baseline_and_set_baseline(stub, store):
     assert code == 0 and has(out, "baseline set"), out
     code, out, _second = run(store, HERE / "compare_cand.yaml", "--compare-to-baseline",
                             *lenient)
-    assert code == 1 and has(out, "avg_latency increased 25%", "regression detected"), out
+    assert code == 1 and has(out, "average latency rose 25%", "regression detected"), out
     code, out, _third = run(store, HERE / "compare_cand.yaml", "--set-baseline")
     assert code == 1 and has(out, "baseline not set"), out  # it failed its gates
     code, out = cli("baseline", "show", first, "--store", store, "--json")
@@ -271,7 +276,7 @@ def test_c23_config_diff(stub, store, tmp_path):
                    agent='agent:\n  system_prompt: "A\\nX\\nC\\nD\\n"\n')
     base = run(store, before)[2]
     cand = run(store, after, "--judge-model", "custom:stub2")[2]
-    _code, result, _out = compare(store, base, cand)
+    _code, result, _out = compare(store, base, cand, "--allow-different-judge")
     assert result is not None
     diff = result["config_diff"]
     prompt = diff["prompt_diff"]
@@ -297,7 +302,7 @@ def test_b01_significance_does_not_change_the_verdict_unless_required(stub, stor
     code, result, _ = compare(store, base, cand, "--no-fail-on-thresholds")
     assert result is not None
     assert result["verdict"]["regression_detected"] is True
-    assert result["verdict"]["reasons"] == ["pass_rate dropped 5% (1.00 → 0.95)"]
+    assert result["verdict"]["reasons"] == ["pass rate dropped 5.0 pt (100.0% → 95.0%)"]
     cases = result["significance"]["cases"]
     assert {k: cases[k] for k in ("method", "regressed", "improved", "p_value")} == {
         "method": "mcnemar_exact", "regressed": 1, "improved": 0, "p_value": 1.0}
@@ -306,7 +311,9 @@ def test_b01_significance_does_not_change_the_verdict_unless_required(stub, stor
     code, result, _out = compare(store, base, cand, "--no-fail-on-thresholds",
                                 "--require-significance", "0.05")
     assert result is not None
-    assert result["verdict"]["reasons"] == ["pass_rate dropped 5% (1.00 → 0.95)"]
+    assert result["verdict"]["reasons"] == []  # kept in reason_details, not counted
+    assert result["verdict"]["reason_details"][0]["text"] == \
+        "pass rate dropped 5.0 pt (100.0% → 95.0%)"
     assert result["verdict"]["reason_details"][0]["tag"] == "not_significant"
     assert result["verdict"]["regression_detected"] is False
     assert code == 0
@@ -316,13 +323,16 @@ def test_b03_comparability_guard(stub, store):
     base = run(store, HERE / "compare_base.yaml")[2]
     cand = run(store, HERE / "compare_base.yaml", "--judge-model", "custom:stub2")[2]
     code, result, out = compare(store, base, cand, "--no-fail-on-thresholds")
+    assert code == 2 and result is None  # another ruler: refused unless allowed
+    assert has(out, "judge model changed (judge.model: custom:stub → custom:stub2)",
+               "--allow-different-judge")
+    code, result, out = compare(store, base, cand, "--no-fail-on-thresholds",
+                                "--allow-different-judge")
     assert result is not None
     assert result["comparable"] is False
-    assert "judge model changed (judge.model: custom:stub → custom:stub2)" in result["warnings"]
+    assert "judge model changed (judge.model: custom:stub → custom:stub2) (allowed)" in \
+        result["warnings"]
     assert result["verdict"]["regression_detected"] is False and code == 0
-    code, result, out = compare(store, base, cand, "--strict-comparability")
-    assert code == 2 and result is None
-    assert has(out, "judge model changed")
 
 
 def test_compare_thresholds_validate():
@@ -334,14 +344,14 @@ def test_compare_thresholds_validate():
 def test_the_policy_follows_the_runs_scoring_and_the_flags(stub, store):
     base = run(store, HERE / "compare_base.yaml", "--scoring", "default")[2]
     cand = run(store, HERE / "compare_cand.yaml", "--scoring", "default")[2]
-    code, out = cli("compare", base, cand, "--store", store, "--json")
-    assert "matched" in json.loads(out)  # the per-case comparison of default-scored runs
+    code, result, out = compare(store, base, cand)
+    assert result is not None and result["policy"] == "default"  # the runs' own policy
     code, result, out = compare(store, base, cand, "--max-avg-score-drop", "3")
     assert result is not None and result["verdict"]["thresholds_used"][
         "max_avg_score_drop"] == 3.0
-    code, out = cli("compare", base, cand, "--store", store, "--policy", "cases",
-                    "--matched-only")
-    assert code == 2 and has(out, "--matched-only only apply to --policy connexity")
+    connexity = run(store, HERE / "compare_cand.yaml")[2]
+    code, result, out = compare(store, base, connexity)
+    assert code == 2 and has(out, "scoring changed (default → connexity)")
 
 
 def test_repeats_are_compared_by_mean_score_and_pass_all_not_by_index(stub, store, tmp_path):

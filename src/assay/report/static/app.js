@@ -616,36 +616,57 @@
       sc.parts && sc.parts.length ? h("div", { class: "parts" }, h("h3", {}, "Parts"), sc.parts.map((p) => scoreCard(p))) : null);
   }
 
+  const ALLOW = [["allow_different_cases", "different cases"], ["allow_different_evaluators", "different evaluators"],
+    ["allow_different_judge", "a different judge"], ["allow_different_scoring", "different scoring"], ["allow_incomplete", "unfinished runs"]];
+
   async function comparePage(params) {
     if (STATIC) return h("div", { class: "panel warn" }, "Comparisons need the server: assay serve.");
     const form = { baseline: params.get("baseline") || "", candidate: params.get("candidate") || "",
       max_pass_rate_drop: params.get("max_pass_rate_drop") || "", max_avg_score_drop: params.get("max_avg_score_drop") || "",
       max_latency_increase_pct: params.get("max_latency_increase_pct") || "", require_significance: params.get("require_significance") || "",
       status: params.getAll("status") };
+    for (const [key] of ALLOW) form[key] = params.get(key) === "true" ? "true" : "";
     const input = (key, label, size) => {
       const el = h("input", { name: key, value: form[key], placeholder: label, "aria-label": label, size: size || 24 });
       el.addEventListener("change", () => { form[key] = el.value.trim(); });
       return el;
+    };
+    const allowBox = ([key, label]) => {
+      const box = h("input", { type: "checkbox", name: key });
+      box.checked = form[key] === "true";
+      box.addEventListener("change", () => { form[key] = box.checked ? "true" : ""; });
+      return h("label", { class: "allow" }, box, " allow " + label);
     };
     const submit = h("button", { id: "compare-go" }, "Compare");
     submit.addEventListener("click", () => go(route("compare", null, Object.assign({}, form, { status: [] }))));
     const head = h("div", {}, h("h1", {}, "Compare runs"),
       h("div", { class: "toolbar" }, input("baseline", "baseline run id"), "→", input("candidate", "candidate run id"),
         input("max_pass_rate_drop", "max pass-rate drop (0.0)", 10), input("max_avg_score_drop", "max score drop, points (5.0)", 12),
-        input("max_latency_increase_pct", "max latency rise (0.2)", 10), input("require_significance", "require significance (e.g. 0.05)", 14), submit));
+        input("max_latency_increase_pct", "max latency rise (0.2)", 10), input("require_significance", "require significance (e.g. 0.05)", 14), submit),
+      h("div", { class: "toolbar", id: "allow" }, ALLOW.map(allowBox)));
     if (!form.baseline || !form.candidate) return h("div", {}, head, h("p", { class: "muted" }, "Pick two runs on the runs page, or give their ids."));
-    const cmp = await api("/runs/compare", { baseline_run_id: form.baseline, candidate_run_id: form.candidate,
+    const query = { baseline_run_id: form.baseline, candidate_run_id: form.candidate,
       max_pass_rate_drop: form.max_pass_rate_drop, max_avg_score_drop: form.max_avg_score_drop, max_latency_increase_pct: form.max_latency_increase_pct,
-      require_significance: form.require_significance });
+      require_significance: form.require_significance };
+    for (const [key] of ALLOW) query[key] = form[key];
+    let cmp;
+    try {
+      cmp = await api("/runs/compare", query);
+    } catch (e) {
+      if (e instanceof Failure && e.status === 400) {
+        return h("div", {}, head, h("div", { class: "panel warn", id: "not-comparable" }, badge("not comparable", "error"), " ", e.message,
+          h("p", { class: "muted" }, "Tick what to allow above and compare again: the same refusal as assay compare's exit 2.")));
+      }
+      throw e;
+    }
     const b = cmp.baseline_run, c = cmp.candidate_run;
-    const ab = cmp.baseline, ac = cmp.candidate, d = cmp.aggregate;
+    const d = cmp.aggregate;
     const v = cmp.verdict;
     const statuses = ["regression", "error", "improvement", "unchanged"];
-    const cases = cmp.test_case_comparisons;
+    const cases = cmp.case_rows;
     const shown = form.status.length ? cases.filter((x) => form.status.includes(x.status)) : cases;
     const statusLink = (st) => route("compare", null, Object.assign({}, form, { status: form.status.includes(st) ? form.status.filter((x) => x !== st) : form.status.concat([st]) }));
     const totals = { regression: d.total_regressions, error: d.total_errors, improvement: d.total_improvements, unchanged: d.total_unchanged };
-    const agg = (label, before, after, delta, digits, unit) => h("tr", {}, h("td", {}, label), h("td", { class: "num" }, before), h("td", { class: "num" }, after), h("td", { class: "num" }, fmt.delta(delta, digits, unit)));
     const pValue = (p) => (p === null || p === undefined ? "—" : p < 0.0001 ? "< 0.0001" : Number(p).toFixed(4));
     const num = (x, digits) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
     // Lower is worse, except for latency; a significant change is coloured by its direction.
@@ -679,33 +700,29 @@
       cd.prompt_diff.changed ? h("tr", {}, h("td", { class: "id" }, `system prompt (+${cd.prompt_diff.added_line_count} −${cd.prompt_diff.removed_line_count})`), h("td", { colspan: 2 }, h("pre", {}, cd.prompt_diff.diff))) : null].flat().filter(Boolean);
     return h("div", {}, head,
       h("div", { class: "panel", id: "verdict" }, h("div", { class: "verdict-banner" },
-        v.regression_detected ? badge("regression detected", "regression") : badge("no regression", "improvement"),
-        cmp.comparable ? null : badge("not comparable", "error"),
+        v.regression_detected ? badge("regression detected", "regression") : cmp.exit_status ? badge("candidate failed its gates", "regression") : badge("no regression", "improvement"),
+        cmp.comparable ? null : badge("differences allowed", "error"),
+        h("span", { id: "headline" }, cmp.headline_text),
         h("span", {}, h("a", { href: route("run", b.id) }, b.id), " → ", h("a", { href: route("run", c.id) }, c.id))),
         v.reason_details.length ? h("ul", { id: "reasons" }, v.reason_details.map(reasonLine)) : h("p", { class: "muted" }, "No threshold was crossed."),
-        h("p", { class: "muted" }, `thresholds: pass-rate drop ≤ ${v.thresholds_used.max_pass_rate_drop}, score drop ≤ ${v.thresholds_used.max_avg_score_drop} pt, latency rise ≤ ${(100 * v.thresholds_used.max_latency_increase_pct).toFixed(0)}%`
-          + (v.require_significance !== null && v.require_significance !== undefined ? `; a reason counts only when significant at ${v.require_significance}` : "; significance is reported, it does not decide the verdict")),
+        h("p", { class: "muted", id: "thresholds" }, cmp.thresholds_text),
         cmp.warnings.map((w) => h("div", { class: "panel warn" }, w))),
       h("div", { class: "panel" }, h("h2", {}, "Significance"), h("p", { class: "muted" }, "Paired tests on the cases both runs hold: McNemar on pass/fail, Wilcoxon on scores and latencies; the difference is the candidate's minus the baseline's, with a 95% bootstrap interval."),
         sigRows.length ? h("table", { id: "significance" }, h("thead", {}, h("tr", {}, h("th", {}, "Test"), h("th", {}, "Method"), h("th", { class: "num" }, "Pairs"), h("th", { class: "num" }, "Difference"), h("th", { class: "num" }, "95% interval"), h("th", { class: "num" }, "p"), h("th", {}, ""))),
           h("tbody", {}, sigRows)) : h("p", { class: "muted", id: "significance" }, "No case is in both runs: nothing to test.")),
       h("div", { class: "grid" },
         h("div", { class: "panel" }, h("h2", {}, "Aggregates"), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
-          h("tbody", {},
-            agg("pass rate", fmt.pct(ab.pass_rate), fmt.pct(ac.pass_rate), d.pass_rate_delta === null ? null : 100 * d.pass_rate_delta, 1, " pt"),
-            agg("score (0-100)", num(ab.avg_score, 1), num(ac.avg_score, 1), d.avg_score_delta, 2),
-            agg("latency mean", fmt.ms(ab.latency_avg_ms), fmt.ms(ac.latency_avg_ms), d.latency_avg_delta_ms === null ? null : -d.latency_avg_delta_ms, 0, " ms faster"),
-            agg("latency p95", fmt.ms(ab.latency_p95_ms), fmt.ms(ac.latency_p95_ms), d.latency_p95_delta_ms === null ? null : -d.latency_p95_delta_ms, 0, " ms faster"),
-            agg("judge cost", fmt.cost(ab.cost_usd), fmt.cost(ac.cost_usd), d.cost_delta_usd === null ? null : -d.cost_delta_usd, 4, " $ saved")))),
+          h("tbody", { id: "figures" }, cmp.figures.map((f) => h("tr", {}, h("td", {}, f.label), h("td", { class: "num" }, f.baseline), h("td", { class: "num" }, f.candidate),
+            h("td", { class: "num" }, h("span", { class: f.direction === "worse" ? "delta-neg" : f.direction === "better" ? "delta-pos" : "" }, f.change))))))),
         h("div", { class: "panel" }, h("h2", {}, "Per evaluator"), h("table", { id: "metric-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
           h("tbody", {}, evalRows, metricRows)))),
       h("div", { class: "panel" }, h("h2", {}, "Cases"),
         h("div", { class: "toolbar" }, statuses.map((st) => h("a", { class: "chip" + (form.status.includes(st) ? " on" : ""), href: statusLink(st), "data-status": st }, `${st} ${fmt.int(totals[st])}`))),
         h("div", { class: "table-wrap" }, h("table", { id: "case-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"), h("th", { class: "num" }, "Baseline (0-100)"), h("th", { class: "num" }, "Candidate (0-100)"), h("th", { class: "num" }, "Delta"), h("th", {}, "Passed"))),
           h("tbody", {}, shown.length ? shown.map((x) => h("tr", {}, h("td", {}, badge(x.status)),
-            h("td", { class: "id" }, h("a", { href: route("case", c.id, { case_id: x.test_case_id, repeat: 0 }) }, x.test_case_id)),
-            h("td", { class: "num" }, num(x.baseline_score, 1)), h("td", { class: "num" }, num(x.candidate_score, 1)), h("td", { class: "num" }, fmt.delta(x.score_delta, 1)),
-            h("td", {}, badge(x.baseline_passed ? "pass" : "fail"), " → ", badge(x.candidate_passed ? "pass" : "fail")))) : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No case.")))),
+            h("td", { class: "id" }, h("a", { href: route("case", c.id, { case_id: x.case_id, repeat: 0 }) }, x.case_id)),
+            h("td", { class: "num" }, x.baseline), h("td", { class: "num" }, x.candidate), h("td", { class: "num" }, x.change),
+            h("td", {}, x.passed))) : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No case.")))),
         cmp.cases_truncated ? h("p", { class: "muted" }, "Only the first cases are listed; the counts cover all.") : null),
         cmp.baseline_only_test_cases.length || cmp.candidate_only_test_cases.length ? h("p", { class: "muted" }, `only in the baseline: ${cmp.baseline_only_test_cases.length}; only in the candidate: ${cmp.candidate_only_test_cases.length}`) : null),
       h("div", { class: "panel" }, h("h2", {}, "Config diff"), diffRows.length ? h("table", { id: "config-diff" }, h("thead", {}, h("tr", {}, h("th", {}, "What"), h("th", {}, "Baseline"), h("th", {}, "Candidate"))),

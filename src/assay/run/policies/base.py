@@ -274,11 +274,11 @@ def run_regressions(before: RunFigures, after: RunFigures, pairs: LatencyPairs,
     if b is not None and c is not None and round(b - c, 10) > t.max_pass_rate_drop:
         found.append(Reason(check="pass_rate", significance="cases",
                             text=f"pass rate dropped {(b - c) * 100:.1f} pt "
-                                 f"({b * 100:.1f}% -> {c * 100:.1f}%)"))
+                                 f"({b * 100:.1f}% → {c * 100:.1f}%)"))
     b, c = before.avg_score, after.avg_score
     if b is not None and c is not None and round(b - c, 10) > t.max_avg_score_drop:
         found.append(Reason(check="avg_score", significance="score",
-                            text=f"average score dropped {b - c:.1f} pt ({b:.1f} -> {c:.1f} "
+                            text=f"average score dropped {b - c:.1f} pt ({b:.1f} → {c:.1f} "
                                  "of 100)"))
     slower = latency_regressed(before, after, pairs, t)
     if slower is not None:
@@ -287,7 +287,7 @@ def run_regressions(before: RunFigures, after: RunFigures, pairs: LatencyPairs,
     if t.max_cost_increase_pct is not None and b is not None and c is not None and b > 0 and \
             (c - b) / b > t.max_cost_increase_pct:
         found.append(Reason(check="cost", text=f"cost rose {(c - b) / b * 100:.0f}% "
-                                                f"(${b:.4f} -> ${c:.4f})"))
+                                                f"(${b:.4f} → ${c:.4f})"))
     return found
 
 
@@ -309,9 +309,9 @@ def latency_regressed(before: RunFigures, after: RunFigures, pairs: LatencyPairs
         noise = NOISE_SIGMAS * statistics.stdev(diffs) / math.sqrt(len(diffs))
         if statistics.fmean(diffs) <= noise:
             return None
-    detail = f", noise {noise:.0f} ms" if noise is not None else ""
+    detail = f", noise ±{noise:.0f} ms" if noise is not None and noise >= 1 else ""
     return Reason(check="avg_latency", significance="latency",
-                  text=f"average latency rose {increase / b * 100:.0f}% ({b:.0f} ms -> "
+                  text=f"average latency rose {increase / b * 100:.0f}% ({b:.0f} ms → "
                        f"{c:.0f} ms{detail})")
 
 
