@@ -143,6 +143,12 @@ def test_runs_to_run_to_case_to_compare(browser, demo, tmp_path):
     assert page.is_disabled("#compare-selected")
     page.check(f"input[aria-label='select {ids[4]}']")
     page.click("#compare-selected")
+    page.wait_for_selector("#not-comparable")  # another judge: refused, as the CLI's exit 2
+    assert "judge model changed" in page.locator("#not-comparable").inner_text()
+    watch.errors.clear()  # the browser logs the refused request itself
+    _shot(page, tmp_path, "compare-refused")
+    page.check("input[name='allow_different_judge']")
+    page.click("#compare-go")
     page.wait_for_selector("#verdict")
     assert ids[3] in page.locator("#verdict").inner_text()
     assert page.locator("#case-deltas tbody tr").count() == 150
@@ -153,7 +159,7 @@ def test_runs_to_run_to_case_to_compare(browser, demo, tmp_path):
     cases_row = page.locator("#significance tbody tr:has(td:text-is('cases'))")
     assert "mcnemar" in cases_row.inner_text() and "150" in cases_row.inner_text()
     assert re.search(r"\d\.\d{4}|< 0\.0001", cases_row.locator("td").nth(5).inner_text())
-    assert "not comparable" in page.locator("#verdict").inner_text()
+    assert "differences allowed" in page.locator("#verdict").inner_text()
     _shot(page, tmp_path, "compare")
     page.click("a.chip[data-status='regression']")
     _rendered(page, "status=regression")
@@ -204,8 +210,9 @@ def test_marking_a_baseline_offers_the_comparison_with_it(browser, demo):
     page.goto(f"{served.url}/#/run/{ids[4]}")
     page.wait_for_selector("#compare-baseline")
     page.click("#compare-baseline")
-    page.wait_for_selector("#verdict")
-    assert ids[2] in page.locator("#verdict").inner_text()
+    page.wait_for_selector("#verdict, #not-comparable")
+    assert ids[2] in page.url
+    watch.errors.clear()  # runs of different judges: the refused request is logged
     page.goto(f"{served.url}/#/run/{ids[2]}")
     page.click("#baseline-toggle")
     page.wait_for_selector("#baseline-toggle:text('Mark as baseline')")
@@ -343,4 +350,45 @@ def test_a_huge_case_shows_in_part_and_reads_whole_on_demand(browser, tmp_path):
         item.locator("button").click()
         expect(item.locator("pre")).to_have_count(1)
         assert item.locator("pre").evaluate("e => e.textContent.length") == len(HUGE_OUTPUT)
+        watch.clean()
+
+
+def test_the_compare_page_says_what_every_other_surface_says(browser, tmp_path):
+    """The one-answer pairs (tests/test_one_answer.py) on the compare page: its headline and
+    exit status are the CLI's, and a pair the CLI refuses is refused on the page."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from assay.cli import app as cli_app
+    from tests.test_one_answer import CASES, POLICIES, _store_run
+
+    url = f"sqlite:///{tmp_path / 'pairs.db'}"
+    store = RunStore(url)
+    half = set(CASES[:6])
+    for policy in POLICIES:
+        _store_run(store, f"{policy}-base", policy, half)
+        _store_run(store, f"{policy}-worse", policy, set(CASES[:3]))
+        _store_run(store, f"{policy}-better", policy, half | set(CASES[6:9]))
+        _store_run(store, f"{policy}-incomparable", policy, half, evaluator="other_judge")
+    store.close()
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        for policy in POLICIES:
+            for pair in ("worse", "better", "incomparable"):
+                cand = f"{policy}-{pair}"
+                done = CliRunner().invoke(cli_app, ["compare", f"{policy}-base", cand,
+                                                    "--store", url, "--json"])
+                page.goto("about:blank")
+                page.goto(f"{served.url}/#/compare?baseline={policy}-base&candidate={cand}")
+                page.wait_for_selector("#verdict, #not-comparable")
+                if done.exit_code == 2:
+                    assert page.locator("#not-comparable").count() == 1, (policy, pair)
+                    watch.errors.clear()  # the browser logs the refused request itself
+                    continue
+                printed = json.loads(done.output)
+                assert page.locator("#headline").inner_text() == printed["headline"]
+                regressed = "regression detected" in page.locator("#verdict").inner_text()
+                assert regressed == (done.exit_code == 1), (policy, pair)
         watch.clean()

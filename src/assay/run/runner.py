@@ -272,7 +272,7 @@ class Runner:
             if execution.error is None or attempt == self.config.agent_retries:
                 break
             started = time.perf_counter()
-        if execution.latency_ms is None:
+        if execution.latency_ms is None and target.measures_latency:
             execution.latency_ms = (time.perf_counter() - started) * 1000
         if execution.error is None:
             try:

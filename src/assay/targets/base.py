@@ -44,6 +44,9 @@ class Target(ABC):
     timeout_s: float | None = None
     """The target's own bound on one run, when it has one; a run's default agent timeout
     (600 s) never cuts a longer one short."""
+    measures_latency: bool = True
+    """Whether the time a call takes is the agent's latency. Outputs recorded elsewhere
+    have only the latency they recorded: replaying them takes no agent's time."""
 
     @abstractmethod
     async def run(self, case: Case) -> Execution:
@@ -72,6 +75,7 @@ class RecordedOutput(Target):
     """The execution is the case's own recorded output: for judging outputs made elsewhere."""
 
     name = "recorded"
+    measures_latency = False
 
     def __init__(self, outputs: dict[str, Execution] | None = None) -> None:
         self.outputs = outputs or {}
@@ -84,5 +88,5 @@ class RecordedOutput(Target):
             return Execution(input=case.input, error=f"no recorded output for case {case.id!r}")
         latency = case.metadata.get("latency_ms")
         if isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0:
-            latency = None  # the measured time stands in for a latency not recorded
+            latency = None  # not recorded: unknown, never the time the replay took
         return Execution(input=case.input, output=recorded, latency_ms=latency)

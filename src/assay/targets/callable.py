@@ -77,14 +77,14 @@ class CallableTarget(Target):
         deadline = asyncio.timeout(self.timeout_s) if self.timeout_s is not None else None
         try:
             async with deadline or _NO_DEADLINE:
-                result = await self._call(argument)
+                result, took = await self._call(argument)
         except Exception as exc:  # sys.exit() in the agent too: _call runs it as user code
             if isinstance(exc, TimeoutError) and deadline is not None and deadline.expired():
                 return Execution(input=case.input, latency_ms=elapsed_ms(started),
                                  error=f"agent function timed out after {self.timeout_s:g}s")
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
                              error=f"agent function {raised(exc)}")
-        return _execution(case, result, elapsed_ms(started))
+        return _execution(case, result, took if took is not None else elapsed_ms(started))
 
     def _keywords(self, argument: Any) -> dict[str, Any] | None:
         """The input as keyword arguments, when it is a dict of the function's parameters."""
@@ -97,19 +97,31 @@ class CallableTarget(Target):
             return None
         return argument
 
-    async def _call(self, argument: Any) -> Any:
+    async def _call(self, argument: Any) -> tuple[Any, float | None]:
+        """The function's result, and for a sync function the time it took on its own
+        thread: the agent's latency, without the wait for a thread or the event loop."""
         keywords = self._keywords(argument)
+        took: float | None
         with user_code():
             if self.is_async:
                 return await (self.fn(**keywords) if keywords is not None
-                              else self.fn(argument))
+                              else self.fn(argument)), None
             if keywords is not None:
-                result = await run_blocking(self.fn, **keywords)
+                result, took = await run_blocking(_timed, self.fn, (), keywords)
             else:
-                result = await run_blocking(self.fn, argument)
+                result, took = await run_blocking(_timed, self.fn, (argument,), {})
             if inspect.isawaitable(result):
                 result = await result
-            return result
+                took = None
+            return result, took
+
+
+def _timed(fn: Callable[..., Any], args: tuple[Any, ...],
+           kwargs: dict[str, Any]) -> tuple[Any, float]:
+    """``fn(*args, **kwargs)`` and the milliseconds it took, measured on its own thread."""
+    started = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, (time.perf_counter() - started) * 1000
 
 
 def _first_parameter_is_case(fn: Callable[..., Any]) -> bool:

@@ -35,6 +35,7 @@ class MockedTarget(Target):
         self.workers = inner.workers
         self.judge_target = inner.judge_target
         self.timeout_s = inner.timeout_s
+        self.measures_latency = inner.measures_latency
 
     async def preflight(self) -> None:
         await self.inner.preflight()

@@ -1,0 +1,229 @@
+"""One answer everywhere: the same pair of runs gets the same verdict, the same per-case
+counts and the same exit code from ``assay compare --json``, ``assay.compare()`` and
+``GET /runs/compare`` (the web UI renders the last; ``test_browser`` checks the page), under
+each policy (default, Connexity, Databricks) and for every kind of pair (equal, better, worse,
+incomparable). Identical runs (A/A) never regress, whatever their agent.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+import assay
+from assay.analysis.compare import IncomparableRuns
+from assay.cli import app as cli_app
+from assay.store.runs import RunStore
+from assay.types.case import Case
+from assay.types.execution import Execution
+from assay.types.records import (
+    CaseRecord,
+    EvaluatorSpec,
+    RunSnapshot,
+    SummaryBuilder,
+    Verdict,
+)
+from assay.types.score import Score
+from tests.server_support import serve
+
+CASES = [f"c{i:02d}" for i in range(12)]
+POLICIES = ("default", "connexity", "databricks")
+PAIRS = ("equal", "better", "worse", "incomparable")
+
+
+def _record(run_id: str, policy: str, case_id: str, good: bool) -> CaseRecord:
+    """One case of a run judged well (``good``) or badly, as its policy would record it."""
+    if policy == "databricks":
+        score = Score(name="correctness", value=1.0 if good else 0.0, scale="yes/no",
+                      label="yes" if good else "no")
+    else:
+        score = Score(name="judge", value=0.9 if good else 0.4)
+    overall = (90.0 if good else 40.0) if policy == "connexity" else None
+    return CaseRecord(run_id=run_id, case_id=case_id, case=Case(id=case_id, input="q"),
+                      execution=Execution(output="a", latency_ms=100.0), scores=[score],
+                      score=0.9 if good else 0.4, overall_score=overall,
+                      verdict=Verdict.PASS if good else Verdict.FAIL)
+
+
+def _store_run(store: RunStore, run_id: str, policy: str, good: set[str],
+               evaluator: str = "judge") -> None:
+    run = {"scoring": policy, **({"naming": "databricks"} if policy == "databricks" else {})}
+    name = "correctness" if policy == "databricks" else evaluator
+    snapshot = RunSnapshot(suite_name="s", suite_hash="h", judge_models=["fake:judge"],
+                           evaluators=[EvaluatorSpec(name=name, type=evaluator)], run=run)
+    store.create_run("s", snapshot.model_dump(mode="json"), run_id=run_id)
+    builder = SummaryBuilder()
+    for case_id in CASES:
+        record = _record(run_id, policy, case_id, case_id in good)
+        store.record_execution(run_id, case_id, 0, record.execution)
+        for score in record.scores:
+            store.record_score(run_id, case_id, 0, score)
+        store.record_case(record)
+        builder.add(record)
+    summary = builder.build()
+    summary.passed = True
+    store.flush()
+    store.set_status(run_id, "completed", summary.model_dump(mode="json"))
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Per policy, a baseline and four candidates: equal, better, worse and incomparable."""
+    path = tmp_path_factory.mktemp("one-answer") / "runs.db"
+    url = f"sqlite:///{path}"
+    store = RunStore(url)
+    half = set(CASES[:6])
+    for policy in POLICIES:
+        _store_run(store, f"{policy}-base", policy, half)
+        _store_run(store, f"{policy}-equal", policy, half)
+        _store_run(store, f"{policy}-better", policy, half | set(CASES[6:9]))
+        _store_run(store, f"{policy}-worse", policy, set(CASES[:3]))
+        _store_run(store, f"{policy}-incomparable", policy, half, evaluator="other_judge")
+    store.close()
+    yield url
+
+
+@pytest.fixture(scope="module")
+def api(stored: str) -> Iterator[httpx.Client]:
+    with serve(stored) as served, served.client() as client:
+        yield client
+
+
+def answers(stored: str, api: httpx.Client, policy: str, pair: str) -> list[dict[str, Any]]:
+    """What each surface says of one pair: its exit code, verdict and counts."""
+    base, cand = f"{policy}-base", f"{policy}-{pair}"
+    found = []
+    done = CliRunner().invoke(cli_app, ["compare", base, cand, "--store", stored, "--json"])
+    if done.exit_code == 2:
+        found.append({"exit": 2})
+    else:
+        data = json.loads(done.output)
+        found.append({"exit": done.exit_code, "regressed": data["verdict"]["regression_detected"],
+                      "counts": _counts(data["aggregate"]), "policy": data["policy"]})
+    try:
+        result = assay.compare(base, cand, store=stored)
+    except IncomparableRuns:
+        found.append({"exit": 2})
+    else:
+        found.append({"exit": result.exit_code(), "regressed": result.verdict.regression_detected,
+                      "counts": _counts(result.aggregate.model_dump()), "policy": result.policy})
+    response = api.get("/runs/compare", params={"baseline_run_id": base,
+                                                "candidate_run_id": cand})
+    if response.status_code == 400:
+        found.append({"exit": 2})
+    else:
+        data = response.json()
+        found.append({"exit": data["exit_status"],
+                      "regressed": data["verdict"]["regression_detected"],
+                      "counts": _counts(data["aggregate"]), "policy": data["policy"]})
+    return found
+
+
+def _counts(aggregate: dict[str, Any]) -> tuple[int, int, int, int]:
+    return (aggregate["total_regressions"], aggregate["total_improvements"],
+            aggregate["total_unchanged"], aggregate["total_errors"])
+
+
+EXPECTED = {"equal": (0, False, (0, 0, 12, 0)), "better": (0, False, (0, 3, 9, 0)),
+            "worse": (1, True, (3, 0, 9, 0))}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("pair", PAIRS)
+def test_every_surface_gives_the_same_answer(stored, api, policy, pair):
+    said = answers(stored, api, policy, pair)
+    assert said[0] == said[1] == said[2], said
+    if pair == "incomparable":
+        assert said[0] == {"exit": 2}
+        return
+    code, regressed, counts = EXPECTED[pair]
+    assert said[0] == {"exit": code, "regressed": regressed, "counts": counts,
+                       "policy": policy}
+
+
+# -- A/A: identical runs never regress -----------------------------------------------------
+
+
+def _rows(count: int = 20) -> list[dict[str, Any]]:
+    return [{"id": f"q{i}", "input": f"question {i}", "expected_output": f"answer {i}"}
+            for i in range(count)]
+
+
+def quick_agent(question: str) -> str:
+    """A Python agent that takes a few microseconds."""
+    return question.replace("question", "answer")
+
+
+def jittery_agent(question: str) -> str:
+    """A Python agent whose time varies from call to call (0-20 ms), as real ones do."""
+    time.sleep((hash(question) % 20) / 1000)
+    return question.replace("question", "answer")
+
+
+def _twice(tmp_path: Path, **options: Any) -> tuple[Any, Any]:
+    store = f"sqlite:///{tmp_path / 'aa.db'}"
+    first = assay.evaluate(_rows(), evaluators=["exact_match"], store=store, cache="off",
+                           **options)
+    second = assay.evaluate(_rows(), evaluators=["exact_match"], store=store, cache="off",
+                            **options)
+    return store, assay.compare(first.run_id, second.run_id, store=store)
+
+
+@pytest.mark.parametrize("agent", [quick_agent, jittery_agent])
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_a_python_agent_against_itself_never_regresses(tmp_path, agent, concurrency):
+    _, result = _twice(tmp_path, target=agent, concurrency=concurrency)
+    assert not result.verdict.regression_detected, result.verdict.reasons
+    assert result.exit_code() == 0 and result.aggregate.total_unchanged == 20
+
+
+def test_a_quick_python_agents_latency_is_its_own_time(tmp_path):
+    store = f"sqlite:///{tmp_path / 'own.db'}"
+    result = assay.evaluate(_rows(40), target=quick_agent, evaluators=["exact_match"],
+                            store=store, concurrency=16)
+    latencies = [r.execution.latency_ms for r in result.records]
+    assert all(x is not None and x < 5 for x in latencies), max(latencies)  # type: ignore
+
+
+@pytest.mark.parametrize("repeat", range(3))
+def test_recorded_outputs_against_themselves_never_regress(tmp_path, repeat):
+    rows = [{**row, "output": row["expected_output"]} for row in _rows()]
+    store = f"sqlite:///{tmp_path / 'rec.db'}"
+    first = assay.evaluate(rows, evaluators=["exact_match"], store=store)
+    second = assay.evaluate(rows, evaluators=["exact_match"], store=store)
+    result = assay.compare(first.run_id, second.run_id, store=store)
+    assert result.exit_code() == 0 and not result.verdict.reasons
+    assert result.baseline.latency_avg_ms is None  # nothing was measured: no latency
+
+
+def test_outputs_replayed_by_a_recorded_target_have_no_made_up_latency(tmp_path):
+    (tmp_path / "outputs.jsonl").write_text("".join(
+        json.dumps({"id": f"q{i}", "output": f"answer {i}"}) + "\n" for i in range(5)))
+    (tmp_path / "targets.yaml").write_text(
+        "targets:\n  - name: replay\n    provider: recorded\n    path: outputs.jsonl\n")
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps(r) + "\n" for r in _rows(5)))
+    result = assay.evaluate(suite, target="replay", evaluators=["exact_match"],
+                            targets_file=str(tmp_path / "targets.yaml"),
+                            store=f"sqlite:///{tmp_path / 'replay.db'}")
+    assert [r.execution.latency_ms for r in result.records] == [None] * 5
+
+
+def test_an_http_agent_against_itself_never_regresses(tmp_path, mock_server):
+    (tmp_path / "targets.yaml").write_text(
+        f"targets:\n  - name: bot\n    provider: http\n    url: {mock_server.url}/chat/completions\n")
+    for _ in range(3):
+        store = f"sqlite:///{tmp_path / 'http.db'}"
+        first = assay.evaluate(_rows(), target="bot", evaluators=["contains"], store=store,
+                               targets_file=str(tmp_path / "targets.yaml"), cache="off")
+        second = assay.evaluate(_rows(), target="bot", evaluators=["contains"], store=store,
+                                targets_file=str(tmp_path / "targets.yaml"), cache="off")
+        result = assay.compare(first.run_id, second.run_id, store=store)
+        assert result.exit_code() == 0, result.verdict.reasons
