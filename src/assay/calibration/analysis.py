@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay import __version__
+from assay._version import __version__
 from assay.calibration.agreement import (
     Bootstrap,
     Reliability,

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay import __version__
+from assay._version import __version__
 from assay.errors import ConfigError
 from assay.store import queries
 from assay.store.runs import RunStore

@@ -25,9 +25,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assay import __version__
 from assay._util.user_code import user_code
 from assay._util.user_paths import user_path
+from assay._version import __version__
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.engine import DryRunEstimate, JudgeEngine

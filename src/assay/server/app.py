@@ -29,7 +29,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from assay import __version__
+from assay._version import __version__
 from assay.analysis.compare import (
     CompareOptions,
     CompareThresholds,
