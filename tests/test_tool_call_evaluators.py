@@ -15,11 +15,10 @@ from assay.judges.deterministic.tool_calls import (
     ToolCallCount,
     ToolCallOrder,
     ToolCallOutput,
-    args_match,
     lcs,
 )
 from assay.llm import EngineConfig, JudgeEngine
-from assay.traces.tools import ToolCallRecord
+from assay.traces.tools import ToolCallRecord, args_match
 from assay.types.case import Case
 from assay.types.execution import Execution
 

@@ -10,8 +10,7 @@ import pytest
 
 from assay.errors import EvaluationError
 from assay.judges import EvalContext, build
-from assay.judges.deterministic.trajectory import args_match
-from assay.traces.tools import ToolCallRecord
+from assay.traces.tools import ToolCallRecord, args_match
 from assay.traces.tools import tool_calls as extract_tool_calls
 from assay.types.case import Case
 from assay.types.execution import Execution

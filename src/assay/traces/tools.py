@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util.jsondata import same_data
 from assay.types.execution import Execution
 from assay.types.json import dump_json
 from assay.types.messages import Message
@@ -138,6 +139,23 @@ def tool_calls(execution: Execution) -> list[ToolCallRecord]:
     return from_trace if from_trace else tool_calls_from_messages(execution.messages)
 
 
+# -- the one rule that says whether a call is the one expected --------------------------------
+#
+# Every tool evaluator (UiPath's order, count, args and outputs; AgentV's tool_trajectory;
+# Connexity's expected_tool_calls) asks these functions, so one call is matched the same way
+# by all of them:
+#
+# - names are compared sanitised (whitespace runs to ``_``, only ``[A-Za-z0-9_-]``, at most 64
+#   characters, as LLM tool APIs accept them), case kept: ``search web`` is ``search_web``,
+#   ``Search_Web`` is another tool;
+# - a call that carries a tool id (a span's ``tool.id``) is named by that id: an expected id,
+#   or an expectation's bare name used as a key; its own name is then not compared;
+# - arguments are "any", or an expected dict matched against the call's: ``subset`` (partial:
+#   every key given present, nested dicts partially, lists and scalars equal as data) or
+#   exact (the same keys and equal values, all the way down); values are equal as data
+#   (:func:`~assay._util.jsondata.same_data`: integers exactly, 1 == 1.0, ``True`` is not 1).
+
+
 def sanitize_tool_name(name: str) -> str:
     """A name as LLM tool APIs accept it: whitespace runs to ``_``, only ``[A-Za-z0-9_-]``,
     at most 64 characters. Expected and actual names are compared in this form."""
@@ -151,22 +169,33 @@ def match_key(call: ToolCallRecord) -> str:
 
 
 def matches_key(call: ToolCallRecord, key: str) -> bool:
-    """Whether a call is the one a bare string (an expected order or count entry) names.
-
-    A call with a tool id is named only by that id; a call without one by its name, both
-    sides sanitised.
-    """
+    """Whether a call is the one a bare string (an expected order or count entry) names:
+    a call with a tool id by that id, one without by its name, both sides sanitised."""
     if call.id:
         return key == call.id
     return sanitize_tool_name(key) == sanitize_tool_name(call.name)
 
 
-def matches_expected(call: ToolCallRecord, name: str, tool_id: str | None) -> bool:
-    """Whether a call is an expected ``{name, id?}`` call.
-
-    A call with a tool id matches only the same expected id; a call without one matches by
-    sanitised name. An id is never compared with a name.
-    """
+def matches_expected(call: ToolCallRecord, name: str, tool_id: str | None = None) -> bool:
+    """Whether a call is an expected ``{name, id?}`` call: a call with a tool id is named by
+    that id (the expected id, or with none the expected name as a bare key); a call without
+    one matches by sanitised name."""
     if call.id:
-        return tool_id == call.id
+        return (tool_id if tool_id is not None else name) == call.id
     return sanitize_tool_name(name) == sanitize_tool_name(call.name)
+
+
+def args_match(expected: Any, actual: Any, subset: bool = True) -> bool:
+    """Whether a call's arguments are the expected ones: ``expected`` None or ``"any"``
+    accepts any; a dict is matched partially (``subset``: every key given present, nested
+    dicts partially, everything else equal) or exactly (the same keys and equal values)."""
+    if expected is None or (isinstance(expected, str) and expected == "any"):
+        return True
+    if not subset:
+        return same_data(expected, actual)
+    if isinstance(expected, Mapping):
+        return isinstance(actual, Mapping) and all(
+            key in actual and args_match(value, actual[key], subset=True)
+            if isinstance(value, Mapping) else key in actual and same_data(value, actual[key])
+            for key, value in expected.items())
+    return same_data(expected, actual)

@@ -146,12 +146,13 @@ def test_a_clashing_custom_metric_is_an_error_with_no_metrics_selected(stub, tmp
 
 
 def test_selection_errors_in_python_too():
+    from assay.run.evaluate import as_evaluator
+
     with pytest.raises(MetricSelectionError, match="Unknown metric: nope"):
         select_metrics([{"metric": "nope"}])
     with pytest.raises(assay.EvaluationError, match="Metric weights must sum"):
-        assay.run.evaluate.as_evaluator({"type": "connexity_judge",
-                                       "metrics": [{"metric": "task_completion",
-                                                    "weight": 0}]})
+        as_evaluator({"type": "connexity_judge",
+                      "metrics": [{"metric": "task_completion", "weight": 0}]})
 
 
 def test_the_error_budget_is_a_gate_of_its_own(stub, store):

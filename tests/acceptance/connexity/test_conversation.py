@@ -139,7 +139,9 @@ def test_c28_a_timed_out_case_is_still_judged(simulated, store, tmp_path):
             scripted_messages: [m1, m2, m3, m4, m5, m6]
             evaluation_criteria_override: "⟦conversation-judge⟧"
         """), encoding="utf-8")
-    loaded = assay.run.evaluate.load_data(suite)
+    from assay.run.evaluate import load_data
+
+    loaded = load_data(suite)
     target = ConversationTarget(_SlowAgent(clock), None, loaded.conversation, clock=clock)
     result = assay.evaluate(loaded, target=target, store=store, cache="off")
     record = result.records[0]

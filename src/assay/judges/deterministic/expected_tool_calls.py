@@ -10,9 +10,9 @@ ones (all of them, with ``subset: false``). A case that expects no call is not a
 from __future__ import annotations
 
 from assay.judges.base import EvalContext
-from assay.judges.deterministic.tool_calls import ExpectedToolCall, ToolCallEvaluator, args_match
+from assay.judges.deterministic.tool_calls import ExpectedToolCall, ToolCallEvaluator
 from assay.judges.registry import register
-from assay.traces.tools import matches_expected, tool_calls
+from assay.traces.tools import args_match, matches_expected, tool_calls
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.score import Score

@@ -19,10 +19,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
-from assay._util.jsondata import same_data
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
-from assay.traces.tools import ToolCallRecord, matches_expected, matches_key, tool_calls
+from assay.traces.tools import (
+    ToolCallRecord,
+    args_match,
+    matches_expected,
+    matches_key,
+    tool_calls,
+)
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.json import dump_json
@@ -237,15 +242,6 @@ class ExpectedToolOutput(BaseModel):
     def _as_text(cls, value: Any) -> Any:
         """Structured expected outputs are compared as their JSON text."""
         return value if isinstance(value, str) else dump_json(value)
-
-
-def args_match(expected: dict[str, Any], actual: dict[str, Any], subset: bool) -> bool:
-    """Exact: same keys, equal values. Subset: every expected key present with equal value.
-    Values are equal as data (:func:`~assay._util.jsondata.same_data`: ``True`` is not ``1``)."""
-    if subset:
-        return all(key in actual and same_data(actual[key], value)
-                   for key, value in expected.items())
-    return same_data(expected, actual)
 
 
 def _greedy(expected: list[Any], actual: list[ToolCallRecord],

@@ -19,7 +19,8 @@ misplaced call lowers the score, while a call beyond the expected ones is report
 without changing it.
 
 ``args`` is ``"any"`` (the default) or a partial dict: every key given must be present with an
-equal value (nested dicts partially, lists and scalars exactly).
+equal value (nested dicts partially, lists and scalars exactly). Names and arguments are
+matched by the one rule every tool evaluator uses (:mod:`assay.traces.tools`).
 """
 
 from __future__ import annotations
@@ -29,32 +30,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from assay._util.jsondata import same_data
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
-from assay.traces.tools import ToolCallRecord, tool_calls
+from assay.traces.tools import (
+    ToolCallRecord,
+    args_match,
+    matches_expected,
+    matches_key,
+    tool_calls,
+)
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.score import Score
-
-
-def args_match(expected: Any, actual: Any) -> bool:
-    """``expected`` is "any"/None, or a partial dict of ``actual`` (recursively for dicts)."""
-    if expected is None or expected == "any":
-        return True
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict):
-            return False
-        return all(k in actual and args_match_value(v, actual[k]) for k, v in expected.items())
-    return same_data(expected, actual)
-
-
-def args_match_value(expected: Any, actual: Any) -> bool:
-    """A value inside an args dict: dicts partially, everything else equal as data
-    (:func:`~assay._util.jsondata.same_data`: integers exactly, ``True`` is not ``1``)."""
-    if isinstance(expected, dict):
-        return args_match(expected, actual)
-    return same_data(expected, actual)
 
 
 class ExpectedCall(BaseModel):
@@ -67,7 +54,7 @@ class ExpectedCall(BaseModel):
     max_duration_ms: float | None = Field(default=None, ge=0, alias="maxDurationMs")
 
     def matches(self, call: ToolCallRecord) -> bool:
-        return call.name == self.tool and args_match(self.args, call.args)
+        return matches_expected(call, self.tool) and args_match(self.args, call.args)
 
     def label(self) -> str:
         args = "" if self.args == "any" else json.dumps(self.args, sort_keys=True)
@@ -115,7 +102,7 @@ class ToolTrajectory(Evaluator):
 
     def _any_order(self, calls: list[ToolCallRecord]) -> Score:
         assert self.minimums
-        counts = {tool: sum(1 for c in calls if c.name == tool) for tool in self.minimums}
+        counts = {tool: sum(1 for c in calls if matches_key(c, tool)) for tool in self.minimums}
         hits: list[str] = []
         misses: list[str] = []
         for tool, minimum in self.minimums.items():
