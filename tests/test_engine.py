@@ -14,7 +14,7 @@ from assay.llm.cache import request_key
 from assay.llm.providers.scripted import similarity
 from assay.types.case import Case
 from assay.types.execution import Execution
-from assay.types.score import aggregate
+from assay.types.records import aggregate
 from tests.conftest import fast_retry
 
 PAIRS = [

@@ -227,3 +227,34 @@ def test_an_http_agent_against_itself_never_regresses(tmp_path, mock_server):
                                 targets_file=str(tmp_path / "targets.yaml"), cache="off")
         result = assay.compare(first.run_id, second.run_id, store=store)
         assert result.exit_code() == 0, result.verdict.reasons
+
+
+# -- one aggregation, one band ---------------------------------------------------------------
+
+
+def test_assay_aggregate_is_what_a_run_reports(tmp_path):
+    def flaky(outputs: str) -> float | None:
+        if "3" in outputs:
+            raise ValueError("cannot judge this one")
+        return 0.25 if "1" in outputs else 1.0
+
+    rows = [{"id": f"q{i}", "input": f"q{i}", "output": f"answer {i}"} for i in range(6)]
+    result = assay.evaluate(rows, evaluators=[flaky], store=f"sqlite:///{tmp_path / 'a.db'}")
+    scores = [record.score_named("flaky") for record in result.records]
+    assert assay.aggregate(s for s in scores if s is not None) == \
+        result.summary.evaluators["flaky"]
+    assert result.summary.evaluators["flaky"].errors == 1  # counted, never averaged in
+
+
+@pytest.mark.parametrize(("value", "verdict"), [
+    (0.8, "pass"), (0.7999, "borderline"), (0.6, "borderline"), (0.5999, "fail"), (None, "error")])
+def test_every_band_has_the_same_edges(value, verdict):
+    from assay.analysis.compare_files import _band
+    from assay.testing.runs import _verdict
+    from assay.types.config import Thresholds
+    from assay.types.score import Score, verdict_band
+
+    said = {_band(value), _verdict(value).value, Thresholds().verdict(value).value}
+    if value is not None:
+        said.add(verdict_band(Score(name="x", value=value)))
+    assert said == {verdict}

@@ -148,7 +148,7 @@ if TYPE_CHECKING:
     from assay.types.config import CalibrationGate, Gates, RunConfig, Thresholds
     from assay.types.execution import Execution
     from assay.types.messages import Message
-    from assay.types.records import CaseRecord, RunRecord, RunSummary, Verdict
-    from assay.types.score import Score, ScoreError, ScoreState, aggregate
+    from assay.types.records import CaseRecord, RunRecord, RunSummary, Verdict, aggregate
+    from assay.types.score import Score, ScoreError, ScoreState
     from assay.types.spans import Span
     from assay.types.usage import Usage

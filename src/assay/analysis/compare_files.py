@@ -36,6 +36,7 @@ from assay.errors import ConfigError
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict
+from assay.types.verdict import band
 
 ExitRule = Literal["assay", "agentv"]
 AGENTV_THRESHOLD = 0.1
@@ -43,9 +44,7 @@ AGENTV_THRESHOLD = 0.1
 
 
 def _band(score: float | None) -> str:
-    if score is None:
-        return "error"
-    return "pass" if score >= 0.8 else "borderline" if score >= 0.6 else "fail"
+    return band(score).value
 
 
 def read_result_rows(path: Path) -> list[dict[str, Any]]:

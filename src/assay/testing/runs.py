@@ -27,6 +27,7 @@ from assay.types.records import (
 )
 from assay.types.score import Score
 from assay.types.usage import Usage
+from assay.types.verdict import band
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 """Agent output that must show as text wherever it is displayed, and never run."""
@@ -35,10 +36,7 @@ EVALUATORS = ("correctness", "relevance", "tool_order")
 
 
 def _verdict(score: float | None) -> Verdict:
-    if score is None:
-        return Verdict.ERROR
-    return Verdict.PASS if score >= 0.8 else Verdict.BORDERLINE if score >= 0.6 else \
-        Verdict.FAIL
+    return band(score)
 
 
 def make_case(i: int, quality: float, rng: random.Random,

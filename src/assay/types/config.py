@@ -21,7 +21,7 @@ from pydantic import (
 
 from assay.errors import ConfigError
 from assay.types.engine_config import CacheMode, RetryPolicy
-from assay.types.records import Verdict
+from assay.types.verdict import BORDERLINE_AT, PASS_AT, Verdict, band
 
 
 class Thresholds(BaseModel):
@@ -29,8 +29,8 @@ class Thresholds(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    pass_at: float = Field(default=0.8, ge=0, le=1)
-    borderline_at: float = Field(default=0.6, ge=0, le=1)
+    pass_at: float = Field(default=PASS_AT, ge=0, le=1)
+    borderline_at: float = Field(default=BORDERLINE_AT, ge=0, le=1)
 
     @model_validator(mode="after")
     def _ordered(self) -> Thresholds:
@@ -39,13 +39,7 @@ class Thresholds(BaseModel):
         return self
 
     def verdict(self, score: float | None) -> Verdict:
-        if score is None:
-            return Verdict.ERROR
-        if score >= self.pass_at:
-            return Verdict.PASS
-        if score >= self.borderline_at:
-            return Verdict.BORDERLINE
-        return Verdict.FAIL
+        return band(score, self.pass_at, self.borderline_at)
 
 
 class CalibrationGate(BaseModel):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from array import array
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -21,16 +22,7 @@ from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.score import Score
 from assay.types.usage import Usage
-
-
-class Verdict(StrEnum):
-    """A case's verdict. ``error``: no evaluator produced a value; ``skipped``: none applied."""
-
-    PASS = "pass"
-    BORDERLINE = "borderline"
-    FAIL = "fail"
-    ERROR = "error"
-    SKIPPED = "skipped"
+from assay.types.verdict import Verdict
 
 
 class RunStatus(StrEnum):
@@ -109,10 +101,11 @@ class CaseRecord(_Record):
 
 
 class EvaluatorSummary(_Record):
-    """One evaluator over a run: how many values, errors, skips and measurements, the mean
-    value (0-1), and the measurements' own figures (on their own scale, never mixed in)."""
+    """One evaluator over a run (or any scores, :func:`aggregate`): how many values, errors,
+    skips and measurements, the mean value (0-1), the measurements' own figures (on their
+    own scale, never mixed in), and the judge usage behind them."""
 
-    name: str
+    name: str = ""
     count: int = 0
     scored: int = 0
     errors: int = 0
@@ -126,6 +119,89 @@ class EvaluatorSummary(_Record):
                                         description="mean of the numeric measurements")
     measured_min: float | None = None
     measured_max: float | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+Aggregate = EvaluatorSummary
+"""What :func:`aggregate` returns: the name it had."""
+
+
+class EvaluatorTally:
+    """Folds one evaluator's scores: the one aggregation a run's summary and
+    :func:`aggregate` share. Errors, skips and measurements are counted apart, never
+    averaged in with the values."""
+
+    __slots__ = ("cached", "calls", "completion", "cost", "count", "errors", "failed",
+                 "measured", "measured_count", "measured_max", "measured_min",
+                 "measured_total", "passed", "prompt", "retries", "scored", "skipped",
+                 "total")
+
+    def __init__(self) -> None:
+        self.count = self.scored = self.errors = self.skipped = self.passed = self.failed = 0
+        self.calls = self.cached = self.retries = self.prompt = self.completion = 0
+        self.measured = self.measured_count = 0
+        self.total = self.measured_total = 0.0
+        self.measured_min, self.measured_max = math.inf, -math.inf
+        self.cost: float | None = 0.0
+
+    def add(self, score: Score) -> None:
+        self.count += 1
+        if score.value is not None:
+            self.scored += 1
+            self.total += score.value
+            if score.passed is True:
+                self.passed += 1
+            elif score.passed is False:
+                self.failed += 1
+        elif score.error is not None:
+            self.errors += 1
+        elif score.measurement:
+            self._measure(score.raw)
+        else:
+            self.skipped += 1
+        u = score.usage
+        self.calls += u.calls
+        self.cached += u.cached_calls
+        self.retries += u.retries
+        self.prompt += u.prompt_tokens
+        self.completion += u.completion_tokens
+        self.cost = None if self.cost is None or u.cost is None else self.cost + u.cost
+
+    def _measure(self, raw: Any) -> None:
+        """Count one measurement; a number (a bool as 1 or 0) also enters the mean, min and
+        max, a label only the count."""
+        self.measured += 1
+        if isinstance(raw, bool):
+            raw = int(raw)
+        if isinstance(raw, int | float) and math.isfinite(raw):
+            self.measured_count += 1
+            self.measured_total += raw
+            self.measured_min = min(self.measured_min, raw)
+            self.measured_max = max(self.measured_max, raw)
+
+    def summary(self, name: str) -> EvaluatorSummary:
+        numeric = self.measured_count
+        return EvaluatorSummary(
+            name=name, count=self.count, scored=self.scored, errors=self.errors,
+            skipped=self.skipped, passed=self.passed, failed=self.failed,
+            mean=self.total / self.scored if self.scored else None, measured=self.measured,
+            measured_mean=self.measured_total / numeric if numeric else None,
+            measured_min=self.measured_min if numeric else None,
+            measured_max=self.measured_max if numeric else None,
+            usage=Usage(calls=self.calls, cached_calls=self.cached, retries=self.retries,
+                        prompt_tokens=self.prompt, completion_tokens=self.completion,
+                        cost=self.cost))
+
+
+def aggregate(scores: Iterable[Score]) -> EvaluatorSummary:
+    """Scores summarised exactly as a run summarises an evaluator's: the mean over the
+    scores that have a value; errors, skips and measurements counted, never averaged in."""
+    tally = EvaluatorTally()
+    name = ""
+    for score in scores:
+        tally.add(score)
+        name = name or score.name
+    return tally.summary(name)
 
 
 class LatencySummary(_Record):
@@ -290,7 +366,7 @@ class SummaryBuilder:
         self.measurements = 0
         self.target_errors = 0
         self.usage = Usage()
-        self.evaluators: dict[str, list[float]] = {}
+        self.evaluators: dict[str, EvaluatorTally] = {}
         # 8 bytes a case (a list of floats would take 32): a million cases summarise
         # in a few MB
         self.latencies = array("d")
@@ -354,40 +430,20 @@ class SummaryBuilder:
             usage.prompt_tokens += u.prompt_tokens
             usage.completion_tokens += u.completion_tokens
             usage.cost = None if usage.cost is None or u.cost is None else usage.cost + u.cost
-            # [count, scored, errors, skipped, passed, failed, total, measured, numeric
-            # measurements, their total, min, max]
-            acc = self.evaluators.get(s.name)
-            if acc is None:
-                acc = self.evaluators[s.name] = [0, 0, 0, 0, 0, 0, 0.0, 0, 0, 0.0, math.inf,
-                                                 -math.inf]
-            acc[0] += 1
-            if s.value is not None:
-                acc[1] += 1
-                acc[6] += s.value
-                if s.passed is True:
-                    acc[4] += 1
-                elif s.passed is False:
-                    acc[5] += 1
-            elif s.error is not None:
-                acc[2] += 1
-                self.evaluator_errors += 1
-            elif s.measurement:
-                self.measurements += 1
-                _measure(acc, s.raw)
-            else:
-                acc[3] += 1
-                self.evaluator_skips += 1
+            tally = self.evaluators.get(s.name)
+            if tally is None:
+                tally = self.evaluators[s.name] = EvaluatorTally()
+            tally.add(s)
+            if s.value is None:
+                if s.error is not None:
+                    self.evaluator_errors += 1
+                elif s.measurement:
+                    self.measurements += 1
+                else:
+                    self.evaluator_skips += 1
 
     def build(self) -> RunSummary:
-        evaluators = {
-            name: EvaluatorSummary(name=name, count=int(a[0]), scored=int(a[1]),
-                                   errors=int(a[2]), skipped=int(a[3]), passed=int(a[4]),
-                                   failed=int(a[5]), mean=a[6] / a[1] if a[1] else None,
-                                   measured=int(a[7]),
-                                   measured_mean=a[9] / a[8] if a[8] else None,
-                                   measured_min=a[10] if a[8] else None,
-                                   measured_max=a[11] if a[8] else None)
-            for name, a in self.evaluators.items()}
+        evaluators = {name: tally.summary(name) for name, tally in self.evaluators.items()}
         count = self.verdicts.get
         passed = count(Verdict.PASS.value, 0)
         errors = count(Verdict.ERROR.value, 0)
@@ -418,19 +474,6 @@ class SummaryBuilder:
                 pass_fraction=a[1] / a[0], pass_all=a[1] == a[0], flaky=0 < a[1] < a[0],
                 mean_overall_score=a[3] / a[4] if a[4] else None)
                 for case_id, a in self.per_case.items()})
-
-
-def _measure(acc: list[float], raw: Any) -> None:
-    """Count one measurement in an evaluator's accumulator (see :meth:`SummaryBuilder.add`);
-    a number (a bool as 1 or 0) also enters the mean, min and max, a label only the count."""
-    acc[7] += 1
-    if isinstance(raw, bool):
-        raw = int(raw)
-    if isinstance(raw, int | float) and math.isfinite(raw):
-        acc[8] += 1
-        acc[9] += raw
-        acc[10] = min(acc[10], raw)
-        acc[11] = max(acc[11], raw)
 
 
 class CaseLatency(_Record):

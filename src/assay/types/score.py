@@ -14,6 +14,7 @@ from pydantic import (
 
 from assay.types.base import JSONValue, _Model
 from assay.types.usage import Usage
+from assay.types.verdict import BORDERLINE_AT, PASS_AT, Verdict, band
 
 
 class ScoreError(_Model):
@@ -123,10 +124,6 @@ class Score(_Model):
         return cls(name=name, skipped=reason, **extra)
 
 
-PASS_AT = 0.8
-BORDERLINE_AT = 0.6
-
-
 def verdict_band(score: Score, borderline_at: float = BORDERLINE_AT) -> str:
     """One evaluator's verdict as AgentV reports it: ``pass``, ``borderline`` or ``fail``
     (``error`` and ``skipped`` for scores without a value).
@@ -139,37 +136,9 @@ def verdict_band(score: Score, borderline_at: float = BORDERLINE_AT) -> str:
         return "error"
     if score.value is None:
         return "skipped"
-    if score.passed is True or (score.passed is None and score.value >= PASS_AT):
+    if score.passed is True:
         return "pass"
-    if not score.blocking and score.value >= borderline_at:
-        return "borderline"
-    return "fail"
-
-
-class Aggregate(_Model):
-    """A summary of many scores that keeps errors and skips apart from values."""
-
-    count: int
-    scored: int
-    errors: int
-    skipped: int = 0
-    mean: float | None
-    passed: int
-    failed: int
-    usage: Usage
-
-
-def aggregate(scores: list[Score]) -> Aggregate:
-    """Mean over scores that have a value; errors are counted, never averaged in as 0."""
-    values = [s.value for s in scores if s.value is not None]
-    usage = Usage.total(s.usage for s in scores)
-    return Aggregate(
-        count=len(scores),
-        scored=len(values),
-        errors=sum(1 for s in scores if s.error is not None),
-        skipped=sum(1 for s in scores if s.skipped is not None),
-        mean=(sum(values) / len(values)) if values else None,
-        passed=sum(1 for s in scores if s.passed is True),
-        failed=sum(1 for s in scores if s.passed is False),
-        usage=usage,
-    )
+    banded = band(score.value, PASS_AT if score.passed is None else 2.0, borderline_at)
+    if score.blocking and banded is Verdict.BORDERLINE:
+        return "fail"
+    return banded.value
