@@ -12,7 +12,7 @@ from assay.llm import extract_json, register_service
 from assay.llm.structured import build_request
 from assay.types.case import Case
 from assay.types.execution import Execution
-from assay.types.score import aggregate
+from assay.types.records import aggregate
 
 
 def _pair(text: str) -> tuple[Case, Execution]:
