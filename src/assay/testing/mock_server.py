@@ -25,6 +25,11 @@ Faults (``--fault KIND=RATE``, or ``MockConfig.faults``):
 ``bool_score``
     the JSON answer with every ``score`` turned into ``true`` (a type a lax parser accepts)
 
+Beyond faults, ``MockConfig.quote_headers`` makes every answer quote the request's headers in
+its text (a successful answer that carries a key), and ``MockConfig.redirect_to`` answers every
+chat request with a redirect (``redirect_status``, 307 unless set) to another URL.
+``MockStats.credentials`` counts the credential headers of every request that arrived.
+
 Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions`` and Azure's
 ``/openai/deployments/{name}/chat/completions``), ``GET /v1/models``, ``GET /admin/stats``,
 ``POST /admin/reset``, ``POST /admin/config`` (a JSON :class:`MockConfig`).
@@ -49,7 +54,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay._util.listening import bound_port, listen
 from assay.errors import ConfigError
-from assay.llm.providers.scripted import answer, as_prose, with_bool_scores
+from assay.llm.providers.scripted import answer, as_prose, quoting, with_bool_scores
+
+CREDENTIAL_HEADERS = ("Authorization", "api-key", "x-api-key")
+"""Where the providers send keys."""
 
 DEFAULT_PORT = 8766
 """Not ``assay serve``'s 8765: both run at once with their defaults."""
@@ -80,6 +88,15 @@ class MockConfig(BaseModel):
     seed: int = 0
     echo_headers: bool = Field(
         default=False, description="error bodies quote the request headers, keys included")
+    quote_headers: bool = Field(
+        default=False, description="answers quote the request headers, keys included, in "
+        "their text (every string field of a JSON answer): a successful answer that carries "
+        "a key, as a careless proxy or a prompt-injected judge could give")
+    redirect_to: str | None = Field(
+        default=None, description="answer every chat request with a redirect to this URL "
+        "(a server that moved, or one that sends clients and their keys elsewhere)")
+    redirect_status: int = Field(default=307, ge=300, le=399,
+                                 description="the status of those redirects")
     huge_bytes: int = Field(default=30 * 1024 * 1024, ge=0,
                             description="the size of a 'huge' answer")
     drip_interval_s: float = Field(default=0.05, ge=0,
@@ -100,6 +117,11 @@ class MockStats:
     models: Counter[str] = field(default_factory=Counter)
     authorization: Counter[str] = field(default_factory=Counter)
     """How often each Authorization header value was sent (tests check credentials arrive)."""
+    arrived: int = 0
+    """Requests that arrived on any path and with any method, answered or not."""
+    credentials: Counter[str] = field(default_factory=Counter)
+    """``name: value`` of every credential header (Authorization, api-key, x-api-key) that
+    arrived, on any path: what a test checks to know a key never reached a server."""
     first_request_at: float | None = None
     """``time.monotonic()`` when the first request arrived. On Linux that clock is the
     system's, so a benchmark can set it against a client process's own times."""
@@ -144,6 +166,8 @@ class MockStats:
             "fault_total": sum(self.faults.values()),
             "models": dict(self.models),
             "authorization": dict(self.authorization),
+            "arrived": self.arrived,
+            "credentials": dict(self.credentials),
         }
 
 
@@ -167,7 +191,7 @@ class MockServer:
         self._rng = random.Random(self.config.seed)
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._witness])
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_post("/chat/completions", self.chat)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self.chat)
@@ -177,6 +201,17 @@ class MockServer:
         app.router.add_post("/admin/reset", self.reset_handler)
         app.router.add_post("/admin/config", self.config_handler)
         return app
+
+    @web.middleware
+    async def _witness(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Count every request and the credentials it carries, whatever it asks for."""
+        self.stats.arrived += 1
+        for name in CREDENTIAL_HEADERS:
+            value = request.headers.get(name)
+            if value is not None:
+                self.stats.credentials[f"{name}: {value}"] += 1
+        response: web.StreamResponse = await handler(request)
+        return response
 
     def _pick_fault(self, body: bytes) -> str | None:
         faults = self.config.faults
@@ -225,6 +260,9 @@ class MockServer:
                 return web.json_response({"error": {"message": problem}}, status=400)
             stats.models[str(payload.get("model"))] += 1
             stats.authorization[request.headers.get("Authorization", "")] += 1
+            if self.config.redirect_to is not None:
+                return web.Response(status=self.config.redirect_status,
+                                    headers={"Location": self.config.redirect_to})
             delay = self.config.latency_ms
             if self.config.latency_jitter_ms:
                 delay += self._rng.uniform(-1, 1) * self.config.latency_jitter_ms
@@ -238,6 +276,8 @@ class MockServer:
             response = answer(payload)
             if not self.config.logprobs:
                 response["choices"][0].pop("logprobs", None)
+            if self.config.quote_headers:
+                response = quoting(response, f"request headers were {dict(request.headers)}")
             return web.Response(body=orjson.dumps(from_openai(response)),
                                 content_type="application/json")
         finally:

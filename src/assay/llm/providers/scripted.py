@@ -293,6 +293,21 @@ def with_bool_scores(response: dict[str, Any]) -> dict[str, Any]:
     return _edit_answer(response, edit)
 
 
+def quoting(response: dict[str, Any], quote: str) -> dict[str, Any]:
+    """The answer with ``quote`` added to its text: to every string field of a JSON answer
+    (its justification, reasoning...), after a plain text answer."""
+    def edit(text: str) -> str:
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return f"{text} ({quote})"
+        if not isinstance(value, dict):
+            return text
+        return orjson.dumps({k: f"{v} ({quote})" if isinstance(v, str) else v
+                             for k, v in value.items()}).decode()
+    return _edit_answer(response, edit)
+
+
 def _bool_scores(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: True if k == "score" else _bool_scores(v) for k, v in value.items()}
