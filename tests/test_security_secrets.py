@@ -8,7 +8,9 @@ the results JSONL, the JUnit XML, the response cache, or what ``assay`` prints.
 from __future__ import annotations
 
 import base64
+import json
 import os
+import sqlite3
 import subprocess
 import textwrap
 from pathlib import Path
@@ -22,10 +24,12 @@ from assay.llm import EngineConfig, JudgeEngine
 from assay.store.runs import RunStore, StoreError
 from assay.targets.config import build_target
 from assay.testing.mock_server import RunningServer
+from assay.testing.runs import write_run
 from assay.types.case import Case
 from assay.types.execution import Execution
 from tests.assay_process import run_assay
 from tests.conftest import fast_retry
+from tests.server_support import serve
 
 API_KEY = "sk-assay-test-0123456789abcdef"
 OPENAI_KEY = "sk-openai-test-fedcba9876543210"
@@ -241,3 +245,97 @@ def test_store_url_password_is_never_shown(tmp_path: Path) -> None:
     """))
     run = assay(tmp_path, "run", "EVAL.yaml", "--store", url)
     assert run.returncode == 2 and PASSWORD not in run.stdout + run.stderr
+
+
+# -- keys quoted in answers that succeeded ------------------------------------------------
+
+AGENT_TOKEN = "agent-token-5f4e3d2c1b0a9988"
+
+AGENT_SUITE = "target: echo\n" + SUITE
+"""The cases run by an agent that tells its token (the recorded outputs are not used)."""
+
+ECHO_TARGET = """
+targets:
+  - name: echo
+    provider: cli
+    command: 'echo "Paris. My token is $MY_TOKEN"'
+    env: {MY_TOKEN: "${{ AGENT_TOKEN }}"}
+"""
+
+
+def written_outputs(root: Path) -> bytes:
+    """Every byte assay wrote under ``root``: what :func:`everything_written` reads, without
+    the ``.env`` file the user keeps the agent's token in."""
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*"))
+                    if p.is_file() and p.name != ".env")
+
+
+def test_answers_quoting_keys_are_scrubbed_in_the_store_cache_files_and_api(
+        tmp_path: Path, mock_server: RunningServer) -> None:
+    """A judge answers successfully and quotes its API key; the agent answers with the token
+    its targets file gave it (from a .env file, so only the targets file knows it)."""
+    project = tmp_path / "project"
+    (project / ".assay").mkdir(parents=True)
+    (project / "EVAL.yaml").write_text(AGENT_SUITE)
+    (project / ".assay" / "targets.yaml").write_text(ECHO_TARGET)
+    (project / ".assay" / ".env").write_text(f"AGENT_TOKEN={AGENT_TOKEN}\n")
+    mock_server.configure(quote_headers=True)
+    env = {"ASSAY_API_KEY": API_KEY}
+    result = assay(project, "run", "EVAL.yaml", "--judge-model", f"{mock_server.url}#judge",
+                   "--store", "sqlite:///runs.db", "-o", "results.jsonl", "--junit",
+                   "junit.xml", "--max-failed", "10", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Bearer {API_KEY}" in mock_server.stats.authorization  # the premise
+    row = json.loads((project / "results.jsonl").read_text().splitlines()[0])
+    assert "${{ AGENT_TOKEN }}" in row["candidate_answer"], row
+    judged = json.dumps(row["evaluator_results"])
+    assert "request headers were" in judged and "${{ ASSAY_API_KEY }}" in judged
+    run_id = next(x for x in result.stdout.splitlines() if x.startswith("run ")).split()[1]
+    shown = assay(project, "report", run_id, "--store", "sqlite:///runs.db", "--html",
+                  "report.html", "--markdown", "report.md", env=env)
+    assert shown.returncode == 0, shown.stderr
+    again = assay(project, "run", "EVAL.yaml", "--judge-model", f"{mock_server.url}#judge",
+                  "--store", "sqlite:///runs.db", "--max-failed", "10", env=env)
+    assert "(+2 cached" in again.stdout, again.stdout  # the cached answers are replayed
+    assert leaks(written_outputs(project), API_KEY, AGENT_TOKEN) == []
+    outputs = result.stdout + result.stderr + shown.stdout + again.stdout + again.stderr
+    assert leaks(outputs, API_KEY, AGENT_TOKEN) == []
+    with serve(f"sqlite:///{project / 'runs.db'}") as served, served.client() as client:
+        case = client.get(f"/runs/{run_id}/case", params={"case_id": "fr"})
+        cases = client.get(f"/runs/{run_id}/cases")
+    assert case.status_code == 200 and "${{ ASSAY_API_KEY }}" in case.text
+    assert leaks(case.text + cases.text, API_KEY, AGENT_TOKEN) == []
+
+
+def test_the_server_never_serves_a_secret_stored_before_it_was_scrubbed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store written by an earlier assay holds an answer with a key of the server's
+    environment: every JSON answer hides it on the way out."""
+    db = tmp_path / "runs.db"
+    run_id = write_run(RunStore(f"sqlite:///{db}"), 3)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE executions SET execution = json_set(execution, '$.output', ?)",
+                     (f"the key is {OPENAI_KEY}",))
+        conn.execute("UPDATE case_search SET text = ?", (f"the key is {OPENAI_KEY}",))
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    with serve(f"sqlite:///{db}") as served, served.client() as client:
+        case = client.get(f"/runs/{run_id}/case", params={"case_id": "case-000000"})
+        found = client.get(f"/runs/{run_id}/cases", params={"q": "the key"})
+    assert case.status_code == 200 and found.status_code == 200
+    assert "the key is ${{ OPENAI_API_KEY }}" in case.text
+    assert leaks(case.text + found.text, OPENAI_KEY) == []
+
+
+def test_scrub_json_hides_secrets_string_by_string_and_keeps_the_document() -> None:
+    """A secret that reads like a JSON literal, a number or a field name hides inside strings
+    only: the document still parses, with the same structure."""
+    secrets = Secrets({"true": "***", "12345": "***", "passed": "***",
+                       "sk-0123456789": "${{ K }}"})
+    text = ('{"passed":true,"n":123456,"note":"sk-0123456789 is true",'
+            '"urls":["http://u:pw@h/v1",{"deep":"12345"}]}')
+    assert json.loads(secrets.scrub_json(text)) == {
+        "passed": True, "n": 123456, "note": "${{ K }} is ***",
+        "urls": ["http://u:***@h/v1", {"deep": "***"}]}
+    clean = '{"ok":false,"note":"nothing to hide"}'
+    assert secrets.scrub_json(clean) is clean
+    assert secrets.scrub_json_bytes(b'{"a":"sk-0123456789"}\n') == b'{"a":"${{ K }}"}\n'

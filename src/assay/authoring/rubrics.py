@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from assay._util.redact import scrub_data
 from assay.errors import ConfigError
 from assay.judges.llm.answers import JudgeAnswer
 from assay.judges.llm.base import DATA_NOT_INSTRUCTIONS
@@ -67,7 +68,8 @@ class DraftRubrics(JudgeAnswer):
 
 async def draft_rubrics(case: Case, engine: JudgeEngine,
                         model: str | None = None) -> list[dict[str, Any]]:
-    """Rubric items for ``case``, as suite-file mappings."""
+    """Rubric items for ``case``, as suite-file mappings (known secrets a judge's answer
+    quotes are hidden: the drafts are written into the suite file)."""
     user = (f"[[ ## question ## ]]\n{delimit('question', case.question())}\n\n"
             f"[[ ## expected_outcome ## ]]\n"
             f"{delimit('expected_outcome', chr(10).join(case.expected_outcomes))}\n\n"
@@ -80,7 +82,9 @@ async def draft_rubrics(case: Case, engine: JudgeEngine,
         assert result.error is not None
         raise ConfigError(f"case {case.id!r}: the judge gave no usable rubrics: "
                           f"{result.error.message}", code=result.error.code)
-    return [item.model_dump() for item in result.value.rubrics]
+    drafted: list[dict[str, Any]] = scrub_data([item.model_dump()
+                                                for item in result.value.rubrics])
+    return drafted
 
 
 def with_rubrics(source: Path, drafts: dict[str, list[dict[str, Any]]]) -> str:

@@ -81,7 +81,9 @@ def judge(
 
     result = asyncio.run(go())
     if as_json:
-        console.print_json(result.model_dump_json())
+        from assay._util.redact import scrub_json
+
+        console.print_json(scrub_json(result.model_dump_json()))
     else:
         _print_score(result)
     raise typer.Exit(0 if result.ok else 1)

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from assay._util.redact import scrub_json_bytes
 from assay._util.sqlite_wal import use_wal
 from assay.errors import ConfigError
 from assay.llm.types import ChatRequest
@@ -78,11 +79,14 @@ class ResponseCache:
         return orjson.loads(row[0]) if row else None
 
     def put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        """Keep an answer, with every known secret in it hidden (see :mod:`assay._util.redact`):
+        an answer that quotes a key is replayed with a label in its place."""
+        blob = scrub_json_bytes(orjson.dumps(response))
         with self._lock:
             self._db().execute(
                 "INSERT OR REPLACE INTO responses (key, model, response, created) "
                 "VALUES (?, ?, ?, ?)",
-                (key, model, orjson.dumps(response), time.time()),
+                (key, model, blob, time.time()),
             )
 
     def delete(self, key: str) -> None:

@@ -5,12 +5,14 @@ rate limits, bounded retries, timeouts, the response cache and token/cost accoun
 Judges build a request and get back a :class:`ChatResult`, or a :class:`ProviderError` that
 says why no answer could be had; they never see a provider.
 
-Every text that leaves the engine in an error passes through the engine's :class:`Secrets`
-(API keys from the environment, every provider's header values, passwords in base URLs), so
-a provider that echoes a request's headers in its error body cannot leak a key into a score,
-a store or a terminal. Answers are bounded in size (``max_response_bytes``), a body that is
-malformed again and again is not retried as if the fault were passing, and a judge's answer
-is cached only once the judge has accepted it (:meth:`JudgeEngine.remember`).
+Every text that leaves the engine in an error passes through the process's secret registry
+(:data:`assay._util.redact.SECRETS`, to which the engine adds the environment's API keys and every
+provider's keys, header values and base URL passwords), so a provider that echoes a request's
+headers in its error body cannot leak a key into a score, a store or a terminal; an answer
+that quotes a key is scrubbed where it is written (the cache, the store, files, responses).
+Answers are bounded in size (``max_response_bytes``), a body that is malformed again and again
+is not retried as if the fault were passing, and a judge's answer is cached only once the
+judge has accepted it (:meth:`JudgeEngine.remember`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay._util.redact import environment_secrets
+from assay._util.redact import SECRETS, register, register_environment
 from assay._util.user_code import error_text, user_code
 from assay.errors import EvaluationError
 from assay.llm.cache import ResponseCache, request_key
@@ -72,7 +74,9 @@ class JudgeEngine:
             else None
         self.usage = Usage()
         self.estimate = DryRunEstimate()
-        self.secrets = environment_secrets(KEY_ENV_VARS)
+        register_environment(KEY_ENV_VARS)
+        self.secrets = SECRETS
+        """The process's secret registry (see :mod:`assay._util.redact`)."""
         self.cache_failures = 0
         self.cache_problem: str | None = None
         self._providers: dict[str, Provider] = {}
@@ -95,7 +99,7 @@ class JudgeEngine:
             if provider is None:
                 provider = create_provider(spec)
                 provider.max_response_bytes = self.config.max_response_bytes
-                self.secrets.update(provider.secrets())
+                register(provider.secrets())
                 self._providers[spec.name] = provider
         except EvaluationError as exc:
             raise self._scrubbed_config(exc) from None

@@ -3,6 +3,8 @@
 
 Every file is written through :mod:`assay.report.outputs`: to a temporary file renamed into
 place, so that a reader never sees half a file and a crash leaves the previous one intact.
+Every row (:func:`row_line`, which the YAML form reads too) and every XML text
+(:func:`xml_text`) has the known secrets hidden (see :mod:`assay._util.redact`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from xml.etree import ElementTree as ET
 
 import orjson
 
+from assay._util.redact import scrub, scrub_json_bytes
 from assay.report.outputs import AtomicOutput, write_atomic
 
 
@@ -43,17 +46,18 @@ def row_line(row: Any) -> bytes:
     orjson writes the common row (a line per case, so it shows in a cached re-run's profile);
     whatever it refuses (a lone surrogate, a key that is no string, a container holding
     itself, an integer past 64 bits) takes the standard library's path, which handles each.
-    Both write a NaN as null, dates and other objects as their text.
+    Both write a NaN as null, dates and other objects as their text. Known secrets in the
+    row's strings are hidden.
     """
     try:
-        return orjson.dumps(row, default=_text, option=_ORJSON_ROW)
+        return scrub_json_bytes(orjson.dumps(row, default=_text, option=_ORJSON_ROW))
     except (orjson.JSONEncodeError, TypeError):
         pass
     try:
         text = json.dumps(row, ensure_ascii=False, default=str, allow_nan=False)
     except (ValueError, TypeError):  # NaN, a container holding itself, a tuple as a key
         text = json.dumps(_plain(row), ensure_ascii=False, default=str, allow_nan=False)
-    return (text + "\n").encode("utf-8", "backslashreplace")
+    return scrub_json_bytes((text + "\n").encode("utf-8", "backslashreplace"))
 
 
 _ORJSON_ROW = (orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_DATETIME
@@ -137,9 +141,10 @@ U+FFFE and U+FFFF), plus DEL and the C1 controls, which it discourages."""
 
 
 def xml_text(value: Any) -> str:
-    """``value`` as text an XML 1.0 document can hold: each character XML cannot carry is
-    written as its Python escape (``\\x1b``), so ids that differ only there stay distinct."""
-    text = value if isinstance(value, str) else str(value)
+    """``value`` as text an XML 1.0 document can hold: known secrets hidden, and each
+    character XML cannot carry written as its Python escape (``\\x1b``), so ids that differ
+    only there stay distinct."""
+    text = scrub(value if isinstance(value, str) else str(value))
     return _NOT_XML.sub(
         lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 

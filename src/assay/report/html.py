@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assay._util.redact import scrub_json
 from assay._version import __version__
 from assay.errors import ConfigError
 from assay.store import queries
@@ -33,8 +34,10 @@ _JSON_IN_HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
 
 def json_for_script(data: Any) -> str:
     """JSON that cannot end or comment out the ``<script>`` element it sits in: every ``<``,
-    ``>`` and ``&`` is written as a JSON escape (the parsed value is unchanged)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_JSON_IN_HTML)
+    ``>`` and ``&`` is written as a JSON escape (the parsed value is unchanged). Known
+    secrets in its strings are hidden (see :mod:`assay._util.redact`)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return scrub_json(text).translate(_JSON_IN_HTML)
 
 
 def _sha256(text: str) -> str:

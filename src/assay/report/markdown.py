@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from assay._util.redact import scrub
 from assay.store import queries
 from assay.store.runs import RunStore
 from assay.types.records import RunRecord
@@ -24,8 +25,9 @@ characters that matter only at a line's start cannot be there, as every value si
 
 
 def md_text(value: Any, limit: int = 200) -> str:
-    """``value`` as inert Markdown text on one line (table-cell safe)."""
-    text = "" if value is None else str(value)
+    """``value`` as inert Markdown text on one line (table-cell safe), known secrets hidden
+    (see :mod:`assay._util.redact`)."""
+    text = "" if value is None else scrub(str(value))
     text = _CONTROL.sub(" ", text).strip()
     if len(text) > limit:
         text = text[:limit] + "…"

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay._util.redact import scrub_data
 from assay.report.outputs import write_atomic
 from assay.suites.model import Suite
 from assay.types.json import dump_json
@@ -164,7 +165,8 @@ def render_for_records(result: Any) -> dict[str, Any]:
 
 
 def write_uipath_output(path: str | Path, output: Mapping[str, Any]) -> None:
-    """Write the object as indented JSON, replacing the file at once (see
-    :mod:`assay.report.outputs`), so no reader sees half of it."""
-    text = json.dumps(output, ensure_ascii=False, indent=2, default=str) + "\n"
+    """Write the object as indented JSON, known secrets hidden (see :mod:`assay._util.redact`),
+    replacing the file at once (see :mod:`assay.report.outputs`), so no reader sees half of
+    it."""
+    text = json.dumps(scrub_data(output), ensure_ascii=False, indent=2, default=str) + "\n"
     write_atomic(Path(path), text.encode("utf-8", "backslashreplace"), "--uipath-output")

@@ -191,9 +191,12 @@ class EvaluationResult:
         return {"eval_results": self.result_df}
 
     def to_jsonl(self, path: str | Path | None = None) -> str | None:
-        """The records as JSONL (one :class:`CaseRecord` a line): returned as text, or written
-        to ``path`` (through a temporary file renamed into place)."""
-        text = "".join(r.model_dump_json() + "\n" for r in self.records)
+        """The records as JSONL (one :class:`CaseRecord` a line), known secrets hidden (see
+        :mod:`assay._util.redact`): returned as text, or written to ``path`` (through a temporary
+        file renamed into place)."""
+        from assay._util.redact import scrub_json
+
+        text = "".join(scrub_json(r.model_dump_json()) + "\n" for r in self.records)
         if path is None:
             return text
         target = user_path(path)

@@ -7,13 +7,17 @@ exactly what the library stores. Every error is JSON, ``{"detail": ..., "code": 
 case, 409 for a change a run's state forbids, 413 for a body over the limit, 503 when the
 store cannot be read (naming it with its password hidden), and 500 without a stack trace for
 anything else.
+
+Every JSON answer leaves through :class:`~assay.server.security.ScrubbingMiddleware` and every
+server-sent event through :func:`~assay.server.launches.sse`: both hide the secrets the process
+knows (:mod:`assay._util.redact`), so a run stored before its texts were scrubbed, or a key of this
+server's environment quoted in a judge's answer, is never served.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -29,6 +33,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from assay._util.redact import register, register_environment, scrubbed_logger, url_secrets
 from assay._version import __version__
 from assay.analysis.compare import (
     CompareOptions,
@@ -57,14 +62,14 @@ from assay.server.launches import (
     sse,
     stream,
 )
-from assay.server.security import SecurityMiddleware, document_nul_rule
+from assay.server.security import ScrubbingMiddleware, SecurityMiddleware, document_nul_rule
 from assay.server.settings import ServerSettings
 from assay.store import baselines, queries
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore, RunUnreadable
 from assay.types.records import RunRecord, RunStatus, Verdict, resume_command
 
-log = logging.getLogger("assay.server")
+log = scrubbed_logger("assay.server")
 
 MAX_PAGE = 500
 RunId = Annotated[str, PathParam(min_length=1, max_length=200)]
@@ -193,6 +198,8 @@ def _documented(app: FastAPI) -> dict[str, Any]:
 def create_app(settings: ServerSettings) -> FastAPI:
     """The application for ``settings`` (see :class:`ServerSettings`)."""
     settings.check()
+    register_environment()  # the keys this server's environment holds are never served
+    register(url_secrets(settings.store_url))
     holder = StoreHolder(settings.store_url)
     launcher = Launcher(settings.store_url, settings.suite_roots,
                         LaunchPolicy(settings.judge_models, settings.targets_file))
@@ -211,6 +218,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.openapi = lambda: app.openapi_schema or _documented(app)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.launcher = launcher
+    app.add_middleware(ScrubbingMiddleware)
     app.add_middleware(SecurityMiddleware, token=settings.token,
                        max_body_bytes=settings.max_body_bytes,
                        allowed_hosts=settings.allowed_hosts)

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
-from assay._util.redact import scrub
+from assay._util.redact import scrub, scrub_json
 from assay.errors import EvaluationError
 from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict
 
@@ -296,8 +296,9 @@ class Launcher:
 
 
 def sse(name: str, data: dict[str, Any]) -> bytes:
-    """One server-sent event (JSON never holds a raw newline, so one data line)."""
-    return f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n".encode()
+    """One server-sent event (JSON never holds a raw newline, so one data line), known
+    secrets hidden (see :mod:`assay._util.redact`)."""
+    return f"event: {name}\ndata: {scrub_json(json.dumps(data, default=str))}\n\n".encode()
 
 
 async def stream(launch: Launch, keepalive_s: float = 15.0) -> AsyncIterator[bytes]:

@@ -1,5 +1,6 @@
 """What every request passes through: the size limit, the token, the allowed hosts, no NUL in
-its address, and the headers that keep the browser from running anything the data holds.
+its address, and the headers that keep the browser from running anything the data holds; and
+what every JSON answer passes through: the scrub of known secrets.
 
 These are plain ASGI middleware so that they apply before routing, to every path (a request
 for an unknown path is refused for a missing token too, and answers nothing about the store).
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from assay._util.control_chars import printable
+from assay._util.redact import scrub_json_bytes
 from assay.server.settings import host_key
 
 Scope = MutableMapping[str, Any]
@@ -178,6 +180,50 @@ def _holding_nul(scope: Scope) -> str | None:
         if "\x00" in name or "\x00" in value:
             return f"query parameter {printable(name)[:80]!r}"
     return None
+
+
+class ScrubbingMiddleware:
+    """Every JSON answer with the secrets the process knows hidden in its strings (see
+    :mod:`assay._util.redact`): the one place a response body leaves the application, whichever
+    route or error handler made it. A body is held until it is whole (a JSON answer is sent in
+    one piece anyway) and its length set again when the scrub changed it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def scrubbed(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start" and _is_json(message):
+                start = message
+                return
+            if message["type"] != "http.response.body" or start is None:
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            whole = b"".join(chunks)
+            body = scrub_json_bytes(whole)
+            if body is not whole:
+                start["headers"] = [*(h for h in start.get("headers", [])
+                                      if h[0].lower() != b"content-length"),
+                                    (b"content-length", str(len(body)).encode())]
+            await send(start)
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, scrubbed)
+
+
+def _is_json(start: Message) -> bool:
+    return any(k.lower() == b"content-type" and v.split(b";")[0].strip().lower()
+               == b"application/json" for k, v in start.get("headers", []))
 
 
 def _replay(body: bytes | None, first: Message | None, receive: Receive) -> Receive:

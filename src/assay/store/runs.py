@@ -14,6 +14,11 @@ made from Python can be shown, compared, rescored and resumed later like one mad
 ``assay run``. Every run row is read by :func:`read_run`, which never fails: a row that cannot
 be read is an entry naming the run and why, and a run left ``running`` by a process that died
 (its :class:`RunLease` ran out) reads as interrupted.
+
+No secret is stored: every JSON value written (rows through :func:`encode`, run configs and
+summaries through the columns' serializer) and the search text pass through
+:mod:`assay._util.redact`'s registry, so a judge's answer or an agent's output that quotes a key
+keeps a label in its place (``${{ OPENAI_API_KEY }}``).
 """
 
 from __future__ import annotations
@@ -40,7 +45,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from assay._util.control_chars import printable
-from assay._util.redact import redact_url, scrub, url_secrets
+from assay._util.redact import (
+    redact_url,
+    register,
+    register_environment,
+    scrub,
+    scrub_json,
+    url_secrets,
+)
 from assay._util.sqlite_wal import use_wal
 from assay._util.user_paths import user_path, user_url
 from assay.errors import ConfigError
@@ -167,13 +179,16 @@ class RecordRejected(ValueError):
 
 
 def encode(value: Any) -> EncodedJSON:
-    """A model or plain value as JSON text, or RecordRejected saying why it cannot be."""
+    """A model or plain value as JSON text with every known secret hidden (the one place a
+    row becomes what is stored), or RecordRejected saying why it cannot be."""
     try:
         if isinstance(value, BaseModel):
-            return EncodedJSON(value.model_dump_json())
-        return EncodedJSON(pydantic_core.to_json(value).decode())
+            text = value.model_dump_json()
+        else:
+            text = pydantic_core.to_json(value).decode()
     except (ValueError, TypeError, pydantic_core.PydanticSerializationError) as exc:
         raise RecordRejected(str(exc).splitlines()[0]) from None
+    return EncodedJSON(scrub_json(text))
 
 
 def new_run_id() -> str:
@@ -200,6 +215,8 @@ class RunStore:
         self.url = url
         self.display_url = redact_url(url)
         """The URL as it may be shown: a password in it is hidden."""
+        register(url_secrets(url))
+        register_environment()  # what is written here is scrubbed with the keys known now
         self.flush_seconds = flush_seconds
         self.flush_rows = flush_rows
         self._pending: list[tuple[Any, dict[str, Any]]] = []
@@ -604,11 +621,12 @@ def _shut(writer: BatchWriter | None, engine: Engine,
 
 
 def _json_text(value: Any) -> str:
-    """The JSON columns' serializer: rows arrive encoded (see :func:`encode`); other values
-    (run configs and summaries) are plain data and go through orjson."""
+    """The JSON columns' serializer: rows arrive encoded and scrubbed (see :func:`encode`);
+    other values (run configs and summaries) are plain data, go through orjson and are
+    scrubbed here."""
     if isinstance(value, EncodedJSON):
         return value
-    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    return scrub_json(orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode())
 
 
 # A JSON escape of NUL: an odd number of backslashes, then u0000 (an even number is an escaped

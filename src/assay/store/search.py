@@ -20,10 +20,14 @@ from typing import Any
 
 import pydantic_core
 
+from assay._util.redact import scrub
 from assay.errors import ConfigError
 
 FIELD_CHARS = 500
 """How much of each field is searched."""
+SCRUB_MARGIN = 1000
+"""Characters past :data:`FIELD_CHARS` that are scrubbed with a field: a secret (or a URL's
+credentials) that starts within the part kept is found whole if it is no longer than this."""
 SEPARATOR = "\n"
 
 
@@ -44,9 +48,12 @@ def search_text(case_id: str, case_input: Any, expected: Any, output: Any,
 
     A NUL character becomes a space: PostgreSQL refuses NUL in text, and an agent's output
     may hold one, which would otherwise fail the whole batch of results it was written with.
+    Known secrets are hidden first (see :mod:`assay._util.redact`), before a field is cut or
+    lower-cased, so neither a secret nor a part of one is kept.
     """
     fields = (case_id, case_input, expected, output, error)
-    return SEPARATOR.join(_text(f)[:FIELD_CHARS] for f in fields).lower().replace("\x00", " ")
+    return SEPARATOR.join(scrub(_text(f)[:FIELD_CHARS + SCRUB_MARGIN])[:FIELD_CHARS]
+                          for f in fields).lower().replace("\x00", " ")
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")

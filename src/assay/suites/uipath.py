@@ -45,7 +45,6 @@ Problems stop the load with an :class:`EvaluationError` naming the file and a JS
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from typing import Any
 from pydantic import AliasChoices, ValidationError
 
 from assay._util.nesting import DEPTH_EXPECTED, depth_message, too_deep
+from assay._util.redact import scrubbed_logger
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, build, evaluator_class
@@ -62,7 +62,7 @@ from assay.llm.models import parse_model
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 from assay.types.case import Case
 
-log = logging.getLogger(__name__)
+log = scrubbed_logger(__name__)
 
 TYPE_IDS: Mapping[str, str] = {
     "uipath-exact-match": "exact_match",

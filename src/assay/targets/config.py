@@ -16,7 +16,10 @@ A targets file (``.assay/targets.yaml``, or AgentV's ``.agentv/targets.yaml``) l
 ``${{ VAR }}`` is replaced at load time from the environment, else from a ``.env`` file beside
 the targets file. The values are secrets: they live only in :attr:`TargetConfig.settings`,
 never in ``repr``, and :meth:`TargetsFile.redacted` gives the config as written (placeholders
-kept) for run snapshots. Every problem in a file is reported at once, located.
+kept) for run snapshots. A target registers its secrets (``${{ VAR }}`` values, header values,
+keys pasted into fields named like keys) with :mod:`assay._util.redact` when it is read, so an agent
+that echoes one has it hidden wherever its answer is written. Every problem in a file is
+reported at once, located.
 """
 
 from __future__ import annotations
@@ -30,7 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay._util.redact import Secrets, env_label, environment_secrets
+from assay._util.redact import (
+    REDACTED,
+    env_label,
+    header_secrets,
+    register,
+    register_environment,
+    scrub,
+)
 from assay._util.user_code import user_code
 from assay._util.yaml_source import (
     Mark,
@@ -162,13 +172,27 @@ class TargetConfig:
         out.update(_mask(self.written))
         return out
 
+    def __post_init__(self) -> None:
+        self.register_secrets()
+
+    def register_secrets(self) -> None:
+        """Make this target's secrets known to every scrub of the process (see
+        :mod:`assay._util.redact`): its ``${{ VAR }}`` values (labelled with the variable), its
+        header values and the values of fields named like keys, and the environment's keys,
+        which an agent inherits."""
+        register({value: env_label(var) for var, value in self.secrets.items()})
+        headers = self.written.get("headers")
+        if isinstance(headers, dict):  # written literally: a ${{ VAR }} part is known already
+            register(header_secrets({k: v for k, v in headers.items()
+                                     if isinstance(v, str) and not SECRET.search(v)}))
+        register(_literal_secrets(self.written))
+        register_environment(KEY_ENV_VARS)
+
     def scrub(self, text: str) -> str:
         """``text`` with every secret value of this target replaced by its placeholder, the
         environment's keys (which an agent inherits) and URL credentials hidden: the judge
         engine's mechanism, :mod:`assay._util.redact`."""
-        secrets = Secrets({value: env_label(var) for var, value in self.secrets.items()})
-        secrets.update(environment_secrets(KEY_ENV_VARS).labels())
-        return secrets.scrub(text)
+        return scrub(text)
 
     def __repr__(self) -> str:
         return f"TargetConfig({self.redacted()!r})"
@@ -624,9 +648,30 @@ def _mask(value: Any, key: str = "") -> Any:
         return {k: _mask(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [_mask(v, key) for v in value]
-    if isinstance(value, str) and _SENSITIVE.search(key) and value and not SECRET.search(value):
+    if _is_literal_secret(value, key):
         return "<redacted>"
     return value
+
+
+def _literal_secrets(value: Any, key: str = "") -> dict[str, str]:
+    """The values of fields named like secrets (``api_key``, ``Authorization``...) written
+    literally (pasted in rather than referenced), each to be hidden as ``***``: what
+    :func:`_mask` masks in a stored config."""
+    found: dict[str, str] = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found.update(_literal_secrets(v, str(k)))
+    elif isinstance(value, list):
+        for v in value:
+            found.update(_literal_secrets(v, key))
+    elif _is_literal_secret(value, key):
+        found[value] = REDACTED
+    return found
+
+
+def _is_literal_secret(value: Any, key: str) -> bool:
+    return isinstance(value, str) and bool(_SENSITIVE.search(key)) and bool(value) \
+        and not SECRET.search(value)
 
 
 def _is_a(value: Any, types: tuple[type, ...]) -> bool:

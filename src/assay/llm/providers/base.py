@@ -10,7 +10,7 @@ from typing import Literal
 from urllib.parse import urlparse
 
 from assay import registry
-from assay._util.redact import REDACTED, redact_url
+from assay._util.redact import redact_url
 from assay._util.user_code import user_code
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
@@ -67,15 +67,6 @@ class Provider(ABC):
 
     async def aclose(self) -> None:
         """Release connections and models."""
-
-
-NOT_SECRET_HEADERS = frozenset({"content-type", "accept", "user-agent", "anthropic-version"})
-
-
-def header_secrets(headers: dict[str, str]) -> dict[str, str]:
-    """Every header value that could be a credential, to be hidden as ``***``."""
-    return {value: REDACTED for name, value in headers.items()
-            if name.lower() not in NOT_SECRET_HEADERS and value}
 
 
 async def check_reachable(base_url: str, what: str, timeout: float = 5.0) -> None:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 
-from assay._util.redact import env_label, redact_url, url_secrets
+from assay._util.redact import env_label, header_secrets, redact_url, url_secrets
 from assay.errors import ConfigError
 from assay.llm.models import OPENAI_COMPATIBLE, ModelSpec, base_url_for
 from assay.llm.providers.base import (
     Provider,
     check_reachable,
-    header_secrets,
     register_provider,
 )
 from assay.llm.providers.http_session import post_json, split_credentials
