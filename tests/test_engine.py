@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import pytest
 
 from assay.judges import EvalContext, LLMJudge, SemanticSimilarity
 from assay.llm import RateLimit
-from assay.llm.cache import request_key
+from assay.llm.cache import cache_key
 from assay.llm.providers.scripted import similarity
+from assay.testing.mock_server import serve_in_thread
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.records import aggregate
@@ -73,13 +75,58 @@ async def test_cache_modes_refresh_and_off_call_the_server(engine_factory, mock_
 
 
 def test_cache_key_ignores_dict_order_and_sees_every_input():
-    base = {"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.0}
+    at = {"provider": "p", "model": "p:m"}
+    base: Any = {"model": "m", "messages": [{"role": "user", "content": "x"}],
+                 "temperature": 0.0}
     reordered = {"temperature": 0.0, "messages": [{"content": "x", "role": "user"}], "model": "m"}
-    assert request_key("p:m", base) == request_key("p:m", reordered)  # type: ignore[arg-type]
-    for change in ({"temperature": 0.5}, {"max_tokens": 10}, {"seed": 3},
+    assert cache_key(at, base) == cache_key(at, reordered)  # type: ignore[arg-type]
+    for change in ({"temperature": 0.5}, {"max_tokens": 10}, {"seed": 3}, {"top_p": 0.5},
                    {"messages": [{"role": "user", "content": "y"}]}):
-        assert request_key("p:m", {**base, **change}) != request_key("p:m", base)  # type: ignore[arg-type]
-    assert request_key("p:other", base) != request_key("p:m", base)  # type: ignore[arg-type]
+        assert cache_key(at, {**base, **change}) != cache_key(at, base)
+    assert cache_key({**at, "model": "p:other"}, base) != cache_key(at, base)
+    assert cache_key({**at, "url": "http://elsewhere/v1"}, base) != cache_key(at, base)
+    assert cache_key(at, {**base, "model": "x", "user": "u"}) == cache_key(at, base)
+
+
+async def test_the_cache_keys_answers_by_the_server_that_gave_them(
+        engine_factory, mock_server, monkeypatch):
+    """The same model at another OpenAI-compatible server is asked, not answered from the
+    first server's cache; another API key for the same server is not another answer."""
+    other = serve_in_thread()
+    try:
+        case, execution = Case(id="c", expected_output="Paris"), Execution(output="Paris.")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-first-key-0123456789")
+        for server in (mock_server, other, mock_server):
+            monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+            engine = engine_factory(default_model="openai:gpt-4o-mini")
+            score = await SemanticSimilarity().evaluate(case, execution, EvalContext(engine))
+            assert score.ok, score.error
+        assert mock_server.stats.requests == 1 and other.stats.requests == 1
+        assert (score.usage.calls, score.usage.cached_calls) == (0, 1)  # back at the first
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-second-key-9876543210")
+        engine = engine_factory(default_model="openai:gpt-4o-mini")
+        again = await SemanticSimilarity().evaluate(case, execution, EvalContext(engine))
+        assert (again.usage.calls, again.usage.cached_calls) == (0, 1)
+    finally:
+        other.stop()
+
+
+async def test_the_cache_keys_every_parameter_that_changes_an_answer(
+        engine_factory, mock_server, monkeypatch):
+    """A request field assay does not set itself (top_p) and an API version carried in the
+    endpoint's URL each make another answer."""
+    engine = engine_factory()
+    request: Any = {"messages": [{"role": "user", "content": "hi"}], "top_p": 0.1}
+    for top_p in (0.1, 0.9, 0.1):
+        result = await engine.chat({**request, "top_p": top_p})
+    assert mock_server.stats.requests == 2 and result.stats.cached
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", mock_server.url.removesuffix("/v1"))
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-key-0123456789")
+    for version in ("2024-10-21", "2025-01-01-preview"):
+        monkeypatch.setenv("AZURE_OPENAI_API_VERSION", version)
+        found = await engine_factory(default_model="azure:deploy").chat(request)
+        assert not found.stats.cached, version
+    assert mock_server.stats.requests == 4
 
 
 async def test_200_calls_through_30_percent_faults_all_score_correctly(engine_factory,

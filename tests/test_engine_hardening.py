@@ -182,13 +182,13 @@ async def test_samples_are_separate_calls_and_each_is_cached(engine_factory,
     assert mock_server.stats.requests == 4
 
 
-def test_sample_zero_keeps_the_cache_keys_of_earlier_versions() -> None:
+def test_judge_identities_keep_the_request_keys_calibrations_were_stored_with() -> None:
     from assay.llm.cache import request_key
 
     request = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
     assert request_key("p:m", request, 0) == request_key("p:m", request)  # type: ignore[arg-type]
     assert request_key("p:m", request, 1) != request_key("p:m", request)  # type: ignore[arg-type]
-    # The key this request had before samples existed: caches made then still answer.
+    # The key this request has had since calibrations were first stored: they stay current.
     assert request_key("p:m", request) == (  # type: ignore[arg-type]
         "b65dd8af3bab2a8d2ccffb9e974cf1636cf80db856078b040223a8e126780b85")
 

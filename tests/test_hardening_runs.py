@@ -46,6 +46,17 @@ def jsonl_suite(root: Path, n: int, name: str = "s") -> Path:
     return path
 
 
+def judged_project(root: Path) -> Path:
+    """A project whose suite ``s.jsonl`` has one case, run by the agent and judged by
+    semantic_similarity: one judge call a run."""
+    project(root)
+    (root / "s.jsonl").write_text(json.dumps({"id": "a", "input": "q", "expected_output": "q"})
+                                  + "\n")
+    (root / "s.yaml").write_text("execution:\n  target: agent\n  evaluators:\n"
+                                 "    - type: semantic_similarity\n")
+    return root
+
+
 # -- 1. outputs never overwrite inputs --------------------------------------------------------
 
 
@@ -248,11 +259,7 @@ def test_a_uipath_eval_set_with_no_evaluations_fails_the_gate(tmp_path):
 
 
 def test_dry_run_checks_models_and_writes_nothing(tmp_path, mock_model, mock_server):
-    root = project(tmp_path / "p")
-    (root / "s.jsonl").write_text(json.dumps({"id": "a", "input": "q", "expected_output": "q"})
-                                  + "\n")
-    (root / "s.yaml").write_text("execution:\n  target: agent\n  evaluators:\n"
-                                 "    - type: semantic_similarity\n")
+    root = judged_project(tmp_path / "p")
     store = f"sqlite:///{tmp_path}/runs.db"
     for _ in range(2):
         bad = assay_cli(root, "run", "s.jsonl", "--dry-run", "--judge-model",
@@ -273,16 +280,44 @@ def test_dry_run_checks_models_and_writes_nothing(tmp_path, mock_model, mock_ser
 
 
 def test_assay_cache_environment_variable_turns_the_cache_off(tmp_path, mock_model, mock_server):
-    root = project(tmp_path / "p")
-    (root / "s.jsonl").write_text(json.dumps({"id": "a", "input": "q", "expected_output": "q"})
-                                  + "\n")
-    (root / "s.yaml").write_text("execution:\n  target: agent\n  evaluators:\n"
-                                 "    - type: semantic_similarity\n")
+    root = judged_project(tmp_path / "p")
     for _ in range(2):
         done = assay_cli(root, "run", "s.jsonl", "--judge-model", mock_model, "--store",
                          "sqlite://", env={"ASSAY_CACHE": "off"})
         assert done.returncode == 0, done.stdout + done.stderr
     assert mock_server.stats.requests == 2  # the second run was not served from a cache
+
+
+def test_assay_cache_off_holds_for_every_command_and_entry_point(
+        tmp_path, mock_model, mock_server, monkeypatch):
+    """``assay judge``, ``assay rescore`` and ``assay.evaluate()`` build their engines from the
+    same rule as ``assay run``: each call below is made, none is answered from the cache."""
+    root = judged_project(tmp_path / "p")
+    store = f"sqlite:///{root / 'runs.db'}"
+    filled = assay_cli(root, "run", "s.jsonl", "--judge-model", mock_model, "--store", store)
+    assert filled.returncode == 0, filled.stdout + filled.stderr
+    run_id = next(x for x in filled.stdout.splitlines() if x.startswith("run ")).split()[1]
+    off = {"ASSAY_CACHE": "off"}
+    for _ in range(2):
+        judged = assay_cli(root, "judge", "-e", "q", "-a", "q", "--model", mock_model, env=off)
+        assert judged.returncode == 0, judged.stdout + judged.stderr
+        assert "calls 1 (+0 cached)" in judged.stdout, judged.stdout
+    rescored = assay_cli(root, "rescore", run_id, "--store", store, env=off)
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    assert "judge calls 1 (+0 cached" in rescored.stdout, rescored.stdout
+    assert mock_server.stats.requests == 4
+    from assay import evaluate
+
+    monkeypatch.setenv("ASSAY_CACHE", "off")
+    rows = [{"input": "q", "expected_output": "q", "output": "q"}]
+    for _ in range(2):
+        result = evaluate(rows, evaluators=["semantic_similarity"], judge_model=mock_model)
+        assert result.summary.usage.calls == 1 and result.summary.usage.cached_calls == 0
+    assert mock_server.stats.requests == 6
+    bad = assay_cli(root, "judge", "-e", "q", "-a", "q", "--model", mock_model,
+                    env={"ASSAY_CACHE": "of"})
+    assert bad.returncode == 2 and "ASSAY_CACHE 'of': expected use, refresh or off" in \
+        bad.stderr, bad.stderr
 
 
 # -- 20 and 21. --target is recorded and reused; the judge follows the target that ran -------

@@ -10,7 +10,7 @@ import pytest
 
 from assay.judges import EvalContext, build
 from assay.judges.llm.rating import weighted_rating
-from assay.llm.cache import request_key
+from assay.llm.cache import cache_key
 from assay.types.case import Case
 from assay.types.execution import Execution
 
@@ -77,7 +77,8 @@ def test_weighting_reads_the_alternatives_at_the_score_token():
 def test_logprob_requests_are_cached_apart_from_plain_ones():
     plain = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
     asked = {**plain, "logprobs": True, "top_logprobs": 5}
-    assert request_key("m", plain) != request_key("m", asked)  # type: ignore[arg-type]
+    at = {"provider": "p", "model": "m"}
+    assert cache_key(at, plain) != cache_key(at, asked)  # type: ignore[arg-type]
 
 
 async def test_an_answer_off_the_scale_is_an_error_not_a_number(engine_factory):

@@ -10,13 +10,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
 from assay._util.user_paths import user_path
 from assay.errors import EvaluationError
 from assay.report.safe_text import for_terminal, make_console
+
+if TYPE_CHECKING:
+    from assay.types.engine_config import CacheMode
 
 app = typer.Typer(
     name="assay",
@@ -57,6 +60,16 @@ def _expanded(value: Any) -> Any:
     if isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
         return [user_path(v) for v in value]
     return value
+
+
+def cache_option(value: str | None) -> CacheMode | None:
+    """A ``--cache`` option, checked; None (not given) leaves the mode to the library's one
+    rule, ``$ASSAY_CACHE`` else ``use`` (:func:`assay.types.engine_config.cache_mode`)."""
+    if value is None:
+        return None
+    from assay.types.engine_config import cache_mode
+
+    return cache_mode(value, "--cache")
 
 
 def version_callback(value: bool) -> None:

@@ -18,6 +18,7 @@ from assay.cli.app import (
     EXIT_GATE_FAILED,
     EXIT_USAGE,
     app,
+    cache_option,
     console,
     err_console,
     friendly_errors,
@@ -58,8 +59,8 @@ def calibrate(
                                      help="Run store URL (where calibrations are kept)."),
     concurrency: int = typer.Option(8, "--concurrency", "-c", min=1,
                                     help="Judge calls in flight at once."),
-    cache: str = typer.Option("use", "--cache", envvar="ASSAY_CACHE",
-                              help="Judge response cache: use|refresh|off."),
+    cache: str | None = typer.Option(None, "--cache", help="Judge response cache: "
+                                     "use|refresh|off (default: $ASSAY_CACHE, else use)."),
     resamples: int = typer.Option(1000, "--resamples", min=0,
                                   help="Bootstrap resamples for the intervals (0: none)."),
     seed: int = typer.Option(0, "--seed", help="The bootstrap's seed."),
@@ -80,8 +81,7 @@ def calibrate(
     if list_sets:
         _print_sets(as_json)
         return
-    if cache not in ("use", "refresh", "off"):
-        raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
+    mode = cache_option(cache)
     if judge_model is not None and not judge_model.strip():
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini")
     if run is None and data is None:
@@ -97,7 +97,7 @@ def calibrate(
     options: dict[str, Any] = {
         "judge": built, "judge_model": judge_model, "store": store_url(store),
         "metric": metric, "limit": limit, "kind": kind, "label": label, "scale": scale,
-        "concurrency": concurrency, "cache": cache, "resamples": resamples, "seed": seed,
+        "concurrency": concurrency, "cache": mode, "resamples": resamples, "seed": seed,
         "resume": resume, "on_inputs": check if output is not None else None}
     if run is not None:
         options.update(run=run, labels=labels, evaluator=evaluator)

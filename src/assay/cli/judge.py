@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from assay.cli.app import app, console, err_console, friendly_errors
-from assay.errors import ConfigError
+from assay.cli.app import app, cache_option, console, err_console, friendly_errors
 
 if TYPE_CHECKING:
     from assay.types.score import Score
@@ -38,7 +37,8 @@ def judge(
     prompt: Path | None = typer.Option(None, "--prompt", "-p", exists=True, dir_okay=False,
                                        help="A prompt template file."),
     question: str = typer.Option("", "--question", "-q", help="The question (llm_judge)."),
-    cache: str = typer.Option("use", "--cache", help="Response cache: use, refresh or off."),
+    cache: str | None = typer.Option(None, "--cache", help="Judge response cache: "
+                                     "use|refresh|off (default: $ASSAY_CACHE, else use)."),
     max_attempts: int = typer.Option(6, "--max-attempts", min=1,
                                      help="Attempts per judge call (1 = no retries)."),
     call_timeout: float = typer.Option(120.0, "--call-timeout", min=0.001,
@@ -54,8 +54,6 @@ def judge(
     from assay.types.engine_config import EngineConfig, RetryPolicy
     from assay.types.execution import Execution
 
-    if cache not in ("use", "refresh", "off"):
-        raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
     config: dict[str, Any] = {"type": evaluator}
     if prompt is not None:
         config["prompt"] = prompt.read_text()
@@ -63,7 +61,7 @@ def judge(
         config["search_text"] = expected
     built = build(config, where=f"--evaluator {evaluator}")
     engine_config = EngineConfig(
-        cache_mode=cache,  # type: ignore[arg-type]
+        cache_mode=cache_option(cache),
         retry=RetryPolicy(max_attempts=max_attempts, call_timeout_s=call_timeout))
     if model is not None:  # an empty --model is an error, not the default
         engine_config.default_model = model

@@ -19,7 +19,15 @@ from typing import Any
 import typer
 
 from assay._util.user_paths import user_path
-from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
+from assay.cli.app import (
+    EXIT_GATE_FAILED,
+    EXIT_USAGE,
+    app,
+    cache_option,
+    console,
+    err_console,
+    friendly_errors,
+)
 from assay.errors import ConfigError, EvaluationError
 from assay.report.safe_text import for_terminal
 
@@ -70,8 +78,8 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="Resume a stopped run by id."),
     store: str | None = typer.Option(None, "--store", envvar="ASSAY_STORE_URL",
                                      help="Run store URL."),
-    cache: str = typer.Option("use", "--cache", envvar="ASSAY_CACHE",
-                              help="Judge response cache: use|refresh|off."),
+    cache: str | None = typer.Option(None, "--cache", help="Judge response cache: "
+                                     "use|refresh|off (default: $ASSAY_CACHE, else use)."),
     max_attempts: int = typer.Option(6, "--max-attempts", min=1,
                                      help="Attempts per judge call (1 = no retries)."),
     call_timeout: float = typer.Option(120.0, "--call-timeout", min=0.001,
@@ -154,8 +162,7 @@ def run(
         from assay.types.config import CalibrationGate, Gates, RunConfig, RunThresholds, Thresholds
         from assay.types.engine_config import RetryPolicy
 
-    if cache not in ("use", "refresh", "off"):
-        raise ConfigError(f"--cache {cache!r}: expected use, refresh or off")
+    mode = cache_option(cache)
     if judge_model is not None and not judge_model.strip():
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini, "
                           "or leave it out for the default")
@@ -182,7 +189,7 @@ def run(
     if resume:
         coro: Coroutine[Any, Any, Any] = resume_async(
             resume, store=runs, data=suite_path, retry_errors=retry_errors,
-            concurrency=concurrency, judge_model=judge_model, progress=progress,
+            concurrency=concurrency, cache=mode, judge_model=judge_model, progress=progress,
             on_record=reports.on_record, on_start=on_start, on_warning=_warn,
             on_notice=_notice, keep=False, on_inputs=reports.open)
     else:
@@ -190,7 +197,7 @@ def run(
             config = RunConfig(
                 concurrency=concurrency or RunConfig().concurrency, judge_model=judge_model,
                 target=target, targets_file=str(targets_file) if targets_file else None,
-                repeat=repeat, filter=filter_glob, dry_run=dry_run, cache=cache,  # type: ignore[arg-type]
+                repeat=repeat, filter=filter_glob, dry_run=dry_run, cache=mode,
                 retry=RetryPolicy(max_attempts=max_attempts, call_timeout_s=call_timeout,
                                   total_timeout_s=total_timeout),
                 thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
@@ -289,12 +296,15 @@ def rescore(
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Write result rows (JSONL) as cases complete."),
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report."),
+    cache: str | None = typer.Option(None, "--cache", help="Judge response cache: "
+                                     "use|refresh|off (default: $ASSAY_CACHE, else use)."),
 ) -> None:
     """Judge a stored run's executions again into a new run, without running the agent."""
     from assay.run.evaluate import open_store, rescore_async
 
     if judge_model is not None and not judge_model.strip():
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini")
+    mode = cache_option(cache)
     runs = open_store(store_url(store))
     reports = _Reports(output, junit, None)
     progress = _progress(None)
@@ -303,6 +313,8 @@ def rescore(
         options["judge_model"] = judge_model
     if concurrency:
         options["concurrency"] = concurrency
+    if mode is not None:
+        options["cache"] = mode
     coro = rescore_async(run_id, store=runs, evaluators=evaluator or None, progress=progress,
                          on_record=reports.on_record, keep=False, on_inputs=reports.open,
                          **options)

@@ -1,9 +1,17 @@
-"""The response cache: a SQLite file keyed by a hash of the canonical request.
+"""The response cache: a SQLite file keyed by a hash of who answers and what was asked.
 
-It survives processes, so a re-run with unchanged inputs makes no model calls. The key covers
-everything that changes an answer: provider and model, messages, schema or tools, temperature,
-max_tokens and seed, whether token log-probabilities were asked for, and the sample number (repeats of a case are independent samples, each
-cached on its own). Modes: ``use`` (read and write), ``refresh`` (write only), ``off``.
+It survives processes, so a re-run with unchanged inputs makes no model calls. The key
+(:func:`cache_key`) covers everything that changes an answer: who answers (the provider, the
+model, and for a server its endpoint URL and the headers that choose how it answers, such as
+an API version: :meth:`~assay.llm.providers.base.Provider.cache_identity`), every field of the
+request that is sent (messages, schema or tools, temperature, max_tokens, seed, top_p,
+log-probabilities...) and the sample number (repeats of a case are independent samples, each
+cached on its own). It never holds a secret: a key or a password changes who pays, not the
+answer. Modes: ``use`` (read and write), ``refresh`` (write only), ``off``; the mode comes
+from :func:`assay.types.engine_config.cache_mode`.
+
+Keys made before the endpoint was part of them (assay 0.2.0 and earlier) are never computed
+again: those entries simply miss, and the answers are asked for (and cached) anew.
 
 The engine stores only answers that were usable (a judge's answer only once it validated), so
 a replayed answer is never one that already failed. A cache that cannot be opened or written
@@ -16,6 +24,7 @@ import hashlib
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +37,32 @@ from assay.llm.types import ChatRequest
 
 _KEY_FIELDS = ("messages", "response_format", "tools", "tool_choice", "temperature",
                "max_tokens", "seed", "logprobs", "top_logprobs")
+_NOT_ANSWER_FIELDS = frozenset({"model", "user", "metadata", "store", "stream_options"})
+"""Request fields that cannot change an answer: ``model`` (the provider sends its own, which
+the endpoint identity holds), an end user's id, request metadata and storage options."""
+CACHE_KEY_VERSION = 2
+
+
+def cache_key(endpoint: Mapping[str, Any], request: ChatRequest, sample: int = 0) -> str:
+    """The response cache's key: a stable hash of who answers (``endpoint``, a provider's
+    :meth:`~assay.llm.providers.base.Provider.cache_identity`), every request field that is
+    sent and can change the answer (whatever its name, so a parameter assay does not know of
+    yet counts too) and ``sample`` (N > 0 is another draw of the same request, cached apart).
+    Dict key order does not matter; a field set to None is a field not set."""
+    canonical: dict[str, Any] = {"v": CACHE_KEY_VERSION, "endpoint": endpoint}
+    for field, value in request.items():
+        if value is not None and field not in _NOT_ANSWER_FIELDS:
+            canonical[field] = value
+    if sample:
+        canonical["sample"] = sample
+    return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def request_key(model_name: str, request: ChatRequest, sample: int = 0) -> str:
-    """A stable hash of what determines the answer (dict key order does not matter).
-
-    ``sample`` 0 is the key every earlier version computed; sample N > 0 is another draw of
-    the same request, cached apart.
+    """A stable hash of a model name and the request fields a judge sets: what identifies a
+    judge for its calibrations (:mod:`assay.calibration.key`), unchanged since calibrations
+    were first stored, so none of them goes stale. The response cache keys by
+    :func:`cache_key`, which also holds the endpoint.
     """
     canonical: dict[str, Any] = {"model": model_name}
     for field in _KEY_FIELDS:

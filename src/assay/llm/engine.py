@@ -27,7 +27,7 @@ from typing import Any
 from assay._util.redact import SECRETS, register, register_environment
 from assay._util.user_code import error_text, user_code
 from assay.errors import EvaluationError
-from assay.llm.cache import ResponseCache, request_key
+from assay.llm.cache import ResponseCache, cache_key
 from assay.llm.models import KEY_ENV_VARS, ModelSpec, parse_model
 from assay.llm.pricing import PriceTable
 from assay.llm.providers import Provider, close_http_session, create_provider
@@ -84,6 +84,7 @@ class JudgeEngine:
         self._limiters: dict[str, ModelLimiter] = {}
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._preflighted: set[str] = set()
+        self._identities: dict[Provider, dict[str, Any]] = {}
 
     # -- models ---------------------------------------------------------------------------
 
@@ -105,6 +106,13 @@ class JudgeEngine:
             raise self._scrubbed_config(exc) from None
         self._by_string[name] = provider
         return provider
+
+    def _identity(self, provider: Provider) -> dict[str, Any]:
+        """Who answers for ``provider``, worked out once (asked on every call)."""
+        found = self._identities.get(provider)
+        if found is None:
+            found = self._identities[provider] = provider.cache_identity()
+        return found
 
     def spec(self, model: str | None = None) -> ModelSpec:
         return self.resolve(model).spec
@@ -142,14 +150,16 @@ class JudgeEngine:
         """One chat completion, from the cache when possible, retried within bounds.
 
         ``sample`` numbers independent draws of the same request (repeats of a case): each
-        sample is called and cached on its own; sample 0 keeps the keys of earlier versions.
+        sample is called and cached on its own. The cache key holds who answers (provider,
+        model, endpoint) besides the request (see :func:`assay.llm.cache.cache_key`).
         With ``remember`` False the answer is not cached until the caller accepts it with
         :meth:`remember` (a judge does so once the answer validated). Every error raised
         carries a scrubbed message.
         """
         provider = self.resolve(model)
         name = provider.spec.display
-        key = request_key(name, request, sample) if self.cache is not None else ""
+        key = cache_key(self._identity(provider), request, sample) \
+            if self.cache is not None else ""
         if self.cache is not None and self.config.cache_mode == "use":
             cached = self._cache_get(key)
             if cached is not None:

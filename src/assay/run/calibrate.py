@@ -81,7 +81,7 @@ async def calibrate_async(
         metric: str | None = None, limit: int | None = None, kind: Kind | None = None,
         label: str = "label", scale: Any = None, columns: Mapping[str, str] | None = None,
         run: str | None = None, labels: str | Path | None = None,
-        evaluator: str | None = None, concurrency: int = 8, cache: CacheMode = "use",
+        evaluator: str | None = None, concurrency: int = 8, cache: CacheMode | None = None,
         retry: RetryPolicy | None = None, resume: str | None = None,
         resamples: int = 1000, level: float = 0.95, seed: int = 0,
         engine: JudgeEngine | None = None, progress: Progress | None = None,

@@ -43,7 +43,7 @@ from assay.targets.base import Target
 from assay.targets.resolve import TargetResolver
 from assay.types.case import AgentInfo, Case
 from assay.types.config import CalibrationGate, RunConfig
-from assay.types.engine_config import EngineConfig
+from assay.types.engine_config import CacheMode, EngineConfig
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
 
@@ -147,7 +147,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        target: TargetLike = None,
                        evaluators: Sequence[EvaluatorLike] | None = None,
                        retry_errors: bool = False, concurrency: int | None = None,
-                       judge_model: str | None = None,
+                       judge_model: str | None = None, cache: CacheMode | None = None,
                        progress: Progress | None = None,
                        on_record: Callable[[CaseRecord], None] | None = None,
                        on_start: Callable[[RunRecord], None] | None = None,
@@ -167,7 +167,9 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     A run that completed is left as it is: its stored result is returned and nothing is run
     or rewritten, unless ``retry_errors`` computes its error scores and failed executions
     again. ``judge_model`` replaces the recorded judge (a judge URL's password is never
-    recorded, so it must be given again)."""
+    recorded, so it must be given again). ``cache`` is this resume's own cache mode (None:
+    ``$ASSAY_CACHE``, else use), not the recorded one: how answers are kept is not part of
+    what a result means."""
     run_store = store_for([run], store)
     stored = run_store.run_record(run_id_of(run))
     if stored.status is RunStatus.COMPLETED and not retry_errors:
@@ -187,6 +189,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     given = _resumed_target(stored, target)
     if isinstance(target, str):
         config.target = target
+    config.cache = cache
     source_run = getattr(snapshot, "rescored_from", None)
     if data is None and source_run:  # a rescore: its cases are the source run's executions
         suite = _rescore_suite(run_store, run_store.run_record(source_run), None,
@@ -322,7 +325,7 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
     run_store = store_for([run], store)
     stored = run_store.run_record(run_id_of(run))
     base = RunConfig.model_validate(stored.config.run) if stored.config.run else RunConfig()
-    base = base.model_copy(update={"target": None, "repeat": 1, "filter": None})
+    base = base.model_copy(update={"target": None, "repeat": 1, "filter": None, "cache": None})
     config = _config(config or base, options)
     suite = _rescore_suite(run_store, stored, evaluators)
     suite, config, policy = settle(suite, config)

@@ -175,7 +175,9 @@ class RunConfig(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     gates: Gates = Field(default_factory=Gates)
     dry_run: bool = False
-    cache: CacheMode = Field(default="use", description="judge response cache mode")
+    cache: CacheMode | None = Field(
+        default=None, description="judge response cache mode; None: $ASSAY_CACHE, else use "
+        "(how answers are kept, not what a result means: a resume or a rescore takes its own)")
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     scoring: Scoring | None = Field(default=None, description="None: the suite's")
     run_thresholds: RunThresholds = Field(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, cast
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -13,11 +13,29 @@ from assay._util.user_paths import user_path
 from assay.errors import ConfigError
 
 CacheMode = Literal["use", "refresh", "off"]
+CACHE_MODES: tuple[CacheMode, ...] = ("use", "refresh", "off")
+CACHE_ENV = "ASSAY_CACHE"
+"""The environment variable that sets the cache mode of every command and entry point."""
 
 DEFAULT_JUDGE_MODEL = "local:gemma-3-270m"
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 """A judge answer larger than this fails its call: a judgement is a few kilobytes, and a
 body of tens of megabytes would only fill memory, the store and the files."""
+
+
+def cache_mode(given: str | None = None, where: str = "cache mode") -> CacheMode:
+    """The response cache mode: ``given`` (an option, a field), else ``$ASSAY_CACHE``, else
+    ``use``. The one rule for every command and entry point that builds an engine (through
+    :class:`EngineConfig`, whose ``cache_mode`` left unset comes from here), so
+    ``ASSAY_CACHE=off`` means off everywhere. A value that is no mode is a ConfigError naming
+    where it came from (``where``, or the variable)."""
+    if given is None:
+        given = os.environ.get(CACHE_ENV, "").strip() or "use"
+        where = CACHE_ENV
+    if given not in CACHE_MODES:
+        raise ConfigError(f"{where} {given!r}: expected use, refresh or off",
+                          code="invalid_cache_mode")
+    return cast(CacheMode, given)
 
 
 def default_cache_path() -> Path:
@@ -64,9 +82,10 @@ class EngineConfig(BaseModel):
     concurrency: int = Field(default=32, ge=1)
     rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    cache_mode: CacheMode = Field(
-        default_factory=lambda: os.environ.get("ASSAY_CACHE", "use")  # type: ignore[arg-type]
-    )
+    cache_mode: CacheMode | None = Field(
+        default=None, validate_default=True,
+        description="use, refresh or off; given as None (or left out): $ASSAY_CACHE, else "
+        "use. Always a mode once the config is built.")
     cache_path: Path = Field(default_factory=default_cache_path)
     reasks: int = Field(default=2, ge=0)
     prices: dict[str, tuple[float, float]] = Field(
@@ -77,6 +96,12 @@ class EngineConfig(BaseModel):
     max_response_bytes: int = Field(
         default=DEFAULT_MAX_RESPONSE_BYTES, gt=0,
         description="a model answer larger than this fails its call, with a clear error")
+
+    @field_validator("cache_mode", mode="before")
+    @classmethod
+    def _cache_mode(cls, value: Any) -> CacheMode:
+        # ConfigError (not ValueError) passes through pydantic unchanged: one clear line.
+        return cache_mode(value, "cache_mode")
 
     @field_validator("cache_path")
     @classmethod

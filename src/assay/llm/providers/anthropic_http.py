@@ -15,7 +15,12 @@ from typing import Any
 from assay._util.redact import env_label, url_secrets
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
-from assay.llm.providers.base import Provider, check_reachable, register_provider
+from assay.llm.providers.base import (
+    Provider,
+    check_reachable,
+    endpoint_identity,
+    register_provider,
+)
 from assay.llm.providers.http_session import post_json, split_credentials
 from assay.llm.types import BadResponse, ChatRequest, ChatResponse
 
@@ -102,9 +107,16 @@ class AnthropicProvider(Provider):
             found[self.api_key] = env_label(self.key_label)
         return found
 
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def cache_identity(self) -> dict[str, Any]:
+        return endpoint_identity(self.spec, self.url, self.headers)
+
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
         body = to_anthropic(request, self.spec.model)
-        answer = await post_json(f"{self.base_url}/v1/messages", body, self.headers, timeout,
+        answer = await post_json(self.url, body, self.headers, timeout,
                                  self.max_response_bytes)
         return from_anthropic(answer, self.spec.display)
 

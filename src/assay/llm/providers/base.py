@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from assay import registry
@@ -22,6 +22,10 @@ ProviderFactory = Callable[[ModelSpec], "Provider"]
 
 register_provider = registry.provider
 """Register a factory under one or more provider prefixes (``openai``, ``local``...)."""
+
+ANSWER_HEADERS = frozenset({"anthropic-version", "anthropic-beta", "openai-beta"})
+"""Request headers that choose how a model answers (an API version, a beta feature): part of
+a cache key. None of them is a credential."""
 
 
 def create_provider(spec: ModelSpec) -> Provider:
@@ -58,6 +62,13 @@ class Provider(ABC):
         is shown as; the engine hides them in every error text."""
         return {}
 
+    def cache_identity(self) -> dict[str, Any]:
+        """Who answers: what the response cache keys an answer by besides the request (the
+        provider and model, and for a server its endpoint URL and the headers that choose
+        how it answers). Never a secret: a key, a password or a credential header changes
+        who pays, not the answer. Providers that reach a server add its address."""
+        return {"provider": self.spec.provider, "model": self.spec.display}
+
     @abstractmethod
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
         """Send one request; raise a :class:`assay.llm.types.ProviderError` on failure."""
@@ -67,6 +78,15 @@ class Provider(ABC):
 
     async def aclose(self) -> None:
         """Release connections and models."""
+
+
+def endpoint_identity(spec: ModelSpec, url: str,
+                      headers: Mapping[str, str]) -> dict[str, Any]:
+    """:meth:`Provider.cache_identity` of a provider that POSTs to ``url``: the URL with any
+    credentials or secret query values hidden, and the headers of :data:`ANSWER_HEADERS`."""
+    chosen = {k.lower(): v for k, v in headers.items() if k.lower() in ANSWER_HEADERS}
+    return {"provider": spec.provider, "model": spec.display, "url": redact_url(url),
+            "headers": chosen}
 
 
 async def check_reachable(base_url: str, what: str, timeout: float = 5.0) -> None:

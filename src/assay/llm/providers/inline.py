@@ -58,6 +58,9 @@ class InlineProvider(Provider):
     def secrets(self) -> dict[str, str]:
         return self.inner.secrets()
 
+    def cache_identity(self) -> dict[str, Any]:
+        return self.inner.cache_identity()  # the endpoint and model that answer
+
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
         self.inner.max_response_bytes = self.max_response_bytes
         return await self.inner.complete(request, timeout)

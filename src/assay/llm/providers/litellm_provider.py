@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from assay._util.redact import redact_url
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
 from assay.llm.providers.base import Provider, register_provider
@@ -35,6 +36,13 @@ class LiteLLMProvider(Provider):
     def secrets(self) -> dict[str, str]:
         key = self.extra.get("api_key")
         return {key: "***"} if isinstance(key, str) and key else {}
+
+    def cache_identity(self) -> dict[str, Any]:
+        found = super().cache_identity()
+        base = self.extra.get("api_base")
+        if isinstance(base, str):
+            found["url"] = redact_url(base)
+        return found
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
         body: dict[str, Any] = {**self.extra, **request}

@@ -8,6 +8,7 @@ building SDK objects: that is most of what makes assay's hot path cheap.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from assay._util.redact import env_label, header_secrets, redact_url, url_secrets
 from assay.errors import ConfigError
@@ -15,6 +16,7 @@ from assay.llm.models import OPENAI_COMPATIBLE, ModelSpec, base_url_for
 from assay.llm.providers.base import (
     Provider,
     check_reachable,
+    endpoint_identity,
     register_provider,
 )
 from assay.llm.providers.http_session import post_json, split_credentials
@@ -58,6 +60,9 @@ class OpenAIHTTPProvider(Provider):
         if self.api_key:
             found[self.api_key] = env_label(self.key_label) if self.key_label else "***"
         return found
+
+    def cache_identity(self) -> dict[str, Any]:
+        return endpoint_identity(self.spec, self.url, self.headers)
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
         body = dict(request)
