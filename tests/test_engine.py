@@ -266,7 +266,9 @@ async def test_dry_run_estimates_without_calling(engine_factory, mock_server):
     assert mock_server.stats.requests == 0
     assert engine.estimate.calls == 7
     assert engine.estimate.prompt_tokens > 7 * 50
-    assert all(s.error is not None and s.error.code == "dry_run" for s in scores)
+    # not applicable, never an error: the placeholder of a call that was counted, not made
+    assert all(s.error is None and s.skipped == "dry run: http://127.0.0.1:"
+               f"{mock_server.port}/v1#judge-model not called" for s in scores), scores[0]
 
 
 async def test_prices_file_from_environment(engine_factory, mock_server, tmp_path, monkeypatch):

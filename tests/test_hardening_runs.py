@@ -276,6 +276,47 @@ def test_dry_run_checks_models_and_writes_nothing(tmp_path, mock_model, mock_ser
     assert mock_server.stats.requests == 0
 
 
+def test_a_dry_run_counts_what_the_cache_answers_and_reports_no_errors(
+        tmp_path, mock_model, mock_server):
+    """Recorded outputs are judged as the real run judges them, so every answer the real run
+    cached is found: no call is counted for it. A judge a dry run does not call is not an
+    error, on the progress bar or anywhere else."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "EVAL.yaml").write_text(textwrap.dedent("""
+        execution:
+          evaluators: [{name: similar, type: semantic_similarity}]
+        evalcases:
+          - {id: fr, input: Capital of France?, expected_output: Paris,
+             metadata: {output: Paris.}}
+          - {id: jp, input: Capital of Japan?, expected_output: Tokyo,
+             metadata: {output: Tokyo.}}
+    """))
+    store = f"sqlite:///{tmp_path}/runs.db"
+    real = assay_cli(root, "run", "EVAL.yaml", "--judge-model", mock_model, "--store", store,
+                     "--max-failed", "5")
+    assert real.returncode == 0 and mock_server.stats.requests == 2, real.stdout + real.stderr
+    dry = assay_cli(root, "run", "EVAL.yaml", "--dry-run", "--judge-model", mock_model,
+                    "--store", store)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "0 judge call(s) at most (+2 answered from the cache" in dry.stdout, dry.stdout
+    assert "errors 0" in dry.stdout and "errors 2" not in dry.stdout, dry.stdout
+    agent = judged_project(tmp_path / "agent")  # its agent must run: a blank stands in
+    blank = assay_cli(agent, "run", "s.jsonl", "--dry-run", "--judge-model", mock_model,
+                      "--store", store)
+    assert "1 judge call(s) at most (+0 answered from the cache" in blank.stdout, blank.stdout
+    assert "errors 0" in blank.stdout and "errors 1" not in blank.stdout, blank.stdout
+    assert mock_server.stats.requests == 2 and len(RunStore(store).run_records()) == 1
+    from assay import evaluate
+
+    result = evaluate(root / "EVAL.yaml", judge_model=mock_model, dry_run=True,
+                      cache="off")
+    assert result.estimate is not None and (result.estimate.calls, result.estimate.cached) \
+        == (2, 0)
+    summary = result.summary
+    assert (summary.evaluator_errors, summary.evaluator_skips) == (0, 2), summary
+
+
 # -- 16. $ASSAY_CACHE is honoured -------------------------------------------------------------
 
 

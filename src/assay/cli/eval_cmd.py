@@ -134,7 +134,8 @@ def eval_command(
         if reports is not shared:
             failures += reports.finish(result)
         if result.estimate is not None:
-            console.print(f"{suite}: dry run, {result.estimate.calls} judge call(s) at most",
+            console.print(f"{suite}: dry run, {result.estimate.calls} judge call(s) at most "
+                          f"(+{result.estimate.cached} answered from the cache)",
                           highlight=False, markup=False)
             continue
         if output_file is not None:

@@ -24,6 +24,7 @@ from assay._util.user_code import error_text, user_code
 from assay._util.user_paths import user_path
 from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
+from assay.llm.types import DRY_RUN
 from assay.types.case import AgentInfo, Case
 from assay.types.execution import Execution
 from assay.types.records import EvaluatorSpec
@@ -102,7 +103,9 @@ class Evaluator(BaseModel):
         return False
 
     async def evaluate(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
-        """Score, never raising: failures become error scores with the time they took."""
+        """Score, never raising: failures become error scores with the time they took. A
+        judge a dry run did not call is not applicable (skipped): a placeholder, not an error,
+        so no count of errors (a progress bar's, a summary's, a gate's) includes it."""
         started = time.perf_counter()
         try:
             with user_code():
@@ -111,6 +114,9 @@ class Evaluator(BaseModel):
             result = Score.failed(self.name, exc.code, exc.message)
         except Exception as exc:
             result = Score.failed(self.name, "evaluator_failed", error_text(exc))
+        if result.error is not None and result.error.code == DRY_RUN:
+            result = Score.not_applicable(self.name, result.error.message, usage=result.usage,
+                                          latency_ms=result.latency_ms)
         if result.latency_ms is None:
             result.latency_ms = (time.perf_counter() - started) * 1000
         if self.required and not result.blocking and not self._passes(result):

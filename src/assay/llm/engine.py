@@ -33,6 +33,7 @@ from assay.llm.pricing import PriceTable
 from assay.llm.providers import Provider, close_http_session, create_provider
 from assay.llm.rate_limits import ModelLimiter
 from assay.llm.types import (
+    DRY_RUN,
     BadResponse,
     CallStats,
     CallTimeout,
@@ -48,16 +49,20 @@ from assay.types.usage import Usage
 
 
 class DryRunSkipped(ProviderError):
-    """Raised instead of calling a model in a dry run; the call was counted, not made."""
+    """Raised instead of calling a model in a dry run; the call was counted, not made. An
+    evaluator's score for it is not applicable (skipped), never an error."""
 
-    code = "dry_run"
+    code = DRY_RUN
 
 
 @dataclass
 class DryRunEstimate:
-    """What a run would cost: calls and estimated tokens (about 4 characters a token)."""
+    """What a run would cost: calls and estimated tokens (about 4 characters a token), and
+    the answers the response cache holds already (``cached``: a real run would not call for
+    them, so they are in no other figure)."""
 
     calls: int = 0
+    cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = 0.0
@@ -163,6 +168,8 @@ class JudgeEngine:
         if self.cache is not None and self.config.cache_mode == "use":
             cached = self._cache_get(key)
             if cached is not None:
+                if self.config.dry_run:
+                    self.estimate.cached += 1
                 return self._account(provider, cached, CallStats(cached=True), key)
         if self.config.dry_run:
             self._estimate(provider, request)
@@ -188,8 +195,9 @@ class JudgeEngine:
             self._cache_failed(exc)
 
     def forget(self, result: ChatResult) -> None:
-        """Drop a cached answer the caller found unusable, so it is asked for again."""
-        if self.cache is None or not result.key:
+        """Drop a cached answer the caller found unusable, so it is asked for again (not in
+        a dry run, which changes nothing)."""
+        if self.cache is None or not result.key or self.config.dry_run:
             return
         try:
             self.cache.delete(result.key)

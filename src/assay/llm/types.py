@@ -95,6 +95,10 @@ class ProviderError(Exception):
         return self
 
 
+DRY_RUN = "dry_run"
+"""The code of the placeholder a dry run gives instead of calling a model."""
+
+
 class RateLimited(ProviderError):
     code = "rate_limited"
     retryable = True

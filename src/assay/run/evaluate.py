@@ -560,6 +560,19 @@ def _blank(_name: str | None) -> Target:
     return _BlankOutput()
 
 
+class _DryRunTargets:
+    """The targets of a dry run: outputs recorded beforehand (in the data, or a recorded
+    target's file) are used as a real run would use them, since reading them runs no agent,
+    so the judge requests, and the answers the cache holds for them, are the real run's;
+    an agent that would have to run is stood in for by a blank output."""
+
+    def __init__(self, targets: TargetResolver) -> None:
+        self.targets = targets
+
+    def __call__(self, name: str | None) -> Target:
+        return self.targets.replaying(name) or _BlankOutput()
+
+
 class _Session:
     """One run from preflight to its final status; everything :func:`evaluate_async`,
     :func:`resume_async` and :func:`rescore_async` share."""
@@ -650,7 +663,7 @@ class _Session:
     def resolver(self) -> Any:
         """What the runner asks for targets: conversation cases are played turn by turn."""
         if self.config.dry_run:
-            return _blank
+            return _blank if self.suite.facts().conversations else _DryRunTargets(self.targets)
         if not self.suite.facts().conversations:
             return self.targets
         from assay.targets.conversation import ConversationResolver

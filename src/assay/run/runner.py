@@ -237,7 +237,7 @@ class Runner:
                 score = Score.failed(evaluator.name, code, f"{what}: {execution.error}")
             else:
                 score = await evaluator.evaluate(case, execution, ctx)
-            if self.store is not None and not (score.error and score.error.code == "dry_run"):
+            if self.store is not None:  # none in a dry run
                 try:
                     self.store.record_score(run_id, case.id, repeat, score)
                 except RecordRejected as exc:

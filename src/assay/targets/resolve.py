@@ -78,6 +78,18 @@ class TargetResolver:
         judge = self.file.get(config.judge_target) if config and config.judge_target else None
         return judge.model_string() if judge is not None else None
 
+    def replaying(self, name: str | None) -> Target | None:
+        """The target for ``name`` when it only replays outputs recorded beforehand (the
+        data's own, or a ``recorded`` target's file), so using it runs no agent; else None.
+        What a dry run uses where it can."""
+        if self.given is not None:
+            return None
+        config = self.file.get(name) if self.file and name else None
+        if name is not None and (config is None or config.kind() != "recorded"):
+            return None
+        found = self._target(name)
+        return found if isinstance(found, RecordedOutput) else None
+
     def __call__(self, name: str | None) -> Target:
         """The target for ``name``, able to mock tools and inputs for cases that ask."""
         from assay.targets.mocked import MockedTarget
