@@ -23,7 +23,7 @@ from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
 from assay.store.runs import RunStore, StoreError
 from assay.targets.config import build_target
-from assay.testing.mock_server import RunningServer
+from assay.testing.mock_server import RunningServer, serve_in_thread
 from assay.testing.runs import write_run
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -339,3 +339,47 @@ def test_scrub_json_hides_secrets_string_by_string_and_keeps_the_document() -> N
     clean = '{"ok":false,"note":"nothing to hide"}'
     assert secrets.scrub_json(clean) is clean
     assert secrets.scrub_json_bytes(b'{"a":"sk-0123456789"}\n') == b'{"a":"${{ K }}"}\n'
+
+
+# -- redirects ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [307, 302])
+async def test_a_redirect_to_another_origin_is_refused_and_the_key_stays_home(
+        engine_factory, mock_server: RunningServer, monkeypatch: pytest.MonkeyPatch,
+        status: int) -> None:
+    """The judge's server answers with a redirect to a second server: whichever header
+    carries the key (Authorization, Azure's api-key, Anthropic's x-api-key), the second
+    server never sees a request, and the score says why."""
+    elsewhere = serve_in_thread()
+    try:
+        mock_server.configure(redirect_to=f"{elsewhere.url}/chat/completions",
+                              redirect_status=status)
+        root = mock_server.url.removesuffix("/v1")
+        monkeypatch.setenv("ASSAY_API_KEY", API_KEY)
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", root)
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-key-0123456789")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", root)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-key-0123456789")
+        engine = engine_factory(cache_mode="off")
+        case, execution = Case(id="c", expected_output="Paris"), Execution(output="Paris")
+        for model in (f"{mock_server.url}#judge", "azure:deploy", "anthropic:claude"):
+            score = await SemanticSimilarity().evaluate(case, execution,
+                                                        EvalContext(engine, model))
+            assert score.error is not None and score.error.code == "request_rejected", model
+            assert "to another origin" in score.error.message
+            assert f"127.0.0.1:{elsewhere.port}" in score.error.message
+        assert mock_server.stats.requests == 3  # one each: a refusal is not retried
+        assert elsewhere.stats.arrived == 0 and not elsewhere.stats.credentials
+    finally:
+        elsewhere.stop()
+
+
+async def test_a_redirect_within_the_origin_is_followed_as_a_post(
+        engine_factory, mock_server: RunningServer) -> None:
+    mock_server.configure(redirect_to=f"http://127.0.0.1:{mock_server.port}/chat/completions")
+    engine = engine_factory(cache_mode="off")
+    score = await SemanticSimilarity().evaluate(
+        Case(id="c", expected_output="Paris"), Execution(output="Paris"), EvalContext(engine))
+    assert score.ok, score.error
+    assert mock_server.stats.arrived == 2 and mock_server.stats.completed == 1

@@ -94,7 +94,8 @@ class MockConfig(BaseModel):
         "a key, as a careless proxy or a prompt-injected judge could give")
     redirect_to: str | None = Field(
         default=None, description="answer every chat request with a redirect to this URL "
-        "(a server that moved, or one that sends clients and their keys elsewhere)")
+        "(a server that moved, or one that sends clients and their keys elsewhere); a "
+        "request for this URL itself is answered")
     redirect_status: int = Field(default=307, ge=300, le=399,
                                  description="the status of those redirects")
     huge_bytes: int = Field(default=30 * 1024 * 1024, ge=0,
@@ -260,9 +261,9 @@ class MockServer:
                 return web.json_response({"error": {"message": problem}}, status=400)
             stats.models[str(payload.get("model"))] += 1
             stats.authorization[request.headers.get("Authorization", "")] += 1
-            if self.config.redirect_to is not None:
+            if self.config.redirect_to not in (None, str(request.url)):
                 return web.Response(status=self.config.redirect_status,
-                                    headers={"Location": self.config.redirect_to})
+                                    headers={"Location": str(self.config.redirect_to)})
             delay = self.config.latency_ms
             if self.config.latency_jitter_ms:
                 delay += self._rng.uniform(-1, 1) * self.config.latency_jitter_ms

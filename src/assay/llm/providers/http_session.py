@@ -4,6 +4,9 @@ One session with keep-alive connections is what makes the hot path cheap; a sess
 to the loop that created it, so the synchronous wrapper (which runs its own loop) gets its own.
 aiohttp is imported by the first request, not with this module: a run whose every answer
 comes from the response cache never loads it (a fifth of a second, with its TLS contexts).
+
+Redirects are followed by :func:`post_json` itself, within the origin a request was sent to
+only (see :func:`redirect_target`): a key is never sent to another server.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from assay.llm.types import (
 if TYPE_CHECKING:
     import aiohttp
 
+MAX_REDIRECTS = 5
+"""Redirects one request follows (within its origin) before it fails."""
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 """The most any answer may hold when the caller sets no bound of its own."""
 ERROR_BODY_BYTES = 16 * 1024
@@ -91,24 +97,37 @@ async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
     """POST a JSON body and decode the JSON answer, mapping every failure to a ProviderError.
 
     The answer is read up to ``max_bytes``; a larger one fails the call with
-    :class:`ResponseTooLarge` before it is held in memory. Messages show the URL without
+    :class:`ResponseTooLarge` before it is held in memory. A redirect is followed, as a POST
+    with the same body and headers, only within the origin (see :func:`redirect_target`);
+    ``timeout`` bounds the whole call, redirects included. Messages show the URL without
     credentials.
     """
     import aiohttp
 
     limit = max_bytes or DEFAULT_MAX_BYTES
     url, headers = split_credentials(url, headers)
+    data = orjson.dumps(body)
+    deadline = time.monotonic() + timeout
     try:
-        async with session().post(
-            url,
-            data=orjson.dumps(body),
-            headers=headers,
-            timeout=aiohttp.ClientTimeout(total=timeout),
-        ) as resp:
-            if resp.status >= 400:
-                payload = await _read_bounded(resp, ERROR_BODY_BYTES, truncate=True)
-                raise status_error(resp.status, resp.headers.get("Retry-After"), payload)
-            payload = await _read_bounded(resp, limit)
+        for _ in range(MAX_REDIRECTS + 1):
+            async with session().post(
+                url,
+                data=data,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=max(deadline - time.monotonic(), 0.001)),
+                allow_redirects=False,
+            ) as resp:
+                if resp.status in REDIRECT_STATUSES:
+                    url = redirect_target(url, resp.status, resp.headers.get("Location"))
+                    continue
+                if resp.status >= 400:
+                    payload = await _read_bounded(resp, ERROR_BODY_BYTES, truncate=True)
+                    raise status_error(resp.status, resp.headers.get("Retry-After"), payload)
+                payload = await _read_bounded(resp, limit)
+                break
+        else:
+            raise RequestRejected(f"{redact_url(url)} redirected more than {MAX_REDIRECTS} "
+                                  "times; point the model at the address that answers")
     except ProviderError:
         raise
     except TimeoutError:
@@ -130,6 +149,41 @@ async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
     if not isinstance(decoded, dict):
         raise BadResponse(f"{redact_url(url)} answered with JSON that is not an object")
     return decoded
+
+
+def redirect_target(url: str, status: int, location: str | None) -> str:
+    """Where a redirect from ``url`` leads, if assay follows it: the same origin (scheme, host
+    and port) only; one to another origin is refused with :class:`RequestRejected`.
+
+    Why refuse rather than follow without the key: a request carries its credentials in
+    headers the provider or a targets file chose (``Authorization``, ``api-key``,
+    ``x-api-key``, any custom header whose value is a token), and no rule can tell them all
+    from harmless ones, so stripping would leak the one it missed; and an endpoint that sends
+    its callers elsewhere is either misconfigured or hostile, where the key should not go
+    either. A model that moved is pointed at its new address instead, which the error says.
+    A redirect within the origin reaches the server the key was meant for: it is followed
+    with the method and body kept (a POST turned into a GET would ask nothing).
+    """
+    from yarl import URL
+
+    if not location:
+        raise RequestRejected(f"{redact_url(url)} answered HTTP {status} (a redirect) without "
+                              "saying where to", status=status)
+    here = URL(url)
+    try:
+        there = here.join(URL(location))
+        origin = (there.scheme, there.host, there.port)
+    except ValueError:
+        raise RequestRejected(f"{redact_url(url)} redirected (HTTP {status}) to a location "
+                              f"that is not a URL: {redact_url(location)[:200]!r}",
+                              status=status) from None
+    if origin != (here.scheme, here.host, here.port):
+        shown = redact_url(str(there.with_query(None).with_fragment(None)))
+        raise RequestRejected(
+            f"{redact_url(url)} redirected (HTTP {status}) to another origin, {shown}; assay "
+            "does not follow it, since the request carries credentials. If the endpoint "
+            "moved, point the model (or the target) at its new address", status=status)
+    return str(there)
 
 
 async def _read_bounded(resp: aiohttp.ClientResponse, limit: int,
