@@ -20,7 +20,7 @@ from typing import Any
 
 import pydantic_core
 
-from assay._util.redact import scrub
+from assay._util.redact import SECRETS
 from assay.errors import ConfigError
 
 FIELD_CHARS = 500
@@ -51,9 +51,11 @@ def search_text(case_id: str, case_input: Any, expected: Any, output: Any,
     Known secrets are hidden first (see :mod:`assay._util.redact`), before a field is cut or
     lower-cased, so neither a secret nor a part of one is kept.
     """
-    fields = (case_id, case_input, expected, output, error)
-    return SEPARATOR.join(scrub(_text(f)[:FIELD_CHARS + SCRUB_MARGIN])[:FIELD_CHARS]
-                          for f in fields).lower().replace("\x00", " ")
+    fields = [_text(f)[:FIELD_CHARS + SCRUB_MARGIN]
+              for f in (case_id, case_input, expected, output, error)]
+    if SECRETS.found_in(SEPARATOR.join(fields)):  # rarely: asked once for all five fields
+        fields = [SECRETS.scrub(f) for f in fields]
+    return SEPARATOR.join(f[:FIELD_CHARS] for f in fields).lower().replace("\x00", " ")
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
