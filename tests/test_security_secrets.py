@@ -370,6 +370,11 @@ async def test_a_redirect_to_another_origin_is_refused_and_the_key_stays_home(
             assert "to another origin" in score.error.message
             assert f"127.0.0.1:{elsewhere.port}" in score.error.message
         assert mock_server.stats.requests == 3  # one each: a refusal is not retried
+        agent = build_target({"name": "api", "provider": "http", "url": f"{mock_server.url}/"
+                              "chat/completions", "headers": {"X-Key": "agent-key-0123456789"}},
+                             Path.cwd())
+        execution = await agent.run(Case(id="c", input="hi"))
+        assert execution.error is not None and "to another origin" in execution.error
         assert elsewhere.stats.arrived == 0 and not elsewhere.stats.credentials
     finally:
         elsewhere.stop()
