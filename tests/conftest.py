@@ -21,13 +21,13 @@ sys.dont_write_bytecode = False
 
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test gets its own cache dir, no ambient judge model, keys or store, and a default
-    store of its own for the library calls it makes in this process (``assay.evaluate()``
-    keeps runs on disk by default; commands run as subprocesses keep theirs in their own
-    working directory's ``.assay/runs.db``, as a user's would)."""
+    """Each test gets its own cache dir, no ambient judge model, keys, cache mode or store,
+    and a default store of its own for the library calls it makes in this process
+    (``assay.evaluate()`` keeps runs on disk by default; commands run as subprocesses keep
+    theirs in their own working directory's ``.assay/runs.db``, as a user's would)."""
     monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path / "cache"))
     for var in ("ASSAY_JUDGE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ASSAY_PRICES",
-                "ASSAY_STORE_URL", "ASSAY_RUN_LEASE_S"):
+                "ASSAY_STORE_URL", "ASSAY_RUN_LEASE_S", "ASSAY_CACHE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr("assay.store.runs.DEFAULT_URL",
                         f"sqlite:///{tmp_path / 'default-store' / 'runs.db'}")

@@ -321,8 +321,12 @@ def test_the_server_never_serves_a_secret_stored_before_it_was_scrubbed(
     with serve(f"sqlite:///{db}") as served, served.client() as client:
         case = client.get(f"/runs/{run_id}/case", params={"case_id": "case-000000"})
         found = client.get(f"/runs/{run_id}/cases", params={"q": "the key"})
+        halves = [client.get(f"/runs/{run_id}/case/value", params={
+            "case_id": "case-000000", "pointer": "/record/execution/output", "offset": offset,
+            "limit": 20}).json()["text"] for offset in (0, 20)]  # slices that cut a key
     assert case.status_code == 200 and found.status_code == 200
     assert "the key is ${{ OPENAI_API_KEY }}" in case.text
+    assert "".join(halves) == "the key is ${{ OPENAI_API_KEY }}"
     assert leaks(case.text + found.text, OPENAI_KEY) == []
 
 

@@ -33,7 +33,13 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from assay._util.redact import register, register_environment, scrubbed_logger, url_secrets
+from assay._util.redact import (
+    register,
+    register_environment,
+    scrub_json,
+    scrubbed_logger,
+    url_secrets,
+)
 from assay._version import __version__
 from assay.analysis.compare import (
     CompareOptions,
@@ -461,12 +467,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
                         media_type="application/json")
 
     def _case(run_id: str, case_id: str, repeat: int) -> CaseDetail:
+        """A case's detail with known secrets hidden before it is cut to a page or a slice
+        (a cut could leave part of a secret that the scrub of the answer would not know)."""
         run = require_run(run_id)
         record = queries.case_record(store(), run.id, case_id, repeat)
         if record is None:
             raise ApiError(404, "case_not_found",
                            f"Case not found: {case_id!r} (repeat {repeat}) in run {run.id}")
-        return case_detail(record)
+        detail = case_detail(record)
+        text = detail.model_dump_json()
+        scrubbed = scrub_json(text)
+        return detail if scrubbed is text else CaseDetail.model_validate_json(scrubbed)
 
     @app.get("/runs/{run_id}/case/value", response_model=CaseValue, responses=ERRORS,
              tags=["cases"])
