@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from assay._util.redact import Secrets, redact_url, scrub
+from assay._util.redact import Secrets, redact_url, scrub, url_secrets
 from assay.errors import ConfigError
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
@@ -392,3 +392,16 @@ async def test_a_redirect_within_the_origin_is_followed_as_a_post(
         Case(id="c", expected_output="Paris"), Execution(output="Paris"), EvalContext(engine))
     assert score.ok, score.error
     assert mock_server.stats.arrived == 2 and mock_server.stats.completed == 1
+
+
+def test_only_credentials_become_secrets_not_the_words_around_them(tmp_path: Path) -> None:
+    """A store's user name, a target's harmless header and a short URL user stay readable
+    wherever the word appears; a password, a bare token and a header named like a credential
+    are hidden everywhere."""
+    assert url_secrets("postgresql://assay@db/runs") == {}
+    token = "ghp_" + "t" * 20
+    assert url_secrets(f"https://{token}@git.example.com") == {token: "***"}
+    build_target({"name": "api", "provider": "http", "url": "http://127.0.0.1:9/chat",
+                  "headers": {"X-Client": "assay-cli", "X-Api-Key": "literal-key-0123456789"}},
+                 tmp_path)
+    assert scrub("assay-cli sent literal-key-0123456789") == "assay-cli sent ***"

@@ -111,15 +111,22 @@ def url_credentials(url: str) -> tuple[str, str | None, str | None]:
     return clean, unquote(user), unquote(password) if sep else None
 
 
+MIN_BARE_TOKEN_CHARS = 16
+"""A URL's user given without a password (``https://TOKEN@host``) is a secret value from this
+length on; a shorter one is a user name (``postgresql://assay@db``), hidden where it is part
+of a URL (:func:`redact_urls`) but not wherever the word appears."""
+
+
 def url_secrets(url: str) -> dict[str, str]:
-    """The secret values a URL carries (its password, decoded and as written), for a scrub."""
+    """The secret values a URL carries (its password, decoded and as written, or a bare
+    token as its user), for a scrub."""
     _, user, password = url_credentials(url)
     found: dict[str, str] = {}
     if password:
         found[password] = REDACTED
         found[quote(password, safe="")] = REDACTED
         found[base64.b64encode(f"{user or ''}:{password}".encode()).decode()] = REDACTED
-    elif user:
+    elif user and len(user) >= MIN_BARE_TOKEN_CHARS:
         found[user] = REDACTED
     return found
 

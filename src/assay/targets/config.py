@@ -16,10 +16,10 @@ A targets file (``.assay/targets.yaml``, or AgentV's ``.agentv/targets.yaml``) l
 ``${{ VAR }}`` is replaced at load time from the environment, else from a ``.env`` file beside
 the targets file. The values are secrets: they live only in :attr:`TargetConfig.settings`,
 never in ``repr``, and :meth:`TargetsFile.redacted` gives the config as written (placeholders
-kept) for run snapshots. A target registers its secrets (``${{ VAR }}`` values, header values,
-keys pasted into fields named like keys) with :mod:`assay._util.redact` when it is read, so an agent
-that echoes one has it hidden wherever its answer is written. Every problem in a file is
-reported at once, located.
+kept) for run snapshots. A target registers its secrets (``${{ VAR }}`` values, and values
+pasted into fields and headers named like credentials) with :mod:`assay._util.redact` when it is
+read, so an agent that echoes one has it hidden wherever its answer is written. Every
+problem in a file is reported at once, located.
 """
 
 from __future__ import annotations
@@ -33,14 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay._util.redact import (
-    REDACTED,
-    env_label,
-    header_secrets,
-    register,
-    register_environment,
-    scrub,
-)
+from assay._util.redact import REDACTED, env_label, register, register_environment, scrub
 from assay._util.user_code import user_code
 from assay._util.yaml_source import (
     Mark,
@@ -68,7 +61,9 @@ COMMON_FIELDS = ("name", "provider", "judge_target", "workers")
 TOLERATED_FIELDS = ("max_retries", "provider_batching")
 """AgentV target fields that mean nothing here but should not make a shared file invalid."""
 
-_SENSITIVE = re.compile(r"(key|token|secret|password|passwd|authorization|cookie)", re.I)
+_SENSITIVE = re.compile(r"(key|token|secret|password|passwd|auth(?!or)|cookie|credential)",
+                        re.I)
+"""Field and header names whose values are credentials."""
 
 
 @dataclass(frozen=True)
@@ -177,14 +172,12 @@ class TargetConfig:
 
     def register_secrets(self) -> None:
         """Make this target's secrets known to every scrub of the process (see
-        :mod:`assay._util.redact`): its ``${{ VAR }}`` values (labelled with the variable), its
-        header values and the values of fields named like keys, and the environment's keys,
-        which an agent inherits."""
+        :mod:`assay._util.redact`): its ``${{ VAR }}`` values (labelled with the variable), the
+        values written literally in fields and headers named like credentials (``api_key``,
+        ``Authorization``, ``X-Api-Key``...), and the environment's keys, which an agent
+        inherits. A literal header that names no credential (``X-Client: assay``) is not a
+        secret: hiding its value would garble every text that holds the word."""
         register({value: env_label(var) for var, value in self.secrets.items()})
-        headers = self.written.get("headers")
-        if isinstance(headers, dict):  # written literally: a ${{ VAR }} part is known already
-            register(header_secrets({k: v for k, v in headers.items()
-                                     if isinstance(v, str) and not SECRET.search(v)}))
         register(_literal_secrets(self.written))
         register_environment(KEY_ENV_VARS)
 
