@@ -343,6 +343,8 @@ def test_scrub_json_hides_secrets_string_by_string_and_keeps_the_document() -> N
     clean = '{"ok":false,"note":"nothing to hide"}'
     assert secrets.scrub_json(clean) is clean
     assert secrets.scrub_json_bytes(b'{"a":"sk-0123456789"}\n') == b'{"a":"${{ K }}"}\n'
+    encoded = clean.encode()
+    assert secrets.scrub_json_bytes(encoded) is encoded  # nothing to hide: not even decoded
 
 
 # -- redirects ------------------------------------------------------------------------------

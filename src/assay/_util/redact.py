@@ -27,7 +27,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, AnyStr
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 REDACTED = "***"
@@ -146,6 +146,8 @@ class _Matcher:
     """The values, longest first."""
     needles: tuple[str, ...]
     """The values and their JSON-escaped forms: what a JSON text holds when it holds one."""
+    byte_needles: tuple[bytes, ...]
+    """The needles in UTF-8: what encoded JSON holds when it holds one."""
     pattern: re.Pattern[str] | None
 
 
@@ -209,7 +211,8 @@ class Secrets:
             needles = tuple(sorted({form for v in values for form in _json_forms(v)},
                                    key=len, reverse=True))
             pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
-            found = self._matcher = _Matcher(labels, values, needles, pattern)
+            encoded = tuple(n.encode("utf-8", "surrogatepass") for n in needles)
+            found = self._matcher = _Matcher(labels, values, needles, encoded, pattern)
         return found
 
     def scrub(self, text: str) -> str:
@@ -263,13 +266,30 @@ class Secrets:
         return out + tail
 
     def scrub_json_bytes(self, data: bytes) -> bytes:
-        """:meth:`scrub_json` for UTF-8 encoded JSON (a result line, a cached answer)."""
+        """:meth:`scrub_json` for UTF-8 encoded JSON (a result line, a cached answer). The
+        bytes are searched as they are: only one that holds something to hide is decoded (a
+        large answer is not copied for nothing)."""
+        matcher = self._matcher or self._compiled()
+        if not _holds_any(data, matcher.byte_needles) and not _may_hold_url_secret(data):
+            return data
         text = data.decode("utf-8", "surrogatepass")
         scrubbed = self.scrub_json(text)
         return data if scrubbed is text else scrubbed.encode("utf-8", "surrogatepass")
 
 
-def _holds_any(text: str, needles: tuple[str, ...]) -> bool:
+def _may_hold_url_secret(data: bytes) -> bool:
+    """Whether encoded text may hold a URL's credentials or a secret query value (a cheap
+    test on the bytes; :func:`has_url_secret` decides on the text)."""
+    return (b"://" in data and _USERINFO_HINT_BYTES.search(data) is not None) or (
+        b"=" in data and (b"?" in data or b"&" in data or b";" in data)
+        and _QUERY_HINT_BYTES.search(data) is not None)
+
+
+_USERINFO_HINT_BYTES = re.compile(_USERINFO_HINT.pattern.encode())
+_QUERY_HINT_BYTES = re.compile(rb"[?&;][A-Za-z0-9_.\-]+=")
+
+
+def _holds_any(text: AnyStr, needles: tuple[AnyStr, ...]) -> bool:
     # A plain loop: a substring search each (faster than one regex of alternatives, which
     # tries every position of the text), and no generator to set up per text.
     for needle in needles:  # noqa: SIM110
