@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,12 +91,20 @@ async def test_judge_errors_are_counted_and_left_out(tmp_path, mock_model, mock_
     assert any("left out" in note for note in report.notes)
 
 
+GRADED = {"type": "llm_judge", "name": "graded", "prompt": "{{candidate_answer}}"}
+
+
+async def _graded_run(store: str, model: str, cases: int) -> Any:
+    """A stored run of ``cases`` cases c0, c1... judged by :data:`GRADED`."""
+    rows = [{"id": f"c{i}", "input": f"q{i}", "output": f"answer {i}"} for i in range(cases)]
+    return await evaluate_async(rows, evaluators=[GRADED], judge_model=model, store=store)
+
+
 async def test_a_stored_run_is_calibrated_against_labels_by_case_id(tmp_path, mock_model,
                                                                      mock_server):
     store = f"sqlite:///{tmp_path}/runs.db"
-    rows = [{"id": f"c{i}", "input": f"q{i}", "output": f"answer {i}"} for i in range(8)]
-    judge = {"type": "llm_judge", "name": "graded", "prompt": "{{candidate_answer}}"}
-    run = await evaluate_async(rows, evaluators=[judge], judge_model=mock_model, store=store)
+    run = await _graded_run(store, mock_model, 8)
+    judge = GRADED
     asked = mock_server.stats.requests
     labels = tmp_path / "labels.csv"
     labels.write_text("case_id,label\n" + "".join(f"c{i},{'pass' if i % 2 else 'fail'}\n"
@@ -111,6 +120,23 @@ async def test_a_stored_run_is_calibrated_against_labels_by_case_id(tmp_path, mo
     with pytest.raises(CalibrationDataError, match=r"labels.csv line 3, field 'case_id': case "
                        r"'c99' is not in run"):
         await calibrate_async(run=run.run_id, labels=labels, store=store)
+
+
+async def test_a_case_labelled_twice_is_refused_with_every_line_named(tmp_path, mock_model,
+                                                                       mock_server):
+    store = f"sqlite:///{tmp_path}/runs.db"
+    run = await _graded_run(store, mock_model, 3)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("case_id,label\n" + "c0,pass\n" * 100 + "c1,pass\nc2,fail\nc2,pass\n")
+    with pytest.raises(CalibrationDataError) as caught:
+        await calibrate_async(run=run.run_id, labels=labels, store=store, resamples=0)
+    message = caught.value.message
+    assert message.startswith(f"{labels}, field 'case_id': ")
+    lines = ", ".join(f"line {n}" for n in range(2, 102))
+    assert f"duplicate id 'c0' given 100 times ({lines})" in message
+    assert "duplicate id 'c2' given 2 times (line 103, line 104)" in message
+    assert "'c1'" not in message
+    assert calibrations.find(open_store(store), limit=5) == []  # nothing was stored
 
 
 # -- the command line ---------------------------------------------------------------------------
@@ -150,6 +176,13 @@ def test_cli_lists_sets_prints_reports_and_sets_exit_codes(tmp_path, mock_model)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert f"{bad} line 2, field 'label': unknown label 'meh'" in " ".join(
         refused.stderr.split())
+    copies = tmp_path / "copies.jsonl"
+    copies.write_text('{"id": "a", "response": "x", "label": "pass"}\n' * 3)
+    repeated = assay(tmp_path, "calibrate", str(copies), "--judge", judge, "--judge-model",
+                     mock_model, "--store", store)
+    assert repeated.returncode == 2 and "Traceback" not in repeated.stderr
+    assert "duplicate id 'a' given 3 times (line 1, line 2, line 3)" in " ".join(
+        repeated.stderr.split())
     clobber = assay(tmp_path, "calibrate", str(labelled), "--judge", judge, "-o",
                     str(labelled), "--store", store)
     assert clobber.returncode == 2 and "input" in clobber.stderr

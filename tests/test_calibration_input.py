@@ -69,9 +69,13 @@ def test_missing_label_unknown_column_and_duplicate_ids(tmp_path):
                                                          {"output": "y"}]), label="verdict")
     with pytest.raises(CalibrationDataError, match=r"unknown column\(s\) 'refrence'"):
         load_labelled([{"output": "x", "refrence": "y", "label": "pass"}])
-    with pytest.raises(CalibrationDataError, match=r"duplicate id 'a'"):
+    with pytest.raises(CalibrationDataError, match=r"rows, field 'id': duplicate id 'a' "
+                       r"given 3 times \(record 1, record 2, record 4\); each id must be "
+                       r"given once"):
         load_labelled([{"id": "a", "output": "x", "label": 1},
-                       {"id": "a", "output": "y", "label": 0}])
+                       {"id": "a", "output": "y", "label": 0},
+                       {"id": "b", "output": "y", "label": 0},
+                       {"id": "a", "output": "z", "label": 1}])
     mapped = load_labelled([{"my_answer": "x", "label": "pass"}],
                            columns={"output": "my_answer"})
     assert mapped.items[0].output == "x"

@@ -29,6 +29,7 @@ from assay.calibration.items import (
     Where,
     infer_kind,
     normal_label,
+    refuse_duplicate_ids,
 )
 from assay.calibration.sets import read_json, read_json_lines
 from assay.suites.dataset import csv_cell
@@ -113,21 +114,11 @@ def load_labelled(data: Any, *, kind: Kind | None = None, label: str = "label",
     mapping = _mapping(columns)
     fields = [_fields(row, where, mapping, label) for where, row in rows]
     chosen: Kind = kind or _infer(fields)
+    ids = [(_item_id(values, where), where) for (where, _row), values in zip(rows, fields,
+                                                                            strict=True)]
+    refuse_duplicate_ids(ids, "id")
     items = []
-    seen: dict[str, Where] = {}
-    for (where, _row), values in zip(rows, fields, strict=True):
-        item_id = values.get("id")
-        if item_id is None:
-            item_id = "item-" + hashlib.sha1(json.dumps(
-                [values.get("input"), values.get("output"), values.get("output_2")],
-                default=str, sort_keys=True).encode()).hexdigest()[:10]
-        elif isinstance(item_id, bool) or not isinstance(item_id, str | int):
-            raise CalibrationDataError(f"{where.at('id')}: expected text or a whole number")
-        item_id = str(item_id)
-        if item_id in seen:
-            raise CalibrationDataError(f"{where.at('id')}: duplicate id {item_id!r} (first at "
-                                       f"{seen[item_id].at()}); ids must be unique")
-        seen[item_id] = where
+    for (where, _row), values, (item_id, _) in zip(rows, fields, ids, strict=True):
         value = normal_label(chosen, values["label"], where, label, bounds)
         ratings = values.get("ratings")
         if ratings is not None:
@@ -152,6 +143,18 @@ def load_labelled(data: Any, *, kind: Kind | None = None, label: str = "label",
         files=[source] if source not in ("rows", "dataframe") else [],
         ratings_level=level if any(i.ratings for i in items) else None,  # type: ignore[arg-type]
         label_field=label)
+
+
+def _item_id(values: dict[str, Any], where: Where) -> str:
+    """A row's id, or one made from its content where the data gives none."""
+    item_id = values.get("id")
+    if item_id is None:
+        return "item-" + hashlib.sha1(json.dumps(
+            [values.get("input"), values.get("output"), values.get("output_2")],
+            default=str, sort_keys=True).encode()).hexdigest()[:10]
+    if isinstance(item_id, bool) or not isinstance(item_id, str | int):
+        raise CalibrationDataError(f"{where.at('id')}: expected text or a whole number")
+    return str(item_id)
 
 
 def _mapping(columns: Mapping[str, str] | None) -> dict[str, str]:

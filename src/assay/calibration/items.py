@@ -19,6 +19,7 @@ field, and lists what is accepted: it is found while loading, before any judge i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -61,6 +62,12 @@ class Where:
         elif self.record is not None:
             text += f" record {self.record}"
         return f"{text}, field {field_name!r}" if field_name else text
+
+    def place(self) -> str:
+        """``line N`` or ``record N`` (the file left out), for lists of places in one file."""
+        if self.line is not None:
+            return f"line {self.line}"
+        return f"record {self.record}" if self.record is not None else "somewhere"
 
 
 class LabelledItem(BaseModel):
@@ -127,6 +134,27 @@ class LabelledSet:
             if item.group is not None:
                 seen.setdefault(item.group, None)
         return list(seen)
+
+
+def refuse_duplicate_ids(ids: Sequence[tuple[str, Where]], field_name: str) -> None:
+    """Raise one error naming every id given more than once, at every place it is given.
+
+    An item given twice would count twice in every statistic, and two labels for one item
+    may contradict each other: neither can be told from a calibration's figures, so a
+    file with a repeated id is refused whole, every copy named, so it can be fixed at once.
+    """
+    places: dict[str, list[Where]] = {}
+    for item_id, where in ids:
+        places.setdefault(item_id, []).append(where)
+    repeated = {k: v for k, v in places.items() if len(v) > 1}
+    if not repeated:
+        return
+    first = next(iter(repeated.values()))[0]
+    shown = "; ".join(f"duplicate id {item_id!r} given {len(found)} times "
+                      f"({', '.join(w.place() for w in found)})"
+                      for item_id, found in repeated.items())
+    raise CalibrationDataError(f"{first.file}, field {field_name!r}: {shown}; each id must "
+                               "be given once")
 
 
 def pairwise_label(value: Any, where: Where, field_name: str) -> str:

@@ -37,6 +37,7 @@ from assay.calibration.items import (
     LabelledSet,
     infer_kind,
     normal_label,
+    refuse_duplicate_ids,
 )
 from assay.calibration.key import JudgeIdentity, judge_identity
 from assay.calibration.report import CalibrationReport
@@ -265,6 +266,11 @@ def _demo_notes(report: CalibrationReport, identity: JudgeIdentity) -> None:
         report.notes.insert(1, NEAR_CHANCE)
 
 
+def _case_id(row: Any) -> Any:
+    """The case id a row of a labels file gives (``case_id``, or ``id``); None for none."""
+    return row.get("case_id", row.get("id")) if isinstance(row, Mapping) else None
+
+
 async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | None,
                          evaluator: str | None, kind: Kind | None, label: str, scale: Any,
                          resamples: int, level: float, seed: int,
@@ -297,10 +303,12 @@ async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | 
     source, rows = rows_of(labels)
     items: list[LabelledItem] = []
     raw_labels = []
+    refuse_duplicate_ids([(str(_case_id(row)), where) for where, row in rows
+                          if _case_id(row) is not None], "case_id")
     for where, row in rows:
         if not isinstance(row, Mapping):
             raise CalibrationDataError(f"{where.at()}: a row must be an object")
-        case_id = row.get("case_id", row.get("id"))
+        case_id = _case_id(row)
         if case_id is None:
             raise CalibrationDataError(f"{where.at('case_id')}: missing")
         if str(case_id) not in records:
