@@ -173,3 +173,19 @@ def test_resume_with_retry_errors_recomputes_failed_judgements(project, mock_ser
         == (6,)
     assert db.execute("SELECT COUNT(*) FROM scores WHERE error_code IS NOT NULL").fetchone() \
         == (0,)
+
+
+def test_output_to_a_pipe_is_never_wrapped_mid_phrase(project, mock_server):
+    long_name = "capitals of " + " and ".join(["France", "Japan", "Kenya"] * 8)
+    (project / "EVAL.yaml").write_text(SUITE.replace("description: capitals",
+                                                     f"name: {long_name}"))
+    bad = assay(project, "run", "EVAL.yaml", env={"AGENT_VERSION": "bad", "COLUMNS": "80"})
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    shown = assay(project, "show", _run_id(bad.stdout), env={"COLUMNS": "80"})
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert any(x.startswith("run ") and x.rstrip().endswith(f"suite {long_name} · completed")
+               for x in lines), shown.stdout
+    # A table row keeps its cells whole: the case's reasoning is on the row's one line.
+    row = next(x for x in lines if x.startswith("│ ke "))
+    assert "names_city: " in row and "similar: " in row and "not found" in row, shown.stdout

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
 from assay._util.control_chars import printable
@@ -29,6 +29,37 @@ def for_terminal(value: Any) -> str:
     return escape(printable(scrub(value if isinstance(value, str) else str(value))))
 
 
+UNWRAPPED_WIDTH = 100_000
+"""The width assay's consoles give output that is not a terminal: wider than any line."""
+
+
+class _Console(Console):
+    """A console that wraps only on a terminal.
+
+    Rich wraps every line at the terminal's width, and at 80 columns (or ``$COLUMNS``)
+    when the output is a pipe or a file, so a CI log or a file read by a tool got sentences,
+    commands and ids cut mid-phrase. Output that is not a terminal has no width to fit: it
+    is given one wider than any line, so each line stays whole (tables take their natural
+    width), whatever ``$COLUMNS`` says. A width given when the console is made is kept.
+    """
+
+    def __init__(self, *args: Any, width: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, width=width, **kwargs)
+        self._given_width = width
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        found = super().size
+        if self._given_width is None and not self.is_terminal:
+            return ConsoleDimensions(UNWRAPPED_WIDTH, found.height)
+        return found
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
 def make_console(stderr: bool = False) -> Console:
-    """A console for assay's output: no emoji codes (``openai:x:`` stays text)."""
-    return Console(stderr=stderr, emoji=False)
+    """A console for assay's output: no emoji codes (``openai:x:`` stays text), and lines
+    wrapped only on a terminal (see :class:`_Console`)."""
+    return _Console(stderr=stderr, emoji=False)
