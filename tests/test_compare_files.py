@@ -75,6 +75,12 @@ def test_compare_command_on_files(tmp_path):
                   "--allow-different-cases", env={"COLUMNS": "200"})
     assert table.returncode == 0, table.stderr
     assert "AgentV's mean delta (errored rows at their written score): +0.075" in table.stdout
+    # The last line is the verdict the exit code gives: c regressed, yet AgentV's rule
+    # passes the comparison, so the line must not call it a regression.
+    verdict = table.stdout.strip().splitlines()[-1]
+    assert verdict == "no regression by AgentV's rule (mean delta +0.075 is not negative)", \
+        table.stdout
+    assert default.stdout.strip().splitlines()[-1].startswith("regression detected: ")
     bad = assay(tmp_path, "compare", "base.jsonl", "cand.jsonl", "--exit-rule", "strict")
     assert bad.returncode == 2 and "expected assay or agentv" in bad.stderr
 

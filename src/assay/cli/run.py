@@ -270,7 +270,7 @@ def _baseline(result: Any, runs: Any, set_it: bool, compare_it: bool) -> bool:
 
             comparison = compare_stored(runs, found.run_id, result.run_id)
             print_comparison(console, comparison)
-            regressed = comparison.verdict.regression_detected
+            regressed = bool(comparison.exit_code())  # as the printed verdict says
     if set_it:
         if result.passed and not regressed:
             made = mark(runs, result.run_id)

@@ -217,9 +217,16 @@ def compare(
         from assay.report.comparison import print_comparison
 
         print_comparison(console, result, fail_on_thresholds)
-        if exit_rule == "agentv":
+        if exit_rule == "agentv":  # the last line is the verdict the exit code gives
             mean = agentv_summary(result, threshold)["meanDelta"]
-            console.print("AgentV's mean delta (errored rows at their written score): "
-                          + ("-" if mean is None else f"{mean:+.3f}"), highlight=False)
+            shown = "-" if mean is None else f"{mean:+.3f}"
+            console.print(f"AgentV's mean delta (errored rows at their written score): {shown}",
+                          highlight=False)
+            failed = fails(result, "agentv")
+            console.print(f"[{'red' if failed else 'green'}]"
+                          f"{'regression' if failed else 'no regression'} by AgentV's rule "
+                          f"(mean delta {shown} is {'' if failed else 'not '}negative)[/]",
+                          highlight=False)
     if fails(result, exit_rule, fail_on_thresholds):  # type: ignore[arg-type]
         raise typer.Exit(EXIT_GATE_FAILED)
+

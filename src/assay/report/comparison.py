@@ -154,10 +154,10 @@ def print_comparison(console: Console, result: Comparison,
         console.print("candidate's own gates failed: "
                       + for_terminal("; ".join(gates.gate_failures)), highlight=False,
                       markup=False)
+    console.print(f"[dim]{for_terminal(thresholds_text(result))}[/]", highlight=False)
     style = "red" if result.exit_code(fail_on_thresholds) else "green"
     console.print(f"[{style}]{for_terminal(result.headline(fail_on_thresholds))}[/]",
-                  highlight=False)
-    console.print(f"[dim]{for_terminal(thresholds_text(result))}[/]", highlight=False)
+                  highlight=False)  # last: the verdict the exit code gives
 
 
 def comparison_markdown(result: Comparison, fail_on_thresholds: bool = True,

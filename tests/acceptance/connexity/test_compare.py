@@ -83,6 +83,15 @@ def test_c16_exit_codes(worked, store):
     code, result, out = compare(store, base, cand, "--max-latency-increase-pct", "0.3")
     assert result is not None and result["verdict"]["regression_detected"] is False
     assert code == 1  # the candidate fails its own cases dimension
+    # ...and the printed verdict says so: never "no regression" beside exit code 1.
+    code, out = cli("compare", base, cand, "--store", store, "--max-latency-increase-pct",
+                    "0.3")
+    assert code == 1, out
+    verdict = out.strip().splitlines()[-1]
+    assert verdict.startswith("no regression, but the candidate failed its own gates"), out
+    code, out = cli("compare", base, cand, "--store", store, "--max-latency-increase-pct",
+                    "0.3", "--no-fail-on-thresholds")
+    assert code == 0 and out.strip().splitlines()[-1].startswith("no regression"), out
     code, result, out = compare(store, base, cand, "--max-latency-increase-pct", "30%",
                                 "--no-fail-on-thresholds")
     assert code == 0, out
