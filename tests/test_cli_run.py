@@ -118,6 +118,7 @@ def test_runs_show_and_compare_exit_codes(project, mock_server):
     shown = assay(project, "show", bad_id, env={"COLUMNS": "250"})
     assert shown.returncode == 0 and "ke" in shown.stdout and "fail" in shown.stdout
     assert "not found" in shown.stdout  # the contains miss is shown
+    assert "verdicts fail 1, pass 2; gate fail" in shown.stdout  # counts, not a dict
     regressed = assay(project, "compare", good_id, bad_id)
     assert regressed.returncode == 1, regressed.stdout
     assert "regression detected" in regressed.stdout and "1 case(s) regressed" in regressed.stdout

@@ -9,7 +9,9 @@ module so that any layer (the run store's last words at exit, too) can use it;
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f]")
@@ -22,6 +24,36 @@ def _visible(match: re.Match[str]) -> str:
 
 def printable(value: Any) -> str:
     """``value`` as text with every control character shown as an escape (``\\x1b``);
-    newlines and tabs are kept. For plain output (no Rich markup parsing)."""
-    text = value if isinstance(value, str) else str(value)
+    newlines and tabs are kept. For plain output (no Rich markup parsing). Lists and
+    mappings read as :func:`plain_text` writes them, never as Python reprs."""
+    text = value if isinstance(value, str) else plain_text(value)
     return _CONTROL.sub(_visible, text)
+
+
+def plain_text(value: Any) -> str:
+    """``value`` as a person reads it: a list of plain values as ``a, b, c``, a mapping of
+    them as ``key: value, key: value``, anything nested as JSON; other values as ``str``
+    gives them. Python's reprs (``{'pass': 4}``, ``['a']``) are for programmers, and a
+    summary or a message that shows one reads as a bug."""
+    if isinstance(value, Mapping):
+        if all(_flat(v) for v in value.values()):
+            return ", ".join(f"{_scalar(k)}: {_scalar(v)}" for k, v in value.items())
+        return _json(value)
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        if all(_flat(v) for v in items):
+            return ", ".join(_scalar(v) for v in items)
+        return _json(list(items))
+    return str(value)
+
+
+def _flat(value: Any) -> bool:
+    return not isinstance(value, Mapping | list | tuple | set | frozenset)
+
+
+def _scalar(value: Any) -> str:
+    return "none" if value is None else str(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)

@@ -49,7 +49,7 @@ def show(
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
     from assay.report.rows import agentv_row
     from assay.report.safe_text import for_terminal
-    from assay.report.terminal import cases_table, fmt_score
+    from assay.report.terminal import cases_table, counts_text, fmt_score
     from assay.store.runs import RunStore
 
     runs = RunStore(store_url(store))
@@ -83,7 +83,7 @@ def show(
     summary = run.summary
     if summary is not None:
         console.print(f"mean score {fmt_score(summary.mean_score)}; verdicts "
-                      f"{for_terminal(summary.verdicts)}; gate "
+                      f"{counts_text(summary.verdicts)}; gate "
                       f"{'pass' if summary.passed else 'fail'}", highlight=False)
 
 

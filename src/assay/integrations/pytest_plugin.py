@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from assay._util.control_chars import printable
 from assay.errors import EvaluationError
 
 
@@ -75,7 +76,8 @@ def _record(score: Any) -> None:
 def _explain(score: Any, threshold: float | None) -> str:
     bar = "" if threshold is None else f" (threshold {threshold:g})"
     value = "no value" if score.value is None else f"{score.value:.3f}"
-    raw = "" if score.raw is None or score.raw == score.value else f", judge said {score.raw!r}"
+    raw = "" if score.raw is None or score.raw == score.value else \
+        f", judge said {printable(score.raw)}"
     lines = [f"{score.name} scored {value}{bar}{raw}"]
     if score.rationale:
         lines.append(f"rationale: {score.rationale}")

@@ -122,9 +122,14 @@ def fmt_score(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
+def counts_text(counts: dict[str, int]) -> str:
+    """Counts by name as Rich markup, ``fail 1, pass 3`` (names escaped, in order)."""
+    return ", ".join(f"{for_terminal(k)} {v}" for k, v in sorted(counts.items()))
+
+
 def summary_lines(summary: RunSummary) -> list[str]:
     """The run's summary as lines of Rich markup (data in them escaped)."""
-    verdicts = ", ".join(f"{for_terminal(k)} {v}" for k, v in sorted(summary.verdicts.items()))
+    verdicts = counts_text(summary.verdicts)
     u = summary.usage
     cost = "unknown" if u.cost is None else f"${u.cost:.4f}"
     skips = f", skipped {summary.evaluator_skips}" if summary.evaluator_skips else ""
@@ -158,10 +163,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
             elif part.value is None:
                 matrix = (part.details or {}).get("confusionMatrix")
                 lines.append(f"dataset metric {for_terminal(label)}: "
-                             + (f"rows predicted, columns expected "
-                                f"{for_terminal((part.details or {}).get('classes'))}: "
-                                f"{for_terminal(matrix)}" if matrix is not None
-                                else for_terminal(part.skipped)))
+                             + (_matrix_text(matrix, (part.details or {}).get("classes"))
+                                if matrix is not None else for_terminal(part.skipped)))
             else:
                 lines.append(f"dataset metric {for_terminal(label)}: {part.value:.3f} "
                              f"({for_terminal(part.rationale)})")
@@ -182,6 +185,18 @@ def _measured(e: EvaluatorSummary) -> str:
         counts.append(f"{e.skipped} not applicable")
     return text + (f" ({', '.join(counts)})" if counts else "") + \
         "; a measurement counts in no verdict"
+
+
+def _matrix_text(matrix: Any, classes: Any) -> str:
+    """A confusion matrix on one line, each row named by its predicted class:
+    ``rows predicted, columns expected (a, b): a 3 1; b 0 2``."""
+    names = list(classes) if isinstance(classes, list) else []
+    if not isinstance(matrix, list) or not all(isinstance(r, list) for r in matrix):
+        return f"confusion matrix {for_terminal(matrix)}"
+    rows = "; ".join(
+        (f"{for_terminal(names[i])} " if i < len(names) else "")
+        + " ".join(for_terminal(n) for n in row) for i, row in enumerate(matrix))
+    return f"rows predicted, columns expected ({for_terminal(names)}): {rows}"
 
 
 def _pct(value: float | None) -> str:
@@ -220,8 +235,7 @@ def dimension_lines(summary: RunSummary) -> list[str]:
         lines.append(f"tokens: agent {agent.total_tokens}, simulated user {sim.total_tokens}, "
                      f"judge {summary.usage.total_tokens}; estimated cost {cost}")
     if summary.stop_reasons:
-        lines.append("conversations stopped: " + ", ".join(
-            f"{for_terminal(k)} {v}" for k, v in sorted(summary.stop_reasons.items())))
+        lines.append("conversations stopped: " + counts_text(summary.stop_reasons))
     return lines
 
 
