@@ -171,7 +171,7 @@ def _report(result: Any, runs: Any, reports: Any) -> bool:
         from assay.report.uipath_console import table_for_result
 
         console.print(table_for_result(result))
-    for line in summary_lines(result.summary):
+    for line in summary_lines(result.summary, result.notes):
         console.print(line, highlight=False)
     written = getattr(reports, "default_path", None)
     if written is not None:

@@ -48,7 +48,7 @@ def judge(
     """Score one pair and print the score, rationale, tokens and cost."""
     from assay.judges import build
     from assay.llm.engine import JudgeEngine
-    from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
+    from assay.llm.models import judge_notes
     from assay.run.score import score_async
     from assay.types.case import Case
     from assay.types.engine_config import EngineConfig, RetryPolicy
@@ -66,8 +66,8 @@ def judge(
     if model is not None:  # an empty --model is an error, not the default
         engine_config.default_model = model
     engine = JudgeEngine(engine_config)
-    if any(is_demo_model(m or engine_config.default_model) for m in built.models()):
-        err_console.print(f"[yellow]note[/]: {DEMO_MODEL_NOTE}", highlight=False, soft_wrap=True)
+    for note in judge_notes(m or engine_config.default_model for m in built.models()):
+        err_console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
     case = Case(id="cli", input=question, expected_output=_maybe_json(expected))
     execution = Execution(input=question, output=_maybe_json(actual))
 

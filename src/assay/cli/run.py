@@ -517,13 +517,14 @@ def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = Non
                   failures: Sequence[EvaluationError] = ()) -> None:
     """The summary, where the run is stored and its gates; then each output that could not
     be written. Exit 2 when one could not, else 1 when a gate failed."""
+    from assay.llm.models import judge_notes
     from assay.report.terminal import summary_lines
 
     if result.suite is not None and result.suite.metadata.get("format") == "uipath":
         from assay.report.uipath_console import table_for_result
 
         console.print(table_for_result(result))  # as `uipath eval` shows its results
-    for line in summary_lines(result.summary):
+    for line in summary_lines(result.summary, result.notes):
         console.print(line, highlight=False)
     if result.summary.assessments is not None:
         from assay.report.terminal import aggregate_lines
@@ -541,6 +542,9 @@ def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = Non
         for failure in result.summary.gate_failures:
             console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False,
                           soft_wrap=True)  # one line, so a command it advises copies whole
+    elif judge_notes(result.run.config.judge_models):  # a pass on them is no judgement
+        console.print("[green]all gates passed[/], but on a judge that is not a real one "
+                      "(see the note above)", highlight=False)
     else:
         console.print("[green]all gates passed[/]")
     print_failures(failures)

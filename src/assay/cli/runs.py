@@ -49,7 +49,8 @@ def show(
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
     from assay.report.rows import agentv_row
     from assay.report.safe_text import for_terminal
-    from assay.report.terminal import cases_table, counts_text, fmt_score
+    from assay.report.terminal import cases_table, counts_text, fmt_score, note_lines
+    from assay.run.result import run_notes as verdict_notes
     from assay.store.runs import RunStore
 
     runs = RunStore(store_url(store))
@@ -59,6 +60,7 @@ def show(
 
         for line in run_notes([run], runs.display_url if store else None):
             err_console.print(line, highlight=False, soft_wrap=True)
+    notes = verdict_notes(run)
     if summary_only:
         from assay.report.terminal import summary_lines
         from assay.types.records import RunSummary
@@ -66,9 +68,9 @@ def show(
         found = run.summary or RunSummary()
         if as_json:
             print(json.dumps({"run_id": run.id, "suite": run.suite, "status": run.status.value,
-                              **found.model_dump(mode="json")}, indent=2))
+                              **found.model_dump(mode="json"), "notes": notes}, indent=2))
         else:
-            for line in summary_lines(found):
+            for line in summary_lines(found, notes):
                 console.print(line, highlight=False)
         return
     records = runs.case_records(run.id)
@@ -85,6 +87,8 @@ def show(
         console.print(f"mean score {fmt_score(summary.mean_score)}; verdicts "
                       f"{counts_text(summary.verdicts)}; gate "
                       f"{'pass' if summary.passed else 'fail'}", highlight=False)
+    for line in note_lines(notes):
+        console.print(line, highlight=False)
 
 
 @app.command()

@@ -52,6 +52,7 @@ class _Usage:
     cost: float | None = 0.0
     latency_ms: float = 0.0
     judgements: list[str] = field(default_factory=list)
+    judges: set[str] = field(default_factory=set)
 
 
 _CURRENT: dict[str, _Usage] = {}
@@ -71,6 +72,8 @@ def _record(score: Any) -> None:
         else usage.cost + score.usage.cost
     usage.latency_ms += score.latency_ms or 0.0
     usage.judgements.append(score.name)
+    if score.judge_model:
+        usage.judges.add(score.judge_model)
 
 
 def _explain(score: Any, threshold: float | None) -> str:
@@ -193,7 +196,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
             # worker to the process that prints the summary.
             report.assay_usage = {  # type: ignore[attr-defined]
                 "calls": usage.calls, "cached": usage.cached, "cost": usage.cost,
-                "latency_ms": usage.latency_ms, "judgements": len(usage.judgements)}
+                "latency_ms": usage.latency_ms, "judgements": len(usage.judgements),
+                "judges": sorted(usage.judges)}
         if call.excinfo is not None and call.excinfo.errisinstance(JudgeError):
             report.assay_judge_error = True  # type: ignore[attr-defined]
             with contextlib.suppress(Exception):
@@ -233,4 +237,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     cost = "unknown" if total_cost is None else f"${total_cost:.4f}"
     terminalreporter.write_line(f"total: {total_calls} judge call(s) (+{total_cached} from "
                                 f"the cache), cost {cost}")
+    from assay.llm.models import judge_notes
+
+    for note in judge_notes(m for usage in _SUMMARY.values() for m in usage.get("judges", [])):
+        terminalreporter.write_line(f"note: {note}", yellow=True)
     _SUMMARY.clear()

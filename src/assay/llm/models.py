@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -40,6 +40,10 @@ DEMO_MODEL_NOTE = (
     "the judge is the embedded 270M demo model (local:gemma-3-270m); its scores are not "
     "meaningful; use a capable judge model such as openai:gpt-4o-mini.")
 """One line for every summary and report whose judge is the demo model."""
+FAKE_MODEL_NOTE = (
+    "the judge is a fake (fake:NAME), assay's deterministic stand-in for tests and demos; "
+    "its scores are not judgements; use a real judge model such as openai:gpt-4o-mini.")
+"""One line for every summary and report whose judge is a ``fake:`` model."""
 
 # provider -> (default base URL, env var overriding it, env var holding the key or None)
 OPENAI_COMPATIBLE: dict[str, tuple[str, str, str | None]] = {
@@ -110,6 +114,25 @@ def is_demo_model(text: str | None) -> bool:
     except ConfigError:
         return False
     return spec.provider == "local" and spec.model in LOCAL_PACKAGED_NAMES
+
+
+def is_fake_model(text: str | None) -> bool:
+    """True for a ``fake:`` model: assay's deterministic stand-in, not a judge."""
+    return bool(text) and str(text).strip().lower().startswith("fake:")
+
+
+def judge_notes(models: Iterable[str | None]) -> list[str]:
+    """What a reader of a verdict must be told about the judges that gave it: that the
+    embedded demo model or a ``fake:`` model is not a real judge. Every surface that shows a
+    verdict (run summaries, ``assay show``, reports, the Python result, ``assay judge``, a
+    calibration, the pytest summary) shows these notes, from the judge models it recorded."""
+    found = [m for m in models if m]
+    notes = []
+    if any(is_demo_model(m) for m in found):
+        notes.append(DEMO_MODEL_NOTE)
+    if any(is_fake_model(m) for m in found):
+        notes.append(FAKE_MODEL_NOTE)
+    return notes
 
 
 def parse_model(text: str) -> ModelSpec:

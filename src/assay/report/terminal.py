@@ -127,8 +127,9 @@ def counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{for_terminal(k)} {v}" for k, v in sorted(counts.items()))
 
 
-def summary_lines(summary: RunSummary) -> list[str]:
-    """The run's summary as lines of Rich markup (data in them escaped)."""
+def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[str]:
+    """The run's summary as lines of Rich markup (data in them escaped), ending with
+    ``notes`` (:func:`assay.run.result.run_notes`; default: the summary's own)."""
     verdicts = counts_text(summary.verdicts)
     u = summary.usage
     cost = "unknown" if u.cost is None else f"${u.cost:.4f}"
@@ -169,7 +170,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
                 lines.append(f"dataset metric {for_terminal(label)}: {part.value:.3f} "
                              f"({for_terminal(part.rationale)})")
     lines.extend(dimension_lines(summary))
-    lines.extend(f"[yellow]note[/]: {for_terminal(note)}" for note in summary.notes)
+    lines.extend(note_lines(summary.notes if notes is None else notes))
     return lines
 
 
@@ -185,6 +186,11 @@ def _measured(e: EvaluatorSummary) -> str:
         counts.append(f"{e.skipped} not applicable")
     return text + (f" ({', '.join(counts)})" if counts else "") + \
         "; a measurement counts in no verdict"
+
+
+def note_lines(notes: list[str]) -> list[str]:
+    """A run's notes (:func:`assay.run.result.run_notes`), one line of markup each."""
+    return [f"[yellow]note[/]: {for_terminal(note)}" for note in notes]
 
 
 def _matrix_text(matrix: Any, classes: Any) -> str:

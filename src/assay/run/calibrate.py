@@ -46,7 +46,7 @@ from assay.errors import ConfigError
 from assay.judges.base import Evaluator
 from assay.judges.registry import build
 from assay.llm.engine import JudgeEngine
-from assay.llm.models import DEMO_MODEL_NOTE, is_demo_model
+from assay.llm.models import is_demo_model, judge_notes
 from assay.run.evaluate import (
     EvaluatorLike,
     OnInputs,
@@ -261,9 +261,12 @@ def _passes(judge: Evaluator) -> Any:
 
 
 def _demo_notes(report: CalibrationReport, identity: JudgeIdentity) -> None:
+    """The notes on the calibrated judge's models first (a demo or fake model is no real
+    judge), and what to expect of the demo model's agreement."""
+    notes = judge_notes(identity.models)
     if any(is_demo_model(m) for m in identity.models):
-        report.notes.insert(0, DEMO_MODEL_NOTE)
-        report.notes.insert(1, NEAR_CHANCE)
+        notes.append(NEAR_CHANCE)
+    report.notes[:0] = notes
 
 
 def _case_id(row: Any) -> Any:

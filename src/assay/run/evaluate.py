@@ -31,7 +31,7 @@ from assay._version import __version__
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.llm.engine import DryRunEstimate, JudgeEngine
-from assay.llm.models import DEMO_MODEL_NOTE, display_model, is_demo_model
+from assay.llm.models import display_model, judge_notes
 from assay.run.policies import policy_for, settle
 from assay.run.policies.base import ScoringPolicy
 from assay.run.result import EvaluationResult
@@ -776,9 +776,7 @@ class _Session:
 
     def notes(self) -> list[str]:
         """What a reader of this run's figures must be told."""
-        notes = []
-        if any(is_demo_model(m) for m in self.snapshot().judge_models):
-            notes.append(DEMO_MODEL_NOTE)
+        notes = judge_notes(self.snapshot().judge_models)
         if self.engine.cache_problem:
             notes.append(f"{self.engine.cache_problem} ({self.engine.cache_failures} time(s)); "
                          "those answers were asked for again and not kept")

@@ -205,12 +205,28 @@ class EvaluationResult:
         tmp.replace(target)
         return None
 
+    @property
+    def notes(self) -> list[str]:
+        """What a reader of this result must be told (see :func:`run_notes`). Every display
+        of the result (``repr``, ``print``, the notebook table) shows them."""
+        return run_notes(self.run)
+
     def __repr__(self) -> str:
         s = self.summary
         mean = "none" if s.mean_score is None else f"{s.mean_score:.3f}"
         kept = ", in_memory=True" if self.in_memory else ""
+        notes = f", notes={self.notes!r}" if self.notes else ""
         return (f"EvaluationResult(run_id={self.run_id!r}, cases={s.cases}, mean_score={mean}, "
-                f"passed={s.passed}{kept})")
+                f"passed={s.passed}{kept}{notes})")
+
+    def __str__(self) -> str:
+        """The result as ``print`` shows it: one line for the run, then each note."""
+        s = self.summary
+        mean = "none" if s.mean_score is None else f"{s.mean_score:.3f}"
+        lines = [f"run {self.run_id} ({self.run.suite}): {s.cases} cases, mean score {mean}, "
+                 + ("passed" if s.passed else f"failed: {self.reason}")]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         """A readable table for notebooks; every value is HTML-escaped."""
@@ -222,6 +238,8 @@ class EvaluationResult:
         kept = " (in memory: not stored)" if self.in_memory else ""
         head = (f"<p><b>run {esc(self.run_id)}</b>{kept} · {esc(self.run.suite)} · "
                 f"{s.cases} cases · mean score {mean} · {gate}</p>")
+        head += "".join(f"<p style=color:#a60><b>note</b>: {esc(note)}</p>"
+                        for note in self.notes)
         names = list(s.evaluators)
         cells = "".join(f"<th>{esc(n)}</th>" for n in ["case", "verdict", "score", *names,
                                                          "output"])
@@ -235,6 +253,18 @@ class EvaluationResult:
         more = "" if len(self.records) <= 200 else \
             f"<p>… {len(self.records) - 200} more; use .to_pandas()</p>"
         return f"{head}<table><tr>{cells}</tr>{''.join(body)}</table>{more}"
+
+
+def run_notes(run: RunRecord) -> list[str]:
+    """What a reader of a run's verdict must be told, each once: first that its judge is no
+    real judge (the embedded demo model, a ``fake:`` model), from the judge models the run
+    recorded (:func:`assay.llm.models.judge_notes`; so a run stored before a note existed
+    shows it too), then the notes of its summary. Every surface that shows a run's verdict
+    shows these."""
+    from assay.llm.models import judge_notes
+
+    stored = run.summary.notes if run.summary is not None else []
+    return list(dict.fromkeys([*judge_notes(run.config.judge_models), *stored]))
 
 
 def _row(record: CaseRecord) -> dict[str, Any]:
