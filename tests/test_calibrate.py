@@ -202,26 +202,48 @@ evalcases:
 '''
 
 
-def test_the_run_gate_advice_calibrates_the_judge_as_printed(tmp_path, mock_server):
-    (tmp_path / "agent.py").write_text("def answer(q):\n    return 'Paris is the capital "
-                                       "of France.'\n")
-    (tmp_path / "EVAL.yaml").write_text(SUITE)
-    (tmp_path / ".assay").mkdir()
-    (tmp_path / ".assay" / "targets.yaml").write_text(textwrap.dedent(f"""
+def judged_project(root: Path, judge_url: str) -> Path:
+    """A suite whose agent's ``judge_target`` is the model at ``judge_url``, and a labelled
+    file for its ``similar`` evaluator (returned)."""
+    (root / "agent.py").write_text("def answer(q):\n    return 'Paris is the capital "
+                                   "of France.'\n")
+    (root / "EVAL.yaml").write_text(SUITE)
+    (root / ".assay").mkdir()
+    (root / ".assay" / "targets.yaml").write_text(textwrap.dedent(f"""
         targets:
           - name: agent
             provider: python
             function: agent:answer
             judge_target: judge
           - name: judge
-            provider: {mock_server.url}#judge
+            provider: {judge_url}#judge
     """))
-    labelled = tmp_path / "similar.jsonl"
+    labelled = root / "similar.jsonl"
     rows = [{"response": f"the answer is {w}", "reference": f"the answer is {w}",
              "label": "pass"} for w in ("one", "two", "three")]
     rows += [{"response": f"{w} {w}", "reference": "something else entirely", "label": "fail"}
              for w in ("x", "y", "z")]
     labelled.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return labelled
+
+
+def test_calibrating_a_suites_evaluator_calibrates_the_judge_its_runs_use(tmp_path,
+                                                                           mock_server):
+    labelled = judged_project(tmp_path, mock_server.url)
+    # No --judge-model: the judge is the one the suite's target names, not the engine's
+    # default (the embedded model), on which a calibration would not count for its runs.
+    calibrated = assay(tmp_path, "calibrate", str(labelled), "--suite", "EVAL.yaml",
+                       "--evaluator", "similar", "--resamples", "20")
+    assert calibrated.returncode == 0, calibrated.stdout + calibrated.stderr
+    assert f"judge similar (semantic_similarity, {mock_server.url}#judge)" in \
+        calibrated.stdout
+    gated = assay(tmp_path, "run", "EVAL.yaml", "--min-judge-accuracy", "0.8")
+    assert gated.returncode == 0, gated.stdout + gated.stderr
+    assert "all gates passed" in gated.stdout
+
+
+def test_the_run_gate_advice_calibrates_the_judge_as_printed(tmp_path, mock_server):
+    labelled = judged_project(tmp_path, mock_server.url)
     first = assay(tmp_path, "run", "EVAL.yaml", "--min-judge-accuracy", "0.8")
     assert first.returncode == 1, first.stdout + first.stderr
     # The gate's line is printed whole, however narrow the output: the command it advises

@@ -87,20 +87,24 @@ def calibrate(
     if run is None and data is None:
         raise ConfigError("give a SET_OR_FILE (assay calibrate --list), or --run RUN --labels "
                           "FILE")
-    files: dict[Path, str] = {}  # what the command reads itself: the judge's file or suite
-    built = _judge(judge, suite, evaluator if run is None else None, files)
+    if suite is not None and judge is not None:
+        raise ConfigError("give the judge with --judge or with --suite, not both")
+    files: dict[Path, str] = {}  # what the command reads itself: the judge's file
+    built = _judge(judge, files)
 
     def check(found: dict[Path, str]) -> None:
-        """Refuse an --output that is a file the calibration uses, before any judge call."""
+        """Refuse an --output that is a file the calibration uses (the suite's files among
+        them), before any judge call."""
         check_outputs({"--output": output}, {**found, **files})
 
     options: dict[str, Any] = {
         "judge": built, "judge_model": judge_model, "store": store_url(store),
         "metric": metric, "limit": limit, "kind": kind, "label": label, "scale": scale,
         "concurrency": concurrency, "cache": mode, "resamples": resamples, "seed": seed,
-        "resume": resume, "on_inputs": check if output is not None else None}
+        "resume": resume, "evaluator": evaluator, "suite": suite,
+        "on_inputs": check if output is not None else None}
     if run is not None:
-        options.update(run=run, labels=labels, evaluator=evaluator)
+        options.update(run=run, labels=labels)
     progress = _Quiet() if as_json else _progress(Path(data) if data else None)
     try:
         report = _run_interruptible(calibrate_async(data, progress=progress, **options),
@@ -166,26 +170,10 @@ def _shown(url: str) -> str:
     return redact_url(url)
 
 
-def _judge(judge: str | None, suite: Path | None, evaluator: str | None,
-           files: dict[Path, str]) -> Any:
-    """The judge to calibrate from the options: a suite's evaluator, a file, inline JSON or a
-    type name; None for the set's own. The files read for it are added to ``files``."""
-    if suite is not None:
-        if judge is not None:
-            raise ConfigError("give the judge with --judge or with --suite, not both")
-        if evaluator is None:
-            raise ConfigError("--suite needs --evaluator NAME: the evaluator to calibrate")
-        from assay.suites import load_any
-
-        loaded = load_any(suite, None)
-        files.update(loaded.input_files())
-        found = {e.name: e for e in loaded.evaluators}
-        if evaluator not in found:
-            raise ConfigError(f"{suite}: no evaluator {evaluator!r} among the suite's own "
-                              f"({', '.join(found) or 'none'})")
-        return found[evaluator]
-    if evaluator is not None:
-        raise ConfigError("--evaluator goes with --suite (or --run)")
+def _judge(judge: str | None, files: dict[Path, str]) -> Any:
+    """The judge to calibrate from ``--judge``: a file, inline JSON or a type name; None for
+    the set's own (or the ``--suite``'s evaluator, which the library reads). The file read for
+    it is added to ``files``."""
     if judge is None:
         return None
     text = judge.strip()

@@ -54,7 +54,9 @@ from assay.run.evaluate import (
     as_evaluator,
     evaluate_async,
     open_store,
+    suite_judge,
 )
+from assay.run.evaluate import load_data as load_suite
 from assay.run.evaluate import resume_async as resume_run
 from assay.run.runner import Progress
 from assay.run.sync import run_sync
@@ -82,7 +84,8 @@ async def calibrate_async(
         metric: str | None = None, limit: int | None = None, kind: Kind | None = None,
         label: str = "label", scale: Any = None, columns: Mapping[str, str] | None = None,
         run: str | None = None, labels: str | Path | None = None,
-        evaluator: str | None = None, concurrency: int = 8, cache: CacheMode | None = None,
+        evaluator: str | None = None, suite: str | Path | Suite | None = None,
+        concurrency: int = 8, cache: CacheMode | None = None,
         retry: RetryPolicy | None = None, resume: str | None = None,
         resamples: int = 1000, level: float = 0.95, seed: int = 0,
         engine: JudgeEngine | None = None, progress: Progress | None = None,
@@ -94,7 +97,7 @@ async def calibrate_async(
             ``.json`` or ``.csv`` file, a list of dicts or a DataFrame (see
             :mod:`assay.calibration.files`). Not used with ``run``.
         judge: the evaluator to calibrate: an instance, a type name or a config dict;
-            None: the set's default judge.
+            None: the set's default judge (or, with ``suite``, the suite's evaluator).
         judge_model: the judge model, overriding the evaluator's own (as ``--judge-model``).
         store: where the calibration run and its report are stored (the default run store,
             so that the calibration gate of later runs finds it).
@@ -104,6 +107,10 @@ async def calibrate_async(
         run, labels, evaluator: calibrate the scores of stored run ``run`` (its evaluator
             named ``evaluator``; the only judge when None) against ``labels``, a file of
             ``case_id`` and ``label`` columns. No judge is called.
+        suite, evaluator: calibrate evaluator ``evaluator`` of ``suite`` (a suite file or a
+            loaded Suite) as a run of the suite uses it: with the judge model the suite's
+            targets give it (:func:`assay.run.evaluate.suite_judge`), so the calibration gate
+            of the suite's runs finds this calibration.
         resume: finish a stopped calibration run by id (same data and judge).
         resamples, level, seed: the bootstrap (resamples 0: no intervals).
         save: store the report (False: compute it only).
@@ -119,10 +126,22 @@ async def calibrate_async(
     if run is not None:
         if on_inputs is not None:
             on_inputs({**run_store.input_files(), **own})
+        if suite is not None or judge is not None:
+            raise ConfigError("run= calibrates the scores a stored run already has: its judge "
+                              "is the run's, so judge= and suite= do not go with it")
         return await _calibrate_run(run_store, run, labels, evaluator, kind, label, scale,
                                     resamples, level, seed, save)
-    if labels is not None or evaluator is not None:
-        raise ConfigError("labels= and evaluator= go with run= (a stored run to calibrate)")
+    if labels is not None:
+        raise ConfigError("labels= goes with run= (a stored run to calibrate)")
+    suite_judge_model: str | None = None
+    if suite is not None:
+        if judge is not None:
+            raise ConfigError("give the judge with judge= (--judge) or with suite= (--suite), "
+                              "not both")
+        judge, suite_judge_model, suite_files = suite_evaluator(suite, evaluator)
+        own.update(suite_files)
+    elif evaluator is not None:
+        raise ConfigError("evaluator= goes with suite= (--suite) or run= (--run)")
     labelled = load_data(data, metric=metric, limit=limit, kind=kind, label=label,
                          scale=scale, columns=columns)
     chosen = judge if judge is not None else labelled.default_judge
@@ -142,15 +161,16 @@ async def calibrate_async(
             engine.config.default_model = judge_model
     try:
         identity = await judge_identity(built, default_model=engine.config.default_model,
+                                        judge_model=suite_judge_model,
                                         override_model=judge_model)
-        suite = calibration_suite(labelled, built)
+        items = calibration_suite(labelled, built, suite_judge_model)
         hook = None if on_inputs is None else _adding(on_inputs, own)
         if resume is not None:
-            result = await resume_run(resume, store=run_store, data=suite, progress=progress,
+            result = await resume_run(resume, store=run_store, data=items, progress=progress,
                                       judge_model=judge_model, concurrency=concurrency,
                                       on_inputs=hook)
         else:
-            result = await evaluate_async(suite, config=config, store=run_store,
+            result = await evaluate_async(items, config=config, store=run_store,
                                           engine=engine, progress=progress, on_inputs=hook)
     finally:
         if own_engine:
@@ -209,8 +229,26 @@ def load_data(data: Any, *, metric: str | None = None, limit: int | None = None,
                          limit=limit)
 
 
-def calibration_suite(labelled: LabelledSet, judge: Evaluator) -> Suite:
-    """The labelled items as a suite judged by ``judge``: each case holds the input, the
+def suite_evaluator(suite: str | Path | Suite, name: str | None
+                    ) -> tuple[Evaluator, str | None, dict[Path, str]]:
+    """Evaluator ``name`` of ``suite``, the judge model a run of the suite gives it (None:
+    the engine's default), resolved as every run resolves it, and the files the suite was
+    read from."""
+    if name is None:
+        raise ConfigError("suite= needs evaluator=: the evaluator to calibrate (--evaluator "
+                          "NAME)")
+    loaded = load_suite(user_path(suite) if isinstance(suite, str | Path) else suite)
+    found = {e.name: e for e in loaded.evaluators}
+    if name not in found:
+        raise ConfigError(f"{loaded.source or loaded.name}: no evaluator {name!r} among the "
+                          f"suite's own ({', '.join(found) or 'none'})")
+    return found[name], suite_judge(loaded), loaded.input_files()
+
+
+def calibration_suite(labelled: LabelledSet, judge: Evaluator,
+                      judge_model: str | None = None) -> Suite:
+    """The labelled items as a suite judged by ``judge`` (on ``judge_model`` where it names
+    no model of its own, as a suite's run would judge it): each case holds the input, the
     output to judge (and for pairs the second output where the judge reads it), reference,
     context and guidelines, but never the human label."""
     baseline = _baseline(judge) if labelled.kind == "pairwise" else None
@@ -230,7 +268,7 @@ def calibration_suite(labelled: LabelledSet, judge: Evaluator) -> Suite:
         cases.append(SuiteCase(case=case, execution=Execution(input=item.input,
                                                               output=item.output)))
     return Suite(name=f"calibrate:{labelled.name}", cases=cases, evaluators=[judge],
-                 metadata={"calibration_set": labelled.name})
+                 judge_target=judge_model, metadata={"calibration_set": labelled.name})
 
 
 def new_calibration_id() -> str:

@@ -40,7 +40,8 @@ from assay.run.sync import run_sync
 from assay.store.runs import RunLease, RunStore, open_store, run_id_of, store_for
 from assay.suites.model import Suite, SuiteCase
 from assay.targets.base import Target
-from assay.targets.resolve import TargetResolver
+from assay.targets.config import load_targets_for
+from assay.targets.resolve import TargetResolver, case_judge
 from assay.types.case import AgentInfo, Case
 from assay.types.config import CalibrationGate, RunConfig
 from assay.types.engine_config import CacheMode, EngineConfig
@@ -456,6 +457,24 @@ def as_target(target: TargetLike) -> Target | None:
                       code="invalid_target")
 
 
+def suite_judge(suite: Suite, targets_file: Path | None = None) -> str | None:
+    """The judge model a run of ``suite`` gives the evaluators that name none, by the rule
+    every run judges its cases by (:func:`~assay.targets.resolve.case_judge`, over the
+    suite's targets); None: the engine's default. A suite whose targets are judged by
+    different models has no one judge: that is an error naming them."""
+    base = suite.source.parent if suite.source else Path.cwd()
+    targets = load_targets_for(base, targets_file, strict=False)
+    found = {name: case_judge(targets, name, suite.target, suite.judge_target)
+             for name in suite.facts().targets}
+    judges = {display_model(j) if j else None for j in found.values()}
+    if len(judges) > 1:
+        shown = "; ".join(f"target {n or '(none)'}: {display_model(j) if j else 'the default'}"
+                          for n, j in sorted(found.items(), key=lambda x: str(x[0])))
+        raise ConfigError(f"suite {suite.name!r} is judged by more than one model ({shown}); "
+                          "give the judge model to use", code="ambiguous_judge")
+    return next(iter(found.values()), None) if found else suite.judge_target
+
+
 def _build_spec(spec: dict[str, Any]) -> Evaluator:
     from assay.judges.registry import build
 
@@ -617,10 +636,7 @@ class _Session:
 
     def judge_for(self, target: str | None) -> str | None:
         """The judge of the target that ran a case (its ``judge_target``), else the suite's."""
-        judge = self.targets.judge_model(target)
-        if judge is None and target == self.suite.target:
-            return self.suite.judge_target
-        return judge
+        return case_judge(self.targets.file, target, self.suite.target, self.suite.judge_target)
 
     def target_names(self) -> set[str | None]:
         if self.config.target or self.targets.given is not None:

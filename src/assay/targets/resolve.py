@@ -20,6 +20,27 @@ from assay.targets.base import RecordedOutput, Target
 from assay.targets.config import TargetsFile, build_target, load_targets_for
 
 
+def case_judge(targets: TargetsFile | None, target: str | None, suite_target: str | None,
+               suite_judge: str | None) -> str | None:
+    """The judge model of a case that ``target`` ran: the target's ``judge_target`` (AgentV's
+    rule: the target that ran a case chooses its judge), else the suite's own judge when the
+    target is the suite's; None: the engine's default. ``assay run`` judges every case by
+    this rule, and ``assay calibrate --suite`` calibrates the judge it gives."""
+    judge = _judge_target_model(targets, target)
+    if judge is None and target == suite_target:
+        return suite_judge
+    return judge
+
+
+def _judge_target_model(targets: TargetsFile | None, name: str | None) -> str | None:
+    """The model of target ``name``'s ``judge_target``; None when it names none."""
+    if targets is None or not name:
+        return None
+    config = targets.get(name)
+    judge = targets.get(config.judge_target) if config and config.judge_target else None
+    return judge.model_string() if judge is not None else None
+
+
 class TargetResolver:
     """Resolves target names for the runner, building each target once.
 
@@ -72,11 +93,7 @@ class TargetResolver:
     def judge_model(self, name: str | None) -> str | None:
         """The model of a target's ``judge_target`` (AgentV's rule: the target that ran a
         case chooses its judge); None when it names none."""
-        if self.file is None or not name:
-            return None
-        config = self.file.get(name)
-        judge = self.file.get(config.judge_target) if config and config.judge_target else None
-        return judge.model_string() if judge is not None else None
+        return _judge_target_model(self.file, name)
 
     def replaying(self, name: str | None) -> Target | None:
         """The target for ``name`` when it only replays outputs recorded beforehand (the
