@@ -138,7 +138,8 @@ async def calibrate_async(
         if judge is not None:
             raise ConfigError("give the judge with judge= (--judge) or with suite= (--suite), "
                               "not both")
-        judge, suite_judge_model, suite_files = suite_evaluator(suite, evaluator)
+        judge, suite_judge_model, suite_files = suite_evaluator(
+            suite, evaluator, resolve_judge=judge_model is None)
         own.update(suite_files)
     elif evaluator is not None:
         raise ConfigError("evaluator= goes with suite= (--suite) or run= (--run)")
@@ -229,11 +230,12 @@ def load_data(data: Any, *, metric: str | None = None, limit: int | None = None,
                          limit=limit)
 
 
-def suite_evaluator(suite: str | Path | Suite, name: str | None
+def suite_evaluator(suite: str | Path | Suite, name: str | None, *, resolve_judge: bool = True
                     ) -> tuple[Evaluator, str | None, dict[Path, str]]:
     """Evaluator ``name`` of ``suite``, the judge model a run of the suite gives it (None:
-    the engine's default), resolved as every run resolves it, and the files the suite was
-    read from."""
+    the engine's default), resolved as every run resolves it (not with ``resolve_judge``
+    False: a judge model given to the calibration replaces it anyway), and the files the
+    suite was read from."""
     if name is None:
         raise ConfigError("suite= needs evaluator=: the evaluator to calibrate (--evaluator "
                           "NAME)")
@@ -242,7 +244,7 @@ def suite_evaluator(suite: str | Path | Suite, name: str | None
     if name not in found:
         raise ConfigError(f"{loaded.source or loaded.name}: no evaluator {name!r} among the "
                           f"suite's own ({', '.join(found) or 'none'})")
-    return found[name], suite_judge(loaded), loaded.input_files()
+    return found[name], suite_judge(loaded) if resolve_judge else None, loaded.input_files()
 
 
 def calibration_suite(labelled: LabelledSet, judge: Evaluator,
