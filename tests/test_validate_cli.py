@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
+from assay.store.runs import RunStore
 
 runner = CliRunner()
 
@@ -253,8 +254,7 @@ evalcases: [{id: a, input: x}]
     assert lines == [
         f"{targets}:5:30: target 'api', field 'headers.Authorization': environment variable "
         "AGENT_TOKEN is not set (expected: AGENT_TOKEN in the environment or in a .env file "
-        "beside the targets file)",
-        f"{path}: ok, 1 case, 1 evaluator, target api (targets: {targets})"]
+        "beside the targets file)"]  # and no "ok": the run would refuse the suite
 
 
 def test_all_problems_of_all_files_in_one_run(tmp_path: Path) -> None:
@@ -283,3 +283,28 @@ def test_real_command_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stdout.startswith(f"{bad}:4:5: unknown case key 'wat'")
     assert "Traceback" not in result.stderr
+
+
+def test_validate_refuses_what_run_refuses_before_its_first_call(tmp_path: Path) -> None:
+    """A suite whose target cannot be found, and rows no evaluator judges: each passed
+    validate, and run stored a run of errors (or failed only once it had started)."""
+    lost = write(tmp_path, "lost/EVAL.yaml", OK_EVALUATORS + """
+  target: nowhere
+evalcases: [{id: a, input: x}]
+""")
+    rows = write(tmp_path, "rows/data.csv", "input,expected_output\n" +
+                 "".join(f"q{i},a{i}\n" for i in range(30)))
+    code, lines = validate(str(lost), str(rows))
+    assert code == 2
+    assert lines[0].startswith(f"{lost}: unknown target 'nowhere': no targets file "), lines
+    assert lines[1].startswith(f"{rows}: 30 case(s) have no evaluator, so nothing would judge "
+                               "them (first: 'row-"), lines
+    assert not any(": ok, " in line for line in lines)
+    # ... and run refuses both the same way, before anything is stored.
+    for path, message in ((lost, "unknown target 'nowhere'"),
+                          (rows, "30 case(s) have no evaluator")):
+        store = tmp_path / f"{path.parent.name}.db"
+        result = runner.invoke(app, ["run", str(path), "--store", f"sqlite:///{store}"])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+        assert RunStore(f"sqlite:///{store}").runs() == []

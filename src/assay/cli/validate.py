@@ -1,8 +1,10 @@
 """``assay validate``: check suites without running anything, as ``assay run`` loads them.
 
 Prints every problem of every file as ``file:line:col: message (expected: ...)`` (the shape
-editors and CI annotate), problems of the targets file in use included, then exits 0 when all
-is valid and 2 when anything is not. Output is plain text, never wrapped, so each problem
+editors and CI annotate), problems of the targets file in use included; a suite that loads is
+then put through the run's own checks before its first call (:func:`assay.run.evaluate.check`:
+targets, judge models, evaluators, something to judge), so what ``assay run`` would refuse,
+``validate`` refuses. It exits 0 when all is valid and 2 when anything is not. Output is plain text, never wrapped, so each problem
 stays on one line for tools that parse it.
 """
 
@@ -58,8 +60,31 @@ def validate(
         if problems or suite is None:
             failed = True
             continue
+        refused = preflight(suite, targets)
+        if refused is not None:
+            code, message = refused
+            shown = found is not None and found.path in reported  # its problems are printed
+            if code != "invalid_targets" or not shown:
+                typer.echo(printable(f"{path}: {message} [{code}]"))
+            failed = True
+            continue
         typer.echo(printable(summary(path, suite, found)))
     raise typer.Exit(EXIT_USAGE if failed else EXIT_OK)
+
+
+def preflight(suite: Suite, targets: Path | None) -> tuple[str, str] | None:
+    """Why ``assay run`` would refuse the suite before its first call (its targets, judge
+    models, evaluators...), by the run's own checks, as (code, message); None when it would
+    start."""
+    from assay.errors import EvaluationError
+    from assay.run.evaluate import check
+    from assay.types.config import RunConfig
+
+    try:
+        check(suite, config=RunConfig(targets_file=str(targets) if targets else None))
+    except EvaluationError as exc:
+        return exc.code, exc.message
+    return None
 
 
 def unused_secrets(targets: TargetsFile, suite: Suite | None) -> set[Any]:

@@ -38,7 +38,7 @@ from assay.run.result import EvaluationResult
 from assay.run.runner import Progress, Runner, evaluator_spec
 from assay.run.sync import run_sync
 from assay.store.runs import RunLease, RunStore, open_store, run_id_of, store_for
-from assay.suites.model import Suite, SuiteCase
+from assay.suites.model import Suite, SuiteCase, SuiteFacts
 from assay.targets.base import Target
 from assay.targets.config import load_targets_for
 from assay.targets.resolve import TargetResolver, case_judge
@@ -114,7 +114,44 @@ async def evaluate_async(
     The agent-judge options (``naming``, ``judges``, ``global_guidelines``,
     ``quality_criteria``...; see :mod:`assay.run.policies.databricks`) are RunConfig fields too.
     """
-    config = _config(config, options)
+    session = _new_session(data, target, evaluators, _config(config, options), store,
+                           columns, name, engine, scorers, predict_fn)
+    return await session.execute(progress, on_record, on_start, keep, on_inputs)
+
+
+def check(data: Data = None, **kwargs: Any) -> Suite:
+    """Check ``data`` as a run would before its first call. See :func:`check_async`."""
+    return run_sync(check_async(data, **kwargs))
+
+
+async def check_async(
+        data: Data = None, *, target: TargetLike = None,
+        evaluators: Sequence[EvaluatorLike] | None = None, config: RunConfig | None = None,
+        columns: Mapping[str, str] | None = None, name: str | None = None,
+        scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
+        **options: Any) -> Suite:
+    """Everything :func:`evaluate_async` checks before its first call, with the same
+    arguments, and nothing more: the data loads, the run's options and agent judges, the
+    targets (built, and checked as a run checks them), the judge models (known, keys present,
+    servers reachable) and the cases (an evaluator to judge each, an agent for each
+    conversation). Raises the :class:`ConfigError` the run would raise; returns the suite. No case
+    runs, no judge is asked and nothing is stored: ``assay validate`` is this call."""
+    session = _new_session(data, target, evaluators, _config(config, options), ":memory:",
+                           columns, name, None, scorers, predict_fn)
+    try:
+        await session.preflight()
+    finally:
+        await session.close()
+    return session.suite
+
+
+def _new_session(data: Data, target: TargetLike, evaluators: Sequence[EvaluatorLike] | None,
+                 config: RunConfig, store: StoreLike, columns: Mapping[str, str] | None,
+                 name: str | None, engine: JudgeEngine | None,
+                 scorers: Sequence[EvaluatorLike] | None,
+                 predict_fn: TargetLike) -> _Session:
+    """The session of a new run of ``data``: loaded, prepared and refused where the
+    arguments contradict each other, not yet checked against its targets and judges."""
     if predict_fn is not None:
         if target is not None:
             raise ConfigError("give target or predict_fn, not both", code="invalid_target")
@@ -133,10 +170,9 @@ async def evaluate_async(
         raise ConfigError("the data holds the agent's outputs and a target was given too: "
                           "judge the outputs as given (no target), or drop the output "
                           "column and let the target run", code="invalid_data")
-    session = _Session(suite, config, policy, run_store, engine, given,
-                       owns_given=given is not None and not isinstance(target, Target),
-                       evaluators_given=evaluators is not None)
-    return await session.execute(progress, on_record, on_start, keep, on_inputs)
+    return _Session(suite, config, policy, run_store, engine, given,
+                    owns_given=given is not None and not isinstance(target, Target),
+                    evaluators_given=evaluators is not None)
 
 
 def resume(run: RunLike, **kwargs: Any) -> EvaluationResult:
@@ -566,6 +602,11 @@ def _project_agent(suite: Suite, config: RunConfig) -> Target | None:
     return found
 
 
+def _first(facts: SuiteFacts, kind: str) -> str:
+    """``first: a, b, c`` for the cases of ``kind`` the facts name."""
+    return "first: " + ", ".join(repr(i) for i in facts.examples.get(kind, []))
+
+
 class _BlankOutput(Target):
     """Stands in for the agent in a dry run: the agent is not run either."""
 
@@ -661,6 +702,12 @@ class _Session:
                 f"{facts.conversations} case(s) are conversations, which need an agent to "
                 "talk to: give the suite (or each case) a target, or --target",
                 code="missing_target")
+        if facts.unjudged:
+            raise ConfigError(
+                f"{facts.unjudged} case(s) have no evaluator, so nothing would judge "
+                f"them ({_first(facts, 'unjudged')}): give the suite evaluators "
+                "(an evaluators list, --judges, or evaluators= in Python)",
+                code="missing_evaluator")
         if facts.simulated:
             models.add(self.simulator_model())
         if models:  # an all-deterministic suite needs no judge model at all
@@ -765,11 +812,15 @@ class _Session:
         finally:
             if lease is not None:
                 lease.release()
-            await self.targets.aclose()
-            if self.own_engine:
-                await self.engine.aclose()
+            await self.close()
         return EvaluationResult(self.store, self.store.run_record(run_id),
                                 outcome.records if keep else None, suite=self.suite)
+
+    async def close(self) -> None:
+        """Close the targets (killing agent processes) and the engine the session made."""
+        await self.targets.aclose()
+        if self.own_engine:
+            await self.engine.aclose()
 
     async def calibration_failures(self) -> list[str]:
         """The calibration gate (the run's, else the suite's ``metadata.calibration_gate``),
@@ -807,5 +858,6 @@ class _Session:
             self.store.set_status(run_id, status.value)
 
 
-__all__ = ["DryRunEstimate", "EvaluationResult", "OnInputs", "RunSummary", "evaluate",
-           "evaluate_async", "rescore", "rescore_async", "resume", "resume_async", "run_inputs"]
+__all__ = ["DryRunEstimate", "EvaluationResult", "OnInputs", "RunSummary", "check",
+           "check_async", "evaluate", "evaluate_async", "rescore", "rescore_async", "resume",
+           "resume_async", "run_inputs", "suite_judge"]

@@ -51,6 +51,17 @@ class SuiteFacts:
     files: dict[Path, str] = field(default_factory=dict)
     """The files the cases' evaluators run or import (scripts, Python modules), each with
     what it is (see :meth:`Evaluator.input_files`)."""
+    unjudged: int = 0
+    """Cases that no evaluator judges (their evaluator list is empty)."""
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    """The first few case ids of each kind counted above (``unjudged``), to name."""
+
+    def example(self, kind: str, case_id: str) -> None:
+        """Count ``case_id`` as one of ``kind``, keeping the first three ids to name."""
+        setattr(self, kind, getattr(self, kind) + 1)
+        found = self.examples.setdefault(kind, [])
+        if len(found) < 3:
+            found.append(case_id)
 
 
 class _EvaluatorFacts:
@@ -58,6 +69,7 @@ class _EvaluatorFacts:
 
     def __init__(self, evaluators: list[Evaluator]) -> None:
         names = [e.name for e in evaluators]
+        self.empty = not evaluators
         self.duplicates = sorted({n for n in names if names.count(n) > 1})
         self.models = {m for e in evaluators for m in e.models()}
         self.files = {path: what for e in evaluators for path, what in e.input_files().items()}
@@ -96,6 +108,8 @@ class FactsGatherer:
             facts.conversations += 1
             script = item.case.conversation.scripted_messages or self._script
             facts.simulated += script is None
+        if own.empty:
+            facts.example("unjudged", item.case.id)
         digest.update(item.case.model_dump_json().encode())
         if item.execution is not None:  # recorded outputs decide results too
             digest.update(item.execution.model_dump_json().encode())
