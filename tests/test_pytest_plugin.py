@@ -71,13 +71,18 @@ def test_the_summary_is_whole_under_xdist(pytester: pytest.Pytester, mock_model:
     assert "total: 2 judge call(s) (+0 from the cache)" in text
 
 
+CONTAINS_PARIS = """
+execution:
+  evaluators:
+    - type: contains
+      search_text: Paris
+"""
+"""The head of a suite judged by one check; cases (and a target line) follow."""
+
+
 def test_a_parametrised_eval_yaml(pytester: pytest.Pytester):
-    pytester.makefile(".yaml", EVAL=textwrap.dedent('''
-        execution:
+    pytester.makefile(".yaml", EVAL=CONTAINS_PARIS + textwrap.dedent('''
           target: agent
-          evaluators:
-            - type: contains
-              search_text: Paris
         evalcases:
           - id: france
             input: capital of France?
@@ -101,3 +106,45 @@ def test_a_parametrised_eval_yaml(pytester: pytest.Pytester):
     text = result.stdout.str()
     assert "test_case[france] PASSED" in text and "test_case[spain] FAILED" in text
     assert "case spain fail" in text and "contains scored 0.000" in text
+
+
+def test_an_unreachable_judge_is_an_error_not_a_failure(pytester: pytest.Pytester):
+    """A judge that cannot be reached fails before any call, with assay's own error: that
+    says nothing about the agent, so pytest reports the test as an ERROR."""
+    pytester.makepyfile(test_agent=textwrap.dedent('''
+        from assay import Case, SemanticSimilarity
+        from assay.integrations.pytest_plugin import assert_passes
+
+        def test_similar():
+            assert_passes(SemanticSimilarity(), Case(id="a", expected_output="Paris"),
+                          "Paris", judge_model="http://127.0.0.1:9/v1#judge")
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(errors=1)
+    text = result.stdout.str()
+    assert "ERROR (judge)" in text or "ERROR" in text
+    assert "could not judge: [" in text and "127.0.0.1:9" in text
+
+
+def test_suite_paths_are_read_beside_the_test_file(pytester: pytest.Pytester):
+    """``pytest tests/agent`` from the project root collects the same cases as ``pytest``
+    run inside tests/agent: a relative suite path is the test file's, not the directory's."""
+    (pytester.path / "suites").mkdir()
+    (pytester.path / "suites" / "EVAL.yaml").write_text(CONTAINS_PARIS + textwrap.dedent('''
+        evalcases:
+          - id: france
+            input: capital of France?
+            metadata: {output: Paris}
+    '''))
+    (pytester.path / "tests" / "agent").mkdir(parents=True)
+    (pytester.path / "tests" / "agent" / "test_suite.py").write_text(textwrap.dedent('''
+        import pytest
+        from assay.integrations.pytest_plugin import assert_case, suite_cases
+
+        @pytest.mark.parametrize("item", suite_cases("../../suites/EVAL.yaml"))
+        def test_case(item):
+            assert_case(item)
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests/agent", "-v")
+    result.assert_outcomes(passed=1)
+    assert "test_case[france] PASSED" in result.stdout.str()

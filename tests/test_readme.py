@@ -70,13 +70,16 @@ def test_python_blocks_run(index, tmp_path, mock_server):
 
 
 @pytest.mark.process
-def test_the_pytest_example_passes(tmp_path):
+@pytest.mark.parametrize(("where", "argument"), [("examples/pytest", "test_agent.py"),
+                                                  (".", "examples/pytest")])
+def test_the_pytest_example_passes(tmp_path, where, argument):
+    """From its own folder and from the root above examples/ alike."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "test_agent.py"], cwd=tmp_path / "examples" / "pytest",
+                           argument], cwd=tmp_path / where,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "assay judgements" in done.stdout
+    assert "assay judgements" in done.stdout and "6 passed" in done.stdout
 
 
 @pytest.mark.process

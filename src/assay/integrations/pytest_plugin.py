@@ -26,8 +26,9 @@ the error reporting, and does nothing for tests that do not use it.
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,19 @@ def check_score(score: Any, threshold: float | None = None) -> Any:
     return score
 
 
+@contextlib.contextmanager
+def _judging() -> Iterator[None]:
+    """Judging that cannot start (the judge unreachable, its key missing, its model or the
+    suite's target unknown) raises assay's own errors, not the agent's: each is a
+    :class:`JudgeError`, which pytest reports as an ERROR, never as a failed test."""
+    try:
+        yield
+    except JudgeError:
+        raise
+    except EvaluationError as exc:
+        raise JudgeError(exc.code, f"could not judge: [{exc.code}] {exc.message}") from exc
+
+
 def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
                   judge_model: str | None = None, threshold: float | None = None) -> Any:
     """Judge ``output`` (an answer, or an :class:`~assay.Execution`) for ``case`` and assert
@@ -118,7 +132,8 @@ def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
     execution = output if isinstance(output, Execution) else Execution(
         input=case.input, output=output)
     kwargs = {"judge_model": judge_model} if judge_model else {}
-    result = judge(evaluator, case, execution, **kwargs)
+    with _judging():
+        result = judge(evaluator, case, execution, **kwargs)
     return check_score(result, threshold if threshold is not None else evaluator.threshold)
 
 
@@ -134,12 +149,24 @@ class SuiteItem:
 
 
 def suite_cases(path: str | Path, **options: Any) -> list[Any]:
-    """A suite's cases as pytest parameters (ids are case ids), for ``parametrize``."""
+    """A suite's cases as pytest parameters (ids are case ids), for ``parametrize``. A
+    relative ``path`` is read from the folder of the test file that calls this, as an import
+    is, so the tests collect from any directory (``pytest examples/pytest`` from the root)."""
     from assay.run.evaluate import load_data
 
-    suite = load_data(Path(path))
+    suite = load_data(beside_caller(path))
     return [pytest.param(SuiteItem(suite, item), id=item.case.id)
             for item in suite.iter_cases()]
+
+
+def beside_caller(path: str | Path, depth: int = 2) -> Path:
+    """``path``, relative ones taken from the folder of the file ``depth`` frames up (the
+    test module calling a helper); as given when that caller has no file (a REPL)."""
+    given = Path(path)
+    if given.is_absolute():
+        return given
+    module_file = sys._getframe(depth).f_globals.get("__file__")
+    return Path(module_file).resolve().parent / given if module_file else given
 
 
 def assert_case(param: SuiteItem, **options: Any) -> Any:
@@ -152,7 +179,8 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
     one = Suite(name=param.suite.name, source=param.suite.source, target=param.suite.target,
                 judge_target=param.suite.judge_target, evaluators=param.suite.evaluators,
                 cases=[param.item])
-    result = evaluate(one, **options)
+    with _judging():
+        result = evaluate(one, **options)
     record = result.records[0]
     problems = []
     for score in record.scores:
