@@ -160,7 +160,8 @@ def test_targets_file_problems_are_all_located(tmp_path: Path) -> None:
         "timeout_seconds, cwd, env)",
         f"{path}:3:6: duplicate target name 'a' (first at line 2) (expected: each target "
         "name once)",
-        f"{path}:4:66: workers must be a whole number >= 1, got 0 (expected: an integer >= 1)",
+        f"{path}:4:66: workers 0 is not accepted (expected: a whole number of cases or calls "
+        "in flight from 1 to 1024)",
         f"{path}:5:5: target has no name (expected: name: a non-empty string)",
     ]
     lenient = read_targets(path, strict=False)

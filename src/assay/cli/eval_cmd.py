@@ -74,13 +74,15 @@ def eval_command(
                                           "errors."),
 ) -> None:
     """Run one or more suites, as ``agentv eval`` and ``uipath eval`` do, with statistics."""
+    from pydantic import ValidationError
+
     from assay.analysis.score_statistics import score_statistics
     from assay.report.files import ROW_FORMATS
     from assay.report.outputs import check_outputs
     from assay.report.reporters import write_report
     from assay.run.evaluate import evaluate_async, open_store, run_inputs
     from assay.suites.paths import expand, parse_eval_ids
-    from assay.types.config import Gates, RunConfig
+    from assay.types.config import Gates, RunConfig, settings_error
 
     if output_format not in ROW_FORMATS:
         raise ConfigError(f"--output-format {output_format!r}: expected jsonl or yaml")
@@ -94,8 +96,8 @@ def eval_command(
             filter=eval_id, case_ids=parse_eval_ids(eval_ids) if eval_ids else None,
             agent_timeout_s=agent_timeout, agent_retries=max_retries, entrypoint=entrypoint,
             dry_run=dry_run, gates=Gates(max_failed=max_failed, max_errors=max_errors))
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    except ValidationError as exc:
+        raise settings_error(exc) from None
     url = store_url(store)
     runs = open_store(url)
     shared = _Reports(out, None, None, fmt=output_format) if out is not None else None

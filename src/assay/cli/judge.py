@@ -46,11 +46,14 @@ def judge(
     as_json: bool = typer.Option(False, "--json", help="Print the score as JSON."),
 ) -> None:
     """Score one pair and print the score, rationale, tokens and cost."""
+    from pydantic import ValidationError
+
     from assay.judges import build
     from assay.llm.engine import JudgeEngine
     from assay.llm.models import judge_notes
     from assay.run.score import score_async
     from assay.types.case import Case
+    from assay.types.config import settings_error
     from assay.types.engine_config import EngineConfig, RetryPolicy
     from assay.types.execution import Execution
 
@@ -60,9 +63,12 @@ def judge(
     if evaluator == "contains":
         config["search_text"] = expected
     built = build(config, where=f"--evaluator {evaluator}")
-    engine_config = EngineConfig(
-        cache_mode=cache_option(cache),
-        retry=RetryPolicy(max_attempts=max_attempts, call_timeout_s=call_timeout))
+    try:
+        engine_config = EngineConfig(
+            cache_mode=cache_option(cache),
+            retry=RetryPolicy(max_attempts=max_attempts, call_timeout_s=call_timeout))
+    except ValidationError as exc:
+        raise settings_error(exc) from None
     if model is not None:  # an empty --model is an error, not the default
         engine_config.default_model = model
     engine = JudgeEngine(engine_config)

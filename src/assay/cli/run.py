@@ -157,9 +157,18 @@ def run(
     from assay._util.gc_pause import importing
 
     with importing():
+        from pydantic import ValidationError
+
         from assay.run.evaluate import evaluate_async, open_store, resume_async
         from assay.suites.paths import parse_eval_ids
-        from assay.types.config import CalibrationGate, Gates, RunConfig, RunThresholds, Thresholds
+        from assay.types.config import (
+            CalibrationGate,
+            Gates,
+            RunConfig,
+            RunThresholds,
+            Thresholds,
+            settings_error,
+        )
         from assay.types.engine_config import RetryPolicy
 
     mode = cache_option(cache)
@@ -216,8 +225,8 @@ def run(
                 case_ids=parse_eval_ids(eval_ids) if eval_ids is not None else None,
                 agent_timeout_s=agent_timeout, agent_retries=max_retries,
                 **_agent_options(judges, naming, quality_criteria, global_guideline))
-        except ValueError as exc:
-            raise ConfigError(_validation_text(exc)) from None
+        except ValidationError as exc:
+            raise settings_error(exc) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
                               on_record=reports.on_record, on_start=on_start,
                               keep=False, on_inputs=None if dry_run else reports.open)
@@ -585,13 +594,6 @@ def _notice(message: str) -> None:
 
 def _warn(message: str) -> None:
     err_console.print(f"warning: {message}", highlight=False, markup=False)
-
-
-def _validation_text(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        return "; ".join(e["msg"] for e in errors())
-    return str(exc)
 
 
 __all__ = ["EXIT_USAGE", "run", "store_url"]

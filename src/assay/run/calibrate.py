@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from assay._util.user_paths import user_path
 from assay.calibration import store as calibrations
 from assay.calibration.agreement import numpy
@@ -63,7 +65,7 @@ from assay.run.sync import run_sync
 from assay.store.runs import RunStore
 from assay.suites.model import Suite, SuiteCase
 from assay.types.case import Case
-from assay.types.config import Gates, RunConfig
+from assay.types.config import Gates, RunConfig, settings_error
 from assay.types.engine_config import CacheMode, EngineConfig, RetryPolicy
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord
@@ -151,9 +153,12 @@ async def calibrate_async(
                           "FILE): this data has no default judge")
     built = as_evaluator(chosen, "judge")
     check_fit(labelled, built)
-    config = RunConfig(concurrency=concurrency, judge_model=judge_model, cache=cache,
-                       retry=retry or RetryPolicy(),
-                       gates=Gates(max_failed=None, max_errors=None))
+    try:
+        config = RunConfig(concurrency=concurrency, judge_model=judge_model, cache=cache,
+                           retry=retry or RetryPolicy(),
+                           gates=Gates(max_failed=None, max_errors=None))
+    except ValidationError as exc:
+        raise settings_error(exc) from None
     own_engine = engine is None
     if engine is None:
         engine = JudgeEngine(EngineConfig(concurrency=concurrency, retry=config.retry,

@@ -43,7 +43,7 @@ from assay.targets.base import Target
 from assay.targets.config import load_targets_for
 from assay.targets.resolve import TargetResolver, case_judge
 from assay.types.case import AgentInfo, Case
-from assay.types.config import CalibrationGate, RunConfig
+from assay.types.config import CalibrationGate, RunConfig, settings_error
 from assay.types.engine_config import CacheMode, EngineConfig
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
@@ -219,14 +219,13 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     except ValidationError as exc:
         raise ConfigError(f"run {stored.id}: its recorded config cannot be read: {exc}") \
             from None
-    if concurrency is not None:
-        config.concurrency = concurrency
-    if judge_model is not None:  # e.g. a judge URL whose password the run could not keep
-        config.judge_model = judge_model
+    changes: dict[str, Any] = {
+        k: v for k, v in (("concurrency", concurrency), ("judge_model", judge_model),
+                          ("target", target if isinstance(target, str) else None))
+        if v is not None}  # a judge URL's password the run could not keep, say
+    config = _config(config, changes)
     given = _resumed_target(stored, target)
-    if isinstance(target, str):
-        config.target = target
-    config.cache = cache
+    config.cache = cache  # this resume's own mode, not the recorded one
     source_run = getattr(snapshot, "rescored_from", None)
     if data is None and source_run:  # a rescore: its cases are the source run's executions
         suite = _rescore_suite(run_store, run_store.run_record(source_run), None,
@@ -395,8 +394,7 @@ def _config(config: RunConfig | None, options: Mapping[str, Any]) -> RunConfig:
     try:
         return RunConfig.model_validate({**base.model_dump(), **options})
     except ValidationError as exc:
-        raise ConfigError("; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                                    for e in exc.errors())) from None
+        raise settings_error(exc) from None
 
 
 def load_data(data: Data, *, columns: Mapping[str, str] | None = None,

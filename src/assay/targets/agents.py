@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 from assay._util.processes import StartFailed, run_program
 from assay.errors import ConfigError
 from assay.targets.base import Target
-from assay.targets.config import FieldSpec, TargetConfig
+from assay.targets.config import TIMEOUT_FIELD, FieldSpec, TargetConfig
 from assay.targets.inputs import elapsed_ms, input_text
 from assay.types.case import Case
 from assay.types.execution import Execution, TokenUsage
@@ -65,8 +65,8 @@ class AgentCliTarget(Target):
         "args": FieldSpec((list,), "extra arguments, a list of strings"),
         "arguments": FieldSpec((list,), "extra arguments, a list of strings"),
         "cwd": FieldSpec((str,), "where the agent runs, relative to the project"),
-        "timeout_seconds": FieldSpec((int, float), "seconds, a number"),
-        "timeout_s": FieldSpec((int, float), "seconds, a number"),
+        "timeout_seconds": TIMEOUT_FIELD,
+        "timeout_s": TIMEOUT_FIELD,
         "system_prompt": FieldSpec((str,), "text put before each prompt"),
         "env": FieldSpec((dict,), "a mapping of extra environment variables"),
         "provider_name": FieldSpec((str,), "pi: the model provider"),

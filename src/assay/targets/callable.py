@@ -25,7 +25,7 @@ from assay._util.blocking import run_blocking
 from assay._util.jsondata import private_copy
 from assay._util.user_code import load_function, raised, user_code
 from assay.targets.base import Target
-from assay.targets.config import FieldSpec, TargetConfig, function_places
+from assay.targets.config import TIMEOUT_FIELD, FieldSpec, TargetConfig, function_places
 from assay.targets.inputs import elapsed_ms, plain_input
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -41,7 +41,7 @@ class CallableTarget(Target):
 
     FIELDS: ClassVar[dict[str, FieldSpec]] = {
         "function": FieldSpec((str,), "'module:function' or 'path/to/file.py:function'"),
-        "timeout_s": FieldSpec((int, float), "seconds, a number"),
+        "timeout_s": TIMEOUT_FIELD,
     }
     REQUIRED: ClassVar[tuple[tuple[str, ...], ...]] = (("function",),)
 

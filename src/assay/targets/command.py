@@ -31,7 +31,7 @@ from typing import ClassVar
 from assay._util.processes import StartFailed, run_program
 from assay.errors import ConfigError
 from assay.targets.base import Target
-from assay.targets.config import FieldSpec, TargetConfig
+from assay.targets.config import TIMEOUT_FIELD, FieldSpec, TargetConfig
 from assay.targets.inputs import elapsed_ms, input_text, parse_output
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -61,8 +61,8 @@ class CommandTarget(Target):
     FIELDS: ClassVar[dict[str, FieldSpec]] = {
         "command": FieldSpec((str, list), "a command string or a list of arguments"),
         "command_template": FieldSpec((str, list), "a command string or a list of arguments"),
-        "timeout_s": FieldSpec((int, float), "seconds, a number"),
-        "timeout_seconds": FieldSpec((int, float), "seconds, a number"),
+        "timeout_s": TIMEOUT_FIELD,
+        "timeout_seconds": TIMEOUT_FIELD,
         "cwd": FieldSpec((str,), "a directory, relative to the suite"),
         "env": FieldSpec((dict,), "a mapping of extra environment variables"),
     }

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay._util.nesting import CONCURRENCY, DELAY_MS, TIMEOUT_S, Bound
 from assay._util.redact import REDACTED, env_label, register, register_environment, scrub
 from assay._util.user_code import user_code
 from assay._util.yaml_source import (
@@ -68,10 +69,18 @@ _SENSITIVE = re.compile(r"(key|token|secret|password|passwd|auth(?!or)|cookie|cr
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """What a provider field accepts: Python types, and how to say so in a problem."""
+    """What a provider field accepts: Python types, and how to say so in a problem; for a
+    numeric limit, its range too (a timeout of ``.inf`` would wait without end)."""
 
     types: tuple[type, ...]
     expected: str
+    bound: Bound | None = None
+
+
+TIMEOUT_FIELD = FieldSpec((int, float), f"seconds: {TIMEOUT_S.expected}", TIMEOUT_S)
+"""A target's timeout, in seconds."""
+DELAY_MS_FIELD = FieldSpec((int, float), f"milliseconds: {DELAY_MS.expected}", DELAY_MS)
+"""A delay a target waits, in milliseconds."""
 
 
 # provider name -> (module under assay.targets, class name)
@@ -459,6 +468,8 @@ def check_fields(cls: type[Target], settings: dict[str, Any]
                              "one of " + ", ".join((*COMMON_FIELDS, *fields)), False))
         elif not _is_a(value, spec.types):
             problems.append((key, f"{_type_name(value)} is not accepted", spec.expected, True))
+        elif spec.bound is not None and not spec.bound.accepts(value):
+            problems.append((key, f"{value!r} is not accepted", spec.expected, True))
     for alternatives in required:
         if not any(settings.get(k) not in (None, "", []) for k in alternatives):
             names = " or ".join(repr(a) for a in alternatives)
@@ -578,10 +589,9 @@ def _target(raw: Any, path: tuple[Hashable, ...], source: SourceMap, log: Proble
                 "a string", value=True)
         ok = False
     workers = raw.get("workers")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
-        log.add((*path, "workers"), f"workers must be a whole number >= 1, got {workers!r}",
-                "an integer >= 1", value=True)
+    if workers is not None and (not isinstance(workers, int) or not CONCURRENCY.accepts(workers)):
+        log.add((*path, "workers"), f"workers {workers!r} is not accepted",
+                CONCURRENCY.expected, value=True)
         ok = False
     written = {k: v for k, v in raw.items() if k not in COMMON_FIELDS}
     used: dict[str, str] = {}

@@ -16,7 +16,9 @@ so far in, the turn's assistant and tool messages out). The loop::
         max_turns agent rounds reached               -> stop: max_turns
 
 So the agent always answers the last scripted message, and a simulated user that never
-stops is bounded by ``max_turns`` (10 by default) and the case's timeout. Why a conversation
+stops is bounded by ``max_turns`` (10 by default; at most :data:`~assay._util.nesting.MAX_TURNS`,
+which also bounds a suite that sets none) and the case's timeout (at most a day): validation
+refuses a limit that is not finite or not in range, so no conversation runs without end. Why a conversation
 stopped is recorded in ``Execution.conversation.stop_reason``, never as a turn of the
 transcript: a judge reads only what was said. An agent that fails, or a simulated user that
 cannot answer, makes the case's execution an error (it is not judged); a timeout does not (the
@@ -39,6 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay._util.nesting import MAX_TURNS
 from assay.errors import ConfigError
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ChatRequest, ProviderError
@@ -261,6 +264,8 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
     user: ScriptedUser | SimulatedUser = ScriptedUser(script) if script is not None else \
         SimulatedUser(engine, simulator_model, case, spec, settings)  # type: ignore[arg-type]
     max_turns = spec.max_turns if spec.max_turns is not None else settings.max_turns
+    if max_turns is None:  # no cap of the suite's own: the hard one still holds
+        max_turns = MAX_TURNS
     limit = settings.timeout_per_test_case_ms / 1000
     tools = set(settings.terminating_tools)
     started, wall = clock(), time.perf_counter()

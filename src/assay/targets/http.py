@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from assay.llm.providers.http_session import post_json
 from assay.llm.types import ProviderError
 from assay.targets.base import Target
-from assay.targets.config import FieldSpec, TargetConfig
+from assay.targets.config import TIMEOUT_FIELD, FieldSpec, TargetConfig
 from assay.targets.inputs import assistant_message, elapsed_ms, input_messages
 from assay.types.case import Case
 from assay.types.execution import Execution, TokenUsage
@@ -34,7 +34,7 @@ class HttpTarget(Target):
     FIELDS: ClassVar[dict[str, FieldSpec]] = {
         "url": FieldSpec((str,), "the endpoint URL, http:// or https://"),
         "headers": FieldSpec((dict,), "a mapping of header names to values"),
-        "timeout_s": FieldSpec((int, float), "seconds, a number"),
+        "timeout_s": TIMEOUT_FIELD,
         "model": FieldSpec((str,), "a model name sent as the body's 'model'"),
         "body": FieldSpec((dict,), "a mapping of extra body fields"),
     }

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from assay.targets.base import Target
-from assay.targets.config import FieldSpec, TargetConfig
+from assay.targets.config import DELAY_MS_FIELD, FieldSpec, TargetConfig
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.messages import Message
@@ -33,9 +33,9 @@ class MockTarget(Target):
 
     FIELDS: ClassVar[dict[str, FieldSpec]] = {
         "response": FieldSpec((str,), "the text every case is answered with"),
-        "delay_ms": FieldSpec((int, float), "milliseconds, a number"),
-        "delay_min_ms": FieldSpec((int, float), "milliseconds, a number"),
-        "delay_max_ms": FieldSpec((int, float), "milliseconds, a number"),
+        "delay_ms": DELAY_MS_FIELD,
+        "delay_min_ms": DELAY_MS_FIELD,
+        "delay_max_ms": DELAY_MS_FIELD,
     }
 
     def __init__(self, response: str = DEFAULT_RESPONSE, *, name: str = "mock",

@@ -12,6 +12,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay._util.nesting import OptionalTurns, TimeoutMs
 from assay.types.base import JSONValue, _Model
 from assay.types.json import dump_json
 from assay.types.messages import Message
@@ -42,8 +43,8 @@ class ConversationSpec(_Model):
     scripted_messages: list[str] | None = Field(
         default=None, description="user messages replayed in order after the first one, "
         "instead of a simulated user")
-    max_turns: int | None = Field(
-        default=None, ge=1, description="agent rounds at most; None: the suite's")
+    max_turns: OptionalTurns = Field(
+        default=None, description="agent rounds at most (1 to 1000); None: the suite's")
 
     @field_validator("scripted_messages")
     @classmethod
@@ -68,9 +69,11 @@ class SimulatorSettings(_Model):
 class ConversationSettings(_Model):
     """A suite's defaults for its multi-turn cases."""
 
-    max_turns: int | None = Field(default=10, ge=1, description="agent rounds at most; None: "
-                                  "no cap (the timeout still bounds the case)")
-    timeout_per_test_case_ms: float = Field(default=120_000, gt=0)
+    max_turns: OptionalTurns = Field(
+        default=10, description="agent rounds at most (1 to 1000); None: no cap of the "
+        "suite's own, so the timeout and the hard cap of 1000 rounds bound a conversation")
+    timeout_per_test_case_ms: TimeoutMs = Field(
+        default=120_000, description="the whole conversation's time, at most a day")
     terminating_tools: list[str] = Field(
         default_factory=list, description="tools that end the conversation when the agent "
         "calls them")

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay._util.nesting import Concurrency, OptionalTimeoutS, Repeats, Retries
 from assay.errors import ConfigError
 from assay.types.engine_config import CacheMode, RetryPolicy
 from assay.types.verdict import BORDERLINE_AT, PASS_AT, Verdict, band
@@ -77,9 +78,20 @@ class CalibrationGate(BaseModel):
         try:
             return cls.model_validate(found)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: "
-                                 f"{e['msg']}" for e in exc.errors())
-            raise ConfigError(f"{where}: {problems}") from None
+            raise ConfigError(f"{where}: {settings_problems(exc)}") from None
+
+
+def settings_problems(exc: ValidationError) -> str:
+    """A settings model's validation errors on one line, each as ``field: what is wrong``
+    (the field dotted, pydantic's ``Value error,`` prefix dropped)."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: "
+                     f"{str(e['msg']).removeprefix('Value error, ')}" for e in exc.errors())
+
+
+def settings_error(exc: ValidationError, where: str = "") -> ConfigError:
+    """The ConfigError for settings that do not validate (a RunConfig, a RetryPolicy)."""
+    return ConfigError(f"{where}: {settings_problems(exc)}" if where
+                       else settings_problems(exc))
 
 
 class Gates(BaseModel):
@@ -151,23 +163,23 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    concurrency: int = Field(default=8, ge=1, description="cases in flight at once")
+    concurrency: Concurrency = Field(default=8, description="cases in flight at once")
     judge_model: str | None = Field(
         default=None, description="the judge model for every LLM evaluator (overrides theirs)")
     target: str | None = Field(
         default=None, description="a target name or model string replacing the suite's")
     targets_file: str | None = Field(default=None, description="a targets.yaml to use")
-    repeat: int = Field(default=1, ge=1, description="independent runs of every case")
+    repeat: Repeats = Field(default=1, description="independent runs of every case")
     filter: str | None = Field(default=None, description="a glob over case ids")
     case_ids: list[str] | None = Field(
         default=None, description="only these case ids (UiPath's --eval-ids)")
-    agent_timeout_s: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False, description="seconds one run of the agent "
-        "may take; past it the case's execution is an error (AgentV's --agent-timeout). "
-        "None: the suite's (execution.agent_timeout_s), else 600 s (DEFAULT_AGENT_TIMEOUT_S) "
-        "or the target's own timeout_s when that is longer")
-    agent_retries: int = Field(
-        default=0, ge=0, description="times a failed run of the agent is tried again "
+    agent_timeout_s: OptionalTimeoutS = Field(
+        default=None, description="seconds one run of the agent may take; past it the case's "
+        "execution is an error (AgentV's --agent-timeout). None: the suite's "
+        "(execution.agent_timeout_s), else 600 s (DEFAULT_AGENT_TIMEOUT_S) or the target's own "
+        "timeout_s when that is longer")
+    agent_retries: Retries = Field(
+        default=0, description="times a failed run of the agent is tried again "
         "(AgentV's --max-retries)")
     entrypoint: str | None = Field(
         default=None, description="a UiPath project's entry point to run when no target is "

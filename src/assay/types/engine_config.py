@@ -9,6 +9,7 @@ from typing import Any, Literal, cast
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from assay._util.nesting import Attempts, Concurrency, DelayS, Retries, TimeoutS
 from assay._util.user_paths import user_path
 from assay.errors import ConfigError
 
@@ -58,14 +59,14 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_attempts: int = Field(default=6, ge=1)
-    total_timeout_s: float = Field(default=300.0, gt=0)
-    call_timeout_s: float = Field(default=120.0, gt=0)
-    backoff_base_s: float = Field(default=0.5, ge=0)
-    backoff_max_s: float = Field(default=30.0, ge=0)
-    max_retry_after_s: float = Field(default=60.0, ge=0)
-    max_bad_responses: int = Field(
-        default=4, ge=1,
+    max_attempts: Attempts = 6
+    total_timeout_s: TimeoutS = 300.0
+    call_timeout_s: TimeoutS = 120.0
+    backoff_base_s: DelayS = 0.5
+    backoff_max_s: DelayS = 30.0
+    max_retry_after_s: DelayS = 60.0
+    max_bad_responses: Attempts = Field(
+        default=4,
         description="malformed bodies (not JSON, no choices) one call accepts before it "
         "gives up: a proxy can garble an answer now and then, but a service that never "
         "speaks the protocol should fail in seconds, not after every attempt and backoff")
@@ -79,7 +80,7 @@ class EngineConfig(BaseModel):
     default_model: str = Field(
         default_factory=lambda: os.environ.get("ASSAY_JUDGE_MODEL") or DEFAULT_JUDGE_MODEL
     )
-    concurrency: int = Field(default=32, ge=1)
+    concurrency: Concurrency = 32
     rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     cache_mode: CacheMode | None = Field(
@@ -87,7 +88,7 @@ class EngineConfig(BaseModel):
         description="use, refresh or off; given as None (or left out): $ASSAY_CACHE, else "
         "use. Always a mode once the config is built.")
     cache_path: Path = Field(default_factory=default_cache_path)
-    reasks: int = Field(default=2, ge=0)
+    reasks: Retries = 2
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="model -> (USD per 1M prompt tokens, USD per 1M completion tokens)",

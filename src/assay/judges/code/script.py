@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from assay._util.nesting import Calls, TimeoutS
 from assay._util.processes import StartFailed, run_program
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator, script_files
@@ -162,7 +163,7 @@ class TargetAccess(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_calls: int = Field(default=DEFAULT_MAX_CALLS, ge=1)
+    max_calls: Calls = DEFAULT_MAX_CALLS
 
 
 @register
@@ -180,7 +181,7 @@ class CodeJudge(Evaluator):
     script: str | list[str]
     cwd: str | None = Field(default=None,
                             description="working directory; the suite file's directory")
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: TimeoutS = 60.0
     config: dict[str, Any] = Field(default_factory=dict)
     target: TargetAccess | None = Field(
         default=None, description="true (or {max_calls}) to let the script call the judge "

@@ -48,6 +48,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay._util.nesting import TimeoutS
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator, script_files
 from assay.judges.code.script import argv_of, parse_script_output, run_json_command
@@ -81,7 +82,7 @@ class Aggregator(BaseModel):
     weights: dict[str, float] = Field(default_factory=dict)
     script: str | list[str] | None = Field(default=None, alias="path")
     cwd: str | None = None
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: TimeoutS = 60.0
     prompt: str | None = Field(default=None, description="llm_judge: the prompt, with "
                                "{{EVALUATOR_RESULTS_JSON}} where the members' results go")
     model: str | None = Field(default=None, description="llm_judge: the judge model (the "

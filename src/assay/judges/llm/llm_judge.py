@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from assay._util.nesting import TimeoutS
 from assay.errors import EvaluationError, TemplateError
 from assay.judges.base import EvalContext, script_files
 from assay.judges.llm.answers import JudgeAnswer
@@ -128,8 +129,8 @@ class LLMJudge(LLMEvaluator):
     config: dict[str, Any] = Field(default_factory=dict,
                                    description="passed to a prompt script with the case")
     cwd: str | None = Field(default=None, description="where a prompt script runs")
-    timeout_s: float = Field(default=60.0, gt=0, description="how long a prompt script may "
-                             "run")
+    timeout_s: TimeoutS = Field(default=60.0, description="how long a prompt script may "
+                                "run")
 
     def input_files(self) -> dict[Path, str]:
         return script_files(self.prompt_script, self.cwd,
