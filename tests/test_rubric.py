@@ -185,9 +185,9 @@ def test_checklist_prompt_marks_required_items():
         {"score_range": [5, 10], "expected_outcome": "y"}]}], "overlap at [5]"),
     ([{"id": "a", "expected_outcome": "A", "score_ranges": [
         {"score_range": [0, 3], "expected_outcome": "x"},
-        {"score_range": [6, 10], "expected_outcome": "y"}]}], "not covered: [4, 5]"),
+        {"score_range": [6, 10], "expected_outcome": "y"}]}], "not covered: 4, 5"),
     ([{"id": "a", "expected_outcome": "A", "score_ranges": {1: "x", 5: "y"}}],
-     "not covered: [0]"),
+     "not covered: 0"),
     ([{"id": "a", "expected_outcome": "A", "score_ranges": [
         {"score_range": [0, 11], "expected_outcome": "x"}]}], "0 <= min <= max <= 10"),
     ([{"id": "a", "expected_outcome": "A", "score_ranges": [

@@ -47,3 +47,19 @@ def test_a_failed_assertion_shows_the_judges_raw_answer_as_text() -> None:
     explained = _explain(score, None)
     assert 'judge said {"winner": "B", "reasons": ["shorter"]}' in explained
     assert not PYTHON_REPR.search(explained), explained
+
+
+def test_a_rubric_answer_missing_ids_names_them_as_text() -> None:
+    from pydantic import ValidationError
+
+    from assay.judges.llm.rubric import ChecklistCheck, ChecklistVerdict, answer_schema
+
+    schema = answer_schema(ChecklistVerdict, ChecklistCheck, ("tone", "facts"))
+    try:
+        schema.model_validate({"checks": [{"id": "tone", "satisfied": True},
+                                          {"id": "tone", "satisfied": False}]})
+    except ValidationError as exc:
+        message = str(exc.errors()[0]["msg"])
+    else:
+        raise AssertionError("a repeated id was accepted")
+    assert "repeated: tone" in message and not PYTHON_REPR.search(message), message

@@ -36,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay._util.control_chars import plain_text
 from assay.judges.base import EvalContext
 from assay.judges.llm.answers import JudgeAnswer, WholeNumber
 from assay.judges.llm.base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
@@ -115,7 +116,7 @@ class RubricItem(_Config):
             raise ValueError(f"score_ranges overlap at {overlapping}")
         gaps = [p for p in range(11) if p not in covered]
         if gaps:
-            raise ValueError(f"score_ranges must cover 0-10; not covered: {gaps}")
+            raise ValueError(f"score_ranges must cover 0-10; not covered: {plain_text(gaps)}")
         return sorted(ranges, key=lambda b: b.score_range[0])
 
     def min_score(self) -> int | None:
@@ -139,11 +140,12 @@ class _Verdict(JudgeAnswer):
         ids = self.ids()
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
-            raise ValueError(f"each rubric id must be checked once; repeated: {repeated}")
+            raise ValueError("each rubric id must be checked once; repeated: "
+                             f"{plain_text(repeated)}")
         missing = [i for i in self.expected_ids if i not in ids]
         if missing:
-            raise ValueError(f"checks are missing rubric id(s) {missing}; give one check for "
-                             f"each of {list(self.expected_ids)}")
+            raise ValueError(f"checks are missing rubric id(s) {plain_text(missing)}; give one "
+                             f"check for each of {plain_text(list(self.expected_ids))}")
         return self
 
 
