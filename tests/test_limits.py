@@ -159,3 +159,13 @@ def test_flags_that_are_not_finite_are_one_clear_error(tmp_path):
                                                            timeout=60)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "Traceback" not in done.stderr and "expected a" in done.stderr, done.stderr
+
+
+def test_a_suites_agent_timeout_is_finite_and_in_range(tmp_path):
+    path = tmp_path / "EVAL.yaml"
+    path.write_text("execution:\n  agent_timeout_s: 10000000.0\n  evaluators: [{type: "
+                    "contains, search_text: x}]\nevalcases: [{id: a, input: q, metadata: "
+                    "{output: x}}]\n", encoding="utf-8")
+    code, out = validate(path)
+    assert code == 2 and f"{path}:2:" in out and "a finite number of seconds above 0 to " \
+        "86400" in out, out

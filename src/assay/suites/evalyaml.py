@@ -24,7 +24,6 @@ suite with problems: :func:`load_eval_yaml` raises :class:`SuiteError` carrying 
 from __future__ import annotations
 
 import contextlib
-import math
 import mmap
 import os
 from collections.abc import Hashable, Iterator
@@ -35,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from assay._util.gc_pause import gc_paused
+from assay._util.nesting import TIMEOUT_S
 from assay._util.yaml_source import (
     Loaded,
     Mark,
@@ -476,13 +476,12 @@ class _SuiteChecker:
             out["evaluators_path"] = (*where, "evaluators")
         timeout = raw.get("agent_timeout_s")
         if timeout is not None:
-            if isinstance(timeout, int | float) and not isinstance(timeout, bool) and \
-                    0 < timeout < math.inf:
+            if isinstance(timeout, int | float) and TIMEOUT_S.accepts(timeout):
                 out["agent_timeout_s"] = float(timeout)
             else:
                 self.log.add((*where, "agent_timeout_s"), f"agent_timeout_s must be a "
                              f"positive number of seconds, not {timeout!r}",
-                             "seconds, such as 600", value=True)
+                             f"{TIMEOUT_S.expected}, such as 600", value=True)
         return out
 
     def _target(self, data: dict[str, Any], path: PathKey) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from assay._util.nesting import OptionalTimeoutS
 from assay.judges.base import Evaluator
 from assay.types.case import AgentInfo, Case, ConversationSettings
 from assay.types.config import RunThresholds, Scoring
@@ -166,9 +167,9 @@ class Suite(BaseModel):
                              "judged (see RunConfig.scoring)")
     run_thresholds: RunThresholds | None = Field(
         default=None, description="the suite's run dimensions (the file's 'thresholds')")
-    agent_timeout_s: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False, description="seconds one run of the agent "
-        "may take, unless the run says otherwise (the file's execution.agent_timeout_s)")
+    agent_timeout_s: OptionalTimeoutS = Field(
+        default=None, description="seconds one run of the agent may take, unless the run says "
+        "otherwise (the file's execution.agent_timeout_s)")
     conversation: ConversationSettings | None = Field(
         default=None, description="defaults for the suite's multi-turn cases")
     agent: AgentInfo | None = Field(
