@@ -58,7 +58,7 @@ def test_a_run_stored_without_the_note_shows_it(tmp_path):
     runs.set_status(result.run_id, RunStatus.COMPLETED.value, old.model_dump(mode="json"))
     stored = runs.run_record(result.run_id)
     assert stored.summary.notes == []
-    notes = assay.run.result.run_notes(stored)
+    notes = assay.run.result.verdict_notes(stored)
     assert len(notes) == 1 and notes[0].startswith(FAKE)
     shown = assay_cli(tmp_path, "show", result.run_id, "--store", store)
     assert shown.returncode == 0, shown.stderr

@@ -50,7 +50,7 @@ def show(
     from assay.report.rows import agentv_row
     from assay.report.safe_text import for_terminal
     from assay.report.terminal import cases_table, counts_text, fmt_score, note_lines
-    from assay.run.result import run_notes as verdict_notes
+    from assay.run.result import verdict_notes
     from assay.store.runs import RunStore
 
     runs = RunStore(store_url(store))

@@ -63,9 +63,9 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
     if s.gate_failures:
         lines += ["**Gates failed**", ""] + [f"- {md_text(g, 400)}" for g in s.gate_failures]
         lines.append("")
-    from assay.run.result import run_notes
+    from assay.run.result import verdict_notes
 
-    for note in run_notes(run):
+    for note in verdict_notes(run):
         lines += [f"> {md_text(note, 400)}", ""]
     if s.evaluators:
         lines += ["| evaluator | mean | scored | passed | failed | errors | skipped |",

@@ -129,7 +129,7 @@ def counts_text(counts: dict[str, int]) -> str:
 
 def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[str]:
     """The run's summary as lines of Rich markup (data in them escaped), ending with
-    ``notes`` (:func:`assay.run.result.run_notes`; default: the summary's own)."""
+    ``notes`` (:func:`assay.run.result.verdict_notes`; default: the summary's own)."""
     verdicts = counts_text(summary.verdicts)
     u = summary.usage
     cost = "unknown" if u.cost is None else f"${u.cost:.4f}"
@@ -189,7 +189,7 @@ def _measured(e: EvaluatorSummary) -> str:
 
 
 def note_lines(notes: list[str]) -> list[str]:
-    """A run's notes (:func:`assay.run.result.run_notes`), one line of markup each."""
+    """A run's notes (:func:`assay.run.result.verdict_notes`), one line of markup each."""
     return [f"[yellow]note[/]: {for_terminal(note)}" for note in notes]
 
 

@@ -207,9 +207,9 @@ class EvaluationResult:
 
     @property
     def notes(self) -> list[str]:
-        """What a reader of this result must be told (see :func:`run_notes`). Every display
+        """What a reader of this result must be told (see :func:`verdict_notes`). Every display
         of the result (``repr``, ``print``, the notebook table) shows them."""
-        return run_notes(self.run)
+        return verdict_notes(self.run)
 
     def __repr__(self) -> str:
         s = self.summary
@@ -255,7 +255,7 @@ class EvaluationResult:
         return f"{head}<table><tr>{cells}</tr>{''.join(body)}</table>{more}"
 
 
-def run_notes(run: RunRecord) -> list[str]:
+def verdict_notes(run: RunRecord) -> list[str]:
     """What a reader of a run's verdict must be told, each once: first that its judge is no
     real judge (the embedded demo model, a ``fake:`` model), from the judge models the run
     recorded (:func:`assay.llm.models.judge_notes`; so a run stored before a note existed
