@@ -82,7 +82,7 @@ class _Echo(Target):
 
 
 MAX_TURNS = 1000
-"""The hard cap on a conversation's agent rounds (assay._util.nesting.MAX_TURNS)."""
+"""The hard cap on a conversation's agent rounds (assay._util.limits.MAX_TURNS)."""
 
 
 async def test_a_suite_with_no_turn_cap_still_ends_at_the_hard_cap():

@@ -193,7 +193,7 @@ def test_the_shortcut_never_passes_a_document_deeper_than_the_bound():
     import yaml
     from yaml.nodes import MappingNode, SequenceNode
 
-    from assay._util.nesting import MAX_DEPTH
+    from assay._util.limits import MAX_DEPTH
 
     def depth(node):
         if isinstance(node, MappingNode):

@@ -79,7 +79,7 @@ MOVED: dict[str, str] = {
     "assay.judges.uipath_legacy": "assay.judges.deterministic.uipath_legacy",
     "assay.judges.uipath_rag": "assay.judges.llm.uipath_rag",
     "assay.lazy_exports": "assay._util.lazy_exports",
-    "assay.limits": "assay._util.nesting",
+    "assay.limits": "assay._util.limits",
     "assay.listening": "assay._util.listening",
     "assay.llm.config": "assay.types.engine_config",
     "assay.llm.limits": "assay.llm.rate_limits",

@@ -28,7 +28,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import Reader, ReaderError
 
-from assay._util.nesting import DEPTH_EXPECTED, MAX_ALIAS_VALUES, MAX_DEPTH, depth_message
+from assay._util.limits import DEPTH_EXPECTED, MAX_ALIAS_VALUES, MAX_DEPTH, depth_message
 from assay.errors import EvaluationError
 
 PathKey = tuple[Hashable, ...]
@@ -118,7 +118,7 @@ class YamlSyntaxError(EvaluationError):
 
 def _check_bounds(parser: Any, file: str) -> None:
     """Refuse a document nesting too deep or whose aliases expand past a bound (see
-    :mod:`assay._util.nesting`), from its parse events, before anything is composed.
+    :mod:`assay._util.limits`), from its parse events, before anything is composed.
 
     Composing, constructing and walking are all recursive, so the check comes first and reads
     the events of a parser of its own: each anchored value remembers how many values it stands

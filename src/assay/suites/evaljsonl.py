@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay._util.nesting import DEPTH_EXPECTED, depth_message, too_deep
+from assay._util.limits import DEPTH_EXPECTED, depth_message, too_deep
 from assay._util.yaml_source import (
     Loaded,
     Mark,

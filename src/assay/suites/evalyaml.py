@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from assay._util.gc_pause import gc_paused
-from assay._util.nesting import TIMEOUT_S
+from assay._util.limits import TIMEOUT_S
 from assay._util.yaml_source import (
     Loaded,
     Mark,

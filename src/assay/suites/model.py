@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from assay._util.nesting import OptionalTimeoutS
+from assay._util.limits import OptionalTimeoutS
 from assay.judges.base import Evaluator
 from assay.types.case import AgentInfo, Case, ConversationSettings
 from assay.types.config import RunThresholds, Scoring

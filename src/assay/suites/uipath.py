@@ -53,7 +53,7 @@ from typing import Any
 
 from pydantic import AliasChoices, ValidationError
 
-from assay._util.nesting import DEPTH_EXPECTED, depth_message, too_deep
+from assay._util.limits import DEPTH_EXPECTED, depth_message, too_deep
 from assay._util.redact import scrubbed_logger
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay._util.nesting import CONCURRENCY, DELAY_MS, TIMEOUT_S, Bound
+from assay._util.limits import CONCURRENCY, DELAY_MS, TIMEOUT_S, Bound
 from assay._util.redact import REDACTED, env_label, register, register_environment, scrub
 from assay._util.user_code import user_code
 from assay._util.yaml_source import (

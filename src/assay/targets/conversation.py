@@ -16,7 +16,7 @@ so far in, the turn's assistant and tool messages out). The loop::
         max_turns agent rounds reached               -> stop: max_turns
 
 So the agent always answers the last scripted message, and a simulated user that never
-stops is bounded by ``max_turns`` (10 by default; at most :data:`~assay._util.nesting.MAX_TURNS`,
+stops is bounded by ``max_turns`` (10 by default; at most :data:`~assay._util.limits.MAX_TURNS`,
 which also bounds a suite that sets none) and the case's timeout (at most a day): validation
 refuses a limit that is not finite or not in range, so no conversation runs without end. Why a conversation
 stopped is recorded in ``Execution.conversation.stop_reason``, never as a turn of the
@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay._util.nesting import MAX_TURNS
+from assay._util.limits import MAX_TURNS
 from assay.errors import ConfigError
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ChatRequest, ProviderError

@@ -12,7 +12,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay._util.nesting import OptionalTurns, TimeoutMs
+from assay._util.limits import OptionalTurns, TimeoutMs
 from assay.types.base import JSONValue, _Model
 from assay.types.json import dump_json
 from assay.types.messages import Message

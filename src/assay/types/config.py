@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay._util.nesting import Concurrency, OptionalTimeoutS, Repeats, Retries
+from assay._util.limits import Concurrency, OptionalTimeoutS, Repeats, Retries
 from assay.errors import ConfigError
 from assay.types.engine_config import CacheMode, RetryPolicy
 from assay.types.verdict import BORDERLINE_AT, PASS_AT, Verdict, band

@@ -9,7 +9,7 @@ from typing import Any, Literal, cast
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from assay._util.nesting import Attempts, Concurrency, DelayS, Retries, TimeoutS
+from assay._util.limits import Attempts, Concurrency, DelayS, Retries, TimeoutS
 from assay._util.user_paths import user_path
 from assay.errors import ConfigError
 

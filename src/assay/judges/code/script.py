@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from assay._util.nesting import Calls, TimeoutS
+from assay._util.limits import Calls, TimeoutS
 from assay._util.processes import StartFailed, run_program
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator, script_files

@@ -48,7 +48,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay._util.nesting import TimeoutS
+from assay._util.limits import TimeoutS
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator, script_files
 from assay.judges.code.script import argv_of, parse_script_output, run_json_command

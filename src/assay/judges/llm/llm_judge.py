@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from assay._util.nesting import TimeoutS
+from assay._util.limits import TimeoutS
 from assay.errors import EvaluationError, TemplateError
 from assay.judges.base import EvalContext, script_files
 from assay.judges.llm.answers import JudgeAnswer
