@@ -327,10 +327,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
             baseline_run_id: Annotated[str, Query(min_length=1, max_length=200)],
             candidate_run_id: Annotated[str, Query(min_length=1, max_length=200)],
             max_pass_rate_drop: Annotated[float | None, Query(
-                ge=0, allow_inf_nan=False, description="a fraction; default 0.0")] = None,
+                ge=0, le=1, allow_inf_nan=False, description="a fraction; default 0.0")] = None,
             max_avg_score_drop: Annotated[float | None, Query(
-                ge=0, allow_inf_nan=False, description="points of the 0-100 score; default "
-                "5.0")] = None,
+                ge=0, le=100, allow_inf_nan=False, description="points of the 0-100 score; "
+                "default 5.0")] = None,
             max_latency_increase_pct: Annotated[float | None, Query(
                 ge=0, allow_inf_nan=False, description="a fraction (0.2 is 20%); default 0.2")]
             = None,

@@ -87,13 +87,15 @@ def test_c07_an_outcome_failure_beats_a_perfect_score(stub, store):
     assert [r["passed"] for r in results] == [True, False, True]
 
 
-def test_c07_the_judges_gate_fails_its_case_under_the_default_scoring_too(stub, store,
-                                                                        tmp_path):
-    # Without `scoring: connexity` the case verdict is the band of the case's mean: a 100
-    # with an expected outcome not met must still fail, as must a score under the threshold.
-    suite = tmp_path / "default.yaml"
-    suite.write_text(SCORING.read_text(encoding="utf-8").replace("scoring: connexity\n", ""),
-                     encoding="utf-8")
+@pytest.mark.parametrize("scoring", ["", "scoring: databricks\n"])
+def test_c07_the_judges_gate_fails_its_case_under_every_scoring(stub, store, tmp_path,
+                                                                scoring):
+    # Without `scoring: connexity` the case verdict is another policy's (the band of the
+    # case's mean, or the checks the Databricks policy reads): a 100 with an expected outcome
+    # not met must still fail, as must a score under the threshold.
+    suite = tmp_path / "other.yaml"
+    suite.write_text(SCORING.read_text(encoding="utf-8").replace("scoring: connexity\n",
+                                                                 scoring), encoding="utf-8")
     code, out, run_id = run(store, suite, "--filter", "C0[27]*")
     assert code == 1, out
     record, score = judge_record(store, run_id, "C07")
