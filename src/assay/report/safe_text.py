@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
-from assay._util.control_chars import printable
+from assay._util.control_chars import plain_text, printable
 from assay._util.redact import scrub
 
 
@@ -26,7 +26,7 @@ def for_terminal(value: Any) -> str:
     """``value`` as Rich markup that prints exactly as written: control characters made
     visible, markup escaped, known secrets hidden. Use it for every piece of data put into a
     printed line."""
-    return escape(printable(scrub(value if isinstance(value, str) else str(value))))
+    return escape(printable(scrub(value if isinstance(value, str) else plain_text(value))))
 
 
 UNWRAPPED_WIDTH = 100_000
