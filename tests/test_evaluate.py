@@ -378,3 +378,23 @@ def test_given_evaluators_replace_a_cases_own(tmp_path, streamed):
                             gates=Gates(max_failed=None))
     assert {r.case_id: [s.name for s in r.scores] for r in result.records} == {
         "own": ["given"], "plain": ["given"]}
+
+
+def test_a_rescore_keeps_the_judge_its_run_had_from_its_suite(tmp_path):
+    """A suite's own judge (a targets file's judge_target) is recorded with the run; judging
+    the executions again keeps it, so the rescore is comparable with its run."""
+    from assay.suites.model import Suite, SuiteCase
+    from assay.types.case import Case
+    from assay.types.execution import Execution
+
+    suite = Suite(name="s", judge_target="fake:suites-judge",
+                  evaluators=[assay.LLMJudge(prompt="Rate {{candidate_answer}} against "
+                                                 "{{reference_answer}}")],
+                  cases=[SuiteCase(case=Case(id="a", input="q", expected_output="x"),
+                                   execution=Execution(output="x"))])
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    first = assay.evaluate(suite, store=store)
+    again = assay.rescore(first.run_id, store=store)
+    assert again.run.config.judge_models == first.run.config.judge_models == \
+        ["fake:suites-judge"]
+    assert assay.compare(first.run_id, again.run_id, store=store).comparable

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay._util.redact import REDACTED
 from assay._util.user_code import user_code
 from assay._util.user_paths import user_path
 from assay._version import __version__
@@ -364,6 +365,10 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
     base = base.model_copy(update={"target": None, "repeat": 1, "filter": None, "cache": None})
     config = _config(config or base, options)
     suite = _rescore_suite(run_store, stored, evaluators)
+    if suite.judge_target and REDACTED in suite.judge_target and not config.judge_model:
+        raise ConfigError(f"run {stored.id} was judged by {suite.judge_target}, whose "
+                          "password was not recorded: give the judge again (judge_model=, "
+                          "or --judge-model)", code="missing_judge")
     suite, config, policy = settle(suite, config)
     session = _Session(suite, config, policy, run_store, None, None, rescored_from=stored.id,
                        evaluators_given=evaluators is not None)
@@ -545,9 +550,18 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
     if check:
         _require_functions(own, stored.id, f"assay.rescore({stored.id!r}, ...)")
     suite = Suite(name=stored.suite, cases=cases, evaluators=own,
-                  metadata={"rescored_from": stored.id},
+                  metadata={"rescored_from": stored.id}, judge_target=_recorded_judge(stored),
                   agent=AgentInfo.model_validate(agent) if isinstance(agent, dict) else None)
     return suite if evaluators is None else with_evaluators(suite, evaluators)
+
+
+def _recorded_judge(stored: RunRecord) -> str | None:
+    """The judge model a run's LLM evaluators used (its targets file's judge, say), so that
+    judging its executions again keeps the judge: a rescore is then comparable with its
+    run. None when the run used several, or none; a model whose URL password was hidden
+    when it was recorded stays hidden (``judge_model=`` gives it again)."""
+    models = stored.config.judge_models
+    return models[0] if len(models) == 1 else None
 
 
 def _prepare_again(suite: Suite,
