@@ -7,13 +7,16 @@ release."""
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
-import importlib.util
 import sys
 import warnings
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the checker sees the loader's base; a run never imports importlib.abc
+    from importlib.abc import Loader as _LoaderBase
+else:
+    _LoaderBase = object
 
 MOVED: dict[str, str] = {
     "assay.agent_eval": "assay.run.policies.databricks",
@@ -110,8 +113,9 @@ MOVED: dict[str, str] = {
 """old dotted path -> the module that took its place ("": an old package, now empty)."""
 
 
-class _Alias(importlib.abc.Loader):
-    """Loads an old path as the module at its new path (one object, two names)."""
+class _Alias(_LoaderBase):
+    """Loads an old path as the module at its new path (one object, two names). A plain
+    class with the loader's two methods: ``importlib.abc`` costs every start 10 ms."""
 
     def __init__(self, new: str) -> None:
         self.new = new
@@ -133,13 +137,15 @@ class _Alias(importlib.abc.Loader):
             module.__spec__ = self.spec
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
+    """Finds the old paths (the meta path finder protocol: ``find_spec`` only)."""
+
     def find_spec(self, fullname: str, path: Any = None,
                   target: Any = None) -> importlib.machinery.ModuleSpec | None:
         new = MOVED.get(fullname)
         if new is None:
             return None
-        return importlib.util.spec_from_loader(fullname, _Alias(new))
+        return importlib.machinery.ModuleSpec(fullname, _Alias(new))
 
 
 def install() -> None:
