@@ -160,7 +160,7 @@ def test_cli_lists_sets_prints_reports_and_sets_exit_codes(tmp_path, mock_model)
     shown = assay(tmp_path, "calibrate", str(labelled), "--judge", judge, "--judge-model",
                   mock_model, "--store", store, "--resamples", "50", "-o", "report.json")
     assert shown.returncode == 0, shown.stderr
-    assert "statistics (value, 95% bootstrap interval):" in shown.stdout
+    assert "statistics (value, 95.0% bootstrap interval):" in shown.stdout
     assert "Cohen's kappa" in shown.stdout and "stored in sqlite:///" in shown.stdout
     written = CalibrationReport.model_validate_json((tmp_path / "report.json").read_text())
     as_json = assay(tmp_path, "calibrate", str(labelled), "--judge", judge, "--judge-model",
@@ -257,7 +257,7 @@ def test_the_run_gate_advice_calibrates_the_judge_as_printed(tmp_path, mock_serv
     command[command.index("SET")] = str(labelled)
     calibrated = assay(tmp_path, "calibrate", *command, "--resamples", "50")
     assert calibrated.returncode == 0, calibrated.stdout + calibrated.stderr
-    assert "accuracy                     1.000" in calibrated.stdout
+    assert "accuracy                     100.0%" in calibrated.stdout
     second = assay(tmp_path, "run", "EVAL.yaml", "--min-judge-accuracy", "0.8")
     assert second.returncode == 0, second.stdout + second.stderr
     assert "all gates passed" in second.stdout

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from assay.calibration import store as calibrations
 from assay.calibration.agreement import Statistic
 from assay.calibration.key import JudgeIdentity, judge_identity
-from assay.calibration.report import stat_text
+from assay.calibration.report import figure, stat_text
 from assay.judges.base import Evaluator
 from assay.llm.models import display_model
 from assay.store.runs import RunStore
@@ -63,10 +63,10 @@ def _below(name: str, statistic: Statistic | None, minimum: float | None, who: s
         reason = statistic.undefined if statistic is not None else \
             "its labels are scores, compared by correlation"
         return (f"{who}: the {where} has no {name} ({reason}); the gate needs "
-                f"{name} >= {minimum:g}")
+                f"{name} >= {figure(name, minimum)}")
     if statistic.value < minimum:
         return f"{who}: {name} {stat_text(statistic)} in the {where} is below the gate " \
-               f"{minimum:g}"
+               f"{figure(name, minimum)}"
     return None
 
 

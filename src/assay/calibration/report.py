@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay.calibration.agreement import Statistic
 from assay.calibration.key import JudgeIdentity
+from assay.types import numbers
 
 HEADLINE = ("accuracy", "kappa", "weighted_kappa", "alpha", "spearman", "kendall", "pearson")
 TITLES = {
@@ -25,6 +26,14 @@ TITLES = {
     "spearman": "Spearman's rho", "kendall": "Kendall's tau-b", "pearson": "Pearson's r",
     "accuracy_group_mean": "accuracy, mean of groups",
 }
+
+
+COEFFICIENTS = ("kappa", "weighted_kappa", "alpha", "spearman", "kendall", "pearson")
+"""Statistics that are coefficients (agreement beyond chance, correlations): shown with three
+digits. Every other figure of a calibration is a rate, a share of items (accuracy, TPR,
+position consistency), shown as a percent, or a difference of two rates (``length_bias``),
+in points."""
+DIFFERENCES = ("length_bias",)
 
 
 class _Model(BaseModel):
@@ -159,17 +168,25 @@ class CalibrationReport(_Model):
         return self.model_dump_json(indent=indent)
 
 
-def fmt(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def figure(name: str, value: float | None) -> str:
+    """A calibration figure named ``name`` as :mod:`assay.types.numbers` shows its kind: a
+    coefficient ``0.612`` (see :data:`COEFFICIENTS`; the humans' pairwise kappas too), a
+    rate ``81.2%``, a difference of two rates ``+12.0 pt``."""
+    if name in DIFFERENCES:
+        return numbers.percent_points(value)
+    if name in COEFFICIENTS or name.startswith("kappa"):
+        return numbers.score(value)
+    return numbers.percent(value)
 
 
 def stat_text(stat: Statistic) -> str:
-    """``0.812 [0.74, 0.87]``, or ``undefined: why``."""
+    """``0.612 [0.540, 0.680]``, ``81.2% [74.0%, 87.0%]``, or ``undefined: why``."""
     if stat.value is None:
         return stat.undefined or "undefined"
-    interval = f"  [{fmt(stat.low)}, {fmt(stat.high)}]" if stat.low is not None else ""
+    interval = f"  [{figure(stat.name, stat.low)}, {figure(stat.name, stat.high)}]" \
+        if stat.low is not None else ""
     note = f"  ({stat.note})" if stat.note else ""
-    return f"{fmt(stat.value)}{interval}{note}"
+    return f"{figure(stat.name, stat.value)}{interval}{note}"
 
 
 def text_lines(report: CalibrationReport) -> list[str]:
@@ -184,7 +201,7 @@ def text_lines(report: CalibrationReport) -> list[str]:
         f"scored {counts.scored} of {counts.items}; errors {counts.errors}; skipped "
         f"{counts.skipped}" + (f" ({', '.join(f'{k}: {v}' for k, v in counts.error_codes.items())})"
                                if counts.error_codes else ""),
-        f"statistics (value, {level:.0%} bootstrap interval):",
+        f"statistics (value, {numbers.percent(level)} bootstrap interval):",
     ]
     for name, stat in report.statistics.items():
         lines.append(f"  {TITLES.get(name, name):<28} {stat_text(stat)}")
@@ -218,7 +235,8 @@ def text_lines(report: CalibrationReport) -> list[str]:
     if report.anchors:
         lines.append("published on the same data:")
         for anchor in report.anchors:
-            value = anchor.value if isinstance(anchor.value, str) else f"{anchor.value:.3f}"
+            value = anchor.value if isinstance(anchor.value, str) else \
+                figure(anchor.metric, anchor.value)
             lines.append(f"  {anchor.metric} {value}: {anchor.judge} ({anchor.source})")
     for note in report.notes:
         lines.append(f"note: {note}")

@@ -126,15 +126,18 @@ def calibrate(
             console.print(printable(f"calibration {report.id} stored in "
                                     f"{_shown(store_url(store))}"),
                           highlight=False, markup=False, soft_wrap=True)
+    from assay.calibration.report import figure
+
     failures = []
     kappa, accuracy = report.kappa, report.accuracy
     if min_kappa is not None and (kappa is None or kappa.value is None
                                   or kappa.value < min_kappa):
-        failures.append(f"kappa {kappa.value if kappa else None} is below {min_kappa:g}")
+        failures.append(f"kappa {figure('kappa', kappa.value if kappa else None)} is below "
+                        f"{figure('kappa', min_kappa)}")
     if min_accuracy is not None and (accuracy is None or accuracy.value is None
                                      or accuracy.value < min_accuracy):
-        failures.append(f"accuracy {accuracy.value if accuracy else None} is below "
-                        f"{min_accuracy:g}")
+        failures.append(f"accuracy {figure('accuracy', accuracy.value if accuracy else None)} "
+                        f"is below {figure('accuracy', min_accuracy)}")
     for failure in failures:
         err_console.print(f"gate failed: {failure}", highlight=False, markup=False,
                           soft_wrap=True)

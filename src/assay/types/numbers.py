@@ -5,13 +5,21 @@ all show numbers through these functions, so the same figure reads the same ever
 
 - a rate or share (pass rate, error rate, agreement) is a percent with one decimal: ``85.0%``;
   a change of a rate is in percentage points: ``-2.5 pt``;
-- a 0-1 score has three digits: ``0.850``; a change of one is signed: ``-0.050``;
+- a 0-1 score has three digits: ``0.850``; a change of one is signed: ``-0.050``; so has a
+  coefficient (a kappa, a correlation: ``0.612``);
 - a score on a 0-100 scale (a policy's own) has one decimal and says its scale:
   ``85.0 /100``; a change of one is in points: ``-5.0 pt``;
 - a latency is whole milliseconds under 10 s (``243 ms``), else seconds (``12.4 s``); a change
   says which way in words: ``+13 ms (slower)``;
-- money is dollars with four decimals under $1 (``$0.0123``), else two;
+- money is dollars with four decimals under $1 (``$0.0123``), six under a hundredth of a
+  cent (``$0.000045``: one cheap call is not free), else two;
+- a p-value has four decimals, and below that says so: ``0.0312``, ``< 0.0001``;
+- a value on a scale assay does not define (a measurement, an aggregate named by another
+  framework's key, which its criteria compare) keeps its own digits, six at most: ``12.5``;
 - a missing value is ``-``, never ``0`` or ``nan``.
+
+Each surface labels its figures; the web UI shows the strings the API sends (made here), so
+the browser never formats a figure itself.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ def percent_points(delta: float | None) -> str:
 
 
 def score(value: float | None) -> str:
-    """A 0-1 score: ``0.85`` -> ``0.850``."""
+    """A 0-1 score, or a coefficient: ``0.85`` -> ``0.850``."""
     return f"{value:.3f}" if _ok(value) else MISSING
 
 
@@ -63,20 +71,29 @@ def milliseconds(value: float | None) -> str:
     return f"{value:.0f} ms" if abs(value) < 10_000 else f"{value / 1000:.1f} s"
 
 
+def milliseconds_delta(delta: float | None) -> str:
+    """A signed difference of durations: ``+13 ms``, ``-1.2 s`` (an interval's bounds)."""
+    if not _ok(delta):
+        return MISSING
+    sign = "+" if delta > 0 else "-" if delta < 0 else ""
+    return f"{sign}{milliseconds(abs(delta))}"
+
+
 def latency_change(delta: float | None) -> str:
     """A change of latency with its direction in words: ``+13 ms (slower)``."""
     if not _ok(delta):
         return MISSING
-    sign = "+" if delta > 0 else "-" if delta < 0 else ""
     word = " (slower)" if delta > 0 else " (faster)" if delta < 0 else ""
-    return f"{sign}{milliseconds(abs(delta))}{word}"
+    return f"{milliseconds_delta(delta)}{word}"
 
 
 def usd(value: float | None) -> str:
     """Money: ``0.01234`` -> ``$0.0123``; ``12.5`` -> ``$12.50``."""
     if not _ok(value):
         return MISSING
-    return f"${value:.4f}" if abs(value) < 1 else f"${value:,.2f}"
+    if abs(value) >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.6f}" if 0 < abs(value) < 0.0001 else f"${value:.4f}"
 
 
 def usd_change(delta: float | None) -> str:
@@ -88,10 +105,25 @@ def usd_change(delta: float | None) -> str:
     return f"{sign}{usd(abs(delta))}{word}"
 
 
+def p_value(p: float | None) -> str:
+    """A test's p-value: ``0.03123`` -> ``0.0312``; ``0.00001`` -> ``< 0.0001``."""
+    if not _ok(p):
+        return MISSING
+    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def plain(value: float | None) -> str:
+    """A value on a scale assay does not define, with its own digits: ``12.5``, ``0.8333``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return count(value)
+    return f"{value:.6g}" if _ok(value) else MISSING
+
+
 def count(value: int | None) -> str:
     """A count with thousands separated: ``12345`` -> ``12,345``."""
     return f"{value:,}" if value is not None else MISSING
 
 
-__all__ = ["MISSING", "count", "latency_change", "milliseconds", "percent", "percent_points",
-           "points", "points_delta", "score", "score_delta", "usd", "usd_change"]
+__all__ = ["MISSING", "count", "latency_change", "milliseconds", "milliseconds_delta", "p_value", "percent",
+           "percent_points", "plain", "points", "points_delta", "score", "score_delta", "usd",
+           "usd_change"]

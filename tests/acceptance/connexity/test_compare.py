@@ -61,7 +61,7 @@ def test_c16_the_worked_example(worked, store):
     assert aggregate["avg_score_delta"] == 1.25
     assert aggregate["latency_avg_delta_ms"] == 250.0
     assert result["verdict"]["regression_detected"] is True
-    assert result["verdict"]["reasons"] == ["average latency rose 25% (1000 ms → 1250 ms)"]
+    assert result["verdict"]["reasons"] == ["average latency rose 25.0% (1000 ms → 1250 ms)"]
     cases = {c["test_case_id"]: c for c in result["test_case_comparisons"]}
     assert {k: (c["status"], c["score_delta"]) for k, c in cases.items()} == {
         "A": ("regression", -6.0), "B": ("regression", -2.0), "C": ("improvement", 10.0),
@@ -98,7 +98,7 @@ def test_c16_exit_codes(worked, store):
     assert result is not None
     assert result["verdict"]["thresholds_used"]["max_latency_increase_pct"] == 0.3
     code, out = cli("compare", base, cand, "--store", store)
-    assert code == 1 and has(out, "regression detected", "average latency rose 25%")
+    assert code == 1 and has(out, "regression detected", "average latency rose 25.0%")
     code, out = cli("compare", base, cand, "--store", store, "--max-latency-increase-pct",
                     "a lot")
     assert code == 2 and has(out, "is not a fraction")
@@ -111,10 +111,10 @@ def test_c17_verdict_boundaries():
 
     assert verdict(agg(), agg(avg_score=75.0)).reasons == []
     late = verdict(agg(), agg(avg_score=74.99))
-    assert late.reasons == ["average score dropped 5.0 pt (80.0 → 75.0 of 100)"]
+    assert late.reasons == ["average score dropped 5.0 pt (80.0 /100 → 75.0 /100)"]
     assert verdict(agg(), agg(latency_avg_ms=1200.0)).reasons == []
     assert verdict(agg(), agg(latency_avg_ms=1201.0)).reasons == [
-        "average latency rose 20% (1000 ms → 1201 ms)"]
+        "average latency rose 20.1% (1000 ms → 1201 ms)"]
     # under the 50 ms floor, however large the share: never a regression
     assert verdict(agg(latency_avg_ms=10.0), agg(latency_avg_ms=40.0)).reasons == []
     assert verdict(agg(latency_avg_ms=0.0), agg(latency_avg_ms=5000.0)).reasons == []
@@ -270,7 +270,7 @@ def test_run_compare_to_baseline_and_set_baseline(stub, store):
     assert code == 0 and has(out, "baseline set"), out
     code, out, _second = run(store, HERE / "compare_cand.yaml", "--compare-to-baseline",
                             *lenient)
-    assert code == 1 and has(out, "average latency rose 25%", "regression detected"), out
+    assert code == 1 and has(out, "average latency rose 25.0%", "regression detected"), out
     code, out, _third = run(store, HERE / "compare_cand.yaml", "--set-baseline")
     assert code == 1 and has(out, "baseline not set"), out  # it failed its gates
     code, out = cli("baseline", "show", first, "--store", store, "--json")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from assay.registry import REGISTRY
 
 if TYPE_CHECKING:
-    from assay.run.policies.base import ScoringPolicy
+    from assay.run.policies.base import Scale, ScoringPolicy
     from assay.suites.model import Suite
     from assay.types.config import RunConfig
 
@@ -24,6 +24,21 @@ def policy_for(config: RunConfig) -> ScoringPolicy:
     cls = REGISTRY.require("scoring_policy", config.scoring or "default", "scoring")
     policy: ScoringPolicy = cls(config)
     return policy
+
+
+def scale_of(scoring: str | None) -> Scale:
+    """How the policy named ``scoring`` shows a case score (a stored run names its policy in
+    its summary). A policy this process cannot load (a plugin not installed here) is shown
+    on assay's 0-1 scale: a page of runs never fails for one of them."""
+    from assay.errors import EvaluationError
+    from assay.run.policies.base import Scale
+
+    try:
+        cls = REGISTRY.get("scoring_policy", scoring or "default")
+    except EvaluationError:
+        cls = None
+    found = getattr(cls, "scale", None)
+    return found if isinstance(found, Scale) else Scale()
 
 
 def settle(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig, ScoringPolicy]:
@@ -39,4 +54,4 @@ def settle(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig, ScoringPo
     return suite, config, policy_for(config)
 
 
-__all__ = ["policy_for", "settle"]
+__all__ = ["policy_for", "scale_of", "settle"]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary, Verdict, case_latency
 from assay.types.score import Score
 
@@ -56,20 +57,18 @@ class CaseOutcome:
 
 @dataclass(frozen=True)
 class Scale:
-    """How a policy's case score is named and scaled for people: ``factor`` 100 shows a 0-1
-    score as 0-100 points, with ``digits`` after the point."""
+    """How a policy's case score is named and shown: on assay's 0-1 scale (``top`` None:
+    ``0.850``), or on the policy's own 0-``top`` scale, labelled with it (``85.0 /100``).
+    The digits are :mod:`assay.types.numbers`', as every number's are."""
 
     name: str = "score"
-    factor: float = 1.0
-    digits: int = 3
-    unit: str = ""
+    top: float | None = None
 
     def shown(self, value: float | None) -> str:
         """A 0-1 value on this scale (``0.850``, ``85.0 /100``); ``-`` for none."""
-        if value is None or not math.isfinite(value):
-            return "-"
-        text = f"{value * self.factor:.{self.digits}f}"
-        return f"{text}{self.unit}"
+        if self.top is None:
+            return numbers.score(value)
+        return numbers.points(None if value is None else value * self.top, self.top)
 
 
 class RunFold(ABC):
@@ -273,21 +272,21 @@ def run_regressions(before: RunFigures, after: RunFigures, pairs: LatencyPairs,
     b, c = before.pass_rate, after.pass_rate
     if b is not None and c is not None and round(b - c, 10) > t.max_pass_rate_drop:
         found.append(Reason(check="pass_rate", significance="cases",
-                            text=f"pass rate dropped {(b - c) * 100:.1f} pt "
-                                 f"({b * 100:.1f}% → {c * 100:.1f}%)"))
+                            text=f"pass rate dropped {numbers.percent_points(b - c).lstrip('+')} "
+                                 f"({numbers.percent(b)} → {numbers.percent(c)})"))
     b, c = before.avg_score, after.avg_score
     if b is not None and c is not None and round(b - c, 10) > t.max_avg_score_drop:
         found.append(Reason(check="avg_score", significance="score",
-                            text=f"average score dropped {b - c:.1f} pt ({b:.1f} → {c:.1f} "
-                                 "of 100)"))
+                            text=f"average score dropped {numbers.points_delta(b - c).lstrip('+')} "
+                                 f"({numbers.points(b)} → {numbers.points(c)})"))
     slower = latency_regressed(before, after, pairs, t)
     if slower is not None:
         found.append(slower)
     b, c = before.cost_usd, after.cost_usd
     if t.max_cost_increase_pct is not None and b is not None and c is not None and b > 0 and \
             (c - b) / b > t.max_cost_increase_pct:
-        found.append(Reason(check="cost", text=f"cost rose {(c - b) / b * 100:.0f}% "
-                                                f"(${b:.4f} → ${c:.4f})"))
+        found.append(Reason(check="cost", text=f"cost rose {numbers.percent((c - b) / b)} "
+                                                f"({numbers.usd(b)} → {numbers.usd(c)})"))
     return found
 
 
@@ -309,10 +308,11 @@ def latency_regressed(before: RunFigures, after: RunFigures, pairs: LatencyPairs
         noise = NOISE_SIGMAS * statistics.stdev(diffs) / math.sqrt(len(diffs))
         if statistics.fmean(diffs) <= noise:
             return None
-    detail = f", noise ±{noise:.0f} ms" if noise is not None and noise >= 1 else ""
+    detail = f", noise ±{numbers.milliseconds(noise)}" if noise is not None and noise >= 1 \
+        else ""
     return Reason(check="avg_latency", significance="latency",
-                  text=f"average latency rose {increase / b * 100:.0f}% ({b:.0f} ms → "
-                       f"{c:.0f} ms{detail})")
+                  text=f"average latency rose {numbers.percent(increase / b)} "
+                       f"({numbers.milliseconds(b)} → {numbers.milliseconds(c)}{detail})")
 
 
 def weighted_mean(evaluators: Sequence[Evaluator],

@@ -39,7 +39,7 @@ class ConnexityPolicy(ScoringPolicy):
     """Expected outcomes as the case gate, 0-100 scores, two run dimensions."""
 
     name: ClassVar[str] = "connexity"
-    scale: ClassVar[Scale] = Scale(name="overall score", factor=100, digits=1, unit=" /100")
+    scale: ClassVar[Scale] = Scale(name="overall score", top=100)
     case_change: ClassVar[float | None] = 5.0
 
     def case_outcome(self, evaluators: Sequence[Evaluator],

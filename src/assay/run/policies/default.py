@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 from assay.registry import scoring_policy
 from assay.run.policies.base import CaseOutcome, RunFold, ScoringPolicy, weighted_mean
 from assay.run.policies.dimensions import dimension_failures
+from assay.types import numbers
 from assay.types.records import RunSummary, Verdict
 from assay.types.score import Score
 
@@ -81,8 +82,8 @@ def count_gate_failures(summary: RunSummary, config: RunConfig) -> list[str]:
             f"{unscored} case(s) left with no score (allowed {gates.max_errors} errors)")
     if gates.min_mean_score is not None and (
             summary.mean_score is None or summary.mean_score < gates.min_mean_score):
-        mean = "none" if summary.mean_score is None else f"{summary.mean_score:.3f}"
-        failures.append(f"mean score {mean} is below the gate {gates.min_mean_score:.3f}")
+        failures.append(f"mean score {numbers.score(summary.mean_score)} is below the gate "
+                        f"{numbers.score(gates.min_mean_score)}")
     return failures
 
 

@@ -32,15 +32,16 @@ def dimension_failures(summary: RunSummary, config: RunConfig) -> list[str]:
         summary.metrics_passed = metrics >= thresholds.metrics_pass_threshold
         if not summary.metrics_passed:
             failures.append(f"metrics dimension: mean score {numbers.points(metrics)} is below "
-                            f"the threshold {thresholds.metrics_pass_threshold:g}")
+                            f"the threshold {numbers.points(thresholds.metrics_pass_threshold)}")
     cases = summary.cases_pass_rate_pct
     if thresholds.cases_pass_threshold is not None and cases is not None:
         summary.cases_passed = cases >= thresholds.cases_pass_threshold
         if not summary.cases_passed:
             failures.append(
-                f"cases dimension: {numbers.percent(cases / 100)} of {summary.total_executions} execution(s) "
-                f"passed ({summary.error_count} errored), below the threshold "
-                f"{thresholds.cases_pass_threshold:g}%")
+                f"cases dimension: {numbers.percent(cases / 100)} of "
+                f"{summary.total_executions} execution(s) passed ({summary.error_count} "
+                f"errored), below the threshold "
+                f"{numbers.percent(thresholds.cases_pass_threshold / 100)}")
     rate = summary.error_rate
     if thresholds.max_error_rate is not None and rate is not None and \
             rate > thresholds.max_error_rate:

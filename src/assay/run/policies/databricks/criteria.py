@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from assay.errors import ConfigError
+from assay.types import numbers
 
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
@@ -110,5 +111,5 @@ def unmet(conditions: list[Condition], metrics: Mapping[str, float | int | None]
             have = "no such metric" if condition.key not in metrics else "no value"
             failures.append(f"{condition} (got {have})")
         elif not OPERATORS[condition.op](float(value), condition.threshold):
-            failures.append(f"{condition} (got {float(value):.6g})")
+            failures.append(f"{condition} (got {numbers.plain(float(value))})")
     return failures
