@@ -392,3 +392,71 @@ def test_the_compare_page_says_what_every_other_surface_says(browser, tmp_path):
                 regressed = "regression detected" in page.locator("#verdict").inner_text()
                 assert regressed == (done.exit_code == 1), (policy, pair)
         watch.clean()
+
+
+def _run_page_figures(page: Any) -> dict[str, str]:
+    """What a run page shows of its figures: its cards, its evaluator's mean, its first
+    (worst) case's score."""
+    cards = {page.locator(".card .label").nth(i).text_content():
+             (page.locator(".card .value").nth(i).text_content(),
+              page.locator(".card").nth(i).locator(".sub").text_content())
+             for i in range(page.locator(".card").count())}
+    return {"pass_rate": cards["Pass rate"][0], "mean_score": cards["Mean score"][0],
+            "latency_p50": cards["Latency"][0],
+            "latency_p95": cards["Latency"][1].split("p95 ")[-1].strip(),
+            "judge_cost": cards["Judge"][1].split("· ")[-1].strip(),
+            "evaluator": page.locator("#evaluators tbody tr td").nth(1).inner_text().strip(),
+            "worst_case": page.locator("#cases tbody tr").first.locator("td").nth(2)
+            .inner_text()}
+
+
+def test_the_pages_show_a_runs_figures_as_the_api_sends_them(browser, tmp_path):
+    """A run's figures in the web UI and the static report are the API's display fields
+    (which tests/test_one_number.py finds on every other surface): Connexity's scores on its
+    labelled 0-100 scale, and nothing formatted by the page itself."""
+    from assay.report.html import write_html
+    from assay.testing.runs import write_scored_run
+    from tests.test_one_number import FAILED_CASE, expected
+
+    url = f"sqlite:///{tmp_path / 'figures.db'}"
+    store = RunStore(url)
+    run_id = write_scored_run(store, "connexity")
+    report = tmp_path / "report.html"
+    write_html(store, store.run_record(run_id), report)
+    store.close()
+    want = expected("connexity")
+    with serve(url) as served, served.client() as client:
+        sent = client.get(f"/runs/{run_id}").json()["display"]
+        worst = client.get(f"/runs/{run_id}/cases").json()["items"][0]
+        case = client.get(f"/runs/{run_id}/case", params={"case_id": worst["case_id"]}).json()
+        assert {key: sent[key] for key in want} == want
+        shown = {key: sent[key] for key in FIGURES_SHOWN} | {
+            "evaluator": sent["evaluators"]["judge"], "worst_case": FAILED_CASE["connexity"]}
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.goto(served.url + "/#/runs")
+        page.wait_for_selector("#runs tbody tr")
+        cells = page.locator("#runs tbody tr").first.locator("td").all_inner_texts()
+        assert (cells[7].strip(), cells[8]) == (want["pass_rate"], want["mean_score"])
+        page.goto(f"{served.url}/#/run/{run_id}")
+        page.wait_for_selector("#cases tbody tr")
+        assert _run_page_figures(page) == shown
+        gates = page.locator("#gate-failures").inner_text()
+        assert f"{want['cases_dimension']} of 20" in gates and want["cases_threshold"] in gates
+        page.click(f"#cases a:text-is('{worst['case_id']}')")
+        page.wait_for_selector("#case-title")
+        meta = page.locator("#app .meta").inner_text()
+        assert f"score {case['display']['score']}" in meta
+        assert f"latency {case['display']['latency']}" in meta
+        assert page.locator(".score-card .big").inner_text() == "0.600"
+        watch.clean()
+    page = _page(browser, offline=True)
+    watch = Watch(page, report.as_uri())
+    page.goto(report.as_uri())
+    page.wait_for_selector("#cases tbody tr")
+    assert _run_page_figures(page) == shown
+    watch.clean()
+
+
+FIGURES_SHOWN = ("pass_rate", "mean_score", "latency_p50", "latency_p95", "judge_cost")
+"""The figures a run page's cards show."""

@@ -37,7 +37,7 @@ def test_assertions_failures_and_judge_errors(pytester: pytest.Pytester, mock_mo
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1, errors=1)
     text = result.stdout.str()
-    assert "exact_match scored 0.000 (threshold 0.8)" in text
+    assert "exact_match scored 0.000 (threshold 0.800)" in text
     assert "ERROR (judge)" in text or "ERROR" in text
     assert "semantic_similarity could not judge: [judge_output_invalid]" in text
     assert "AssertionError" not in text.split("semantic_similarity could not judge")[1][:200]

@@ -95,6 +95,7 @@ def judge(
 
 def _print_score(score: Score) -> None:
     from assay.report.safe_text import for_terminal
+    from assay.types import numbers
 
     if score.error is not None:
         console.print(f"[bold red]error[/] {for_terminal(score.error.code)}: "
@@ -103,13 +104,13 @@ def _print_score(score: Score) -> None:
         raw = f" (raw {for_terminal(score.raw)} on {for_terminal(score.scale)})" \
             if score.scale else ""
         verdict = "[green]pass[/]" if score.passed else "[red]fail[/]"
-        console.print(f"score     {score.value:.3f}{raw} {verdict}", highlight=False)
+        console.print(f"score     {numbers.score(score.value)}{raw} {verdict}", highlight=False)
     if score.rationale:
         console.print(f"rationale {for_terminal(score.rationale)}", highlight=False)
     usage = score.usage
-    cost = "unknown" if usage.cost is None else f"${usage.cost:.6f}"
     console.print(
         f"tokens    {usage.prompt_tokens} prompt + {usage.completion_tokens} completion; "
-        f"calls {usage.calls} (+{usage.cached_calls} cached); cost {cost}", highlight=False)
+        f"calls {usage.calls} (+{usage.cached_calls} cached); cost {numbers.usd(usage.cost)}",
+        highlight=False)
     if score.judge_model:
         console.print(f"judge     {for_terminal(score.judge_model)}", highlight=False)

@@ -571,12 +571,14 @@ def print_failures(failures: Sequence[EvaluationError]) -> None:
 
 
 def _print_dry_run(result: Any) -> None:
+    from assay.types import numbers
+
     est = result.estimate
-    cost = "unknown" if est.cost is None else f"${est.cost:.4f}"
     console.print(f"dry run: {result.summary.cases} case(s); {est.calls} judge call(s) at most "
                   f"(+{est.cached} answered from the cache, not counted); about "
                   f"{est.prompt_tokens} prompt + {est.completion_tokens} completion tokens; "
-                  f"cost {cost}; nothing stored", highlight=False, markup=False)
+                  f"cost {numbers.usd(est.cost)}; nothing stored", highlight=False,
+                  markup=False)
     for model, n in sorted(est.by_model.items()):
         console.print(f"  {model}: {n} call(s)", highlight=False, markup=False)
 

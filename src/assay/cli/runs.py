@@ -49,7 +49,8 @@ def show(
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
     from assay.report.rows import agentv_row
     from assay.report.safe_text import for_terminal
-    from assay.report.terminal import cases_table, counts_text, fmt_score, note_lines
+    from assay.report.terminal import cases_table, counts_text, note_lines
+    from assay.run.display import run_display
     from assay.run.result import verdict_notes
     from assay.store.runs import RunStore
 
@@ -81,10 +82,11 @@ def show(
         return
     console.print(f"run [bold]{for_terminal(run.id)}[/] · suite {for_terminal(run.suite)} · "
                   f"{run.status.value}", highlight=False)
-    console.print(cases_table(records))
+    console.print(cases_table(records, run=run))
     summary = run.summary
     if summary is not None:
-        console.print(f"mean score {fmt_score(summary.mean_score)}; verdicts "
+        shown = run_display(summary)
+        console.print(f"pass rate {shown.pass_rate}; mean score {shown.mean_score}; verdicts "
                       f"{counts_text(summary.verdicts)}; gate "
                       f"{'pass' if summary.passed else 'fail'}", highlight=False)
     for line in note_lines(notes):

@@ -37,6 +37,7 @@ import pytest
 
 from assay._util.control_chars import printable
 from assay.errors import EvaluationError
+from assay.types import numbers
 
 
 class JudgeError(EvaluationError):
@@ -78,8 +79,8 @@ def _record(score: Any) -> None:
 
 
 def _explain(score: Any, threshold: float | None) -> str:
-    bar = "" if threshold is None else f" (threshold {threshold:g})"
-    value = "no value" if score.value is None else f"{score.value:.3f}"
+    bar = "" if threshold is None else f" (threshold {numbers.score(threshold)})"
+    value = "no value" if score.value is None else numbers.score(score.value)
     raw = "" if score.raw is None or score.raw == score.value else \
         f", judge said {printable(score.raw)}"
     lines = [f"{score.name} scored {value}{bar}{raw}"]
@@ -190,7 +191,7 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
             problems.append(str(exc))
     if problems and record.verdict.value != "pass":
         raise AssertionError(f"case {record.case_id} {record.verdict.value} (score "
-                             f"{'none' if record.score is None else f'{record.score:.3f}'}):\n"
+                             f"{numbers.score(record.score)}):\n"
                              + "\n".join(problems))
     if record.score is None:  # nothing scored it: not applicable, or only measured
         raise AssertionError(f"case {record.case_id} was not scored: {result.reason}")
@@ -254,17 +255,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     total_calls = total_cached = 0
     total_cost: float | None = 0.0
     for nodeid, usage in sorted(_SUMMARY.items()):
-        cost = "cost ?" if usage["cost"] is None else f"${usage['cost']:.4f}"
         terminalreporter.write_line(
             f"{nodeid}: {usage['judgements']} judgement(s), {usage['calls']} call(s) "
-            f"(+{usage['cached']} cached), {cost}, {usage['latency_ms'] / 1000:.2f}s")
+            f"(+{usage['cached']} cached), cost {numbers.usd(usage['cost'])}, "
+            f"{numbers.milliseconds(usage['latency_ms'])}")
         total_calls += usage["calls"]
         total_cached += usage["cached"]
         total_cost = None if total_cost is None or usage["cost"] is None \
             else total_cost + usage["cost"]
-    cost = "unknown" if total_cost is None else f"${total_cost:.4f}"
     terminalreporter.write_line(f"total: {total_calls} judge call(s) (+{total_cached} from "
-                                f"the cache), cost {cost}")
+                                f"the cache), cost {numbers.usd(total_cost)}")
     from assay.llm.models import judge_notes
 
     for note in judge_notes(m for usage in _SUMMARY.values() for m in usage.get("judges", [])):

@@ -9,16 +9,18 @@ their change in words.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from assay.analysis.compare import Comparison
+from assay.analysis.compare import Comparison, MetricAggregateDelta
 from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal
 from assay.types import numbers
+from assay.types.records import RunSummary
 
 STATUS_STYLE = {"regression": "red", "improvement": "green", "unchanged": "white",
                 "error": "magenta"}
@@ -81,6 +83,88 @@ def figure_rows(result: Comparison) -> list[FigureRow]:
     ]
 
 
+def _metric_row(metric: MetricAggregateDelta) -> FigureRow:
+    """A judge metric over the matched cases: a pass/fail one as the share that passed, a
+    rated one on its 0-5 scale."""
+    if metric.is_binary:
+        return FigureRow(label=f"{metric.metric} (pass fraction)",
+                         baseline=numbers.percent(metric.baseline),
+                         candidate=numbers.percent(metric.candidate),
+                         change=numbers.percent_points(metric.delta),
+                         direction=_direction(metric.delta, True))
+    return FigureRow(label=f"{metric.metric} (0-5)", baseline=numbers.points(metric.baseline, 5),
+                     candidate=numbers.points(metric.candidate, 5),
+                     change=numbers.points_delta(metric.delta),
+                     direction=_direction(metric.delta, True))
+
+
+def metric_rows(result: Comparison, baseline: RunSummary | None = None,
+                candidate: RunSummary | None = None) -> list[FigureRow]:
+    """Each evaluator's mean value (0-1) in the two runs, when their summaries are given,
+    then each judge metric over the matched cases."""
+    before = baseline.evaluators if baseline is not None else {}
+    after = candidate.evaluators if candidate is not None else {}
+    rows = []
+    for name in sorted(before.keys() | after.keys()):
+        b = before[name].mean if name in before else None
+        c = after[name].mean if name in after else None
+        delta = None if b is None or c is None else c - b
+        rows.append(FigureRow(label=name, baseline=numbers.score(b), candidate=numbers.score(c),
+                              change=numbers.score_delta(delta),
+                              direction=_direction(delta, True)))
+    return rows + [_metric_row(m) for m in result.aggregate.per_metric_aggregate_deltas]
+
+
+class ReasonRow(BaseModel):
+    """A regression reason, with the p-value of its paired test shown (None: no test)."""
+
+    text: str
+    p_value: str | None = None
+    significant: bool | None = None
+    counted: bool = True
+
+
+def reason_rows(result: Comparison) -> list[ReasonRow]:
+    """The verdict's reasons as every surface lists them."""
+    return [ReasonRow(text=r.text, p_value=None if r.p_value is None
+                      else numbers.p_value(r.p_value), significant=r.significant,
+                      counted=r.counted) for r in result.verdict.reason_details]
+
+
+class SignificanceRow(BaseModel):
+    """A paired test's figures, shown in the unit of what it compared."""
+
+    pairs: str
+    difference: str
+    interval: str
+    p_value: str
+
+
+def _difference(name: str) -> Callable[[float | None], str]:
+    """How a test's difference reads: the pass share in points of percent, the 0-100 score
+    in points, latency in milliseconds, a metric's mean as a 0-1 score."""
+    if name == "cases":
+        return numbers.percent_points
+    if name == "score":
+        return numbers.points_delta
+    if name == "latency":
+        return numbers.milliseconds_delta
+    return numbers.score_delta
+
+
+def significance_rows(result: Comparison) -> dict[str, SignificanceRow]:
+    """Each paired test's figures, by the test's name in ``Comparison.significance``."""
+    rows = {}
+    for name, test in result.significance.items():
+        shown = _difference(name)
+        interval = numbers.MISSING if test.ci_low is None else \
+            f"[{shown(test.ci_low)}, {shown(test.ci_high)}]"
+        rows[name] = SignificanceRow(pairs=numbers.count(test.n_paired),
+                                     difference=shown(test.diff), interval=interval,
+                                     p_value=numbers.p_value(test.p_value))
+    return rows
+
+
 def case_rows(result: Comparison, limit: int | None = None) -> list[CaseRow]:
     """The matched cases, as every surface shows them (scores on the 0-100 scale)."""
     cases = result.test_case_comparisons if limit is None else \
@@ -100,15 +184,17 @@ def case_rows(result: Comparison, limit: int | None = None) -> list[CaseRow]:
 def thresholds_text(result: Comparison) -> str:
     """The thresholds the verdict used, in words."""
     used = result.verdict.thresholds_used
-    parts = [f"pass-rate drop over {numbers.percent_points(used.get('max_pass_rate_drop', 0))}",
-             f"score drop over {used.get('max_avg_score_drop', 5):g} pt",
+    drop = numbers.percent_points(used.get("max_pass_rate_drop", 0)).lstrip("+")
+    parts = [f"pass-rate drop over {drop}", "score drop over "
+             f"{numbers.points_delta(used.get('max_avg_score_drop', 5)).lstrip('+')}",
              f"latency rise over {numbers.percent(used.get('max_latency_increase_pct', 0.2))} "
-             f"and {used.get('latency_floor_ms', 50):g} ms and the noise"]
+             f"and {numbers.milliseconds(used.get('latency_floor_ms', 50))} and the noise"]
     if "max_cost_increase_pct" in used:
         parts.append(f"cost rise over {numbers.percent(used['max_cost_increase_pct'])}")
     text = "regression when: " + "; ".join(parts)
     if result.verdict.require_significance is not None:
-        text += f"; a reason counts only when significant at {result.verdict.require_significance:g}"
+        text += ("; a reason counts only when significant at "
+                 f"{numbers.p_value(result.verdict.require_significance)}")
     return text
 
 
@@ -139,14 +225,13 @@ def print_comparison(console: Console, result: Comparison,
                   f"{d.total_unchanged} unchanged, {d.total_errors} error(s); only in the "
                   f"baseline {len(result.baseline_only_test_cases)}, only in the candidate "
                   f"{len(result.candidate_only_test_cases)}", highlight=False, markup=False)
-    for metric in d.per_metric_aggregate_deltas:
-        console.print(f"  {for_terminal(metric.metric)}: {numbers.score(metric.baseline)} → "
-                      f"{numbers.score(metric.candidate)} ({numbers.score_delta(metric.delta)})",
-                      highlight=False, markup=False)
+    for row in metric_rows(result):
+        console.print(f"  {for_terminal(row.label)}: {row.baseline} → {row.candidate} "
+                      f"({row.change})", highlight=False, markup=False)
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {for_terminal(warning)}", highlight=False)
-    for reason in result.verdict.reason_details:
-        p = "" if reason.p_value is None else f"; p={reason.p_value:.4g}"
+    for reason in reason_rows(result):
+        p = "" if reason.p_value is None else f"; p={reason.p_value}"
         tag = "" if reason.counted else " (not significant: not counted)"
         console.print(f"[red]reason[/]: {for_terminal(reason.text + p + tag)}", highlight=False)
     gates = result.candidate_gates
@@ -184,5 +269,6 @@ def comparison_markdown(result: Comparison, fail_on_thresholds: bool = True,
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CaseRow", "FigureRow", "case_rows", "comparison_markdown", "figure_rows",
-           "print_comparison", "thresholds_text"]
+__all__ = ["CaseRow", "FigureRow", "ReasonRow", "SignificanceRow", "case_rows",
+           "comparison_markdown", "figure_rows", "metric_rows", "print_comparison",
+           "reason_rows", "significance_rows", "thresholds_text"]

@@ -21,6 +21,9 @@ import orjson
 
 from assay._util.redact import scrub, scrub_json_bytes
 from assay.report.outputs import AtomicOutput, write_atomic
+from assay.run.display import run_display, scale_for
+from assay.types import numbers
+from assay.types.records import RunSummary
 
 
 def _plain(value: Any, seen: frozenset[int] = frozenset()) -> Any:
@@ -160,12 +163,15 @@ def _element(parent: ET.Element, tag: str, text: str | None = None,
 
 
 def _number(value: Any) -> str:
-    if value is None:
-        return "none"
-    return f"{value:.3f}" if isinstance(value, int | float) else str(value)
+    """An evaluator's 0-1 score or threshold as :mod:`assay.types.numbers` shows it."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return numbers.score(value)
+    return str(value)
 
 
 def _seconds(row: dict[str, Any]) -> float:
+    """A case's time as JUnit's ``time`` attribute holds it: seconds, a number CI systems
+    read (JUnit's format, not a figure for people: :mod:`assay.types.numbers` shows those)."""
     value = row.get("latency_ms")
     return value / 1000 if isinstance(value, int | float) and value > 0 else 0.0
 
@@ -208,8 +214,22 @@ def _evaluator_failures(row: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
+def _properties(suite: ET.Element, summary: RunSummary) -> None:
+    """The run's figures as the suite's ``<properties>``, shown as every surface shows them
+    (:func:`assay.run.display.run_display`); a figure the run has none of is left out."""
+    shown = run_display(summary).model_dump()
+    evaluators = shown.pop("evaluators")
+    found = [(f"assay.{key}", value) for key, value in shown.items()]
+    found += [(f"assay.evaluator.{name}.mean", value) for name, value in evaluators.items()]
+    properties = _element(suite, "properties")
+    for name, value in found:
+        if value != numbers.MISSING:
+            _element(properties, "property", name=name, value=value)
+
+
 def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
-                run_id: str, timestamp: str | None = None) -> None:
+                run_id: str, timestamp: str | None = None,
+                summary: RunSummary | None = None) -> None:
     """A JUnit report: a test case per (case, repeat).
 
     A case in which any evaluator could not score is an ``<error>`` naming each such
@@ -217,9 +237,12 @@ def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
     whose verdict is fail is a ``<failure>`` naming the evaluators that failed, with their
     score, threshold and rationale. Borderline passes, as it does the run's gate, with its
     verdict in system-out. Cases carry their time, timestamp and, when the row knows them,
-    the ``file`` and ``line`` they were defined at. Every piece of text is made safe for XML
-    1.0, so that no case id or judge answer can break the document.
+    the ``file`` and ``line`` they were defined at. With the run's ``summary``, the suite's
+    ``<properties>`` hold its figures (pass rate, mean score, latency, cost, dimensions), and
+    case scores are on its policy's scale, as every surface shows them. Every piece of text is
+    made safe for XML 1.0, so that no case id or judge answer can break the document.
     """
+    scale = scale_for(summary)
     errors = {id(r): _evaluator_errors(r) for r in rows}
     failed = {id(r): r.get("verdict") == "fail" and not errors[id(r)] for r in rows}
     stamps = [str(r["timestamp"]) for r in rows if r.get("timestamp")]
@@ -229,13 +252,15 @@ def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
         failures=sum(failed.values()), errors=sum(1 for v in errors.values() if v),
         skipped=0, time=f"{sum(_seconds(r) for r in rows):.3f}",
         timestamp=_junit_timestamp(timestamp or (min(stamps) if stamps else None)), id=run_id)
+    if summary is not None:
+        _properties(suite, summary)
     for row in rows:
         name = row["eval_id"] if not row.get("repeat") else f"{row['eval_id']}#{row['repeat']}"
         case = _element(suite, "testcase", classname=suite_name, name=name,
                         time=f"{_seconds(row):.3f}",
                         timestamp=_junit_timestamp(row.get("timestamp")),
                         file=row.get("file"), line=row.get("line"))
-        score = _number(row.get("score"))
+        score = scale.shown(row.get("score"))
         failing = _evaluator_failures(row)
         if errors[id(row)]:
             problems = errors[id(row)]

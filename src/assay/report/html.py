@@ -47,7 +47,8 @@ def _sha256(text: str) -> str:
 def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> dict[str, Any]:
     """What the page reads: the run, its score distributions, and its first ``max_cases``
     cases (problems first), each with its details."""
-    from assay.report.views import case_detail, run_detail
+    from assay.report.views import case_detail, run_detail, shown_rows
+    from assay.run.display import scale_for
 
     target = queries.run_target(run)
     rows, total = queries.case_page(store, run.id, queries.CaseFilter(), limit=max_cases)
@@ -55,15 +56,15 @@ def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> 
     wanted = {(r.case_id, r.repeat) for r in rows}
     for record in store.case_records(run.id):
         if (record.case_id, record.repeat) in wanted:
-            details[f"{record.case_id}#{record.repeat}"] = case_detail(record).model_dump(
-                mode="json")
+            details[f"{record.case_id}#{record.repeat}"] = case_detail(
+                record, run).model_dump(mode="json")
     return {
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         + f" · assay {__version__}"
         + (f" · {len(rows)} of {total} cases, problems first" if total > len(rows) else ""),
         "run": run_detail(run, target).model_dump(mode="json"),
         "histograms": queries.histograms(store, run.id).model_dump(mode="json"),
-        "cases": [r.model_dump(mode="json") for r in rows],
+        "cases": [r.model_dump(mode="json") for r in shown_rows(rows, scale_for(run))],
         "details": details,
     }
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assay._util.redact import scrub
+from assay.run.display import run_display, scale_for
 from assay.store import queries
 from assay.store.runs import RunStore
 from assay.types.records import RunRecord
@@ -35,14 +36,6 @@ def md_text(value: Any, limit: int = 200) -> str:
     return _MARKDOWN.sub(r"\\\1", text)
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
-
-
 def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SHOWN) -> str:
     s = run.summary
     target = queries.run_target(run)
@@ -52,12 +45,17 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
              + f" · {md_text(run.status.value)} · {gate}", ""]
     if s is None:
         return "\n".join(lines) + "\n"
-    lines += ["| cases | pass rate | mean score | errors | skipped | latency p50 | judge cost |",
-              "|---:|---:|---:|---:|---:|---:|---:|",
-              f"| {s.cases} | {_pct(s.pass_rate)} | {_num(s.mean_score)} | "
+    shown = run_display(s)
+    lines += ["| cases | pass rate | mean score | errors | skipped | latency p50 | latency p95 "
+              "| judge cost |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|",
+              f"| {s.cases} | {shown.pass_rate} | {shown.mean_score} | "
               f"{s.evaluator_errors} evaluator, {s.target_errors} agent | {s.evaluator_skips} | "
-              f"{_num(s.latency.p50_ms, 0)} ms | "
-              f"{'unknown' if s.usage.cost is None else f'${s.usage.cost:.4f}'} |", ""]
+              f"{shown.latency_p50} | {shown.latency_p95} | {shown.judge_cost} |", ""]
+    if s.metrics_pass_threshold is not None or s.cases_pass_threshold is not None:
+        lines += [f"Dimensions: metrics {shown.metrics_dimension} (threshold "
+                  f"{shown.metrics_threshold}), cases {shown.cases_dimension} (threshold "
+                  f"{shown.cases_threshold}); estimated cost {shown.cost}", ""]
     verdicts = ", ".join(f"{n} {md_text(v)}" for v, n in sorted(s.verdicts.items()))
     lines += [f"Verdicts: {verdicts or 'none'}", ""]
     if s.gate_failures:
@@ -70,20 +68,22 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
     if s.evaluators:
         lines += ["| evaluator | mean | scored | passed | failed | errors | skipped |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
-        for e in s.evaluators.values():
-            lines.append(f"| {md_text(e.name)} | {_num(e.mean)} | {e.scored} | {e.passed} | "
-                         f"{e.failed} | {e.errors} | {e.skipped} |")
+        for name, e in s.evaluators.items():
+            lines.append(f"| {md_text(name)} | {shown.evaluators[name]} | {e.scored} | "
+                         f"{e.passed} | {e.failed} | {e.errors} | {e.skipped} |")
         lines.append("")
     where = queries.CaseFilter(verdicts=list(queries.VERDICT_ORDER[:3]))
     rows, total = queries.case_page(store, run.id, where, limit=problems)
     if rows:
+        scale = scale_for(run)
         lines += [f"<details><summary>{total} case(s) with errors, failures or borderline "
                   f"scores{'' if total <= len(rows) else f' (first {len(rows)})'}</summary>", "",
                   "| case | verdict | score | output or error |", "|---|---|---:|---|"]
         for r in rows:
             name = r.case_id + (f" #{r.repeat}" if r.repeat else "")
             lines.append(f"| {md_text(name, 80)} | {md_text(r.verdict.value)} | "
-                         f"{_num(r.score)} | {md_text(r.target_error or r.output_preview, 160)} |")
+                         f"{scale.shown(r.score)} | "
+                         f"{md_text(r.target_error or r.output_preview, 160)} |")
         lines += ["", "</details>", ""]
     return "\n".join(lines) + "\n"
 

@@ -44,7 +44,8 @@ def write_junit_report(result: Any, path: Path) -> None:
 
     specs = _specs(result)
     write_junit(path, result.run.suite,
-                [agentv_row(r, result.run.suite, specs) for r in result.records], result.run_id)
+                [agentv_row(r, result.run.suite, specs) for r in result.records], result.run_id,
+                summary=result.run.summary)
 
 
 @reporter("uipath")

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from assay.analysis.score_statistics import ScoreStatistics
 from assay.report.safe_text import for_terminal
+from assay.types import numbers
 
 BAR_WIDTH = 30
-
-
-def _score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def statistics_lines(stats: ScoreStatistics) -> list[str]:
@@ -21,17 +18,19 @@ def statistics_lines(stats: ScoreStatistics) -> list[str]:
         lines.append(f"[bold red]errors[/] ({len(stats.errors)} case(s) without a score, "
                      "left out of the figures):")
         lines += [f"  {for_terminal(case)}: {for_terminal(why)}" for case, why in stats.errors]
-    lines.append(f"total {stats.total}, scored {stats.scored}: mean {_score(stats.mean)}, "
-                 f"median {_score(stats.median)}, min {_score(stats.min)}, max "
-                 f"{_score(stats.max)}, std dev {_score(stats.stdev)}")
+    lines.append(f"total {stats.total}, scored {stats.scored}: mean "
+                 f"{numbers.score(stats.mean)}, median {numbers.score(stats.median)}, min "
+                 f"{numbers.score(stats.min)}, max {numbers.score(stats.max)}, std dev "
+                 f"{numbers.score(stats.stdev)}")
     peak = max((count for _, _, count in stats.histogram), default=0) or 1
     lines.append("score distribution:")
     for low, high, count in stats.histogram:
         bar = "█" * round(count / peak * BAR_WIDTH)
         close = "]" if high == 1.0 else ")"
-        lines.append(f"  [{low:.1f}, {high:.1f}{close} {bar} {count}")
+        lines.append(f"  [{numbers.score(low)}, {numbers.score(high)}{close} {bar} {count}")
     if stats.top:
-        lines.append("top: " + ", ".join(f"{for_terminal(c)} {v:.3f}" for c, v in stats.top))
-        lines.append("bottom: " + ", ".join(f"{for_terminal(c)} {v:.3f}"
+        lines.append("top: " + ", ".join(f"{for_terminal(c)} {numbers.score(v)}"
+                                         for c, v in stats.top))
+        lines.append("bottom: " + ", ".join(f"{for_terminal(c)} {numbers.score(v)}"
                                             for c, v in stats.bottom))
     return lines

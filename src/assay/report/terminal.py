@@ -23,6 +23,8 @@ from rich.progress import (
 from rich.table import Table
 
 from assay.report.safe_text import for_terminal
+from assay.run.display import RunDisplay, run_display, scale_for
+from assay.types import numbers
 from assay.types.records import (
     AssessmentSummary,
     CaseRecord,
@@ -113,13 +115,8 @@ class ProgressBar:
             self._unshown = 0
 
     def _status(self) -> str:
-        cost = "cost ?" if self._cost is None else f"cost ${self._cost:.4f}"
-        return f"errors {self.errors} · {cost} · calls {self._calls}" \
+        return f"errors {self.errors} · cost {numbers.usd(self._cost)} · calls {self._calls}" \
                f" (+{self._cached_calls} cached)"
-
-
-def fmt_score(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
 
 
 def counts_text(counts: dict[str, int]) -> str:
@@ -129,18 +126,20 @@ def counts_text(counts: dict[str, int]) -> str:
 
 def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[str]:
     """The run's summary as lines of Rich markup (data in them escaped), ending with
-    ``notes`` (:func:`assay.run.result.verdict_notes`; default: the summary's own)."""
+    ``notes`` (:func:`assay.run.result.verdict_notes`; default: the summary's own). Every
+    figure is :func:`assay.run.display.run_display`'s, as on every other surface."""
+    shown = run_display(summary)
     verdicts = counts_text(summary.verdicts)
     u = summary.usage
-    cost = "unknown" if u.cost is None else f"${u.cost:.4f}"
     skips = f", skipped {summary.evaluator_skips}" if summary.evaluator_skips else ""
     if summary.measurements:
         skips += f", measurements {summary.measurements}"
     lines = [
-        f"cases {summary.cases} ({verdicts}); mean score {fmt_score(summary.mean_score)}"
-        f" over {summary.scored} scored; evaluator errors {summary.evaluator_errors}{skips}",
+        f"cases {summary.cases} ({verdicts}); pass rate {shown.pass_rate}; mean score "
+        f"{shown.mean_score} over {summary.scored} scored; evaluator errors "
+        f"{summary.evaluator_errors}{skips}",
         f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries); tokens "
-        f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {cost}",
+        f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {shown.judge_cost}",
     ]
     for name, e in summary.evaluators.items():
         counts = [f"{e.scored} scored"]
@@ -151,8 +150,8 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         if e.measured and not e.scored:
             lines.append(f"  {for_terminal(name)}: {_measured(e)}")
             continue
-        lines.append(f"  {for_terminal(name)}: mean {fmt_score(e.mean)} ({', '.join(counts)}; "
-                     f"{e.passed} passed, {e.failed} failed)"
+        lines.append(f"  {for_terminal(name)}: mean {shown.evaluators[name]} "
+                     f"({', '.join(counts)}; {e.passed} passed, {e.failed} failed)"
                      + (f"; {_measured(e)}" if e.measured else ""))
     for name, metric in summary.dataset_metrics.items():
         for part in (metric, *metric.parts):
@@ -167,9 +166,12 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
                              + (_matrix_text(matrix, (part.details or {}).get("classes"))
                                 if matrix is not None else for_terminal(part.skipped)))
             else:
-                lines.append(f"dataset metric {for_terminal(label)}: {part.value:.3f} "
-                             f"({for_terminal(part.rationale)})")
-    lines.extend(dimension_lines(summary))
+                lines.append(f"dataset metric {for_terminal(label)}: "
+                             f"{numbers.score(part.value)} ({for_terminal(part.rationale)})")
+    if summary.latency_p50_ms is not None:
+        lines.append(f"agent latency p50 {shown.latency_p50}, p95 {shown.latency_p95}, mean "
+                     f"{shown.latency_mean}, max {shown.latency_max}")
+    lines.extend(dimension_lines(summary, shown))
     lines.extend(note_lines(summary.notes if notes is None else notes))
     return lines
 
@@ -179,8 +181,8 @@ def _measured(e: EvaluatorSummary) -> str:
     numeric ones."""
     text = f"measured {e.measured} value(s)"
     if e.measured_mean is not None:
-        text += (f": mean {e.measured_mean:g}, min {e.measured_min:g}, "
-                 f"max {e.measured_max:g}")
+        text += (f": mean {numbers.plain(e.measured_mean)}, min "
+                 f"{numbers.plain(e.measured_min)}, max {numbers.plain(e.measured_max)}")
     counts = [f"{e.errors} error(s)"] if e.errors else []
     if e.skipped:
         counts.append(f"{e.skipped} not applicable")
@@ -205,41 +207,30 @@ def _matrix_text(matrix: Any, classes: Any) -> str:
     return f"rows predicted, columns expected ({for_terminal(names)}): {rows}"
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
 def _gate(passed: bool | None) -> str:
     return {True: "[green]pass[/]", False: "[red]fail[/]", None: "not gated"}[passed]
 
 
-def dimension_lines(summary: RunSummary) -> list[str]:
+def dimension_lines(summary: RunSummary, shown: RunDisplay | None = None) -> list[str]:
     """The run's executions both ways (errors in and out of the pass rate), its two
-    dimensions, its latency and who spent what; shown when the run has dimensions."""
+    dimensions and who spent what; shown when the run has dimensions."""
     if summary.metrics_pass_threshold is None and summary.cases_pass_threshold is None \
             and summary.scoring == "default":
         return []
-    incl, excl = summary.pass_rate_incl_errors, summary.pass_rate_excl_errors
+    shown = shown or run_display(summary)
     lines = [
         f"executions {summary.total_executions} ({summary.unique_test_case_count} case(s)): "
         f"{summary.passed_count} passed, {summary.failed_count} failed, {summary.error_count} "
-        f"errored, {summary.skipped_count} skipped; pass rate {_pct(incl)} (errors as not "
-        f"passed), {_pct(excl)} (of executions with a result)",
-        f"metrics dimension {_pct(summary.weighted_metrics_score_pct)} (threshold "
-        f"{_pct(summary.metrics_pass_threshold)}): {_gate(summary.metrics_passed)}; cases "
-        f"dimension {_pct(summary.cases_pass_rate_pct)}% (threshold "
-        f"{_pct(summary.cases_pass_threshold)}%): {_gate(summary.cases_passed)}",
+        f"errored, {summary.skipped_count} skipped; pass rate {shown.pass_rate} (errors as not "
+        f"passed), {shown.pass_rate_excl_errors} (of executions with a result)",
+        f"metrics dimension {shown.metrics_dimension} (threshold {shown.metrics_threshold}): "
+        f"{_gate(summary.metrics_passed)}; cases dimension {shown.cases_dimension} (threshold "
+        f"{shown.cases_threshold}): {_gate(summary.cases_passed)}",
     ]
-    if summary.latency_p50_ms is not None:
-        p95 = "—" if summary.latency_p95_ms is None else f"{summary.latency_p95_ms:.0f}ms"
-        lines.append(f"agent latency p50 {summary.latency_p50_ms:.0f}ms, p95 {p95}, avg "
-                     f"{summary.latency_avg_ms or 0:.0f}ms, max {summary.latency_max_ms or 0:.0f}ms")
     agent, sim = summary.agent_usage, summary.simulator_usage
     if agent.total_tokens or sim.calls or sim.cached_calls:
-        cost = "unknown" if summary.estimated_cost_usd is None \
-            else f"${summary.estimated_cost_usd:.4f}"
         lines.append(f"tokens: agent {agent.total_tokens}, simulated user {sim.total_tokens}, "
-                     f"judge {summary.usage.total_tokens}; estimated cost {cost}")
+                     f"judge {summary.usage.total_tokens}; estimated cost {shown.cost}")
     if summary.stop_reasons:
         lines.append("conversations stopped: " + counts_text(summary.stop_reasons))
     return lines
@@ -247,12 +238,13 @@ def dimension_lines(summary: RunSummary) -> list[str]:
 
 def aggregate_lines(found: AssessmentSummary) -> list[str]:
     """The agent-judge aggregates in the run's naming, one line each (whole keys, so a CI
-    log can be searched for them), with the values, errors and skips behind each."""
+    log can be searched for them), with the values, errors and skips behind each. A value is
+    shown as the family's metrics hold it (:func:`assay.types.numbers.plain`, not turned into
+    a percent): quality criteria are written against those numbers."""
     lines = [f"aggregates ({found.naming or 'mlflow'} names):"]
     width = max((len(row.key) for row in found.metrics), default=0)
     for row in found.metrics:
-        value = "—" if row.value is None else (
-            str(row.value) if isinstance(row.value, int) else f"{row.value:.4f}")
+        value = numbers.plain(row.value)
         lines.append(f"  {for_terminal(row.key.ljust(width))}  {value:>8}  ({row.scored} "
                      f"values, {row.errors} errors, {row.skipped} skipped)")
     return lines
@@ -270,7 +262,7 @@ def runs_table(runs: list[RunRecord]) -> Table:
         table.add_row(for_terminal(r.id), for_terminal(r.suite), status,
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
                       "" if s is None else str(s.cases),
-                      fmt_score(None if s is None else s.mean_score),
+                      "" if s is None else run_display(s).mean_score,
                       "" if s is None else ("pass" if s.passed else "fail"))
     return table
 
@@ -296,10 +288,14 @@ def _score_cell(score: Any) -> str:
         return f"{score.name}: error {score.error.code}"
     if score.skipped is not None:
         return f"{score.name}: n/a"
-    return f"{score.name}: {fmt_score(score.value)}"
+    return f"{score.name}: {numbers.score(score.value)}"
 
 
-def cases_table(records: list[CaseRecord], verbose: bool = True) -> Table:
+def cases_table(records: list[CaseRecord], verbose: bool = True,
+                run: RunRecord | None = None) -> Table:
+    """The cases, one a row; the case score on ``run``'s policy's scale (assay's 0-1 when
+    not given), each evaluator's on 0-1."""
+    scale = scale_for(run)
     table = Table(title="cases", show_lines=verbose)
     for col in ("case", "score", "verdict", "evaluators", "hits / misses", "reasoning"):
         table.add_column(col, overflow="fold")
@@ -310,7 +306,7 @@ def cases_table(records: list[CaseRecord], verbose: bool = True) -> Table:
         reasoning = " | ".join(f"{s.name}: {s.rationale}" for s in r.scores if s.rationale)
         name = r.case_id if not r.repeat else f"{r.case_id}#{r.repeat}"
         verdict = r.verdict.value
-        table.add_row(for_terminal(name), fmt_score(r.score),
+        table.add_row(for_terminal(name), scale.shown(r.score),
                       f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]",
                       for_terminal(evals), for_terminal(hm),
                       for_terminal(reasoning or r.execution.error or ""))

@@ -5,8 +5,13 @@ The dataset score is the evaluator's dataset-level metric when it has one (a cla
 evaluator's precision or F-score, an exact match's accuracy over its aggregators), else the
 mean of its values over the cases, as UiPath's ``reduce_scores`` gives. Errors are shown as
 ``error`` and left out of the mean (never averaged in as 0, as UiPath does); a cell is ``-``
-where the evaluator did not apply to that evaluation. Scores are on assay's 0-1 scale with
-two decimals (UiPath prints one decimal, which shows 0.92 as 0.9).
+where the evaluator did not apply to that evaluation.
+
+The table's shape is UiPath's (its title, the Evaluation column, one column per evaluator,
+the Average row), which someone moving from ``uipath eval`` reads without learning a new
+one; that is the fidelity this table keeps. Its numbers are not part of it: UiPath prints one
+decimal, which shows 0.92 as 0.9, so scores are shown as every assay surface shows a 0-1
+score (:func:`assay.types.numbers.score`, ``0.920``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 from rich.table import Table
 
 from assay.report.safe_text import for_terminal
+from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary
 
 
@@ -27,10 +33,6 @@ def evaluator_averages(summary: RunSummary) -> dict[str, float | None]:
         if metric.value is not None:
             averages[name] = metric.value
     return averages
-
-
-def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def results_table(records: Sequence[CaseRecord], summary: RunSummary,
@@ -58,11 +60,11 @@ def results_table(records: Sequence[CaseRecord], summary: RunSummary,
             elif score.error is not None:
                 cells.append("[magenta]error[/]")
             else:
-                cells.append(_cell(score.value))
+                cells.append(numbers.score(score.value))
         table.add_row(*cells)
     table.add_section()
     averages = evaluator_averages(summary)
-    table.add_row("[bold]Average[/]", *(f"[bold]{_cell(averages.get(i))}[/]" for i in order))
+    table.add_row("[bold]Average[/]", *(f"[bold]{numbers.score(averages.get(i))}[/]" for i in order))
     return table
 
 

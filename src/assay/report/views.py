@@ -1,8 +1,12 @@
 """What the viewer shows of a run and of a case, built from the typed records.
 
 The API answers with these and the static HTML report embeds them, so the page renders the
-same data the same way in both. No FastAPI here: the report uses this module without the
-server extra.
+same data the same way in both. Every figure a page shows comes with its text in a
+``display`` field, made by :mod:`assay.types.numbers` (a run's by
+:func:`assay.run.display.run_display`, a case score on its run's policy's scale): the page
+shows those strings and formats no number itself, so the browser, the terminal and the
+reports never disagree. No FastAPI here: the report uses this module without the server
+extra.
 """
 
 from __future__ import annotations
@@ -12,9 +16,18 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.run.display import RunDisplay, run_display, scale_for
+from assay.run.policies.base import Scale
+from assay.store.queries import CaseRow, RunItem
 from assay.traces.retrieval import Retrieval, retrievals
 from assay.traces.tools import ToolCallRecord, tool_calls
+from assay.types import numbers
 from assay.types.records import CaseRecord, RunRecord
+from assay.types.score import Score
+
+
+def _display(run: RunRecord | RunItem) -> RunDisplay | None:
+    return None if run.summary is None else run_display(run.summary)
 
 
 class RunDetail(RunRecord):
@@ -22,6 +35,9 @@ class RunDetail(RunRecord):
 
     target: str | None = None
     pass_rate: float | None = None
+    display: RunDisplay | None = Field(default=None, description="the run's figures, shown "
+                                       "(None before it has a summary)")
+    duration: str = Field(default=numbers.MISSING, description="how long the run took, shown")
     is_baseline: bool = False
     baseline_id: str | None = Field(default=None, description="the baseline run of this "
                                     "run's suite and target, when one is set")
@@ -45,6 +61,65 @@ class Cut(BaseModel):
     shown: int = Field(description="how many of them the page shows")
 
 
+class RunListItem(RunItem):
+    """A run in a list of runs, with its figures shown."""
+
+    display: RunDisplay | None = None
+
+
+def list_item(item: RunItem) -> RunListItem:
+    """A run of a list (:func:`assay.store.queries.list_runs`), with its figures shown."""
+    return RunListItem(**dict(item), display=_display(item))
+
+
+class CaseRowDisplay(BaseModel):
+    """A case row's figures, shown."""
+
+    score: str = Field(description="the case score, on its run's policy's scale")
+    latency: str
+    scores: dict[str, str] = Field(default_factory=dict,
+                                   description="each evaluator's value (0-1)")
+
+
+class ShownCaseRow(CaseRow):
+    """A case in a page of cases, with its figures shown."""
+
+    display: CaseRowDisplay
+
+
+def shown_rows(rows: list[CaseRow], scale: Scale) -> list[ShownCaseRow]:
+    """A page of cases with their figures shown, case scores on ``scale`` (the run's)."""
+    return [ShownCaseRow(**dict(row), display=CaseRowDisplay(
+        score=scale.shown(row.score), latency=numbers.milliseconds(row.latency_ms),
+        scores={name: numbers.score(cell.value) for name, cell in row.scores.items()}))
+        for row in rows]
+
+
+class ScoreDisplay(BaseModel):
+    """A score's figures, shown, and its parts' (a multi-metric judge's metrics)."""
+
+    value: str
+    latency: str
+    parts: list[ScoreDisplay] = Field(default_factory=list)
+
+
+class CaseDisplay(BaseModel):
+    """A case page's figures, shown."""
+
+    score: str = Field(description="the case score, on its run's policy's scale")
+    latency: str
+    scores: list[ScoreDisplay] = Field(default_factory=list,
+                                       description="one per score, in the record's order")
+    tool_calls: list[str] = Field(default_factory=list,
+                                  description="each tool call's duration, in order")
+
+
+def _score_display(score: Score) -> ScoreDisplay:
+    return ScoreDisplay(value=numbers.score(score.value),
+                        latency=numbers.milliseconds(score.latency_ms),
+                        parts=[_score_display(part) for part in score.parts])
+
+
 class CaseDetail(BaseModel):
     """One case with everything stored for it, and the tool calls and retrievals read from
     its trace and messages."""
@@ -54,6 +129,7 @@ class CaseDetail(BaseModel):
     record: CaseRecord
     tool_calls: list[ToolCallRecord]
     retrievals: list[Retrieval]
+    display: CaseDisplay | None = None
     cuts: list[Cut] = Field(default_factory=list, description=(
         "the values this page shows in part (a text cut ends with a marker saying how long "
         "it is); empty when the case is shown whole"))
@@ -62,15 +138,24 @@ class CaseDetail(BaseModel):
 
 def run_detail(run: RunRecord, target: str | None, baseline_id: str | None = None,
                running_here: bool = False, resume_command: str | None = None) -> RunDetail:
+    took = None if run.finished_at is None else (run.finished_at - run.created_at) * 1000
     return RunDetail(**run.model_dump(), target=target,
                      pass_rate=None if run.summary is None else run.summary.pass_rate,
+                     display=_display(run), duration=numbers.milliseconds(took),
                      is_baseline=baseline_id == run.id, baseline_id=baseline_id,
                      running_here=running_here, resume_command=resume_command)
 
 
-def case_detail(record: CaseRecord) -> CaseDetail:
-    return CaseDetail(record=record, tool_calls=tool_calls(record.execution),
-                      retrievals=retrievals(record.execution))
+def case_detail(record: CaseRecord, run: RunRecord | None = None) -> CaseDetail:
+    """A case page; its score on ``run``'s policy's scale (assay's 0-1 when not given)."""
+    calls = tool_calls(record.execution)
+    display = CaseDisplay(
+        score=scale_for(run).shown(record.score),
+        latency=numbers.milliseconds(record.execution.latency_ms),
+        scores=[_score_display(score) for score in record.scores],
+        tool_calls=[numbers.milliseconds(call.duration_ms) for call in calls])
+    return CaseDetail(record=record, tool_calls=calls,
+                      retrievals=retrievals(record.execution), display=display)
 
 
 # -- a case page of bounded size -------------------------------------------------------------

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay._util.user_paths import user_path
+from assay.run.display import RunDisplay, run_display, scale_for
+from assay.types import numbers
 from assay.types.json import dump_json
 from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary, Verdict
 from assay.types.score import Score
@@ -119,7 +121,9 @@ class EvaluationResult:
         ``/errors``, ``/skipped``, ``/pass_rate``, and for one that measures
         ``<name>/measured/count``, ``/measured/mean``, ``/measured/min`` and ``/measured/max``
         (on the measurements' own scale: never mixed into the 0-1 figures) (also
-        :attr:`assay_metrics`)."""
+        :attr:`assay_metrics`). These are numbers for code (a rate is a 0-1 fraction, as
+        Databricks and MLflow hold theirs); people read them shown, as
+        :attr:`display` has them."""
         found = self.summary.assessments
         if found is not None and found.naming is not None:
             return {row.key: row.value for row in found.metrics if row.value is not None}
@@ -206,6 +210,12 @@ class EvaluationResult:
         return None
 
     @property
+    def display(self) -> RunDisplay:
+        """The run's figures as every surface shows them (``85.0%``, ``0.850``, ``243 ms``;
+        see :mod:`assay.run.display`)."""
+        return run_display(self.summary)
+
+    @property
     def notes(self) -> list[str]:
         """What a reader of this result must be told (see :func:`verdict_notes`). Every display
         of the result (``repr``, ``print``, the notebook table) shows them."""
@@ -213,7 +223,7 @@ class EvaluationResult:
 
     def __repr__(self) -> str:
         s = self.summary
-        mean = "none" if s.mean_score is None else f"{s.mean_score:.3f}"
+        mean = run_display(s).mean_score
         kept = ", in_memory=True" if self.in_memory else ""
         notes = f", notes={self.notes!r}" if self.notes else ""
         return (f"EvaluationResult(run_id={self.run_id!r}, cases={s.cases}, mean_score={mean}, "
@@ -222,8 +232,9 @@ class EvaluationResult:
     def __str__(self) -> str:
         """The result as ``print`` shows it: one line for the run, then each note."""
         s = self.summary
-        mean = "none" if s.mean_score is None else f"{s.mean_score:.3f}"
-        lines = [f"run {self.run_id} ({self.run.suite}): {s.cases} cases, mean score {mean}, "
+        shown = run_display(s)
+        lines = [f"run {self.run_id} ({self.run.suite}): {s.cases} cases, pass rate "
+                 f"{shown.pass_rate}, mean score {shown.mean_score}, "
                  + ("passed" if s.passed else f"failed: {self.reason}")]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
@@ -232,23 +243,25 @@ class EvaluationResult:
         """A readable table for notebooks; every value is HTML-escaped."""
         s = self.summary
         esc = html.escape
-        mean = "—" if s.mean_score is None else f"{s.mean_score:.3f}"
+        shown = run_display(s)
         gate = ("<span style=color:green>passed</span>" if s.passed else
                 f"<span style=color:#b00>failed: {esc('; '.join(s.gate_failures))}</span>")
         kept = " (in memory: not stored)" if self.in_memory else ""
         head = (f"<p><b>run {esc(self.run_id)}</b>{kept} · {esc(self.run.suite)} · "
-                f"{s.cases} cases · mean score {mean} · {gate}</p>")
+                f"{s.cases} cases · pass rate {shown.pass_rate} · mean score "
+                f"{esc(shown.mean_score)} · {gate}</p>")
         head += "".join(f"<p style=color:#a60><b>note</b>: {esc(note)}</p>"
                         for note in self.notes)
         names = list(s.evaluators)
         cells = "".join(f"<th>{esc(n)}</th>" for n in ["case", "verdict", "score", *names,
                                                          "output"])
         body = []
+        scale = scale_for(s)
         for r in self.records[:200]:
             by_name = {sc.name: sc for sc in r.scores}
             evs = "".join(f"<td>{esc(_cell(by_name.get(n)))}</td>" for n in names)
             body.append(f"<tr><td>{esc(r.case_id)}</td><td>{esc(r.verdict.value)}</td>"
-                        f"<td>{'—' if r.score is None else f'{r.score:.3f}'}</td>{evs}"
+                        f"<td>{esc(scale.shown(r.score))}</td>{evs}"
                         f"<td>{esc(_short(r.execution.output_text()))}</td></tr>")
         more = "" if len(self.records) <= 200 else \
             f"<p>… {len(self.records) - 200} more; use .to_pandas()</p>"
@@ -294,7 +307,7 @@ def _cell(score: Score | None) -> str:
         return f"error {score.error.code}"
     if score.skipped is not None:
         return "n/a"
-    return f"{score.value:.3f}"
+    return numbers.score(score.value)
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -52,11 +52,16 @@ from assay.errors import ConfigError
 from assay.report.views import (
     CaseDetail,
     RunDetail,
+    RunListItem,
+    ShownCaseRow,
     bounded_case,
     case_detail,
+    list_item,
     run_detail,
+    shown_rows,
     value_at,
 )
+from assay.run.display import scale_for
 from assay.server import STATIC_DIR
 from assay.server.comparison import ServedComparison, compare
 from assay.server.launches import (
@@ -102,11 +107,11 @@ class Page(BaseModel):
 
 
 class RunPage(Page):
-    items: list[queries.RunItem]
+    items: list[RunListItem]
 
 
 class CasePage(Page):
-    items: list[queries.CaseRow]
+    items: list[ShownCaseRow]
 
 
 class BaselinePatch(BaseModel):
@@ -319,7 +324,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         where = queries.RunFilter(suite=suite, target=target, status=status,
                                   since=_time(since), until=_time(until))
         items, total = queries.list_runs(store(), where, limit, offset)
-        return RunPage(items=items, total=total, limit=limit, offset=offset)
+        return RunPage(items=[list_item(item) for item in items], total=total, limit=limit,
+                       offset=offset)
 
     @app.get("/runs/compare", response_model=ServedComparison, responses=ERRORS,
              tags=["compare"])
@@ -451,7 +457,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         items, total = queries.case_page(
             store(), run.id, where, sort, limit, offset,
             count_cache if run.status is RunStatus.COMPLETED else None)
-        return CasePage(items=items, total=total, limit=limit, offset=offset)
+        return CasePage(items=shown_rows(items, scale_for(run)), total=total, limit=limit,
+                        offset=offset)
 
     @app.get("/runs/{run_id}/case", response_model=CaseDetail, responses=ERRORS,
              tags=["cases"])
@@ -474,7 +481,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         if record is None:
             raise ApiError(404, "case_not_found",
                            f"Case not found: {case_id!r} (repeat {repeat}) in run {run.id}")
-        detail = case_detail(record)
+        detail = case_detail(record, run)
         text = detail.model_dump_json()
         scrubbed = scrub_json(text)
         return detail if scrubbed is text else CaseDetail.model_validate_json(scrubbed)

@@ -24,10 +24,16 @@ from assay.analysis.compare import (
 from assay.report.comparison import (
     CaseRow,
     FigureRow,
+    ReasonRow,
+    SignificanceRow,
     case_rows,
     figure_rows,
+    metric_rows,
+    reason_rows,
+    significance_rows,
     thresholds_text,
 )
+from assay.report.views import RunListItem, list_item
 from assay.store.baselines import baseline_ids
 from assay.store.queries import RunItem, find_run
 from assay.store.runs import RunStore
@@ -40,12 +46,17 @@ STATUS_ORDER = {"regression": 0, "error": 1, "improvement": 2, "unchanged": 3}
 class ServedComparison(Comparison):
     """The library's comparison of two runs, with the runs' list entries and display rows."""
 
-    baseline_run: RunItem
-    candidate_run: RunItem
+    baseline_run: RunListItem
+    candidate_run: RunListItem
     headline_text: str = Field(description="the verdict in one line, as the CLI prints it")
     exit_status: int = Field(description="what assay compare exits with for this pair")
     thresholds_text: str = Field(default="", description="the thresholds, in words")
     figures: list[FigureRow] = Field(default_factory=list)
+    metric_rows: list[FigureRow] = Field(default_factory=list, description="each evaluator's "
+                                         "mean, then each judge metric, shown")
+    reason_rows: list[ReasonRow] = Field(default_factory=list)
+    significance_rows: dict[str, SignificanceRow] = Field(
+        default_factory=dict, description="each test of 'significance', shown")
     case_rows: list[CaseRow] = Field(default_factory=list)
     cases_truncated: bool = Field(
         default=False, description="test_case_comparisons holds only the first "
@@ -69,10 +80,13 @@ def compare(store: RunStore, baseline_id: str, candidate_id: str,
     ordered = result.model_copy(update={"test_case_comparisons": sorted(
         result.test_case_comparisons, key=_order)[:cases_shown]})
     baselines = baseline_ids(store)
+    runs = [list_item(RunItem.of(store.run_record(run_id), baselines))
+            for run_id in (baseline_id, candidate_id)]
     return ServedComparison(
-        **dict(ordered), baseline_run=RunItem.of(store.run_record(baseline_id), baselines),
-        candidate_run=RunItem.of(store.run_record(candidate_id), baselines),
+        **dict(ordered), baseline_run=runs[0], candidate_run=runs[1],
         headline_text=result.headline(), exit_status=result.exit_code(),
-        thresholds_text=thresholds_text(result),
-        figures=figure_rows(result), case_rows=case_rows(ordered),
+        thresholds_text=thresholds_text(result), figures=figure_rows(result),
+        metric_rows=metric_rows(result, runs[0].summary, runs[1].summary),
+        reason_rows=reason_rows(result), significance_rows=significance_rows(result),
+        case_rows=case_rows(ordered),
         cases_truncated=len(result.test_case_comparisons) > cases_shown)

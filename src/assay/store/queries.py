@@ -41,6 +41,7 @@ from assay.store.runs import (
     run_columns,
 )
 from assay.store.search import check_query, needle
+from assay.types import numbers
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord, RunRecord, RunStatus, RunSummary, Verdict
 from assay.types.score import Score
@@ -135,6 +136,8 @@ class Histograms(_View):
     errors and skips counted beside them, never in a bin."""
 
     bins: int = 10
+    bin_labels: list[str] = Field(default_factory=list, description="each bin's range, "
+                                  "shown (``0.100 to 0.200``)")
     cases: list[int]
     case_errors: int = 0
     evaluators: dict[str, list[int]] = Field(default_factory=dict)
@@ -534,7 +537,9 @@ def histograms(store: RunStore, run_id: str, bins: int = 10) -> Histograms:
     def bin_of(column: Any) -> Any:  # grouped by its position: its parameters differ each time
         return case((column >= 1.0, bins - 1), else_=cast(column * bins, Integer))
 
-    result = Histograms(bins=bins, cases=[0] * bins)
+    edges = [numbers.score(i / bins) for i in range(bins + 1)]
+    result = Histograms(bins=bins, cases=[0] * bins,
+                        bin_labels=[f"{edges[i]} to {edges[i + 1]}" for i in range(bins)])
     with store._begin() as conn:
         for b, n in conn.execute(select(bin_of(cr.c.score), func.count()).where(
                 cr.c.run_id == run_id, cr.c.score.is_not(None)).group_by(literal_column("1"))):

@@ -150,3 +150,52 @@ def write_run(store: RunStore, cases: int, *, suite: str = "math", quality: floa
 
 __all__ = ["EVALUATORS", "HOSTILE", "make_case", "write_run"]
 
+
+
+def write_scored_run(store: RunStore, scoring: str = "default", *, cases: int = 20,
+                     passed: int = 17, suite: str = "figures") -> str:
+    """A completed run whose figures are known, summarised and gated by the policy named
+    ``scoring`` as the runner does it (settled from its suite, folded record by record), and
+    return its id.
+
+    ``passed`` of ``cases`` cases pass with a judge score of 0.9 (an overall 90 of 100 under
+    Connexity's policy), the others score 0.6 (60: borderline under the default bands, failed
+    under Connexity's); case ``i`` took ``100 + 10 i`` ms and its judge call cost $0.0001.
+    Twenty cases with 17 passing read: pass rate 85.0%, mean score 0.855 (``85.5 /100`` under
+    Connexity's), latency p50 195 ms, p95 290 ms, judge cost $0.0020, and under Connexity's
+    dimensions metrics 85.5 /100 (threshold 80.0 /100) and cases 85.0% (threshold 100.0%).
+    """
+    from assay.run.policies import settle
+    from assay.suites.model import Suite
+    from assay.types.config import RunConfig
+
+    settled, config, policy = settle(Suite(name=suite, scoring=scoring), RunConfig())
+    fold = policy.fold(settled)
+    native = scoring == "connexity"
+    snapshot = RunSnapshot(suite_name=suite, judge_models=["openai:gpt-4o-mini"],
+                           evaluators=[EvaluatorSpec(name="judge", type="llm_judge")],
+                           run=config.model_dump(mode="json"), assay_version="test")
+    run_id = store.create_run(suite, snapshot.model_dump(mode="json"))
+    builder = SummaryBuilder()
+    for i in range(cases):
+        good = i < passed
+        value = 0.9 if good else 0.6
+        verdict = (Verdict.PASS if good else Verdict.FAIL) if native else band(value)
+        score = Score(name="judge", value=value, raw=round(value * 100), scale="0-100",
+                      passed=good, usage=Usage(calls=1, prompt_tokens=100, completion_tokens=20,
+                                               cost=0.0001), judge_model="openai:gpt-4o-mini")
+        case_id = f"case-{i:03d}"
+        record = CaseRecord(run_id=run_id, case_id=case_id, case=Case(id=case_id, input="q"),
+                            execution=Execution(output="a", latency_ms=100.0 + 10 * i),
+                            scores=[score], score=value, verdict=verdict,
+                            overall_score=round(value * 100, 2) if native else None)
+        store.record_execution(run_id, case_id, 0, record.execution)
+        store.record_score(run_id, case_id, 0, score)
+        store.record_case(record)
+        builder.add(record)
+        fold.add(record)
+    store.flush()
+    summary = builder.build()
+    fold.finish(summary, [])
+    store.set_status(run_id, RunStatus.COMPLETED.value, summary.model_dump(mode="json"))
+    return run_id

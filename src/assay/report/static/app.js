@@ -61,20 +61,17 @@
   }
 
   // -- formatting -------------------------------------------------------------------------
+  // Figures (rates, scores, latencies, costs) come from the API already shown, in "display"
+  // fields made by assay.types.numbers, so the page and the terminal never disagree: figure()
+  // reads one. Only counts and times are formatted here.
 
+  const MISSING = "-";
+  const figure = (display, key) => (display && display[key] !== undefined ? display[key] : MISSING);
   const fmt = {
-    score: (v) => (v === null || v === undefined ? "—" : Number(v).toFixed(3)),
-    pct: (v) => (v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%"),
-    ms: (v) => (v === null || v === undefined ? "—" : v >= 1000 ? (v / 1000).toFixed(2) + " s" : Math.round(v) + " ms"),
-    int: (v) => (v === null || v === undefined ? "—" : Number(v).toLocaleString("en-US")),
-    cost: (v) => (v === null || v === undefined ? "unknown" : "$" + Number(v).toFixed(4)),
+    int: (v) => (v === null || v === undefined ? MISSING : Number(v).toLocaleString("en-US")),
     time: (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "—"),
-    delta: (v, digits, unit) => {
-      if (v === null || v === undefined) return h("span", { class: "muted" }, "—");
-      const text = (v > 0 ? "+" : "") + Number(v).toFixed(digits) + (unit || "");
-      return h("span", { class: v < 0 ? "delta-neg" : v > 0 ? "delta-pos" : "" }, text);
-    },
   };
+  const changeCell = (row) => h("span", { class: row.direction === "worse" ? "delta-neg" : row.direction === "better" ? "delta-pos" : "" }, row.change);
 
   function badge(text, kind) {
     return h("span", { class: "badge b-" + String(kind || text).replace(/[^a-z]/g, "") }, text);
@@ -223,7 +220,7 @@
   // -- charts (SVG) -------------------------------------------------------------------------
 
   function lineChart(points, series) {
-    // points: [{label, values: {key: number|null}}]; series: [{key, name, color}]
+    // points: [{label, values: {key: number|null}, shown: {key: text}}]; series: [{key, name, color}]
     const W = 900, H = 200, L = 40, R = 12, T = 12, B = 28;
     const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "pass rate and mean score over time" });
     for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
@@ -246,7 +243,7 @@
         const v = p.values[serie.key];
         if (v === null || v === undefined) return;
         svg.appendChild(s("circle", { cx: x(i), cy: y(v), r: 3.5, fill: serie.color },
-          s("title", {}, `${p.label}: ${serie.name} ${(100 * v).toFixed(1)}%`)));
+          s("title", {}, `${p.label}: ${serie.name} ${p.shown[serie.key]}`)));
       });
     }
     const every = Math.max(1, Math.ceil(n / 8));
@@ -260,7 +257,7 @@
     return s("svg", { width: 10, height: 10, "aria-hidden": "true", class: "swatch" }, s("rect", { width: 10, height: 10, rx: 2, fill: color }));
   }
 
-  function histogram(bins, color, label) {
+  function histogram(bins, labels, color, label) {
     const W = 220, H = 70, B = 14;
     const max = Math.max(1, ...bins);
     const w = W / bins.length;
@@ -268,7 +265,7 @@
     bins.forEach((count, i) => {
       const bh = ((H - B - 4) * count) / max;
       svg.appendChild(s("rect", { x: i * w + 1, y: H - B - bh, width: w - 2, height: Math.max(bh, count ? 1 : 0), fill: color, rx: 1 },
-        s("title", {}, `${(i / bins.length).toFixed(1)}–${((i + 1) / bins.length).toFixed(1)}: ${count}`)));
+        s("title", {}, `${labels[i]}: ${count}`)));
     });
     svg.appendChild(s("text", { x: 0, y: H - 2 }, "0"));
     svg.appendChild(s("text", { x: W, y: H - 2, "text-anchor": "end" }, "1"));
@@ -337,6 +334,7 @@
     const chart = chronological.length ? lineChart(chronological.map((r) => ({
       label: r.id, short: fmt.time(r.created_at).slice(5, 16),
       values: { pass: r.pass_rate, mean: r.summary ? r.summary.mean_score : null },
+      shown: { pass: figure(r.display, "pass_rate"), mean: figure(r.display, "mean_score") },
     })), [{ key: "pass", name: "pass rate", color: "#1f8a4c" }, { key: "mean", name: "mean score", color: "#3451b2" }]) : null;
 
     const rows = page.items.map((r) => {
@@ -351,9 +349,9 @@
         h("td", { class: "id" }, h("a", { href: route("run", r.id) }, r.id), r.is_baseline ? [" ", badge("baseline")] : null),
         h("td", {}, r.suite), h("td", {}, r.target || "—"),
         h("td", {}, r.unreadable ? h("span", { title: r.unreadable }, badge("unreadable", "error")) : badge(r.status)), h("td", {}, r.status === "completed" ? gateBadge(sm) : badge("—", "none")),
-        h("td", { class: "num" }, sm ? fmt.int(sm.cases) : "—"),
-        h("td", { class: "num" }, meter(r.pass_rate), fmt.pct(r.pass_rate)),
-        h("td", { class: "num" }, fmt.score(sm ? sm.mean_score : null)),
+        h("td", { class: "num" }, sm ? fmt.int(sm.cases) : MISSING),
+        h("td", { class: "num" }, meter(r.pass_rate), figure(r.display, "pass_rate")),
+        h("td", { class: "num" }, figure(r.display, "mean_score")),
         h("td", { class: "num" }, fmt.time(r.created_at)));
     });
     return h("div", {},
@@ -395,6 +393,7 @@
       }),
     ]);
     const sm = run.summary;
+    const shownRun = run.display;
     const link = (changes) => route("run", run.id, Object.assign({}, state, { offset: 0 }, changes));
     const evaluators = sm ? Object.values(sm.evaluators) : [];
 
@@ -414,11 +413,11 @@
     const verdictCounts = VERDICTS.map((v) => `${(sm && sm.verdicts[v]) || 0} ${v}`).join(" · ");
     const summary = sm ? h("div", { class: "cards" },
       card("Cases", fmt.int(sm.cases), verdictCounts),
-      card("Pass rate", fmt.pct(run.pass_rate), `${(sm.verdicts.pass || 0)} passed`),
-      card("Mean score", fmt.score(sm.mean_score), `${fmt.int(sm.scored)} scored`),
+      card("Pass rate", figure(shownRun, "pass_rate"), `${(sm.verdicts.pass || 0)} passed`),
+      card("Mean score", figure(shownRun, "mean_score"), `${fmt.int(sm.scored)} scored`),
       card("Errors", fmt.int(sm.evaluator_errors), `${fmt.int(sm.target_errors)} agent · ${fmt.int(sm.evaluator_skips)} skipped`),
-      card("Latency", fmt.ms(sm.latency.p50_ms), "p95 " + fmt.ms(sm.latency.p95_ms)),
-      card("Judge", fmt.int(sm.usage.calls) + " calls", `${fmt.int(sm.usage.prompt_tokens + sm.usage.completion_tokens)} tokens · ${fmt.cost(sm.usage.cost)}`)) :
+      card("Latency", figure(shownRun, "latency_p50"), "p95 " + figure(shownRun, "latency_p95")),
+      card("Judge", fmt.int(sm.usage.calls) + " calls", `${fmt.int(sm.usage.prompt_tokens + sm.usage.completion_tokens)} tokens · ${figure(shownRun, "judge_cost")}`)) :
       h("div", { class: "panel warn" }, run.unreadable ? "This run's stored row cannot be read: " + run.unreadable :
         "This run has no summary yet (it is " + run.status + (run.abandoned ? ": its process stopped" : "") + ").",
         run.resume_command ? [" Resume it with ", h("code", { id: "resume-command" }, run.resume_command)] : null);
@@ -432,17 +431,17 @@
         h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Skipped"))),
       h("tbody", {}, evaluators.map((e) => h("tr", {},
         h("td", {}, h("a", { href: link({ evaluator: e.name, evaluator_state: "", verdict: [] }) }, e.name)),
-        h("td", { class: "nowrap" }, meter(e.mean), fmt.score(e.mean)),
+        h("td", { class: "nowrap" }, meter(e.mean), figure(shownRun && shownRun.evaluators, e.name)),
         h("td", { class: "num" }, fmt.int(e.scored)), h("td", { class: "num" }, fmt.int(e.passed)), h("td", { class: "num" }, fmt.int(e.failed)),
         h("td", { class: "num" }, e.errors ? h("a", { href: link({ evaluator: e.name, evaluator_state: "error", verdict: [] }) }, fmt.int(e.errors)) : "0"),
         h("td", { class: "num" }, fmt.int(e.skipped)))))))) : null;
 
     const charts = h("div", { class: "panel" }, h("h2", {}, "Score distributions"),
       h("div", { class: "hist-grid" },
-        h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} without a score)`), histogram(hist.cases, "#1d2433", "case scores")),
+        h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} without a score)`), histogram(hist.cases, hist.bin_labels, "#1d2433", "case scores")),
         Object.entries(hist.evaluators).map(([name, bins]) => h("figure", {},
           h("figcaption", {}, `${name} (${fmt.int(hist.evaluator_errors[name] || 0)} errors, ${fmt.int(hist.evaluator_skips[name] || 0)} skipped)`),
-          histogram(bins, "#3451b2", name)))));
+          histogram(bins, hist.bin_labels, "#3451b2", name)))));
 
     // The cases, with filters.
     const chips = VERDICTS.map((v) => {
@@ -466,10 +465,10 @@
     const caseRows = page.items.map((c) => h("tr", {},
       h("td", { class: "id" }, h("a", { href: route("case", run.id, { case_id: c.case_id, repeat: c.repeat }) }, c.case_id + (c.repeat ? " #" + c.repeat : ""))),
       h("td", {}, badge(c.verdict)),
-      h("td", { class: "num" }, fmt.score(c.score)),
-      names.map((n) => h("td", { class: "num" }, cell(c.scores[n]))),
+      h("td", { class: "num" }, figure(c.display, "score")),
+      names.map((n) => h("td", { class: "num" }, cell(c.scores[n], figure(c.display && c.display.scores, n)))),
       h("td", { class: "preview", title: c.target_error || c.output_preview }, c.target_error ? h("span", { class: "delta-neg" }, c.target_error) : c.output_preview),
-      h("td", { class: "num" }, fmt.ms(c.latency_ms))));
+      h("td", { class: "num" }, figure(c.display, "latency"))));
     const casesTable = h("div", { class: "panel" }, h("h2", {}, "Cases"),
       h("div", { class: "toolbar" }, chips, evalSelect, stateSelect, search, sortSelect),
       h("div", { class: "table-wrap" }, h("table", { id: "cases" },
@@ -482,18 +481,18 @@
       h("h1", {}, run.id),
       h("div", { class: "meta" }, h("span", {}, "suite ", h("strong", {}, run.suite)), run.target ? h("span", {}, "target ", h("strong", {}, run.target)) : null,
         badge(run.status), run.status === "completed" ? gateBadge(sm) : null, run.is_baseline ? badge("baseline") : null,
-        h("span", {}, fmt.time(run.created_at)), run.finished_at ? h("span", {}, "took " + fmt.ms(1000 * (run.finished_at - run.created_at))) : null, actions),
+        h("span", {}, fmt.time(run.created_at)), run.finished_at ? h("span", {}, "took " + run.duration) : null, actions),
       gates, notes, summary,
       h("div", { class: "grid" }, evalTable, charts),
       casesTable,
       h("details", { class: "panel" }, h("summary", {}, "Config snapshot"), h("pre", { id: "config" }, JSON.stringify(run.config, null, 2))));
   }
 
-  function cell(score) {
+  function cell(score, text) {
     if (!score) return h("span", { class: "muted" }, "");
     if (score.state === "error") return h("span", { class: "badge b-error", title: score.error_code || "error" }, "error");
     if (score.state === "skipped") return badge("n/a", "skipped");
-    return h("span", { class: score.passed === false ? "delta-neg" : score.passed ? "delta-pos" : "" }, fmt.score(score.value));
+    return h("span", { class: score.passed === false ? "delta-neg" : score.passed ? "delta-pos" : "" }, text);
   }
 
   // The turns a score (or one of its parts: a multi-metric judge's metrics) cites: the
@@ -525,12 +524,13 @@
     const turns = ex.messages && ex.messages.length ? ex.messages : (Array.isArray(r.case.input) ? r.case.input : []);
     const chunks = (ex.retrieved_context || []).concat(...detail.retrievals.map((x) => x.documents));
     const maxDuration = Math.max(1, ...detail.tool_calls.map((t) => t.duration_ms || 0));
+    const shownCase = detail.display || { scores: [], tool_calls: [] };
 
     return h("div", {},
       h("div", { class: "crumbs" }, STATIC ? null : [h("a", { href: "#/runs" }, "Runs"), "› "], h("a", { href: route("run", runId) }, runId), " › ", caseId),
       h("h1", { id: "case-title" }, caseId + (repeat ? " #" + repeat : "")),
-      h("div", { class: "meta" }, badge(r.verdict), h("span", {}, "score ", h("strong", {}, fmt.score(r.score))),
-        r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + fmt.ms(ex.latency_ms))),
+      h("div", { class: "meta" }, badge(r.verdict), h("span", {}, "score ", h("strong", {}, figure(shownCase, "score"))),
+        r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + figure(shownCase, "latency"))),
       ex.error ? h("div", { class: "panel error", id: "target-error" }, h("strong", {}, "The agent failed: "), ex.error) : null,
       cutsPanel(runId, caseId, repeat, detail),
       h("div", { class: "grid" },
@@ -539,10 +539,10 @@
           r.case.expected_outcomes.length ? [h("h3", {}, "Expected outcomes"), h("ul", {}, r.case.expected_outcomes.map((o) => h("li", {}, o)))] : null,
           r.case.guidelines.length ? [h("h3", {}, "Guidelines"), h("ul", {}, r.case.guidelines.map((o) => h("li", {}, o)))] : null)),
       h("div", { class: "panel" }, h("h2", {}, "Agent output"), h("div", { id: "agent-output" }, block(ex.output, "(no output)"))),
-      h("div", { class: "panel" }, h("h2", {}, "Scores"), r.scores.length ? r.scores.map((sc) => scoreCard(sc)) : h("p", { class: "muted" }, "No scores.")),
+      h("div", { class: "panel" }, h("h2", {}, "Scores"), r.scores.length ? r.scores.map((sc, i) => scoreCard(sc, shownCase.scores[i])) : h("p", { class: "muted" }, "No scores.")),
       detail.tool_calls.length ? h("div", { class: "panel" }, h("h2", {}, "Tool calls"), h("ol", { class: "timeline", id: "tool-calls" },
         detail.tool_calls.map((t, i) => h("li", {}, h("span", { class: "dot" }, String(i + 1)), h("div", {},
-          h("strong", {}, t.name), t.duration_ms !== null && t.duration_ms !== undefined ? h("span", { class: "muted" }, " · " + fmt.ms(t.duration_ms)) : null,
+          h("strong", {}, t.name), t.duration_ms !== null && t.duration_ms !== undefined ? h("span", { class: "muted" }, " · " + figure(shownCase.tool_calls, i)) : null,
           t.duration_ms ? h("div", { class: "bar", "width%": (100 * t.duration_ms) / maxDuration }) : null,
           h("pre", {}, JSON.stringify(t.args, null, 2)),
           t.output !== null && t.output !== undefined ? [h("div", { class: "muted" }, "returned"), h("pre", {}, pretty(t.output))] : null))))) : null,
@@ -589,7 +589,8 @@
       fmt.int(cut.shown) + " of " + fmt.int(cut.total) + " " + cut.unit + " shown ", STATIC ? null : button, whole);
   }
 
-  function scoreCard(sc) {
+  function scoreCard(sc, display) {
+    const shownScore = display || { parts: [] };
     const state = sc.error ? "error" : sc.skipped !== null && sc.skipped !== undefined ? "skipped" : sc.passed === false ? "fail" : "pass";
     const d = Object.assign({}, sc.details || {});
     const request = d.judge_request; const answer = d.judge_answer !== undefined ? d.judge_answer : d.raw_output;
@@ -598,12 +599,12 @@
       h("div", { class: "head" }, h("span", { class: "name" }, sc.name),
         sc.error ? badge("error", "error") : sc.skipped !== null && sc.skipped !== undefined ? badge("not applicable", "skipped") : badge(sc.passed === false ? "failed" : sc.passed ? "passed" : "scored", sc.passed === false ? "fail" : "pass"),
         sc.blocking ? badge("blocking", "fail") : null,
-        h("span", { class: "big" }, sc.value !== null && sc.value !== undefined ? fmt.score(sc.value) : "—")),
+        h("span", { class: "big" }, figure(shownScore, "value"))),
       h("dl", { class: "kv" },
         sc.raw !== null && sc.raw !== undefined ? [h("dt", {}, "raw"), h("dd", {}, (typeof sc.raw === "string" ? sc.raw : JSON.stringify(sc.raw)) + (sc.scale ? " on " + sc.scale : ""))] : null,
         sc.label ? [h("dt", {}, "label"), h("dd", {}, sc.label)] : null,
         sc.judge_model ? [h("dt", {}, "judge"), h("dd", {}, sc.judge_model)] : null,
-        sc.latency_ms !== null && sc.latency_ms !== undefined ? [h("dt", {}, "time"), h("dd", {}, fmt.ms(sc.latency_ms))] : null,
+        sc.latency_ms !== null && sc.latency_ms !== undefined ? [h("dt", {}, "time"), h("dd", {}, figure(shownScore, "latency"))] : null,
         sc.error ? [h("dt", {}, "error"), h("dd", {}, h("strong", {}, sc.error.code), " ", sc.error.message)] : null,
         sc.skipped !== null && sc.skipped !== undefined ? [h("dt", {}, "skipped"), h("dd", {}, sc.skipped)] : null),
       sc.rationale ? [h("h3", {}, "Rationale"), h("pre", { class: "rationale" }, sc.rationale)] : null,
@@ -613,7 +614,7 @@
         Array.isArray(request) ? request.map((m) => h("div", { class: "turn" }, h("span", { class: "role" }, m && m.role ? m.role : "message"), h("pre", {}, messageText(m && m.content)))) : (request !== undefined ? h("pre", {}, pretty(request)) : null),
         answer !== undefined ? [h("h3", {}, "Answer"), h("pre", {}, pretty(answer))] : null) : null,
       Object.keys(d).length ? h("details", {}, h("summary", {}, "Details"), h("pre", {}, JSON.stringify(d, null, 2))) : null,
-      sc.parts && sc.parts.length ? h("div", { class: "parts" }, h("h3", {}, "Parts"), sc.parts.map((p) => scoreCard(p))) : null);
+      sc.parts && sc.parts.length ? h("div", { class: "parts" }, h("h3", {}, "Parts"), sc.parts.map((p, i) => scoreCard(p, shownScore.parts[i]))) : null);
   }
 
   const ALLOW = [["allow_different_cases", "different cases"], ["allow_different_evaluators", "different evaluators"],
@@ -667,26 +668,20 @@
     const shown = form.status.length ? cases.filter((x) => form.status.includes(x.status)) : cases;
     const statusLink = (st) => route("compare", null, Object.assign({}, form, { status: form.status.includes(st) ? form.status.filter((x) => x !== st) : form.status.concat([st]) }));
     const totals = { regression: d.total_regressions, error: d.total_errors, improvement: d.total_improvements, unchanged: d.total_unchanged };
-    const pValue = (p) => (p === null || p === undefined ? "—" : p < 0.0001 ? "< 0.0001" : Number(p).toFixed(4));
-    const num = (x, digits) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
     // Lower is worse, except for latency; a significant change is coloured by its direction.
     const tested = (name, t) => (t.status !== "ok" ? badge("not tested", "skipped") : t.significant ? badge("significant", (name === "latency" ? t.diff > 0 : t.diff < 0) ? "regression" : "improvement") : badge("not significant", "unchanged"));
     const reasonLine = (r) => h("li", {}, r.text,
-      r.p_value !== null && r.p_value !== undefined ? h("span", { class: "muted" }, ` · p = ${pValue(r.p_value)}`) : null, " ",
+      r.p_value !== null && r.p_value !== undefined ? h("span", { class: "muted" }, ` · p = ${r.p_value}`) : null, " ",
       r.significant === null || r.significant === undefined ? null : r.significant ? badge("significant", "regression") : badge("not significant", "unchanged"),
       r.counted ? null : [" ", badge("not counted", "skipped")]);
-    const sigRows = Object.entries(cmp.significance).map(([name, t]) => h("tr", {}, h("td", { class: "id" }, name), h("td", {}, t.method || t.status),
-      h("td", { class: "num" }, fmt.int(t.n_paired)), h("td", { class: "num" }, fmt.delta(t.diff, 3)),
-      h("td", { class: "num" }, t.ci_low === null || t.ci_low === undefined ? "—" : `[${num(t.ci_low, 3)}, ${num(t.ci_high, 3)}]`),
-      h("td", { class: "num" }, pValue(t.p_value)), h("td", {}, tested(name, t), t.warnings.length ? h("div", { class: "muted" }, t.warnings.join("; ")) : null)));
-    const evaluators = (run) => (run.summary && run.summary.evaluators) || {};
-    const names = Array.from(new Set(Object.keys(evaluators(b)).concat(Object.keys(evaluators(c))))).sort();
-    const evalRows = names.map((name) => {
-      const bm = evaluators(b)[name] ? evaluators(b)[name].mean : null, cm = evaluators(c)[name] ? evaluators(c)[name].mean : null;
-      const delta = bm === null || cm === null || bm === undefined || cm === undefined ? null : cm - bm;
-      return h("tr", {}, h("td", {}, name), h("td", { class: "num" }, fmt.score(bm)), h("td", { class: "num" }, fmt.score(cm)), h("td", { class: "num" }, fmt.delta(delta, 3)));
+    const sigRows = Object.entries(cmp.significance).map(([name, t]) => {
+      const row = cmp.significance_rows[name] || {};
+      return h("tr", {}, h("td", { class: "id" }, name), h("td", {}, t.method || t.status),
+        h("td", { class: "num" }, figure(row, "pairs")), h("td", { class: "num" }, figure(row, "difference")),
+        h("td", { class: "num" }, figure(row, "interval")),
+        h("td", { class: "num" }, figure(row, "p_value")), h("td", {}, tested(name, t), t.warnings.length ? h("div", { class: "muted" }, t.warnings.join("; ")) : null));
     });
-    const metricRows = d.per_metric_aggregate_deltas.map((m) => h("tr", {}, h("td", {}, m.metric + (m.is_binary ? " (pass fraction)" : " (0-5)")), h("td", { class: "num" }, num(m.baseline, 3)), h("td", { class: "num" }, num(m.candidate, 3)), h("td", { class: "num" }, fmt.delta(m.delta, 3))));
+    const metricRows = cmp.metric_rows.map((m) => h("tr", {}, h("td", {}, m.label), h("td", { class: "num" }, m.baseline), h("td", { class: "num" }, m.candidate), h("td", { class: "num" }, changeCell(m))));
     const cd = cmp.config_diff;
     const change = (label, ch) => (ch ? h("tr", {}, h("td", { class: "id" }, label + " · " + ch.field), h("td", {}, h("pre", {}, pretty(ch.old_value === null ? "null" : ch.old_value))), h("td", {}, h("pre", {}, pretty(ch.new_value === null ? "null" : ch.new_value)))) : null);
     const listRow = (label, items) => (items.length ? h("tr", {}, h("td", { class: "id" }, label), h("td", { colspan: 2 }, items.join(", "))) : null);
@@ -704,7 +699,7 @@
         cmp.comparable ? null : badge("differences allowed", "error"),
         h("span", { id: "headline" }, cmp.headline_text),
         h("span", {}, h("a", { href: route("run", b.id) }, b.id), " → ", h("a", { href: route("run", c.id) }, c.id))),
-        v.reason_details.length ? h("ul", { id: "reasons" }, v.reason_details.map(reasonLine)) : h("p", { class: "muted" }, "No threshold was crossed."),
+        cmp.reason_rows.length ? h("ul", { id: "reasons" }, cmp.reason_rows.map(reasonLine)) : h("p", { class: "muted" }, "No threshold was crossed."),
         h("p", { class: "muted", id: "thresholds" }, cmp.thresholds_text),
         cmp.warnings.map((w) => h("div", { class: "panel warn" }, w))),
       h("div", { class: "panel" }, h("h2", {}, "Significance"), h("p", { class: "muted" }, "Paired tests on the cases both runs hold: McNemar on pass/fail, Wilcoxon on scores and latencies; the difference is the candidate's minus the baseline's, with a 95% bootstrap interval."),
@@ -713,9 +708,9 @@
       h("div", { class: "grid" },
         h("div", { class: "panel" }, h("h2", {}, "Aggregates"), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
           h("tbody", { id: "figures" }, cmp.figures.map((f) => h("tr", {}, h("td", {}, f.label), h("td", { class: "num" }, f.baseline), h("td", { class: "num" }, f.candidate),
-            h("td", { class: "num" }, h("span", { class: f.direction === "worse" ? "delta-neg" : f.direction === "better" ? "delta-pos" : "" }, f.change))))))),
+            h("td", { class: "num" }, changeCell(f))))))),
         h("div", { class: "panel" }, h("h2", {}, "Per evaluator"), h("table", { id: "metric-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
-          h("tbody", {}, evalRows, metricRows)))),
+          h("tbody", {}, metricRows)))),
       h("div", { class: "panel" }, h("h2", {}, "Cases"),
         h("div", { class: "toolbar" }, statuses.map((st) => h("a", { class: "chip" + (form.status.includes(st) ? " on" : ""), href: statusLink(st), "data-status": st }, `${st} ${fmt.int(totals[st])}`))),
         h("div", { class: "table-wrap" }, h("table", { id: "case-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"), h("th", { class: "num" }, "Baseline (0-100)"), h("th", { class: "num" }, "Candidate (0-100)"), h("th", { class: "num" }, "Delta"), h("th", {}, "Passed"))),

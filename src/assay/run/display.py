@@ -1,0 +1,89 @@
+"""A run's figures as people read them: one string per figure, the same on every surface.
+
+The terminal summary, Markdown, JUnit's properties, the HTML report, the REST API's display
+fields (which the web UI shows as sent, formatting nothing itself) and a result's ``repr``
+all take a run's figures from :func:`run_display`. Each string is made by
+:mod:`assay.types.numbers`, and a case score is shown on the scale of the policy that judged
+the run (:func:`scale_for`): the pass rate as a percent (``85.0%``), the mean score as
+``0.850``, or ``85.0 /100`` under Connexity's 0-100 scale; latency over the executions'
+median turn (the figures a comparison weighs) in milliseconds; cost in dollars; the two run
+dimensions as points of 100 and a percent, beside their thresholds.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.run.policies import scale_of
+from assay.run.policies.base import Scale
+from assay.types import numbers
+from assay.types.records import RunRecord, RunSummary
+
+
+class RunDisplay(BaseModel):
+    """A run's figures, shown (``-`` where there is no value)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score_name: str = Field(description="what its policy calls the case score")
+    pass_rate: str = Field(description="passed cases over all cases (an error is not a pass)")
+    pass_rate_excl_errors: str = Field(description="passed over the cases with a result")
+    error_rate: str
+    mean_score: str = Field(description="the mean case score, on its policy's scale")
+    latency_p50: str = Field(description="agent latency: the median of the executions' "
+                             "median turn")
+    latency_p95: str = Field(description="'-' under 20 executions")
+    latency_mean: str
+    latency_max: str
+    judge_cost: str
+    cost: str = Field(description="the agent's, the simulated user's and the judge's costs "
+                      "that are known")
+    metrics_dimension: str = Field(description="the mean case score on the 0-100 scale")
+    metrics_threshold: str
+    cases_dimension: str = Field(description="passed executions over all executions")
+    cases_threshold: str
+    max_error_rate: str
+    evaluators: dict[str, str] = Field(default_factory=dict,
+                                       description="each evaluator's mean value (0-1)")
+
+
+def scale_for(run: RunRecord | RunSummary | None) -> Scale:
+    """The scale a run's case scores are shown on: its policy's, named by its summary (or,
+    before it has one, by its config)."""
+    if isinstance(run, RunRecord):
+        if run.summary is not None:
+            return scale_of(run.summary.scoring)
+        scoring = run.config.run.get("scoring")
+        return scale_of(scoring if isinstance(scoring, str) else None)
+    return scale_of(None if run is None else run.scoring)
+
+
+def _hundredths(value: float | None) -> float | None:
+    """A 0-100 figure as the 0-1 fraction :func:`numbers.percent` takes."""
+    return None if value is None else value / 100
+
+
+def run_display(summary: RunSummary) -> RunDisplay:
+    """``summary``'s figures as every surface shows them."""
+    scale = scale_for(summary)
+    return RunDisplay(
+        score_name=scale.name,
+        pass_rate=numbers.percent(summary.pass_rate),
+        pass_rate_excl_errors=numbers.percent(summary.pass_rate_excl_errors),
+        error_rate=numbers.percent(summary.error_rate),
+        mean_score=scale.shown(summary.mean_score),
+        latency_p50=numbers.milliseconds(summary.latency_p50_ms),
+        latency_p95=numbers.milliseconds(summary.latency_p95_ms),
+        latency_mean=numbers.milliseconds(summary.latency_avg_ms),
+        latency_max=numbers.milliseconds(summary.latency_max_ms),
+        judge_cost=numbers.usd(summary.usage.cost),
+        cost=numbers.usd(summary.estimated_cost_usd),
+        metrics_dimension=numbers.points(summary.weighted_metrics_score_pct),
+        metrics_threshold=numbers.points(summary.metrics_pass_threshold),
+        cases_dimension=numbers.percent(_hundredths(summary.cases_pass_rate_pct)),
+        cases_threshold=numbers.percent(_hundredths(summary.cases_pass_threshold)),
+        max_error_rate=numbers.percent(summary.max_error_rate),
+        evaluators={name: numbers.score(e.mean) for name, e in summary.evaluators.items()})
+
+
+__all__ = ["RunDisplay", "run_display", "scale_for"]

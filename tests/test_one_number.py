@@ -1,0 +1,201 @@
+"""One number formatter: a run's figures read the same on every surface.
+
+The same stored run (under the default policy and under Connexity's, whose 0-100 scale is
+labelled) is read from the terminal (``assay show --summary``), Markdown (``assay report
+--markdown -``), JUnit (the ``junit`` reporter), the static HTML report (``assay report
+--html``, the data its page shows) and the REST API's display fields; each surface's pass
+rate, mean score, latency, cost and dimensions must be the very same text, and the one the
+rules of :mod:`assay.types.numbers` give (written out here, not computed by assay). A case
+score is on its run's policy's scale everywhere. ``test_browser`` checks what the web UI
+shows of the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app as cli_app
+from assay.report.reporters import write_report
+from assay.run.result import EvaluationResult
+from assay.store.runs import RunStore
+from assay.testing.runs import write_scored_run
+from assay.types import numbers
+from tests.server_support import serve
+
+FIGURES = {
+    "pass_rate": "85.0%",
+    "latency_p50": "195 ms",
+    "latency_p95": "290 ms",
+    "judge_cost": "$0.0020",
+}
+"""What every surface shows of :func:`write_scored_run`'s run, whatever its policy."""
+MEAN = {"default": "0.855", "connexity": "85.5 /100"}
+DIMENSIONS = {"metrics_dimension": "85.5 /100", "metrics_threshold": "80.0 /100",
+              "cases_dimension": "85.0%", "cases_threshold": "100.0%"}
+"""Connexity's run dimensions (the default policy's run has none to show)."""
+FAILED_CASE = {"default": "0.600", "connexity": "60.0 /100"}
+PASSED_CASE = {"default": "0.900", "connexity": "90.0 /100"}
+"""The scores of a case that did not pass and of one that did, on the run's policy's scale."""
+
+
+def expected(policy: str) -> dict[str, str]:
+    return {**FIGURES, "mean_score": MEAN[policy],
+            **(DIMENSIONS if policy == "connexity" else {})}
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('one-number') / 'runs.db'}"
+    store = RunStore(url)
+    runs = {policy: write_scored_run(store, policy, suite=f"figures-{policy}")
+            for policy in MEAN}
+    store.close()
+    yield url, runs
+
+
+@pytest.fixture(scope="module")
+def api(stored: tuple[str, dict[str, str]]) -> Iterator[httpx.Client]:
+    with serve(stored[0]) as served, served.client() as client:
+        yield client
+
+
+def _cli(*args: str) -> str:
+    done = CliRunner().invoke(cli_app, list(args))
+    assert done.exit_code == 0, done.output
+    return done.output
+
+
+def _match(pattern: str, text: str) -> str:
+    found = re.search(pattern, text, re.M)
+    assert found is not None, f"{pattern!r} not in:\n{text}"
+    return found.group(1)
+
+
+def terminal(url: str, run_id: str, policy: str) -> dict[str, str]:
+    """The figures ``assay show RUN --summary`` prints."""
+    text = _cli("show", run_id, "--summary", "--store", url)
+    found = {
+        "pass_rate": _match(r"^cases \d+ .*; pass rate (\S+);", text),
+        "mean_score": _match(r"; mean score (.+?) over \d+ scored", text),
+        "latency_p50": _match(r"^agent latency p50 (.+?), p95", text),
+        "latency_p95": _match(r"^agent latency p50 .+?, p95 (.+?), mean", text),
+        "judge_cost": _match(r"^judge calls .*; cost (\S+)$", text),
+    }
+    if policy == "connexity":
+        found.update(_dimensions(text, "metrics dimension", "cases dimension"))
+    return found
+
+
+def _dimensions(text: str, metrics: str, cases: str) -> dict[str, str]:
+    """The two dimensions and their thresholds, after the words that introduce each."""
+    found = {}
+    for name, words in (("metrics", metrics), ("cases", cases)):
+        found[f"{name}_dimension"] = _match(rf"{words} (.+?) \(threshold", text)
+        found[f"{name}_threshold"] = _match(rf"{words} .+? \(threshold (.+?)\)", text)
+    return found
+
+
+def _table(lines: list[str], header: str) -> list[dict[str, str]]:
+    """The rows of the Markdown table whose header line starts with ``header``."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    names = [cell.strip() for cell in lines[start].strip("|").split("|")]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(names, (c.strip() for c in line.strip("|").split("|")),
+                             strict=True)))
+    return rows
+
+
+def markdown(url: str, run_id: str, policy: str) -> tuple[dict[str, str], list[str]]:
+    """The figures ``assay report RUN --markdown -`` writes, and its problem cases' scores."""
+    text = _cli("report", run_id, "--markdown", "-", "--store", url)
+    lines = text.splitlines()
+    row = _table(lines, "| cases |")[0]
+    found = {"pass_rate": row["pass rate"], "mean_score": row["mean score"],
+             "latency_p50": row["latency p50"], "latency_p95": row["latency p95"],
+             "judge_cost": row["judge cost"]}
+    if policy == "connexity":
+        found.update(_dimensions(text, "^Dimensions: metrics", ", cases"))
+    return found, [r["score"] for r in _table(lines, "| case | verdict |")]
+
+
+def junit(url: str, run_id: str, tmp_path: Path) -> tuple[dict[str, str], list[str]]:
+    """The suite's properties the ``junit`` reporter writes, and the cases' scores."""
+    store = RunStore(url)
+    try:
+        path = tmp_path / f"{run_id}.xml"
+        write_report("junit", EvaluationResult(store, store.run_record(run_id)), path)
+    finally:
+        store.close()
+    root = ET.parse(path).getroot()
+    properties = {p.get("name", ""): p.get("value", "")
+                  for p in root.iter("property")}
+    found = {key.removeprefix("assay."): value for key, value in properties.items()
+             if key.startswith("assay.") and not key.startswith("assay.evaluator.")}
+    scores = [_match(r"score (.+?)$", out.text or "") for out in root.iter("system-out")]
+    return found, scores
+
+
+def html_report(url: str, run_id: str, tmp_path: Path) -> tuple[dict[str, str], list[str]]:
+    """The figures the static HTML report's page shows (the data embedded in it)."""
+    path = tmp_path / f"{run_id}.html"
+    _cli("report", run_id, "--html", str(path), "--store", url)
+    page = path.read_text(encoding="utf-8")
+    data = json.loads(_match(r'<script type="application/json" id="assay-data">(.*?)</script>',
+                             page))
+    return data["run"]["display"], [row["display"]["score"] for row in data["cases"]]
+
+
+def _same(found: dict[str, str], want: dict[str, str], surface: str) -> None:
+    shown = {key: found.get(key) for key in want}
+    assert shown == want, f"{surface} shows {shown}, every surface shows {want}"
+
+
+@pytest.mark.parametrize("policy", list(MEAN))
+def test_a_runs_figures_read_the_same_on_every_surface(stored, api, policy, tmp_path):
+    url, runs = stored
+    run_id = runs[policy]
+    want = expected(policy)
+    _same(terminal(url, run_id, policy), want, "the terminal")
+    found, problems = markdown(url, run_id, policy)
+    _same(found, want, "Markdown")
+    assert problems == [FAILED_CASE[policy]] * 3
+    found, scores = junit(url, run_id, tmp_path)
+    _same(found, want, "JUnit")
+    assert sorted(scores) == sorted([FAILED_CASE[policy]] * 3 + [PASSED_CASE[policy]] * 17)
+    found, scores = html_report(url, run_id, tmp_path)
+    _same(found, want, "the HTML report")
+    assert scores.count(FAILED_CASE[policy]) == 3
+    detail = api.get(f"/runs/{run_id}").json()
+    _same(detail["display"], want, "GET /runs/{id}")
+    listed = next(r for r in api.get("/runs").json()["items"] if r["id"] == run_id)
+    _same(listed["display"], want, "GET /runs")
+    cases = api.get(f"/runs/{run_id}/cases").json()["items"]
+    assert [c["display"]["score"] for c in cases[:3]] == [FAILED_CASE[policy]] * 3
+    case = api.get(f"/runs/{run_id}/case", params={"case_id": cases[0]["case_id"]}).json()
+    assert case["display"]["score"] == FAILED_CASE[policy]
+    assert case["display"]["scores"][0]["value"] == "0.600"  # an evaluator's value is 0-1
+
+
+def test_a_rate_is_a_percent_and_a_missing_value_a_dash():
+    assert numbers.percent(0.85) == "85.0%" and numbers.percent(None) == "-"
+    assert numbers.percent(float("nan")) == "-" and numbers.score(0.85) == "0.850"
+    assert numbers.points(85.5) == "85.5 /100" and numbers.points(3.4, 5) == "3.4 /5"
+    assert numbers.milliseconds(243.4) == "243 ms" and numbers.milliseconds(12_400) == "12.4 s"
+    assert numbers.latency_change(13.2) == "+13 ms (slower)"
+    assert numbers.milliseconds_delta(-1200) == "-1200 ms"
+    assert numbers.usd(0.01234) == "$0.0123" and numbers.usd(12.5) == "$12.50"
+    assert numbers.usd(0.000045) == "$0.000045"  # one cheap call is not free
+    assert numbers.p_value(0.00001) == "< 0.0001" and numbers.p_value(0.03123) == "0.0312"
+    assert numbers.plain(0.833333333) == "0.833333" and numbers.plain(3) == "3"
+    assert numbers.count(12345) == "12,345"
