@@ -674,7 +674,8 @@ class _Session:
         if given is None and not config.target and suite.target is None:
             given = _project_agent(suite, config)  # uipath eval: the project's entry point
             owns_given = owns_given or given is not None
-        self.targets = TargetResolver(self.engine, base, targets_file, given, owns_given)
+        self.targets = TargetResolver(self.engine, base, targets_file, given, owns_given,
+                                      unanswered_is_missing=policy.unanswered_is_missing)
         self.resume = resume
         self.rescored_from = rescored_from
 

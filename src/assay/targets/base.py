@@ -72,19 +72,29 @@ class Target(ABC):
 
 
 class RecordedOutput(Target):
-    """The execution is the case's own recorded output: for judging outputs made elsewhere."""
+    """The execution is the case's own recorded output: for judging outputs made elsewhere.
+
+    A case with nothing recorded is an error (``no recorded output``), unless
+    ``unanswered_is_missing``: then it is an execution without an answer, which judges that
+    need one report as a missing input. That is how Databricks and MLflow read a row with no
+    ``response`` when no agent is given, the same as a row whose ``response`` is null.
+    """
 
     name = "recorded"
     measures_latency = False
 
-    def __init__(self, outputs: dict[str, Execution] | None = None) -> None:
+    def __init__(self, outputs: dict[str, Execution] | None = None, *,
+                 unanswered_is_missing: bool = False) -> None:
         self.outputs = outputs or {}
+        self.unanswered_is_missing = unanswered_is_missing
 
     async def run(self, case: Case) -> Execution:
         if case.id in self.outputs:
             return self.outputs[case.id]
         recorded = case.metadata.get("output")
         if recorded is None:
+            if self.unanswered_is_missing:
+                return Execution(input=case.input)
             return Execution(input=case.input, error=f"no recorded output for case {case.id!r}")
         latency = case.metadata.get("latency_ms")
         if isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0:

@@ -49,8 +49,12 @@ class TargetResolver:
     """
 
     def __init__(self, engine: JudgeEngine, base_dir: Path, targets_file: Path | None = None,
-                 given: Target | None = None, owns_given: bool = False) -> None:
+                 given: Target | None = None, owns_given: bool = False, *,
+                 unanswered_is_missing: bool = False) -> None:
         self.engine = engine
+        self.unanswered_is_missing = unanswered_is_missing
+        """What a case with no recorded output and no agent is (see :class:`RecordedOutput`):
+        the run's scoring policy says."""
         self.given = given
         self.owns_given = owns_given
         self.file: TargetsFile | None = load_targets_for(base_dir, targets_file, strict=False)
@@ -124,7 +128,7 @@ class TargetResolver:
 
     def _build(self, name: str | None) -> Target:
         if name is None:
-            return RecordedOutput()
+            return RecordedOutput(unanswered_is_missing=self.unanswered_is_missing)
         config = self.file.get(name) if self.file else None
         if config is not None:
             self.check([name])

@@ -102,7 +102,11 @@ def retrievals(execution: Execution | Iterable[Span], *,
 def _retrieval(span: Span) -> Retrieval:
     attributes = span.attributes
     query = attributes.get("input.value", attributes.get("mlflow.spanInputs"))
-    raw = _raw_documents(span)
+    return _read_documents(_raw_documents(span), _query(query), span.span_id)
+
+
+def _read_documents(raw: list[Any], query: str | None, span_id: str | None) -> Retrieval:
+    """Documents as given -> a Retrieval: those with text, and the places of those without."""
     documents: list[RetrievedDocument] = []
     unparsable: list[int] = []
     uris: list[str | None] = []
@@ -113,7 +117,7 @@ def _retrieval(span: Span) -> Retrieval:
             uris.append(_uri_of(item))
         else:
             documents.append(document)
-    return Retrieval(query=_query(query), documents=documents, span_id=span.span_id,
+    return Retrieval(query=query, documents=documents, span_id=span_id,
                      unparsable=unparsable, unparsable_uris=uris)
 
 
@@ -230,8 +234,9 @@ class RetrievedContext(BaseModel):
     """The retrieved context of an execution: the chunks, where they came from, and whether
     any part could not be read.
 
-    ``source`` is ``"data"`` (``retrieved_context`` given with the execution), ``"trace"``
-    (top-level retriever spans) or None (nothing retrieved). ``problem`` is set when a
+    ``source`` is ``"data"`` (``retrieved_context`` given with the execution), ``"output"``
+    (the agent's answer is a dict with a ``retrieved_context`` list, as Databricks' agents
+    return it), ``"trace"`` (top-level retriever spans) or None (nothing retrieved). ``problem`` is set when a
     retriever span returned documents with no text: judging the rest as if it were the
     whole context could turn a missing document into a "not supported", so whole-context
     judges report the error instead.
@@ -240,7 +245,7 @@ class RetrievedContext(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     chunks: list[Chunk] = Field(default_factory=list)
-    source: Literal["data", "trace"] | None = None
+    source: Literal["data", "output", "trace"] | None = None
     problem: str | None = None
 
     @property
@@ -258,19 +263,45 @@ UNPARSABLE = "unparsable_retrieval_context"
 
 
 def retrieved_context(execution: Execution) -> RetrievedContext:
-    """The context an execution retrieved: ``retrieved_context`` as given, else the documents
-    of the trace's top-level retriever spans (see :func:`top_level_retrievers`).
+    """The context an execution retrieved: ``retrieved_context`` as given, else the
+    ``retrieved_context`` list of the agent's answer when it is a dict (a ``predict_fn``
+    returning ``{"response": ..., "retrieved_context": [...]}``), else the documents of the
+    trace's top-level retriever spans (see :func:`top_level_retrievers`).
 
-    This is the one rule every retrieval judge and ``document_recall`` use.
+    This is the one rule every retrieval judge, ``document_recall``, the default judge
+    selection and the result columns use.
     """
     if execution.retrieved_context:
         # The documents are validated already; a chunk is built per document per judge.
         return RetrievedContext(source="data", chunks=[
             Chunk.model_construct(content=d.content, doc_uri=d.doc_uri)
             for d in execution.retrieved_context])
+    answered = _answer_documents(execution.output)
+    if answered is not None:
+        return _context("output", [answered])
     found = retrievals(execution, top_level=True)
     if not found:
         return RetrievedContext()
+    return _context("trace", found)
+
+
+ANSWER = "answer"
+"""Where the chunks of an answer's own ``retrieved_context`` come from (no span)."""
+
+
+def _answer_documents(output: Any) -> Retrieval | None:
+    """The documents of an answer dict's ``retrieved_context`` list, read as a retriever
+    span's are (a document without text is unparsable, never made-up text); None when the
+    answer has none."""
+    if not isinstance(output, Mapping):
+        return None
+    raw = output.get("retrieved_context")
+    if not isinstance(raw, list) or not raw:
+        return None
+    return _read_documents(raw, None, ANSWER)
+
+
+def _context(source: Literal["output", "trace"], found: list[Retrieval]) -> RetrievedContext:
     chunks: list[Chunk] = []
     problems: list[str] = []
     for retrieval in found:
@@ -278,8 +309,10 @@ def retrieved_context(execution: Execution) -> RetrievedContext:
         bad = dict(zip(retrieval.unparsable, retrieval.unparsable_uris, strict=False))
         for index in range(len(retrieval.documents) + len(retrieval.unparsable)):
             if index in bad:
-                message = (f"retriever span {retrieval.span_id or '?'} document {index} has no "
-                           f"text (none of {', '.join(TEXT_KEYS)})")
+                where = "the answer's retrieved_context" if retrieval.span_id == ANSWER \
+                    else f"retriever span {retrieval.span_id or '?'}"
+                message = f"{where} document {index} has no text (none of " \
+                          f"{', '.join(TEXT_KEYS)})"
                 problems.append(message)
                 chunks.append(Chunk(span_id=retrieval.span_id, problem=message,
                                     doc_uri=bad[index]))
@@ -291,4 +324,4 @@ def retrieved_context(execution: Execution) -> RetrievedContext:
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         problem = problems[0] + more
-    return RetrievedContext(source="trace", chunks=chunks, problem=problem)
+    return RetrievedContext(source=source, chunks=chunks, problem=problem)

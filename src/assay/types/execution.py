@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import (
     Field,
     field_validator,
+    model_validator,
 )
 
 from assay.types.base import JSONValue, _Model
 from assay.types.case import CaseInput
 from assay.types.json import dump_json
 from assay.types.messages import Message
-from assay.types.spans import Span, normalize_trace
+from assay.types.spans import Span, normalize_trace, trace_duration_ms, trace_output
 from assay.types.usage import Usage
 
 
@@ -57,9 +59,32 @@ class Execution(_Model):
         "simulated user's usage; the transcript is in messages")
     custom_outputs: JSONValue = Field(
         default=None, description="extra outputs the agent reported (Databricks' custom_outputs)")
+    trace_info: dict[str, Any] | None = Field(
+        default=None, description="what the tracer recorded of the whole trace: the "
+        "``info`` of an MLflow trace (its id, request time, execution_duration_ms, "
+        "trace_metadata such as the session id, tags), kept as given")
     provider_request: dict[str, Any] | None = Field(
         default=None, description="what the agent's provider was sent (a chat model's "
         "messages, a command's argv), no secrets: AgentV's lm/agent_provider_request")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mlflow_trace_info(cls, data: Any) -> Any:
+        """An MLflow trace (``{"info": ..., "data": {"spans": [...]}}``, as a dict or its
+        JSON text) keeps its ``info`` beside the spans: its duration and metadata are the
+        tracer's own figures."""
+        if not isinstance(data, dict) or data.get("trace_info") is not None:
+            return data
+        trace = data.get("trace")
+        if isinstance(trace, str | bytes) and trace[:1] in ("{", b"{"):
+            try:
+                trace = json.loads(trace)
+            except ValueError:
+                return data  # the trace validator says what is wrong with it
+        if isinstance(trace, dict) and isinstance(trace.get("info"), dict) and \
+                isinstance(trace.get("data"), dict):
+            data = {**data, "trace": trace, "trace_info": trace["info"]}
+        return data
 
     @field_validator("retrieved_context", mode="before")
     @classmethod
@@ -73,6 +98,30 @@ class Execution(_Model):
     def _spans(cls, value: Any) -> Any:
         """Accept OpenTelemetry spans, OTLP JSON exports and span dicts (see assay.traces)."""
         return normalize_trace(value)
+
+    @model_validator(mode="after")
+    def _answered_by_trace(self) -> Execution:
+        """An execution known by its trace alone (a row with a ``trace`` and no
+        ``response``, an agent that reports only spans) has the trace's answer and duration:
+        the root span's output, and the trace's duration (the tracer's figure, else the root
+        span's). Filled here, once, so that every reader (the judges,
+        the result columns in every naming, latency aggregates and comparisons, the viewer)
+        sees the same answer and latency. A failed execution is left as it is."""
+        if self.trace and self.error is None:
+            if self.output is None:
+                self.output = trace_output(self.trace)
+            if self.latency_ms is None:
+                self.latency_ms = self._traced_duration()
+        return self
+
+    def _traced_duration(self) -> float | None:
+        """The trace's duration: the tracer's own figure (MLflow's ``execution_duration_ms``),
+        else its root span's."""
+        recorded = (self.trace_info or {}).get("execution_duration_ms")
+        if isinstance(recorded, int | float) and not isinstance(recorded, bool) and \
+                recorded >= 0:
+            return float(recorded)
+        return trace_duration_ms(self.trace)
 
     def output_text(self) -> str:
         """The output as text: strings as they are, anything else as JSON."""

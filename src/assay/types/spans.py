@@ -362,3 +362,61 @@ def to_seconds(value: Any) -> float | None:
     return float(value)
 
 
+
+
+# -- what a whole trace says ---------------------------------------------------------------
+
+OUTPUT_ATTRIBUTES = ("output.value", "mlflow.spanOutputs")
+"""Where a span keeps its output: OpenInference's attribute, MLflow's."""
+
+
+def root_span(spans: list[Span]) -> Span | None:
+    """The trace's root: the first span with no parent, or a parent not in the trace."""
+    ids = {s.span_id for s in spans if s.span_id}
+    for span in spans:
+        if not span.parent_id or span.parent_id not in ids:
+            return span
+    return None
+
+
+def span_output(span: Span) -> Any:
+    """A span's output as data: JSON text (MLflow stores every output JSON-encoded, so an
+    output of None is the text ``null``) is decoded; plain text stays text. None when the
+    span has no output, or its output is null."""
+    for key in OUTPUT_ATTRIBUTES:
+        value = span.attributes.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            return _decoded(value)
+        return value
+    return None
+
+
+def _decoded(text: str) -> Any:
+    stripped = text.strip()
+    if stripped == "null":
+        return None
+    if stripped[:1] in ('"', "{", "["):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return text
+    return text
+
+
+def trace_output(spans: list[Span]) -> Any:
+    """What the trace says the agent answered: its root span's output (None for none)."""
+    root = root_span(spans)
+    return span_output(root) if root is not None else None
+
+
+def trace_duration_ms(spans: list[Span]) -> float | None:
+    """How long the traced agent took: its root span's duration in milliseconds (what
+    Databricks reports as ``agent/latency_seconds`` and MLflow as ``execution_duration``);
+    None when the root span has no times."""
+    root = root_span(spans)
+    if root is None or root.start_time is None or root.end_time is None:
+        return None
+    duration = (root.end_time - root.start_time) * 1000
+    return duration if duration >= 0 else None

@@ -10,7 +10,6 @@ way in every "not applicable" message.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,7 +17,7 @@ from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.json import dump_json
 from assay.types.messages import Message
-from assay.types.spans import Span
+from assay.types.spans import trace_output
 
 RequestMode = Literal["last", "all"]
 """How a chat conversation becomes the request text: its last message (Databricks' documented
@@ -75,12 +74,13 @@ def response_text(execution: Execution) -> str | None:
     """The agent's answer as text; None when there is none.
 
     Text as it is; a chat completion's first choice; a chat agent's last message; the
-    trace's root span output when the execution has no output of its own; anything else as
-    JSON. An empty string is an answer (an empty one); None is no answer.
+    trace's root span output when the execution has no output of its own (a root span whose
+    output is null has none: it is not the answer ``"null"``); anything else as JSON. An
+    empty string is an answer (an empty one); None is no answer.
     """
     output = execution.output
     if output is None:
-        output = root_output(execution.trace)
+        output = trace_output(execution.trace)  # an execution built without validation
         if output is None:
             return None
     return _as_answer(output)
@@ -105,26 +105,6 @@ def _as_answer(output: Any) -> str:
     if messages:
         return _content(messages[-1])
     return dump_json(output)
-
-
-def root_output(spans: list[Span]) -> Any:
-    """The output of the trace's root span (no parent, or a parent not in the trace)."""
-    ids = {s.span_id for s in spans if s.span_id}
-    for span in spans:
-        if span.parent_id and span.parent_id in ids:
-            continue
-        for key in ("output.value", "mlflow.spanOutputs"):
-            value = span.attributes.get(key)
-            if value is None:
-                continue
-            if isinstance(value, str) and value[:1] in ('"', "{", "["):
-                try:
-                    return json.loads(value)
-                except ValueError:
-                    return value
-            return value
-        return None
-    return None
 
 
 @dataclass

@@ -212,6 +212,9 @@ class ScoringPolicy(ABC):
     an improvement; None: only a verdict change counts."""
     case_change_inclusive: ClassVar[bool] = False
     """Whether a move of exactly :attr:`case_change` counts (AgentV's ``>=``)."""
+    unanswered_is_missing: ClassVar[bool] = False
+    """Whether a case with no recorded answer and no agent to run is judged as unanswered
+    (its judges' missing input) rather than failing as a target error."""
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config

@@ -43,6 +43,9 @@ class DatabricksPolicy(ScoringPolicy):
 
     name: ClassVar[str] = "databricks"
     case_change: ClassVar[float | None] = None
+    unanswered_is_missing: ClassVar[bool] = True
+    """A row with no ``response`` (and no agent) is unanswered, as ``"response": null`` is:
+    Databricks reports its judges' missing input, never a failed target."""
 
     def prepare(self, suite: Suite) -> tuple[Suite, RunConfig]:
         if not options.active(self.config):
