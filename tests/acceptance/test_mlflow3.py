@@ -1,5 +1,5 @@
 """MLflow 3 as users run it today: rows answered from traces, rows with no answer, agents that
-return their retrieved context.
+return their retrieved context, the trace columns of ``result_df`` and retrieval per span.
 
 The traces in ``databricks/mlflow3_*.json`` were written by mlflow 3.17.2 itself
 (``Trace.to_json()`` of a traced function), and the MLflow figures quoted below are what
@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 import assay
+from assay.integrations.mlflow_scorers import RetrievalGroundedness, RetrievalRelevance
 from tests.acceptance.test_databricks import DATA, by_id, evaluate, judge
 
 
@@ -126,3 +129,103 @@ def test_a_predict_fn_returning_retrieved_context_has_its_chunks_judged() -> Non
     assert {s.name for s in chosen.records[0].scores} == \
         {"relevance_to_query", "safety", "groundedness", "chunk_relevance", "document_recall"}
 
+
+# -- MLflow 3's result table ---------------------------------------------------------------
+
+MLFLOW_TRACE_COLUMNS = ["trace", "client_request_id", "state", "request_time",
+                        "execution_duration", "request", "response", "trace_metadata", "tags",
+                        "spans", "assessments"]
+"""The columns mlflow 3.17.2's ``result_df`` has after the ``/value`` ones, in its order
+(printed by ``mlflow.genai.evaluate`` on a row of inputs, outputs and expectations)."""
+
+
+def test_result_df_has_mlflow_3s_trace_columns() -> None:
+    """After the scorers' and expectations' columns come MLflow 3's trace columns, in its
+    order. A row answered from an MLflow trace keeps the trace's id, request time and
+    metadata; the ``trace`` column is MLflow's trace JSON (mlflow 3.17.2's
+    ``Trace.from_json`` reads these rows back), and assay reads it back as the same
+    execution."""
+    judge({"⟦resp⟧": "yes", "⟦o⟧": "no"})
+    rows = [json.loads(line) for line in
+            (DATA / "m01_answered_by_trace.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows.append({"request_id": "d", "inputs": {"question": "⟦d⟧ q"}, "outputs": "⟦o⟧ a",
+                 "expectations": {"expected_response": "b"}})
+    result = evaluate(rows, judges=["correctness"], naming="mlflow")
+    table = by_id(result)
+    columns = list(table["d"])
+    assert columns[:2] == ["request_id", "trace_id"]
+    start = columns.index("expected_response/value") + 1
+    assert columns[start:start + len(MLFLOW_TRACE_COLUMNS)] == MLFLOW_TRACE_COLUMNS
+    assert {"correctness/value", "correctness/rationale"} <= set(columns[:start])
+
+    traced = table["p1"]
+    original = trace_file("mlflow3_two_retrievers_trace.json")["info"]
+    assert traced["trace_id"] == original["trace_id"]
+    assert traced["state"] == "OK" and traced["client_request_id"] is None
+    assert traced["request"] == "⟦p1⟧ capital of France?"
+    assert traced["request_time"] == 1795706300184  # 2026-11-26T15:18:20.184Z
+    assert traced["trace_metadata"]["mlflow.traceOutputs"] == '"⟦resp⟧ Paris"'
+    assert [s["name"] for s in traced["spans"]] == ["agent", "search_a", "search_b"]
+    feedback = next(a for a in traced["assessments"] if a["assessment_name"] == "correctness")
+    assert feedback["feedback"] == {"value": "yes"} and feedback["rationale"] == "stub"
+    assert feedback["source"] == {"source_type": "LLM_JUDGE", "source_id": "custom:stub"}
+    again = assay.Execution(trace=traced["trace"])
+    assert again.output == "⟦resp⟧ Paris" and again.latency_ms == 135
+
+    plain = table["d"]
+    assert plain["request"] == {"question": "⟦d⟧ q"} and plain["response"] == "⟦o⟧ a"
+    (root,) = plain["spans"]
+    assert root["name"] == "root_span"
+    assert json.loads(root["attributes"]["mlflow.spanOutputs"]) == "⟦o⟧ a"
+    assert plain["trace_id"].startswith("tr-") and len(plain["trace_id"]) == 35
+    assert {a["assessment_name"] for a in plain["assessments"]} == \
+        {"correctness", "expected_response"}
+    assert assay.Execution(trace=plain["trace"]).output == "⟦o⟧ a"
+
+
+# -- retrieval per row or per span ---------------------------------------------------------
+
+SPAN_TABLE: dict[Any, Any] = {
+    ("⟦resp⟧", "⟦sa-1⟧"): "yes", ("⟦resp⟧", "⟦sb-1⟧"): "no",  # groundedness, span by span
+    ("⟦resp⟧", "⟦sa-1⟧", "⟦sb-1⟧"): "no",                      # groundedness, the whole row
+    "⟦sa-1⟧": "yes", "⟦sa-2⟧": "no", "⟦sb-1⟧": "yes"}          # each chunk's relevance
+
+
+def two_retrievers_row() -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in
+            (DATA / "m01_answered_by_trace.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [r for r in rows if r["request_id"] == "p1"]
+
+
+def test_retrieval_per_span_gives_mlflow_3s_numbers() -> None:
+    """The trace has two top-level retriever spans: A (chunks yes, no; the answer grounded
+    in it) and B (one chunk, yes; the answer not grounded in it). mlflow 3.17.2 reported
+    retrieval_groundedness/mean 0.5, retrieval_relevance/precision/mean 0.75 ((1/2 + 1)/2)
+    and retrieval_relevance/mean 0.667 (2 of 3 chunks) on this trace with these answers;
+    ``retrieval_per="span"`` gives the same."""
+    stub = judge(SPAN_TABLE)
+    result = evaluate(two_retrievers_row(), naming="mlflow", retrieval_per="span",
+                      scorers=[RetrievalGroundedness(), RetrievalRelevance()])
+    m = result.metrics
+    assert m["retrieval_groundedness/mean"] == 0.5
+    assert m["retrieval_relevance/precision/mean"] == 0.75
+    assert m["retrieval_relevance/mean"] == pytest.approx(2 / 3, abs=1e-12)
+    row = result.rows()[0]
+    assert row["retrieval_groundedness/value"] == "no"  # not grounded in every span's context
+    spans = result.records[0].score_named("groundedness").details["spans"]  # type: ignore
+    assert [s["rating"] for s in spans] == ["yes", "no"]
+    assert stub.total == 5 and not stub.unmatched  # 2 groundedness + 3 chunks
+    assert result.passed is False
+    assert "span" in result.reason
+
+
+def test_retrieval_per_row_is_the_default() -> None:
+    """Per row (Databricks' way, the default): one groundedness question over both spans'
+    documents, and each row's precision over all its chunks (2 of 3)."""
+    stub = judge(SPAN_TABLE)
+    result = evaluate(two_retrievers_row(), naming="mlflow",
+                      scorers=[RetrievalGroundedness(), RetrievalRelevance()])
+    m = result.metrics
+    assert m["retrieval_groundedness/mean"] == 0.0
+    assert m["retrieval_relevance/precision/mean"] == pytest.approx(2 / 3, abs=1e-12)
+    assert stub.total == 4 and not stub.unmatched

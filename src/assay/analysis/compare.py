@@ -55,7 +55,7 @@ DEFAULT_ALPHA = 0.05
 EXAMPLES = 5
 """Case ids named in a difference; the rest are counted."""
 RULER_SETTINGS = ("run.thresholds", "run.connexity_compat", "run.chunk_errors",
-                  "run.request_from_messages", "run.naming", "run.judges",
+                  "run.request_from_messages", "run.retrieval_per", "run.naming", "run.judges",
                   "run.global_guidelines")
 """Run settings that decide case verdicts: runs that differ in them measure differently."""
 

@@ -132,6 +132,9 @@ def run(
         "\"correctness >= 0.9 AND `safety/mean` >= 1\" (exit 1 when unmet)."),
     global_guideline: list[str] | None = typer.Option(
         None, "--global-guideline", help="A guideline for every case (repeatable)."),
+    retrieval_per: str | None = typer.Option(
+        None, "--retrieval-per", help="Retrieval judgements per row (Databricks, the "
+        "default) or per retriever span (span: MLflow 3's numbers)."),
     output_format: str = typer.Option("jsonl", "--output-format",
                                       help="Result rows as jsonl or yaml (AgentV's option)."),
     results_file: bool = typer.Option(
@@ -224,7 +227,8 @@ def run(
                 connexity_compat=connexity_compat, simulator_model=simulator_model,
                 case_ids=parse_eval_ids(eval_ids) if eval_ids is not None else None,
                 agent_timeout_s=agent_timeout, agent_retries=max_retries,
-                **_agent_options(judges, naming, quality_criteria, global_guideline))
+                **_agent_options(judges, naming, quality_criteria, global_guideline,
+                                 retrieval_per))
         except ValidationError as exc:
             raise settings_error(exc) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
@@ -341,7 +345,8 @@ def rescore(
 
 
 def _agent_options(judges: str | None, naming: str | None, criteria: str | None,
-                   guidelines: list[str] | None) -> dict[str, Any]:
+                   guidelines: list[str] | None,
+                   retrieval_per: str | None = None) -> dict[str, Any]:
     """The agent-judge flags as RunConfig fields (checked by the library before any call)."""
     options: dict[str, Any] = {}
     if judges is not None:
@@ -361,6 +366,10 @@ def _agent_options(judges: str | None, naming: str | None, criteria: str | None,
         options["quality_criteria"] = criteria
     if guidelines:
         options["global_guidelines"] = list(guidelines)
+    if retrieval_per is not None:
+        if retrieval_per not in ("row", "span"):
+            raise ConfigError(f"--retrieval-per {retrieval_per!r}: expected row or span")
+        options["retrieval_per"] = retrieval_per
     return options
 
 

@@ -156,7 +156,7 @@ def suite_from_file(path: Path, *, columns: Mapping[str, str] | None = None) -> 
 
 
 SIDECAR_OPTIONS = ("naming", "judges", "global_guidelines", "request_from_messages",
-                   "chunk_errors", "quality_criteria")
+                   "chunk_errors", "retrieval_per", "quality_criteria")
 """Run options a data file's sidecar may set (CLI flags and Python arguments win)."""
 SIDECAR_KEYS = (*SIDECAR_OPTIONS, "evaluators", "name", "description")
 

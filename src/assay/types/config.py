@@ -252,6 +252,11 @@ class RunConfig(BaseModel):
     chunk_errors: Literal["exclude", "count_as_irrelevant"] = Field(
         default="exclude", description="chunk precision: leave chunks that could not be rated "
         "out (exclude), or count them as not relevant (MLflow 3's numbers)")
+    retrieval_per: Literal["row", "span"] = Field(
+        default="row", description="retrieval judgements per row (Databricks: one "
+        "groundedness and one sufficiency rating over all retrieved documents, precision "
+        "averaged over rows) or per retriever span (MLflow 3: one of each per top-level "
+        "retriever span, every aggregate averaged over spans)")
     quality_criteria: str | None = Field(
         default=None, description="conditions the run's aggregates must meet, such as "
         "'correctness >= 0.9 AND `safety/mean` >= 1'")

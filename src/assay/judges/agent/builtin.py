@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
@@ -69,6 +70,7 @@ def _verdict_word(value: Any) -> Any:
 
 
 YesNo = Annotated[Literal["yes", "no"], BeforeValidator(_verdict_word)]
+RetrievalPer = Literal["row", "span"]
 
 
 class YesNoAnswer(JudgeAnswer):
@@ -106,6 +108,10 @@ class AgentJudge(LLMEvaluator):
     request_from_messages: RequestMode = Field(
         default="last", description="a chat request as its last message (last) or as the "
         "whole conversation (all)")
+    retrieval_per: RetrievalPer = Field(
+        default="row", description="a whole-context judge (groundedness, context "
+        "sufficiency) asks once over every top-level retriever's documents (row), or once "
+        "per retriever span (span, MLflow 3's RetrievalGroundedness and RetrievalSufficiency)")
     aggregations: list[str] = Field(
         default_factory=lambda: ["mean"],
         description="MLflow-style run aggregations of this judge's values")
@@ -146,6 +152,68 @@ class AgentJudge(LLMEvaluator):
             return failed
         return yes_no_score(name or self.name, result, result.value.rationale,
                             result.value.result == "yes", details)
+
+    async def over_context(self, context: RetrievedContext,
+                           judge: Callable[[RetrievedContext], Awaitable[Score]]) -> Score:
+        """``judge`` over the whole context, or (``retrieval_per="span"``, and more than one
+        retriever span) over each span's documents on its own, the judgements kept in
+        ``details["spans"]`` (see :func:`span_score`)."""
+        parts = by_span(context)
+        if self.retrieval_per != "span" or len(parts) < 2:
+            return await judge(context)
+        scores = await asyncio.gather(*(judge(part) for _, part in parts))
+        return span_score(self.name, [span for span, _ in parts], list(scores))
+
+
+def by_span(context: RetrievedContext) -> list[tuple[str | None, RetrievedContext]]:
+    """The context's chunks grouped by the retriever span they came from, in order; a context
+    from the data (no spans) is one group."""
+    groups: dict[str | None, list[Chunk]] = {}
+    for chunk in context.chunks:
+        groups.setdefault(chunk.span_id, []).append(chunk)
+    found = []
+    for span, chunks in groups.items():
+        problems = [c.problem for c in chunks if c.problem is not None]
+        found.append((span, RetrievedContext(source=context.source, chunks=chunks,
+                                             problem=problems[0] if problems else None)))
+    return found
+
+
+def span_score(name: str, spans: list[str | None], scores: list[Score]) -> Score:
+    """One row's judgement from one judgement per retriever span: an error when a span could
+    not be judged, else yes only when every span's context said yes. Each span's rating,
+    rationale and error stay in ``details["spans"]``, which the run's aggregates average
+    over when they count per span (MLflow 3's way: a two-span trace with one yes is 0.5)."""
+    usage = Usage()
+    model = None
+    entries: list[dict[str, Any]] = []
+    for span, score in zip(spans, scores, strict=True):
+        usage = usage + score.usage
+        model = score.judge_model or model
+        entries.append({"span_id": span, "rating": score.label if score.value is not None
+                        else None, "rationale": score.rationale or score.skipped,
+                        "error": None if score.error is None else
+                        {"code": score.error.code, "message": score.error.message}})
+    details: dict[str, Any] = {"spans": entries}
+    errors = [s for s in scores if s.error is not None]
+    if errors:
+        first = errors[0].error
+        assert first is not None
+        return Score(name=name, error=ScoreError(
+            code=first.code, message=f"{len(errors)} of {len(scores)} retriever span(s) "
+            f"could not be judged; first: {first.message}"), usage=usage, judge_model=model,
+            details=details)
+    rated = [e for e in entries if e["rating"] is not None]
+    if not rated:
+        return Score.not_applicable(name, "no retriever span could be judged", usage=usage,
+                                    details=details)
+    no = [e for e in rated if e["rating"] == "no"]
+    word = "no" if no else "yes"
+    rationale = f"{len(rated) - len(no)} of {len(rated)} retriever span(s) said yes" + \
+        (f"; span {no[0]['span_id']}: {no[0]['rationale']}" if no else "")
+    return Score(name=name, value=0.0 if no else 1.0, raw=word, label=word, scale="yes/no",
+                 passed=not no, rationale=rationale, usage=usage, judge_model=model,
+                 details=details)
 
 
 def check_aggregations(value: list[str]) -> list[str]:
@@ -222,6 +290,11 @@ class Groundedness(AgentJudge):
         gone = self.missing_inputs(case, execution, context)
         if gone:
             return Score.not_applicable(self.name, missing(gone, self.name))
+        return await self.over_context(context, lambda part: self._grounded(
+            case, execution, ctx, part))
+
+    async def _grounded(self, case: Case, execution: Execution, ctx: EvalContext,
+                        context: RetrievedContext) -> Score:
         problem = context_problem(self.name, context)
         if problem is not None:
             return problem
@@ -262,6 +335,11 @@ class ContextSufficiency(AgentJudge):
         gone = self.missing_inputs(case, execution, context)
         if gone:
             return Score.not_applicable(self.name, missing(gone, self.name))
+        return await self.over_context(context, lambda part: self._sufficient(
+            case, ctx, part))
+
+    async def _sufficient(self, case: Case, ctx: EvalContext,
+                          context: RetrievedContext) -> Score:
         problem = context_problem(self.name, context)
         if problem is not None:
             return problem
@@ -441,6 +519,8 @@ def chunk_score(name: str, chunks: list[Chunk], rated: list[Score | None]) -> Sc
     for index, (chunk, score) in enumerate(zip(chunks, rated, strict=True)):
         entry: dict[str, Any] = {"index": index, "rating": None, "rationale": None,
                                  "error": None, "doc_uri": chunk.doc_uri}
+        if chunk.span_id is not None:
+            entry["span_id"] = chunk.span_id
         if chunk.problem is not None:
             entry["error"] = {"code": UNPARSABLE, "message": chunk.problem}
             errored += 1

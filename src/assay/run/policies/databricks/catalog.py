@@ -170,6 +170,28 @@ def precision(score: Score, chunk_errors: str = "exclude") -> float | None:
     entries = chunks(score)
     if not entries:
         return score.value if score.scale == "precision" else None
+    return _precision_of(entries, chunk_errors)
+
+
+def span_precisions(score: Score, chunk_errors: str = "exclude") -> list[float]:
+    """One precision per retriever span the chunks came from (MLflow 3 gives one
+    ``retrieval_relevance`` feedback per top-level retriever span); a span with no rated
+    chunk has none. Chunks from the data (no span) count as one span."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for entry in chunks(score):
+        groups.setdefault(entry.get("span_id"), []).append(entry)
+    found = [_precision_of(entries, chunk_errors) for entries in groups.values()]
+    return [p for p in found if p is not None]
+
+
+def spans(score: Score) -> list[dict[str, Any]]:
+    """A whole-context judgement made once per retriever span: each span's rating,
+    rationale and error (``details["spans"]``); [] for a judgement made once."""
+    found = (score.details or {}).get("spans")
+    return found if isinstance(found, list) else []
+
+
+def _precision_of(entries: list[dict[str, Any]], chunk_errors: str) -> float | None:
     rated = [e for e in entries if e.get("rating") is not None]
     errored = [e for e in entries if e.get("error")]
     yes = sum(1 for e in rated if e.get("rating") == "yes")

@@ -52,6 +52,8 @@ from assay.run.policies.databricks.catalog import (
     number,
     precision,
     rating,
+    span_precisions,
+    spans,
 )
 from assay.run.policies.databricks.naming import (
     OVERALL,
@@ -108,6 +110,7 @@ class AssessmentFold:
     def __init__(self, config: RunConfig, specs: Iterable[EvaluatorSpec]) -> None:
         self.naming = config.naming
         self.chunk_errors = config.chunk_errors
+        self.per_span = config.retrieval_per == "span"
         self.criteria_text = config.quality_criteria
         self.conditions = qc.parse(config.quality_criteria) if config.quality_criteria \
             else []
@@ -159,13 +162,19 @@ class AssessmentFold:
                                f"{chunk_error_text(entry)}", error=True)
             found = precision(score, self.chunk_errors)
             if found is not None:
-                tally.precisions.append(found)
+                if self.per_span:
+                    tally.precisions.extend(span_precisions(score, self.chunk_errors))
+                else:
+                    tally.precisions.append(found)
                 tally.scored += 1
             elif not entries and score.error is not None:
                 tally.errors += 1
                 self._fail(f"{where}: {message(score)}", error=True)
             elif not any(e.get("error") for e in entries):
                 tally.skipped += 1  # not applicable, or every chunk empty
+            return
+        if self.per_span and spans(score):
+            self._count_spans(tally, a, spans(score), where)
             return
         if score.error is not None:
             tally.errors += 1
@@ -185,6 +194,28 @@ class AssessmentFold:
             tally.rated += 1
             tally.yes += word == "yes"
         self._check(a, score, where)
+
+    def _count_spans(self, tally: _Tally, a: Assessment, entries: list[dict[str, Any]],
+                     where: str) -> None:
+        """A judgement made once per retriever span, counted per span (MLflow 3's
+        aggregates: one feedback per span, every one in the mean and the pass rule)."""
+        for entry in entries:
+            at = f"{where} span {entry.get('span_id')}"
+            error = entry.get("error")
+            word = entry.get("rating")
+            if error:
+                tally.errors += 1
+                self._fail(f"{at}: {error.get('code')}: {error.get('message')}", error=True)
+            elif word not in ("yes", "no"):
+                tally.skipped += 1
+            else:
+                tally.scored += 1
+                tally.values.append(1.0 if word == "yes" else 0.0)
+                if a.kind in RATED:
+                    tally.rated += 1
+                    tally.yes += word == "yes"
+                if word == "no":
+                    self._fail(f"{at}: {entry.get('rationale') or 'no'}")
 
     def _check(self, a: Assessment, score: Score, where: str) -> None:
         details = score.details or {}

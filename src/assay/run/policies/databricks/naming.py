@@ -12,8 +12,10 @@
 
 ``mlflow`` (``result_df``)::
 
-    <name>/value | rationale [| error_message | error_code]   (error columns only on errors)
-    <expectation>/value, then inputs, outputs, request, response, execution_duration, tags
+    request_id, trace_id, <name>/value | rationale [| error_message | error_code]
+    (error columns only on errors), <expectation>/value, then MLflow 3's trace columns
+    (trace, client_request_id, state, request_time, execution_duration, request, response,
+    trace_metadata, tags, spans, assessments: see :mod:`.mlflow_trace`), then inputs, outputs
 
 A missing input is not an error: in ``databricks`` names its reason is the error message (as
 Databricks reports its code-1001 errors, which it does not count either); in ``mlflow`` names
@@ -42,9 +44,9 @@ from assay.run.policies.databricks.catalog import (
     precision,
     rating,
 )
+from assay.run.policies.databricks.mlflow_trace import trace_columns, trace_id
 from assay.traces.retrieval import retrieved_context
 from assay.types.case import Case
-from assay.types.json import dump_json
 from assay.types.records import CaseRecord
 from assay.types.score import Score
 
@@ -157,8 +159,9 @@ EXPECTATION_COLUMNS = ("expected_response", "expected_facts", "guidelines",
 def mlflow_row(record: CaseRecord, catalog: Catalog,
                chunk_errors: str = "exclude") -> dict[str, Any]:
     case, execution = record.case, record.execution
-    row: dict[str, Any] = {"request_id": request_id(record)}
-    for a in assessments(record, catalog):
+    row: dict[str, Any] = {"request_id": request_id(record), "trace_id": trace_id(record)}
+    found = assessments(record, catalog)
+    for a in found:
         name, score = a.mlflow_name, a.score
         if a.kind == RETRIEVAL:
             entries = chunks(score)
@@ -184,15 +187,12 @@ def mlflow_row(record: CaseRecord, catalog: Catalog,
                     "expected_retrieved_context": [
                         d.model_dump(exclude_none=True) for d in case.expected_retrieved_context]
                     or None, **case.expectations}
-    for key, value in expectations.items():
-        if value is not None:
-            row[f"{key}/value"] = value
-    row["inputs"] = record.input
+    given = {key: value for key, value in expectations.items() if value is not None}
+    for key, value in given.items():
+        row[f"{key}/value"] = value
+    row.update(trace_columns(record, found, given))
+    row["inputs"] = record.input  # assay's own names for request and response, kept too
     row["outputs"] = execution.output
-    row["request"] = _text(record.input)
-    row["response"] = _text(execution.output)
-    row["execution_duration"] = execution.latency_ms
-    row["tags"] = case.metadata or None
     return row
 
 
@@ -211,7 +211,3 @@ def _skip_reason(score: Score) -> str | None:
     return None
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else dump_json(value)

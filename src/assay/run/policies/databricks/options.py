@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from assay.suites.model import Suite
 
 OPTIONS = ("naming", "judges", "global_guidelines", "request_from_messages", "chunk_errors",
+           "retrieval_per",
            "quality_criteria")
 """The run options a data file's sidecar may set (``data.csv`` + ``data.yaml``)."""
 

@@ -61,9 +61,7 @@ def prepare(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:
             spec["guidelines"] = config.global_guidelines
         evaluators.append(build(spec, f"judges: {name}"))
         have.add(name)
-    evaluators = [e.model_copy(update={"request_from_messages": config.request_from_messages})
-                  if isinstance(e, AgentJudge) and "request_from_messages" not in
-                  e.model_fields_set else e for e in evaluators]  # copies: never the caller's
+    evaluators = [_with_run_options(e, config) for e in evaluators]
     names = [e.name for e in evaluators]
     doubled = sorted({n for n in names if names.count(n) > 1})
     if doubled:
@@ -86,6 +84,16 @@ def prepare(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig]:
     if judges == "default":
         selected = selected.model_copy(update={"select": default_selection})
     return selected, config
+
+
+def _with_run_options(evaluator: Evaluator, config: RunConfig) -> Evaluator:
+    """An agent judge with the run's ``request_from_messages`` and ``retrieval_per`` where
+    it sets neither itself: a copy, never the caller's."""
+    if not isinstance(evaluator, AgentJudge):
+        return evaluator
+    update = {key: getattr(config, key) for key in ("request_from_messages", "retrieval_per")
+              if key not in evaluator.model_fields_set}
+    return evaluator.model_copy(update=update) if update else evaluator
 
 
 def check_criteria(config: RunConfig, suite: Suite, evaluators: list[Evaluator]) -> None:
