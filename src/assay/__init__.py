@@ -46,7 +46,7 @@ _EXPORTS: dict[str, str] = {
     "SemanticSimilarity": "assay.judges",
     "scorer": "assay.judges.code.python_scorer",
     "Feedback": "assay.judges.feedback",
-    "make_judge": "assay.judges.agent.custom",
+    "make_judge": "assay.integrations.mlflow_scorers",
     "EngineConfig": "assay.llm",
     "JudgeEngine": "assay.llm",
     "register_service": "assay.llm",
@@ -121,6 +121,7 @@ if TYPE_CHECKING:
     from assay.analysis.compare import compare
     from assay.calibration.report import CalibrationReport
     from assay.errors import ConfigError, EvaluationError
+    from assay.integrations.mlflow_scorers import make_judge
     from assay.judges import (
         Contains,
         EvalContext,
@@ -129,7 +130,6 @@ if TYPE_CHECKING:
         LLMJudge,
         SemanticSimilarity,
     )
-    from assay.judges.agent.custom import make_judge
     from assay.judges.code.python_scorer import scorer
     from assay.judges.feedback import Feedback
     from assay.llm import EngineConfig, JudgeEngine, register_service

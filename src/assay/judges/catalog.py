@@ -12,6 +12,7 @@ MODULES: dict[str, str] = {
     "composite": "assay.judges.combinators.composite",
     "connexity_judge": "assay.judges.llm.connexity",
     "contains": "assay.judges.deterministic.match",
+    "conversation_completeness": "assay.judges.agent.session",
     "context_precision": "assay.judges.llm.uipath_rag",
     "context_sufficiency": "assay.judges.agent.builtin",
     "correctness": "assay.judges.agent.builtin",
@@ -28,6 +29,7 @@ MODULES: dict[str, str] = {
     "guideline_adherence": "assay.judges.agent.builtin",
     "json_similarity": "assay.judges.deterministic.json_similarity",
     "jury": "assay.judges.combinators.jury",
+    "knowledge_retention": "assay.judges.agent.session",
     "latency": "assay.judges.deterministic.metrics",
     "llm_judge": "assay.judges.llm.llm_judge",
     "llm_judge_trajectory": "assay.judges.llm.trajectory",
@@ -50,5 +52,6 @@ MODULES: dict[str, str] = {
     "tool_call_output": "assay.judges.deterministic.tool_calls",
     "tool_trajectory": "assay.judges.deterministic.trajectory",
     "uipath_custom": "assay.integrations.uipath.custom",
+    "user_frustration": "assay.judges.agent.session",
 }
 """Evaluator type name -> the module whose import registers it."""

@@ -51,7 +51,8 @@ from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, R
 
 Data = Any
 """A suite path (EVAL.yaml, JSONL, CSV, Parquet, a UiPath project), a loaded :class:`Suite`,
-a list of dicts or :class:`~assay.Case` objects, or a pandas DataFrame."""
+a list of dicts or :class:`~assay.Case` objects, a pandas DataFrame, or MLflow's
+:class:`~assay.suites.simulation.ConversationSimulator`."""
 
 TargetLike = Target | Callable[..., Any] | str | None
 EvaluatorLike = Evaluator | str | Mapping[str, Any] | Callable[..., Any]
@@ -157,6 +158,11 @@ def _new_session(data: Data, target: TargetLike, evaluators: Sequence[EvaluatorL
         if target is not None:
             raise ConfigError("give target or predict_fn, not both", code="invalid_target")
         target = predict_fn
+    from assay.suites.simulation import ConversationSimulator
+
+    if isinstance(data, ConversationSimulator) and callable(target) and \
+            not isinstance(target, Target):
+        target = data.agent(target)  # MLflow's predict_fn(input=[...], **context)
     if scorers is not None:
         evaluators = [*(evaluators or []), *scorers]
     suite = load_data(data, columns=columns, config=config, name=name)
@@ -409,6 +415,10 @@ def load_data(data: Data, *, columns: Mapping[str, str] | None = None,
 
     if isinstance(data, Suite):
         return data
+    from assay.suites.simulation import ConversationSimulator
+
+    if isinstance(data, ConversationSimulator):
+        return data.suite()
     if data is None:
         raise ConfigError("no data: give a suite path, a list of rows or a DataFrame",
                           code="missing_suite")

@@ -13,6 +13,7 @@ so far in, the turn's assistant and tool messages out). The loop::
         the time check                               -> stop: timeout
         the agent's turn                             -> stop: agent_error
         a terminating tool called in that turn       -> stop: terminating_tool
+        with stop_on_goal, the goal check says yes   -> stop: goal_achieved
         max_turns agent rounds reached               -> stop: max_turns
 
 So the agent always answers the last scripted message, and a simulated user that never
@@ -84,8 +85,12 @@ def simulator_messages(system: str, transcript: list[Message]) -> list[dict[str,
     return messages
 
 
-def simulator_prompt(case: Case, spec: ConversationSpec, stop_signal: bool) -> str:
-    """The simulated user's instructions: who it is, what it knows and what it wants."""
+def simulator_prompt(case: Case, spec: ConversationSpec, stop_signal: bool,
+                     goal_led: bool = False) -> str:
+    """The simulated user's instructions: who it is, what it knows and what it wants, how it
+    must behave (the case's simulation guidelines), and with ``goal_led`` (a conversation
+    that stops when its goal is achieved, MLflow's ConversationSimulator) that it approaches
+    the goal a step at a time rather than stating it."""
     persona = spec.persona.strip() if spec.persona and spec.persona.strip() else \
         "(no persona specified)"
     background = json.dumps(spec.user_context, indent=2, ensure_ascii=False) \
@@ -117,7 +122,23 @@ prefix.
 - Be a little imperfect, like a real person: you may be vague, hesitate or correct yourself.
 - The roles are reversed in this conversation: the assistant's messages reach you as the \
 user's, and yours are shown as the assistant's.
-{ending}"""
+{ending}{_led(goal_led)}{_guidelines(spec.simulation_guidelines)}"""
+
+
+def _led(goal_led: bool) -> str:
+    if not goal_led:
+        return ""
+    return ("\n- Never state or summarise your whole goal: open with a concrete first step "
+            "toward it, and pursue its parts one at a time, as a real user would. Never "
+            "answer it yourself or act as the expert.")
+
+
+def _guidelines(guidelines: list[str]) -> str:
+    if not guidelines:
+        return ""
+    listed = "\n".join(f"- {g}" for g in guidelines)
+    return ("\n\nSIMULATION GUIDELINES (requirements on how you, the user, behave; they "
+            f"come before the rules above)\n{listed}")
 
 
 # -- the user side -----------------------------------------------------------------------
@@ -152,7 +173,8 @@ class SimulatedUser:
         self.engine = engine
         self.model = model
         self.settings = settings.simulator
-        self.system = simulator_prompt(case, spec, self.settings.stop_signal)
+        self.system = simulator_prompt(case, spec, self.settings.stop_signal,
+                                       goal_led=self.settings.stop_on_goal)
 
     def request(self, transcript: list[Message]) -> ChatRequest:
         request: ChatRequest = {"model": self.engine.spec(self.model).model,
@@ -181,6 +203,38 @@ class SimulatedUser:
         if not text:
             return UserReply(error="the simulated user answered with no text", usage=usage)
         return UserReply(text=text, usage=usage)
+
+
+class GoalCheck:
+    """After each agent turn, whether the simulated user's goal (the case's expected outcomes)
+    is fully achieved: one yes/no question to the simulator's model. A check that cannot be
+    answered leaves the goal unchecked and the conversation goes on (the turn's answer is
+    recorded as the error)."""
+
+    def __init__(self, engine: JudgeEngine, model: str | None, case: Case) -> None:
+        self.engine = engine
+        self.model = model
+        self.goal = "\n".join(f"- {o}" for o in case.expected_outcomes)
+
+    async def achieved(self, transcript: list[Message]) -> tuple[bool, str, Usage]:
+        """(achieved, what the check answered, what it cost)."""
+        from assay.judges.agent.builtin import YesNoAnswer
+        from assay.judges.agent.prompts import GOAL_ACHIEVED, SESSION_SYSTEM
+        from assay.judges.agent.session import transcript as lines
+        from assay.judges.llm.templates import delimit
+        from assay.llm.structured import ask_structured
+
+        said = [m.model_dump(mode="json", exclude_none=True) for m in transcript]
+        user = GOAL_ACHIEVED.format(goal=delimit("goal", self.goal),
+                                    conversation=delimit("conversation", lines(said)))
+        result = await ask_structured(
+            self.engine, [{"role": "system", "content": SESSION_SYSTEM},
+                          {"role": "user", "content": user}], YesNoAnswer, model=self.model,
+            name="goal_check", sample=current_sample())
+        if result.value is None:
+            assert result.error is not None
+            return False, f"{result.error.code}: {result.error.message}", result.usage
+        return result.value.result == "yes", result.value.result, result.usage
 
 
 # -- the agent side ----------------------------------------------------------------------
@@ -246,6 +300,7 @@ class _State:
     user_turns: int = 0
     simulator: Usage = field(default_factory=Usage)
     agent: TokenUsage | None = None
+    goal_checks: list[str] = field(default_factory=list)
     stop: str | None = None
     error: str | None = None
     error_code: str | None = None
@@ -268,6 +323,8 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
         max_turns = MAX_TURNS
     limit = settings.timeout_per_test_case_ms / 1000
     tools = set(settings.terminating_tools)
+    goal = GoalCheck(engine, simulator_model, case) if script is None and engine is not None \
+        and settings.simulator.stop_on_goal and case.expected_outcomes else None
     started, wall = clock(), time.perf_counter()
     state = _State()
 
@@ -314,6 +371,13 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
         if tools and _called(produced, tools):
             state.stop = "terminating_tool"
             return False
+        if goal is not None:
+            achieved, answer, spent = await goal.achieved(state.transcript)
+            state.goal_checks.append(answer)
+            state.simulator = state.simulator + spent
+            if achieved:
+                state.stop = "goal_achieved"
+                return False
         if max_turns is not None and state.rounds >= max_turns:
             state.stop = "max_turns"
             return False
@@ -361,7 +425,8 @@ def _execution(case: Case, state: _State, wall_ms: float) -> Execution:
     said = [m for m in state.transcript if m.role == "assistant" and m.text().strip()]
     info = ConversationInfo(stop_reason=state.stop or "user_ended", agent_turns=state.rounds,
                             user_turns=state.user_turns, turn_latencies_ms=state.latencies,
-                            simulator_usage=state.simulator, detail=state.error)
+                            simulator_usage=state.simulator, detail=state.error,
+                            goal_checks=state.goal_checks)
     return Execution(input=case.input, output=said[-1].text() if said else None,
                      messages=state.transcript, latency_ms=wall_ms, usage=state.agent,
                      error=state.error, error_code=state.error_code, conversation=info)

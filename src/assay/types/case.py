@@ -45,6 +45,16 @@ class ConversationSpec(_Model):
         "instead of a simulated user")
     max_turns: OptionalTurns = Field(
         default=None, description="agent rounds at most (1 to 1000); None: the suite's")
+    simulation_guidelines: list[str] = Field(
+        default_factory=list, description="how the simulated user must behave (MLflow's "
+        "simulation_guidelines): requirements on what it says and when")
+
+    @field_validator("simulation_guidelines", mode="before")
+    @classmethod
+    def _guidelines(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else value
 
     @field_validator("scripted_messages")
     @classmethod
@@ -64,6 +74,10 @@ class SimulatorSettings(_Model):
                              "the response cache a baseline and a candidate meet the same user")
     stop_signal: bool = Field(default=True, description="the user may end the conversation "
                               "when its goal is met")
+    stop_on_goal: bool = Field(
+        default=False, description="after each agent turn, ask the simulator's model whether "
+        "the user's goal (the case's expected outcomes) is fully achieved; yes ends the "
+        "conversation (stop reason goal_achieved), as MLflow's ConversationSimulator does")
 
 
 class ConversationSettings(_Model):

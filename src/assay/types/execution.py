@@ -137,7 +137,8 @@ class ConversationInfo(_Model):
     it is recorded here, never as a turn of the transcript (a judge reads only what was said).
 
     ``stop_reason``: ``max_turns``, ``script_exhausted``, ``user_ended`` (the simulated user
-    said its goal was met), ``terminating_tool``, ``timeout``, ``agent_error`` or
+    said its goal was met), ``goal_achieved`` (a check after the agent's turn found the
+    user's goal achieved), ``terminating_tool``, ``timeout``, ``agent_error`` or
     ``simulator_error``.
     """
 
@@ -148,3 +149,7 @@ class ConversationInfo(_Model):
         default_factory=list, description="each agent turn's latency, in order")
     simulator_usage: Usage = Field(default_factory=Usage)
     detail: str | None = Field(default=None, description="what went wrong, for error stops")
+    goal_checks: list[str] = Field(
+        default_factory=list, description="with stop_on_goal, each check's answer after "
+        "each agent turn: yes, no, or the error that left the goal unchecked (the "
+        "conversation then goes on)")

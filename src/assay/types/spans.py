@@ -368,6 +368,8 @@ def to_seconds(value: Any) -> float | None:
 
 OUTPUT_ATTRIBUTES = ("output.value", "mlflow.spanOutputs")
 """Where a span keeps its output: OpenInference's attribute, MLflow's."""
+INPUT_ATTRIBUTES = ("input.value", "mlflow.spanInputs")
+"""Where a span keeps its input."""
 
 
 def root_span(spans: list[Span]) -> Span | None:
@@ -383,7 +385,16 @@ def span_output(span: Span) -> Any:
     """A span's output as data: JSON text (MLflow stores every output JSON-encoded, so an
     output of None is the text ``null``) is decoded; plain text stays text. None when the
     span has no output, or its output is null."""
-    for key in OUTPUT_ATTRIBUTES:
+    return _span_value(span, OUTPUT_ATTRIBUTES)
+
+
+def span_input(span: Span) -> Any:
+    """A span's input as data, read as :func:`span_output` reads its output."""
+    return _span_value(span, INPUT_ATTRIBUTES)
+
+
+def _span_value(span: Span, keys: tuple[str, ...]) -> Any:
+    for key in keys:
         value = span.attributes.get(key)
         if value is None:
             continue

@@ -50,11 +50,13 @@ def request_text(case: Case, mode: RequestMode = "last") -> str | None:
 
 def _messages(value: Any) -> list[dict[str, Any]] | None:
     """Chat messages as plain dicts, when the value is a conversation (a list of messages,
-    or a dict with a ``messages`` list); None otherwise."""
-    if isinstance(value, dict) and isinstance(value.get("messages"), list):
-        value = value["messages"]
-        if not all(isinstance(m, dict | Message) for m in value):
-            return None
+    or a dict with a ``messages`` list, or an ``input`` list as the Responses API and
+    MLflow's conversation simulator send it); None otherwise."""
+    if isinstance(value, dict):
+        listed = value.get("messages", value.get("input"))
+        if isinstance(listed, list) and listed and all(
+                isinstance(m, dict | Message) for m in listed):
+            value = listed
     if isinstance(value, list) and all(isinstance(m, dict | Message) for m in value):
         return [m.model_dump(mode="json", exclude_none=True) if isinstance(m, Message)
                 else dict(m) for m in value]
@@ -137,8 +139,11 @@ def ground_truth(case: Case) -> GroundTruth | None:
 
 
 def conversation(case: Case, execution: Execution) -> list[dict[str, Any]]:
-    """The whole exchange as chat messages: the input conversation and the agent's messages
-    (or its answer as one assistant turn)."""
+    """The whole exchange as chat messages: a conversation assay played turn by turn is its
+    transcript; otherwise the input conversation and the agent's messages (or its answer as
+    one assistant turn)."""
+    if execution.conversation is not None:
+        return [m.model_dump(mode="json", exclude_none=True) for m in execution.messages]
     found = _messages(case.input) or ([{"role": "user", "content": request_text(case)}]
                                       if request_text(case) else [])
     if execution.messages:

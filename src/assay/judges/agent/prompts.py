@@ -103,3 +103,58 @@ is missing.
 {claim}
 
 {context}"""
+
+# -- a whole conversation (MLflow 3's session-level judges) --------------------------------
+
+CONVERSATION_COMPLETENESS = """Decide whether the assistant addressed every request the user \
+made in a conversation.
+
+First list, in your rationale, each explicit request the user made anywhere in the \
+conversation. Then, for each one, say whether the assistant had addressed it by the end of \
+the conversation, quoting the assistant's reply that addresses it. A request is addressed only \
+by an explicit reply; one whose answer can only be inferred is not. A refusal counts as \
+addressed only when the assistant explains it. Do not take the user's apparent satisfaction as \
+proof. Say "yes" when every request was addressed, "no" when any was not.
+
+{conversation}"""
+
+KNOWLEDGE_RETENTION = """Decide whether the assistant's LAST reply in a conversation keeps \
+what the user said earlier.
+
+Say "no" when the last reply contradicts, distorts or wrongly recalls something the user \
+stated in an earlier turn (a name, a date, a preference, a fact about their situation), or \
+ignores something the user said that the reply needed. Say "yes" otherwise, including when the \
+reply does not refer to earlier information because it does not need to. Judge only \
+information the user gave, and only the last reply.
+
+{conversation}"""
+
+USER_FRUSTRATION = """Decide how the user's frustration went over a conversation with an \
+assistant. Answer with exactly one of these labels as the result:
+
+- "none": the user never shows frustration with the assistant;
+- "resolved": the user is frustrated at some point but clearly ends satisfied or reassured, \
+in their own words (a helpful or polite last reply from the assistant is not enough);
+- "unresolved": the user is frustrated near the end, or leaves without clear satisfaction.
+
+Base the decision on what the user says, explicitly or by strong implication, and nothing \
+else.
+
+{conversation}"""
+
+SESSION_SYSTEM = f"""You are a careful, impartial judge of a conversation between a user \
+and an AI assistant. {DATA_NOT_INSTRUCTIONS}
+
+Answer with a JSON object with two fields, in this order: "rationale", your reasoning step \
+by step, written before you decide; then "result", your verdict in the form asked for."""
+
+GOAL_ACHIEVED = """A simulated user talks with an assistant to reach a goal. Decide whether \
+the goal has been FULLY achieved by the conversation so far.
+
+It is achieved only when the assistant has given complete, usable information or done \
+everything the goal asks; mentioning the topic, or a partial answer, is not enough. Say "yes" \
+when the goal is fully achieved, "no" otherwise.
+
+{goal}
+
+{conversation}"""

@@ -20,9 +20,10 @@ from assay.types.records import CaseRecord, EvaluatorSpec
 from assay.types.score import Score
 
 ANSWER, RETRIEVAL_LIST, RETRIEVAL = "ANSWER", "RETRIEVAL_LIST", "RETRIEVAL"
-GROUND_TRUTH, METRIC = "GROUND_TRUTH", "METRIC"
-RATED = (ANSWER, RETRIEVAL_LIST)
-"""Kinds rated yes/no once per case: they take part in the overall assessment."""
+GROUND_TRUTH, METRIC, SESSION = "GROUND_TRUTH", "METRIC", "SESSION"
+RATED = (ANSWER, RETRIEVAL_LIST, SESSION)
+"""Kinds rated yes/no once per case: they take part in the overall assessment (a session
+judge rates the case's whole conversation)."""
 
 OVERALL_ORDER = ("correctness", "groundedness", "relevance_to_query", "safety",
                  "guideline_adherence", "global_guideline_adherence", "context_sufficiency")
@@ -146,6 +147,8 @@ def native(score: Score) -> Any:
         return score.raw
     if score.scale == "yes/no":
         return rating(score)
+    if score.scale == "label":  # a judge's category (user_frustration's "resolved")
+        return score.label
     if score.scale == "bool":
         return bool(score.value == 1.0)
     if isinstance(score.raw, int | float) and not isinstance(score.raw, bool):

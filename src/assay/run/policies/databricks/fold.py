@@ -224,6 +224,10 @@ class AssessmentFold:
                 self._fail(f"{where}: {score.rationale or repr(native(score))} "
                            "(does not meet pass_if)")
             return
+        if score.scale == "label" and score.passed is not None:  # a judge's category
+            if not score.passed:
+                self._fail(f"{where}: {score.label}: {score.rationale or 'fails'}")
+            return
         word = rating(score)
         if word is not None and score.scale in ("yes/no", "bool"):
             if word == "no":

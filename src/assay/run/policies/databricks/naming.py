@@ -34,6 +34,7 @@ from assay.run.policies.databricks.catalog import (
     RATED,
     RETRIEVAL,
     RETRIEVAL_LIST,
+    SESSION,
     Assessment,
     Catalog,
     assessments,
@@ -60,6 +61,8 @@ def databricks_key(assessment: Assessment) -> str:
         return f"response/llm_judged/{assessment.name}"
     if kind in (RETRIEVAL, RETRIEVAL_LIST):
         return f"retrieval/llm_judged/{assessment.name}"
+    if kind == SESSION:
+        return f"session/llm_judged/{assessment.name}"
     if kind == GROUND_TRUTH:
         return f"retrieval/ground_truth/{assessment.name}"
     return f"metric/{assessment.name}"

@@ -101,6 +101,8 @@ def _check(score: Score) -> bool | None:
         return bool(details["pass_if"])
     if score.label in ("yes", "no"):
         return score.label == "yes"
+    if score.scale == "label" and score.passed is not None:  # a judge's category
+        return score.passed
     if score.scale in ("yes/no", "bool"):
         return score.value == 1.0
     if score.blocking:
