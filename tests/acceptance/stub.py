@@ -17,6 +17,7 @@ group of one row. Values:
 - a dict: returned as JSON (after ``expand``, which turns a family's shorthand into the full
   answer; the Connexity shorthand lives in ``tests/acceptance/connexity/stub_tables.py``);
 - ``Raw(text)``: the text as it is (a simulated user's message);
+- ``ToolCalls([(name, arguments), ...])``: an answer that calls those tools;
 - a callable: called with the request, its result answered as above.
 
 No key found raises, so a wrong prompt fails the test loudly (the last user message is kept
@@ -41,6 +42,10 @@ Expand = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 class Raw(str):
     """A value answered as plain text."""
+
+
+class ToolCalls(list):  # type: ignore[type-arg]
+    """A value answered as tool calls: ``ToolCalls([("get_span", {"span_id": "..."})])``."""
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -102,10 +107,19 @@ class StubJudge:
         key, text = self.key_for(request)
         self.calls[key] += 1
         self.prompts.append(text)
-        content = self.render(self.table[key], request)
+        value = self.table[key]
+        if callable(value):
+            value = value(request)
+        message: dict[str, Any] = {"role": "assistant"}
+        if isinstance(value, ToolCalls):
+            message.update(content=None, tool_calls=[
+                {"id": f"call_{len(self.requests)}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(arguments)}}
+                for i, (name, arguments) in enumerate(value)])
+        else:
+            message["content"] = self.render(value, request)
         return {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": content}}],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
     def render(self, value: Any, request: dict[str, Any]) -> str:
@@ -124,4 +138,4 @@ class StubJudge:
         return str(value)
 
 
-__all__ = ["INVALID", "Raw", "StubJudge", "last_user_text", "message_text"]
+__all__ = ["INVALID", "Raw", "StubJudge", "ToolCalls", "last_user_text", "message_text"]

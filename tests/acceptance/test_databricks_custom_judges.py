@@ -127,13 +127,15 @@ def test_expectations_render_as_the_rows_own_dict() -> None:
     assert stub.total == 1
 
 
-def test_trace_renders_the_spans_as_json() -> None:
+def test_trace_renders_the_spans_as_json_without_tools() -> None:
+    """With ``max_tool_calls=0`` the trace is put in the prompt as JSON (with tools, the
+    default, the judge reads it through them: tests/acceptance/test_mlflow3_trace_judge.py)."""
     stub = judge({"⟦tr⟧": answer("yes")})
     spans = [{"name": "agent", "span_id": "s1", "attributes": {"input.value": "⟦tr⟧ q"}},
              {"name": "search", "span_id": "s2", "parent_id": "s1",
               "attributes": {"openinference.span.kind": "TOOL", "output.value": "found"}}]
     efficient = make_judge("efficient", "Was this run efficient? {{ trace }}",
-                           feedback_value_type=bool)
+                           feedback_value_type=bool, max_tool_calls=0)
     result = evaluate([{"request_id": "tr", "inputs": "q", "outputs": "a", "trace": spans}],
                       scorers=[efficient], naming="mlflow")
     rendered = json.loads(section(stub.prompts[0], "trace"))
