@@ -87,3 +87,19 @@ def test_usage_totals_match_a_sum_by_plus_and_an_unknown_cost_stays_unknown() ->
     bar.start(1, 0)
     bar.advance(record)
     assert (bar.usage.calls, bar.usage.cached_calls, bar.usage.cost) == (3, 1, 0.75)
+
+
+def test_each_run_of_a_command_counts_on_its_own_bar() -> None:
+    """A command that makes several runs (an alignment: learn, then before and after) gets a
+    bar per run; cases not yet shown go to their own run's bar, never to the next one's."""
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    bar = ProgressBar(console, "suite")
+    bar.refresh_seconds = 3600  # nothing is shown until the bar is told to
+    with bar:
+        bar.start(8, 0)
+        for i in range(8):
+            bar.advance(record(i))
+        bar.start(4, 0)
+        for i in range(4):
+            bar.advance(record(i))
+    assert [int(t.completed) for t in bar._progress.tasks] == [8, 4]

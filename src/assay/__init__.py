@@ -24,6 +24,8 @@ _EXPORTS: dict[str, str] = {
     "rescore_async": "assay.run.evaluate",
     "resume": "assay.run.evaluate",
     "resume_async": "assay.run.evaluate",
+    "align": "assay.run.align",
+    "align_async": "assay.run.align",
     "calibrate": "assay.run.calibrate",
     "calibrate_async": "assay.run.calibrate",
     "CalibrationReport": "assay.calibration.report",
@@ -93,6 +95,8 @@ __all__ = [
     "Verdict",
     "__version__",
     "aggregate",
+    "align",
+    "align_async",
     "calibrate",
     "calibrate_async",
     "compare",
@@ -133,6 +137,7 @@ if TYPE_CHECKING:
     from assay.judges.code.python_scorer import scorer
     from assay.judges.feedback import Feedback
     from assay.llm import EngineConfig, JudgeEngine, register_service
+    from assay.run.align import align, align_async
     from assay.run.calibrate import calibrate, calibrate_async
     from assay.run.evaluate import (
         evaluate,

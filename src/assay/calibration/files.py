@@ -44,6 +44,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "guidelines": ("guidelines", "criteria", "rubric"),
     "group": ("group", "subset", "category"),
     "ratings": ("ratings",),
+    "rationale": ("rationale", "comment", "reason", "explanation"),
 }
 """Each item field and the column names that mean it, first match wins."""
 
@@ -134,6 +135,8 @@ def load_labelled(data: Any, *, kind: Kind | None = None, label: str = "label",
             guidelines=_texts(values.get("guidelines"), where, "guidelines"),
             label=value, ratings=ratings,
             group=str(values["group"]) if values.get("group") is not None else None,
+            rationale=str(values["rationale"]) if values.get("rationale") not in (None, "")
+            else None,
             file=where.file, record=where.record, line=where.line))
     level = {"pairwise": "nominal", "binary": "nominal", "ordinal": "ordinal",
              "score": "interval"}[chosen]

@@ -46,6 +46,9 @@ async def calibration_failures(gate: CalibrationGate, evaluators: Sequence[Evalu
             continue
         report = found.report
         where = f"calibration {found.id} on {found.set_name}"
+        if report.alignment is not None:
+            where += (f" (the aligned judge of alignment {report.alignment.id}, measured on "
+                      f"{len(report.alignment.held_out)} labels it did not learn from)")
         for name, statistic, minimum in (("kappa", report.kappa, gate.min_kappa),
                                          ("accuracy", report.accuracy, gate.min_accuracy)):
             failure = _below(name, statistic, minimum, who, where)
@@ -98,6 +101,12 @@ def _missing(gate: CalibrationGate, evaluator: Evaluator, identity: JudgeIdentit
                                 set_name=gate.set, limit=1) or \
         calibrations.find(store, judge_type=evaluator.type, set_name=gate.set, limit=1)
     on = f" on {gate.set}" if gate.set else ""
+    note = earlier[0].report.alignment if earlier else None
+    if note is not None and note.base_key == identity.key:
+        return (f"{who} has no calibration{on} of its own: calibration {earlier[0].id} "
+                f"measured the judge aligned from it (alignment {note.id}, key "
+                f"{earlier[0].judge_key[:16]}), a different version. Judge with that version "
+                f"(assay align --output writes it), or calibrate this one: {how}")
     if earlier:
         old = earlier[0]
         changes = identity.changes_from(old.report.judge) or ["the judge changed"]

@@ -86,6 +86,9 @@ class LabelledItem(BaseModel):
     ratings: list[str | float] | None = Field(
         default=None, description="each human's own label, where the set keeps them")
     group: str | None = None
+    rationale: str | None = Field(
+        default=None, description="why the human gave the label (a reviewer's comment): an "
+        "aligned judge is shown it with the example")
     file: str = ""
     record: int | None = None
     line: int | None = None

@@ -107,6 +107,21 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+async def probe_requests(evaluator: Evaluator, *, default_model: str | None = None,
+                         judge_model: str | None = None, override_model: str | None = None
+                         ) -> list[tuple[str, ChatRequest]]:
+    """The requests ``evaluator`` would send for the probe case, each with its model as
+    shown; nothing is sent (none for an evaluator that calls no model)."""
+    if not evaluator.models():
+        return []
+    # The recorder opens no connection, so it has nothing to close (closing it would
+    # close the loop's shared HTTP session under a run in progress).
+    recorder = _Recorder(default_model or EngineConfig().default_model)
+    ctx = EvalContext(recorder, judge_model=judge_model, override_model=override_model)
+    await evaluator.evaluate(PROBE_CASE, PROBE_EXECUTION, ctx)
+    return recorder.requests
+
+
 async def judge_identity(evaluator: Evaluator, *, default_model: str | None = None,
                          judge_model: str | None = None,
                          override_model: str | None = None) -> JudgeIdentity:
@@ -114,14 +129,8 @@ async def judge_identity(evaluator: Evaluator, *, default_model: str | None = No
     is the run's (or its target's) judge, ``override_model`` the ``--judge-model`` override,
     ``default_model`` the engine's default."""
     settings = settings_of(evaluator)
-    requests: list[tuple[str, ChatRequest]] = []
-    if evaluator.models():
-        # The recorder opens no connection, so it has nothing to close (closing it would
-        # close the loop's shared HTTP session under a run in progress).
-        recorder = _Recorder(default_model or EngineConfig().default_model)
-        ctx = EvalContext(recorder, judge_model=judge_model, override_model=override_model)
-        await evaluator.evaluate(PROBE_CASE, PROBE_EXECUTION, ctx)
-        requests = recorder.requests
+    requests = await probe_requests(evaluator, default_model=default_model,
+                                    judge_model=judge_model, override_model=override_model)
     keys = sorted(request_key(model, request) for model, request in requests)
     prompts = sorted(_digest(request.get("messages")) for _, request in requests)
     schemas = sorted(_digest([request.get(k) for k in ("response_format", "tools",

@@ -126,6 +126,21 @@ class AnchorFigure(_Model):
     source: str
 
 
+class AlignmentNote(_Model):
+    """The alignment a calibration measured (``assay align``): the judge aligned from the one
+    with ``base_key`` on ``learned`` items, measured on ``held_out`` items it never saw, with
+    the base judge's figures on the same items and each figure's change (a paired interval)."""
+
+    id: str
+    base_key: str
+    learned: int
+    held_out: list[str] = Field(default_factory=list)
+    examples: list[str] = Field(default_factory=list)
+    guidance: str | None = None
+    before: dict[str, Statistic] = Field(default_factory=dict)
+    improvement: dict[str, Statistic] = Field(default_factory=dict)
+
+
 class CalibrationReport(_Model):
     """One calibration of one judge on one labelled set."""
 
@@ -147,6 +162,9 @@ class CalibrationReport(_Model):
     anchors: list[AnchorFigure] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     bootstrap: dict[str, Any] = Field(default_factory=dict)
+    alignment: AlignmentNote | None = Field(
+        default=None, description="set when this calibration measured an aligned judge on "
+        "the labels held out from its alignment")
 
     @property
     def kappa(self) -> Statistic | None:
@@ -238,6 +256,11 @@ def text_lines(report: CalibrationReport) -> list[str]:
             value = anchor.value if isinstance(anchor.value, str) else \
                 figure(anchor.metric, anchor.value)
             lines.append(f"  {anchor.metric} {value}: {anchor.judge} ({anchor.source})")
+    if report.alignment is not None:
+        aligned = report.alignment
+        lines.append(f"aligned judge: alignment {aligned.id} of the judge keyed "
+                     f"{aligned.base_key[:16]}, learned from {aligned.learned} label(s), "
+                     f"measured here on {len(aligned.held_out)} it never saw")
     for note in report.notes:
         lines.append(f"note: {note}")
     return lines

@@ -4,7 +4,7 @@ import importlib
 
 from assay.cli.app import app
 
-COMMANDS = ("calibrate", "judge", "run", "runs", "validate", "baseline", "eval_cmd",
+COMMANDS = ("calibrate", "align", "judge", "run", "runs", "validate", "baseline", "eval_cmd",
             "authoring", "report", "serve")
 """The modules that define commands; each imports the library only inside its commands, so
 building the command line costs little more than typer itself."""

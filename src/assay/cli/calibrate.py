@@ -25,6 +25,29 @@ from assay.cli.app import (
 )
 from assay.errors import ConfigError, EvaluationError
 
+JUDGE_OPTION = typer.Option(
+    None, "--judge", "-j", help="The judge: a YAML or JSON file holding one evaluator "
+    "config, inline JSON, or a type name [default: the set's own judge].")
+SUITE_OPTION = typer.Option(None, "--suite", help="Take the judge from this suite (with "
+                            "--evaluator NAME).")
+EVALUATOR_OPTION = typer.Option(None, "--evaluator", "-e",
+                                help="The evaluator's name in --suite or --run.")
+JUDGE_MODEL_OPTION = typer.Option(None, "--judge-model", envvar="ASSAY_JUDGE_MODEL",
+                                  help="The judge model (overrides the judge's own).")
+KIND_OPTION = typer.Option(None, "--kind", help="Your file's labels: pairwise, binary, "
+                           "ordinal or score [default: read from the data].")
+LABEL_OPTION = typer.Option("label", "--label", help="Your file's label column.")
+SCALE_OPTION = typer.Option(None, "--scale", help="Your labels' scale, e.g. 1-5.")
+STORE_OPTION = typer.Option(None, "--store", envvar="ASSAY_STORE_URL",
+                            help="Run store URL (where calibrations are kept).")
+CONCURRENCY_OPTION = typer.Option(8, "--concurrency", "-c", min=1,
+                                  help="Judge calls in flight at once.")
+CACHE_OPTION = typer.Option(None, "--cache", help="Judge response cache: use|refresh|off "
+                            "(default: $ASSAY_CACHE, else use).")
+RESAMPLES_OPTION = typer.Option(1000, "--resamples", min=0,
+                                help="Bootstrap resamples for the intervals (0: none).")
+"""Options ``assay calibrate`` and ``assay align`` share."""
+
 
 @app.command()
 @friendly_errors
@@ -32,37 +55,27 @@ def calibrate(
     data: str | None = typer.Argument(
         None, metavar="SET_OR_FILE", help="A built-in labelled set (see --list) or your "
         "labelled .jsonl, .json or .csv file."),
-    judge: str | None = typer.Option(
-        None, "--judge", "-j", help="The judge: a YAML or JSON file holding one evaluator "
-        "config, inline JSON, or a type name [default: the set's own judge]."),
-    suite: Path | None = typer.Option(None, "--suite", help="Take the judge from this suite "
-                                      "(with --evaluator NAME)."),
-    evaluator: str | None = typer.Option(None, "--evaluator", "-e",
-                                         help="The evaluator's name in --suite or --run."),
-    judge_model: str | None = typer.Option(None, "--judge-model", envvar="ASSAY_JUDGE_MODEL",
-                                           help="The judge model (overrides the judge's own)."),
+    judge: str | None = JUDGE_OPTION,
+    suite: Path | None = SUITE_OPTION,
+    evaluator: str | None = EVALUATOR_OPTION,
+    judge_model: str | None = JUDGE_MODEL_OPTION,
     metric: str | None = typer.Option(None, "--metric", help="Which human rating of a set "
                                       "that offers several."),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1,
                                      help="Judge only the first N items."),
-    kind: str | None = typer.Option(None, "--kind", help="Your file's labels: pairwise, "
-                                    "binary, ordinal or score [default: read from the data]."),
-    label: str = typer.Option("label", "--label", help="Your file's label column."),
-    scale: str | None = typer.Option(None, "--scale", help="Your labels' scale, e.g. 1-5."),
+    kind: str | None = KIND_OPTION,
+    label: str = LABEL_OPTION,
+    scale: str | None = SCALE_OPTION,
     run: str | None = typer.Option(None, "--run", help="Calibrate a stored run's scores "
                                    "(with --labels) instead of judging."),
     labels: Path | None = typer.Option(None, "--labels", help="With --run: a file of case_id "
                                        "and label columns."),
     resume: str | None = typer.Option(None, "--resume", help="Finish a stopped calibration "
                                       "run by id (same data and judge)."),
-    store: str | None = typer.Option(None, "--store", envvar="ASSAY_STORE_URL",
-                                     help="Run store URL (where calibrations are kept)."),
-    concurrency: int = typer.Option(8, "--concurrency", "-c", min=1,
-                                    help="Judge calls in flight at once."),
-    cache: str | None = typer.Option(None, "--cache", help="Judge response cache: "
-                                     "use|refresh|off (default: $ASSAY_CACHE, else use)."),
-    resamples: int = typer.Option(1000, "--resamples", min=0,
-                                  help="Bootstrap resamples for the intervals (0: none)."),
+    store: str | None = STORE_OPTION,
+    concurrency: int = CONCURRENCY_OPTION,
+    cache: str | None = CACHE_OPTION,
+    resamples: int = RESAMPLES_OPTION,
     seed: int = typer.Option(0, "--seed", help="The bootstrap's seed."),
     min_kappa: float | None = typer.Option(None, "--min-kappa", min=-1.0, max=1.0,
                                            help="Exit 1 when kappa is below this."),
@@ -114,20 +127,11 @@ def calibrate(
                           "command again (or with --resume RUN) to finish", highlight=False,
                           markup=False)
         raise typer.Exit(stop.code) from None
-    if as_json:
-        print(report.to_json())
-    else:
-        from assay.calibration.report import text_lines
-        from assay.report.safe_text import printable
+    from assay.calibration.report import figure, text_lines
 
-        for line in text_lines(report):
-            console.print(printable(line), highlight=False, markup=False, soft_wrap=True)
-        if report.run_id:
-            console.print(printable(f"calibration {report.id} stored in "
-                                    f"{_shown(store_url(store))}"),
-                          highlight=False, markup=False, soft_wrap=True)
-    from assay.calibration.report import figure
-
+    show(report.to_json() if as_json else None, [
+        *text_lines(report), *([f"calibration {report.id} stored in "
+                                f"{_shown(store_url(store))}"] if report.run_id else [])])
     failures = []
     kappa, accuracy = report.kappa, report.accuracy
     if min_kappa is not None and (kappa is None or kappa.value is None
@@ -149,6 +153,18 @@ def calibrate(
             raise typer.Exit(EXIT_USAGE) from None
     if failures:
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def show(as_json: str | None, lines: list[str]) -> None:
+    """A report on stdout: its JSON when given (``--json``), else its lines, each made safe
+    for the terminal."""
+    if as_json is not None:
+        print(as_json)
+        return
+    from assay.report.safe_text import printable
+
+    for line in lines:
+        console.print(printable(line), highlight=False, markup=False, soft_wrap=True)
 
 
 class _Quiet:

@@ -76,6 +76,10 @@ class ProgressBar:
         self._progress.stop()
 
     def start(self, total: int, done: int, label: str = "") -> None:
+        """A bar for a run of ``total`` cases (``done`` already); a later run of the same
+        command (a calibration's, an alignment's) gets a bar of its own, the cases counted
+        for the one before given to it first."""
+        self._show()
         if label:
             self._label = for_terminal(label)
         self._task = self._progress.add_task(self._label, total=total, completed=done,
@@ -102,7 +106,7 @@ class ProgressBar:
         if now - self._last_plain > 10 and not self.console.is_terminal:
             self._last_plain = now
             self._show(now)
-            task = self._progress.tasks[0] if self._progress.tasks else None
+            task = self._progress.tasks[-1] if self._progress.tasks else None
             if task is not None:
                 self.console.print(f"{int(task.completed)}/{int(task.total or 0)} cases, "
                                    f"{self._status()}", highlight=False)

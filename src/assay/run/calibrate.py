@@ -152,45 +152,86 @@ async def calibrate_async(
         raise ConfigError(f"{labelled.name}: give the judge to calibrate (judge=, or --judge "
                           "FILE): this data has no default judge")
     built = as_evaluator(chosen, "judge")
+    labelled, dropped = not_learned(labelled, built)
     check_fit(labelled, built)
-    try:
-        config = RunConfig(concurrency=concurrency, judge_model=judge_model, cache=cache,
-                           retry=retry or RetryPolicy(),
-                           gates=Gates(max_failed=None, max_errors=None))
-    except ValidationError as exc:
-        raise settings_error(exc) from None
+    config = calibration_config(concurrency, judge_model, cache, retry)
     own_engine = engine is None
     if engine is None:
-        engine = JudgeEngine(EngineConfig(concurrency=concurrency, retry=config.retry,
-                                          cache_mode=cache))
-        if judge_model:
-            engine.config.default_model = judge_model
+        engine = calibration_engine(config, judge_model)
     try:
         identity = await judge_identity(built, default_model=engine.config.default_model,
                                         judge_model=suite_judge_model,
                                         override_model=judge_model)
-        items = calibration_suite(labelled, built, suite_judge_model)
         hook = None if on_inputs is None else _adding(on_inputs, own)
         if resume is not None:
-            result = await resume_run(resume, store=run_store, data=items, progress=progress,
-                                      judge_model=judge_model, concurrency=concurrency,
-                                      on_inputs=hook)
+            result = await resume_run(resume, store=run_store, data=calibration_suite(
+                labelled, built, suite_judge_model), progress=progress,
+                judge_model=judge_model, concurrency=concurrency, on_inputs=hook)
+            by_id = {r.case_id: r for r in result.records if r.repeat == 0}
+            judged: list[Judged] = [(item, _score_of(by_id.get(item.id), built.name))
+                                    for item in labelled.items]
+            run_id = result.run_id
         else:
-            result = await evaluate_async(items, config=config, store=run_store,
-                                          engine=engine, progress=progress, on_inputs=hook)
+            judged, run_id = await judge_labelled(
+                labelled, built, config=config, engine=engine, store=run_store,
+                progress=progress, judge_model=suite_judge_model, on_inputs=hook)
     finally:
         if own_engine:
             await engine.aclose()
-    by_id = {r.case_id: r for r in result.records if r.repeat == 0}
-    judged: list[Judged] = [(item, _score_of(by_id.get(item.id), built.name))
-                            for item in labelled.items]
-    report = analyse(labelled, judged, identity, passes=_passes(built),
-                     report_id=new_calibration_id(), run_id=result.run_id,
+    report = analyse(labelled, judged, identity, passes=passes_of(built),
+                     report_id=new_calibration_id(), run_id=run_id,
                      resamples=resamples, level=level, seed=seed)
-    _demo_notes(report, identity)
+    demo_notes(report, identity)
+    if dropped:
+        report.notes.append(f"{dropped} item(s) the aligned judge learned from were left out "
+                            "(it is measured only on labels it never saw)")
     if save:
         calibrations.save(run_store, report)
     return report
+
+
+def calibration_config(concurrency: int, judge_model: str | None, cache: CacheMode | None,
+                       retry: RetryPolicy | None) -> RunConfig:
+    """The config of a calibration run: no gate of its own (its figures are the result)."""
+    try:
+        return RunConfig(concurrency=concurrency, judge_model=judge_model, cache=cache,
+                         retry=retry or RetryPolicy(),
+                         gates=Gates(max_failed=None, max_errors=None))
+    except ValidationError as exc:
+        raise settings_error(exc) from None
+
+
+def calibration_engine(config: RunConfig, judge_model: str | None) -> JudgeEngine:
+    engine = JudgeEngine(EngineConfig(concurrency=config.concurrency, retry=config.retry,
+                                      cache_mode=config.cache))
+    if judge_model:
+        engine.config.default_model = judge_model
+    return engine
+
+
+def not_learned(labelled: LabelledSet, judge: Evaluator) -> tuple[LabelledSet, int]:
+    """``labelled`` without the items an aligned ``judge`` learned from (see
+    :func:`assay.calibration.alignment.without_learned`), and how many were dropped."""
+    aligned = getattr(judge, "aligned", None)
+    if aligned is None or not aligned.learned_ids:
+        return labelled, 0
+    from assay.calibration.alignment import without_learned
+
+    return without_learned(labelled, aligned.learned_ids)
+
+
+async def judge_labelled(labelled: LabelledSet, judge: Evaluator, *, config: RunConfig,
+                         engine: JudgeEngine, store: RunStore, progress: Progress | None = None,
+                         judge_model: str | None = None,
+                         on_inputs: OnInputs | None = None) -> tuple[list[Judged], str]:
+    """``judge``'s score of every labelled item (None where it has none), by one run of the
+    items as a suite (:func:`calibration_suite`), and the run's id."""
+    items = calibration_suite(labelled, judge, judge_model)
+    result = await evaluate_async(items, config=config, store=store, engine=engine,
+                                  progress=progress, on_inputs=on_inputs)
+    by_id = {r.case_id: r for r in result.records if r.repeat == 0}
+    return [(item, _score_of(by_id.get(item.id), judge.name)) for item in labelled.items], \
+        result.run_id
 
 
 def _own_files(data: Any, labels: Path | None) -> dict[Path, str]:
@@ -297,7 +338,7 @@ def _score_of(record: CaseRecord | None, name: str) -> Score | None:
     return record.score_named(name) if record is not None else None
 
 
-def _passes(judge: Evaluator) -> Any:
+def passes_of(judge: Evaluator) -> Any:
     def passes(score: Score) -> bool:
         if score.passed is not None:
             return score.passed
@@ -305,7 +346,7 @@ def _passes(judge: Evaluator) -> Any:
     return passes
 
 
-def _demo_notes(report: CalibrationReport, identity: JudgeIdentity) -> None:
+def demo_notes(report: CalibrationReport, identity: JudgeIdentity) -> None:
     """The notes on the calibrated judge's models first (a demo or fake model is no real
     judge), and what to expect of the demo model's agreement."""
     notes = judge_notes(identity.models)
@@ -390,11 +431,11 @@ async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | 
                                     else None, override_model=override)
     judged: Sequence[Judged] = [(item, _score_of(records.get(item.id), built.name))
                                 for item in items]
-    report = analyse(labelled, judged, identity, passes=_passes(built),
+    report = analyse(labelled, judged, identity, passes=passes_of(built),
                      report_id=new_calibration_id(), run_id=stored.id, resamples=resamples,
                      level=level, seed=seed)
     report.notes.append(f"scores of stored run {stored.id}; no judge was called")
-    _demo_notes(report, identity)
+    demo_notes(report, identity)
     if save:
         calibrations.save(run_store, report)
     return report

@@ -351,7 +351,7 @@ class InstructionsJudge(AgentJudge):
         trace in the prompt)."""
         shown = {**values, "trace": reader.overview()}
         user = render(self.instructions, {k: delimit(k, v) for k, v in shown.items()})
-        messages = [{"role": "system", "content": SYSTEM + TOOLS_NOTE},
+        messages = [{"role": "system", "content": self.system_prompt(SYSTEM + TOOLS_NOTE)},
                     {"role": "user", "content": user}]
         result, loop = await ask_with_trace(
             ctx.engine, messages, schema, reader, model=ctx.model(self.model),

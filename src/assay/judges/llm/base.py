@@ -5,9 +5,10 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from assay.judges.base import EvalContext, Evaluator
+from assay.judges.llm.templates import delimit
 from assay.llm.structured import StructuredResult, ask_structured
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -31,6 +32,37 @@ DATA_NOT_INSTRUCTIONS = (
 )
 
 
+class JudgeExample(BaseModel):
+    """A case human reviewers judged, shown to an aligned judge as an example to follow."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    input: Any = None
+    output: Any = None
+    output_2: Any = None
+    reference: Any = None
+    label: str
+    reason: str | None = None
+
+
+class Alignment(BaseModel):
+    """Where an aligned judge comes from: the alignment, the judge it was made from (by
+    key) and the labelled items it learned from, which no calibration of it may use."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    base_key: str
+    set_name: str
+    learned_ids: list[str] = Field(default_factory=list)
+
+
+ALIGNMENT_HEADER = ("Human reviewers checked this judge's earlier verdicts. Their guidance "
+                    "below, and their verdicts on the examples, are the standard to follow "
+                    "where your own reading differs.")
+
+
 class LLMEvaluator(Evaluator):
     """An evaluator that asks a judge model; ``model`` None means the run's judge model.
 
@@ -47,9 +79,34 @@ class LLMEvaluator(Evaluator):
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int | None = Field(default=None, gt=0)
     seed: int | None = None
+    guidance: str | None = Field(
+        default=None, description="instructions learned from human labels (assay align), "
+        "added to the judge's instructions")
+    examples: list[JudgeExample] = Field(
+        default_factory=list, description="cases humans judged, shown to the judge as "
+        "examples (assay align)")
+    aligned: Alignment | None = Field(
+        default=None, description="set by assay align: the alignment this judge comes from")
 
     def models(self) -> list[str | None]:
         return [self.model]
+
+    def system_prompt(self, system: str) -> str:
+        """``system`` with what the judge learned from human labels, when it was aligned:
+        the guidance, then the examples (each framed as data, its human verdict after it)."""
+        if not self.guidance and not self.examples:
+            return system
+        parts = [system, "", ALIGNMENT_HEADER]
+        if self.guidance:
+            parts += ["", "Guidance:", self.guidance.strip()]
+        for number, example in enumerate(self.examples, 1):
+            shown = {k: v for k, v in (("input", example.input), ("output", example.output),
+                                       ("second output", example.output_2),
+                                       ("reference", example.reference)) if v is not None}
+            verdict = f"Human verdict: {example.label}" + \
+                (f" ({example.reason})" if example.reason else "")
+            parts += ["", f"Example {number}:", delimit("example", shown), verdict]
+        return "\n".join(parts)
 
     async def evaluate(self, case: Case, execution: Execution, ctx: EvalContext) -> Score:
         """The score, keeping the judge's last request and answer in ``details``
@@ -74,7 +131,7 @@ class LLMEvaluator(Evaluator):
     async def ask(self, ctx: EvalContext, system: str, user: str,
                   schema: type[T], *, top_logprobs: int | None = None) -> StructuredResult[T]:
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system},
+            {"role": "system", "content": self.system_prompt(system)},
             {"role": "user", "content": user},
         ]
         result = await ask_structured(
