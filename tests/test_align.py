@@ -204,3 +204,20 @@ def test_assay_align_command(tmp_path: Path) -> None:
     refused = CliRunner().invoke(app, ["align", str(LABELS), "-j", '{"type": "correctness"}',
                                        "--judge-model", "custom:stub", "-o", str(LABELS)])
     assert refused.exit_code == 2 and "--output" in refused.output
+
+
+def test_settings_added_for_alignment_leave_other_judges_keys_as_they_were() -> None:
+    """guidance, examples, aligned (and retrieval_per, max_tool_calls) are recorded and keyed
+    only when set: a judge that uses none of them has the spec and the calibration key it
+    had before they existed, so its stored runs and calibrations still match."""
+    from assay.calibration.key import settings_of
+    from assay.judges.registry import build
+
+    for spec in ({"type": "correctness"}, {"type": "make_judge",
+                                           "instructions": "Rate {{ outputs }}"}):
+        judge = build(spec)
+        added = {"guidance", "examples", "aligned", "retrieval_per", "max_tool_calls"}
+        assert not added & set(judge.spec().params)
+        assert not added & set(settings_of(judge))
+    aligned = build({"type": "correctness", "guidance": "- Be strict."})
+    assert aligned.spec().params["guidance"] == "- Be strict."

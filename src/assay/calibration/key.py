@@ -91,7 +91,8 @@ def _digest(value: Any) -> str:
 def settings_of(evaluator: Evaluator) -> dict[str, Any]:
     """The evaluator's settings that decide its answers and verdicts, with every URL's
     password hidden (a password is not part of a judge, and is never stored)."""
-    dumped = evaluator.model_dump(mode="json", exclude=set(_NOT_IDENTITY),
+    dumped = evaluator.model_dump(mode="json",
+                                  exclude={*_NOT_IDENTITY, *evaluator.at_default()},
                                   fallback=lambda v: getattr(v, "__qualname__", repr(v)))
     found: dict[str, Any] = _redacted({"type": evaluator.type, **dumped})
     return found

@@ -59,6 +59,10 @@ class Evaluator(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     type: ClassVar[str] = ""
+    OMITTED_AT_DEFAULT: ClassVar[frozenset[str]] = frozenset()
+    """Settings left out of the recorded spec and the calibration key while they keep their
+    default: ones added after runs and calibrations were stored, so that an older run, and a
+    judge calibrated before, read the same as they did."""
     name: str = ""
     weight: float = Field(default=1.0, ge=0, description="this evaluator's share of the case "
                           "score; 0 reports the score without counting it")
@@ -79,9 +83,15 @@ class Evaluator(BaseModel):
     def spec(self) -> EvaluatorSpec:
         """This evaluator's type and parameters, as a run records them (enough to rebuild,
         re-score and audit it)."""
-        params = self.model_dump(mode="json", exclude={"name", "weight"},
+        params = self.model_dump(mode="json", exclude={"name", "weight", *self.at_default()},
                                  fallback=lambda v: getattr(v, "__qualname__", repr(v)))
         return EvaluatorSpec(name=self.name, type=self.type, weight=self.weight, params=params)
+
+    def at_default(self) -> set[str]:
+        """The settings of :attr:`OMITTED_AT_DEFAULT` that keep their default value."""
+        fields = type(self).model_fields
+        return {name for name in self.OMITTED_AT_DEFAULT if name in fields and
+                getattr(self, name) == fields[name].get_default(call_default_factory=True)}
 
     def models(self) -> list[str | None]:
         """The judge models this evaluator will call (None: the run's default); [] for none."""

@@ -105,6 +105,8 @@ class AgentJudge(LLMEvaluator):
     ASSESSMENT: ClassVar[str] = "ANSWER"
     MLFLOW_NAME: ClassVar[str] = ""
     NEEDS: ClassVar[tuple[str, ...]] = ("request", "response")
+    OMITTED_AT_DEFAULT: ClassVar[frozenset[str]] = \
+        LLMEvaluator.OMITTED_AT_DEFAULT | {"retrieval_per"}
     request_from_messages: RequestMode = Field(
         default="last", description="a chat request as its last message (last) or as the "
         "whole conversation (all)")

@@ -276,6 +276,8 @@ class InstructionsJudge(AgentJudge):
         "in the prompt instead of tools)")
     NEEDS: ClassVar[tuple[str, ...]] = ()
     ASSESSMENT: ClassVar[str] = "METRIC"
+    OMITTED_AT_DEFAULT: ClassVar[frozenset[str]] = \
+        AgentJudge.OMITTED_AT_DEFAULT | {"max_tool_calls"}
 
     @field_validator("instructions")
     @classmethod

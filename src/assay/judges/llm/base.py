@@ -74,6 +74,8 @@ class LLMEvaluator(Evaluator):
 
     response_name: ClassVar[str | None] = None
     tool_name: ClassVar[str | None] = None
+    OMITTED_AT_DEFAULT: ClassVar[frozenset[str]] = frozenset({"guidance", "examples",
+                                                              "aligned"})
 
     model: str | None = None
     temperature: float = Field(default=0.0, ge=0, le=2)
