@@ -9,6 +9,8 @@ The traces in ``databricks/mlflow3_*.json`` were written by mlflow 3.17.2 itself
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -229,3 +231,23 @@ def test_retrieval_per_row_is_the_default() -> None:
     assert m["retrieval_groundedness/mean"] == 0.0
     assert m["retrieval_relevance/precision/mean"] == pytest.approx(2 / 3, abs=1e-12)
     assert stub.total == 4 and not stub.unmatched
+
+
+def test_a_run_stored_before_a_setting_existed_compares_with_one_that_has_it(
+        tmp_path: Path) -> None:
+    """A run recorded by an older assay has no ``retrieval_per`` (nor any setting added
+    since): it had the default, so comparing it with a new run is not refused as a change of
+    verdict settings."""
+    store = f"sqlite:///{tmp_path}/runs.db"
+    rows = [{"request_id": f"r{i}", "request": f"⟦s{i}⟧ q", "response": "a"} for i in range(3)]
+    judge({"⟦s": "yes"})
+    old = evaluate(rows, judges=["safety"], naming="databricks", store=store)
+    new = evaluate(rows, judges=["safety"], naming="databricks", store=store)
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        (config,) = db.execute("select config from runs where id = ?", (old.run_id,)).fetchone()
+        recorded = json.loads(config)
+        del recorded["run"]["retrieval_per"]
+        db.execute("update runs set config = ? where id = ?", (json.dumps(recorded), old.run_id))
+    comparison = assay.compare(old.run_id, new.run_id, store=store)
+    assert not any("retrieval_per" in str(c.field) for c in comparison.config_diff
+                   .run_config_changes)

@@ -11,11 +11,13 @@ comparison is flagged ``comparable: false`` with the reasons (and refused under
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.types.config import RunConfig
 from assay.types.records import RunSnapshot
 
 DIFF_CHARS = 5000
@@ -193,13 +195,27 @@ def _judge_settings(snapshot: RunSnapshot) -> dict[str, Any]:
     return found
 
 
+def _settings(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's recorded settings that decide what its results mean, each one the run does
+    not record (a setting added since it was stored) at its default, which is what the run
+    had: a newer run is not told apart from an older one by a setting neither changed."""
+    defaults = _run_defaults()
+    return {k: v for k, v in {**defaults, **run}.items() if k not in IGNORED_RUN_KEYS and
+            (k in run or v is not None)}
+
+
+@functools.cache
+def _run_defaults() -> dict[str, Any]:
+    found: dict[str, Any] = RunConfig().model_dump(mode="json")
+    return found
+
+
 def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: set[str],
                 candidate_cases: set[str]) -> ConfigDiff:
     """What differs between two runs' snapshots and case sets."""
     b_extra, c_extra = baseline.model_extra or {}, candidate.model_extra or {}
     b_agent, c_agent = b_extra.get("agent") or {}, c_extra.get("agent") or {}
-    b_run = {k: v for k, v in baseline.run.items() if k not in IGNORED_RUN_KEYS}
-    c_run = {k: v for k, v in candidate.run.items() if k not in IGNORED_RUN_KEYS}
+    b_run, c_run = _settings(baseline.run), _settings(candidate.run)
     run_changes = [change for key in sorted(set(b_run) | set(c_run))
                    if key not in ("judge_model", "scoring")
                    if (change := _change(f"run.{key}", b_run.get(key), c_run.get(key)))]
