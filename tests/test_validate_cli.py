@@ -70,8 +70,8 @@ BROKEN: list[tuple[str, str, str]] = [
         evalcases: [{id: a, input: x}]
         """,
      "5:7: unknown key 'temprature' for evaluator type 'llm_judge' (expected: one of type, "
-     "name, weight, threshold, required, model, temperature, max_tokens, seed, prompt, "
-     "uses_answer, prompt_script, config, cwd, timeout_s)"),
+     "name, weight, threshold, required, model, temperature, max_tokens, seed, guidance, "
+     "examples, aligned, prompt, uses_answer, prompt_script, config, cwd, timeout_s)"),
     ("unknown evaluator type", """
         execution:
           evaluators:
