@@ -190,7 +190,10 @@ def test_assay_align_command(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "learned from 8 item(s) (4 disagreement(s) with the humans); measured on 4 " \
            "held-out item(s)" in result.output
-    assert "accuracy" in result.output and "0.500" in result.output
+    accuracy = next(line for line in result.output.splitlines() if "accuracy" in line)
+    # a rate is a percent, its change in points, a coefficient's change signed
+    assert "50.0%" in accuracy and "+50.0 pt" in accuracy
+    assert "+1.000" in next(line for line in result.output.splitlines() if "kappa" in line)
     aligned = yaml.safe_load(judge_file.read_text())
     assert aligned["type"] == "correctness" and aligned["guidance"] == GUIDANCE
     assert json.loads(report_file.read_text())["held_out_ids"] == \

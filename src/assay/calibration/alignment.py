@@ -349,17 +349,13 @@ def text_lines(report: AlignmentReport) -> list[str]:
         change = report.improvement.get(name)
         lines.append(f"  {TITLES.get(name, name):<28} {stat_text(before) if before else '-'}"
                      f"  /  {stat_text(after)}" +
-                     (f"  /  {_signed(stat_text(change))}" if change else ""))
+                     (f"  /  {stat_text(change, change=True)}" if change else ""))
     for name, change in report.improvement.items():
         if name not in report.after.statistics:
             lines.append(f"  {TITLES.get(name, name.replace('_', ' ')):<28} change "
-                         f"{_signed(stat_text(change))}")
+                         f"{stat_text(change, change=True)}")
     lines.append(f"aligned judge key {judge.key[:16]}; its held-out calibration "
                  f"{report.after.id}")
     for note in report.notes:
         lines.append(f"note: {note}")
     return lines
-
-
-def _signed(text: str) -> str:
-    return text if text.startswith(("-", "u")) else f"+{text}"

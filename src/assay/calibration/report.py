@@ -197,14 +197,24 @@ def figure(name: str, value: float | None) -> str:
     return numbers.percent(value)
 
 
-def stat_text(stat: Statistic) -> str:
-    """``0.612 [0.540, 0.680]``, ``81.2% [74.0%, 87.0%]``, or ``undefined: why``."""
+def change_figure(name: str, value: float | None) -> str:
+    """A change of the figure named ``name``: a rate's in points (``+12.0 pt``), a
+    coefficient's signed (``+0.120``)."""
+    if name in DIFFERENCES or not (name in COEFFICIENTS or name.startswith("kappa")):
+        return numbers.percent_points(value)
+    return numbers.score_delta(value)
+
+
+def stat_text(stat: Statistic, change: bool = False) -> str:
+    """``0.612 [0.540, 0.680]``, ``81.2% [74.0%, 87.0%]``, or ``undefined: why``; with
+    ``change`` the statistic is a difference of two (``+12.0 pt [+2.0 pt, +20.0 pt]``)."""
     if stat.value is None:
         return stat.undefined or "undefined"
-    interval = f"  [{figure(stat.name, stat.low)}, {figure(stat.name, stat.high)}]" \
+    shown = change_figure if change else figure
+    interval = f"  [{shown(stat.name, stat.low)}, {shown(stat.name, stat.high)}]" \
         if stat.low is not None else ""
     note = f"  ({stat.note})" if stat.note else ""
-    return f"{figure(stat.name, stat.value)}{interval}{note}"
+    return f"{shown(stat.name, stat.value)}{interval}{note}"
 
 
 def text_lines(report: CalibrationReport) -> list[str]:
