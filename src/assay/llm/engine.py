@@ -21,6 +21,7 @@ import asyncio
 import random
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,7 @@ from assay.llm.cache import ResponseCache, cache_key
 from assay.llm.models import KEY_ENV_VARS, ModelSpec, parse_model
 from assay.llm.pricing import PriceTable
 from assay.llm.providers import Provider, close_http_session, create_provider
-from assay.llm.rate_limits import ModelLimiter
+from assay.llm.rate_limits import Admission, ModelLimiter
 from assay.llm.types import (
     DRY_RUN,
     BadResponse,
@@ -86,7 +87,10 @@ class JudgeEngine:
         self.cache_problem: str | None = None
         self._providers: dict[str, Provider] = {}
         self._by_string: dict[str, Provider] = {}
-        self._limiters: dict[str, ModelLimiter] = {}
+        self._limiters: dict[str, Admission] = {}
+        self.admission: Callable[[str], Admission] | None = None
+        """Where calls of a model are admitted when not here: a cluster's shared limiter,
+        so workers together keep a provider's limits (None: this process's own)."""
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._preflighted: set[str] = set()
         self._identities: dict[Provider, dict[str, Any]] = {}
@@ -339,12 +343,15 @@ class JudgeEngine:
         shown = provider.spec.display
         est.by_model[shown] = est.by_model.get(shown, 0) + 1
 
-    def _limiter(self, name: str) -> ModelLimiter:
+    def _limiter(self, name: str) -> Admission:
         limiter = self._limiters.get(name)
         if limiter is None:
-            limit = self.config.rate_limits.get(name) or self.config.rate_limits.get(
-                name.split(":", 1)[-1])
-            limiter = ModelLimiter(limit, self.config.concurrency)
+            if self.admission is not None:
+                limiter = self.admission(name)
+            else:
+                limit = self.config.rate_limits.get(name) or self.config.rate_limits.get(
+                    name.split(":", 1)[-1])
+                limiter = ModelLimiter(limit, self.config.concurrency)
             self._limiters[name] = limiter
         return limiter
 

@@ -12,8 +12,19 @@ import asyncio
 import collections
 import contextlib
 import time
+from typing import Protocol
 
 from assay.types.engine_config import RateLimit
+
+
+class Admission(Protocol):
+    """What the engine asks before and after each call of a model: this process's
+    :class:`ModelLimiter`, or one shared by a whole cluster (:mod:`assay.run.ray_executor`)."""
+
+    async def acquire(self, tokens: int, timeout: float | None = None) -> None: ...
+
+    async def release(self, *, throttled: bool = False,
+                      retry_after: float | None = None) -> None: ...
 
 
 class ModelLimiter:
