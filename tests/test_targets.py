@@ -156,7 +156,7 @@ def test_targets_file_problems_are_all_located(tmp_path: Path) -> None:
         f"{path}:2:5: target 'a': missing 'command' or 'command_template' (expected: a "
         "command string or a list of arguments)",
         f"{path}:2:30: target 'a': unknown field 'comand' for this provider (expected: one of "
-        "name, provider, judge_target, workers, command, command_template, timeout_s, "
+        "name, provider, judge_target, workers, resources, command, command_template, timeout_s, "
         "timeout_seconds, cwd, env)",
         f"{path}:3:6: duplicate target name 'a' (first at line 2) (expected: each target "
         "name once)",

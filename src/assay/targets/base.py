@@ -44,6 +44,8 @@ class Target(ABC):
     timeout_s: float | None = None
     """The target's own bound on one run, when it has one; a run's default agent timeout
     (600 s) never cuts a longer one short."""
+    resources: dict[str, float] | None = None
+    """What a worker running this target asks a Ray cluster for (``{"GPU": 1}``)."""
     measures_latency: bool = True
     """Whether the time a call takes is the agent's latency. Outputs recorded elsewhere
     have only the latency they recorded: replaying them takes no agent's time."""

@@ -8,6 +8,7 @@ A targets file (``.assay/targets.yaml``, or AgentV's ``.agentv/targets.yaml``) l
         function: agent:run         # or a judge-engine model such as openai:gpt-4o-mini
         judge_target: judge         # optional: the target whose model judges this one
         workers: 4                  # optional: concurrent cases for this target
+        resources: {GPU: 1}         # optional: what a Ray worker running it asks for
       - name: api
         provider: http
         url: https://agent.example.com/chat
@@ -58,7 +59,7 @@ TARGETS_FILES = (".assay/targets.yaml", ".assay/targets.yml",
                  ".agentv/targets.yaml", ".agentv/targets.yml")
 """Where targets files are looked for in each directory, in order of preference."""
 
-COMMON_FIELDS = ("name", "provider", "judge_target", "workers")
+COMMON_FIELDS = ("name", "provider", "judge_target", "workers", "resources")
 TOLERATED_FIELDS = ("max_retries", "provider_batching")
 """AgentV target fields that mean nothing here but should not make a shared file invalid."""
 
@@ -136,6 +137,8 @@ class TargetConfig:
     provider: str
     judge_target: str | None = None
     workers: int | None = None
+    resources: dict[str, float] | None = None
+    """What a worker running this target asks a Ray cluster for (``{GPU: 1}``)."""
     settings: dict[str, Any] = field(default_factory=dict)
     written: dict[str, Any] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)
@@ -173,6 +176,8 @@ class TargetConfig:
             out["judge_target"] = self.judge_target
         if self.workers is not None:
             out["workers"] = self.workers
+        if self.resources is not None:
+            out["resources"] = dict(self.resources)
         out.update(_mask(self.written))
         return out
 
@@ -449,6 +454,7 @@ def build_target(config: TargetConfig | dict[str, Any], base_dir: Path | str,
     target.name = config.name
     target.workers = config.workers
     target.judge_target = config.judge_target
+    target.resources = dict(config.resources) if config.resources else None
     return target
 
 
@@ -593,6 +599,12 @@ def _target(raw: Any, path: tuple[Hashable, ...], source: SourceMap, log: Proble
         log.add((*path, "workers"), f"workers {workers!r} is not accepted",
                 CONCURRENCY.expected, value=True)
         ok = False
+    resources = raw.get("resources")
+    if resources is not None and not _resources_ok(resources):
+        log.add((*path, "resources"), f"resources {resources!r} is not accepted",
+                "a mapping of resource names (CPU, GPU, memory, or a custom one) to finite "
+                "numbers >= 0, such as {GPU: 1}", value=True)
+        ok = False
     written = {k: v for k, v in raw.items() if k not in COMMON_FIELDS}
     used: dict[str, str] = {}
     missing: list[tuple[tuple[Hashable, ...], str]] = []
@@ -608,6 +620,8 @@ def _target(raw: Any, path: tuple[Hashable, ...], source: SourceMap, log: Proble
         return None
     assert isinstance(name, str) and isinstance(provider, str)
     config = TargetConfig(name=name, provider=provider, judge_target=judge, workers=workers,
+                          resources={str(k): float(v) for k, v in resources.items()}
+                          if resources else None,
                           settings=settings, written=written, secrets=used,
                           source=Path(source.root.file), mark=source.locate(path),
                           missing_secrets=unset)
@@ -690,3 +704,10 @@ def _type_name(value: Any) -> str:
         return "null"
     return {bool: "a boolean", int: "a number", float: "a number", str: "text",
             list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+def _resources_ok(value: Any) -> bool:
+    """Whether ``value`` is what Ray takes as a task's resources."""
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and k and isinstance(v, int | float) and not isinstance(v, bool)
+        and math.isfinite(v) and v >= 0 for k, v in value.items())

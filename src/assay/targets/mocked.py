@@ -36,6 +36,7 @@ class MockedTarget(Target):
         self.judge_target = inner.judge_target
         self.timeout_s = inner.timeout_s
         self.measures_latency = inner.measures_latency
+        self.resources = inner.resources
 
     async def preflight(self) -> None:
         await self.inner.preflight()
