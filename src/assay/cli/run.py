@@ -145,6 +145,21 @@ def run(
     max_retries: int = typer.Option(0, "--max-retries", min=0,
                                     help="Times a failed run of the agent is tried again."),
     no_report: bool = typer.Option(False, "--no-report", help=NO_REPORT_HELP),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where cases run: local (this process) or ray (a Ray "
+        "cluster: $RAY_ADDRESS or --ray-address; results stored here either way)."),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="The Ray cluster to join [default: $RAY_ADDRESS, else a "
+        "local Ray]."),
+    ray_workers: int | None = typer.Option(
+        None, "--ray-workers", min=1, help="Worker actors on the cluster [default: one per "
+        "CPU]."),
+    judge_concurrency: int | None = typer.Option(
+        None, "--judge-concurrency", min=1, help="With --executor ray: calls in flight to "
+        "one judge model across the whole cluster [default: --concurrency]."),
+    target_concurrency: int | None = typer.Option(
+        None, "--target-concurrency", min=1, help="With --executor ray: runs of one target "
+        "in flight across the whole cluster [default: no limit]."),
     min_judge_kappa: float | None = typer.Option(
         None, "--min-judge-kappa", min=-1.0, max=1.0,
         help="Gate: every judge has a current calibration (assay calibrate) with kappa at "
@@ -167,6 +182,7 @@ def run(
         from assay.types.config import (
             CalibrationGate,
             Gates,
+            RayOptions,
             RunConfig,
             RunThresholds,
             Thresholds,
@@ -227,6 +243,10 @@ def run(
                 connexity_compat=connexity_compat, simulator_model=simulator_model,
                 case_ids=parse_eval_ids(eval_ids) if eval_ids is not None else None,
                 agent_timeout_s=agent_timeout, agent_retries=max_retries,
+                executor=executor,  # type: ignore[arg-type]
+                ray=RayOptions(address=ray_address, workers=ray_workers,
+                               judge_concurrency=judge_concurrency,
+                               target_concurrency=target_concurrency),
                 **_agent_options(judges, naming, quality_criteria, global_guideline,
                                  retrieval_per))
         except ValidationError as exc:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -48,6 +48,10 @@ from assay.types.config import CalibrationGate, RunConfig, settings_error
 from assay.types.engine_config import CacheMode, EngineConfig
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
+
+if TYPE_CHECKING:
+    from assay.llm.rate_limits import Admission
+    from assay.run.ray_executor import RayExecutor
 
 Data = Any
 """A suite path (EVAL.yaml, JSONL, CSV, Parquet, a UiPath project), a loaded :class:`Suite`,
@@ -655,6 +659,29 @@ class _DryRunTargets:
         return self.targets.replaying(name) or _BlankOutput()
 
 
+def case_runner(suite: Suite, config: RunConfig, given: Target | None = None,
+                owns_given: bool = False, *,
+                admission: Callable[[str], Admission] | None = None,
+                wrap_target: Callable[[Target], Target] | None = None
+                ) -> tuple[Runner, Callable[[], Awaitable[None]]]:
+    """The runner a worker of a cluster run (:mod:`assay.run.ray_executor`) runs cases with:
+    the run's own targets, judges, engine and policy, and no store (the driver stores what
+    it returns). ``admission`` admits judge calls (the cluster's shared limits);
+    ``wrap_target`` wraps every target it resolves. Returns the runner and what closes it."""
+    session = _Session(suite, config, policy_for(config), open_store(":memory:"), None, given,
+                       owns_given=owns_given)
+    session.engine.admission = admission
+    resolve = session.resolver()
+
+    def resolver(name: str | None) -> Target:
+        target: Target = resolve(name)
+        return wrap_target(target) if wrap_target is not None else target
+
+    runner = Runner(suite, resolver, session.engine, None, config,
+                    judge_for=session.judge_for, policy=session.policy)
+    return runner, session.close
+
+
 class _Session:
     """One run from preflight to its final status; everything :func:`evaluate_async`,
     :func:`resume_async` and :func:`rescore_async` share."""
@@ -799,11 +826,12 @@ class _Session:
             if on_inputs is not None:
                 on_inputs(self.inputs())
             await self.preflight()
+            executor = None if dry else self.executor()
             runner = Runner(self.suite, self.resolver(), self.engine,
                             None if dry else self.store, self.config, progress,
                             on_record, judge_for=self.judge_for,
                             gate_failures=await self.calibration_failures(),
-                            policy=self.policy)
+                            policy=self.policy, executor=executor)
             if self.config.dry_run:
                 outcome = await runner.run("dry-run", keep=False)
                 outcome.summary.notes = self.notes()
@@ -819,7 +847,11 @@ class _Session:
             if on_start is not None:
                 with user_code("the on_start hook"):
                     on_start(self.store.run_record(run_id))
-            outcome = await runner.run(run_id, keep=keep)
+            try:
+                outcome = await runner.run(run_id, keep=keep)
+            finally:
+                if executor is not None:
+                    await executor.close()
             outcome.summary.notes = self.notes()
             self.store.set_status(run_id, RunStatus.COMPLETED.value,
                                   outcome.summary.model_dump(mode="json"))
@@ -838,6 +870,28 @@ class _Session:
             await self.close()
         return EvaluationResult(self.store, self.store.run_record(run_id),
                                 outcome.records if keep else None, suite=self.suite)
+
+    def executor(self) -> RayExecutor | None:
+        """Where the run's cases run when not here (``executor: ray``), started."""
+        if self.config.executor != "ray":
+            return None
+        from assay.run.ray_executor import RayExecutor, Recipe, forwarded_environment
+
+        targets = self.targets
+
+        def resources(item: SuiteCase) -> dict[str, float] | None:
+            name = self.config.target or item.target or self.suite.target
+            if targets.given is not None or targets.file is None or name is None:
+                return None
+            found = targets.file.get(name)
+            return dict(found.resources) if found is not None and found.resources else None
+
+        recipe = Recipe(self.suite.model_copy(update={"cases": [], "case_source": None}),
+                        self.config, targets.given, targets.owns_given,
+                        environment=forwarded_environment())
+        executor = RayExecutor(recipe, resources, self.engine.config.rate_limits)
+        executor.start()
+        return executor
 
     async def close(self) -> None:
         """Close the targets (killing agent processes) and the engine the session made."""

@@ -93,6 +93,19 @@ class RunOutcome:
     records: list[CaseRecord]
 
 
+class CaseExecutor(Protocol):
+    """Runs a case's agent and judges elsewhere (a Ray worker) and hands back what came out:
+    the execution and the scores by evaluator name. The runner stores them and decides the
+    case, so a case is stored once, by this process, whatever the executor retried."""
+
+    def capacity(self) -> int:
+        """Cases to keep in flight (each of a cluster's workers runs ``concurrency``)."""
+        ...
+
+    async def run_case(self, item: SuiteCase, repeat: int, execution: Execution | None,
+                       have: dict[str, Score]) -> tuple[Execution, dict[str, Score]]: ...
+
+
 class Runner:
     """Runs one suite into one run: ``store`` None keeps nothing (a dry run)."""
 
@@ -101,8 +114,11 @@ class Runner:
                  on_record: Callable[[CaseRecord], None] | None = None,
                  judge_for: Callable[[str | None], str | None] | None = None,
                  gate_failures: Sequence[str] = (),
-                 policy: ScoringPolicy | None = None) -> None:
+                 policy: ScoringPolicy | None = None,
+                 executor: CaseExecutor | None = None) -> None:
         self.suite = suite
+        self.executor = executor
+        """Where cases run when not in this process (None: here)."""
         self.policy = policy or policy_for(config)
         """Decides each case's verdict and the run's aggregates and gates."""
         self.gate_failures = list(gate_failures)
@@ -180,7 +196,12 @@ class Runner:
                     report(self._record(run_id, item, repeat, execution, evaluators, have,
                                         store_it=False))
                     continue
-                report(await self._run_case(run_id, item, repeat, execution, evaluators, have))
+                if self.executor is not None:
+                    report(await self._elsewhere(run_id, item, repeat, execution, evaluators,
+                                                 have))
+                else:
+                    report(await self._run_case(run_id, item, repeat, execution, evaluators,
+                                                have))
 
         async def flusher() -> None:
             while True:
@@ -188,8 +209,8 @@ class Runner:
                 if store:
                     store.flush(wait=False)
 
-        workers = [asyncio.ensure_future(worker())
-                   for _ in range(min(self.config.concurrency, max(total, 1)))]
+        slots = self.executor.capacity() if self.executor else self.config.concurrency
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(slots, max(total, 1)))]
         timer = asyncio.ensure_future(flusher())
         try:
             with gc_relaxed():
@@ -237,14 +258,7 @@ class Runner:
                 score = Score.failed(evaluator.name, code, f"{what}: {execution.error}")
             else:
                 score = await evaluator.evaluate(case, execution, ctx)
-            if self.store is not None:  # none in a dry run
-                try:
-                    self.store.record_score(run_id, case.id, repeat, score)
-                except RecordRejected as exc:
-                    score = Score.failed(evaluator.name, "invalid_output",
-                                         f"the score cannot be stored: {exc}")
-                    self.store.record_score(run_id, case.id, repeat, score)
-            return score
+            return self._store_score(run_id, case.id, repeat, score)
 
         if len(evaluators) == 1:
             scores = {evaluators[0].name: await judge(evaluators[0])}
@@ -252,6 +266,43 @@ class Runner:
             done = await asyncio.gather(*(judge(e) for e in evaluators))
             scores = {e.name: s for e, s in zip(evaluators, done, strict=True)}
         return self._record(run_id, item, repeat, execution, evaluators, scores)
+
+    async def _elsewhere(self, run_id: str, item: SuiteCase, repeat: int,
+                         execution: Execution | None, evaluators: list[Evaluator],
+                         have: dict[str, Score]) -> CaseRecord:
+        """A case run by the executor, stored and decided here as :meth:`_run_case` does."""
+        assert self.executor is not None
+        fresh = execution is None
+        execution, scores = await self.executor.run_case(item, repeat, execution, have)
+        if fresh:
+            self._store(run_id, item.case.id, repeat, execution)
+            evaluators = self.suite.evaluators_after(item, execution)
+        kept: dict[str, Score] = {}
+        for evaluator in evaluators:
+            if evaluator.name in have:
+                kept[evaluator.name] = have[evaluator.name]
+                continue
+            score = scores.get(evaluator.name)
+            if execution.error_code == "invalid_output" or score is None:
+                # The execution could not be stored (so its judgements of it are moot), or
+                # the worker answered without this score.
+                why = execution.error or "the worker returned no score for it"
+                score = Score.failed(evaluator.name, execution.error_code or
+                                     "evaluator_failed", why)
+            kept[evaluator.name] = self._store_score(run_id, item.case.id, repeat, score)
+        return self._record(run_id, item, repeat, execution, evaluators, kept)
+
+    def _store_score(self, run_id: str, case_id: str, repeat: int, score: Score) -> Score:
+        """Store a score (none in a dry run); one the store refuses becomes an error."""
+        if self.store is None:
+            return score
+        try:
+            self.store.record_score(run_id, case_id, repeat, score)
+        except RecordRejected as exc:
+            score = Score.failed(score.name, "invalid_output",
+                                 f"the score cannot be stored: {exc}")
+            self.store.record_score(run_id, case_id, repeat, score)
+        return score
 
     def target_of(self, item: SuiteCase) -> str | None:
         """The target that runs a case: ``--target`` first, then the case's, then the suite's."""

@@ -158,12 +158,46 @@ class RunThresholds(BaseModel):
         description="errored executions over all executions at most this (a fraction)")
 
 
+class RayOptions(BaseModel):
+    """How a run uses a Ray cluster (``executor: ray``). What these change is where and how
+    fast cases run, never what a result means, so two runs that differ only here compare as
+    like for like."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str | None = Field(
+        default=None, description="the cluster to join; None: $RAY_ADDRESS as Ray's own "
+        "tools take it, else a new local Ray for this process")
+    workers: Concurrency | None = Field(
+        default=None, description="worker actors that run cases; None: one per CPU the "
+        "cluster has (a target's own resources can lower that)")
+    batch_size: Concurrency = Field(
+        default=16, description="cases sent to a worker at once (at most the run's concurrency, "
+        "so batches spread over the workers)")
+    judge_concurrency: Concurrency | None = Field(
+        default=None, description="calls in flight to one judge model across the whole "
+        "cluster; None: the run's concurrency")
+    target_concurrency: Concurrency | None = Field(
+        default=None, description="runs of one target in flight across the whole cluster; "
+        "None: no limit beyond the cases in flight")
+    resources: dict[str, float] = Field(
+        default_factory=dict, description="what each worker asks Ray for (CPU, GPU, memory, "
+        "custom resources); a target's own 'resources' wins for its cases")
+    runtime_env: dict[str, Any] | None = Field(
+        default=None, description="Ray's runtime environment for the workers (working_dir, "
+        "pip...), so they have the agent's code")
+
+
 class RunConfig(BaseModel):
     """How to run a suite: target, judge, concurrency, repeats, selection, verdicts, gates."""
 
     model_config = ConfigDict(extra="forbid")
 
     concurrency: Concurrency = Field(default=8, description="cases in flight at once")
+    executor: Literal["local", "ray"] = Field(
+        default="local", description="where cases run: in this process, or on a Ray cluster "
+        "(the results are stored by this process either way)")
+    ray: RayOptions = Field(default_factory=RayOptions, description="executor: ray's options")
     judge_model: str | None = Field(
         default=None, description="the judge model for every LLM evaluator (overrides theirs)")
     target: str | None = Field(
