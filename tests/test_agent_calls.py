@@ -136,7 +136,7 @@ def test_a_suite_sets_its_agent_timeout_and_the_run_records_it(tmp_path) -> None
     assert by_id["a"].score == 1.0
     assert by_id["b"].execution.error == ("the agent took longer than the agent timeout of "
                                           "0.3s and was stopped")
-    assert result.run.config.run["agent_timeout_s"] == 0.3
+    assert result.run.config.run.agent_timeout_s == 0.3
 
 
 def test_a_bad_suite_agent_timeout_is_a_located_error(tmp_path) -> None:

@@ -54,22 +54,22 @@ def test_resuming_a_completed_evaluate_run_with_its_rows_rewrites_nothing(tmp_pa
     done = assay.evaluate(ROWS, target=agent, evaluators=["exact_match"], store=store,
                           gates=OPEN)
     assert done.summary.scored == 3 and not done.summary.gate_failures
-    stored = RunStore(f"sqlite:///{store}").run(done.run_id)
+    stored = RunStore(f"sqlite:///{store}").run_record(done.run_id)
     again = assay.resume(done.run_id, data=ROWS, store=store)
     assert again.summary == done.summary
     assert "no case could be scored" not in again.summary.gate_failures
-    assert RunStore(f"sqlite:///{store}").run(done.run_id) == stored  # not even finished_at
+    assert RunStore(f"sqlite:///{store}").run_record(done.run_id) == stored  # not even finished_at
     assert [r.score for r in again.records] == [r.score for r in done.records]
 
 
 def test_a_resumed_evaluate_run_keeps_its_evaluators_and_asks_for_its_function(tmp_path):
     store = tmp_path / "runs.db"
     run_id = stopped_after_one(store, evaluators=["exact_match"])
-    before = RunStore(f"sqlite:///{store}").run(run_id)
+    before = RunStore(f"sqlite:///{store}").run_record(run_id)
     with pytest.raises(ConfigError, match=r"Python function 'stopping'.*target=stopping") as e:
         assay.resume(run_id, data=ROWS, store=store)
     assert e.value.code == "missing_target"
-    assert RunStore(f"sqlite:///{store}").run(run_id) == before  # a refusal changes nothing
+    assert RunStore(f"sqlite:///{store}").run_record(run_id) == before  # a refusal changes nothing
     resumed = assay.resume(run_id, data=ROWS, store=store, target=agent)
     assert resumed.run.status is RunStatus.COMPLETED
     s = resumed.summary

@@ -32,7 +32,7 @@ ROWS = [{"id": f"c{i}", "input": f"q{i}", "output": "x", "expected_output": "x"}
 
 def _expire(store: RunStore, run_id: str) -> None:
     """What a killed process leaves: the run marked running, its lease run out."""
-    with store._begin() as conn:
+    with store.transaction() as conn:
         conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(
             status="running", lease_expires_at=time.time() - 1))
 
@@ -99,7 +99,7 @@ def test_the_source_of_an_unfinished_rescore_is_kept_until_the_rescore_is_done(s
     rescored = assay.rescore(first.run_id, store=store_url, gates=Gates(max_failed=None))
     store = RunStore(store_url)
     store.set_status(rescored.run_id, "interrupted")  # stopped
-    with store._begin() as conn:  # before its last case was stored
+    with store.transaction() as conn:  # before its last case was stored
         for table in (schema.case_results, schema.scores):
             conn.execute(table.delete().where(table.c.run_id == rescored.run_id,
                                               table.c.case_id == "c3"))

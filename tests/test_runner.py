@@ -160,7 +160,7 @@ def test_store_migrations_apply_once_and_inserts_are_idempotent(store_url):
     with again.engine.connect() as conn:
         assert migrations.recorded_revisions(conn) == (migrations.revisions()[-1],)
     assert migrations.ensure_schema(again.engine) == []
-    assert again.run(run_id[:12])["id"] == run_id
+    assert again.run_record(run_id[:12]).id == run_id
 
 
 def _fill_disk(store: RunStore) -> None:
@@ -200,7 +200,7 @@ async def test_store_full_mid_run_is_a_clear_error_and_keeps_what_was_written(
 def test_unknown_run_id_names_the_store(store_url):
     store = RunStore(store_url)
     with pytest.raises(StoreError, match="assay runs"):
-        store.run("nope")
+        store.run_record("nope")
 
 
 async def test_dataset_level_classification_metric_lands_in_the_summary(store_url,

@@ -285,7 +285,7 @@ def test_the_writer_stores_values_exactly_on_every_backend(store_url):
     assert scores["judge"].value == 0.1 + 0.2 and scores["other"].value == 1 / 3
     assert scores["skipped"].value is None and scores["skipped"].skipped == "no inputs"
     json_type = "json_typeof" if store.dialect == "postgresql" else "json_type"
-    with store._begin() as conn:
+    with store.transaction() as conn:
         rows = dict(conn.execute(text(
             "SELECT evaluator, passed FROM scores WHERE run_id = :r"), {"r": run}).fetchall())
         kind = conn.execute(text(f"SELECT {json_type}(execution) FROM executions "

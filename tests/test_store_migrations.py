@@ -87,7 +87,7 @@ def test_many_processes_opening_new_stores_at_once_all_succeed(new_store):
     assert not failures, failures
     for url in urls:
         store = RunStore(url)
-        assert len(store.runs()) == 5
+        assert len(store.run_records()) == 5
         assert _versions(url) == [migrations.revisions()[-1]]
         store.close()
 
@@ -252,7 +252,8 @@ def _tables(url: str) -> set[str]:
 def _assert_adopted(url: str) -> None:
     store = RunStore(url)
     scores_before = store.score_count(LEGACY_RUN)
-    assert store.run(LEGACY_RUN)["summary"] == {"mean_score": 1.0}
+    legacy = store.run_record(LEGACY_RUN)
+    assert legacy.summary is not None and legacy.summary.mean_score == 1.0
     assert [r["verdict"] for r in store.case_rows(LEGACY_RUN)] == ["pass"]
     store.record_score(LEGACY_RUN, "case-2", 0, Score(name="e", value=0.5))
     new_run = store.create_run("after-upgrade", {})
@@ -260,7 +261,7 @@ def _assert_adopted(url: str) -> None:
     assert _versions(url) == [migrations.revisions()[-1]]
     assert "assay_migrations" not in _tables(url)
     again = RunStore(url)
-    assert {r["id"] for r in again.runs()} == {LEGACY_RUN, new_run}
+    assert {r.id for r in again.run_records()} == {LEGACY_RUN, new_run}
     assert again.score_count(LEGACY_RUN) == scores_before + 1
     again.close()
 
@@ -329,9 +330,9 @@ def test_concurrent_assay_runs_on_a_new_store_all_complete(new_store, tmp_path):
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, out + err
     store = RunStore(url)
-    runs = store.runs()
-    assert len(runs) == 4 and {r["status"] for r in runs} == {"completed"}
-    assert all(len(store.case_rows(r["id"])) == 5 for r in runs)
+    runs = store.run_records()
+    assert len(runs) == 4 and {r.status.value for r in runs} == {"completed"}
+    assert all(len(store.case_rows(r.id)) == 5 for r in runs)
     store.close()
 
 
@@ -368,7 +369,7 @@ def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
     engine.dispose()
     store = RunStore(url)
     assert _versions(url) == [migrations.revisions()[-1]]
-    with store._begin() as conn:
+    with store.transaction() as conn:
         assert conn.execute(select_text).fetchall() == written
     assert len(written) == 30 and all(t.startswith(c) for c, t in written)
 

@@ -48,11 +48,8 @@ def test_the_store_lists_every_other_run_and_names_the_unreadable_one(store_url)
     assert records[good].unreadable is None and records[good].summary is not None
     why = records[bad].unreadable
     assert why is not None and "summary: cases" in why and "config" in why, why
-    assert {r["id"]: r["unreadable"] for r in store.runs()}[bad] == why
     with pytest.raises(StoreError, match=f"run {bad} cannot be read: .*summary: cases"):
         store.run_record(bad)
-    with pytest.raises(StoreError, match=f"run {bad} cannot be read"):
-        store.run(bad)
     assert store.run_record(good).summary is not None
 
     items, total = queries.list_runs(store, queries.RunFilter())
@@ -129,7 +126,7 @@ def test_a_run_row_with_an_unknown_status_is_named_too(tmp_path: Path):
     url = f"sqlite:///{tmp_path}/runs.db"
     store = RunStore(url)
     run_id = write_run(store, 1)
-    with store._begin() as conn:
+    with store.transaction() as conn:
         conn.execute(text("UPDATE runs SET status = 'exploded'"))
     found = store.run_records()
     assert [r.id for r in found] == [run_id]

@@ -307,4 +307,4 @@ evalcases: [{id: a, input: x}]
         result = runner.invoke(app, ["run", str(path), "--store", f"sqlite:///{store}"])
         assert result.exit_code == 2, result.output
         assert message in result.output
-        assert RunStore(f"sqlite:///{store}").runs() == []
+        assert RunStore(f"sqlite:///{store}").run_records() == []

@@ -65,7 +65,9 @@ def test_d01_percentage_errors_and_missing_inputs(tmp_path: Path) -> None:
     assert messages[4] == ("Missing required field(s): expected_response or expected_facts "
                            "for metric: correctness")
     # the numbers as stored with the run
-    summary = RunStore(store).run(result.run_id)["summary"]
+    stored = RunStore(store).run_record(result.run_id).summary
+    assert stored is not None
+    summary = stored.model_dump(mode="json")
     metrics = {m["key"]: m["value"] for m in summary["assessments"]["metrics"]}
     assert close(metrics[f"{key}/rating/percentage"], 2 / 3)
     assert metrics["judge/correctness/error_count"] == 1  # q5 is not an error

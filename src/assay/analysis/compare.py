@@ -274,7 +274,7 @@ def policy_of(run: RunRecord) -> ScoringPolicy:
     from assay.run.policies.databricks.options import active
 
     try:
-        config = RunConfig.model_validate(run.config.run)
+        config = run.config.run.runnable(run.id)
         config = config.settled(config.scoring or "default", None, agent_judges=active(config))
     except (ValueError, ConfigError):
         config = RunConfig()

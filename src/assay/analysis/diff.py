@@ -11,13 +11,12 @@ comparison is flagged ``comparable: false`` with the reasons (and refused under
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.types.config import RunConfig
+from assay.types.config import RecordedRunConfig
 from assay.types.records import RunSnapshot
 
 DIFF_CHARS = 5000
@@ -195,19 +194,12 @@ def _judge_settings(snapshot: RunSnapshot) -> dict[str, Any]:
     return found
 
 
-def _settings(run: dict[str, Any]) -> dict[str, Any]:
-    """A run's recorded settings that decide what its results mean, each one the run does
-    not record (a setting added since it was stored) at its default, which is what the run
+def _settings(run: RecordedRunConfig) -> dict[str, Any]:
+    """A run's recorded settings that decide what its results mean. A setting the run does
+    not record (one added since it was stored) reads as its default, which is what the run
     had: a newer run is not told apart from an older one by a setting neither changed."""
-    defaults = _run_defaults()
-    return {k: v for k, v in {**defaults, **run}.items() if k not in IGNORED_RUN_KEYS and
-            (k in run or v is not None)}
-
-
-@functools.cache
-def _run_defaults() -> dict[str, Any]:
-    found: dict[str, Any] = RunConfig().model_dump(mode="json")
-    return found
+    return {k: v for k, v in run.model_dump(mode="json").items()
+            if k not in IGNORED_RUN_KEYS}
 
 
 def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: set[str],
@@ -236,8 +228,8 @@ def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: s
         simulator_model_changed=_change("simulator.model", b_extra.get("simulator_model"),
                                         c_extra.get("simulator_model"))
         if b_extra.get("simulator_model") and c_extra.get("simulator_model") else None,
-        scoring_changed=_change("scoring", baseline.run.get("scoring") or "default",
-                                candidate.run.get("scoring") or "default"),
+        scoring_changed=_change("scoring", b_run.get("scoring") or "default",
+                                c_run.get("scoring") or "default"),
         run_config_changes=run_changes,
         target_config_changes=target_changes(baseline.targets, candidate.targets),
         eval_set=EvalSetDiff(

@@ -40,7 +40,7 @@ def save(store: RunStore, report: CalibrationReport) -> None:
     """Store ``report`` (its id must be new)."""
     kappa = report.kappa
     accuracy = report.accuracy
-    with store._begin() as conn:
+    with store.transaction() as conn:
         conn.execute(schema.calibrations.insert().values(
             id=report.id, judge_key=report.judge.key, judge_name=report.judge.name[:200],
             judge_type=report.judge.type[:100], set_name=report.set.name[:200],
@@ -64,7 +64,7 @@ def find(store: RunStore, *, key: str | None = None, name: str | None = None,
         query = query.where(table.c.judge_type == judge_type)
     if set_name is not None:
         query = query.where(table.c.set_name == set_name)
-    with store._begin() as conn:
+    with store.transaction() as conn:
         rows = [dict(r._mapping) for r in conn.execute(query).fetchall()]
     found = []
     for row in rows:

@@ -497,12 +497,12 @@ class _Reports:
 
         self.dataset = run.suite
         self.types = {e.name: e for e in run.config.evaluators}
-        naming = run.config.run.get("naming")
+        naming = run.config.run.naming
         if naming:
             from assay.run.policies.databricks import Catalog
 
             self.named = (Catalog(run.config.evaluators), naming,
-                          run.config.run.get("chunk_errors") or "exclude")
+                          run.config.run.chunk_errors)
         if self.writer is None and self.output is None and self.results_dir is not None:
             self.results_dir.mkdir(parents=True, exist_ok=True)
             path = self.results_dir / f"{run.id}.{self.fmt}"

@@ -425,7 +425,7 @@ async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | 
                            title=f"run {stored.id} with {source}", scale=bounds,
                            files=[str(source)], label_field=label)
     check_fit(labelled, built)
-    override = stored.config.run.get("judge_model") if stored.config.run else None
+    override = stored.config.run.judge_model
     defaults = stored.config.judge_models
     identity = await judge_identity(built, default_model=defaults[0] if len(defaults) == 1
                                     else None, override_model=override)

@@ -53,8 +53,7 @@ def scale_for(run: RunRecord | RunSummary | None) -> Scale:
     if isinstance(run, RunRecord):
         if run.summary is not None:
             return scale_of(run.summary.scoring)
-        scoring = run.config.run.get("scoring")
-        return scale_of(scoring if isinstance(scoring, str) else None)
+        return scale_of(run.config.run.scoring)
     return scale_of(None if run is None else run.scoring)
 
 

@@ -44,7 +44,7 @@ from assay.targets.base import Target
 from assay.targets.config import load_targets_for
 from assay.targets.resolve import TargetResolver, case_judge
 from assay.types.case import AgentInfo, Case
-from assay.types.config import CalibrationGate, RunConfig, settings_error
+from assay.types.config import CalibrationGate, RecordedRunConfig, RunConfig, settings_error
 from assay.types.engine_config import CacheMode, EngineConfig
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
@@ -225,11 +225,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
             on_notice(f"run {stored.id} completed: nothing to resume")
         return _as_stored(run_store, stored, progress, on_record, on_start, keep, on_inputs)
     snapshot = stored.config
-    try:
-        config = RunConfig.model_validate(snapshot.run)
-    except ValidationError as exc:
-        raise ConfigError(f"run {stored.id}: its recorded config cannot be read: {exc}") \
-            from None
+    config = snapshot.run.runnable(stored.id)
     changes: dict[str, Any] = {
         k: v for k, v in (("concurrency", concurrency), ("judge_model", judge_model),
                           ("target", target if isinstance(target, str) else None))
@@ -371,8 +367,8 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
     on what it did in the original run (a failed execution stays failed)."""
     run_store = store_for([run], store)
     stored = run_store.run_record(run_id_of(run))
-    base = RunConfig.model_validate(stored.config.run) if stored.config.run else RunConfig()
-    base = base.model_copy(update={"target": None, "repeat": 1, "filter": None, "cache": None})
+    base = stored.config.run.runnable(stored.id).model_copy(
+        update={"target": None, "repeat": 1, "filter": None, "cache": None})
     config = _config(config or base, options)
     suite = _rescore_suite(run_store, stored, evaluators)
     if suite.judge_target and REDACTED in suite.judge_target and not config.judge_model:
@@ -790,7 +786,7 @@ class _Session:
         models = sorted({display_model(str(EvalContext(
             self.engine, self.judge_for(t), override_model=self.config.judge_model).model(m)
             or self.engine.config.default_model)) for m in facts.models for t in names})
-        run = self.config.model_dump(mode="json")
+        run = self.config.model_dump()
         if self.config.judge_model:  # a password in a judge URL is never stored
             run["judge_model"] = display_model(self.config.judge_model)
         extra: dict[str, Any] = {}
@@ -813,7 +809,7 @@ class _Session:
             targets_file=str(self.targets.path) if self.targets.path else None,
             targets=self.targets.redacted(), judge_models=models,
             evaluators=[evaluator_spec(e) for e in self.suite.evaluators],
-            run=run, assay_version=__version__, **extra)
+            run=RecordedRunConfig.model_validate(run), assay_version=__version__, **extra)
 
     async def execute(self, progress: Progress | None,
                       on_record: Callable[[CaseRecord], None] | None,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from assay._util.user_paths import user_path
 from assay.run.display import RunDisplay, run_display, scale_for
 from assay.types import numbers
+from assay.types.config import RecordedRunConfig
 from assay.types.json import dump_json
 from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary, Verdict
 from assay.types.score import Score
@@ -43,8 +44,9 @@ class EvaluationResult:
     def dry(cls, suite: Suite, summary: RunSummary, config: RunConfig,
             estimate: DryRunEstimate) -> EvaluationResult:
         run = RunRecord(id="dry-run", suite=suite.name, status=RunStatus.COMPLETED,
-                        created_at=0.0, config=RunSnapshot(suite_name=suite.name,
-                                                           run=config.model_dump(mode="json")),
+                        created_at=0.0, config=RunSnapshot(
+                            suite_name=suite.name,
+                            run=RecordedRunConfig.model_validate(config.model_dump())),
                         summary=summary)
         return cls(None, run, [], estimate, suite)
 
@@ -89,8 +91,7 @@ class EvaluationResult:
         found = self.summary.assessments
         if found is not None and found.naming is not None:
             return found.naming
-        value = self.run.config.run.get("naming")
-        return value if isinstance(value, str) else None
+        return self.run.config.run.naming
 
     @property
     def criteria_failures(self) -> list[str]:
@@ -169,7 +170,7 @@ class EvaluationResult:
             from assay.run.policies.databricks import Catalog, named_row
 
             catalog = Catalog(self.run.config.evaluators)
-            chunk_errors = str(self.run.config.run.get("chunk_errors") or "exclude")
+            chunk_errors = self.run.config.run.chunk_errors
             return [named_row(r, catalog, naming, chunk_errors) for r in self.records]
         return [_row(r) for r in self.records]
 

@@ -41,7 +41,7 @@ def set_baseline(store: RunStore, run_id: str) -> Baseline:
                           f"(status={run.status.value})", code="run_not_completed")
     suite, target = scope_of(run)
     now = time.time()
-    with store._begin() as conn:
+    with store.transaction() as conn:
         conn.execute(delete(schema.baselines).where(and_(
             schema.baselines.c.suite == suite, schema.baselines.c.target == target)))
         conn.execute(schema.baselines.insert().values(suite=suite, target=target,
@@ -51,7 +51,7 @@ def set_baseline(store: RunStore, run_id: str) -> Baseline:
 
 def get_baseline(store: RunStore, suite: str, target: str | None = None) -> Baseline | None:
     """The baseline of (suite, target), or None."""
-    with store._begin() as conn:
+    with store.transaction() as conn:
         row = conn.execute(select(schema.baselines).where(and_(
             schema.baselines.c.suite == suite,
             schema.baselines.c.target == (target or "")))).first()
@@ -67,7 +67,7 @@ def baseline_for(store: RunStore, run_id: str) -> Baseline | None:
 
 
 def list_baselines(store: RunStore) -> list[Baseline]:
-    with store._begin() as conn:
+    with store.transaction() as conn:
         rows = conn.execute(select(schema.baselines).order_by(
             schema.baselines.c.suite, schema.baselines.c.target)).fetchall()
     return [Baseline(suite=r.suite, target=r.target or None, run_id=r.run_id,
@@ -76,7 +76,7 @@ def list_baselines(store: RunStore) -> list[Baseline]:
 
 def clear_baseline(store: RunStore, suite: str, target: str | None = None) -> bool:
     """Remove the baseline of (suite, target); False when there was none."""
-    with store._begin() as conn:
+    with store.transaction() as conn:
         done = conn.execute(delete(schema.baselines).where(and_(
             schema.baselines.c.suite == suite,
             schema.baselines.c.target == (target or ""))))
@@ -85,7 +85,7 @@ def clear_baseline(store: RunStore, suite: str, target: str | None = None) -> bo
 
 def unmark(store: RunStore, run_id: str) -> bool:
     """Stop ``run_id`` being a baseline; False when it was none."""
-    with store._begin() as conn:
+    with store.transaction() as conn:
         done = conn.execute(delete(schema.baselines).where(
             schema.baselines.c.run_id == run_id)).rowcount
     return bool(done)
@@ -93,7 +93,7 @@ def unmark(store: RunStore, run_id: str) -> bool:
 
 def baseline_ids(store: RunStore) -> set[str]:
     """The ids of every scope's baseline run."""
-    with store._begin() as conn:
+    with store.transaction() as conn:
         return {r.run_id for r in conn.execute(select(schema.baselines.c.run_id))}
 
 

@@ -223,7 +223,7 @@ def list_runs(store: RunStore, where: RunFilter, limit: int = 50,
         conditions.append(runs.c.created_at < where.until)
     if where.target is not None:
         conditions.append(_target_column(store.dialect) == where.target)
-    with store._begin() as conn:
+    with store.transaction() as conn:
         total = conn.execute(select(func.count()).select_from(runs).where(
             and_(true_(), *conditions))).scalar_one()
         rows = conn.execute(select(*run_columns()).where(and_(true_(), *conditions)).order_by(
@@ -239,7 +239,7 @@ def true_() -> ColumnElement[bool]:
 def find_run(store: RunStore, run_id: str) -> RunRecord | None:
     """A run by its exact id (no prefix matching: an API names runs exactly), or None; a row
     that cannot be read is a record whose ``unreadable`` says why."""
-    with store._begin() as conn:
+    with store.transaction() as conn:
         row = conn.execute(select(*run_columns()).where(schema.runs.c.id == run_id)).first()
     return None if row is None else read_run(row._mapping, store.clock())
 
@@ -260,7 +260,7 @@ def delete_run(store: RunStore, run_id: str) -> bool:
     whose row cannot be read."""
     now = store.clock()
     runs = schema.runs
-    with store._begin() as conn:
+    with store.transaction() as conn:
         row = conn.execute(select(*run_columns()).where(runs.c.id == run_id)).first()
         if row is None:
             return False
@@ -426,7 +426,7 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
     store.flush()
     cr, ex, sc = schema.case_results, schema.executions, schema.scores
     conditions = _case_conditions(run_id, where)
-    with store._begin() as conn:
+    with store.transaction() as conn:
         if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
             keys, total = _keys_by_evaluator(conn, run_id, conditions, where.evaluator,
                                              sort is CaseSort.SCORE_DESC, limit, offset)
@@ -516,7 +516,7 @@ def case_record(store: RunStore, run_id: str, case_id: str, repeat: int) -> Case
     store.flush()
     cr, ex, sc = schema.case_results, schema.executions, schema.scores
     key = (cr.c.run_id == run_id, cr.c.case_id == case_id, cr.c.repeat == repeat)
-    with store._begin() as conn:
+    with store.transaction() as conn:
         row = conn.execute(select(cr).where(*key)).first()
         if row is None:
             return None
@@ -540,7 +540,7 @@ def histograms(store: RunStore, run_id: str, bins: int = 10) -> Histograms:
     edges = [numbers.score(i / bins) for i in range(bins + 1)]
     result = Histograms(bins=bins, cases=[0] * bins,
                         bin_labels=[f"{edges[i]} to {edges[i + 1]}" for i in range(bins)])
-    with store._begin() as conn:
+    with store.transaction() as conn:
         for b, n in conn.execute(select(bin_of(cr.c.score), func.count()).where(
                 cr.c.run_id == run_id, cr.c.score.is_not(None)).group_by(literal_column("1"))):
             result.cases[_bin(b, bins)] += n

@@ -281,9 +281,13 @@ class RunStore:
             raise StoreError(f"cannot open the run store {shown}: {reason}") from None
 
     @contextmanager
-    def _begin(self) -> Iterator[Connection]:
-        """A transaction, after every row handed to the writer is committed: a statement
-        never overtakes the results recorded before it."""
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction on the store, for the modules that keep their own tables in it
+        (baselines, calibrations, the paged queries): ``with store.transaction() as conn:``
+        runs SQLAlchemy statements on ``conn``, committed together when the block ends and
+        rolled back when it raises. It starts once every result row handed to the writer is
+        committed, so a statement never overtakes the results recorded before it; a
+        database error is a :class:`StoreError` naming the store (no password in it)."""
         self._wait_for_writer()
         try:
             with self.engine.begin() as conn:
@@ -351,7 +355,7 @@ class RunStore:
         by_table: dict[Any, list[dict[str, Any]]] = {}
         for table, values in batch:
             by_table.setdefault(table, []).append(values)
-        with self._begin() as conn:
+        with self.transaction() as conn:
             for table, rows in by_table.items():
                 conn.execute(self._insert_ignore(table), rows)
 
@@ -361,7 +365,7 @@ class RunStore:
         """A new run, marked running, with a lease that :meth:`hold_lease` keeps fresh."""
         run_id = run_id or new_run_id()
         now = time.time()
-        with self._begin() as conn:
+        with self.transaction() as conn:
             conn.execute(schema.runs.insert().values(
                 id=run_id, suite=suite, status="running", created_at=now, config=config,
                 lease_expires_at=now + lease_seconds()))
@@ -381,7 +385,7 @@ class RunStore:
             values["lease_expires_at"] = time.time() + lease_seconds()
         if summary is not None:
             values["summary"] = summary
-        with self._begin() as conn:
+        with self.transaction() as conn:
             conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
 
     def hold_lease(self, run_id: str) -> RunLease | None:
@@ -444,7 +448,7 @@ class RunStore:
         from sqlalchemy import and_, delete, tuple_
 
         self.flush()
-        with self._begin() as conn:
+        with self.transaction() as conn:
             keys = conn.execute(select(schema.scores.c.case_id, schema.scores.c.repeat).where(
                 and_(schema.scores.c.run_id == run_id,
                      schema.scores.c.error_code.is_not(None)))).fetchall()
@@ -486,7 +490,7 @@ class RunStore:
         return read_run(self._row(run_id), self.clock())
 
     def _row(self, run_id: str) -> Mapping[Any, Any]:
-        with self._begin() as conn:
+        with self.transaction() as conn:
             row = conn.execute(select(*run_columns()).where(schema.runs.c.id == run_id)).first()
             if row is None:
                 rows = conn.execute(select(*run_columns()).where(
@@ -519,7 +523,7 @@ class RunStore:
         return [read_run(row, now) for row in self._rows(limit)]
 
     def _rows(self, limit: int) -> list[Mapping[Any, Any]]:
-        with self._begin() as conn:
+        with self.transaction() as conn:
             rows = conn.execute(select(*run_columns()).order_by(
                 schema.runs.c.created_at.desc(), schema.runs.c.id.desc()).limit(limit)
             ).fetchall()
@@ -528,7 +532,7 @@ class RunStore:
     def case_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (case id, repeat) pairs whose case record is stored."""
         self.flush()
-        with self._begin() as conn:
+        with self.transaction() as conn:
             return {(r[0], r[1]) for r in conn.execute(
                 select(schema.case_results.c.case_id, schema.case_results.c.repeat).where(
                     schema.case_results.c.run_id == run_id))}
@@ -544,28 +548,16 @@ class RunStore:
                                         scores.get(key, {})))
         return records
 
-    def run(self, run_id: str) -> dict[str, Any]:
-        """A run's row as stored (its JSON decoded), with its status as :func:`read_run`
-        reads it; RunUnreadable when the row cannot be read."""
-        row = self._row(run_id)
-        readable(read_run(row, self.clock()))
-        return plain_run(row, self.clock())
-
-    def runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        """The newest runs' rows as stored (see :func:`plain_run`)."""
-        now = self.clock()
-        return [plain_run(row, now) for row in self._rows(limit)]
-
     def executions(self, run_id: str) -> dict[tuple[str, int], Execution]:
         self.flush()
-        with self._begin() as conn:
+        with self.transaction() as conn:
             rows = conn.execute(select(schema.executions).where(
                 schema.executions.c.run_id == run_id)).fetchall()
         return {(r.case_id, r.repeat): Execution.model_validate(r.execution) for r in rows}
 
     def scores(self, run_id: str) -> dict[tuple[str, int], dict[str, Score]]:
         self.flush()
-        with self._begin() as conn:
+        with self.transaction() as conn:
             rows = conn.execute(select(schema.scores).where(
                 schema.scores.c.run_id == run_id)).fetchall()
         found: dict[tuple[str, int], dict[str, Score]] = {}
@@ -576,13 +568,13 @@ class RunStore:
 
     def score_count(self, run_id: str) -> int:
         self.flush()
-        with self._begin() as conn:
+        with self.transaction() as conn:
             return len(conn.execute(select(schema.scores.c.evaluator).where(
                 schema.scores.c.run_id == run_id)).fetchall())
 
     def case_rows(self, run_id: str) -> list[dict[str, Any]]:
         self.flush()
-        with self._begin() as conn:
+        with self.transaction() as conn:
             rows = conn.execute(select(schema.case_results).where(
                 schema.case_results.c.run_id == run_id).order_by(
                 schema.case_results.c.created_at)).fetchall()
@@ -716,22 +708,6 @@ def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
         status=status or RunStatus.FAILED, created_at=created or 0.0, finished_at=finished,
         config=config or RunSnapshot(), summary=summary,
         unreadable="; ".join(problems) or None, abandoned=abandoned)
-
-
-def plain_run(row: Mapping[Any, Any], now: float | None) -> dict[str, Any]:
-    """A run row as plain data: its JSON decoded (left as text where it is not JSON), its
-    status as :func:`read_run` reads it, and ``unreadable`` saying why when it cannot be
-    read."""
-    run = read_run(row, now)
-    found = {k: row[k] for k in ("id", "suite", "created_at", "finished_at")}
-    for key in ("config", "summary"):
-        text = row[key]
-        try:
-            found[key] = None if text is None else _json_load(text)
-        except ValueError:
-            found[key] = text
-    return {**found, "status": run.status.value, "unreadable": run.unreadable,
-            "abandoned": run.abandoned}
 
 
 class RunUnreadable(StoreError):

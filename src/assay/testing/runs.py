@@ -15,6 +15,7 @@ from typing import Any
 
 from assay.store.runs import RunStore
 from assay.types.case import Case
+from assay.types.config import RecordedRunConfig
 from assay.types.execution import Execution, RetrievedDocument
 from assay.types.messages import FunctionCall, Message, ToolCall
 from assay.types.records import (
@@ -115,7 +116,7 @@ def write_run(store: RunStore, cases: int, *, suite: str = "math", quality: floa
         evaluators=[EvaluatorSpec(name=n, type="llm_judge" if n != "tool_order" else
                                   "tool_order") for n in EVALUATORS],
         targets={target: {"provider": "python", "prompt": prompt}},
-        run={"judge_model": judge_model, "concurrency": 8}, assay_version="test")
+        run=RecordedRunConfig(judge_model=judge_model, concurrency=8), assay_version="test")
     run_id = store.create_run(suite, snapshot.model_dump(mode="json"),
                               run_id=f"run-{suite}-{seed}-{rng.getrandbits(24):06x}")
     builder = SummaryBuilder()
@@ -142,7 +143,7 @@ def write_run(store: RunStore, cases: int, *, suite: str = "math", quality: floa
 
         from assay.store import schema
 
-        with store._begin() as conn:
+        with store.transaction() as conn:
             conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(
                 created_at=created_at, finished_at=created_at + 60))
     return run_id
@@ -174,7 +175,8 @@ def write_scored_run(store: RunStore, scoring: str = "default", *, cases: int = 
     native = scoring == "connexity"
     snapshot = RunSnapshot(suite_name=suite, judge_models=["openai:gpt-4o-mini"],
                            evaluators=[EvaluatorSpec(name="judge", type="llm_judge")],
-                           run=config.model_dump(mode="json"), assay_version="test")
+                           run=RecordedRunConfig.model_validate(config.model_dump()),
+                           assay_version="test")
     run_id = store.create_run(suite, snapshot.model_dump(mode="json"))
     builder = SummaryBuilder()
     for i in range(cases):

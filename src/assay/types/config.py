@@ -14,8 +14,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -301,3 +305,59 @@ class RunConfig(BaseModel):
             raise ValueError("judge_model is empty; give a model such as openai:gpt-4o-mini "
                              "or leave it unset for the default")
         return self
+
+
+class RecordedRunConfig(RunConfig):
+    """A run's config as its store recorded it (``RunSnapshot.run``): always read, so that
+    every stored run can be listed, shown and compared.
+
+    Keys this version does not know (an older or a newer assay's) are kept as they were
+    (``model_extra``: shown and written back as recorded). A value this version no longer
+    accepts (a scoring policy whose plugin is not installed, a number outside a range
+    tightened since) leaves its field at the default and is kept as written: :attr:`unread`
+    names each and why, and :meth:`runnable` refuses to run such a config again.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    _unread: dict[str, tuple[Any, str]] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _tolerant(cls, data: Any,
+                  handler: ModelWrapValidatorHandler[RecordedRunConfig]) -> RecordedRunConfig:
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            errors = exc.errors()
+            if not isinstance(data, Mapping) or any(not e["loc"] for e in errors):
+                raise
+            bad: dict[str, str] = {}
+            for error in errors:
+                bad.setdefault(str(error["loc"][0]), settings_problems(
+                    ValidationError.from_exception_data(exc.title, [error])))  # type: ignore[list-item]
+            found = handler({k: v for k, v in data.items() if k not in bad})
+            found._unread = {key: (data[key], why) for key, why in bad.items()}
+            return found
+
+    @model_serializer(mode="wrap")  # no return type: the documented schema stays the model's
+    def _as_recorded(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        """What was recorded: the values this version cannot read too, as they were."""
+        dumped = handler(self)
+        if self._unread and isinstance(dumped, dict):
+            dumped.update({key: value for key, (value, _) in self._unread.items()})
+        return dumped
+
+    @property
+    def unread(self) -> dict[str, str]:
+        """The recorded values this version cannot read, by key, each with why."""
+        return {key: why for key, (_, why) in self._unread.items()}
+
+    def runnable(self, run_id: str) -> RunConfig:
+        """This config as a :class:`RunConfig` to run again (its unknown keys dropped); a
+        ConfigError naming run ``run_id``'s values this version cannot read."""
+        if self._unread:
+            raise ConfigError(f"run {run_id}: its recorded config cannot be read: "
+                              f"{'; '.join(self.unread.values())}", code="invalid_config")
+        return RunConfig.model_validate(
+            self.model_dump(exclude=set(self.model_extra or ())))

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from assay.types.case import Case
+from assay.types.config import RecordedRunConfig
 from assay.types.execution import Execution
 from assay.types.score import Score
 from assay.types.usage import Usage
@@ -551,7 +552,9 @@ class RunSnapshot(BaseModel):
     targets: dict[str, Any] = Field(default_factory=dict)
     judge_models: list[str] = Field(default_factory=list)
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
-    run: dict[str, Any] = Field(default_factory=dict)
+    run: RecordedRunConfig = Field(
+        default_factory=RecordedRunConfig, description="the run's config as it was settled "
+        "when the run started (its judge URL's password hidden)")
     assay_version: str = ""
 
 

@@ -24,14 +24,15 @@ def cli(*args: str) -> tuple[int, str]:
 def run(store: str, suite: Path | str, *args: str) -> tuple[int, str, str]:
     """``assay run SUITE`` (cache off) into ``store``: exit code, output and the run's id."""
     code, out = cli("run", str(suite), "--store", store, "--cache", "off", *args)
-    runs = RunStore(store).runs(1)
+    runs = RunStore(store).run_records(1)
     assert runs, out
-    return code, out, str(runs[0]["id"])
+    return code, out, runs[0].id
 
 
 def summary(store: str, run_id: str) -> dict[str, Any]:
-    found: dict[str, Any] = RunStore(store).run(run_id)["summary"]
-    return found
+    found = RunStore(store).run_record(run_id).summary
+    assert found is not None, run_id
+    return found.model_dump(mode="json")
 
 
 def judge_record(store: str, run_id: str, case_id: str) -> tuple[Any, Any]:

@@ -136,7 +136,7 @@ def test_c13_thresholds_are_snapshotted_when_a_run_starts(stub, store, tmp_path)
     assert s["total_executions"] == 5
     assert s["cases_pass_threshold"] == 50.0 and s["metrics_pass_threshold"] == 80.0
     snapshot = RunStore(store).run_record(run_id).config.run
-    assert snapshot["run_thresholds"]["cases_pass_threshold"] == 50.0
+    assert snapshot.run_thresholds.cases_pass_threshold == 50.0
 
 
 def test_c13_a_cli_threshold_wins_over_the_file(stub, store, tmp_path):
@@ -145,8 +145,8 @@ def test_c13_a_cli_threshold_wins_over_the_file(stub, store, tmp_path):
         "cases_pass_threshold: 100", "cases_pass_threshold: 50"), encoding="utf-8")
     _code, _out, run_id = run(store, path, "--cases-pass-threshold", "90")
     assert summary(store, run_id)["cases_pass_threshold"] == 90.0
-    assert RunStore(store).run_record(run_id).config.run["run_thresholds"][
-        "cases_pass_threshold"] == 90.0
+    assert RunStore(store).run_record(run_id).config.run.run_thresholds.cases_pass_threshold \
+        == 90.0
 
 
 def test_c14_repetitions(stub, store, tmp_path):
