@@ -65,12 +65,14 @@ def rubrics(
     import asyncio
 
     import yaml
+    from pydantic import ValidationError
 
     from assay.authoring.rubrics import draft_rubrics, with_rubrics
     from assay.errors import ConfigError
-    from assay.llm import EngineConfig, JudgeEngine
+    from assay.llm.build import build_engine, engine_config
     from assay.report.outputs import check_outputs, write_atomic
     from assay.suites.evalyaml import load_eval_yaml
+    from assay.types.config import RunConfig, settings_error
 
     loaded = load_eval_yaml(suite, False)
     wanted = [c for c in loaded.cases if c.case.expected_outcomes
@@ -81,14 +83,16 @@ def rubrics(
         raise ConfigError(f"--case {', '.join(unknown)}: not a case of {suite}")
     if not wanted:
         raise ConfigError(f"{suite}: no case with an expected_outcome and no rubrics yet")
+    try:
+        options = RunConfig(judge_model=judge_model or None)
+    except ValidationError as exc:
+        raise settings_error(exc, "--judge-model") from None
     if out is not None:
-        check_outputs({"--out": out}, {**EngineConfig().input_files(), **loaded.input_files()})
+        check_outputs({"--out": out},
+                      {**engine_config(options).input_files(), **loaded.input_files()})
 
     async def draft() -> dict[str, list[dict[str, object]]]:
-        config = EngineConfig()
-        if judge_model:
-            config.default_model = judge_model
-        engine = JudgeEngine(config)
+        engine = build_engine(options)
         try:
             return {c.case.id: await draft_rubrics(c.case, engine) for c in wanted}
         finally:

@@ -1,5 +1,6 @@
 """The judge engine: providers, structured output, cache, retries, rate limits, usage and cost."""
 
+from assay.llm.build import build_engine, engine_config
 from assay.llm.engine import DryRunSkipped, JudgeEngine
 from assay.llm.models import ModelSpec, is_demo_model, parse_model
 from assay.llm.providers.custom import register_service
@@ -19,6 +20,8 @@ __all__ = [
     "RetryPolicy",
     "StructuredResult",
     "ask_structured",
+    "build_engine",
+    "engine_config",
     "extract_json",
     "is_demo_model",
     "parse_model",

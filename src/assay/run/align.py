@@ -54,11 +54,11 @@ from assay.calibration.key import JudgeIdentity, judge_identity, probe_requests
 from assay.calibration.report import AlignmentNote, CalibrationReport
 from assay.errors import ConfigError
 from assay.judges.llm.base import Alignment, LLMEvaluator
+from assay.llm.build import build_engine
 from assay.llm.engine import JudgeEngine
 from assay.llm.structured import ask_structured
 from assay.run.calibrate import (
     calibration_config,
-    calibration_engine,
     demo_notes,
     judge_labelled,
     load_data,
@@ -131,7 +131,7 @@ async def align_async(
     config = calibration_config(concurrency, judge_model, cache, retry)
     own_engine = engine is None
     if engine is None:
-        engine = calibration_engine(config, judge_model)
+        engine = build_engine(config)
     if on_inputs is not None:
         on_inputs({**engine.config.input_files(), **run_store.input_files(), **own})
     models = {"default_model": engine.config.default_model, "judge_model": suite_model,

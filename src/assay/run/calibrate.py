@@ -47,6 +47,7 @@ from assay.calibration.sets import SETS, load_set
 from assay.errors import ConfigError
 from assay.judges.base import Evaluator
 from assay.judges.registry import build
+from assay.llm.build import build_engine
 from assay.llm.engine import JudgeEngine
 from assay.llm.models import is_demo_model, judge_notes
 from assay.run.evaluate import (
@@ -66,7 +67,7 @@ from assay.store.runs import RunStore
 from assay.suites.model import Suite, SuiteCase
 from assay.types.case import Case
 from assay.types.config import Gates, RunConfig, settings_error
-from assay.types.engine_config import CacheMode, EngineConfig, RetryPolicy
+from assay.types.engine_config import CacheMode, RetryPolicy
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord
 from assay.types.score import Score
@@ -157,7 +158,7 @@ async def calibrate_async(
     config = calibration_config(concurrency, judge_model, cache, retry)
     own_engine = engine is None
     if engine is None:
-        engine = calibration_engine(config, judge_model)
+        engine = build_engine(config)
     try:
         identity = await judge_identity(built, default_model=engine.config.default_model,
                                         judge_model=suite_judge_model,
@@ -199,14 +200,6 @@ def calibration_config(concurrency: int, judge_model: str | None, cache: CacheMo
                          gates=Gates(max_failed=None, max_errors=None))
     except ValidationError as exc:
         raise settings_error(exc) from None
-
-
-def calibration_engine(config: RunConfig, judge_model: str | None) -> JudgeEngine:
-    engine = JudgeEngine(EngineConfig(concurrency=config.concurrency, retry=config.retry,
-                                      cache_mode=config.cache))
-    if judge_model:
-        engine.config.default_model = judge_model
-    return engine
 
 
 def not_learned(labelled: LabelledSet, judge: Evaluator) -> tuple[LabelledSet, int]:

@@ -31,6 +31,7 @@ from assay._util.user_paths import user_path
 from assay._version import __version__
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import EvalContext, Evaluator
+from assay.llm.build import build_engine
 from assay.llm.engine import DryRunEstimate, JudgeEngine
 from assay.llm.models import display_model, judge_notes
 from assay.run.policies import policy_for, settle
@@ -45,7 +46,7 @@ from assay.targets.config import load_targets_for
 from assay.targets.resolve import TargetResolver, case_judge
 from assay.types.case import AgentInfo, Case
 from assay.types.config import CalibrationGate, RecordedRunConfig, RunConfig, settings_error
-from assay.types.engine_config import CacheMode, EngineConfig
+from assay.types.engine_config import CacheMode
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
 
@@ -695,13 +696,7 @@ class _Session:
         self.policy = policy
         self.store = store
         self.own_engine = engine is None
-        if engine is None:
-            engine = JudgeEngine(EngineConfig(
-                concurrency=max(config.concurrency, 1), retry=config.retry,
-                cache_mode=config.cache, dry_run=config.dry_run))
-            if config.judge_model:
-                engine.config.default_model = config.judge_model
-        self.engine = engine
+        self.engine = engine if engine is not None else build_engine(config)
         base = suite.source.parent if suite.source else Path.cwd()
         targets_file = user_path(config.targets_file) if config.targets_file else None
         if given is None and not config.target and suite.target is None:

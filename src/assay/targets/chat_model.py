@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.errors import ConfigError
+from assay.llm.build import build_engine
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ChatRequest, ProviderError
 from assay.targets.base import Target, current_sample
@@ -47,7 +48,7 @@ class ChatModelTarget(Target):
                  max_tokens: int | None = None, system_prompt: str | None = None) -> None:
         self.model = model
         self.owns_engine = engine is None
-        self.engine = engine or JudgeEngine()
+        self.engine = engine or build_engine()
         self.name = name
         self.temperature = temperature
         self.max_tokens = max_tokens

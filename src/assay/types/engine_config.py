@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -41,8 +42,15 @@ def cache_mode(given: str | None = None, where: str = "cache mode") -> CacheMode
 
 def default_cache_path() -> Path:
     """The response cache file: ``$ASSAY_CACHE_DIR`` or the user cache dir."""
-    root = os.environ.get("ASSAY_CACHE_DIR") or platformdirs.user_cache_dir("assay")
-    return user_path(root) / "responses.sqlite"
+    env = os.environ
+    return _cache_path(env.get("ASSAY_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _cache_path(given: str | None, _xdg: str | None, _home: str | None) -> Path:
+    """The cache file for these values of the variables it depends on, worked out once: every
+    engine asks (one per ``assay.score`` call), and the user cache dir takes a while to find."""
+    return user_path(given or platformdirs.user_cache_dir("assay")) / "responses.sqlite"
 
 
 class RateLimit(BaseModel):
