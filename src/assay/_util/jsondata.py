@@ -38,10 +38,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def as_json_data(value: Any) -> Any:
     """``value`` as plain JSON data: dicts with string keys, lists, strings, numbers, booleans
-    and None. Tuples and sets become lists, pydantic models and dataclasses their fields, UTF-8
-    bytes text; NaN and infinities become None (JSON has no such numbers; the store and the
-    result files agree on null). Raises :class:`NotJSONData` for anything else, for bytes that
-    are not UTF-8, text with unpaired surrogates, cycles and nesting deeper than ``MAX_DEPTH``.
+    and None. Tuples, sets and NumPy arrays become lists, NumPy scalars their Python values,
+    pydantic models and dataclasses their fields, UTF-8 bytes text; NaN and infinities become
+    None (JSON has no such numbers; the store and the result files agree on null). Raises
+    :class:`NotJSONData` for anything else, for bytes that are not UTF-8, text with unpaired
+    surrogates, cycles and nesting deeper than ``MAX_DEPTH``.
     """
     kind = type(value)
     if kind is str:
@@ -65,8 +66,8 @@ def _convert(value: Any, path: str, depth: int, active: set[int]) -> Any:
         return _text(value, path)
     if isinstance(value, (*_SCALARS, int)):
         return int(value) if isinstance(value, int) and not isinstance(value, bool) else value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
+    if isinstance(value, float):  # a subclass (NumPy's float64) as the plain float
+        return float(value) if math.isfinite(value) else None
     if depth >= MAX_DEPTH:
         raise NotJSONData(path, f"nesting deeper than {MAX_DEPTH} levels")
     if isinstance(value, bytes | bytearray | memoryview):
@@ -104,7 +105,7 @@ def _convert(value: Any, path: str, depth: int, active: set[int]) -> Any:
                   for i, item in enumerate(items)]
         active.discard(marker)
         return result
-    scalar = plain_scalar(value)
+    scalar = _plain(value)
     if scalar is not value:
         return _convert(scalar, path, depth, active)
     raise NotJSONData(path, f"a {type(value).__name__} object, which is not JSON data")
@@ -119,6 +120,15 @@ def plain_scalar(value: Any) -> Any:
             hasattr(value, "item"):
         return value.item()
     return value
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as its Python value (:func:`plain_scalar`), a NumPy array as the
+    nested list of its values; anything else as it is."""
+    scalar = plain_scalar(value)
+    if scalar is value and type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return value.tolist()
+    return scalar
 
 
 _IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes})

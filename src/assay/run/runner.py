@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from assay._util.gc_pause import gc_relaxed
-from assay._util.jsondata import NotJSONData, as_json_data
 from assay._util.user_code import error_text, user_code
 from assay.errors import EvaluationError
 from assay.judges.base import DatasetMetric, EvalContext, Evaluator
@@ -325,14 +324,7 @@ class Runner:
             started = time.perf_counter()
         if execution.latency_ms is None and target.measures_latency:
             execution.latency_ms = (time.perf_counter() - started) * 1000
-        if execution.error is None:
-            try:
-                execution.output = as_json_data(execution.output)
-            except NotJSONData as exc:
-                execution = Execution(input=case.input, latency_ms=execution.latency_ms,
-                                      error=f"agent output is not JSON data: {exc}",
-                                      error_code="invalid_output")
-        return execution
+        return execution.as_data()
 
     async def _attempt(self, target: Target, case: Case, repeat: int) -> Execution:
         """One run of the agent, bounded by :func:`agent_timeout`.

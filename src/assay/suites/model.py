@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from assay._util.limits import OptionalTimeoutS
 from assay.judges.base import Evaluator
@@ -144,6 +144,12 @@ class SuiteCase(BaseModel):
         default=None, description="what the agent did, when the data records it (outputs "
         "given in the data): used instead of running a target")
     source: SourceLocation | None = Field(default=None, description="where the case is defined")
+
+    @field_validator("execution")
+    @classmethod
+    def _as_data(cls, value: Execution | None) -> Execution | None:
+        """A recorded output crosses into assay as an agent's does (:meth:`Execution.as_data`)."""
+        return None if value is None else value.as_data()
 
 
 class Suite(BaseModel):

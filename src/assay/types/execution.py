@@ -11,6 +11,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay._util.jsondata import NotJSONData, as_json_data
 from assay.types.base import JSONValue, _Model
 from assay.types.case import CaseInput
 from assay.types.json import dump_json
@@ -122,6 +123,23 @@ class Execution(_Model):
                 recorded >= 0:
             return float(recorded)
         return trace_duration_ms(self.trace)
+
+    def as_data(self) -> Execution:
+        """This execution with its output as plain JSON data: the one way an agent's output
+        crosses into assay (:func:`assay._util.jsondata.as_json_data`), whether a target
+        returned it or the data recorded it, so what is judged, stored and written is the
+        same everywhere (a tuple is a list, a NumPy value its Python value). An output that
+        is not data makes a failed execution (``invalid_output``) saying why and where. This
+        object is never changed: a copy when the output changes, else itself."""
+        if self.error is not None:
+            return self
+        try:
+            output = as_json_data(self.output)
+        except NotJSONData as exc:
+            return Execution(input=self.input, latency_ms=self.latency_ms,
+                             error=f"agent output is not JSON data: {exc}",
+                             error_code="invalid_output")
+        return self if output is self.output else self.model_copy(update={"output": output})
 
     def output_text(self) -> str:
         """The output as text: strings as they are, anything else as JSON."""
