@@ -30,6 +30,7 @@ from assay.cli.run import (
     _Reports,
     _run_interruptible,
     _Stopped,
+    print_dry_run,
     print_failures,
     results_dir,
     store_url,
@@ -118,11 +119,11 @@ def eval_command(
     failures: list[EvaluationError] = []
     for suite in suites:
         reports = shared or _Reports(None, None, None, fmt=output_format,
-                                     results_dir=None if dry_run else results_dir(url))
+                                     results_dir=results_dir(url))
         progress = _progress(suite)
         coro = evaluate_async(suite, config=config, store=runs, progress=progress,
                               on_record=reports.on_record, on_start=reports.started,
-                              keep=False, on_inputs=None if dry_run else check)
+                              keep=False, on_inputs=check)
         try:
             result = _run_interruptible(coro, progress)
         except _Stopped as stop:
@@ -133,13 +134,11 @@ def eval_command(
             err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False,
                               markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_USAGE) from None
+        if result.estimate is not None:  # a dry run: nothing was written
+            print_dry_run(result, f"{suite}: ")
+            continue
         if reports is not shared:
             failures += reports.finish(result)
-        if result.estimate is not None:
-            console.print(f"{suite}: dry run, {result.estimate.calls} judge call(s) at most "
-                          f"(+{result.estimate.cached} answered from the cache)",
-                          highlight=False, markup=False)
-            continue
         if output_file is not None:
             try:
                 write_report("uipath", result, output_file)
@@ -147,7 +146,7 @@ def eval_command(
                 failures.append(exc)
         gates_failed = _report(result, runs, reports) or gates_failed
         records.extend(result.records)
-    if shared is not None:
+    if shared is not None and not dry_run:
         before = len(failures)
         failures += shared.finish(None)
         if len(failures) == before:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from assay.cli.app import app, cache_option, console, err_console, friendly_errors
+from assay.errors import ConfigError
 
 if TYPE_CHECKING:
-    from assay.types.score import Score
+    from assay.types.score import CaseScore
 
 
 def _maybe_json(text: str) -> Any:
@@ -45,17 +45,18 @@ def judge(
                                        help="Seconds one judge call may take."),
     as_json: bool = typer.Option(False, "--json", help="Print the score as JSON."),
 ) -> None:
-    """Score one pair and print the score, rationale, tokens and cost."""
+    """Score one pair and print the score, the case's verdict, rationale, tokens and cost."""
     from pydantic import ValidationError
 
     from assay.judges import build
-    from assay.llm.engine import JudgeEngine
+    from assay.llm.build import engine_config
     from assay.llm.models import judge_notes
-    from assay.run.score import score_async
+    from assay.run.score import score
     from assay.types.case import Case
-    from assay.types.config import settings_error
-    from assay.types.engine_config import EngineConfig, RetryPolicy
+    from assay.types.config import RunConfig, settings_error
+    from assay.types.engine_config import RetryPolicy
     from assay.types.execution import Execution
+    from assay.types.score import CaseScore
 
     config: dict[str, Any] = {"type": evaluator}
     if prompt is not None:
@@ -63,27 +64,22 @@ def judge(
     if evaluator == "contains":
         config["search_text"] = expected
     built = build(config, where=f"--evaluator {evaluator}")
+    if model is not None and not model.strip():  # an error, not the default
+        raise ConfigError("--model: the judge model is empty; name one such as "
+                          "openai:gpt-4o-mini, or leave the option out for the default")
     try:
-        engine_config = EngineConfig(
-            cache_mode=cache_option(cache),
+        options = RunConfig(
+            judge_model=model, cache=cache_option(cache),
             retry=RetryPolicy(max_attempts=max_attempts, call_timeout_s=call_timeout))
     except ValidationError as exc:
         raise settings_error(exc) from None
-    if model is not None:  # an empty --model is an error, not the default
-        engine_config.default_model = model
-    engine = JudgeEngine(engine_config)
-    for note in judge_notes(m or engine_config.default_model for m in built.models()):
+    default_model = engine_config(options).default_model
+    for note in judge_notes(m or default_model for m in built.models()):
         err_console.print(f"[yellow]note[/]: {note}", highlight=False, soft_wrap=True)
     case = Case(id="cli", input=question, expected_output=_maybe_json(expected))
     execution = Execution(input=question, output=_maybe_json(actual))
-
-    async def go() -> Score:
-        try:
-            return await score_async(built, case, execution, engine=engine)
-        finally:
-            await engine.aclose()
-
-    result = asyncio.run(go())
+    result = score(built, case, execution, config=options)
+    assert isinstance(result, CaseScore)
     if as_json:
         from assay._util.redact import scrub_json
 
@@ -93,7 +89,7 @@ def judge(
     raise typer.Exit(0 if result.ok else 1)
 
 
-def _print_score(score: Score) -> None:
+def _print_score(score: CaseScore) -> None:
     from assay.report.safe_text import for_terminal
     from assay.types import numbers
 
@@ -105,6 +101,8 @@ def _print_score(score: Score) -> None:
             if score.scale else ""
         verdict = "[green]pass[/]" if score.passed else "[red]fail[/]"
         console.print(f"score     {numbers.score(score.value)}{raw} {verdict}", highlight=False)
+    case = "" if score.case_score is None else f" (case score {numbers.score(score.case_score)})"
+    console.print(f"verdict   {score.verdict.value}{case}", highlight=False)
     if score.rationale:
         console.print(f"rationale {for_terminal(score.rationale)}", highlight=False)
     usage = score.usage

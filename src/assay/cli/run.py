@@ -253,7 +253,7 @@ def run(
             raise settings_error(exc) from None
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
                               on_record=reports.on_record, on_start=on_start,
-                              keep=False, on_inputs=None if dry_run else reports.open)
+                              keep=False, on_inputs=reports.open)
     try:
         result = _run_interruptible(coro, progress)
     except _Stopped as stop:
@@ -275,7 +275,7 @@ def run(
         _store_hint(started.get("id"))
         raise
     if result.estimate is not None:
-        _print_dry_run(result)
+        print_dry_run(result)
         return
     failures = reports.finish(result)
     if getattr(reports, "default_path", None) is not None:
@@ -331,6 +331,9 @@ def rescore(
     junit: Path | None = typer.Option(None, "--junit", help="Write a JUnit XML report."),
     cache: str | None = typer.Option(None, "--cache", help="Judge response cache: "
                                      "use|refresh|off (default: $ASSAY_CACHE, else use)."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Count the judge calls (and what the cache answers) "
+                                 "without making them; nothing is stored."),
 ) -> None:
     """Judge a stored run's executions again into a new run, without running the agent."""
     from assay.run.evaluate import open_store, rescore_async
@@ -348,6 +351,8 @@ def rescore(
         options["concurrency"] = concurrency
     if mode is not None:
         options["cache"] = mode
+    if dry_run:
+        options["dry_run"] = True
     coro = rescore_async(run_id, store=runs, evaluators=evaluator or None, progress=progress,
                          on_record=reports.on_record, keep=False, on_inputs=reports.open,
                          **options)
@@ -359,6 +364,9 @@ def rescore(
     except BaseException:
         reports.close(keep=True)
         raise
+    if result.estimate is not None:
+        print_dry_run(result)
+        return
     failures = reports.finish(result)
     console.print(f"rescored run {run_id} into a new run", highlight=False, markup=False)
     _print_result(result, runs, failures=failures)
@@ -599,15 +607,17 @@ def print_failures(failures: Sequence[EvaluationError]) -> None:
                           markup=False, soft_wrap=True)
 
 
-def _print_dry_run(result: Any) -> None:
+def print_dry_run(result: Any, label: str = "") -> None:
+    """What a dry run (see :mod:`assay.run.dry_run`) would take, as every command that has
+    one prints it (``label``: the suite, when a command runs several)."""
     from assay.types import numbers
 
     est = result.estimate
-    console.print(f"dry run: {result.summary.cases} case(s); {est.calls} judge call(s) at most "
-                  f"(+{est.cached} answered from the cache, not counted); about "
+    console.print(f"{label}dry run: {result.summary.cases} case(s); {est.calls} judge call(s) "
+                  f"at most (+{est.cached} answered from the cache, not counted); about "
                   f"{est.prompt_tokens} prompt + {est.completion_tokens} completion tokens; "
-                  f"cost {numbers.usd(est.cost)}; nothing stored", highlight=False,
-                  markup=False)
+                  f"cost {numbers.usd(est.cost)}; "
+                  "nothing stored", highlight=False, markup=False)
     for model, n in sorted(est.by_model.items()):
         console.print(f"  {model}: {n} call(s)", highlight=False, markup=False)
 

@@ -171,17 +171,19 @@ def beside_caller(path: str | Path, depth: int = 2) -> Path:
 
 
 def assert_case(param: SuiteItem, **options: Any) -> Any:
-    """Run one suite case (its target and evaluators) and assert it passes: every evaluator
-    error is a JudgeError, every failing evaluator is named in the failure message, and a
+    """Run one suite case as a run of the suite runs it, and assert it passes.
+
+    The case runs through the suite itself (only its id selected), so every setting of the
+    suite holds: its target, evaluators and judge, its scoring policy and run thresholds, its
+    conversation settings, agent, metadata (a calibration gate) and agent timeout. ``options``
+    are a run's (``store=``, ``judge_model=``...). The case passes when its verdict, by the
+    suite's scoring policy, is a pass and the run of it meets its gates. Every evaluator error
+    is a JudgeError; a failure names the verdict, every failing evaluator and failed gate; a
     case that nothing scored (every evaluator not applicable, or only measuring) fails."""
     from assay.run.evaluate import evaluate
-    from assay.suites.model import Suite
 
-    one = Suite(name=param.suite.name, source=param.suite.source, target=param.suite.target,
-                judge_target=param.suite.judge_target, evaluators=param.suite.evaluators,
-                cases=[param.item])
     with _judging():
-        result = evaluate(one, **options)
+        result = evaluate(param.suite, **{**options, "case_ids": [param.item.case.id]})
     record = result.records[0]
     problems = []
     for score in record.scores:
@@ -189,12 +191,12 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
             check_score(score)
         except AssertionError as exc:
             problems.append(str(exc))
-    if problems and record.verdict.value != "pass":
-        raise AssertionError(f"case {record.case_id} {record.verdict.value} (score "
-                             f"{numbers.score(record.score)}):\n"
-                             + "\n".join(problems))
     if record.score is None:  # nothing scored it: not applicable, or only measured
         raise AssertionError(f"case {record.case_id} was not scored: {result.reason}")
+    if record.verdict.value != "pass" or not result.passed:
+        gates = [f"gate failed: {g}" for g in result.summary.gate_failures]
+        raise AssertionError(f"case {record.case_id} {record.verdict.value} (score "
+                             f"{numbers.score(record.score)}):\n" + "\n".join([*problems, *gates]))
     return record
 
 

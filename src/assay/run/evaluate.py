@@ -34,10 +34,11 @@ from assay.judges.base import EvalContext, Evaluator
 from assay.llm.build import build_engine
 from assay.llm.engine import DryRunEstimate, JudgeEngine
 from assay.llm.models import display_model, judge_notes
+from assay.run.dry_run import DRY_RUN_ID, dry_targets
 from assay.run.policies import policy_for, settle
 from assay.run.policies.base import ScoringPolicy
 from assay.run.result import EvaluationResult
-from assay.run.runner import Progress, Runner, evaluator_spec
+from assay.run.runner import CaseExecutor, Progress, Runner, RunOutcome, evaluator_spec
 from assay.run.sync import run_sync
 from assay.store.runs import RunLease, RunStore, open_store, run_id_of, store_for
 from assay.suites.model import Suite, SuiteCase, SuiteFacts
@@ -150,6 +151,27 @@ async def check_async(
     finally:
         await session.close()
     return session.suite
+
+
+async def judge_case_async(evaluators: Sequence[EvaluatorLike], case: Case,
+                           execution: Execution, *, config: RunConfig | None = None,
+                           engine: JudgeEngine | None = None,
+                           judge_model: str | None = None) -> CaseRecord:
+    """``case`` judged on ``execution`` by ``evaluators`` as a run judges it, in a session of
+    one case that keeps nothing: the output crosses into assay as every recorded output does
+    (:meth:`Execution.as_data`), the run's checks and judge-model preflight come first and
+    raise the run's errors, the engine is the run's (``engine``, else one built from
+    ``config``), and the case's score and verdict are ``config``'s scoring policy's.
+    ``judge_model`` judges the evaluators that name no model (the suite's judge, which
+    ``config.judge_model`` overrides). :func:`assay.score`, ``assay judge``, the pytest
+    plugin's ``assert_passes`` and the UiPath evaluators are this call."""
+    suite = with_evaluators(Suite(name=case.id, judge_target=judge_model,
+                                  cases=[SuiteCase(case=case, execution=execution)]),
+                            evaluators)
+    suite, config, policy = settle(suite, config or RunConfig())
+    session = _Session(suite, config, policy, None, engine, None, find_targets=False)
+    outcome = await session.unstored("one-case")
+    return outcome.records[0]
 
 
 def _new_session(data: Data, target: TargetLike, evaluators: Sequence[EvaluatorLike] | None,
@@ -630,32 +652,6 @@ def _first(facts: SuiteFacts, kind: str) -> str:
     return "first: " + ", ".join(repr(i) for i in facts.examples.get(kind, []))
 
 
-class _BlankOutput(Target):
-    """Stands in for the agent in a dry run: the agent is not run either."""
-
-    name = "dry-run"
-
-    async def run(self, case: Case) -> Execution:
-        return Execution(input=case.input, output="")
-
-
-def _blank(_name: str | None) -> Target:
-    return _BlankOutput()
-
-
-class _DryRunTargets:
-    """The targets of a dry run: outputs recorded beforehand (in the data, or a recorded
-    target's file) are used as a real run would use them, since reading them runs no agent,
-    so the judge requests, and the answers the cache holds for them, are the real run's;
-    an agent that would have to run is stood in for by a blank output."""
-
-    def __init__(self, targets: TargetResolver) -> None:
-        self.targets = targets
-
-    def __call__(self, name: str | None) -> Target:
-        return self.targets.replaying(name) or _BlankOutput()
-
-
 def case_runner(suite: Suite, config: RunConfig, given: Target | None = None,
                 owns_given: bool = False, *,
                 admission: Callable[[str], Admission] | None = None,
@@ -665,7 +661,7 @@ def case_runner(suite: Suite, config: RunConfig, given: Target | None = None,
     the run's own targets, judges, engine and policy, and no store (the driver stores what
     it returns). ``admission`` admits judge calls (the cluster's shared limits);
     ``wrap_target`` wraps every target it resolves. Returns the runner and what closes it."""
-    session = _Session(suite, config, policy_for(config), open_store(":memory:"), None, given,
+    session = _Session(suite, config, policy_for(config), None, None, given,
                        owns_given=owns_given)
     session.engine.admission = admission
     resolve = session.resolver()
@@ -684,9 +680,10 @@ class _Session:
     :func:`resume_async` and :func:`rescore_async` share."""
 
     def __init__(self, suite: Suite, config: RunConfig, policy: ScoringPolicy,
-                 store: RunStore, engine: JudgeEngine | None, given: Target | None, *,
+                 store: RunStore | None, engine: JudgeEngine | None, given: Target | None, *,
                  owns_given: bool = False, resume: RunRecord | None = None,
-                 rescored_from: str | None = None, evaluators_given: bool = False) -> None:
+                 rescored_from: str | None = None, evaluators_given: bool = False,
+                 find_targets: bool = True) -> None:
         self.suite = suite
         self.python_target = given.name if given is not None else None
         """The name of a target given as a Python object, which the run's record cannot
@@ -695,6 +692,8 @@ class _Session:
         self.config = config
         self.policy = policy
         self.store = store
+        """Where the run is kept; None for a session that keeps nothing (one case judged
+        by :func:`judge_case_async`)."""
         self.own_engine = engine is None
         self.engine = engine if engine is not None else build_engine(config)
         base = suite.source.parent if suite.source else Path.cwd()
@@ -703,7 +702,8 @@ class _Session:
             given = _project_agent(suite, config)  # uipath eval: the project's entry point
             owns_given = owns_given or given is not None
         self.targets = TargetResolver(self.engine, base, targets_file, given, owns_given,
-                                      unanswered_is_missing=policy.unanswered_is_missing)
+                                      unanswered_is_missing=policy.unanswered_is_missing,
+                                      find_file=find_targets)
         self.resume = resume
         self.rescored_from = rescored_from
 
@@ -712,7 +712,8 @@ class _Session:
         loader read, its evaluators' scripts and modules), the targets file's (itself, its
         ``.env``, its targets' modules and recorded outputs), the store's and the response
         cache. What no output of the run may be."""
-        return {**self.engine.config.input_files(), **self.store.input_files(),
+        return {**self.engine.config.input_files(),
+                **(self.store.input_files() if self.store is not None else {}),
                 **(self.targets.file.input_files() if self.targets.file else {}),
                 **self.suite.input_files()}
 
@@ -767,7 +768,7 @@ class _Session:
     def resolver(self) -> Any:
         """What the runner asks for targets: conversation cases are played turn by turn."""
         if self.config.dry_run:
-            return _blank if self.suite.facts().conversations else _DryRunTargets(self.targets)
+            return dry_targets(self.targets, bool(self.suite.facts().conversations))
         if not self.suite.facts().conversations:
             return self.targets
         from assay.targets.conversation import ConversationResolver
@@ -775,12 +776,17 @@ class _Session:
         return ConversationResolver(self.targets, self.engine, self.suite.conversation,
                                     self.simulator_model())
 
+    def judge_models(self) -> list[str]:
+        """The judge models of the run's evaluators, as they may be shown (no password)."""
+        names = self.target_names()
+        return sorted({display_model(str(EvalContext(
+            self.engine, self.judge_for(t), override_model=self.config.judge_model).model(m)
+            or self.engine.config.default_model)) for m in self.suite.facts().models
+            for t in names})
+
     def snapshot(self) -> RunSnapshot:
         facts = self.suite.facts()
-        names = self.target_names()
-        models = sorted({display_model(str(EvalContext(
-            self.engine, self.judge_for(t), override_model=self.config.judge_model).model(m)
-            or self.engine.config.default_model)) for m in facts.models for t in names})
+        models = self.judge_models()
         run = self.config.model_dump()
         if self.config.judge_model:  # a password in a judge URL is never stored
             run["judge_model"] = display_model(self.config.judge_model)
@@ -806,45 +812,70 @@ class _Session:
             evaluators=[evaluator_spec(e) for e in self.suite.evaluators],
             run=RecordedRunConfig.model_validate(run), assay_version=__version__, **extra)
 
+    def runner(self, progress: Progress | None,
+               on_record: Callable[[CaseRecord], None] | None, stored: bool,
+               gate_failures: Sequence[str] = (),
+               executor: CaseExecutor | None = None) -> Runner:
+        """The runner of this session's cases; ``stored`` False keeps nothing; ``executor``
+        runs them elsewhere (a Ray cluster), the runner storing and deciding each."""
+        return Runner(self.suite, self.resolver(), self.engine,
+                      self.store if stored else None, self.config, progress, on_record,
+                      judge_for=self.judge_for, gate_failures=gate_failures,
+                      policy=self.policy, executor=executor)
+
+    async def unstored(self, run_id: str, progress: Progress | None = None,
+                       on_record: Callable[[CaseRecord], None] | None = None,
+                       keep: bool = True) -> RunOutcome:
+        """The session's cases run and judged as a run judges them, with nothing stored:
+        a dry run, or one case judged (:func:`judge_case_async`)."""
+        try:
+            await self.preflight()
+            runner = self.runner(progress, on_record, stored=False,
+                                 gate_failures=await self.calibration_failures())
+            return await runner.run(run_id, keep=keep)
+        finally:
+            await self.close()
+
     async def execute(self, progress: Progress | None,
                       on_record: Callable[[CaseRecord], None] | None,
                       on_start: Callable[[RunRecord], None] | None, keep: bool,
                       on_inputs: OnInputs | None = None) -> EvaluationResult:
-        dry = self.config.dry_run
+        """Run the session into its store, or, for a dry run, into nothing (see
+        :mod:`assay.run.dry_run`: no output is written, so ``on_inputs`` is not called)."""
+        if self.config.dry_run:
+            outcome = await self.unstored(DRY_RUN_ID, progress, on_record, keep=False)
+            outcome.summary.notes = self.notes()
+            return EvaluationResult.dry(self.suite, outcome.summary, self.config,
+                                        self.engine.estimate)
+        store = self.store
+        assert store is not None, "a stored run needs a store"
         run_id: str | None = None
         lease: RunLease | None = None
         try:
             if on_inputs is not None:
                 on_inputs(self.inputs())
             await self.preflight()
-            executor = None if dry else self.executor()
-            runner = Runner(self.suite, self.resolver(), self.engine,
-                            None if dry else self.store, self.config, progress,
-                            on_record, judge_for=self.judge_for,
-                            gate_failures=await self.calibration_failures(),
-                            policy=self.policy, executor=executor)
-            if self.config.dry_run:
-                outcome = await runner.run("dry-run", keep=False)
-                outcome.summary.notes = self.notes()
-                return EvaluationResult.dry(self.suite, outcome.summary, self.config,
-                                            self.engine.estimate)
+            executor = self.executor()
+            runner = self.runner(progress, on_record, stored=True,
+                                 gate_failures=await self.calibration_failures(),
+                                 executor=executor)
             if self.resume is not None:
                 run_id = self.resume.id
-                self.store.set_status(run_id, RunStatus.RUNNING.value)
+                store.set_status(run_id, RunStatus.RUNNING.value)
             else:
-                run_id = self.store.create_run(self.suite.name,
+                run_id = store.create_run(self.suite.name,
                                                self.snapshot().model_dump(mode="json"))
-            lease = self.store.hold_lease(run_id)
+            lease = store.hold_lease(run_id)
             if on_start is not None:
                 with user_code("the on_start hook"):
-                    on_start(self.store.run_record(run_id))
+                    on_start(store.run_record(run_id))
             try:
                 outcome = await runner.run(run_id, keep=keep)
             finally:
                 if executor is not None:
                     await executor.close()
             outcome.summary.notes = self.notes()
-            self.store.set_status(run_id, RunStatus.COMPLETED.value,
+            store.set_status(run_id, RunStatus.COMPLETED.value,
                                   outcome.summary.model_dump(mode="json"))
         except (KeyboardInterrupt, asyncio.CancelledError):
             self._mark(run_id, RunStatus.INTERRUPTED)
@@ -859,7 +890,7 @@ class _Session:
             if lease is not None:
                 lease.release()
             await self.close()
-        return EvaluationResult(self.store, self.store.run_record(run_id),
+        return EvaluationResult(self.store, store.run_record(run_id),
                                 outcome.records if keep else None, suite=self.suite)
 
     def executor(self) -> RayExecutor | None:
@@ -896,7 +927,7 @@ class _Session:
         run store that meets it."""
         gate = self.config.gates.calibration or CalibrationGate.of_suite(
             self.suite.metadata, str(self.suite.source or self.suite.name))
-        if gate is None:
+        if gate is None or self.store is None:  # no store: no calibration to check
             return []
         from assay.calibration.gate import calibration_failures
 
@@ -911,14 +942,14 @@ class _Session:
 
     def notes(self) -> list[str]:
         """What a reader of this run's figures must be told."""
-        notes = judge_notes(self.snapshot().judge_models)
+        notes = judge_notes(self.judge_models())
         if self.engine.cache_problem:
             notes.append(f"{self.engine.cache_problem} ({self.engine.cache_failures} time(s)); "
                          "those answers were asked for again and not kept")
         return notes
 
     def _mark(self, run_id: str | None, status: RunStatus) -> None:
-        if run_id is None:
+        if run_id is None or self.store is None:
             return
         with contextlib.suppress(EvaluationError):
             self.store.flush()
@@ -927,5 +958,5 @@ class _Session:
 
 
 __all__ = ["DryRunEstimate", "EvaluationResult", "OnInputs", "RunSummary", "check",
-           "check_async", "evaluate", "evaluate_async", "rescore", "rescore_async", "resume",
-           "resume_async", "run_inputs", "suite_judge"]
+           "check_async", "evaluate", "evaluate_async", "judge_case_async", "rescore",
+           "rescore_async", "resume", "resume_async", "run_inputs", "suite_judge"]

@@ -43,7 +43,11 @@ class EvaluationResult:
     @classmethod
     def dry(cls, suite: Suite, summary: RunSummary, config: RunConfig,
             estimate: DryRunEstimate) -> EvaluationResult:
-        run = RunRecord(id="dry-run", suite=suite.name, status=RunStatus.COMPLETED,
+        """A dry run's result (see :mod:`assay.run.dry_run`): its summary and estimate, no
+        stored run."""
+        from assay.run.dry_run import DRY_RUN_ID
+
+        run = RunRecord(id=DRY_RUN_ID, suite=suite.name, status=RunStatus.COMPLETED,
                         created_at=0.0, config=RunSnapshot(
                             suite_name=suite.name,
                             run=RecordedRunConfig.model_validate(config.model_dump())),

@@ -106,7 +106,8 @@ class CaseExecutor(Protocol):
 
 
 class Runner:
-    """Runs one suite into one run: ``store`` None keeps nothing (a dry run)."""
+    """Runs one suite into one run: ``store`` None keeps nothing (a dry run, or a case judged
+    on its own)."""
 
     def __init__(self, suite: Suite, resolve_target: TargetResolver, engine: JudgeEngine,
                  store: RunStore | None, config: RunConfig, progress: Progress | None = None,
@@ -202,15 +203,14 @@ class Runner:
                     report(await self._run_case(run_id, item, repeat, execution, evaluators,
                                                 have))
 
-        async def flusher() -> None:
+        async def flusher(store: RunStore) -> None:
             while True:
-                await asyncio.sleep(store.flush_seconds if store else 3600)
-                if store:
-                    store.flush(wait=False)
+                await asyncio.sleep(store.flush_seconds)
+                store.flush(wait=False)
 
         slots = self.executor.capacity() if self.executor else self.config.concurrency
         workers = [asyncio.ensure_future(worker()) for _ in range(min(slots, max(total, 1)))]
-        timer = asyncio.ensure_future(flusher())
+        timer = asyncio.ensure_future(flusher(store)) if store else None
         try:
             with gc_relaxed():
                 await asyncio.gather(*workers)
@@ -220,7 +220,8 @@ class Runner:
             await asyncio.gather(*workers, return_exceptions=True)
             raise
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
             if store:
                 store.flush()  # what finished is written, however the run ends
         if keep:
@@ -369,7 +370,7 @@ class Runner:
             finished_at=time.time(), overall_score=outcome.native,
             evaluators=None if item.evaluators is None else
             [evaluator_spec(e) for e in item.evaluators])
-        if store_it and self.store is not None and not self.config.dry_run:
+        if store_it and self.store is not None:
             with contextlib.suppress(RecordRejected):  # its parts were checked one by one
                 self.store.record_case(record)
         return record

@@ -1,32 +1,39 @@
-"""The Python entry points: an async core and one thin synchronous wrapper over it."""
+"""One judgement from Python: an async core and one thin synchronous wrapper over it.
+
+:func:`score` is a session of one case of the trunk every run goes through
+(:func:`assay.run.evaluate.judge_case_async`): the output is normalised as a run's is, the
+judge models are checked before any call, the engine is built from the same options, the
+errors are a run's, and the case gets its verdict from the run's scoring policy. Nothing is
+stored.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from assay.judges.base import EvalContext, Evaluator
+from assay.judges.base import Evaluator
 from assay.llm.engine import JudgeEngine
+from assay.run.evaluate import judge_case_async
 from assay.run.sync import run_sync
 from assay.types.case import Case
-from assay.types.engine_config import EngineConfig
+from assay.types.config import RunConfig
 from assay.types.execution import Execution
-from assay.types.score import Score
+from assay.types.score import CaseScore, Score
 
 
 async def score_async(evaluator: Evaluator, case: Case, execution: Execution, *,
                       engine: JudgeEngine | None = None,
-                      judge_model: str | None = None) -> Score:
-    """Score one execution with one evaluator, checking its models before any call."""
-    own_engine = engine is None
-    engine = engine or JudgeEngine(EngineConfig())
-    try:
-        ctx = EvalContext(engine, judge_model)
-        if evaluator.models():
-            await engine.preflight(*[ctx.model(m) for m in evaluator.models()])
-        return await evaluator.evaluate(case, execution, ctx)
-    finally:
-        if own_engine:
-            await engine.aclose()
+                      judge_model: str | None = None,
+                      config: RunConfig | None = None) -> Score:
+    """Score one execution with one evaluator, as a run of that one case scores it.
+
+    Returns the evaluator's :class:`Score` as a :class:`CaseScore`, which adds the case's
+    ``verdict`` and ``case_score`` by ``config``'s scoring policy (None: the default one).
+    ``judge_model`` judges an evaluator that names no model; ``engine`` is one to share
+    (else one is built from ``config`` and closed)."""
+    record = await judge_case_async([evaluator], case, execution, config=config,
+                                    engine=engine, judge_model=judge_model)
+    return CaseScore.of(record.scores[0], record.verdict, record.score)
 
 
 def score(evaluator: Evaluator, case: Case, execution: Execution, **kwargs: Any) -> Score:

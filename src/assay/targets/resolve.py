@@ -46,18 +46,21 @@ class TargetResolver:
 
     ``given`` (a Target from the caller) answers for every name when set, as ``--target``
     does for a name; it is closed at the end only when ``owns_given`` (assay built it).
+    ``find_file`` False reads no targets file but ``targets_file``: for a session that judges
+    executions it is given and runs no target (one case judged by ``assay.score``).
     """
 
     def __init__(self, engine: JudgeEngine, base_dir: Path, targets_file: Path | None = None,
                  given: Target | None = None, owns_given: bool = False, *,
-                 unanswered_is_missing: bool = False) -> None:
+                 unanswered_is_missing: bool = False, find_file: bool = True) -> None:
         self.engine = engine
         self.unanswered_is_missing = unanswered_is_missing
         """What a case with no recorded output and no agent is (see :class:`RecordedOutput`):
         the run's scoring policy says."""
         self.given = given
         self.owns_given = owns_given
-        self.file: TargetsFile | None = load_targets_for(base_dir, targets_file, strict=False)
+        self.file: TargetsFile | None = load_targets_for(
+            base_dir, targets_file, strict=False) if find_file or targets_file else None
         self.base_dir = self.file.base_dir if self.file else base_dir
         self._built: dict[str | None, Target] = {}
         self._mocked: dict[str | None, Target] = {}

@@ -124,6 +124,20 @@ class Score(_Model):
         return cls(name=name, skipped=reason, **extra)
 
 
+class CaseScore(Score):
+    """An evaluator's score of a case judged on its own (:func:`assay.score`), with what the
+    run's scoring policy makes of that case: its ``verdict`` and its ``case_score`` (0-1;
+    None when nothing scored it). ``passed`` stays the evaluator's own pass."""
+
+    verdict: Verdict
+    case_score: float | None = None
+
+    @classmethod
+    def of(cls, score: Score, verdict: Verdict, case_score: float | None) -> CaseScore:
+        """``score`` with its case's verdict and score (the score is not validated again)."""
+        return cls.model_construct(**dict(score), verdict=verdict, case_score=case_score)
+
+
 def verdict_band(score: Score, borderline_at: float = BORDERLINE_AT) -> str:
     """One evaluator's verdict as AgentV reports it: ``pass``, ``borderline`` or ``fail``
     (``error`` and ``skipped`` for scores without a value).

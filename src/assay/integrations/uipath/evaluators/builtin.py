@@ -57,11 +57,13 @@ from assay.integrations.uipath.models.models import (
     WorkloadExecution,
 )
 from assay.integrations.uipath.service import uipath_tools_request
-from assay.judges.base import EvalContext, Evaluator
+from assay.judges.base import Evaluator
 from assay.judges.llm.templates import variables
 from assay.judges.registry import EVALUATORS, build
-from assay.llm import EngineConfig, JudgeEngine, parse_model, register_service
+from assay.llm import JudgeEngine, parse_model, register_service
+from assay.llm.build import engine_config
 from assay.llm.models import with_model_name
+from assay.run.score import score_async
 from assay.suites.uipath import to_fields
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -97,15 +99,18 @@ _PROVIDER_CODES = frozenset({
     "unreachable_base_url", "invalid_base_url"})
 
 
+def uipath_error(code: str, message: str, evaluator_id: str) -> UiPathEvaluationError:
+    """UiPath's error for assay's error ``code`` (a score's, or one raised before judging)."""
+    uipath = _ERRORS.get(code) or (_SERVICE_DOWN if code in _PROVIDER_CODES else (
+        code.upper(), "The evaluation failed", UiPathEvaluationErrorCategory.UNKNOWN))
+    return UiPathEvaluationError(uipath[0], uipath[1], f"evaluator {evaluator_id!r}: {message}",
+                                 uipath[2])
+
+
 def raise_for(score: Score, evaluator_id: str) -> None:
     """Raise the UiPath error for a score that has no value."""
     if score.error is not None:
-        code = score.error.code
-        uipath = _ERRORS.get(code) or (_SERVICE_DOWN if code in _PROVIDER_CODES else (
-            code.upper(), "The evaluation failed", UiPathEvaluationErrorCategory.UNKNOWN))
-        raise UiPathEvaluationError(uipath[0], uipath[1],
-                                    f"evaluator {evaluator_id!r}: {score.error.message}",
-                                    uipath[2])
+        raise uipath_error(score.error.code, score.error.message, evaluator_id)
     if score.skipped is not None:
         raise UiPathEvaluationError("EVALUATOR_NOT_APPLICABLE", "The evaluator does not apply",
                                     f"evaluator {evaluator_id!r}: {score.skipped}", USER)
@@ -204,13 +209,14 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
                                             f"evaluator {self.id!r}: {text}", SYSTEM) from None
 
     def use_engine(self, engine: JudgeEngine) -> None:
-        """Judge with ``engine`` (its cache, limits and default model)."""
+        """Judge with ``engine`` (its cache, limits and default model); without one, each
+        evaluation builds its own, as :func:`assay.score` does."""
         self._engine = engine
 
-    def engine(self) -> JudgeEngine:
-        if self._engine is None:
-            self._engine = JudgeEngine(EngineConfig())
-        return self._engine
+    def default_model(self) -> str:
+        """The judge model of an evaluation that names none: the engine's."""
+        config = self._engine.config if self._engine is not None else engine_config()
+        return config.default_model
 
     def judge_model(self) -> str | None:
         """The model string the judge calls (None: the engine's default)."""
@@ -234,7 +240,7 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
             return model
         except ConfigError:
             try:
-                return with_model_name(self.engine().config.default_model, model)
+                return with_model_name(self.default_model(), model)
             except ConfigError as exc:
                 raise UiPathEvaluationError("FAILED_TO_GET_LLM_SERVICE",
                                             "The LLM service cannot be used", exc.message,
@@ -288,7 +294,10 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
         execution = execution_of(agent_execution, workload_execution)
         evaluator = self.assay_evaluator(evaluation_criteria or {})
         case, run = self.case_and_execution(execution)
-        score = await evaluator.evaluate(case, run, EvalContext(self.engine()))
+        try:  # one case judged as a run judges it (see assay.score)
+            score = await score_async(evaluator, case, run, engine=self._engine)
+        except EvaluationError as exc:  # the judge could not start: UiPath's error for it
+            raise uipath_error(exc.code, exc.message, self.id) from None
         raise_for(score, self.id)
         assert score.value is not None
         return NumericEvaluationResult(score=score.value, details=self.details(score),
