@@ -56,7 +56,6 @@ def judge(
     from assay.types.config import RunConfig, settings_error
     from assay.types.engine_config import RetryPolicy
     from assay.types.execution import Execution
-    from assay.types.score import CaseScore
 
     config: dict[str, Any] = {"type": evaluator}
     if prompt is not None:
@@ -79,7 +78,6 @@ def judge(
     case = Case(id="cli", input=question, expected_output=_maybe_json(expected))
     execution = Execution(input=question, output=_maybe_json(actual))
     result = score(built, case, execution, config=options)
-    assert isinstance(result, CaseScore)
     if as_json:
         from assay._util.redact import scrub_json
 

@@ -18,17 +18,18 @@ from assay.run.sync import run_sync
 from assay.types.case import Case
 from assay.types.config import RunConfig
 from assay.types.execution import Execution
-from assay.types.score import CaseScore, Score
+from assay.types.score import CaseScore
 
 
 async def score_async(evaluator: Evaluator, case: Case, execution: Execution, *,
                       engine: JudgeEngine | None = None,
                       judge_model: str | None = None,
-                      config: RunConfig | None = None) -> Score:
+                      config: RunConfig | None = None) -> CaseScore:
     """Score one execution with one evaluator, as a run of that one case scores it.
 
-    Returns the evaluator's :class:`Score` as a :class:`CaseScore`, which adds the case's
-    ``verdict`` and ``case_score`` by ``config``'s scoring policy (None: the default one).
+    Returns the evaluator's :class:`~assay.types.score.Score` as a :class:`CaseScore` (a
+    Score), which adds the case's ``verdict`` and ``case_score`` by ``config``'s scoring
+    policy (None: the default one).
     ``judge_model`` judges an evaluator that names no model; ``engine`` is one to share
     (else one is built from ``config`` and closed)."""
     record = await judge_case_async([evaluator], case, execution, config=config,
@@ -36,6 +37,6 @@ async def score_async(evaluator: Evaluator, case: Case, execution: Execution, *,
     return CaseScore.of(record.scores[0], record.verdict, record.score)
 
 
-def score(evaluator: Evaluator, case: Case, execution: Execution, **kwargs: Any) -> Score:
+def score(evaluator: Evaluator, case: Case, execution: Execution, **kwargs: Any) -> CaseScore:
     """Synchronous :func:`score_async`; works in scripts and inside notebooks alike."""
     return run_sync(score_async(evaluator, case, execution, **kwargs))
