@@ -6,6 +6,7 @@ transaction."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import textwrap
@@ -31,10 +32,13 @@ from assay.judges.registry import build
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore
 from assay.suites.model import Suite, SuiteCase
+from assay.testing.mock_server import MockConfig
+from assay.types.case import AgentInfo, ConversationSettings, ConversationSpec
 from assay.types.config import RunConfig, RunThresholds
 from assay.types.execution import Execution
 from assay.types.records import RunSnapshot
 from assay.types.verdict import Verdict
+from tests.conftest import fast_retry
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "assay"
 
@@ -153,6 +157,123 @@ def test_assert_case_keeps_the_suites_agent_timeout() -> None:
                   cases=[SuiteCase(case=assay.Case(id="a", input="q"))], agent_timeout_s=0.1)
     with pytest.raises(JudgeError, match=r"agent timeout of 0\.1s"):
         assert_case(_item(suite), store=":memory:", target=slow)
+
+
+def test_assert_case_keeps_the_suites_conversation_settings() -> None:
+    """The suite caps its conversations at two agent rounds (the default is ten)."""
+    asked: list[str] = []
+
+    def agent(question: str) -> str:
+        asked.append(question)
+        return "x"
+
+    case = assay.Case(id="a", input="m0", conversation=ConversationSpec(
+        first_message="m0", scripted_messages=[f"m{i}" for i in range(1, 6)]))
+    suite = Suite(name="s", evaluators=[build({"type": "contains", "search_text": "x"})],
+                  cases=[SuiteCase(case=case)], conversation=ConversationSettings(max_turns=2))
+    record = assert_case(_item(suite), store=":memory:", target=agent)
+    assert len(asked) == 2 and record.execution.conversation.stop_reason == "max_turns"
+
+
+def test_assert_case_keeps_the_suites_agent(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    case = SuiteCase(case=assay.Case(id="a", input="q"), execution=Execution(output="x"))
+    suite = Suite(name="s", evaluators=[_graded(1.0, 0.5)], cases=[case],
+                  agent=AgentInfo(name="bot", version="2"))
+    assert_case(_item(suite), store=url)
+    (run,) = RunStore(url).run_records()
+    assert (run.config.model_extra or {}).get("agent") == {"name": "bot", "version": "2"}
+
+
+def test_assert_case_keeps_the_suites_evaluator_selection() -> None:
+    """The suite judges its case by the first of its evaluators alone."""
+    case = SuiteCase(case=assay.Case(id="a", input="q"), execution=Execution(output="x"))
+    suite = Suite(name="s", evaluators=[_graded(1.0, 0.5), _graded(0.1, 0.5)], cases=[case],
+                  select=lambda _item, _execution, evaluators: evaluators[:1])
+    record = assert_case(_item(suite), store=":memory:")
+    assert [s.name for s in record.scores] == ["graded_100"]
+
+
+def test_assert_case_keeps_the_suites_calibration_gate(tmp_path, mock_model) -> None:
+    case = SuiteCase(case=assay.Case(id="a", input="q", expected_output="Paris"),
+                     execution=Execution(output="Paris"))
+    suite = Suite(name="s", evaluators=[assay.SemanticSimilarity(model=mock_model)],
+                  cases=[case], metadata={"calibration_gate": {"min_kappa": 0.5}})
+    with pytest.raises(AssertionError, match=r"gate failed: .*calibrat"):
+        assert_case(_item(suite), store=f"sqlite:///{tmp_path / 'runs.db'}")
+
+
+def test_assert_case_keeps_the_run_options_of_the_datas_sidecar() -> None:
+    """A sidecar's quality criteria are the run's: one no run can meet fails the case."""
+    case = SuiteCase(case=assay.Case(id="a", input="q"), execution=Execution(output="x"))
+    suite = Suite(name="s", evaluators=[_graded(1.0, 0.5)], cases=[case],
+                  metadata={"run_options": {"quality_criteria": "graded_100 >= 2"}})
+    with pytest.raises(AssertionError, match=r"gate failed: .*graded_100"):
+        assert_case(_item(suite), store=":memory:")
+
+
+def test_assert_case_keeps_the_suites_judge(mock_model, mock_server, monkeypatch) -> None:
+    monkeypatch.delenv("ASSAY_JUDGE_MODEL", raising=False)
+    case = SuiteCase(case=assay.Case(id="a", input="q", expected_output="Paris"),
+                     execution=Execution(output="Paris"))
+    suite = Suite(name="s", evaluators=[assay.SemanticSimilarity()], cases=[case],
+                  judge_target=mock_model)
+    with contextlib.suppress(AssertionError):  # the verdict is the mock's; the judge is asked
+        assert_case(_item(suite), store=":memory:", cache="off")
+    assert mock_server.stats.requests == 1
+
+
+def test_assert_case_asserts_every_repeat() -> None:
+    """The second of two runs of the case fails: the case fails, naming that repeat, even
+    with no limit on failed cases."""
+    answers = iter(["x", "y"])
+    suite = Suite(name="s", evaluators=[build({"type": "contains", "search_text": "x"})],
+                  cases=[SuiteCase(case=assay.Case(id="a", input="q"))])
+    with pytest.raises(AssertionError, match=r"case a, repeat 2 of 2 fail \(score 0\.000\)"):
+        assert_case(_item(suite), store=":memory:", target=lambda _q: next(answers),
+                    repeat=2, concurrency=1, gates={"max_failed": None})
+
+
+def test_assert_case_keeps_the_runs_agent_retries() -> None:
+    calls: list[str] = []
+
+    def flaky(question: str) -> str:
+        calls.append(question)
+        if len(calls) == 1:
+            raise RuntimeError("flaky")
+        return "x"
+
+    suite = Suite(name="s", evaluators=[build({"type": "contains", "search_text": "x"})],
+                  cases=[SuiteCase(case=assay.Case(id="a", input="q"))])
+    with pytest.raises(JudgeError, match="agent function raised RuntimeError: flaky"):
+        assert_case(_item(suite), store=":memory:", target=flaky)
+    calls.clear()
+    assert assert_case(_item(suite), store=":memory:", target=flaky,
+                       agent_retries=1).verdict is Verdict.PASS
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize(("fault", "retry", "passes"), [
+    ("500", {"max_attempts": 1}, False), ("500", {"max_attempts": 2}, True),
+    ("hang", {"max_attempts": 1, "call_timeout_s": 0.2}, False)],
+    ids=["no-retry", "retried", "call-timeout"])
+def test_assert_case_keeps_the_runs_judge_retries_and_timeouts(
+        fault: str, retry: dict[str, float], passes: bool, mock_model, mock_server) -> None:
+    mock_server.server.configure(MockConfig(faults={fault: 1.0}, max_faults_per_request=1))
+    case = SuiteCase(case=assay.Case(id="a", input="q", expected_output="Paris"),
+                     execution=Execution(output="Paris"))
+    suite = Suite(name="s", evaluators=[assay.SemanticSimilarity(model=mock_model)],
+                  cases=[case])
+    options = {"store": ":memory:", "cache": "off", "retry": fast_retry(**retry),
+               "gates": {"max_failed": None}}
+    if passes:
+        with contextlib.suppress(AssertionError):  # the verdict is the mock's
+            assert_case(_item(suite), **options)
+        assert mock_server.stats.requests == 2
+    else:
+        with pytest.raises(JudgeError, match="could not judge"):
+            assert_case(_item(suite), **options)
+        assert mock_server.stats.requests == 1
 
 
 # -- the UiPath evaluators are one-case runs --------------------------------------------------

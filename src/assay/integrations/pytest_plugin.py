@@ -175,29 +175,44 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
 
     The case runs through the suite itself (only its id selected), so every setting of the
     suite holds: its target, evaluators and judge, its scoring policy and run thresholds, its
-    conversation settings, agent, metadata (a calibration gate) and agent timeout. ``options``
-    are a run's (``store=``, ``judge_model=``...). The case passes when its verdict, by the
-    suite's scoring policy, is a pass and the run of it meets its gates. Every evaluator error
-    is a JudgeError; a failure names the verdict, every failing evaluator and failed gate; a
-    case that nothing scored (every evaluator not applicable, or only measuring) fails."""
+    conversation settings, agent, metadata (a calibration gate, a sidecar's run options),
+    evaluator selection and agent timeout. ``options`` are a run's (``store=``,
+    ``judge_model=``, ``repeat=``, ``agent_retries=``, ``retry=``...). The case passes when
+    every run of it (each repeat) has a passing verdict by the suite's scoring policy and the
+    run meets its gates. Every evaluator error is a JudgeError; a failure names each failing
+    repeat with its verdict and failing evaluators, and every failed gate; a case that
+    nothing scored (every evaluator not applicable, or only measuring) fails. Returns the
+    first repeat's record."""
     from assay.run.evaluate import evaluate
 
     with _judging():
         result = evaluate(param.suite, **{**options, "case_ids": [param.item.case.id]})
-    record = result.records[0]
+    problems = [line for record in result.records
+                for line in _failures(record, len(result.records), result.reason)]
+    problems += [f"gate failed: {g}" for g in result.summary.gate_failures]
+    if problems or not result.passed:
+        raise AssertionError("\n".join(problems or [f"case {param.item.case.id} did not "
+                                                     f"pass: {result.reason}"]))
+    return result.records[0]
+
+
+def _failures(record: Any, repeats: int, reason: str) -> list[str]:
+    """What failed in one run of a case (a heading and its failing evaluators), or nothing
+    when it passed; a JudgeError for an evaluator that could not judge."""
     problems = []
     for score in record.scores:
         try:
             check_score(score)
         except AssertionError as exc:
             problems.append(str(exc))
+    which = f"case {record.case_id}" + (f", repeat {record.repeat + 1} of {repeats}"
+                                        if repeats > 1 else "")
     if record.score is None:  # nothing scored it: not applicable, or only measured
-        raise AssertionError(f"case {record.case_id} was not scored: {result.reason}")
-    if record.verdict.value != "pass" or not result.passed:
-        gates = [f"gate failed: {g}" for g in result.summary.gate_failures]
-        raise AssertionError(f"case {record.case_id} {record.verdict.value} (score "
-                             f"{numbers.score(record.score)}):\n" + "\n".join([*problems, *gates]))
-    return record
+        return [f"{which} was not scored: {reason}"]
+    if record.verdict.value != "pass":
+        return [f"{which} {record.verdict.value} (score {numbers.score(record.score)}):",
+                *problems]
+    return []
 
 
 # -- pytest hooks --------------------------------------------------------------------------
