@@ -190,11 +190,11 @@ async def test_store_full_mid_run_is_a_clear_error_and_keeps_what_was_written(
                      RunConfig(concurrency=2)).run(run_id)
     assert "full" in info.value.message and "kept" in info.value.message
     reader = RunStore(f"sqlite:///{tmp_path}/runs.db")
-    rows = reader.case_rows(run_id)
+    rows = reader.case_records(run_id)
     assert len(rows) >= 5
     scores = reader.scores(run_id)
     for row in rows:  # every stored case row has all of its scores, readable
-        assert len(scores[(row["case_id"], row["repeat"])]) == 3
+        assert len(scores[(row.case_id, row.repeat)]) == 3
 
 
 def test_unknown_run_id_names_the_store(store_url):

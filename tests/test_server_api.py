@@ -403,7 +403,7 @@ def test_delete_removes_a_run_and_refuses_a_running_one(tmp_path):
         _error(api.get(f"/runs/{done}/cases"), 404)
         assert "running" in _error(api.delete(f"/runs/{running}"), 409)["detail"]
     store = RunStore(url)
-    assert store.case_rows(done) == [] and store.scores(done) == {}
+    assert store.case_records(done) == [] and store.scores(done) == {}
     store.close()
 
 

@@ -254,7 +254,7 @@ def _assert_adopted(url: str) -> None:
     scores_before = store.score_count(LEGACY_RUN)
     legacy = store.run_record(LEGACY_RUN)
     assert legacy.summary is not None and legacy.summary.mean_score == 1.0
-    assert [r["verdict"] for r in store.case_rows(LEGACY_RUN)] == ["pass"]
+    assert [r.verdict.value for r in store.case_records(LEGACY_RUN)] == ["pass"]
     store.record_score(LEGACY_RUN, "case-2", 0, Score(name="e", value=0.5))
     new_run = store.create_run("after-upgrade", {})
     store.close()
@@ -332,7 +332,7 @@ def test_concurrent_assay_runs_on_a_new_store_all_complete(new_store, tmp_path):
     store = RunStore(url)
     runs = store.run_records()
     assert len(runs) == 4 and {r.status.value for r in runs} == {"completed"}
-    assert all(len(store.case_rows(r.id)) == 5 for r in runs)
+    assert all(len(store.case_records(r.id)) == 5 for r in runs)
     store.close()
 
 

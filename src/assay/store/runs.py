@@ -542,7 +542,7 @@ class RunStore:
         executions = self.executions(run_id)
         scores = self.scores(run_id)
         records = []
-        for row in self.case_rows(run_id):
+        for row in self._case_rows(run_id):
             key = (row["case_id"], row["repeat"])
             records.append(_case_record(run_id, row, executions.get(key),
                                         scores.get(key, {})))
@@ -572,7 +572,8 @@ class RunStore:
             return len(conn.execute(select(schema.scores.c.evaluator).where(
                 schema.scores.c.run_id == run_id)).fetchall())
 
-    def case_rows(self, run_id: str) -> list[dict[str, Any]]:
+    def _case_rows(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's case rows as the table holds them: read as :meth:`case_records`."""
         self.flush()
         with self.transaction() as conn:
             rows = conn.execute(select(schema.case_results).where(

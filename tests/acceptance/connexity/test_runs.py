@@ -128,7 +128,7 @@ def test_c13_thresholds_are_snapshotted_when_a_run_starts(stub, store, tmp_path)
     stub.delay = 0.05
     run_id = _interrupt_after_first_case(path, store)
     stub.delay = 0.0
-    assert 1 <= len(RunStore(store).case_rows(run_id)) < 5
+    assert 1 <= len(RunStore(store).case_records(run_id)) < 5
     path.write_text(text, encoding="utf-8")  # the file now says 100
     _code, out = cli("run", "--resume", run_id, "--store", store)
     assert has(out, "the suite changed since this run started"), out
