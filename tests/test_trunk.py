@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 import assay
 from assay.cli.app import app
 from assay.errors import ConfigError
-from assay.integrations.pytest_plugin import JudgeError, SuiteItem, assert_case
+from assay.integrations.pytest_plugin import JudgeError, SuiteItem, assert_case, assert_passes
 from assay.integrations.uipath.evaluators import (
     ContainsEvaluator,
     ExactMatchEvaluator,
@@ -116,6 +116,22 @@ def test_assay_judge_prints_the_cases_verdict() -> None:
     as_json = CliRunner().invoke(app, ["judge", "-e", "[1, 2]", "-a", "[1, 2]", "-t",
                                        "exact_match", "--json"])
     assert '"verdict": "pass"' in as_json.output and '"case_score": 1.0' in as_json.output
+
+
+@pytest.mark.parametrize("output", OUTPUTS, ids=["tuple", "ndarray", "numpy-scalars"])
+def test_assert_passes_judges_an_output_as_a_run_does(output: Any) -> None:
+    found = assert_passes(build({"type": "exact_match"}),
+                          assay.Case(id="a", input="q", expected_output=[1, 2]), output)
+    assert found.details == {"expected": [1, 2], "actual": [1, 2]}
+    assert found.verdict is Verdict.PASS
+
+
+def test_assert_passes_reports_an_output_that_is_not_data_as_the_cases_error() -> None:
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    with pytest.raises(JudgeError, match="invalid_output"):
+        assert_passes(build({"type": "exact_match"}), assay.Case(id="a", expected_output="x"),
+                      cyclic)
 
 
 # -- assert_case runs its case through its suite ---------------------------------------------
