@@ -37,10 +37,10 @@ from assay.testing.runs import write_run  # noqa: E402
 
 def build(url: str, cases: int) -> str:
     store = RunStore(url)
-    existing = [r for r in store.runs(100) if r["suite"] == "big"]
+    existing = [r for r in store.run_records(100) if r.suite == "big"]
     if existing:
         store.close()
-        return str(existing[0]["id"])
+        return existing[0].id
     started = time.perf_counter()
     for seed in range(3):
         write_run(store, 50, seed=seed + 10)
