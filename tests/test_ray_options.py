@@ -60,7 +60,8 @@ def test_where_cases_run_does_not_make_runs_incomparable(tmp_path):
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     local = assay.evaluate(ROWS, target=echo, evaluators=["exact_match"], store=store)
     config = local.run.config.model_copy(deep=True)
-    config.run["executor"] = "ray"
+    config.run = config.run.model_copy(update={
+        "executor": "ray", "ray": config.run.ray.model_copy(update={"workers": 4})})
     from assay.analysis.diff import config_diff
 
     assert config_diff(local.run.config, config, {"a"}, {"a"}).run_config_changes == []

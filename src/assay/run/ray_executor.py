@@ -265,12 +265,12 @@ class RayExecutor(CaseExecutor):
 
     def start(self) -> None:
         """Join the cluster (or start a local Ray) and start the limits actor."""
-        ray = self.ray = ray_module()
         address = self.options.address or os.environ.get("RAY_ADDRESS")
         if address and address.startswith("ray://"):
             raise ConfigError(f"ray address {address!r} is Ray Client (ray://), which assay "
                               "does not support: give the cluster's GCS address (host:port), "
                               "or run assay on a node of the cluster", code="invalid_ray")
+        ray = self.ray = ray_module()
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False,
                                       "logging_level": logging.WARNING}
