@@ -3,8 +3,12 @@
 The function gets the case input (a string, a dict, or a list of message dicts), or the whole
 :class:`Case` when its first parameter is annotated ``Case``. A dict input whose keys are the
 function's parameter names is passed as keyword arguments, as MLflow passes ``inputs`` to a
-``predict_fn`` (``predict_fn(**inputs)``); any other dict is passed whole. It may be sync or async, and may
-return text, a dict, or an :class:`Execution` (to report messages, traces or usage too). Sync
+``predict_fn`` (``predict_fn(**inputs)``); any other dict is passed whole. A parameter
+annotated with a dataclass, a pydantic model or a TypedDict gets that type built from the
+input, as ``uipath eval`` builds ``main(input: EchoIn)``'s (:mod:`assay.targets.typed_io`).
+It may be sync or async, and may return text, a dict, a dataclass or pydantic model (its
+fields; checked against a declared structured return type), or an :class:`Execution` (to
+report messages, traces or usage too). Sync
 functions run in a daemon thread (:mod:`assay._util.blocking`) so a slow agent never blocks the event
 loop, and one that hangs past its timeout is abandoned instead of keeping the process alive. The module is
 imported with the suite's directory on the path, and ``agent.py:run`` names a file directly.
@@ -27,6 +31,13 @@ from assay._util.user_code import load_function, raised, user_code
 from assay.targets.base import Target
 from assay.targets.config import TIMEOUT_FIELD, FieldSpec, TargetConfig, function_places
 from assay.targets.inputs import elapsed_ms, plain_input
+from assay.targets.typed_io import (
+    TypeMismatch,
+    build_value,
+    output_data,
+    parameter_types,
+    return_type,
+)
 from assay.types.case import Case
 from assay.types.execution import Execution
 
@@ -57,6 +68,10 @@ class CallableTarget(Target):
             self.signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):
             self.signature = None
+        self.typed = {} if self.wants_case else parameter_types(fn)
+        """Parameters whose declared type is built from the input (dataclass, model...)."""
+        self.returns = return_type(fn)
+        self.label = getattr(fn, "__qualname__", None) or type(fn).__name__
 
     @classmethod
     def from_config(cls, config: TargetConfig, base_dir: Path, engine: object = None
@@ -78,16 +93,26 @@ class CallableTarget(Target):
         try:
             async with deadline or _NO_DEADLINE:
                 result, took = await self._call(argument)
+        except TypeMismatch as exc:  # the input does not fit the declared type
+            return Execution(input=case.input, latency_ms=elapsed_ms(started), error=str(exc))
         except Exception as exc:  # sys.exit() in the agent too: _call runs it as user code
             if isinstance(exc, TimeoutError) and deadline is not None and deadline.expired():
                 return Execution(input=case.input, latency_ms=elapsed_ms(started),
                                  error=f"agent function timed out after {self.timeout_s:g}s")
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
                              error=f"agent function {raised(exc)}")
-        return _execution(case, result, took if took is not None else elapsed_ms(started))
+        latency = took if took is not None else elapsed_ms(started)
+        if self.returns is not None and not isinstance(result, Execution):
+            try:
+                result = output_data(self.returns, result, f"the output of {self.label}")
+            except TypeMismatch as exc:
+                return Execution(input=case.input, latency_ms=latency, error=str(exc),
+                                 error_code="invalid_output")
+        return _execution(case, result, latency)
 
     def _keywords(self, argument: Any) -> dict[str, Any] | None:
-        """The input as keyword arguments, when it is a dict of the function's parameters."""
+        """The input as keyword arguments, when it is a dict of the function's parameters
+        (each built as its declared type when it has a structured one)."""
         if self.wants_case or self.signature is None or not isinstance(argument, dict) or \
                 not argument or not all(isinstance(k, str) for k in argument):
             return None
@@ -95,12 +120,29 @@ class CallableTarget(Target):
             self.signature.bind(**argument)
         except TypeError:
             return None
-        return argument
+        return {k: self._typed(k, v) for k, v in argument.items()}
+
+    def _typed(self, name: str, value: Any) -> Any:
+        """``value`` as parameter ``name``'s declared structured type, when it has one."""
+        annotation = self.typed.get(name)
+        if annotation is None:
+            return value
+        return build_value(annotation, value, f"the case input for parameter {name!r} of "
+                           f"{self.label}")
+
+    def _positional(self, argument: Any) -> Any:
+        """The input as the first parameter, built as its declared type when it has one."""
+        if not self.typed or self.signature is None:
+            return argument
+        first = next(iter(self.signature.parameters), None)
+        return argument if first is None else self._typed(first, argument)
 
     async def _call(self, argument: Any) -> tuple[Any, float | None]:
         """The function's result, and for a sync function the time it took on its own
         thread: the agent's latency, without the wait for a thread or the event loop."""
         keywords = self._keywords(argument)
+        if keywords is None:
+            argument = self._positional(argument)
         took: float | None
         with user_code():
             if self.is_async:
