@@ -163,33 +163,35 @@ def _answer(content: str) -> dict[str, Any]:
     return {"choices": [{"message": {"role": "assistant", "content": content}}]}
 
 
-async def test_documented_request_on_request_and_scores_round_to_two_places():
-    # UiPath's documentation describes the response_format contract; UiPath's code has moved
-    # to function calling (the default, below), so a service written to the documentation
-    # asks for it with llm_service_mode="json_schema".
+async def test_a_service_written_to_the_documentation_works_with_the_import_changed():
+    # The custom LLM service exactly as UiPath's documentation describes its contract: it
+    # reads response_format's evaluation_response schema and max_tokens (None allowed), and
+    # answers with the JSON in the message content. Nothing but the import changed.
     seen: list[dict[str, Any]] = []
 
-    async def service(**request: Any) -> dict[str, Any]:
+    async def documented_service(**request: Any) -> dict[str, Any]:
         seen.append(request)
+        schema = request["response_format"]["json_schema"]
+        assert schema["name"] == "evaluation_response"
+        assert request["max_tokens"] is None or request["max_tokens"] > 0
         return _answer('{"justification": "close in meaning", "score": 87.4}')
 
     evaluator = LLMJudgeOutputEvaluator(
         id="svc", config={"name": "LLMJudgeOutputEvaluator", "model": "gpt-4o-2024-11-20",
-                          "temperature": 0.0}, llm_service=service,
-        llm_service_mode="json_schema")
+                          "temperature": 0.0}, llm_service=documented_service)
     result = await evaluator.validate_and_evaluate_criteria(
         agent_execution=AgentExecution(agent_output="Paris"),
         evaluation_criteria={"expected_output": "Paris"})
-    assert result.score == 0.87 and result.details == "close in meaning"
+    assert result.score == 0.87 and result.details == "close in meaning"  # rounded as UiPath's
     request = seen[0]
+    assert set(request) == {"model", "messages", "response_format", "max_tokens",
+                            "temperature"}  # the documented request, and nothing else
     assert request["model"] == "gpt-4o-2024-11-20"
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     assert request["response_format"]["type"] == "json_schema"
-    assert request["response_format"]["json_schema"]["name"] == "evaluation_response"
     assert set(request["response_format"]["json_schema"]["schema"]["properties"]) == {
         "justification", "score"}
-    assert "max_tokens" in request and request["max_tokens"] is None
-    assert request["temperature"] == 0.0
+    assert request["max_tokens"] is None and request["temperature"] == 0.0
 
 
 @pytest.mark.parametrize("arguments", [
@@ -206,12 +208,12 @@ async def test_function_calling_variant(arguments: Any):
             message=SimpleNamespace(role="assistant", content=None, tool_calls=[call]))])
 
     evaluator = LLMJudgeOutputEvaluator(id="fc", config={"model": "claude-3-5-sonnet-20241022"},
-                                        llm_service=service)
+                                        llm_service=service, llm_service_mode="tools")
     result = await evaluator.evaluate(agent_execution=AgentExecution(agent_output="a"),
                                       evaluation_criteria={"expected_output": "b"})
     assert result.score == 0.87
     request = seen[0]
-    # UiPath's evaluators' own request: function calling by default, the tool required.
+    # UiPath 2.14's evaluators' own request, on request: function calling, the tool required.
     assert set(request) == {"model", "messages", "temperature", "tools", "tool_choice"}
     assert request["model"] == "claude-3-5-sonnet-20241022"
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
@@ -242,7 +244,8 @@ async def test_function_calling_max_tokens_as_uipath_sends_it(model: str, max_to
     config: dict[str, Any] = {"model": model}
     if max_tokens is not None:
         config["max_tokens"] = max_tokens
-    evaluator = LLMJudgeOutputEvaluator(id="mt", config=config, llm_service=service)
+    evaluator = LLMJudgeOutputEvaluator(id="mt", config=config, llm_service=service,
+                                        llm_service_mode="tools")
     result = await evaluator.evaluate(agent_execution=AgentExecution(agent_output="a"),
                                       evaluation_criteria={"expected_output": "b"})
     assert result.score == 0.4

@@ -1,4 +1,5 @@
-"""The request a UiPath ``llm_service`` receives, in the shape UiPath's evaluators send it.
+"""The request a UiPath ``llm_service`` receives with ``llm_service_mode="tools"``: the shape
+UiPath 2.14's evaluators send.
 
 UiPath's LLM judges (since its move to function calling for every model vendor) call
 ``await llm_service(**request)`` with::
@@ -11,8 +12,11 @@ UiPath's LLM judges (since its move to function calling for every model vendor) 
      "max_tokens": ...}          # only when set; 8000 for Claude 4.5 models when unset
 
 UiPath's documentation still describes the earlier contract (``response_format`` with a JSON
-schema named ``evaluation_response`` and ``max_tokens`` always present, None allowed); an
-evaluator built with ``llm_service_mode="json_schema"`` sends that instead.
+schema named ``evaluation_response`` and ``max_tokens`` always present, None allowed). That is
+what a custom service gets by default here: a service is written from the documentation, and a
+service written to it must keep working with only its import changed (one that reads
+``response_format`` would fail on a tool-call request). The tool-call request is the option
+for a service written against UiPath's code.
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ trajectory judges ``{{AgentRunHistory}}`` and ``{{ExpectedAgentBehavior}}``), as
 documentation says.
 
 The judge. ``llm_service=`` (an async callable taking UiPath's request dict) answers, with the
-request's ``model`` set to the config's ``model`` as written; without one the judge is the run's
-(``ASSAY_JUDGE_MODEL``), and a ``model`` without a provider prefix (``gpt-4o-2024-11-20``) is
+request's ``model`` set to the config's ``model`` as written, in the documented request shape
+(``llm_service_mode``: ``"json_schema"``, the default, or ``"tools"``); without one the judge
+is the run's (``ASSAY_JUDGE_MODEL``), and a ``model`` without a provider prefix (``gpt-4o-2024-11-20``) is
 asked of that judge's service by that name (:func:`assay.llm.models.with_model_name`). Scores
 are rounded to two places as UiPath's are; an LLM judge's ``details`` is its justification.
 
@@ -124,12 +125,16 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
     placeholders: ClassVar[tuple[str, ...]] = ()
     """The prompt placeholders an LLM judge's prompt must hold."""
 
-    llm_service_mode: Literal["tools", "json_schema"] = Field(default="tools", exclude=True)
-    """How ``llm_service`` is asked for structured output. By default as UiPath's code asks:
-    the function call ``submit_evaluation`` with ``tool_choice: {"type": "required"}`` (see
-    :mod:`assay.integrations.uipath.service`). ``"json_schema"`` (an assay option, not UiPath's)
-    sends the ``response_format`` contract UiPath's documentation still describes, for a
-    service written to it."""
+    llm_service_mode: Literal["json_schema", "tools"] = Field(default="json_schema",
+                                                             exclude=True)
+    """How ``llm_service`` is asked for structured output. By default as UiPath's
+    documentation describes the contract of a custom LLM service (seed: "LLM Service
+    Integration"): ``response_format`` with a JSON schema named ``evaluation_response``,
+    ``max_tokens`` always present (None allowed) and ``temperature``; a service written to that
+    page works with only its import changed. ``"tools"`` sends the request UiPath 2.14's code
+    sends instead (the function ``submit_evaluation`` with ``tool_choice: {"type":
+    "required"}``, ``max_tokens`` only when set; see :mod:`assay.integrations.uipath.service`),
+    for a service written against that code, such as one that forwards to UiPath's gateway."""
 
     _fields: dict[str, Any] = PrivateAttr(default_factory=dict)
     _engine: JudgeEngine | None = PrivateAttr(default=None)
