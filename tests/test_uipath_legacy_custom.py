@@ -60,6 +60,45 @@ def test_legacy_contains_and_regex(tmp_path):
     assert scores[("pattern", "LegacyRegex")].value == 0.0      # 555-12 has 2 digits, not 4
 
 
+def test_legacy_contains_and_regex_take_the_object_a_legacy_eval_set_requires(tmp_path):
+    # A legacy eval set's expectedOutput is an object (UiPath's LegacyEvaluationItem requires
+    # it): the text is its value at the evaluator's targetOutputKey, else its only value.
+    path = legacy_project(tmp_path, {
+        "KeyedContains": {"category": 0, "type": 2, "targetOutputKey": "answer"},
+        "LegacyRegex": {"category": 0, "type": 3}},
+        [{"id": "paris", "name": "Paris", "inputs": {"case": "paris"},
+          "expectedOutput": {"answer": "Paris"}, "evalSetId": "set",
+          "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-01-01T00:00:00Z"},
+         {"id": "code", "name": "Code", "inputs": {"case": "code"},
+          "expectedOutput": {"answer": r"\bA-\d+\b"}, "evalSetId": "set",
+          "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-01-01T00:00:00Z"}])
+    scores = run(path, {"paris": {"answer": "It is Paris.", "debug": "x"},
+                        "code": {"answer": "Order A-17 shipped"}})
+    assert scores[("paris", "KeyedContains")].value == 1.0  # "Paris" in the answer
+    assert scores[("code", "KeyedContains")].value == 0.0   # the pattern is not in it
+    assert scores[("code", "LegacyRegex")].value == 1.0     # A-17 matches \bA-\d+\b
+    assert scores[("paris", "LegacyRegex")].value == 1.0
+
+
+@pytest.mark.parametrize("evaluator, expected, problem", [
+    ({"category": 0, "type": 2, "targetOutputKey": "answer"}, {"reply": "x"},
+     "looks for its text at targetOutputKey 'answer', which expectedOutput lacks (keys: "
+     "'reply')"),
+    ({"category": 0, "type": 3}, {"a": "x", "b": "y"},
+     "needs one text, and expectedOutput has 2 keys ('a', 'b'); give the evaluator a "
+     "targetOutputKey"),
+    ({"category": 0, "type": 2}, {"a": ["x"]}, "expected text to search for, got list"),
+])
+def test_an_object_expected_output_without_one_text_is_a_located_error(
+        tmp_path, evaluator, expected, problem):
+    path = legacy_project(tmp_path, {"Legacy": evaluator},
+                          [{"id": "p", "inputs": {}, "expectedOutput": expected}])
+    with pytest.raises(EvaluationError) as info:
+        load_eval_set(path)
+    assert "$.evaluations[0].evaluationCriterias.Legacy" in info.value.message
+    assert problem in info.value.message
+
+
 def test_legacy_regex_bad_pattern_is_a_located_error(tmp_path):
     path = legacy_project(tmp_path, {"LegacyRegex": {"category": 0, "type": 3}},
                           [{"id": "p", "inputs": {}, "expectedOutput": "(unclosed"}])

@@ -297,6 +297,36 @@ def _custom(path: Path, data: dict[str, Any], ident: str) -> EvaluatorDef:
     return EvaluatorDef(ident, name, CUSTOM_TYPE, str(type_id), path, fixed=fixed)
 
 
+def _legacy_reference(value: Any, definition: EvaluatorDef, where: str) -> Any:
+    """A legacy Contains or Regex evaluator's search text or pattern from the item's
+    ``expectedOutput``, which a legacy eval set requires to be an object: its value at the
+    evaluator's ``targetOutputKey``, else its only value; text as it is."""
+    if not isinstance(value, dict):
+        return value
+    key = definition.config.get("targetOutputKey")
+    if isinstance(key, str) and key != "*":
+        if key in value:
+            return _text_of(value[key], where, key)
+        raise _fail("invalid_suite_file", f"{where}.expectedOutput",
+                    f"the {definition.type_id} evaluator looks for its text at "
+                    f"targetOutputKey {key!r}, which expectedOutput lacks (keys: "
+                    f"{', '.join(map(repr, value)) or 'none'})")
+    if len(value) == 1:
+        (only, found), = value.items()
+        return _text_of(found, where, only)
+    raise _fail("invalid_suite_file", f"{where}.expectedOutput",
+                f"the {definition.type_id} evaluator needs one text, and expectedOutput has "
+                f"{len(value)} keys ({', '.join(map(repr, value)) or 'none'}); give the "
+                "evaluator a targetOutputKey naming the one to use")
+
+
+def _text_of(value: Any, where: str, key: str) -> str:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value)
+    raise _fail("invalid_suite_file", f"{where}.expectedOutput.{key}",
+                f"expected text to search for, got {type(value).__name__}")
+
+
 def _criteria(value: Any, where: str) -> dict[str, Any] | None:
     if value is None:
         return None
@@ -611,7 +641,8 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
                             "defaultEvaluationCriteria, and it has none)")
             elif legacy:
                 renames = LEGACY_CRITERIA.get(definitions[ident].type, {})
-                criteria = {renames.get(k, k): v for k, v in criteria.items()}
+                criteria = {renames.get(k, k): _legacy_reference(v, definitions[ident], at)
+                            if k in renames else v for k, v in criteria.items()}
                 criteria = {k: v for k, v in criteria.items() if builder.accepts(ident, k)}
             behavior = item.get("expectedAgentBehavior")
             if (not legacy and behavior and "expectedAgentBehavior" not in criteria
@@ -646,8 +677,77 @@ def load_eval_set(path: str | Path, evaluators_dir: str | Path | None = None) ->
                 "evaluator_names": {i: d.name for i, d in definitions.items()},
                 "evaluator_types": {i: d.type_id for i, d in definitions.items()},
                 "project": str(project.absolute()) if project is not None else None,
+                "model_settings": _listed(data.get("modelSettings")),
+                "agent_memory_enabled": bool(data.get("agentMemoryEnabled")),
+                "agent_memory_settings": _listed(data.get("agentMemorySettings")),
             },
         })
+
+
+def _listed(value: Any) -> list[dict[str, Any]]:
+    """An eval set's list of settings objects (``modelSettings``...), the malformed left out."""
+    return [v for v in value if isinstance(v, dict) and isinstance(v.get("id"), str)] \
+        if isinstance(value, list) else []
+
+
+SAME_AS_AGENT = "same-as-agent"
+
+
+def run_settings(suite: Suite, model_settings_id: str | None,
+                 memory_settings_id: str | None) -> dict[str, Any]:
+    """What ``--model-settings-id`` and ``--agent-memory-settings-id`` give every case of a
+    UiPath eval set, in its ``metadata``, where an agent function that takes the case reads
+    them (UiPath hands them to its low-code agents' runtime, which a Python entry point has
+    not):
+
+    * ``model_settings``: ``{model, temperature}`` of the eval set's ``modelSettings`` entry
+      with that id, ``same-as-agent`` values left out (``default``: none, as in UiPath);
+    * ``agent_memory_settings``: ``{"enabled": false}`` unless the eval set enables agent
+      memory (``agentMemoryEnabled``), else ``{enabled, resultCount, searchMode, threshold}``
+      of the entry with that id (``NoMemory``: disabled).
+
+    An id the eval set does not define is a ConfigError listing the ones it does (UiPath
+    logs a warning and runs without it)."""
+    meta = suite.metadata.get("uipath") if suite.metadata.get("format") == "uipath" else None
+    if (model_settings_id or memory_settings_id) and meta is None:
+        raise ConfigError(f"--model-settings-id and --agent-memory-settings-id choose settings "
+                          f"of a UiPath eval set; {suite.name!r} is not one",
+                          code="invalid_config")
+    found: dict[str, Any] = {}
+    if meta is not None and model_settings_id and model_settings_id != "default":
+        entry = _entry(meta["model_settings"], model_settings_id, "modelSettings")
+        chosen = {"model": entry.get("modelName"), "temperature": entry.get("temperature")}
+        found["model_settings"] = {k: v for k, v in chosen.items()
+                                   if v is not None and v != SAME_AS_AGENT}
+    if meta is not None and memory_settings_id:
+        found["agent_memory_settings"] = _memory(meta, memory_settings_id)
+    return found
+
+
+def _entry(entries: list[dict[str, Any]], ident: str, what: str) -> dict[str, Any]:
+    for entry in entries:
+        if entry["id"] == ident:
+            return entry
+    known = ", ".join(repr(e["id"]) for e in entries) or "none"
+    raise ConfigError(f"the eval set defines no {what} entry {ident!r} (defined: {known})",
+                      code="invalid_config")
+
+
+def _memory(meta: Mapping[str, Any], ident: str) -> dict[str, Any]:
+    """UiPath's agent memory override for an eval run."""
+    entries: list[dict[str, Any]] = meta["agent_memory_settings"]
+    if not meta["agent_memory_enabled"] or ident == "NoMemory":
+        return {"enabled": False}
+    target = next((e for e in entries if e["id"] == ident), None)
+    if target is None and ident != "default":
+        _entry(entries, ident, "agentMemorySettings")
+    target = target or (entries[0] if entries else None)
+    if target is None:
+        return {"enabled": True}
+    if target["id"] == "NoMemory":
+        return {"enabled": False}
+    return {"enabled": True, **{k: target.get(k, SAME_AS_AGENT)
+                                for k in ("resultCount", "searchMode", "threshold")}}
 
 
 def _evaluator_files(directory: Path) -> dict[Path, str]:
