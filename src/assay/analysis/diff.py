@@ -23,7 +23,8 @@ DIFF_CHARS = 5000
 """How much of a prompt's unified diff is kept."""
 TRUNCATED = "\n... (truncated)"
 IGNORED_RUN_KEYS = ("concurrency", "dry_run", "cache", "retry", "filter", "repeat",
-                    "targets_file", "executor", "ray")
+                    "targets_file", "executor", "ray",
+                    "llm_concurrency", "run_id")
 """Run settings that change how a run was executed, not what its results mean."""
 
 

@@ -9,7 +9,8 @@ wherever it is given:
 - the cache mode: the run's ``cache`` (``--cache``), else ``$ASSAY_CACHE``, else ``use``
   (:func:`assay.types.engine_config.cache_mode`, applied by :class:`EngineConfig`);
 - retries and timeouts: the run's ``retry``;
-- concurrency: the run's, so a run never has more judge calls in flight than cases;
+- concurrency: the run's ``llm_concurrency`` (``--max-llm-concurrency``), else its
+  ``concurrency``, so a run never has more judge calls in flight than cases unless asked;
 - the default model: the run's ``judge_model``, else ``$ASSAY_JUDGE_MODEL``, else the demo
   model;
 - a dry run: the engine counts its calls instead of making them (the rest of a dry run is
@@ -31,7 +32,8 @@ from assay.types.engine_config import EngineConfig
 def engine_config(options: RunConfig | None = None) -> EngineConfig:
     """The engine configuration ``options`` (None: every default) give."""
     options = options or RunConfig()
-    fields: dict[str, Any] = {"concurrency": max(options.concurrency, 1),
+    fields: dict[str, Any] = {"concurrency": max(options.llm_concurrency or options.concurrency,
+                                                 1),
                               "retry": options.retry, "cache_mode": options.cache,
                               "dry_run": options.dry_run}
     if options.judge_model:

@@ -25,20 +25,36 @@ matrix has no headline, so its ``score`` is 0.0 as UiPath writes it, with the ma
 A score that could not be computed is written as UiPath writes one: ``score`` 0.0, because the
 format has no other way to say it. So that it cannot be taken for a real zero, its ``details``
 is ``{"error": {"code": ..., "message": ...}}`` and nothing else.
+
+With ``verbose`` (``uipath eval --verbose``) each item's ``agentExecutionOutput`` holds what
+the agent did: ``{"execution_time": seconds, "trace": {"spans": [{name, status, attributes,
+parent_name, events}]}, "result": {"output", "status": "successful" | "faulted", "error":
+{code, title, detail, category} | null}}``.
+
+:func:`trace_lines` is ``uipath eval --trace-file``: one JSON line per span, in the shape the
+OpenTelemetry SDK's ``span.to_json()`` writes (which assay's trace reader reads back): per item
+a root span (``span_type: eval``, ``evalId``), the agent's own spans under it, and per
+evaluator an ``Evaluator: <id>`` span with its ``Evaluation output`` (``value``,
+``justification``), as UiPath's runtime traces them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from assay._util.redact import scrub_data
 from assay.report.outputs import write_atomic
 from assay.suites.model import Suite
+from assay.types.execution import Execution
 from assay.types.json import dump_json
+from assay.types.records import CaseRecord
 from assay.types.score import Score
+from assay.types.spans import Span
 
 Results = Sequence[tuple[str, Sequence[Score]]]
 """(case id, that case's scores) pairs, in the order they should be written."""
@@ -108,18 +124,39 @@ def dataset_results(metrics: Mapping[str, Score],
     return found
 
 
+def execution_output(execution: Execution) -> dict[str, Any]:
+    """UiPath's ``agentExecutionOutput`` of one item (``uipath eval --verbose``)."""
+    names = {s.span_id: s.name for s in execution.trace if s.span_id}
+    error = None if execution.error is None else {
+        "code": execution.error_code or "target_failed", "title": "The agent failed",
+        "detail": execution.error, "category": "User"}
+    return {
+        "execution_time": None if execution.latency_ms is None
+        else execution.latency_ms / 1000.0,
+        "trace": {"spans": [{"name": s.name, "status": s.status,
+                             "attributes": _jsonable(s.attributes),
+                             "parent_name": names.get(s.parent_id or ""),
+                             "events": _jsonable(s.events)} for s in execution.trace]},
+        "result": {"output": _jsonable(execution.output),
+                   "status": "faulted" if error else "successful", "error": error},
+    }
+
+
 def render_uipath_output(results: Results, *, eval_set_name: str,
                          evaluation_names: Mapping[str, str] | None = None,
                          evaluator_names: Mapping[str, str] | None = None,
-                         dataset_metrics: Mapping[str, Score] | None = None) -> dict[str, Any]:
+                         dataset_metrics: Mapping[str, Score] | None = None,
+                         executions: Mapping[str, Execution] | None = None) -> dict[str, Any]:
     """The output-file object for ``results``.
 
     ``evaluation_names`` maps case ids to item names (default: the id); ``evaluator_names``
     maps evaluator ids (``Score.name``) to display names (default: the id);
-    ``dataset_metrics`` are the run's dataset-level results (its summary's).
+    ``dataset_metrics`` are the run's dataset-level results (its summary's); ``executions``
+    (by the same keys as ``results``) fills each item's ``agentExecutionOutput`` (verbose).
     """
     items = evaluation_names or {}
     names = evaluator_names or {}
+    done = executions or {}
     return {
         "evaluationSetName": eval_set_name,
         "evaluationSetResults": [
@@ -133,7 +170,8 @@ def render_uipath_output(results: Results, *, eval_set_name: str,
                          "result": evaluator_result(score),
                          "isLineResult": False}]
                 ],
-                "agentExecutionOutput": None,
+                "agentExecutionOutput": execution_output(done[case_id])
+                if case_id in done else None,
             }
             for case_id, scores in results
         ],
@@ -142,26 +180,108 @@ def render_uipath_output(results: Results, *, eval_set_name: str,
 
 
 def render_for_suite(suite: Suite, results: Results,
-                     dataset_metrics: Mapping[str, Score] | None = None) -> dict[str, Any]:
+                     dataset_metrics: Mapping[str, Score] | None = None,
+                     executions: Mapping[str, Execution] | None = None) -> dict[str, Any]:
     """:func:`render_uipath_output` with names taken from a suite (UiPath names if loaded
     from a UiPath eval set, else the suite's name and case ids)."""
     meta = suite.metadata.get("uipath") or {}
     return render_uipath_output(
         results, eval_set_name=str(meta.get("eval_set_name") or suite.name),
         evaluation_names=meta.get("evaluation_names"),
-        evaluator_names=meta.get("evaluator_names"), dataset_metrics=dataset_metrics)
+        evaluator_names=meta.get("evaluator_names"), dataset_metrics=dataset_metrics,
+        executions=executions)
 
 
-def render_for_records(result: Any) -> dict[str, Any]:
-    """The output-file object of an :class:`~assay.run.result.EvaluationResult`."""
-    results = [(r.case_id if not r.repeat else f"{r.case_id}#{r.repeat}", r.scores)
-               for r in result.records]
+def _key(record: CaseRecord) -> str:
+    return record.case_id if not record.repeat else f"{record.case_id}#{record.repeat}"
+
+
+def render_for_records(result: Any, verbose: bool = False) -> dict[str, Any]:
+    """The output-file object of an :class:`~assay.run.result.EvaluationResult`; with
+    ``verbose``, each item's ``agentExecutionOutput`` too."""
+    records = list(result.records)
+    results = [(_key(r), r.scores) for r in records]
+    executions = {_key(r): r.execution for r in records} if verbose else None
     summary = getattr(result, "summary", None)
     metrics = summary.dataset_metrics if summary is not None else {}
     if result.suite is not None:
-        return render_for_suite(result.suite, results, metrics)
+        return render_for_suite(result.suite, results, metrics, executions)
     return render_uipath_output(results, eval_set_name=result.run.suite,
-                                dataset_metrics=metrics)
+                                dataset_metrics=metrics, executions=executions)
+
+
+# -- the trace file (uipath eval --trace-file) -----------------------------------------------
+
+
+def _hex(*parts: str, size: int) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:size]
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _span_line(name: str, trace_id: str, span_id: str, parent_id: str | None,
+               start: float | None, end: float | None, attributes: Mapping[str, Any],
+               status: str = "unset", events: Sequence[Any] = ()) -> dict[str, Any]:
+    """One span as the OpenTelemetry SDK's ``span.to_json()`` writes it."""
+    return {"name": name, "context": {"trace_id": f"0x{trace_id}", "span_id": f"0x{span_id}"},
+            "kind": "SpanKind.INTERNAL",
+            "parent_id": f"0x{parent_id}" if parent_id else None,
+            "start_time": _iso(start), "end_time": _iso(end),
+            "status": {"status_code": status.upper()}, "attributes": _jsonable(attributes),
+            "events": _jsonable(list(events)), "links": []}
+
+
+def record_spans(run_id: str, record: CaseRecord,
+                 evaluator_names: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The spans of one item: its root, the agent's own spans, each evaluator's."""
+    key = _key(record)
+    trace_id = _hex(run_id, key, size=32)
+    root = _hex(run_id, key, "root", size=16)
+    end = record.finished_at
+    took = record.execution.latency_ms
+    start = end - took / 1000 if end is not None and took is not None else end
+    lines = [_span_line("Evaluation", trace_id, root, None, start, end, {
+        "evalId": record.case_id, "span_type": "eval", "execution.id": key},
+        "error" if record.execution.error else "unset")]
+    for index, span in enumerate(record.execution.trace):
+        lines.append(_agent_span(span, trace_id, root, _hex(run_id, key, str(index), size=16)))
+    names = evaluator_names or {}
+    for score in record.scores:
+        own = _hex(run_id, key, "evaluator", score.name, size=16)
+        attributes = {"span_type": "evaluator", "evaluator_id": score.name,
+                      "evaluator_name": names.get(score.name, score.name),
+                      "eval_item_id": record.case_id, "execution.id": key}
+        lines.append(_span_line(f"Evaluator: {names.get(score.name, score.name)}", trace_id,
+                                own, root, end, end, attributes))
+        justification = score.rationale if score.error is None else score.error.message
+        lines.append(_span_line("Evaluation output", trace_id,
+                                _hex(run_id, key, "output", score.name, size=16), own, end, end,
+                                {"span.type": "evalOutput", "value": score.value,
+                                 "evaluatorId": score.name, "justification": justification,
+                                 "execution.id": key},
+                                "error" if score.error is not None else "unset"))
+    return lines
+
+
+def _agent_span(span: Span, trace_id: str, root: str, made_up: str) -> dict[str, Any]:
+    """An agent span, under the item's root when it has no parent of its own."""
+    span_id = (span.span_id or made_up).removeprefix("0x")
+    parent = span.parent_id.removeprefix("0x") if span.parent_id else root
+    return _span_line(span.name, trace_id, span_id.rjust(16, "0")[-16:], parent,
+                      span.start_time, span.end_time, span.attributes, span.status, span.events)
+
+
+def trace_lines(result: Any) -> Iterator[str]:
+    """``uipath eval --trace-file``'s lines for a run, known secrets hidden."""
+    names = ((result.suite.metadata.get("uipath") or {}).get("evaluator_names")
+             if result.suite is not None else None)
+    for record in result.records:
+        for span in record_spans(result.run_id, record, names):
+            yield json.dumps(scrub_data(span), ensure_ascii=False, default=str)
 
 
 def write_uipath_output(path: str | Path, output: Mapping[str, Any]) -> None:

@@ -729,9 +729,14 @@ class _Session:
 
     async def preflight(self) -> None:
         """Check every judge model, target and the targets file before the first case."""
-        from assay.run.runner import check_evaluator_names
+        from assay.run.runner import check_case_adjustments, check_evaluator_names
 
         check_evaluator_names(self.suite)
+        check_case_adjustments(self.suite, self.config)
+        if self.config.run_id is not None and self.resume is None and not \
+                self.config.dry_run and self.store.has_run(self.config.run_id):
+            raise ConfigError(f"run id {self.config.run_id!r} is already in the store: "
+                              "resume it (--resume) or choose another", code="invalid_config")
         names = self.target_names()
         self.targets.check(names)
         targets = [self.targets(name) for name in names]  # unknown names fail here
@@ -864,7 +869,8 @@ class _Session:
                 store.set_status(run_id, RunStatus.RUNNING.value)
             else:
                 run_id = store.create_run(self.suite.name,
-                                               self.snapshot().model_dump(mode="json"))
+                                               self.snapshot().model_dump(mode="json"),
+                                          self.config.run_id)
             lease = store.hold_lease(run_id)
             if on_start is not None:
                 with user_code("the on_start hook"):

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import fnmatch
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from assay._util.gc_pause import gc_relaxed
 from assay._util.user_code import error_text, user_code
-from assay.errors import EvaluationError
+from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import DatasetMetric, EvalContext, Evaluator
 from assay.llm.engine import JudgeEngine
 from assay.run.policies import policy_for
@@ -55,13 +56,81 @@ class _NoProgress:
 
 
 def select_cases(suite: Suite, config: RunConfig) -> Iterator[SuiteCase]:
-    """The suite's cases that match the run's filter glob (and id list), streamed."""
+    """The suite's cases that match the run's filter glob (and id list), streamed, each with
+    the run's input overrides and settings applied (:func:`case_adjuster`)."""
     wanted = set(config.case_ids) if config.case_ids is not None else None
+    adjust = case_adjuster(suite, config)
     for item in suite.iter_cases():
         if config.filter and not fnmatch.fnmatchcase(item.case.id, config.filter):
             continue
         if wanted is None or item.case.id in wanted:
-            yield item
+            yield item if adjust is None else adjust(item)
+
+
+def case_adjuster(suite: Suite, config: RunConfig) -> Callable[[SuiteCase], SuiteCase] | None:
+    """What the run changes in a case before it runs: ``input_overrides`` deep-merged into
+    its input (UiPath's ``--input-overrides``: a dict value merges into a dict, anything else
+    replaces), and the UiPath eval set's settings the run chose, in its metadata. None when
+    the run changes nothing, so an ordinary run pays nothing per case."""
+    overrides = config.input_overrides or {}
+    extra: dict[str, Any] = {}
+    if config.model_settings_id or config.agent_memory_settings_id:
+        from assay.suites.uipath import run_settings
+
+        extra = run_settings(suite, config.model_settings_id, config.agent_memory_settings_id)
+    if not overrides and not extra:
+        return None
+
+    def adjust(item: SuiteCase) -> SuiteCase:
+        case = item.case
+        update: dict[str, Any] = {}
+        if case.id in overrides:
+            update["input"] = overridden_input(case, overrides[case.id])
+        if extra:
+            update["metadata"] = {**case.metadata, **extra}
+        return item.model_copy(update={"case": case.model_copy(update=update)})
+    return adjust
+
+
+def overridden_input(case: Case, override: Mapping[str, Any]) -> dict[str, Any]:
+    """``case``'s input with ``override`` deep-merged into it; ConfigError for an input
+    that is not an object (there are no fields to override)."""
+    if not isinstance(case.input, dict):
+        raise ConfigError(f"input_overrides for case {case.id!r}: its input is "
+                          f"{'text' if isinstance(case.input, str) else 'a message list'}, "
+                          "not an object with fields to override", code="invalid_config")
+    return deep_merge(case.input, override)
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override``'s keys: dicts merged key by key, anything else replaced."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(merged.get(key), dict) and isinstance(value, dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def check_case_adjustments(suite: Suite, config: RunConfig) -> None:
+    """Refuse, before the first call, input overrides for cases the suite does not have or
+    whose input has no fields, and settings the eval set does not define."""
+    overrides = config.input_overrides or {}
+    if config.model_settings_id or config.agent_memory_settings_id:
+        from assay.suites.uipath import run_settings
+
+        run_settings(suite, config.model_settings_id, config.agent_memory_settings_id)
+    if not overrides:
+        return
+    found = {item.case.id: item.case for item in suite.iter_cases()
+             if item.case.id in overrides}
+    missing = [k for k in overrides if k not in found]
+    if missing:
+        raise ConfigError(f"input_overrides name case(s) the suite does not have: "
+                          f"{', '.join(repr(k) for k in missing)}", code="invalid_config")
+    for case_id, override in overrides.items():
+        overridden_input(found[case_id], override)
 
 
 def count_cases(suite: Suite, config: RunConfig) -> int:

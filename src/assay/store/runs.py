@@ -512,6 +512,12 @@ class RunStore:
                     "store=':memory:' is given")
         return f"no run {run_id!r} in {self.display_url}; list runs with 'assay runs'"
 
+    def has_run(self, run_id: str) -> bool:
+        """Whether a run has exactly this id (a new run may not take it)."""
+        with self._begin() as conn:
+            return conn.execute(select(schema.runs.c.id).where(
+                schema.runs.c.id == run_id)).first() is not None
+
     def run_record(self, run_id: str) -> RunRecord:
         """A run by id (or a unique id prefix) as a typed record; StoreError naming the run
         and why when its row cannot be read."""

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import glob
+import json
 from pathlib import Path
+from typing import Any
 
 from assay._util.user_paths import user_path
 from assay.errors import ConfigError
@@ -80,3 +82,24 @@ def parse_eval_ids(text: str) -> list[str]:
     if not ids:
         raise ConfigError("--eval-ids is empty", code="invalid_option")
     return ids
+
+
+def parse_input_overrides(text: str) -> dict[str, dict[str, Any]]:
+    """UiPath's ``--input-overrides '{"eval-1": {"operator": "*"}}'``: case id -> the fields
+    to deep-merge into its input. JSON, or a Python dict literal as UiPath's own parser
+    (``ast.literal_eval``) also takes."""
+    value: Any
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            raise ConfigError(f"--input-overrides {text!r}: expected an object such as "
+                              "'{\"eval-1\": {\"operator\": \"*\"}}'",
+                              code="invalid_option") from None
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, dict) for k, v in value.items()):
+        raise ConfigError(f"--input-overrides {text!r}: expected an object of case id -> an "
+                          "object of input fields", code="invalid_option")
+    return value

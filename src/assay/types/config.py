@@ -222,6 +222,22 @@ class RunConfig(BaseModel):
     entrypoint: str | None = Field(
         default=None, description="a UiPath project's entry point to run when no target is "
         "named (uipath eval's ENTRYPOINT)")
+    input_overrides: dict[str, dict[str, Any]] | None = Field(
+        default=None, description="case id -> fields deep-merged into that case's input "
+        "before it runs (uipath eval's --input-overrides); an id the suite lacks is refused")
+    model_settings_id: str | None = Field(
+        default=None, description="a UiPath eval set's modelSettings entry given to every "
+        "case (uipath eval's --model-settings-id)")
+    agent_memory_settings_id: str | None = Field(
+        default=None, description="a UiPath eval set's agentMemorySettings entry given to "
+        "every case (uipath eval's --agent-memory-settings-id)")
+    llm_concurrency: Concurrency | None = Field(
+        default=None, description="judge, simulated-user and mocking calls in flight at once "
+        "(uipath eval's --max-llm-concurrency); None: concurrency")
+    run_id: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+        description="the id a new run is stored under (uipath eval's --eval-set-run-id); "
+        "None: a new one; an id already in the store is refused")
     thresholds: Thresholds = Field(default_factory=Thresholds)
     gates: Gates = Field(default_factory=Gates)
     dry_run: bool = False
