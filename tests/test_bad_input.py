@@ -89,5 +89,6 @@ def test_build_reports_unknown_type_and_bad_fields():
 
 def test_missing_prompt_placeholder_is_appended():
     judge = SemanticSimilarity(prompt="Judge this.")
-    assert "## Actual Output\n{{ActualOutput}}" in judge.prompt
-    assert "## Expected Output\n{{ExpectedOutput}}" in judge.prompt
+    assert "## Actual Output\n<ActualOutput>\n{{ActualOutput}}\n</ActualOutput>" in judge.prompt
+    assert "## Expected Output\n<ExpectedOutput>\n{{ExpectedOutput}}\n</ExpectedOutput>" \
+        in judge.prompt

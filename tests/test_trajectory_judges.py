@@ -89,8 +89,11 @@ def test_missing_placeholders_are_appended():
                    "{{UserOrSyntheticInput}}", "expectedAgentBehavior": "be nice"})
     assert judge.expected_agent_behavior == "be nice"
     assert judge.prompt.startswith("Did it go well?")
-    assert "## Actual Output\n{{AgentRunHistory}}" in judge.prompt
-    assert "## Expected Output\n{{ExpectedAgentBehavior}}" in judge.prompt
+    # in UiPath 2.14's tagged sections
+    assert "## Actual Output\n<ActualOutput>\n{{AgentRunHistory}}\n</ActualOutput>" in \
+        judge.prompt
+    assert ("## Expected Output\n<ExpectedOutput>\n{{ExpectedAgentBehavior}}\n"
+            "</ExpectedOutput>") in judge.prompt
 
 
 def _capture(name: str, seen: list[dict[str, Any]], score: float = 80) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import assay
 from assay.integrations.uipath.evaluators import (
     ContainsEvaluator,
     ExactMatchEvaluator,
@@ -286,17 +287,60 @@ async def test_service_unavailable_is_a_uipath_evaluation_error():
     assert "gateway unreachable" in str(info.value)
 
 
-@pytest.mark.parametrize("prompt, problem", [
-    ("Rate the answer {{ActualOutput}} from 0 to 100.", "lacks {{ExpectedOutput}}"),
-    ("Rate it.", "lacks {{ActualOutput}}, {{ExpectedOutput}}"),
-    ("{{ActualOutput}} vs {{ExpectedOutput}} given {{Context}}", "unknown placeholder(s) "
-                                                                  "{{Context}}"),
-])
-def test_prompt_without_the_required_placeholders(prompt: str, problem: str):
+def test_a_prompt_with_an_unknown_placeholder_is_refused():
     with pytest.raises(UiPathEvaluationError) as info:
-        LLMJudgeOutputEvaluator(id="p", config={"prompt": prompt})
+        LLMJudgeOutputEvaluator(id="p", config={
+            "prompt": "{{ActualOutput}} vs {{ExpectedOutput}} given {{Context}}"})
     assert info.value.code == "Python.INVALID_PROMPT_PLACEHOLDERS"
-    assert problem in str(info.value)
+    assert "unknown placeholder(s) {{Context}}" in str(info.value)
+
+
+PROMPT = "Rate how close the answer is, from 0 to 100: {{ActualOutput}}"
+"""A prompt without {{ExpectedOutput}}: UiPath 2.14 appends the missing section (PR #1207)."""
+
+
+async def test_placeholders_and_bare_model_names_alike_from_files_and_python(
+        tmp_path, judge_is_mock):
+    # The same evaluator as a project file (coded and legacy) and from Python: a prompt that
+    # lacks {{ExpectedOutput}} gets UiPath's tagged section, and the bare model name is asked
+    # of the run's judge service by that name, on every path.
+    evaluators = tmp_path / "evaluations" / "evaluators"
+    sets = tmp_path / "evaluations" / "eval-sets"
+    evaluators.mkdir(parents=True)
+    sets.mkdir()
+    config = {"name": "Close", "model": "gpt-4.1-2025-04-14", "prompt": PROMPT}
+    (evaluators / "coded.json").write_text(json.dumps({
+        "version": "1.0", "id": "Coded", "evaluatorConfig": config,
+        "evaluatorTypeId": "uipath-llm-judge-output-semantic-similarity"}))
+    (evaluators / "legacy.json").write_text(json.dumps({
+        "id": "Legacy", "category": 1, "type": 5, "model": "gpt-4.1-2025-04-14",
+        "prompt": PROMPT}))
+    expected = "The capital of France is Paris."
+    (sets / "set.json").write_text(json.dumps({
+        "version": "1.0", "id": "s", "evaluatorRefs": ["Coded", "Legacy"],
+        "evaluations": [{"id": "paris", "inputs": {}, "evaluationCriterias": {
+            "Coded": {"expectedOutput": expected}, "Legacy": {"expectedOutput": expected}}}]}))
+    suite = load_eval_set(sets / "set.json")
+    assert suite.metadata["warnings"] == []  # the bare name is not dropped
+    from_files = {e.name: e for e in suite.cases[0].evaluators or []}
+    python = LLMJudgeOutputEvaluator(id="Python", config=config)
+    from_python = python.assay_evaluator({"expected_output": expected})
+    prompts = {e.prompt for e in (*from_files.values(), from_python)}
+    assert len(prompts) == 1  # one prompt on every path
+    (prompt,) = prompts
+    assert prompt == PROMPT + ("\n\n## Expected Output\n<ExpectedOutput>\n{{ExpectedOutput}}"
+                               "\n</ExpectedOutput>")
+    assert {e.model for e in (*from_files.values(), from_python)} == {
+        "#gpt-4.1-2025-04-14"}
+
+    answer = "Paris is the capital city of France."
+    result = assay.evaluate(sets / "set.json", target=lambda _: answer, store=":memory:",
+                            cache="off")
+    by_file = {s.name: s.value for s in result.records[0].scores}
+    direct = await python.evaluate(agent_execution=AgentExecution(agent_output=answer),
+                                   evaluation_criteria={"expected_output": expected})
+    assert by_file == {"Coded": direct.score, "Legacy": direct.score}
+    assert judge_is_mock.stats.models == {"gpt-4.1-2025-04-14": 3}  # asked of the judge
 
 
 async def test_unparsable_response_is_a_uipath_evaluation_error():

@@ -118,17 +118,17 @@ def test_weights_are_set_on_the_evaluators(calculator):
     assert add["ExactMatchEvaluator"].weight == 1.0
 
 
-def test_unknown_keys_and_uncallable_models_are_warned_about(calculator):
+def test_unknown_keys_are_warned_about_and_bare_models_kept(calculator):
     warnings = calculator.metadata["warnings"]
-    assert len(warnings) == 3
+    assert len(warnings) == 2
     assert any("exact-match.json: $.evaluatorConfig" in w and "'ignoreCase'" in w
                for w in warnings)
-    assert any("semantic.json" in w and "'gpt-4.1-2025-04-14'" in w for w in warnings)
     assert any("$.evaluations[2].evaluationCriterias.RetiredEvaluator" in w for w in warnings)
     # descriptive keys and options left at UiPath's default are dropped quietly
     assert not any("'name'" in w or "'description'" in w or "targetOutputKey" in w
                    for w in warnings)
-    assert _by_name(calculator, "add")["SemanticEvaluator"].model is None
+    # UiPath's bare model name: that model at the run's judge service, as from Python
+    assert _by_name(calculator, "add")["SemanticEvaluator"].model == "#gpt-4.1-2025-04-14"
 
 
 def test_names_for_reports_are_kept(calculator):

@@ -24,6 +24,7 @@ from assay._util.user_code import error_text, user_code
 from assay._util.user_paths import user_path
 from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
+from assay.llm.models import AT_JUDGE_SERVICE, resolve_at_judge_service
 from assay.llm.types import DRY_RUN
 from assay.types.case import AgentInfo, Case
 from assay.types.execution import Execution
@@ -47,8 +48,14 @@ class EvalContext:
 
     def model(self, own: str | None) -> str | None:
         """The override (``--judge-model``), else the evaluator's own model, else the run's
-        judge model, else (None) the engine's default."""
-        return self.override_model or own or self.judge_model
+        judge model, else (None) the engine's default. An own model that is only a name
+        (``#gpt-4o``, UiPath's bare model names) is that model at the run's judge service."""
+        if self.override_model:
+            return self.override_model
+        if own is not None and own.startswith(AT_JUDGE_SERVICE):
+            return resolve_at_judge_service(own, self.judge_model
+                                            or self.engine.config.default_model)
+        return own or self.judge_model
 
 
 class Evaluator(BaseModel):

@@ -170,6 +170,27 @@ RENAMABLE = frozenset({*OPENAI_COMPATIBLE, "azure", "anthropic", "litellm"})
 """Providers whose model is a name the service resolves, so another name can be asked for."""
 
 
+AT_JUDGE_SERVICE = "#"
+"""Starts a model string that is only a model name, ``#gpt-4o-2024-11-20``: that model at the
+run's judge service (UiPath's bare model names; see :func:`at_judge_service`)."""
+
+
+def at_judge_service(name: str) -> str:
+    """The model string for a bare model name, asked of whichever service judges the run: a
+    UiPath evaluator names its model the way its LLM service does and leaves the service to
+    the platform, from a project file and from Python alike. Resolved when the judge is
+    known (:func:`resolve_at_judge_service`)."""
+    return AT_JUDGE_SERVICE + name
+
+
+def resolve_at_judge_service(model: str, judge: str) -> str:
+    """``model`` with a bare name (:func:`at_judge_service`) resolved against ``judge``, the
+    run's judge model string; any other model unchanged."""
+    if model.startswith(AT_JUDGE_SERVICE):
+        return with_model_name(judge, model[len(AT_JUDGE_SERVICE):])
+    return model
+
+
 def with_model_name(service: str, name: str) -> str:
     """The model string that asks ``service``'s endpoint for the model ``name``.
 

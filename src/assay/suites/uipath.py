@@ -16,8 +16,8 @@ snake_case form. Keys that only describe the evaluator (``name``, ``description`
 are dropped, and so are options left at UiPath's default when assay has no such option
 (``targetOutputKey: "*"``). Anything else an evaluator does not take is dropped with a warning
 in ``suite.metadata["warnings"]``, never silently. A UiPath model name without a provider prefix
-(``gpt-4.1-2025-04-14``) cannot be called as is, so the run's judge model is used, with a
-warning.
+(``gpt-4.1-2025-04-14``) is that model at the run's judge service, as UiPath's LLM service
+takes its names and as the Python evaluators ask for it (:func:`uipath_model`).
 
 Per eval-set item, ``evaluationCriterias`` decides which evaluators run and with what:
 
@@ -58,7 +58,7 @@ from assay._util.redact import scrubbed_logger
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, build, evaluator_class
-from assay.llm.models import parse_model
+from assay.llm.models import at_judge_service, parse_model
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
 from assay.types.case import Case
 
@@ -101,6 +101,9 @@ LEGACY_CRITERIA: Mapping[str, Mapping[str, str]] = {
 }
 """Legacy criteria are always ``{expectedOutput, expectedAgentBehavior}``; for these types the
 expected output is the evaluator's reference under another name."""
+
+SAME_AS_AGENT = "same-as-agent"
+"""UiPath's value for "the agent's own setting"."""
 
 CUSTOM_TYPE = "uipath_custom"
 """The assay evaluator type of UiPath custom coded evaluators (``file://x.py:Class``)."""
@@ -228,22 +231,36 @@ def to_fields(cls: type[Any], values: Mapping[str, Any], where: str,
 
 
 def _check_model(fields: dict[str, Any], where: str, warnings: list[str]) -> None:
-    """Keep ``model`` only if assay can call it; otherwise fall back to the run's model."""
+    """``model`` as the judge engine calls it: a model string as it is; a bare model name
+    (``gpt-4.1-2025-04-14``) is that model at the run's judge service, as the Python API
+    asks for it (:func:`uipath_model`); none (or ``same-as-agent``) is the run's judge."""
     model = fields.get("model")
     if model is None:
         return
-    if not isinstance(model, str) or not model.strip() or model == "same-as-agent":
+    chosen = uipath_model(model)
+    if chosen is None:
         del fields["model"]
-        if model == "same-as-agent":
+        if model == SAME_AS_AGENT:
             warnings.append(f"{where}.model: 'same-as-agent' has no meaning here; the "
                             "run's judge model is used")
         return
+    fields["model"] = chosen
+
+
+def uipath_model(model: Any) -> str | None:
+    """A UiPath evaluator's ``model`` as a model string, the one rule of every UiPath entry
+    point (project files and the Python evaluators alike): a model string (``openai:gpt-4o``)
+    as it is, a bare name (UiPath's, ``gpt-4o-2024-11-20``) that model at the run's judge
+    service (:func:`assay.llm.models.at_judge_service`), and none, blank or
+    ``same-as-agent`` None: the run's judge."""
+    if not isinstance(model, str) or not model.strip() or model.strip() == SAME_AS_AGENT:
+        return None
+    model = model.strip()
     try:
         parse_model(model)
     except ConfigError:
-        del fields["model"]
-        warnings.append(f"{where}.model: {model!r} names no provider (e.g. "
-                        f"'openai:{model}'); the run's judge model is used")
+        return at_judge_service(model)
+    return model
 
 
 def parse_schema(text: str) -> tuple[str, str]:
@@ -689,8 +706,6 @@ def _listed(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict) and isinstance(v.get("id"), str)] \
         if isinstance(value, list) else []
 
-
-SAME_AS_AGENT = "same-as-agent"
 
 
 def run_settings(suite: Suite, model_settings_id: str | None,

@@ -57,11 +57,15 @@ class SimilarityVerdict(JudgeAnswer):
 
 def with_placeholders(prompt: str, actual: str = "ActualOutput",
                       expected: str = "ExpectedOutput") -> str:
-    """Append whichever of the two placeholders the prompt lacks, under clear headings."""
-    if "{{" + actual + "}}" not in prompt.replace(" ", ""):
-        prompt += f"\n\n## Actual Output\n{{{{{actual}}}}}"
-    if "{{" + expected + "}}" not in prompt.replace(" ", ""):
-        prompt += f"\n\n## Expected Output\n{{{{{expected}}}}}"
+    """Append whichever of the two placeholders the prompt lacks, each in its own tagged
+    section, as UiPath 2.14's LLM judges do (so a prompt that works there reads the same
+    here): ``## Actual Output`` / ``<ActualOutput>`` ... ``</ActualOutput>``."""
+    compact = prompt.replace(" ", "")
+    if "{{" + actual + "}}" not in compact:
+        prompt += f"\n\n## Actual Output\n<ActualOutput>\n{{{{{actual}}}}}\n</ActualOutput>"
+    if "{{" + expected + "}}" not in compact:
+        prompt += (f"\n\n## Expected Output\n<ExpectedOutput>\n{{{{{expected}}}}}\n"
+                   "</ExpectedOutput>")
     return prompt
 
 

@@ -14,16 +14,19 @@ the same kind.
 
 Config and criteria keys are UiPath's (camelCase or snake_case) and are checked when the
 evaluator is built: an unknown key is an error naming it, never silently ignored. An LLM judge's
-prompt must hold its placeholders (``{{ActualOutput}}`` and ``{{ExpectedOutput}}``; for the
-trajectory judges ``{{AgentRunHistory}}`` and ``{{ExpectedAgentBehavior}}``), as UiPath's
-documentation says.
+prompt that lacks one of its placeholders (``{{ActualOutput}}`` and ``{{ExpectedOutput}}``; for
+the trajectory judges ``{{AgentRunHistory}}`` and ``{{ExpectedAgentBehavior}}``) gets it
+appended in its own tagged section, as UiPath 2.14's evaluators do and as a project's evaluator
+files get it (:func:`assay.judges.llm.semantic_similarity.with_placeholders`); a placeholder
+that nothing fills is an error.
 
 The judge. ``llm_service=`` (an async callable taking UiPath's request dict) answers, with the
 request's ``model`` set to the config's ``model`` as written, in the documented request shape
 (``llm_service_mode``: ``"json_schema"``, the default, or ``"tools"``); without one the judge
-is the run's (``ASSAY_JUDGE_MODEL``), and a ``model`` without a provider prefix (``gpt-4o-2024-11-20``) is
-asked of that judge's service by that name (:func:`assay.llm.models.with_model_name`). Scores
-are rounded to two places as UiPath's are; an LLM judge's ``details`` is its justification.
+is the run's (``ASSAY_JUDGE_MODEL``), and a ``model`` without a provider prefix
+(``gpt-4o-2024-11-20``) is asked of that judge's service by that name, as in a project's
+evaluator files (:func:`assay.suites.uipath.uipath_model`). Scores are rounded to two places
+as UiPath's are; an LLM judge's ``details`` is its justification.
 
 Failures are :class:`UiPathEvaluationError` raised from ``evaluate`` and
 ``validate_and_evaluate_criteria``, as the documentation describes (the LLM service is
@@ -41,7 +44,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.alias_generators import to_camel
 
-from assay.errors import ConfigError, EvaluationError
+from assay.errors import EvaluationError
 from assay.integrations.uipath.evaluators.base_evaluator import (
     SYSTEM,
     USER,
@@ -61,11 +64,10 @@ from assay.integrations.uipath.service import uipath_tools_request
 from assay.judges.base import Evaluator
 from assay.judges.llm.templates import variables
 from assay.judges.registry import EVALUATORS, build
-from assay.llm import JudgeEngine, parse_model, register_service
+from assay.llm import JudgeEngine, register_service
 from assay.llm.build import engine_config
-from assay.llm.models import with_model_name
 from assay.run.score import score_async
-from assay.suites.uipath import to_fields
+from assay.suites.uipath import SAME_AS_AGENT, to_fields, uipath_model
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.score import Score
@@ -155,6 +157,8 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
         self._check_buildable()
 
     def _check_prompt(self, prompt: Any) -> None:
+        """A prompt that is text and uses no placeholder nothing fills; a missing one is
+        added when the judge is built, as everywhere (the evaluator's own validation)."""
         if prompt is None or not self.placeholders:
             return
         if not isinstance(prompt, str):
@@ -162,20 +166,13 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
                 "INVALID_PROMPT_PLACEHOLDERS", "Invalid prompt",
                 f"evaluator {self.id!r}: the prompt is a {type(prompt).__name__}, not text",
                 USER)
-        used = set(variables(prompt))
-        missing = [p for p in self.placeholders if p not in used]
-        unknown = sorted(used - set(self._accepted_placeholders()))
-        problems = []
-        if missing:
-            problems.append("it lacks " + ", ".join("{{" + p + "}}" for p in missing))
+        unknown = sorted(set(variables(prompt)) - set(self._accepted_placeholders()))
         if unknown:
-            problems.append("it uses unknown placeholder(s) " + ", ".join(
-                "{{" + p + "}}" for p in unknown))
-        if problems:
             accepted = ", ".join("{{" + p + "}}" for p in self._accepted_placeholders())
             raise UiPathEvaluationError(
-                "INVALID_PROMPT_PLACEHOLDERS", "Prompt without the required placeholders",
-                f"evaluator {self.id!r}: {'; '.join(problems)} (accepted: {accepted})", USER)
+                "INVALID_PROMPT_PLACEHOLDERS", "Prompt with unknown placeholders",
+                f"evaluator {self.id!r}: it uses unknown placeholder(s) " + ", ".join(
+                    "{{" + p + "}}" for p in unknown) + f" (accepted: {accepted})", USER)
 
     def _accepted_placeholders(self) -> tuple[str, ...]:
         return self.placeholders
@@ -224,12 +221,14 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
         return config.default_model
 
     def judge_model(self) -> str | None:
-        """The model string the judge calls (None: the engine's default)."""
-        model = self._fields.get("model")
-        model = model.strip() if isinstance(model, str) else ""
-        if model == "same-as-agent":
-            model = ""
+        """The model string the judge calls (None: the engine's default), by the one rule of
+        every UiPath entry point (:func:`assay.suites.uipath.uipath_model`); with an
+        ``llm_service``, that service asked for the config's model by name."""
         if self.llm_service is not None:
+            model = self._fields.get("model")
+            model = model.strip() if isinstance(model, str) else ""
+            if model == SAME_AS_AGENT:
+                model = ""
             fn = self.llm_service
             name = (f"uipath.{getattr(fn, '__module__', '')}."
                     f"{getattr(fn, '__qualname__', type(fn).__name__)}.{id(fn):x}")
@@ -238,18 +237,7 @@ class AssayBackedEvaluator(BaseEvaluator[Any, OpenConfig, Any]):
                 request_shape=uipath_tools_request if self.llm_service_mode == "tools"
                 else None)
             return f"{service}#{model}" if model else service
-        if not model:
-            return None
-        try:
-            parse_model(model)
-            return model
-        except ConfigError:
-            try:
-                return with_model_name(self.default_model(), model)
-            except ConfigError as exc:
-                raise UiPathEvaluationError("FAILED_TO_GET_LLM_SERVICE",
-                                            "The LLM service cannot be used", exc.message,
-                                            USER) from None
+        return uipath_model(self._fields.get("model"))
 
     def assay_evaluator(self, criteria: Any) -> Evaluator:
         """The assay evaluator for one evaluation: the config plus these criteria."""
