@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,6 +22,7 @@ from assay.llm.structured import ask_structured
 from assay.targets.base import Target, current_sample
 from assay.types.case import Case
 from assay.types.execution import Execution
+from assay.types.messages import Message
 from assay.types.spans import Span
 
 
@@ -57,14 +59,29 @@ class MockedTarget(Target):
                                   f"{result.error.message}")
         return result.value
 
-    async def run(self, case: Case) -> Execution:
+    async def run_turn(self, case: Case, messages: list[Message], turn: int) -> Execution:
+        """The inner target's own turn (an HTTP agent's ``metadata`` included), with the case's
+        tool mocking active when it asks for it, as for a whole run (a turn's input is the
+        conversation, so no input is generated)."""
         raw = case.metadata.get("mocking")
         if not raw:
-            return await self.inner.run(case)
+            return await self.inner.run_turn(case, messages, turn)
+        return await self.run(case, lambda c: self.inner.run_turn(c, messages, turn),
+                              generate_input=False)
+
+    async def run(self, case: Case,
+                  call: Callable[[Case], Awaitable[Execution]] | None = None,
+                  generate_input: bool = True) -> Execution:
+        """``call`` (the inner target's run, or one of its turns) on the case, its input
+        generated and its tools mocked when it asks."""
+        call = call or self.inner.run
+        raw = case.metadata.get("mocking")
+        if not raw:
+            return await call(case)
         from assay.targets import mocking
 
         spec = mocking.Mocking.model_validate(raw)
-        if spec.input is not None:
+        if spec.input is not None and generate_input:
             try:
                 generated = await self.ask(
                     mocking.INPUT_SYSTEM, mocking.input_prompt(
@@ -75,7 +92,7 @@ class MockedTarget(Target):
                 return Execution(input=case.input, error=exc.message)
             case = case.model_copy(update={"input": generated.input})
         if spec.tools is None:
-            return await self.inner.run(case)
+            return await call(case)
         from assay.targets.callable import CallableTarget
 
         if not isinstance(self.inner, CallableTarget):
@@ -86,14 +103,14 @@ class MockedTarget(Target):
         session = mocking.Session(spec.tools, self.ask, asyncio.get_running_loop())
         token = mocking.activate(session)
         try:
-            execution = await self.inner.run(case)
+            execution = await call(case)
         finally:
             mocking.deactivate(token)
         if session.calls and not execution.trace and not any(
                 m.tool_calls for m in execution.messages):
-            execution.trace = [Span(name=call["name"], span_id=f"mock-{i}", attributes={
-                "tool.name": call["name"], "tool.mocked": True,
-                "input.value": json.dumps(call["arguments"], default=str),
-                "output.value": json.dumps(call["response"], default=str)})
-                for i, call in enumerate(session.calls)]
+            execution.trace = [Span(name=made["name"], span_id=f"mock-{i}", attributes={
+                "tool.name": made["name"], "tool.mocked": True,
+                "input.value": json.dumps(made["arguments"], default=str),
+                "output.value": json.dumps(made["response"], default=str)})
+                for i, made in enumerate(session.calls)]
         return execution
