@@ -16,6 +16,11 @@ so far in, the turn's assistant and tool messages out). The loop::
         with stop_on_goal, the goal check says yes   -> stop: goal_achieved
         max_turns agent rounds reached               -> stop: max_turns
 
+Every turn of the transcript carries its ``timestamp`` (UTC, ISO 8601, when it was added), and
+the last message of a turn the agent or the simulated user produced its ``latency_ms`` and
+``token_count`` (the tokens its call reported, when it reported any), as Connexity's
+transcript records them; none of these is sent to the agent.
+
 So the agent always answers the last scripted message, and a simulated user that never
 stops is bounded by ``max_turns`` (10 by default; at most :data:`~assay._util.limits.MAX_TURNS`,
 which also bounds a suite that sets none) and the case's timeout (at most a day): validation
@@ -40,6 +45,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from assay._util.limits import MAX_TURNS
@@ -152,6 +158,7 @@ class UserReply:
     stop: str | None = None
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
+    latency_ms: float | None = None
 
 
 class ScriptedUser:
@@ -185,6 +192,7 @@ class SimulatedUser:
         return request
 
     async def reply(self, transcript: list[Message], timeout_s: float) -> UserReply:
+        started = time.perf_counter()
         try:
             result = await asyncio.wait_for(
                 self.engine.chat(self.request(transcript), self.model, sample=current_sample()),
@@ -202,7 +210,8 @@ class SimulatedUser:
             return UserReply(stop="user_ended", usage=usage)
         if not text:
             return UserReply(error="the simulated user answered with no text", usage=usage)
-        return UserReply(text=text, usage=usage)
+        took = (time.perf_counter() - started) * 1000
+        return UserReply(text=text, usage=usage, latency_ms=took)
 
 
 class GoalCheck:
@@ -269,20 +278,44 @@ def _same(a: Message, b: Message) -> bool:
     return a.role == b.role and a.text() == b.text() and a.tool_call_id == b.tool_call_id
 
 
-def _with_latency(message: Message, latency_ms: float | None) -> Message:
-    """The turn's last message carries the turn's latency (as the transcript record does)."""
+TURN_FIELDS = ("latency_ms", "token_count", "timestamp")
+"""What the transcript records of a turn besides what was said (never sent to the agent)."""
+
+
+def _now() -> str:
+    """The wall-clock time a turn is added, in UTC (ISO 8601)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _turn(message: Message, latency_ms: float | None = None,
+          token_count: int | None = None) -> Message:
+    """``message`` with the transcript's record of its turn: when it was added, and (on a
+    turn's last message) how long the turn took and the tokens it reported."""
     data = message.model_dump(mode="json", exclude_none=True)
-    data["latency_ms"] = latency_ms
+    data["timestamp"] = _now()
+    if latency_ms is not None:
+        data["latency_ms"] = latency_ms
+    if token_count is not None:
+        data["token_count"] = token_count
     return Message.model_validate(data)
 
 
 def _plain(message: Message) -> Message:
     """A transcript message as an agent is sent it: chat fields only, no assay bookkeeping."""
-    if "latency_ms" not in (message.model_extra or {}):
+    extra = message.model_extra or {}
+    if not any(k in extra for k in TURN_FIELDS):
         return message
     data = message.model_dump(mode="json", exclude_none=True)
-    data.pop("latency_ms", None)
+    for key in TURN_FIELDS:
+        data.pop(key, None)
     return Message.model_validate(data)
+
+
+def _tokens(usage: TokenUsage | Usage | None) -> int | None:
+    """The tokens a call reported (prompt and completion), None when it reported none."""
+    if usage is None or not (usage.prompt_tokens or usage.completion_tokens):
+        return None
+    return usage.prompt_tokens + usage.completion_tokens
 
 
 def _called(messages: list[Message], tools: set[str]) -> bool:
@@ -362,8 +395,10 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
             state.stop, state.error_code = "agent_error", "target_failed"
             state.error = f"agent turn {state.rounds}: the agent answered nothing"
             return False
-        produced[-1] = _with_latency(produced[-1], execution.latency_ms)
-        state.transcript.extend(produced)
+        state.transcript.extend(
+            _turn(m, *((execution.latency_ms, _tokens(execution.usage))
+                       if i == len(produced) - 1 else ()))
+            for i, m in enumerate(produced))
         if execution.latency_ms is not None:
             state.latencies.append(execution.latency_ms)
         if execution.usage is not None:
@@ -386,7 +421,8 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
     going = True
     if spec.first_turn == "agent":
         if spec.first_message is not None:
-            state.transcript.append(Message(role="assistant", content=spec.first_message))
+            state.transcript.append(_turn(Message(role="assistant",
+                                                  content=spec.first_message)))
             state.rounds = 1
             if max_turns is not None and state.rounds >= max_turns:
                 state.stop, going = "max_turns", False
@@ -406,7 +442,8 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
         if reply.stop is not None or reply.text is None:
             state.stop = reply.stop or "user_ended"
             break
-        state.transcript.append(Message(role="user", content=reply.text))
+        state.transcript.append(_turn(Message(role="user", content=reply.text),
+                                      reply.latency_ms, _tokens(reply.usage)))
         state.user_turns += 1
         going = await agent_turn()
     return _execution(case, state, (time.perf_counter() - wall) * 1000)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+import threading
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -356,3 +359,95 @@ async def test_an_http_agent_holds_a_conversation_turn_by_turn():
     assert execution.output == "you said bye"
     assert execution.conversation.stop_reason == "script_exhausted"
     assert len(execution.conversation.turn_latencies_ms) == 2
+
+
+# -- an HTTP agent under assay run -------------------------------------------------------
+
+
+class _Agent(BaseHTTPRequestHandler):
+    """POST /agent/respond: Connexity's custom-endpoint contract, recording each body."""
+
+    seen: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append(body)
+        last = body["messages"][-1]["content"]
+        reply = json.dumps({"messages": [{"role": "assistant", "content": f"you said {last}"}],
+                            "usage": {"prompt_tokens": 12, "completion_tokens": 3,
+                                      "total_tokens": 15}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def http_suite(tmp_path: Path) -> Any:
+    """A conversation suite whose agent is an HTTP endpoint named in its targets file."""
+    _Agent.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Agent)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    (tmp_path / ".assay").mkdir()
+    (tmp_path / ".assay" / "targets.yaml").write_text(textwrap.dedent(f"""\
+        targets:
+          - name: web
+            provider: http
+            url: http://127.0.0.1:{server.server_address[1]}/agent/respond
+        """), encoding="utf-8")
+    suite = tmp_path / "web.yaml"
+    suite.write_text(textwrap.dedent("""\
+        scoring: connexity
+        execution:
+          target: web
+          evaluators:
+            - {type: connexity_judge, model: "custom:stub"}
+        evalcases:
+          - id: web-case
+            first_message: hello
+            scripted_messages: [bye]
+            evaluation_criteria_override: "⟦conversation-judge⟧"
+        """), encoding="utf-8")
+    yield suite
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_http_agent_gets_the_turn_metadata_under_assay_run(stub, store, http_suite):
+    code, out, run_id = run(store, http_suite)
+    assert code == 0, out
+    # every turn's request carries the case and the agent's round, through every wrapper
+    assert [b["metadata"] for b in _Agent.seen] == [
+        {"test_case_id": "web-case", "turn_index": 0},
+        {"test_case_id": "web-case", "turn_index": 1}]
+    record, score = judge_record(store, run_id, "web-case")
+    assert [m.text() for m in record.execution.messages] == [
+        "hello", "you said hello", "bye", "you said bye"]
+    assert score.value is not None
+
+
+def test_each_turn_records_its_tokens_and_when_it_was_said(stub, store, http_suite):
+    before = datetime.now(UTC)
+    code, out, run_id = run(store, http_suite)
+    assert code == 0, out
+    record, _ = judge_record(store, run_id, "web-case")
+    turns = [m.model_extra or {} for m in record.execution.messages]
+    stamps = [datetime.fromisoformat(t["timestamp"]) for t in turns]
+    assert before <= stamps[0] <= stamps[1] <= stamps[2] <= stamps[3] <= datetime.now(UTC)
+    assert [t.get("token_count") for t in turns] == [None, 15, None, 15]  # the agent's usage
+    assert [("latency_ms" in t) for t in turns] == [False, True, False, True]
+    assert not any(k in m for b in _Agent.seen for m in b["messages"]
+                   for k in ("timestamp", "token_count", "latency_ms"))  # never sent on
+
+
+def test_a_simulated_users_turn_records_its_tokens_and_latency(simulated, store):
+    run_id = run(store, CONVERSATION, "--filter", "C26b")[2]
+    record, _ = judge_record(store, run_id, "C26b")
+    user = record.execution.messages[1].model_extra or {}
+    assert record.execution.messages[1].role == "user"
+    assert user["token_count"] > 0 and user["latency_ms"] >= 0 and "timestamp" in user

@@ -554,10 +554,20 @@
       turns.length ? h("div", { class: "panel" }, h("h2", {}, "Conversation"), h("div", { id: "turns" },
         turns.map((m, i) => h("div", { class: "turn" + (blamed[i] ? " blamed" : ""), "data-turn": i },
           h("span", { class: "role" }, `${i} · ${m.role}`), m.name ? h("span", { class: "muted" }, m.name) : null,
+          turnFacts(m) ? h("span", { class: "muted turn-facts" }, " " + turnFacts(m)) : null,
           blamed[i] ? badge("blamed by " + blamed[i].join(", "), "fail") : null,
           messageText(m.content) ? h("pre", {}, messageText(m.content)) : null,
           (m.tool_calls || []).map((tc) => h("div", { class: "muted" }, "calls ", h("strong", {}, tc.function.name), " ", tc.function.arguments)))))) : null,
       Object.keys(r.case.metadata || {}).length ? h("details", { class: "panel" }, h("summary", {}, "Case metadata"), h("pre", {}, JSON.stringify(r.case.metadata, null, 2))) : null);
+  }
+
+  // What the transcript records of a turn besides what was said: when, how long, how many tokens.
+  function turnFacts(m) {
+    const parts = [];
+    if (typeof m.timestamp === "string") parts.push(m.timestamp.replace("T", " ").replace(/\.\d+Z$/, " UTC"));
+    if (typeof m.latency_ms === "number") parts.push(fmt.ms(m.latency_ms));
+    if (typeof m.token_count === "number") parts.push(fmt.int(m.token_count) + " tokens");
+    return parts.join(" · ");
   }
 
   // A case too large for one page comes with some values cut (a cut text ends with a marker
