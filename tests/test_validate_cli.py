@@ -59,8 +59,9 @@ BROKEN: list[tuple[str, str, str]] = [
      "4:5: unknown case key 'expected_outcom' (expected: one of id, expected_outcome, outcome, "
      "input, input_messages, expected_output, expected_messages, rubrics, note, guidelines, "
      "reference_context, execution, evaluators, evaluator, conversation_id, metadata, "
-     "expected_outcomes, expected_tool_calls, evaluation_criteria_override, persona, "
-     "persona_context, first_turn, first_message, user_context, scripted_messages, max_turns)"),
+     "expected_outcomes, expected_tool_calls, evaluation_criteria_override, name, description, "
+     "tags, difficulty, status, persona, persona_context, first_turn, first_message, "
+     "user_context, scripted_messages, max_turns)"),
     ("unknown evaluator key", """
         execution:
           evaluators:

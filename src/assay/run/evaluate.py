@@ -949,6 +949,11 @@ class _Session:
     def notes(self) -> list[str]:
         """What a reader of this run's figures must be told."""
         notes = judge_notes(self.judge_models())
+        not_run = self.suite.metadata.get("not_run") or {}
+        if not_run:
+            notes.append("not run, as their status says: " + "; ".join(
+                f"{len(ids)} {status} case(s) ({', '.join(ids[:5])}"
+                f"{', ...' if len(ids) > 5 else ''})" for status, ids in sorted(not_run.items())))
         if self.engine.cache_problem:
             notes.append(f"{self.engine.cache_problem} ({self.engine.cache_failures} time(s)); "
                          "those answers were asked for again and not kept")

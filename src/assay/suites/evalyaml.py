@@ -72,11 +72,16 @@ EXECUTION_KEYS = ("target", "evaluators", "agent_timeout_s")
 CONVERSATION_KEYS = ("persona", "persona_context", "first_turn", "first_message", "user_context",
                      "scripted_messages", "max_turns")
 """Case keys that make a case a conversation with a simulated (or scripted) user."""
+INFO_KEYS = ("name", "description", "tags", "difficulty", "status")
+"""Case keys that describe a case (Connexity's test cases carry them); kept in its metadata.
+Only ``status: active`` cases (the default) run."""
+DIFFICULTIES = ("normal", "hard")
+STATUSES = ("draft", "active", "archived")
 CASE_KEYS = ("id", "expected_outcome", "outcome", "input", "input_messages",
              "expected_output", "expected_messages", "rubrics", "note", "guidelines",
              "reference_context", "execution", "evaluators", "evaluator", "conversation_id",
              "metadata", "expected_outcomes", "expected_tool_calls",
-             "evaluation_criteria_override", *CONVERSATION_KEYS)
+             "evaluation_criteria_override", *INFO_KEYS, *CONVERSATION_KEYS)
 YAML_SUFFIXES = (".yaml", ".yml")
 JSONL_SUFFIXES = (".jsonl",)
 
@@ -324,6 +329,8 @@ class _SuiteChecker:
     evaluators: EvaluatorBuilder
     targets: TargetsFile | None
     seen_ids: dict[str, Mark] = field(default_factory=dict)
+    not_run: dict[str, list[str]] = field(default_factory=dict)
+    """The ids of the cases whose status is not active, by status: loaded, checked, not run."""
     suite_evaluators: list[Evaluator] = field(default_factory=list)
     suite_has_list: bool = False
     conversation: ConversationSettings | None = None
@@ -368,6 +375,8 @@ class _SuiteChecker:
         judge = self._judge_model(target)
         try:
             # Absolute, so a run's recorded suite path resumes from any directory.
+            if self.not_run:
+                metadata["not_run"] = dict(self.not_run)
             return Suite(name=name, description=description, source=self.path.absolute(),
                          target=target, judge_target=judge, evaluators=evaluators,
                          cases=cases, metadata=metadata, scoring=scoring,
@@ -543,7 +552,19 @@ class _SuiteChecker:
             self.log.add((key,), f"{key} is empty", "at least one case", value=True)
             return None
         cases = [self._case(item, (key, index)) for index, item in enumerate(raw)]
-        return [c for c in cases if c is not None] if all(cases) else None
+        if not all(cases):
+            return None
+        built = [c for c in cases if c is not None]
+        active = [c for c in built if c.case.metadata.get("status", "active") == "active"]
+        for item in built:
+            status = item.case.metadata.get("status", "active")
+            if status != "active":
+                self.not_run.setdefault(status, []).append(item.case.id)
+        if not active:
+            self.log.add((key,), f"every case is {' or '.join(sorted(self.not_run))}, so none "
+                         "would run", "at least one case with status: active (the default)")
+            return None
+        return active
 
     def _case(self, raw: Any, path: PathKey) -> SuiteCase | None:
         if not isinstance(raw, dict):
@@ -564,6 +585,7 @@ class _SuiteChecker:
         tool_calls = self._tool_expectations(raw, path)
         emphasis = self._text(raw, "evaluation_criteria_override", path)
         metadata = self._mapping(raw, "metadata", path) or {}
+        metadata.update(self._case_info(raw, path))
         expected = raw.get("expected_output")
         if "expected_messages" in raw:
             messages = self._messages(raw["expected_messages"], (*path, "expected_messages"))
@@ -608,6 +630,27 @@ class _SuiteChecker:
             return None
         return SuiteCase(case=case, target=execution.get("target"),
                          evaluators=evaluators if isinstance(evaluators, list) else None)
+
+    def _case_info(self, raw: dict[str, Any], path: PathKey) -> dict[str, Any]:
+        """What describes a case (name, description, tags, difficulty, status), checked."""
+        found: dict[str, Any] = {}
+        for key in ("name", "description"):
+            text = self._text(raw, key, path)
+            if text is not None:
+                found[key] = text
+        tags = self._strings(raw, "tags", path)
+        if tags is not None:
+            found["tags"] = tags
+        for key, allowed in (("difficulty", DIFFICULTIES), ("status", STATUSES)):
+            value = raw.get(key)
+            if value is None:
+                continue
+            if value not in allowed:
+                self.log.add((*path, key), f"{key} must be one of {', '.join(allowed)}, not "
+                             f"{value!r}", " or ".join(allowed), value=True)
+            else:
+                found[key] = value
+        return found
 
     def _case_id(self, raw: dict[str, Any], path: PathKey) -> str | None:
         if "id" not in raw:
