@@ -375,6 +375,7 @@ class SummaryBuilder:
         self.overall_total = 0.0
         self.overall_count = 0
         self.agent_usage = Usage()
+        self.agent_costs = 0  # executions whose agent reported its cost
         self.simulator_usage = Usage()
         self.stop_reasons: dict[str, int] = {}
         # case id -> [executions, passed, errors, overall total, overall count]; kept only
@@ -407,7 +408,8 @@ class SummaryBuilder:
             self.agent_usage = self.agent_usage + Usage(
                 calls=1, prompt_tokens=execution.usage.prompt_tokens,
                 completion_tokens=execution.usage.completion_tokens,
-                cost=execution.usage.cost or 0.0)
+                cost=execution.usage.cost or 0.0)  # the costs agents reported, summed
+            self.agent_costs += execution.usage.cost is not None
         if execution.conversation is not None:
             self.simulator_usage = self.simulator_usage + execution.conversation.simulator_usage
             reason = execution.conversation.stop_reason
@@ -449,7 +451,10 @@ class SummaryBuilder:
         passed = count(Verdict.PASS.value, 0)
         errors = count(Verdict.ERROR.value, 0)
         skipped = count(Verdict.SKIPPED.value, 0)
-        costs = [u.cost for u in (self.usage, self.agent_usage, self.simulator_usage)
+        agent = self.agent_usage.model_copy()
+        if agent.calls and not self.agent_costs:
+            agent.cost = None  # no agent reported a cost: unknown, not free
+        costs = [u.cost for u in (self.usage, agent, self.simulator_usage)
                  if u.cost is not None and (u.calls or u.cost)]
         return RunSummary(
             cases=self.cases, scored=self.scored,
@@ -467,7 +472,7 @@ class SummaryBuilder:
             if self.overall_count else None,
             cases_pass_rate_pct=passed / self.cases * 100 if self.cases else None,
             **run_latency(list(self.case_p50s)).model_dump(),
-            agent_usage=self.agent_usage, simulator_usage=self.simulator_usage,
+            agent_usage=agent, simulator_usage=self.simulator_usage,
             estimated_cost_usd=math.fsum(costs) if costs else None,
             stop_reasons=dict(self.stop_reasons),
             case_summary={case_id: CaseSummary(

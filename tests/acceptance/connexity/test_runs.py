@@ -235,3 +235,38 @@ def test_c15_latency_of_a_conversation(stub, store, tmp_path):
 def _fresh_targets_dir(tmp_path: Path) -> None:
     """Suites written to tmp_path find no targets file above them but the one given."""
     shutil.rmtree(tmp_path / ".assay", ignore_errors=True)
+
+
+COSTS = """\
+    scoring: connexity
+    execution:
+      evaluators:
+        - {type: connexity_judge, model: "custom:stub"}
+    evalcases:
+      - {id: a, input: "⟦C02b⟧ a"}
+      - {id: b, input: "⟦C02b⟧ b"}
+    """
+
+
+def _agent_reporting(cost: float | None) -> object:
+    """An agent that reports its tokens, and its cost when it knows it."""
+    def agent(question: str) -> assay.Execution:
+        return assay.Execution(output="It shipped.", usage={
+            "prompt_tokens": 100, "completion_tokens": 20, "cost": cost})
+    return agent
+
+
+@pytest.mark.parametrize("cost, agent_cost, estimated", [
+    (None, None, None),    # no cost is known anywhere: unknown, never $0.00
+    (0.25, 0.5, 0.5),      # the costs that are known, summed (the judge's is not)
+])
+def test_the_estimated_cost_is_unknown_when_no_cost_is_known(stub, store, tmp_path, cost,
+                                                             agent_cost, estimated):
+    suite = tmp_path / "costs.yaml"
+    suite.write_text(textwrap.dedent(COSTS), encoding="utf-8")
+    result = assay.evaluate(suite, target=_agent_reporting(cost), store=store, cache="off")
+    found = summary(store, result.run_id)
+    assert found["usage"]["cost"] is None  # the stub judge's price is unknown
+    assert found["agent_usage"]["prompt_tokens"] == 200
+    assert found["agent_usage"]["cost"] == agent_cost
+    assert found["estimated_cost_usd"] == estimated
