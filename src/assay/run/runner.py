@@ -40,7 +40,9 @@ TargetResolver = Callable[[str | None], Target]
 
 
 class Progress(Protocol):
-    """Where the runner reports progress (the CLI's progress bar, or nothing)."""
+    """Where the runner reports progress (the CLI's progress bar, or nothing). A progress
+    object may also have ``case_started(case_id, repeat)``, called when a case that has to
+    run starts (a resumed case already stored is only advanced)."""
 
     def start(self, total: int, done: int, label: str = "") -> None: ...
 
@@ -197,6 +199,8 @@ class Runner:
         self.store = store
         self.config = config
         self.progress = progress or _NoProgress()
+        self.case_started: Callable[[str, int], None] | None = getattr(
+            self.progress, "case_started", None)
         self.on_record = on_record
         self.judge_for = judge_for or (lambda _target: suite.judge_target)
         self._contexts: dict[tuple[str | None, int], EvalContext] = {}
@@ -265,6 +269,8 @@ class Runner:
                     report(self._record(run_id, item, repeat, execution, evaluators, have,
                                         store_it=False))
                     continue
+                if self.case_started is not None:
+                    self.case_started(item.case.id, repeat)
                 if self.executor is not None:
                     report(await self._elsewhere(run_id, item, repeat, execution, evaluators,
                                                  have))

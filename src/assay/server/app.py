@@ -564,8 +564,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
         "content": {"text/event-stream": {}}, "description": "server-sent events"}},
         response_class=StreamingResponse, tags=["launch"])
     async def stream_run(run_id: RunId) -> StreamingResponse:
-        """A run's progress as server-sent events: ``run_started``, ``test_case_completed``
-        (completed_count, total_count, passed, overall_score, error_message), then one of
+        """A run's progress as server-sent events: ``run_started``, ``test_case_started``
+        (case_id, repeat), ``test_case_completed`` (completed_count, total_count, passed,
+        overall_score on 0-100, score on 0-1, error_message), then one of
         ``run_completed``, ``run_cancelled``, ``run_failed``. A run this server did not start
         is followed through the store (``run_progress`` once a second)."""
         launch = launcher.launches.get(run_id)

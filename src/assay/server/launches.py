@@ -4,8 +4,9 @@ cancel.
 A run is :func:`assay.evaluate_async` in a task of the server's event loop, with its own
 :class:`RunStore` (the server's reading store never holds queued rows). Its progress is a list
 of events kept for the run's life, so a client that connects late, or reconnects, reads it from
-the start; event names follow Connexity's stream: ``run_started``, ``test_case_completed``,
-``run_completed``, ``run_cancelled``, ``run_failed``. Cancelling the task marks the run
+the start; event names follow Connexity's stream: ``run_started``, ``test_case_started``,
+``test_case_completed`` (``overall_score`` on 0-100, as Connexity's), ``run_completed``,
+``run_cancelled``, ``run_failed``. Cancelling the task marks the run
 interrupted, as Ctrl-C does for ``assay run``.
 """
 
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from assay._util.redact import scrub, scrub_json
 from assay.errors import EvaluationError
-from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict
+from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict, case_overall
 
 TERMINAL_EVENTS = ("run_completed", "run_cancelled", "run_failed")
 START_TIMEOUT_S = 120.0
@@ -164,6 +165,12 @@ class _Progress:
         self.launch.total, self.launch.done = total, done
         self.launch.emit("run_started", {"total_count": total, "completed_count": done})
 
+    def case_started(self, case_id: str, repeat: int) -> None:
+        launch = self.launch
+        launch.emit("test_case_started", {
+            "case_id": case_id, "repeat": repeat, "completed_count": launch.done,
+            "total_count": launch.total})
+
     def advance(self, record: CaseRecord) -> None:
         launch = self.launch
         launch.done += 1
@@ -171,7 +178,9 @@ class _Progress:
             "case_id": record.case_id, "repeat": record.repeat,
             "completed_count": launch.done, "total_count": launch.total,
             "passed": record.verdict is Verdict.PASS, "verdict": record.verdict.value,
-            "overall_score": record.score, "error_message": record.execution.error})
+            "overall_score": case_overall(record), "score": record.score,
+            "error_message": record.execution.error})
+
 
 
 def resolve_suite(request: RunRequest, roots: list[Path]) -> Path:
@@ -222,6 +231,10 @@ class Launcher:
             def start(self, total: int, done: int, label: str = "") -> None:
                 if "launch" in holder:
                     _Progress(holder["launch"]).start(total, done, label)
+
+            def case_started(self, case_id: str, repeat: int) -> None:
+                if "launch" in holder:
+                    _Progress(holder["launch"]).case_started(case_id, repeat)
 
             def advance(self, record: CaseRecord) -> None:
                 if "launch" in holder:

@@ -398,9 +398,7 @@ class SummaryBuilder:
         p50 = case_latency(execution).p50_ms
         if p50 is not None:
             self.case_p50s.append(p50)
-        overall = record.overall_score
-        if overall is None and record.score is not None:
-            overall = record.score * 100
+        overall = case_overall(record)
         if overall is not None:
             self.overall_total += overall
             self.overall_count += 1
@@ -480,6 +478,15 @@ class SummaryBuilder:
                 pass_fraction=a[1] / a[0], pass_all=a[1] == a[0], flaky=0 < a[1] < a[0],
                 mean_overall_score=a[3] / a[4] if a[4] else None)
                 for case_id, a in self.per_case.items()})
+
+
+def case_overall(record: CaseRecord) -> float | None:
+    """A case's overall score on the 0-100 scale the run dimensions, the progress stream and
+    Connexity use: its policy's own (the multi-metric judge's) when it has one, else the case
+    score x 100; None for a case with no score."""
+    if record.overall_score is not None:
+        return record.overall_score
+    return None if record.score is None else record.score * 100
 
 
 class CaseLatency(_Record):

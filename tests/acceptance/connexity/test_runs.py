@@ -270,3 +270,34 @@ def test_the_estimated_cost_is_unknown_when_no_cost_is_known(stub, store, tmp_pa
     assert found["agent_usage"]["prompt_tokens"] == 200
     assert found["agent_usage"]["cost"] == agent_cost
     assert found["estimated_cost_usd"] == estimated
+
+
+def test_the_progress_stream_has_case_starts_and_overall_scores_on_0_100(stub, tmp_path,
+                                                                        monkeypatch):
+    from tests.server_support import events, serve
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stream.yaml").write_text(textwrap.dedent("""\
+        scoring: connexity
+        execution:
+          evaluators:
+            - {type: connexity_judge, model: "custom:stub"}
+        evalcases:
+          - {id: c01, input: "⟦C01⟧", metadata: {output: answer}}
+          - {id: c02b, input: "⟦C02b⟧", metadata: {output: answer}}
+        """), encoding="utf-8")
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path]) as served, \
+            served.client() as api:
+        started = api.post("/runs", json={"suite": "stream.yaml", "concurrency": 1})
+        assert started.status_code == 202, started.text
+        streamed = events(api, started.json()["stream"])
+    def position(name: str, case: str) -> int:
+        return next(i for i, (n, d) in enumerate(streamed)
+                    if n == name and d.get("case_id") == case)
+
+    for case in ("c01", "c02b"):  # each case's start comes before its completion
+        assert position("test_case_started", case) < position("test_case_completed", case)
+    completed = {d["case_id"]: d for n, d in streamed if n == "test_case_completed"}
+    assert completed["c01"]["overall_score"] == 77.5    # Connexity's 0-100, as C-01
+    assert completed["c01"]["score"] == pytest.approx(0.775)
+    assert completed["c02b"]["overall_score"] == 100.0
