@@ -2,7 +2,9 @@
 
 The request uses the provider's strongest mode (``response_format`` JSON schema, else a forced
 tool call, else the schema in the prompt with lenient JSON extraction) and steps down a mode
-when a server refuses the stronger one. The answer is validated with pydantic, ranges included;
+when a server refuses the stronger one. A judge may ask for ``strict`` output: the JSON schema
+is then sent with ``"strict": true`` in the form strict decoding requires (:func:`strict_schema`:
+every property required, no other property, no defaults), as Connexity's judge sends it. The answer is validated with pydantic, ranges included;
 an invalid answer is re-asked with the validation error at most ``reasks`` times. After that
 the result is an error (``judge_output_invalid``) that keeps the raw text: never a silent 0.
 
@@ -76,6 +78,7 @@ async def ask_structured(
     sample: int = 0,
     tool_name: str | None = None,
     top_logprobs: int | None = None,
+    strict: bool = False,
 ) -> StructuredResult[T]:
     """Get an instance of ``schema`` from the judge model, within the engine's rules.
 
@@ -83,11 +86,12 @@ async def ask_structured(
     called and cached on its own. ``name`` names the JSON schema of a ``response_format``
     request, ``tool_name`` (default: ``name``) the function of a forced tool call.
     ``top_logprobs`` asks for the log-probabilities of that many alternatives at each token
-    of the answer (where the provider offers them).
+    of the answer (where the provider offers them). ``strict`` sends the JSON schema with
+    ``"strict": true`` (see :func:`strict_schema`); the answer is validated the same way.
     """
     provider = engine.resolve(model)
     shown = provider.spec.display
-    json_schema = json_schema_of(schema)
+    json_schema = json_schema_of(schema, strict)
     conversation = [dict(m) for m in messages]
     spent: list[Usage] = []  # per ask, summed once at the end
     started = time.perf_counter()
@@ -100,7 +104,7 @@ async def ask_structured(
         try:
             result = await _ask_any_mode(engine, provider.spec.name, conversation, json_schema,
                                          name, temperature, max_tokens, seed, sample,
-                                         tool_name, top_logprobs)
+                                         tool_name, top_logprobs, strict)
         except ProviderError as exc:
             if isinstance(exc, RetriesExhausted):  # the failed attempts are accounted too
                 spent.append(Usage(retries=max(0, exc.attempts - 1)))
@@ -154,13 +158,13 @@ async def _ask_any_mode(engine: JudgeEngine, model: str, messages: list[dict[str
                         json_schema: dict[str, Any], name: str, temperature: float,
                         max_tokens: int | None, seed: int | None, sample: int,
                         tool_name: str | None = None,
-                        top_logprobs: int | None = None) -> ChatResult:
+                        top_logprobs: int | None = None, strict: bool = False) -> ChatResult:
     provider = engine.resolve(model)
     while True:
         mode = provider.structured_mode
         request = build_request(mode, provider.spec.model, messages, json_schema, name,
                                 temperature, max_tokens, seed, tool_name,
-                                top_logprobs=top_logprobs)
+                                top_logprobs=top_logprobs, strict=strict)
         try:
             return await engine.chat(request, model, sample=sample, remember=False)
         except RequestRejected as exc:
@@ -172,19 +176,38 @@ async def _ask_any_mode(engine: JudgeEngine, model: str, messages: list[dict[str
 
 
 @functools.lru_cache(maxsize=512)
-def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
-    """A model's JSON schema, built once per class (building it costs more than a call's
-    whole HTTP round trip). Callers must treat the result as read-only."""
-    return schema.model_json_schema()
+def json_schema_of(schema: type[BaseModel], strict: bool = False) -> dict[str, Any]:
+    """A model's JSON schema (in strict form with ``strict``), built once per class
+    (building it costs more than a call's whole HTTP round trip). Callers must treat the
+    result as read-only."""
+    found = schema.model_json_schema()
+    return strict_schema(found) if strict else found
+
+
+def strict_schema(schema: Any) -> Any:
+    """``schema`` as strict structured output takes it: every object lists all its
+    properties as required and allows no other (``additionalProperties: false``), and no
+    ``default`` is given (an optional field is still nullable where its type says so). The
+    answer is validated by the model as before, so nothing it accepts changes."""
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    found = {k: strict_schema(v) for k, v in schema.items() if k != "default"}
+    if found.get("type") == "object" and isinstance(found.get("properties"), dict):
+        found["required"] = list(found["properties"])
+        found["additionalProperties"] = False
+    return found
 
 
 def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any]],
                   json_schema: dict[str, Any], name: str, temperature: float,
                   max_tokens: int | None, seed: int | None,
                   tool_name: str | None = None, *,
-                  top_logprobs: int | None = None) -> ChatRequest:
+                  top_logprobs: int | None = None, strict: bool = False) -> ChatRequest:
     """The chat request that asks for ``json_schema`` in the given mode (``tool_name``, when
-    given, names the function of a forced tool call instead of ``name``)."""
+    given, names the function of a forced tool call instead of ``name``; ``strict`` marks a
+    ``response_format`` schema ``"strict": true``)."""
     request: ChatRequest = {"model": model, "messages": messages, "temperature": temperature}
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
@@ -196,7 +219,8 @@ def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any
     if mode == "json_schema":
         request["response_format"] = {
             "type": "json_schema",
-            "json_schema": {"name": name, "schema": json_schema},
+            "json_schema": {"name": name, "schema": json_schema,
+                            **({"strict": True} if strict else {})},
         }
     elif mode == "tools":
         function = tool_name or name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -183,3 +184,34 @@ def test_c10_connexity_compat_scores_a_judge_failure_zero(stub, store):
     figures = summary(store, run_id)
     assert (figures["failed_count"], figures["error_count"]) == (1, 0)
     assert figures["weighted_metrics_score_pct"] == 0.0
+
+
+def _objects(schema: object) -> list[dict[str, object]]:
+    """Every object schema inside a JSON schema."""
+    if isinstance(schema, list):
+        return [o for item in schema for o in _objects(item)]
+    if not isinstance(schema, dict):
+        return []
+    found = [schema] if schema.get("type") == "object" else []
+    return found + [o for value in schema.values() for o in _objects(value)]
+
+
+def test_the_judge_asks_with_a_strict_schema_and_keeps_its_request_and_answer(stub, store):
+    run_id = run(store, SCORING, "--filter", "C04")[2]
+    _, score = judge_record(store, run_id, "C04")
+    assert score.error is None and score.raw == 56.0
+    request = stub.requests[-1]
+    asked = request["response_format"]["json_schema"]
+    assert asked["name"] == "judge_metric_scores" and asked["strict"] is True
+    objects = _objects(asked["schema"])
+    assert len(objects) == 4  # the answer; a scored, a binary metric and an outcome result
+    for obj in objects:  # strict form: every property required, no other, no defaults
+        assert obj["additionalProperties"] is False
+        assert obj["required"] == list(obj["properties"])
+    assert '"default"' not in json.dumps(asked["schema"])
+    # a successful judgement keeps what the judge was sent and what it answered, as the
+    # viewer's case page reads them (details.judge_request, details.judge_answer)
+    sent = score.details["judge_request"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    assert sent[1]["content"] == request["messages"][-1]["content"]
+    assert json.loads(score.details["judge_answer"])["tool_routing"]["score"] == 4

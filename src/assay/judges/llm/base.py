@@ -76,6 +76,8 @@ class LLMEvaluator(Evaluator):
     tool_name: ClassVar[str | None] = None
     OMITTED_AT_DEFAULT: ClassVar[frozenset[str]] = frozenset({"guidance", "examples",
                                                               "aligned"})
+    strict_output: ClassVar[bool] = False
+    """Ask for strict structured output (``"strict": true`` with the JSON schema)."""
 
     model: str | None = None
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -140,7 +142,7 @@ class LLMEvaluator(Evaluator):
             ctx.engine, messages, schema, model=ctx.model(self.model),
             name=self.response_name or self.type, tool_name=self.tool_name,
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
-            sample=ctx.sample, top_logprobs=top_logprobs)
+            sample=ctx.sample, top_logprobs=top_logprobs, strict=self.strict_output)
         exchanges = _EXCHANGES.get()
         if exchanges is not None:
             exchanges.append((messages, result.raw_text))

@@ -45,7 +45,6 @@ from assay.judges.llm.connexity_metrics import (
 )
 from assay.judges.llm.templates import delimit
 from assay.judges.registry import register
-from assay.llm.structured import ask_structured
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.json import dump_json
@@ -264,6 +263,8 @@ class ConnexityJudge(LLMEvaluator):
     in one judge call; the case passes on its outcomes, else on ``pass_threshold``."""
 
     type = "connexity_judge"
+    response_name = SCHEMA_NAME
+    strict_output = True  # Connexity's judge_metric_scores schema is strict
     custom_metrics: list[MetricDefinition] = Field(
         default_factory=list, description="metrics declared by the suite, selectable by name")
     metrics: list[MetricChoice] | None = Field(
@@ -335,10 +336,7 @@ class ConnexityJudge(LLMEvaluator):
         system, user = self.prompts(case, execution, ctx, transcript)
         schema = answer_model(tuple((m.name, m.definition.is_binary) for m in selected),
                               len(case.expected_outcomes))
-        result = await ask_structured(
-            ctx.engine, [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            schema, model=ctx.model(self.model), name=SCHEMA_NAME, temperature=self.temperature,
-            max_tokens=self.max_tokens, seed=self.seed, sample=ctx.sample)
+        result = await self.ask(ctx, system, user, schema)  # kept: judge_request, judge_answer
         if result.value is None:
             return self.failed(result)
         verdict = self.judgement(case, selected, result.value, len(transcript))
