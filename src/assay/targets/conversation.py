@@ -30,6 +30,13 @@ transcript: a judge reads only what was said. An agent that fails, or a simulate
 cannot answer, makes the case's execution an error (it is not judged); a timeout does not (the
 conversation so far is judged).
 
+The time limit (``timeout_per_test_case_ms``) is the whole conversation's: an agent turn still
+running when it comes is stopped there, not let finish, so a case never runs past its limit
+and a hung agent never holds it (Connexity cuts an HTTP agent's turn the same way, by giving
+its request the time left, while its hosted agent's turn runs on). The stopped turn's answer
+is not in the transcript; ``conversation.cut_turn`` says which round it was, and
+``conversation.detail`` says so in words.
+
 The simulated user sees the conversation with the roles flipped (its own messages as the
 assistant's, the agent's as the user's; a tool-call-only agent turn as "[Assistant requested
 tool calls]"; system and tool messages left out), keeps its first message when the agent
@@ -53,6 +60,7 @@ from assay.errors import ConfigError
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ChatRequest, ProviderError
 from assay.targets.base import RecordedOutput, Target, current_sample
+from assay.types import numbers
 from assay.types.case import Case, ConversationSettings, ConversationSpec
 from assay.types.execution import ConversationInfo, Execution, TokenUsage
 from assay.types.messages import Message
@@ -337,6 +345,8 @@ class _State:
     stop: str | None = None
     error: str | None = None
     error_code: str | None = None
+    cut: int | None = None
+    """The agent round stopped by the time limit while it ran."""
 
 
 async def converse(agent: Target, case: Case, settings: ConversationSettings | None = None,
@@ -377,7 +387,7 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
         except TimeoutError:
             if not deadline.expired():
                 raise
-            state.stop = "timeout"
+            state.stop, state.cut = "timeout", state.rounds + 1
             return False
         state.rounds += 1
         if execution.error is not None:
@@ -446,7 +456,8 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
                                       reply.latency_ms, _tokens(reply.usage)))
         state.user_turns += 1
         going = await agent_turn()
-    return _execution(case, state, (time.perf_counter() - wall) * 1000)
+    return _execution(case, state, (time.perf_counter() - wall) * 1000,
+                      settings.timeout_per_test_case_ms)
 
 
 def _add(total: TokenUsage | None, more: TokenUsage) -> TokenUsage:
@@ -458,12 +469,16 @@ def _add(total: TokenUsage | None, more: TokenUsage) -> TokenUsage:
                       cost=cost)
 
 
-def _execution(case: Case, state: _State, wall_ms: float) -> Execution:
+def _execution(case: Case, state: _State, wall_ms: float, limit_ms: float) -> Execution:
     said = [m for m in state.transcript if m.role == "assistant" and m.text().strip()]
+    detail = state.error if state.cut is None else (
+        f"the agent's turn {state.cut} was still running at the conversation's time limit "
+        f"({numbers.milliseconds(limit_ms)}) and was stopped; its answer is not in the "
+        "transcript")
     info = ConversationInfo(stop_reason=state.stop or "user_ended", agent_turns=state.rounds,
                             user_turns=state.user_turns, turn_latencies_ms=state.latencies,
-                            simulator_usage=state.simulator, detail=state.error,
-                            goal_checks=state.goal_checks)
+                            simulator_usage=state.simulator, detail=detail,
+                            cut_turn=state.cut, goal_checks=state.goal_checks)
     return Execution(input=case.input, output=said[-1].text() if said else None,
                      messages=state.transcript, latency_ms=wall_ms, usage=state.agent,
                      error=state.error, error_code=state.error_code, conversation=info)

@@ -166,7 +166,11 @@ class ConversationInfo(_Model):
     turn_latencies_ms: list[float] = Field(
         default_factory=list, description="each agent turn's latency, in order")
     simulator_usage: Usage = Field(default_factory=Usage)
-    detail: str | None = Field(default=None, description="what went wrong, for error stops")
+    detail: str | None = Field(default=None, description="what went wrong, for error stops; "
+                               "for a timeout that cut a turn, which one")
+    cut_turn: int | None = Field(
+        default=None, description="the agent round (from 1) that was still running when the "
+        "conversation's time limit came, and was stopped: its answer is not in the transcript")
     goal_checks: list[str] = Field(
         default_factory=list, description="with stop_on_goal, each check's answer after "
         "each agent turn: yes, no, or the error that left the goal unchecked (the "

@@ -451,3 +451,28 @@ def test_a_simulated_users_turn_records_its_tokens_and_latency(simulated, store)
     user = record.execution.messages[1].model_extra or {}
     assert record.execution.messages[1].role == "user"
     assert user["token_count"] > 0 and user["latency_ms"] >= 0 and "timestamp" in user
+
+
+async def test_a_turn_running_at_the_time_limit_is_cut_and_said_so():
+    """The conversation's limit holds: the agent's second turn, still running at 300 ms, is
+    stopped there (not let finish), and the record says which turn was cut."""
+    import asyncio
+    import time
+
+    async def slow_second(messages: list[dict[str, Any]]) -> str:
+        if len(messages) > 1:
+            await asyncio.sleep(5)
+        return "first answer"
+
+    case = Case(id="cut", conversation=ConversationSpec(first_message="one",
+                                                        scripted_messages=["two", "three"]))
+    settings = ConversationSettings(timeout_per_test_case_ms=300, max_turns=None)
+    started = time.perf_counter()
+    execution = await converse(CallableTarget(slow_second), case, settings)
+    assert time.perf_counter() - started < 2  # stopped at the limit, not after 5 s
+    info = execution.conversation
+    assert info.stop_reason == "timeout" and info.cut_turn == 2
+    assert info.detail == ("the agent's turn 2 was still running at the conversation's time "
+                           "limit (300 ms) and was stopped; its answer is not in the transcript")
+    assert [m.text() for m in execution.messages] == ["one", "first answer", "two"]
+    assert execution.error is None  # what was said is judged
