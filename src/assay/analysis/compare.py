@@ -49,7 +49,7 @@ from assay.run.policies.base import (
 from assay.store.errors import StoreError
 from assay.types import numbers
 from assay.types.config import RunConfig
-from assay.types.records import CaseRecord, RunRecord, RunStatus, SummaryBuilder
+from assay.types.records import CaseRecord, CauseAnalysis, RunRecord, RunStatus, SummaryBuilder
 
 DEFAULT_ALPHA = 0.05
 EXAMPLES = 5
@@ -174,6 +174,8 @@ class CaseComparison(BaseModel):
     candidate_latency_ms: float | None = None
     latency_delta_ms: float | None = None
     metric_deltas: list[MetricDelta] = Field(default_factory=list)
+    cause_analysis: CauseAnalysis | None = Field(
+        default=None, description="why it regressed, when asked (--cause-analysis)")
 
 
 class MetricAggregateDelta(BaseModel):

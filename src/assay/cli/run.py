@@ -116,6 +116,9 @@ def run(
         "as failed, as the Connexity platform does."),
     simulator_model: str | None = typer.Option(
         None, "--simulator-model", help="The simulated user's model for conversation cases."),
+    cause_analysis: bool = typer.Option(
+        False, "--cause-analysis", help="One more judge call per failed case: the turn and "
+        "behaviour that caused it and a fix to try, kept with the case (its cost counts)."),
     set_baseline: bool = typer.Option(
         False, "--set-baseline", help="Make this run the baseline of its suite and target "
         "when it passes its gates."),
@@ -241,7 +244,7 @@ def run(
                                              cases_pass_threshold=cases_pass_threshold,
                                              max_error_rate=max_error_rate),
                 connexity_compat=connexity_compat, simulator_model=simulator_model,
-                case_ids=parse_eval_ids(eval_ids) if eval_ids is not None else None,
+                cause_analysis=cause_analysis, case_ids=parse_eval_ids(eval_ids) if eval_ids is not None else None,
                 agent_timeout_s=agent_timeout, agent_retries=max_retries,
                 executor=executor,  # type: ignore[arg-type]
                 ray=RayOptions(address=ray_address, workers=ray_workers,

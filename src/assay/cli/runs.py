@@ -157,6 +157,12 @@ def compare(
     strict_comparability: bool = typer.Option(
         False, "--strict-comparability", hidden=True,
         help="Accepted and ignored: runs that differ are always refused unless allowed."),
+    cause_analysis: bool = typer.Option(
+        False, "--cause-analysis", help="One judge call per regressed case: the turn and "
+        "behaviour that caused it and a fix to try, kept with the candidate's case."),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="The judge of --cause-analysis [default: the case's own "
+        "judge]."),
 ) -> None:
     """Compare two runs (run ids, or two results JSONL files): exit 1 when the candidate
     regressed (or failed its own gates), 2 when they cannot be compared. Runs that differ in
@@ -191,6 +197,8 @@ def compare(
         raise ConfigError(f"comparison options: {exc}") from None
     if baseline is not None and candidate is not None and Path(baseline).is_file() \
             and Path(candidate).is_file():
+        if cause_analysis:
+            raise ConfigError("--cause-analysis reads stored runs: give run ids, not files")
         result: Comparison = compare_files(Path(baseline), Path(candidate), options)
     else:
         runs = RunStore(store_url(store))
@@ -210,6 +218,8 @@ def compare(
             raise ConfigError("give two runs to compare (RUN_A RUN_B), or one with "
                               "--against-baseline")
         result = compare_stored(runs, baseline, candidate, options)
+        if cause_analysis:
+            _analyse(runs, result, judge_model)
     if as_json:
         print(json.dumps({**result.model_dump(mode="json"),
                           "headline": result.headline(fail_on_thresholds),
@@ -223,6 +233,8 @@ def compare(
         from assay.report.comparison import print_comparison
 
         print_comparison(console, result, fail_on_thresholds)
+        if cause_analysis:
+            _print_causes(result)
         if exit_rule == "agentv":  # the last line is the verdict the exit code gives
             mean = agentv_summary(result, threshold)["meanDelta"]
             shown = "-" if mean is None else f"{mean:+.3f}"
@@ -236,3 +248,32 @@ def compare(
     if fails(result, exit_rule, fail_on_thresholds):  # type: ignore[arg-type]
         raise typer.Exit(EXIT_GATE_FAILED)
 
+
+
+def _analyse(runs: Any, result: Any, judge_model: str | None) -> None:
+    """Analyse the comparison's regressed cases (each kept with the candidate's case)."""
+    from assay.analysis.cause import analyse_regressions
+    from assay.run.sync import run_sync
+
+    found = run_sync(analyse_regressions(runs, result, judge_model=judge_model))
+    for case in result.test_case_comparisons:
+        case.cause_analysis = found.get(case.test_case_id)
+
+
+def _print_causes(result: Any) -> None:
+    """Why each regressed case regressed, a line each, after the comparison."""
+    from assay.report.safe_text import for_terminal
+
+    for case in result.test_case_comparisons:
+        found = case.cause_analysis
+        if found is None:
+            continue
+        cost = "unknown" if found.usage.cost is None else f"${found.usage.cost:.4f}"
+        if found.error is not None:
+            text = f"the cause analysis failed: {found.error.message}"
+        else:
+            where = "no single turn" if found.turn is None else f"turn {found.turn}"
+            text = (f"{where}: {found.behaviour} {found.cause} Fix: {found.suggested_fix} "
+                    f"(confidence {found.confidence})")
+        console.print(f"why {for_terminal(case.test_case_id)} regressed: {for_terminal(text)} "
+                      f"[cost {cost}]", highlight=False, markup=False, soft_wrap=True)

@@ -145,6 +145,11 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries); tokens "
         f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {shown.judge_cost}",
     ]
+    if summary.cause_analyses:
+        a = summary.cause_analysis_usage
+        lines.append(f"  of which cause analysis of {summary.cause_analyses} failed case(s): "
+                     f"{a.calls} call(s) (+{a.cached_calls} cached); cost "
+                     f"{'unknown' if a.cost is None else f'${a.cost:.4f}'}")
     for name, e in summary.evaluators.items():
         counts = [f"{e.scored} scored"]
         if e.errors:

@@ -340,7 +340,19 @@ class Runner:
         else:
             done = await asyncio.gather(*(judge(e) for e in evaluators))
             scores = {e.name: s for e, s in zip(evaluators, done, strict=True)}
-        return self._record(run_id, item, repeat, execution, evaluators, scores)
+        record = self._record(run_id, item, repeat, execution, evaluators, scores,
+                              store_it=False)
+        if self.config.cause_analysis and record.verdict is Verdict.FAIL and \
+                not self.config.dry_run:
+            from assay.judges.llm.cause_analysis import analyse_case
+
+            # The case's own judge: --judge-model, else its first LLM evaluator's model, else
+            # the run's judge.
+            own = next((m for e in evaluators for m in e.models() if m), None)
+            record.cause_analysis = await analyse_case(
+                self.engine, ctx.model(own), case, execution, record.scores, sample=repeat)
+        self._store_case(record)
+        return record
 
     async def _elsewhere(self, run_id: str, item: SuiteCase, repeat: int,
                          execution: Execution | None, evaluators: list[Evaluator],
@@ -445,10 +457,15 @@ class Runner:
             finished_at=time.time(), overall_score=outcome.native,
             evaluators=None if item.evaluators is None else
             [evaluator_spec(e) for e in item.evaluators])
-        if store_it and self.store is not None:
+        if store_it:
+            self._store_case(record)
+        return record
+
+    def _store_case(self, record: CaseRecord) -> None:
+        """Store a case's record (its execution and scores are stored already)."""
+        if self.store is not None and not self.config.dry_run:
             with contextlib.suppress(RecordRejected):  # its parts were checked one by one
                 self.store.record_case(record)
-        return record
 
 
 def agent_timeout(config: RunConfig, target: Target) -> float:

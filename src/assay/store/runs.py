@@ -65,6 +65,7 @@ from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.records import (
     CaseRecord,
+    CauseAnalysis,
     EvaluatorSpec,
     RunRecord,
     RunSnapshot,
@@ -432,6 +433,8 @@ class RunStore:
             row["source"] = record.source
         if record.overall_score is not None:
             row["overall_score"] = record.overall_score
+        if record.cause_analysis is not None:
+            row["cause_analysis"] = record.cause_analysis
         self._queue(schema.case_results, {
             "run_id": record.run_id, "case_id": record.case_id, "repeat": record.repeat,
             "score": record.score, "verdict": record.verdict.value,
@@ -534,6 +537,21 @@ class RunStore:
                 schema.runs.c.created_at.desc(), schema.runs.c.id.desc()).limit(limit)
             ).fetchall()
         return [r._mapping for r in rows]
+
+    def set_cause_analysis(self, run_id: str, case_id: str, repeat: int,
+                           analysis: CauseAnalysis) -> None:
+        """Keep a cause analysis made after the run (a comparison's) with its stored case."""
+        self.flush()
+        table = schema.case_results
+        where = (table.c.run_id == run_id) & (table.c.case_id == case_id) & \
+            (table.c.repeat == repeat)
+        with self._begin() as conn:
+            found = conn.execute(select(table.c.row).where(where)).first()
+            if found is None:
+                raise StoreError(f"run {run_id!r} has no stored case {case_id!r} (repeat "
+                                 f"{repeat}) to keep a cause analysis with")
+            conn.execute(update(table).where(where).values(
+                row=encode({**(found[0] or {}), "cause_analysis": analysis})))
 
     def case_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (case id, repeat) pairs whose case record is stored."""
@@ -829,7 +847,8 @@ def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,
         evaluators=None if evaluators is None else
         [EvaluatorSpec.model_validate(e) for e in evaluators],
         source=None if source is None else SourceLocation.model_validate(source),
-        finished_at=row.get("created_at"), overall_score=data.get("overall_score"))
+        finished_at=row.get("created_at"), overall_score=data.get("overall_score"),
+        cause_analysis=data.get("cause_analysis"))
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -255,6 +255,10 @@ class RunConfig(BaseModel):
     simulator_model: str | None = Field(
         default=None, description="the simulated user's model for conversation cases "
         "(overrides the suite's)")
+    cause_analysis: bool = Field(
+        default=False, description="one more judge call per failed case, which says the turn "
+        "and behaviour that caused the failure and a fix to try (kept with the case; "
+        "advice only, it changes no verdict); its cost counts with the judge's")
 
     @field_validator("scoring")
     @classmethod

@@ -14,14 +14,14 @@ import statistics
 from array import array
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from assay.types.case import Case
 from assay.types.config import RecordedRunConfig
 from assay.types.execution import Execution
-from assay.types.score import Score
+from assay.types.score import Score, ScoreError
 from assay.types.usage import Usage
 from assay.types.verdict import Verdict
 
@@ -54,6 +54,27 @@ class SourceLocation(_Record):
     line: int | None = None
 
 
+class CauseAnalysis(_Record):
+    """A judge model's reading of why a case failed (or regressed against a baseline): the
+    turn and the agent's behaviour that caused it, and a fix to try. Advice for a person: it
+    never changes a verdict or a score. ``turn`` indexes the transcript the judges read
+    (``Turn N``); ``error`` says why there is no analysis when the call failed."""
+
+    turn: int | None = Field(default=None, description="the transcript turn that caused it")
+    turn_role: str | None = None
+    turn_text: str | None = Field(default=None, description="the start of that turn's text")
+    behaviour: str = Field(default="", description="what the agent did there")
+    cause: str = Field(default="", description="why that failed the case")
+    suggested_fix: str = ""
+    confidence: Literal["high", "medium", "low"] | None = None
+    compared_with: str | None = Field(
+        default=None, description="the baseline run, for a regression's analysis")
+    model: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float | None = None
+    error: ScoreError | None = None
+
+
 class CaseRecord(_Record):
     """One (case, repeat) of a run: the case, what the agent did, and how it was judged."""
 
@@ -73,6 +94,8 @@ class CaseRecord(_Record):
     overall_score: float | None = Field(
         default=None, description="the case's score on its scoring policy's own 0-100 scale "
         "(the multi-metric judge's overall_score); None when the policy has none")
+    cause_analysis: CauseAnalysis | None = Field(
+        default=None, description="why the case failed, when the run asked (--cause-analysis)")
 
     @property
     def input(self) -> Any:
@@ -313,6 +336,9 @@ class RunSummary(BaseModel):
     estimated_cost_usd: float | None = Field(
         default=None, description="agent, simulated user and judge costs that are known")
     stop_reasons: dict[str, int] = Field(default_factory=dict)
+    cause_analyses: int = Field(default=0, description="failed cases analysed for their "
+                                "cause (--cause-analysis); their calls are in usage too")
+    cause_analysis_usage: Usage = Field(default_factory=Usage)
     case_summary: dict[str, CaseSummary] = Field(default_factory=dict)
     assessments: AssessmentSummary | None = Field(
         default=None, description="the agent-judge view of the run, when a naming was chosen")
@@ -378,6 +404,8 @@ class SummaryBuilder:
         self.agent_costs = 0  # executions whose agent reported its cost
         self.simulator_usage = Usage()
         self.stop_reasons: dict[str, int] = {}
+        self.analyses = 0
+        self.analysis_usage = Usage()
         # case id -> [executions, passed, errors, overall total, overall count]; kept only
         # when cases repeat (one entry per case would grow with a million-case run)
         self.per_case: dict[str, list[float]] = {}
@@ -422,7 +450,9 @@ class SummaryBuilder:
             if overall is not None:
                 acc_case[3] += overall
                 acc_case[4] += 1
-        usage = self.usage
+        if record.cause_analysis is not None:  # a judge call too: its cost is the run's
+            self._analysed(record.cause_analysis)
+        usage = self.usage  # summed in place: a model built per score showed in profiles
         for s in record.scores:
             u = s.usage
             usage.calls += u.calls
@@ -442,6 +472,12 @@ class SummaryBuilder:
                     self.measurements += 1
                 else:
                     self.evaluator_skips += 1
+
+    def _analysed(self, analysis: CauseAnalysis) -> None:
+        """A failed case's cause analysis: counted, and its call added to the judge's usage."""
+        self.analyses += 1
+        self.analysis_usage = self.analysis_usage + analysis.usage
+        self.usage = self.usage + analysis.usage
 
     def build(self) -> RunSummary:
         evaluators = {name: tally.summary(name) for name, tally in self.evaluators.items()}
@@ -472,7 +508,8 @@ class SummaryBuilder:
             **run_latency(list(self.case_p50s)).model_dump(),
             agent_usage=agent, simulator_usage=self.simulator_usage,
             estimated_cost_usd=math.fsum(costs) if costs else None,
-            stop_reasons=dict(self.stop_reasons),
+            stop_reasons=dict(self.stop_reasons), cause_analyses=self.analyses,
+            cause_analysis_usage=self.analysis_usage,
             case_summary={case_id: CaseSummary(
                 executions=int(a[0]), passed=int(a[1]), errors=int(a[2]),
                 pass_fraction=a[1] / a[0], pass_all=a[1] == a[0], flaky=0 < a[1] < a[0],

@@ -521,6 +521,8 @@
         if (rating && Number.isInteger(rating.index)) (chunkRatings[rating.index] = chunkRatings[rating.index] || []).push(Object.assign({ evaluator: sc.name }, rating));
       }
     }
+    const cause = r.cause_analysis;
+    if (cause && Number.isInteger(cause.turn)) (blamed[cause.turn] = blamed[cause.turn] || []).push("cause analysis");
     const turns = ex.messages && ex.messages.length ? ex.messages : (Array.isArray(r.case.input) ? r.case.input : []);
     const chunks = (ex.retrieved_context || []).concat(...detail.retrievals.map((x) => x.documents));
     const maxDuration = Math.max(1, ...detail.tool_calls.map((t) => t.duration_ms || 0));
@@ -532,6 +534,7 @@
       h("div", { class: "meta" }, badge(r.verdict), h("span", {}, "score ", h("strong", {}, figure(shownCase, "score"))),
         r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + figure(shownCase, "latency"))),
       ex.error ? h("div", { class: "panel error", id: "target-error" }, h("strong", {}, "The agent failed: "), ex.error) : null,
+      cause ? causePanel(cause) : null,
       cutsPanel(runId, caseId, repeat, detail),
       h("div", { class: "grid" },
         h("div", { class: "panel" }, h("h2", {}, "Input"), block(r.case.input)),
@@ -561,6 +564,24 @@
           messageText(m.content) ? h("pre", {}, messageText(m.content)) : null,
           (m.tool_calls || []).map((tc) => h("div", { class: "muted" }, "calls ", h("strong", {}, tc.function.name), " ", tc.function.arguments)))))) : null,
       Object.keys(r.case.metadata || {}).length ? h("details", { class: "panel" }, h("summary", {}, "Case metadata"), h("pre", {}, JSON.stringify(r.case.metadata, null, 2))) : null);
+  }
+
+  // A failed case's cause analysis (--cause-analysis): the turn and behaviour that caused it, a fix, and what the call cost.
+  function causePanel(a) {
+    const spent = a.usage || {};
+    const cost = "cost " + fmt.cost(spent.cost) + (a.model ? " · " + a.model : "") + (spent.cached_calls ? " · cached" : "");
+    if (a.error) return h("div", { class: "panel warn", id: "cause-analysis" }, h("h2", {}, "Why it failed"),
+      h("p", {}, "The cause analysis could not be made: " + a.error.message), h("p", { class: "muted" }, cost));
+    const turn = a.turn === null || a.turn === undefined ? "no single turn" : "turn " + a.turn + (a.turn_role ? " · " + a.turn_role : "");
+    return h("div", { class: "panel", id: "cause-analysis" }, h("h2", {}, "Why it failed"),
+      h("dl", {},
+        h("dt", {}, "where"), h("dd", {}, turn, a.turn_text ? h("pre", {}, a.turn_text) : null),
+        h("dt", {}, "behaviour"), h("dd", {}, a.behaviour),
+        h("dt", {}, "cause"), h("dd", {}, a.cause),
+        h("dt", {}, "suggested fix"), h("dd", {}, a.suggested_fix),
+        h("dt", {}, "confidence"), h("dd", {}, a.confidence || "—"),
+        a.compared_with ? [h("dt", {}, "compared with"), h("dd", {}, a.compared_with)] : null),
+      h("p", { class: "muted" }, "An AI's reading, to check: it changes no verdict. " + cost));
   }
 
   // What the transcript records of a turn besides what was said: when, how long, how many tokens.
