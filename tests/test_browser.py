@@ -278,10 +278,12 @@ def test_the_static_report_works_from_disk_offline(browser, demo, tmp_path):
     watch.clean()
 
 
-def _conversation_run(url: str) -> tuple[str, str]:
+def _conversation_run(url: str, cause: Any = None,
+                      conversation: Any = None) -> tuple[str, str]:
     """A stored run of one conversation case scored by the multi-metric (Connexity) judge,
     whose answer cites turns 1 and 3: the score the judge's own code builds from a validated
-    answer, as a run stores it."""
+    answer, as a run stores it (with a cause analysis and a conversation record, when
+    given)."""
     from assay.judges.llm.connexity import ConnexityJudge, answer_model
     from assay.types.case import Case
     from assay.types.execution import Execution
@@ -297,7 +299,9 @@ def _conversation_run(url: str) -> tuple[str, str]:
         "response_delivery": {"score": 2, "justification": "confirmed a booking it did "
                               "not make", "failure_code": "false_claim", "turns": [3]}})
     turns = [Message(role="user", content="Book a table for two tomorrow."),
-             Message(role="assistant", content="Booked for today at 7pm."),
+             Message.model_validate({"role": "assistant", "content": "Booked for today at 7pm.",
+                                     "timestamp": "2026-11-26T10:00:01.250000Z",
+                                     "latency_ms": 1250.0, "token_count": 321}),
              Message(role="user", content="I said tomorrow."),
              Message(role="assistant", content="Done, you are booked.")]
     case = Case(id="conv-1", input=[turns[0].model_dump(mode="json")])
@@ -306,8 +310,9 @@ def _conversation_run(url: str) -> tuple[str, str]:
     run_id = store.create_run("chat", {"suite_name": "chat"}, run_id="run-conversation")
     record = CaseRecord(run_id=run_id, case_id=case.id, case=case,
                         execution=Execution(input=case.input, output=turns[-1].content,
-                                            messages=turns),
-                        scores=[score], score=score.value, verdict=Verdict.FAIL)
+                                            messages=turns, conversation=conversation),
+                        scores=[score], score=score.value, verdict=Verdict.FAIL,
+                        cause_analysis=cause)
     store.record_execution(run_id, case.id, 0, record.execution)
     store.record_score(run_id, case.id, 0, score)
     store.record_case(record)
@@ -333,6 +338,42 @@ def test_the_turns_a_conversation_judge_blamed_are_highlighted(browser, tmp_path
         assert "tool_routing" in turns.nth(1).inner_text()
         assert "response_delivery" in turns.nth(3).inner_text()
         assert "response_delivery" not in turns.nth(1).inner_text()
+        watch.clean()
+
+
+def test_a_failed_cases_cause_analysis_and_turn_records_are_shown(browser, tmp_path):
+    from assay.types.execution import ConversationInfo
+    from assay.types.records import CauseAnalysis
+    from assay.types.usage import Usage
+
+    cause = CauseAnalysis(turn=3, turn_role="assistant", turn_text="Done, you are booked.",
+                          behaviour="It confirmed a booking it never made.",
+                          cause="response_delivery scored 2: a false claim.",
+                          suggested_fix="Only confirm after the booking tool succeeds.",
+                          confidence="high", model="custom:judge",
+                          usage=Usage(calls=1, prompt_tokens=900, completion_tokens=80,
+                                      cost=0.0123))
+    stopped = ConversationInfo(stop_reason="timeout", agent_turns=2, user_turns=2, cut_turn=3,
+                               detail="the agent's turn 3 was still running at the "
+                               "conversation's time limit (300 ms) and was stopped")
+    url = f"sqlite:///{tmp_path}/runs.db"
+    run_id, case_id = _conversation_run(url, cause, stopped)
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.goto(f"{served.url}/#/case/{run_id}?case_id={case_id}")
+        page.wait_for_selector("#cause-analysis")
+        panel = page.locator("#cause-analysis").inner_text()
+        for text in ("Why it failed", "turn 3 · assistant", "Done, you are booked.",
+                     "It confirmed a booking it never made.",
+                     "Only confirm after the booking tool succeeds.", "high",
+                     "it changes no verdict", "cost $0.0123"):
+            assert text in panel, text
+        turns = page.locator("#turns .turn")
+        assert "blamed by response_delivery, cause analysis" in turns.nth(3).inner_text()
+        assert "2026-11-26 10:00:01 UTC · 1.25 s · 321 tokens" in turns.nth(1).inner_text()
+        assert "stopped: timeout — the agent's turn 3 was still running" in \
+            page.locator("#stop-reason").inner_text()
         watch.clean()
 
 
