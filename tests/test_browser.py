@@ -371,7 +371,7 @@ def test_a_failed_cases_cause_analysis_and_turn_records_are_shown(browser, tmp_p
             assert text in panel, text
         turns = page.locator("#turns .turn")
         assert "blamed by response_delivery, cause analysis" in turns.nth(3).inner_text()
-        assert "2026-11-26 10:00:01 UTC · 1.25 s · 321 tokens" in turns.nth(1).inner_text()
+        assert "2026-11-26 10:00:01 UTC · 1250 ms · 321 tokens" in turns.nth(1).inner_text()
         assert "stopped: timeout — the agent's turn 3 was still running" in \
             page.locator("#stop-reason").inner_text()
         watch.clean()

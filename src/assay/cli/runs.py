@@ -263,12 +263,13 @@ def _analyse(runs: Any, result: Any, judge_model: str | None) -> None:
 def _print_causes(result: Any) -> None:
     """Why each regressed case regressed, a line each, after the comparison."""
     from assay.report.safe_text import for_terminal
+    from assay.types import numbers
 
     for case in result.test_case_comparisons:
         found = case.cause_analysis
         if found is None:
             continue
-        cost = "unknown" if found.usage.cost is None else f"${found.usage.cost:.4f}"
+        cost = numbers.usd(found.usage.cost)
         if found.error is not None:
             text = f"the cause analysis failed: {found.error.message}"
         else:

@@ -149,7 +149,7 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         a = summary.cause_analysis_usage
         lines.append(f"  of which cause analysis of {summary.cause_analyses} failed case(s): "
                      f"{a.calls} call(s) (+{a.cached_calls} cached); cost "
-                     f"{'unknown' if a.cost is None else f'${a.cost:.4f}'}")
+                     f"{numbers.usd(a.cost)}")
     for name, e in summary.evaluators.items():
         counts = [f"{e.scored} scored"]
         if e.errors:

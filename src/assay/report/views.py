@@ -112,6 +112,11 @@ class CaseDisplay(BaseModel):
                                        description="one per score, in the record's order")
     tool_calls: list[str] = Field(default_factory=list,
                                   description="each tool call's duration, in order")
+    turn_latencies: list[str] = Field(
+        default_factory=list, description="each transcript message's turn latency, in order "
+        "('-' on a message that records none)")
+    cause_cost: str = Field(default=numbers.MISSING,
+                            description="what the case's cause analysis cost")
 
 
 def _score_display(score: Score) -> ScoreDisplay:
@@ -146,6 +151,13 @@ def run_detail(run: RunRecord, target: str | None, baseline_id: str | None = Non
                      running_here=running_here, resume_command=resume_command)
 
 
+def _turn_latency(extra: dict[str, Any] | None) -> float | None:
+    """The latency a transcript message records of its turn (a conversation's last message
+    of a turn has one), None when it records none."""
+    value = (extra or {}).get("latency_ms")
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def case_detail(record: CaseRecord, run: RunRecord | None = None) -> CaseDetail:
     """A case page; its score on ``run``'s policy's scale (assay's 0-1 when not given)."""
     calls = tool_calls(record.execution)
@@ -153,7 +165,11 @@ def case_detail(record: CaseRecord, run: RunRecord | None = None) -> CaseDetail:
         score=scale_for(run).shown(record.score),
         latency=numbers.milliseconds(record.execution.latency_ms),
         scores=[_score_display(score) for score in record.scores],
-        tool_calls=[numbers.milliseconds(call.duration_ms) for call in calls])
+        tool_calls=[numbers.milliseconds(call.duration_ms) for call in calls],
+        turn_latencies=[numbers.milliseconds(_turn_latency(m.model_extra))
+                        for m in record.execution.messages or []],
+        cause_cost=numbers.usd(None if record.cause_analysis is None
+                               else record.cause_analysis.usage.cost))
     return CaseDetail(record=record, tool_calls=calls,
                       retrievals=retrievals(record.execution), display=display)
 

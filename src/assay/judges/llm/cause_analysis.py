@@ -29,6 +29,7 @@ from assay.judges.llm.connexity import connexity_record, render_transcript, tran
 from assay.judges.llm.templates import delimit
 from assay.llm.engine import JudgeEngine
 from assay.llm.structured import ask_structured
+from assay.types import numbers
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.records import CauseAnalysis
@@ -87,7 +88,7 @@ def _score_lines(scores: Sequence[Score]) -> str:
         raw = f" (raw {score.raw} on {score.scale})" if score.raw is not None and score.scale \
             else ""
         passed = "" if score.passed is None else (" passed" if score.passed else " FAILED")
-        lines.append(f"- {score.name}: {score.value:.2f}{raw}{passed}")
+        lines.append(f"- {score.name}: {numbers.score(score.value)}{raw}{passed}")
         if score.rationale:
             lines.append(f"  rationale: {score.rationale[:RATIONALE_CHARS]}")
         lines.extend(f"  miss: {miss}" for miss in score.misses[:10])

@@ -534,7 +534,7 @@
       h("div", { class: "meta" }, badge(r.verdict), h("span", {}, "score ", h("strong", {}, figure(shownCase, "score"))),
         r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + figure(shownCase, "latency"))),
       ex.error ? h("div", { class: "panel error", id: "target-error" }, h("strong", {}, "The agent failed: "), ex.error) : null,
-      cause ? causePanel(cause) : null,
+      cause ? causePanel(cause, figure(shownCase, "cause_cost")) : null,
       cutsPanel(runId, caseId, repeat, detail),
       h("div", { class: "grid" },
         h("div", { class: "panel" }, h("h2", {}, "Input"), block(r.case.input)),
@@ -559,7 +559,7 @@
         h("div", { id: "turns" },
         turns.map((m, i) => h("div", { class: "turn" + (blamed[i] ? " blamed" : ""), "data-turn": i },
           h("span", { class: "role" }, `${i} · ${m.role}`), m.name ? h("span", { class: "muted" }, m.name) : null,
-          turnFacts(m) ? h("span", { class: "muted turn-facts" }, " " + turnFacts(m)) : null,
+          turnFacts(m, ex.messages === turns ? figure(shownCase.turn_latencies, i) : MISSING),
           blamed[i] ? badge("blamed by " + blamed[i].join(", "), "fail") : null,
           messageText(m.content) ? h("pre", {}, messageText(m.content)) : null,
           (m.tool_calls || []).map((tc) => h("div", { class: "muted" }, "calls ", h("strong", {}, tc.function.name), " ", tc.function.arguments)))))) : null,
@@ -567,9 +567,9 @@
   }
 
   // A failed case's cause analysis (--cause-analysis): the turn and behaviour that caused it, a fix, and what the call cost.
-  function causePanel(a) {
+  function causePanel(a, shownCost) {
     const spent = a.usage || {};
-    const cost = "cost " + fmt.cost(spent.cost) + (a.model ? " · " + a.model : "") + (spent.cached_calls ? " · cached" : "");
+    const cost = "cost " + shownCost + (a.model ? " · " + a.model : "") + (spent.cached_calls ? " · cached" : "");
     if (a.error) return h("div", { class: "panel warn", id: "cause-analysis" }, h("h2", {}, "Why it failed"),
       h("p", {}, "The cause analysis could not be made: " + a.error.message), h("p", { class: "muted" }, cost));
     const turn = a.turn === null || a.turn === undefined ? "no single turn" : "turn " + a.turn + (a.turn_role ? " · " + a.turn_role : "");
@@ -584,13 +584,14 @@
       h("p", { class: "muted" }, "An AI's reading, to check: it changes no verdict. " + cost));
   }
 
-  // What the transcript records of a turn besides what was said: when, how long, how many tokens.
-  function turnFacts(m) {
+  // What the transcript records of a turn besides what was said: when, how long (shown by the
+  // API), how many tokens; null when it records none.
+  function turnFacts(m, shownLatency) {
     const parts = [];
     if (typeof m.timestamp === "string") parts.push(m.timestamp.replace("T", " ").replace(/\.\d+Z$/, " UTC"));
-    if (typeof m.latency_ms === "number") parts.push(fmt.ms(m.latency_ms));
+    if (shownLatency !== MISSING) parts.push(shownLatency);
     if (typeof m.token_count === "number") parts.push(fmt.int(m.token_count) + " tokens");
-    return parts.join(" · ");
+    return parts.length ? h("span", { class: "muted turn-facts" }, " " + parts.join(" · ")) : null;
   }
 
   // A case too large for one page comes with some values cut (a cut text ends with a marker
