@@ -50,8 +50,8 @@ def test_input_overrides_verbose_trace_file_and_run_id(echo: Path):
     spans = normalize_trace((echo / "spans.jsonl").read_text())  # readable back as a trace
     assert len(spans) == len(lines) == 2 * (1 + 2 * 2)
 
-    run = RunStore(f"sqlite:///{echo / '.assay' / 'runs.db'}").run("nightly-42")  # --eval-set-run-id
-    assert run["config"]["run"]["input_overrides"] == {"once": {"message": "Bye"}}
+    run = RunStore(f"sqlite:///{echo / '.assay' / 'runs.db'}").run_record("nightly-42")
+    assert run.config.run.input_overrides == {"once": {"message": "Bye"}}  # --eval-set-run-id
     again = assay(echo, "eval", "--eval-set-run-id", "nightly-42")
     assert again.returncode == 2 and "run id 'nightly-42' is already in the store" in \
         again.stderr
@@ -77,7 +77,7 @@ def test_resume_finishes_the_eval_sets_interrupted_run(echo: Path):
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "run r1 (Echo)" in resumed.stdout
     store = RunStore(f"sqlite:///{db}")
-    assert store.run("r1")["status"] == "completed"
+    assert store.run_record("r1").status == "completed"
     assert sorted(r.case_id for r in store.case_records("r1")) == ["once", "twice"]
     nothing = assay(echo, "eval", "--resume")
     assert nothing.returncode == 2 and "no run of 'Echo' is waiting to be finished" in \

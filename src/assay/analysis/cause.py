@@ -17,8 +17,8 @@ from typing import Any
 from assay.analysis.compare import Comparison
 from assay.judges.base import EvalContext
 from assay.judges.llm.cause_analysis import analyse_case
+from assay.llm.build import build_engine
 from assay.llm.engine import JudgeEngine
-from assay.types.engine_config import EngineConfig
 from assay.types.records import CaseRecord, CauseAnalysis, Verdict
 
 
@@ -47,7 +47,7 @@ async def analyse_regressions(store: Any, comparison: Comparison, *,
     if not regressed:
         return {}
     own_engine = engine is None
-    engine = engine or JudgeEngine(EngineConfig())
+    engine = engine or build_engine()
     candidate = store.run_record(comparison.candidate_run_id)
     after: dict[str, list[CaseRecord]] = {}
     before: dict[str, list[CaseRecord]] = {}

@@ -733,8 +733,8 @@ class _Session:
 
         check_evaluator_names(self.suite)
         check_case_adjustments(self.suite, self.config)
-        if self.config.run_id is not None and self.resume is None and not \
-                self.config.dry_run and self.store.has_run(self.config.run_id):
+        if self.config.run_id is not None and self.resume is None and \
+                self.store is not None and self.store.has_run(self.config.run_id):
             raise ConfigError(f"run id {self.config.run_id!r} is already in the store: "
                               "resume it (--resume) or choose another", code="invalid_config")
         names = self.target_names()

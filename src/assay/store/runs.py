@@ -517,7 +517,7 @@ class RunStore:
 
     def has_run(self, run_id: str) -> bool:
         """Whether a run has exactly this id (a new run may not take it)."""
-        with self._begin() as conn:
+        with self.transaction() as conn:
             return conn.execute(select(schema.runs.c.id).where(
                 schema.runs.c.id == run_id)).first() is not None
 
@@ -545,7 +545,7 @@ class RunStore:
         table = schema.case_results
         where = (table.c.run_id == run_id) & (table.c.case_id == case_id) & \
             (table.c.repeat == repeat)
-        with self._begin() as conn:
+        with self.transaction() as conn:
             found = conn.execute(select(table.c.row).where(where)).first()
             if found is None:
                 raise StoreError(f"run {run_id!r} has no stored case {case_id!r} (repeat "
