@@ -364,6 +364,8 @@ def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
         written = conn.execute(select_text).fetchall()
         conn.execute(text("DROP TABLE case_search"))
         conn.execute(text("ALTER TABLE runs DROP COLUMN lease_expires_at"))  # 0007's
+        for table in ("trace_spans", "traces", "trace_decisions"):  # 0008's
+            conn.execute(text(f"DROP TABLE {table}"))
         conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
                           "SET version_num = '0005_browse_indexes'"))
     engine.dispose()

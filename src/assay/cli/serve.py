@@ -35,6 +35,9 @@ def serve(
     targets: Path | None = typer.Option(
         None, "--targets", help="The targets file of runs started by POST /runs, whose "
         "targets a request may name (default: the one found above each suite)."),
+    max_trace_bytes: int = typer.Option(
+        16 << 20, "--max-trace-bytes", help="The largest OTLP export POST /v1/traces takes, "
+        "compressed or not (default 16 MiB)."),
 ) -> None:
     """Serve the runs of a store: a REST API (OpenAPI at /openapi.json) and a web UI."""
     try:
@@ -52,7 +55,8 @@ def serve(
     settings = ServerSettings.from_environment(
         url, host=host, suite_roots=[p.resolve() for p in suites] or None,
         allow_runs=not no_runs, allowed_judge_models=[m.strip() for m in allow_judge_models],
-        targets_file=targets.resolve() if targets is not None else None)
+        targets_file=targets.resolve() if targets is not None else None,
+        max_trace_bytes=max_trace_bytes)
     opened = RunStore(url)  # a store that cannot be opened is an error now, not on first use
     shown_url = opened.display_url
     opened.close()
@@ -62,6 +66,8 @@ def serve(
     link = f"http://{shown}:{bound_port(sock)}/"
     console.print(f"assay serving {for_terminal(shown_url)} at {link}",
                   highlight=False)
+    console.print(f"OTLP/HTTP traces are received at {link}v1/traces "
+                  f"(OTEL_EXPORTER_OTLP_ENDPOINT={link.rstrip('/')})", highlight=False)
     if settings.token is not None:
         console.print("clients must send 'Authorization: Bearer $ASSAY_SERVER_TOKEN'; the web "
                       "UI asks for the token once per browser tab", highlight=False)

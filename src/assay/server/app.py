@@ -62,7 +62,7 @@ from assay.report.views import (
     value_at,
 )
 from assay.run.display import scale_for
-from assay.server import STATIC_DIR
+from assay.server import STATIC_DIR, otlp
 from assay.server.comparison import ServedComparison, compare
 from assay.server.launches import (
     NO_CONTROL_CHARACTERS,
@@ -77,12 +77,14 @@ from assay.server.security import ScrubbingMiddleware, SecurityMiddleware, docum
 from assay.server.settings import ServerSettings
 from assay.store import baselines, queries
 from assay.store.errors import StoreError
-from assay.store.runs import RunStore, RunUnreadable
+from assay.store.runs import RecordRejected, RunStore, RunUnreadable
+from assay.store.traces import append_spans
 from assay.types.records import RunRecord, RunStatus, Verdict, resume_command
 
 log = scrubbed_logger("assay.server")
 
 MAX_PAGE = 500
+OTLP_PATH = "/v1/traces"
 RunId = Annotated[str, PathParam(min_length=1, max_length=200)]
 MAX_TEXT = 500
 MAX_VALUE_CHARS = 5_000_000
@@ -232,7 +234,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(ScrubbingMiddleware)
     app.add_middleware(SecurityMiddleware, token=settings.token,
                        max_body_bytes=settings.max_body_bytes,
-                       allowed_hosts=settings.allowed_hosts)
+                       allowed_hosts=settings.allowed_hosts,
+                       body_limits={OTLP_PATH: settings.max_trace_bytes})
 
     histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
     count_cache: queries.CountCache = {}  # of finished runs only: their cases never change
@@ -524,6 +527,33 @@ def create_app(settings: ServerSettings) -> FastAPI:
             while len(histogram_cache) > 256:
                 histogram_cache.pop(next(iter(histogram_cache)))
         return found
+
+    # -- traces ---------------------------------------------------------------------------
+
+    @app.post(OTLP_PATH, tags=["traces"], responses={
+        **ERRORS, 415: {"model": ErrorBody}, 200: {"content": {
+            otlp.PROTOBUF: {}, otlp.JSON: {}},
+            "description": "an ExportTraceServiceResponse, in the request's encoding"}})
+    async def receive_traces(request: Request) -> Response:
+        """The OTLP/HTTP trace receiver: an ``ExportTraceServiceRequest`` as protobuf or
+        JSON, gzip-compressed or not, as any OpenTelemetry exporter sends it (point
+        ``OTEL_EXPORTER_OTLP_ENDPOINT`` at this server). Spans are stored grouped by trace; a
+        span that cannot be (no trace id) is counted in ``partialSuccess``, the others kept."""
+        try:
+            kind = otlp.media_type(request.headers.get("content-type"))
+            body = otlp.decompressed(await request.body(),
+                                     request.headers.get("content-encoding"),
+                                     settings.max_trace_bytes)
+            decoded = await asyncio.to_thread(otlp.decode, body, kind)
+        except otlp.OtlpRefused as exc:
+            raise ApiError(exc.status, exc.code, exc.detail) from None
+        try:
+            await asyncio.to_thread(append_spans, store(), decoded.spans)
+        except RecordRejected as exc:
+            raise ApiError(400, "invalid_otlp", f"the spans cannot be stored: {exc}") \
+                from None
+        content, media = otlp.answer(decoded, kind)
+        return Response(content, media_type=media)
 
     # -- starting runs ----------------------------------------------------------------------
 

@@ -60,11 +60,14 @@ class SecurityMiddleware:
     every response."""
 
     def __init__(self, app: ASGIApp, token: str | None, max_body_bytes: int,
-                 allowed_hosts: frozenset[str] | None) -> None:
+                 allowed_hosts: frozenset[str] | None,
+                 body_limits: dict[str, int] | None = None) -> None:
         self.app = app
         self.token = token
         self.max_body_bytes = max_body_bytes
         self.allowed_hosts = allowed_hosts
+        self.body_limits = body_limits or {}
+        """Paths whose bodies have a limit of their own (OTLP exports are larger)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -92,15 +95,16 @@ class SecurityMiddleware:
                              f"{holding} holds a NUL character; nothing stored holds one, "
                              "and a database may refuse it")
             return
+        limit = self.body_limits.get(path, self.max_body_bytes)
         length = headers.get("content-length")
         if length is not None:
             if not length.isdigit():
                 await send_error(send, 400, "bad_request", "Content-Length is not a number")
                 return
-            if int(length) > self.max_body_bytes:
+            if int(length) > limit:
                 await send_error(send, 413, "body_too_large",
                                  f"the request body is {length} bytes; the limit is "
-                                 f"{self.max_body_bytes}")
+                                 f"{limit}")
                 return
         body = bytearray()
         more = True
@@ -111,10 +115,9 @@ class SecurityMiddleware:
                 return
             body += message.get("body", b"")
             more = bool(message.get("more_body", False))
-            if len(body) > self.max_body_bytes:
+            if len(body) > limit:
                 await send_error(send, 413, "body_too_large",
-                                 f"the request body is over the limit of "
-                                 f"{self.max_body_bytes} bytes")
+                                 f"the request body is over the limit of {limit} bytes")
                 return
         await self.app(scope, _replay(bytes(body), None, receive), self._with_headers(send))
 

@@ -14,6 +14,10 @@ TOKEN_VARIABLE = "ASSAY_SERVER_TOKEN"
 MAX_BODY_BYTES = 1 << 20
 """The largest request body accepted (a run request is a few hundred bytes)."""
 
+MAX_TRACE_BYTES = 16 << 20
+"""The largest OTLP export accepted at ``/v1/traces`` (compressed, and again once
+decompressed): an exporter's batch of 512 spans with long prompts fits."""
+
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 """The names a server without a token answers to, besides the address it is bound to."""
 
@@ -57,6 +61,8 @@ class ServerSettings:
     host: str = "127.0.0.1"
     suite_roots: list[Path] = field(default_factory=lambda: [Path.cwd()])
     max_body_bytes: int = MAX_BODY_BYTES
+    max_trace_bytes: int = MAX_TRACE_BYTES
+    """The largest OTLP export ``POST /v1/traces`` takes (``--max-trace-bytes``)."""
     allow_runs: bool = True
     allowed_judge_models: list[str] = field(default_factory=list)
     """Judge models a run request may name (``--allow-judge-model``), besides the default."""
@@ -70,7 +76,8 @@ class ServerSettings:
                          suite_roots: list[Path] | None = None,
                          allow_runs: bool = True,
                          allowed_judge_models: list[str] | None = None,
-                         targets_file: Path | None = None) -> ServerSettings:
+                         targets_file: Path | None = None,
+                         max_trace_bytes: int = MAX_TRACE_BYTES) -> ServerSettings:
         """Settings with the token from ``$ASSAY_SERVER_TOKEN`` (never from the command line,
         where other users of the machine could read it); refuses a server reachable from other
         machines without one."""
@@ -78,7 +85,7 @@ class ServerSettings:
         settings = cls(store_url=store_url, token=token, host=host,
                        suite_roots=suite_roots or [Path.cwd()], allow_runs=allow_runs,
                        allowed_judge_models=list(allowed_judge_models or []),
-                       targets_file=targets_file)
+                       targets_file=targets_file, max_trace_bytes=max_trace_bytes)
         settings.check()
         return settings
 
@@ -109,6 +116,9 @@ class ServerSettings:
             raise ConfigError(f"{TOKEN_VARIABLE} is too short to be a secret: use at least 16 "
                               "random characters (python -c 'import secrets; "
                               "print(secrets.token_urlsafe())')", code="token_too_short")
+        if not 1024 <= self.max_trace_bytes <= 1 << 30:
+            raise ConfigError(f"--max-trace-bytes {self.max_trace_bytes}: expected between "
+                              "1024 and 1073741824 bytes", code="invalid_option")
         self._check_judge_models()
         if self.targets_file is not None and not self.targets_file.is_file():
             raise ConfigError(f"--targets {self.targets_file}: no such file",

@@ -108,6 +108,45 @@ calibrations = Table(
     Column("report", JSON, nullable=False),
 )
 
+trace_spans = Table(
+    "trace_spans", metadata,  # see assay.store.traces (migration 0008)
+    Column("seq", Integer, primary_key=True, autoincrement=True,
+           doc="the order spans were received in: what an online evaluation reads on from"),
+    Column("trace_id", String(64), nullable=False),
+    Column("span_id", String(64), nullable=False),
+    Column("received_at", Float, nullable=False),
+    Column("span", JSON, nullable=False),
+)
+"""Spans received by the OTLP receiver, one row each, append-only; a span sent again (an
+exporter retrying) is the same (trace, span) and is not stored twice."""
+
+traces = Table(
+    "traces", metadata,
+    Column("trace_id", String(64), primary_key=True),
+    Column("first_received", Float, nullable=False),
+    Column("last_received", Float, nullable=False),
+    Column("start_time", Float, doc="the earliest start of its spans (seconds)"),
+    Column("service", String(500), doc="the resource's service.name"),
+    Column("root_name", String(500), doc="the name of a span without a parent"),
+    Column("has_error", Boolean, nullable=False),
+)
+"""One row per received trace: what listing, filtering and an online evaluation read
+without reading its spans."""
+
+trace_decisions = Table(
+    "trace_decisions", metadata,
+    Column("watcher", String(200), primary_key=True,
+           doc="the online evaluation and its evaluators' version"),
+    Column("trace_id", String(200), primary_key=True),
+    Column("decision", String(20), nullable=False, doc="judged or sampled_out"),
+    Column("run_id", String(40)),
+    Column("reason", String(500)),
+    Column("cost", Float),
+    Column("decided_at", Float, nullable=False),
+)
+"""What an online evaluation decided for each trace: once per evaluator version, kept across
+restarts, so that no trace is judged twice and none is forgotten."""
+
 # Browsing large runs: pages of cases by verdict, score or evaluator, runs by date and suite.
 Index("ix_runs_created_at", runs.c.created_at)
 Index("ix_runs_suite_created_at", runs.c.suite, runs.c.created_at)
@@ -118,5 +157,11 @@ Index("ix_case_results_run_score", case_results.c.run_id, case_results.c.score,
 Index("ix_case_results_run_created_at", case_results.c.run_id, case_results.c.created_at)
 Index("ix_scores_state", scores.c.run_id, scores.c.case_id, scores.c.repeat, scores.c.evaluator,
       scores.c.value, scores.c.error_code, scores.c.passed)
+Index("ux_trace_spans_trace_span", trace_spans.c.trace_id, trace_spans.c.span_id,
+      unique=True)
+Index("ix_traces_last_received", traces.c.last_received)
+Index("ix_traces_start_time", traces.c.start_time)
+Index("ix_trace_decisions_watcher_time", trace_decisions.c.watcher,
+      trace_decisions.c.decided_at)
 Index("ix_scores_evaluator_state", scores.c.run_id, scores.c.evaluator, scores.c.case_id,
       scores.c.repeat, scores.c.value, scores.c.error_code, scores.c.passed)
