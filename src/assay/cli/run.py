@@ -59,8 +59,19 @@ def run(
     concurrency: int | None = typer.Option(
         None, "--concurrency", "-c", "--workers", min=1,
         help="Cases (and judge calls) in flight at once [default: 8, or the resumed run's]."),
-    filter_glob: str | None = typer.Option(None, "--filter", "--eval-id",
-                                           help="Only case ids matching."),
+    filter_glob: str | None = typer.Option(
+        None, "--filter", "--eval-id", help="Only case ids matching; with --traces, which "
+        "traces: MLflow's filter_string for mlflow:, else KEY=VALUE pairs (name, status, "
+        "service or a root span attribute) separated by commas."),
+    traces: str | None = typer.Option(
+        None, "--traces", help="Judge traces instead of running an agent: store, store:URL, "
+        "mlflow:TRACKING_URI[#EXPERIMENT], phoenix:URL[#PROJECT], langfuse:FILE.json, "
+        "otlp:FILE.json. SUITE, when given, supplies the evaluators."),
+    since: str | None = typer.Option(
+        None, "--since", help="With --traces: traces that started at or after this (ISO 8601 "
+        "date or date-time, seconds since 1970, or a time ago: 30m, 24h, 7d)."),
+    until: str | None = typer.Option(
+        None, "--until", help="With --traces: traces that started before this."),
     eval_ids: str | None = typer.Option(
         None, "--eval-ids", help="Only these case ids: \"['id1','id2']\" or id1,id2 "
         "(UiPath's option)."),
@@ -199,8 +210,12 @@ def run(
                           "or leave it out for the default")
     if retry_errors and not resume:
         raise ConfigError("--retry-errors goes with --resume RUN_ID")
-    if resume is None and suite_path is None:
-        raise ConfigError("give a SUITE file, or --resume RUN_ID")
+    if resume is None and suite_path is None and traces is None:
+        raise ConfigError("give a SUITE file, --traces SOURCE, or --resume RUN_ID")
+    if (since or until) and traces is None:
+        raise ConfigError("--since and --until select traces: give --traces SOURCE too")
+    if traces is not None and resume:
+        raise ConfigError("--traces starts a new run: leave out --resume")
     if scoring is not None and scoring not in ("default", "connexity"):
         raise ConfigError(f"--scoring {scoring!r}: expected default or connexity")
     if dry_run and (set_baseline or compare_to_baseline):
@@ -228,7 +243,8 @@ def run(
             config = RunConfig(
                 concurrency=concurrency or RunConfig().concurrency, judge_model=judge_model,
                 target=target, targets_file=str(targets_file) if targets_file else None,
-                repeat=repeat, filter=filter_glob, dry_run=dry_run, cache=mode,
+                repeat=repeat, filter=None if traces else filter_glob, dry_run=dry_run,
+                cache=mode,
                 retry=RetryPolicy(max_attempts=max_attempts, call_timeout_s=call_timeout,
                                   total_timeout_s=total_timeout),
                 thresholds=Thresholds(pass_at=pass_at, borderline_at=borderline_at),
@@ -254,9 +270,11 @@ def run(
                                  retrieval_per))
         except ValidationError as exc:
             raise settings_error(exc) from None
+        trace_options: dict[str, Any] = {} if traces is None else {
+            "traces": traces, "trace_filter": filter_glob, "since": since, "until": until}
         coro = evaluate_async(suite_path, config=config, store=runs, progress=progress,
                               on_record=reports.on_record, on_start=on_start,
-                              keep=False, on_inputs=reports.open)
+                              keep=False, on_inputs=reports.open, **trace_options)
     try:
         result = _run_interruptible(coro, progress)
     except _Stopped as stop:

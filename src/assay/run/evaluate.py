@@ -77,11 +77,14 @@ def evaluate(data: Data = None, *, target: TargetLike = None,
              config: RunConfig | None = None, store: StoreLike = None,
              columns: Mapping[str, str] | None = None, name: str | None = None,
              scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
-             **options: Any) -> EvaluationResult:
+             traces: Any = None, trace_filter: str | None = None, since: Any = None,
+             until: Any = None, **options: Any) -> EvaluationResult:
     """Evaluate ``data`` and return the stored, gated run. See :func:`evaluate_async`."""
     return run_sync(evaluate_async(data, target=target, evaluators=evaluators, config=config,
                                    store=store, columns=columns, name=name, scorers=scorers,
-                                   predict_fn=predict_fn, **options))
+                                   predict_fn=predict_fn, traces=traces,
+                                   trace_filter=trace_filter, since=since, until=until,
+                                   **options))
 
 
 async def evaluate_async(
@@ -93,7 +96,9 @@ async def evaluate_async(
         on_record: Callable[[CaseRecord], None] | None = None,
         on_start: Callable[[RunRecord], None] | None = None, keep: bool = True,
         scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
-        on_inputs: OnInputs | None = None, **options: Any) -> EvaluationResult:
+        on_inputs: OnInputs | None = None, traces: Any = None,
+        trace_filter: str | None = None, since: Any = None, until: Any = None,
+        **options: Any) -> EvaluationResult:
     """Evaluate ``data`` into a new run.
 
     Args:
@@ -118,13 +123,38 @@ async def evaluate_async(
             ``target``.
         on_inputs: called with every file the run uses (see :data:`OnInputs`) before
             anything runs; what it raises stops the run before it starts.
+        traces: judge traces instead of running an agent: a source (``"store"``,
+            ``"mlflow:URI"``, ``"phoenix:URL"``, ``"langfuse:FILE"``, a file; see
+            :mod:`assay.run.sources`) or a :class:`~assay.run.sources.TraceSource`. Each
+            trace is a case whose id is the trace's; ``data``, when given too, is the suite
+            whose evaluators (and judge, scoring) judge them. ``trace_filter``, ``since``
+            and ``until`` select the traces (``since``: a time, an ISO date or ``24h``).
 
     The agent-judge options (``naming``, ``judges``, ``global_guidelines``,
     ``quality_criteria``...; see :mod:`assay.run.policies.databricks`) are RunConfig fields too.
     """
-    session = _new_session(data, target, evaluators, _config(config, options), store,
+    config = _config(config, options)
+    if traces is not None:
+        data = _traces_data(traces, data, config, store, name, trace_filter, since, until)
+    elif (trace_filter, since, until) != (None, None, None):
+        raise ConfigError("trace_filter, since and until select traces: give traces= too",
+                          code="invalid_option")
+    session = _new_session(data, target, evaluators, config, store,
                            columns, name, engine, scorers, predict_fn)
     return await session.execute(progress, on_record, on_start, keep, on_inputs)
+
+
+def _traces_data(traces: Any, data: Data, config: RunConfig, store: StoreLike,
+                 name: str | None, trace_filter: str | None, since: Any,
+                 until: Any) -> Suite:
+    """The suite of the traces a run judges, with ``data``'s evaluators when it is given."""
+    from assay.run.sources.base import TraceQuery
+    from assay.run.sources.suite import parse_time, suite_of_traces
+
+    like = load_data(data, config=config) if data is not None else None
+    query = TraceQuery(filter=trace_filter, since=parse_time(since, "since"),
+                       until=parse_time(until, "until"))
+    return suite_of_traces(traces, query, store=store, name=name, like=like)
 
 
 def check(data: Data = None, **kwargs: Any) -> Suite:

@@ -1,0 +1,179 @@
+"""Traces from files: OTLP JSON exports (or MLflow trace JSON, or span dicts) and Langfuse's
+exports of observations.
+
+An OTLP export keeps each span's ``traceId``, so its spans are grouped by it; a file of spans
+without trace ids (one trace per file, as ``Execution.trace`` takes them) is one trace named
+by the file. A Langfuse export is a list of observations (``ObservationV2``, as the SDK's
+models write them, or the API's ``{"data": [...]}``) or of traces with their
+``observations``; each observation becomes a span with OpenInference's attributes, so the one
+reader reads it like any other (a generation is an LLM span with its token counts, a tool a
+tool span).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from assay.run.sources.base import SourcedTrace, SourceError, TraceQuery
+from assay.types.spans import Span, TraceFormatError, from_dict, normalize_trace, otlp_id
+
+LANGFUSE_KINDS = {"GENERATION": "LLM", "TOOL": "TOOL", "RETRIEVER": "RETRIEVER",
+                  "AGENT": "AGENT", "CHAIN": "CHAIN", "EMBEDDING": "EMBEDDING",
+                  "SPAN": "CHAIN", "EVENT": "CHAIN", "EVALUATOR": "EVALUATOR",
+                  "GUARDRAIL": "GUARDRAIL"}
+"""Langfuse observation types as OpenInference span kinds."""
+
+
+class FileSource:
+    """``otlp:FILE`` or ``langfuse:FILE``."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        self.path = path
+        self.kind = kind
+        self.name = f"{kind}:{path}"
+
+    def filters_itself(self) -> bool:
+        return False
+
+    def traces(self, query: TraceQuery, **_: Any) -> Iterator[SourcedTrace]:
+        data = self._load()
+        if self.kind == "langfuse":
+            yield from self._langfuse(data)
+        else:
+            yield from self._otlp(data)
+
+    def _load(self) -> Any:
+        try:
+            text = self.path.read_bytes()
+        except OSError as exc:
+            raise SourceError(self.name, f"cannot be read: {exc.strerror or exc}") from None
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+        try:  # JSON Lines
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError as exc:
+            raise SourceError(self.name, f"is neither JSON nor JSON Lines ({exc})") from None
+
+    # -- OTLP ------------------------------------------------------------------------------
+
+    def _otlp(self, data: Any) -> Iterator[SourcedTrace]:
+        exports = data if isinstance(data, list) and any(
+            isinstance(d, Mapping) and "resourceSpans" in d for d in data) else [data]
+        grouped: dict[str, list[Span]] = {}
+        notes: dict[str, list[str]] = {}
+        loose: list[Any] = []
+        for export in exports:
+            if not (isinstance(export, Mapping) and "resourceSpans" in export):
+                loose.append(export)
+                continue
+            for r, resource in enumerate(export.get("resourceSpans") or []):
+                for scope in (resource or {}).get("scopeSpans") or []:
+                    for raw in (scope or {}).get("spans") or []:
+                        trace_id = otlp_id(raw.get("traceId")) if isinstance(raw, Mapping) \
+                            else None
+                        key = trace_id or ""
+                        try:
+                            grouped.setdefault(key, []).append(from_dict(
+                                raw, f"resourceSpans[{r}] span {raw.get('name', '?')!r}"))
+                        except (TraceFormatError, AttributeError) as exc:
+                            notes.setdefault(key, []).append(
+                                f"a span cannot be read: {getattr(exc, 'message', exc)}")
+        if loose:
+            try:
+                grouped.setdefault("", []).extend(normalize_trace(loose))
+            except TraceFormatError as exc:
+                raise SourceError(self.name, exc.message) from None
+        for trace_id, spans in grouped.items():
+            found = notes.get(trace_id, [])
+            if not trace_id:
+                found.insert(0, "its spans have no trace id: the file is read as one trace")
+            yield SourcedTrace(trace_id or self.path.stem, spans, self.name, found)
+        for trace_id in notes.keys() - grouped.keys():
+            yield SourcedTrace(trace_id or self.path.stem, [], self.name, notes[trace_id])
+
+    # -- Langfuse --------------------------------------------------------------------------
+
+    def _langfuse(self, data: Any) -> Iterator[SourcedTrace]:
+        items = data.get("data") if isinstance(data, Mapping) else data
+        if not isinstance(items, list):
+            raise SourceError(self.name, "is not a Langfuse export: expected a list of "
+                              "observations or traces (or {\"data\": [...]})")
+        grouped: dict[str, list[Span]] = {}
+        notes: dict[str, list[str]] = {}
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise SourceError(self.name, f"item {index} is not an object")
+            if isinstance(item.get("observations"), list):  # a trace with its observations
+                trace_id = str(item.get("id") or f"{self.path.stem}-{index}")
+                observations = [{**o, "traceId": trace_id} for o in item["observations"]
+                                if isinstance(o, Mapping)]
+            else:
+                observations = [dict(item)]
+            for observation in observations:
+                trace_id = str(observation.get("traceId") or observation.get("trace_id") or "")
+                if not trace_id:
+                    notes.setdefault("", []).append(
+                        f"observation {observation.get('id', index)!r} has no traceId: "
+                        "left out")
+                    continue
+                try:
+                    grouped.setdefault(trace_id, []).append(langfuse_span(observation))
+                except TraceFormatError as exc:
+                    notes.setdefault(trace_id, []).append(
+                        f"an observation cannot be read: {exc.message}")
+        for trace_id, spans in grouped.items():
+            yield SourcedTrace(trace_id, spans, self.name, notes.get(trace_id, []))
+        if notes.get(""):
+            raise SourceError(self.name, "; ".join(notes[""][:3]))
+
+
+def _first(observation: Mapping[str, Any], *keys: str) -> Any:
+    return next((observation[k] for k in keys if observation.get(k) is not None), None)
+
+
+def langfuse_span(observation: Mapping[str, Any]) -> Span:
+    """A Langfuse observation as a span with OpenInference's attributes."""
+    kind = str(observation.get("type") or "SPAN").upper()
+    attributes: dict[str, Any] = {"openinference.span.kind": LANGFUSE_KINDS.get(kind, "CHAIN"),
+                                  "langfuse.observation.type": kind}
+    for key, name in (("input", "input.value"), ("output", "output.value")):
+        value = observation.get(key)
+        if value is not None:
+            attributes[name] = value if isinstance(value, str) else json.dumps(
+                value, ensure_ascii=False)
+    usage = _first(observation, "usageDetails", "usage_details", "usage") or {}
+    if isinstance(usage, Mapping):
+        prompt = _first(usage, "input", "promptTokens", "prompt_tokens", "input_tokens")
+        completion = _first(usage, "output", "completionTokens", "completion_tokens",
+                            "output_tokens")
+        if prompt is not None:
+            attributes["llm.token_count.prompt"] = prompt
+        if completion is not None:
+            attributes["llm.token_count.completion"] = completion
+    model = observation.get("model")
+    if model:
+        attributes["llm.model_name"] = model
+    if kind == "TOOL":
+        attributes["tool.name"] = observation.get("name") or "tool"
+    metadata = observation.get("metadata")
+    if isinstance(metadata, Mapping):
+        attributes.update({f"metadata.{k}": v for k, v in metadata.items()
+                           if isinstance(v, str | int | float | bool)})
+    level = str(observation.get("level") or "DEFAULT").upper()
+    message = _first(observation, "statusMessage", "status_message")
+    return from_dict({
+        "name": observation.get("name") or kind.lower(),
+        "span_id": str(observation.get("id") or ""),
+        "parent_id": _first(observation, "parentObservationId", "parent_observation_id"),
+        "start_time": _first(observation, "startTime", "start_time"),
+        "end_time": _first(observation, "endTime", "end_time"),
+        "status": {"code": "ERROR" if level == "ERROR" else "UNSET", "message": message},
+        "attributes": attributes,
+    }, f"Langfuse observation {observation.get('id', '?')!r}")

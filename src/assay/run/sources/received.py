@@ -1,0 +1,46 @@
+"""Traces the OTLP receiver of ``assay serve`` stored in a run store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from assay.run.sources.base import SourcedTrace, TraceQuery
+from assay.store.runs import RunStore, open_store
+from assay.store.traces import MAX_TRACE_SPANS, list_traces, trace_spans
+
+PAGE = 500
+
+
+class StoreSource:
+    """The traces received into a run store (``store`` or ``store:URL``)."""
+
+    def __init__(self, store: RunStore | str | None = None) -> None:
+        self.store = open_store(store or None)
+        self.name = f"store:{self.store.display_url}"
+
+    def filters_itself(self) -> bool:
+        return False
+
+    def traces(self, query: TraceQuery, settled_before: float | None = None,
+               **_: Any) -> Iterator[SourcedTrace]:
+        """The received traces in ``query``'s window, a page at a time; with
+        ``settled_before``, only those whose last span arrived by then."""
+        after: str | None = None
+        while True:
+            rows = list_traces(self.store, since=query.since, until=query.until,
+                               settled_before=settled_before, limit=PAGE, after=after)
+            for row in rows:
+                yield self.trace(row.trace_id, row.service)
+            if len(rows) < PAGE:
+                return
+            after = max(r.trace_id for r in rows)
+
+    def trace(self, trace_id: str, service: str | None = None) -> SourcedTrace:
+        spans, total, problems = trace_spans(self.store, trace_id)
+        notes = list(problems)
+        if total > len(spans) + len(problems):
+            notes.append(f"the trace has {total} spans: the first {MAX_TRACE_SPANS} received "
+                         "were read")
+        return SourcedTrace(trace_id, spans, self.name, notes, service=service,
+                            span_count=total)
