@@ -140,7 +140,7 @@ def test_a_span_without_a_trace_id_is_rejected_alone(tmp_path):
 
 def test_a_10_mb_attribute_is_cut_and_said_and_a_body_over_the_limit_is_413(tmp_path):
     url = f"sqlite:///{tmp_path}/runs.db"
-    trace_id, spans = agent_trace("q" * 10_000_000, "a")
+    _, spans = agent_trace("q" * 10_000_000, "a")
     body = orjson.dumps(export(*spans))
     with serve(url) as served:
         assert _post(served.url, body).status_code == 200

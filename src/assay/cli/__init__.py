@@ -5,7 +5,7 @@ import importlib
 from assay.cli.app import app
 
 COMMANDS = ("calibrate", "align", "judge", "run", "runs", "validate", "baseline", "eval_cmd",
-            "authoring", "report", "serve")
+            "authoring", "report", "serve", "traces")
 """The modules that define commands; each imports the library only inside its commands, so
 building the command line costs little more than typer itself."""
 

@@ -713,8 +713,11 @@ class _Session:
                  store: RunStore | None, engine: JudgeEngine | None, given: Target | None, *,
                  owns_given: bool = False, resume: RunRecord | None = None,
                  rescored_from: str | None = None, evaluators_given: bool = False,
-                 find_targets: bool = True) -> None:
+                 find_targets: bool = True, run_id: str | None = None) -> None:
         self.suite = suite
+        self.run_id = run_id
+        """The id a new run takes (None: a new id); an online evaluation names its
+        period's run."""
         self.python_target = given.name if given is not None else None
         """The name of a target given as a Python object, which the run's record cannot
         hold (a resume needs it again)."""
@@ -899,8 +902,8 @@ class _Session:
                 store.set_status(run_id, RunStatus.RUNNING.value)
             else:
                 run_id = store.create_run(self.suite.name,
-                                               self.snapshot().model_dump(mode="json"),
-                                          self.config.run_id)
+                                          self.snapshot().model_dump(mode="json"),
+                                          self.run_id or self.config.run_id)
             lease = store.hold_lease(run_id)
             if on_start is not None:
                 with user_code("the on_start hook"):

@@ -118,8 +118,10 @@ class TraceSource(Protocol):
     name: str
     """The source as given (``mlflow:sqlite:///m.db``), passwords hidden."""
 
-    def traces(self, query: TraceQuery) -> Iterator[SourcedTrace]:
-        """The traces ``query`` selects, oldest first where the source can say."""
+    def traces(self, query: TraceQuery, **options: Any) -> Iterator[SourcedTrace]:
+        """The traces ``query`` selects, oldest first where the source can say. Options a
+        source does not know are ignored: ``settled_before`` (only traces complete by
+        then) and ``skip`` (a function naming trace ids not to read)."""
         ...
 
     def filters_itself(self) -> bool:

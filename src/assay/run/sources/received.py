@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from assay.run.sources.base import SourcedTrace, TraceQuery
@@ -23,15 +23,19 @@ class StoreSource:
         return False
 
     def traces(self, query: TraceQuery, settled_before: float | None = None,
+               skip: Callable[[Sequence[str]], set[str]] | None = None,
                **_: Any) -> Iterator[SourcedTrace]:
         """The received traces in ``query``'s window, a page at a time; with
-        ``settled_before``, only those whose last span arrived by then."""
+        ``settled_before``, only those whose last span arrived by then; ``skip`` says which
+        of a page's trace ids not to read (an online evaluation's decided ones)."""
         after: str | None = None
         while True:
             rows = list_traces(self.store, since=query.since, until=query.until,
                                settled_before=settled_before, limit=PAGE, after=after)
+            left = skip([r.trace_id for r in rows]) if skip and rows else set()
             for row in rows:
-                yield self.trace(row.trace_id, row.service)
+                if row.trace_id not in left:
+                    yield self.trace(row.trace_id, row.service)
             if len(rows) < PAGE:
                 return
             after = max(r.trace_id for r in rows)
