@@ -185,13 +185,13 @@ def decided(store: RunStore, watcher: str, trace_ids: Sequence[str]) -> set[str]
 
 
 def record_decisions(store: RunStore, watcher: str,
-                     decisions: Sequence[tuple[str, str, str | None, str | None, float | None]]
-                     ) -> None:
-    """Record (trace id, decision, run id, reason, cost) for ``watcher``; a trace decided
-    already keeps its first decision."""
+                     decisions: Sequence[tuple[str, str, str | None, str | None, float | None]],
+                     now: float | None = None) -> None:
+    """Record (trace id, decision, run id, reason, cost) for ``watcher`` as decided at
+    ``now``; a trace decided already keeps its first decision."""
     if not decisions:
         return
-    now = time.time()
+    now = time.time() if now is None else now
     rows = [{"watcher": watcher, "trace_id": t, "decision": d, "run_id": r,
              "reason": (why or "")[:TEXT_COLUMN] or None, "cost": c, "decided_at": now}
             for t, d, r, why, c in decisions]

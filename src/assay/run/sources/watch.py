@@ -149,6 +149,7 @@ class Watcher:
         now = time.time() if now is None else now
         report = TickReport()
         picked: list[tuple[TraceCase, str]] = []
+        over = False  # the cost ceiling reached: picked traces wait, the rest are decided
         for chunk in self._undecided(now):
             skipped: list[tuple[str, str, str | None, str | None, float | None]] = []
             for trace in chunk:
@@ -159,13 +160,15 @@ class Watcher:
                     setattr(report, why, getattr(report, why) + 1)
                 else:
                     picked.append((TraceCase(trace_case(trace, reading), reading, trace), why))
-            record_decisions(self.store, self.key, skipped)
-            while len(picked) >= self.batch:
-                if not await self._judge(picked[:self.batch], now, report):
-                    report.waiting += len(picked)
-                    return report
-                del picked[:self.batch]
-        if picked and not await self._judge(picked, now, report):
+            record_decisions(self.store, self.key, skipped, now)
+            while len(picked) >= self.batch and not over:
+                over = not await self._judge(picked[:self.batch], now, report)
+                if not over:
+                    del picked[:self.batch]
+            if over:
+                report.waiting += len(picked)
+                picked = []
+        if picked and not over and not await self._judge(picked, now, report):
             report.waiting += len(picked)
         return report
 
@@ -230,7 +233,7 @@ class Watcher:
                  for r in result.records}
         decisions = [(c.trace.trace_id, "judged", run_id, why,
                       costs.get(c.item.case.id, 0.0)) for c, why in [*new, *again]]
-        record_decisions(self.store, self.key, decisions)
+        record_decisions(self.store, self.key, decisions, now)
         report.judged += len(decisions)
         report.cost += sum(d[4] or 0.0 for d in decisions)
         if run_id not in report.run_ids:
