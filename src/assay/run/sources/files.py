@@ -64,8 +64,7 @@ class FileSource:
     # -- OTLP ------------------------------------------------------------------------------
 
     def _otlp(self, data: Any) -> Iterator[SourcedTrace]:
-        exports = data if isinstance(data, list) and any(
-            isinstance(d, Mapping) and "resourceSpans" in d for d in data) else [data]
+        exports = data if isinstance(data, list) else [data]
         grouped: dict[str, list[Span]] = {}
         notes: dict[str, list[str]] = {}
         loose: list[Any] = []
