@@ -107,7 +107,7 @@ def test_what_a_file_lacks_is_said_and_bad_files_are_clear_errors(tmp_path: Path
     assert any("no latency" in n for n in notes)
     broken = tmp_path / "broken.json"
     broken.write_text("{nope")
-    with pytest.raises(SourceError, match="broken.json: is neither JSON"):
+    with pytest.raises(SourceError, match=r"broken\.json: is neither JSON"):
         read_traces(open_source(str(broken)), TraceQuery())
     with pytest.raises(SourceError, match="cannot be read"):
         read_traces(open_source(str(tmp_path / "missing.json")), TraceQuery())
