@@ -67,8 +67,8 @@ def read_trace(trace_id: str, spans: Sequence[Span]) -> TraceReading:
         notes.append(f"{len(cut)} attribute value(s) were cut to fit the store, first "
                      f"{cut[0]}")
     execution = Execution(
-        input=_value(root, INPUT_KEYS, "input", notes, case_input=True),
-        output=_value(root, OUTPUT_KEYS, "output", notes),
+        input=_question(_value(root, INPUT_KEYS, "input", notes, case_input=True)),
+        output=_answer(_value(root, OUTPUT_KEYS, "output", notes)),
         trace=list(spans), latency_ms=_latency(root, notes), usage=_usage(spans, notes),
         error=_error(root))
     return TraceReading(trace_id=trace_id, execution=execution, notes=notes, root=root,
@@ -115,6 +115,29 @@ def _parsed(value: Any) -> Any:
             return json.loads(value)
         except ValueError:
             return value
+    return value
+
+
+def _question(value: Any) -> Any:
+    """A chat request's last user message (an LLM span's input is the whole request);
+    any other input as it is."""
+    messages = value.get("messages") if isinstance(value, Mapping) else None
+    if isinstance(messages, list):
+        users = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
+        content = users[-1].get("content") if users else None
+        if isinstance(content, str):
+            return content
+    return value
+
+
+def _answer(value: Any) -> Any:
+    """A chat completion's first choice's text (an LLM span's output is the whole
+    response); any other output as it is."""
+    choices = value.get("choices") if isinstance(value, Mapping) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        message = choices[0].get("message")
+        if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+            return message["content"]
     return value
 
 
