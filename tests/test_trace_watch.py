@@ -171,3 +171,30 @@ def test_bad_rules_are_refused() -> None:
         SamplingRules(rate=1.5)
     with pytest.raises(ConfigError, match="cost ceiling"):
         SamplingRules(max_cost_per_hour=-1)
+
+
+def test_the_server_judges_the_traces_it_receives(tmp_path: Path, mock_model: str) -> None:
+    import httpx
+    import orjson
+
+    from assay.server.settings import WatchSettings
+    from tests.server_support import serve
+    from tests.trace_support import agent_trace, export
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    spans = [s for i in range(2) for s in agent_trace(f"q{i}", f"a{i}")[1]]
+    watch = WatchSettings(judges=["safety"], interval_s=0.2, settle_s=0)
+    with serve(url, default_judge=mock_model, watch=watch) as served:
+        answer = httpx.post(served.url + "/v1/traces", content=orjson.dumps(export(*spans)),
+                            headers={"content-type": "application/json"})
+        assert answer.status_code == 200
+        store = RunStore(url)
+        deadline = time.monotonic() + 60
+        while True:
+            runs = [r for r in store.run_records() if r.suite == "watch serve"]
+            if runs and len(store.case_records(runs[0].id)) == 2:
+                break
+            assert time.monotonic() < deadline, "the server judged nothing"
+            time.sleep(0.2)
+    (record, _) = store.case_records(runs[0].id)
+    assert [s.name for s in record.scores] == ["safety"]

@@ -38,6 +38,19 @@ def serve(
     max_trace_bytes: int = typer.Option(
         16 << 20, "--max-trace-bytes", help="The largest OTLP export POST /v1/traces takes, "
         "compressed or not (default 16 MiB)."),
+    watch: bool = typer.Option(False, "--watch", help="Judge the traces received, online "
+                               "(as assay watch store does), while serving."),
+    watch_suite: Path | None = typer.Option(None, "--watch-suite", help="With --watch: the "
+                                            "suite whose evaluators judge the traces."),
+    watch_judges: str | None = typer.Option(None, "--watch-judges", help="With --watch: "
+                                            "built-in agent judges, comma-separated."),
+    watch_rate: float = typer.Option(1.0, "--watch-rate", min=0.0, max=1.0,
+                                     help="With --watch: the fraction of traces judged."),
+    watch_max_cost: float | None = typer.Option(
+        None, "--watch-max-cost-per-hour", min=0.0, help="With --watch: start no judging "
+        "once the last hour's judging cost reached this (dollars)."),
+    watch_interval: float = typer.Option(30.0, "--watch-interval", min=0.1,
+                                         help="With --watch: seconds between passes."),
 ) -> None:
     """Serve the runs of a store: a REST API (OpenAPI at /openapi.json) and a web UI."""
     try:
@@ -49,14 +62,25 @@ def serve(
         raise ConfigError("assay serve needs the server extra: pip install 'assay[server]'",
                           code="missing_dependency") from None
     from assay._util.listening import bound_port, listen
+    from assay.server.settings import WatchSettings
     from assay.store.runs import RunStore
 
     url = store_url(store)
+    if (watch_suite or watch_judges) and not watch:
+        raise ConfigError("--watch-suite and --watch-judges go with --watch")
+    watching = WatchSettings(
+        suite=watch_suite, rate=watch_rate, max_cost_per_hour=watch_max_cost,
+        interval_s=watch_interval,
+        judges=[j.strip() for j in (watch_judges or "").split(",") if j.strip()]) \
+        if watch else None
+    if watching is not None and not (watching.suite or watching.judges):
+        raise ConfigError("--watch needs evaluators: --watch-suite SUITE or --watch-judges")
     settings = ServerSettings.from_environment(
         url, host=host, suite_roots=[p.resolve() for p in suites] or None,
         allow_runs=not no_runs, allowed_judge_models=[m.strip() for m in allow_judge_models],
         targets_file=targets.resolve() if targets is not None else None,
         max_trace_bytes=max_trace_bytes)
+    settings.watch = watching
     opened = RunStore(url)  # a store that cannot be opened is an error now, not on first use
     shown_url = opened.display_url
     opened.close()

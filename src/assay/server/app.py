@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -208,6 +208,36 @@ def _documented(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
+def watcher_of(settings: ServerSettings) -> Callable[[], Awaitable[None]] | None:
+    """The online evaluation ``--watch`` asks for, as a coroutine function that runs it
+    until cancelled (each pass logged; a pass that fails is logged and tried again)."""
+    watch = settings.watch
+    if watch is None:
+        return None
+    from assay.run.evaluate import load_data
+    from assay.run.sources.received import StoreSource
+    from assay.run.sources.watch import SamplingRules, Watcher
+    from assay.suites.model import Suite
+    from assay.types.config import RunConfig
+
+    config = RunConfig.model_validate({"judge_model": settings.default_judge,
+                                       **({"judges": watch.judges} if watch.judges else {})})
+    suite = load_data(watch.suite, config=config) if watch.suite else Suite(name="watch")
+    source = StoreSource(settings.store_url)
+    watcher = Watcher(source, suite, source.store, name=watch.name, config=config,
+                      rules=SamplingRules(rate=watch.rate,
+                                          max_cost_per_hour=watch.max_cost_per_hour),
+                      period=watch.period, settle_s=watch.settle_s)
+
+    async def run() -> None:
+        await watcher.forever(
+            watch.interval_s,
+            on_tick=lambda r: log.info("online evaluation %s: %s", watcher.key, r.line()),
+            on_error=lambda e: log.error("online evaluation %s: %s", watcher.key, e.message))
+
+    return run
+
+
 def create_app(settings: ServerSettings) -> FastAPI:
     """The application for ``settings`` (see :class:`ServerSettings`)."""
     settings.check()
@@ -217,9 +247,16 @@ def create_app(settings: ServerSettings) -> FastAPI:
     launcher = Launcher(settings.store_url, settings.suite_roots,
                         LaunchPolicy(settings.judge_models, settings.targets_file))
 
+    watching = watcher_of(settings)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        task = None if watching is None else asyncio.ensure_future(watching())
         yield
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await launcher.aclose()
         holder.close()
 

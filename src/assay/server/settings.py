@@ -52,6 +52,21 @@ def default_judge_model() -> str:
 
 
 @dataclass
+class WatchSettings:
+    """An online evaluation the server runs over the traces it receives (``--watch``)."""
+
+    suite: Path | None = None
+    """The suite whose evaluators judge the traces (``--watch SUITE``)."""
+    judges: list[str] = field(default_factory=list)
+    name: str = "serve"
+    rate: float = 1.0
+    max_cost_per_hour: float | None = None
+    interval_s: float = 30.0
+    settle_s: float = 5.0
+    period: str = "hour"
+
+
+@dataclass
 class ServerSettings:
     """What one server serves: a store, who may read it, which suites it may run, and which
     targets and judge models a run started over the API may name."""
@@ -70,6 +85,8 @@ class ServerSettings:
     targets_file: Path | None = None
     """The targets file of runs started over the API (``--targets``); None: the one found
     above each suite, as ``assay run`` finds it."""
+    watch: WatchSettings | None = None
+    """An online evaluation of the received traces, run while the server runs."""
 
     @classmethod
     def from_environment(cls, store_url: str, host: str = "127.0.0.1",

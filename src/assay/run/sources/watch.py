@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, EvaluationError
 from assay.run.policies import settle
 from assay.run.sources.base import AttributeFilter, SourcedTrace, TraceQuery, TraceSource
 from assay.run.sources.suite import TraceCase, trace_case
@@ -241,13 +241,22 @@ class Watcher:
         return True
 
     async def forever(self, interval_s: float, on_tick: Callable[[TickReport], None] | None
-                      = None, stop: asyncio.Event | None = None) -> None:
-        """Tick every ``interval_s`` seconds until ``stop`` is set (or the task cancelled)."""
+                      = None, stop: asyncio.Event | None = None,
+                      on_error: Callable[[EvaluationError], None] | None = None) -> None:
+        """Tick every ``interval_s`` seconds until ``stop`` is set (or the task cancelled).
+        With ``on_error``, a pass that fails (a source down, a judge unreachable) is reported
+        to it and the next pass tries again; without, it ends the watch."""
         stop = stop or asyncio.Event()
         while not stop.is_set():
-            report = await self.tick()
-            if on_tick is not None:
-                on_tick(report)
+            try:
+                report = await self.tick()
+            except EvaluationError as exc:
+                if on_error is None:
+                    raise
+                on_error(exc)
+            else:
+                if on_tick is not None:
+                    on_tick(report)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=interval_s)
 
