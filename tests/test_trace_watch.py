@@ -87,8 +87,8 @@ def test_filters_leave_other_traces_out(tmp_path: Path) -> None:
 
 
 def test_each_trace_is_judged_once_per_evaluator_version_into_the_period_run(
-        tmp_path: Path) -> None:
-    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+        store_url: str) -> None:
+    store = RunStore(store_url)
     _traces(store, 5)
     now = time.time()
     watcher = _watcher(store)
