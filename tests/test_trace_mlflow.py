@@ -67,6 +67,10 @@ def test_mlflow_traces_become_executions_with_their_filter(tracking: str) -> Non
     from assay.traces.retrieval import retrieved_context
 
     assert [c.doc_uri for c in retrieved_context(france.execution).chunks] == ["wiki/France"]
+    from assay.traces.tools import tool_calls
+
+    (call,) = tool_calls(france.execution)
+    assert (call.name, call.args, call.output) == ("lookup", {"city": "France"}, "Paris")
     failed = [c for c in cases if c.reading.failed]
     assert len(failed) == 1 and failed[0].reading.execution.error
     only_ok = read_traces(source, TraceQuery(filter="attributes.status = 'OK'"))

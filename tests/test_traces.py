@@ -19,6 +19,7 @@ from assay.traces.tools import (
     parse_output,
     sanitize_tool_name,
     tool_calls,
+    tool_calls_from_spans,
 )
 from assay.types.execution import Execution
 from assay.types.spans import Span, from_dict, normalize_trace, otlp_id, to_seconds
@@ -406,3 +407,27 @@ def test_span_type_and_outputs_shorthand_in_span_dicts() -> None:
     assert spans[0].status == "ok"
     context = retrieved_context(Execution(trace=spans))
     assert [(c.content, c.doc_uri) for c in context.chunks] == [("c", "u")]
+
+
+def test_spans_typed_tool_are_tool_calls() -> None:
+    """MLflow marks a tool span by its type, JSON-encoded as every MLflow attribute, and keeps
+    its arguments and result in spanInputs and spanOutputs; OpenInference by its span kind.
+    Either is named by the span's name when it has no ``tool.name``."""
+    spans = normalize_trace({"info": {}, "data": {"spans": [
+        {"name": "agent", "span_id": "a", "attributes": {"mlflow.spanType": '"AGENT"'}},
+        {"name": "lookup", "span_id": "b", "parent_span_id": "a",
+         "start_time_unix_nano": 1_790_000_000_000_000_000,
+         "end_time_unix_nano": 1_790_000_000_500_000_000,
+         "attributes": {"mlflow.spanType": '"TOOL"', "mlflow.spanInputs": '{"city": "Paris"}',
+                        "mlflow.spanOutputs": '"sunny"'}},
+        {"name": "not a tool", "span_id": "c", "attributes": {"mlflow.spanType": '"LLM"'}},
+        {"name": "search", "span_id": "d", "start_time_unix_nano": 1_790_000_001_000_000_000,
+         "attributes": {"openinference.span.kind": "TOOL", "input.value": '{"q": "x"}',
+                        "output.value": "found"}},
+        {"name": "made up", "span_id": "e", "attributes": {
+            "mlflow.spanType": '"TOOL"', "tool.synthesized": True}},
+    ]}})
+    lookup, search = tool_calls_from_spans(spans)
+    assert (lookup.name, lookup.args, lookup.output, lookup.duration_ms) == (
+        "lookup", {"city": "Paris"}, "sunny", 500.0)
+    assert (search.name, search.args, search.output) == ("search", {"q": "x"}, "found")

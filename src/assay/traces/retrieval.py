@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -12,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay.traces.tools import _text
 from assay.types.execution import Execution, RetrievedDocument
-from assay.types.spans import Span
+from assay.types.spans import Span, span_type
 
 DOCUMENT_ATTRIBUTE = re.compile(r"retrieval\.documents\.(\d+)\.document\.(.+)")
 
@@ -41,20 +40,6 @@ class Retrieval(BaseModel):
     unparsable: list[int] = Field(default_factory=list)
     unparsable_uris: list[str | None] = Field(
         default_factory=list, description="the address of each unparsable document, if any")
-
-
-def span_type(span: Span) -> str | None:
-    """The span's type in upper case: OpenInference's ``openinference.span.kind`` or MLflow's
-    ``mlflow.spanType`` (which MLflow stores JSON-encoded, ``"\"RETRIEVER\""``)."""
-    for key in ("openinference.span.kind", "mlflow.spanType"):
-        value = span.attributes.get(key)
-        if isinstance(value, str) and value.strip():
-            text = value.strip()
-            if text.startswith('"'):
-                with contextlib.suppress(ValueError):
-                    text = str(json.loads(text))
-            return text.upper()
-    return None
 
 
 def is_retriever_span(span: Span) -> bool:

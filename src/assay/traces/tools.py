@@ -14,7 +14,7 @@ from assay._util.jsondata import same_data
 from assay.types.execution import Execution
 from assay.types.json import dump_json
 from assay.types.messages import Message
-from assay.types.spans import Span
+from assay.types.spans import Span, mlflow_value, span_type
 
 # -- tool calls --------------------------------------------------------------------------
 
@@ -37,13 +37,23 @@ class ToolCallRecord(BaseModel):
 
 
 def is_tool_span(span: Span) -> bool:
-    """A span with a truthy ``tool.name`` that is not marked ``tool.synthesized``."""
+    """A span with a truthy ``tool.name``, or typed ``TOOL`` (OpenInference's span kind or
+    MLflow's span type, named then by the span's name), not marked ``tool.synthesized``."""
     attributes = span.attributes
-    return bool(attributes.get("tool.name")) and not _true(attributes.get("tool.synthesized"))
+    if _true(attributes.get("tool.synthesized")):
+        return False
+    return bool(attributes.get("tool.name")) or span_type(span) == "TOOL"
 
 
 def _true(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def _first(attributes: Mapping[str, Any], openinference: str, mlflow: str) -> Any:
+    """OpenInference's attribute, else MLflow's, decoded as MLflow stores it (JSON text)."""
+    if openinference in attributes:
+        return attributes[openinference]
+    return mlflow_value(attributes.get(mlflow))
 
 
 def parse_args(value: Any) -> dict[str, Any]:
@@ -106,9 +116,9 @@ def tool_calls_from_spans(spans: Iterable[Span]) -> list[ToolCallRecord]:
         if span.start_time is not None and span.end_time is not None:
             duration = max(0.0, (span.end_time - span.start_time) * 1000)
         calls.append(ToolCallRecord(
-            name=str(attributes["tool.name"]),
-            args=parse_args(attributes.get("input.value")),
-            output=parse_output(attributes.get("output.value")),
+            name=str(attributes.get("tool.name") or span.name),
+            args=parse_args(_first(attributes, "input.value", "mlflow.spanInputs")),
+            output=parse_output(_first(attributes, "output.value", "mlflow.spanOutputs")),
             id=str(tool_id) if tool_id not in (None, "") else None,
             duration_ms=duration,
         ))

@@ -261,6 +261,32 @@ MLFLOW_KEYS = {"span_type": "mlflow.spanType", "inputs": "mlflow.spanInputs",
 """MLflow span fields kept as the attributes MLflow itself stores them in."""
 
 
+def mlflow_value(value: Any) -> Any:
+    """An MLflow span attribute as the data it holds: MLflow stores every attribute
+    JSON-encoded (the type TOOL as ``"TOOL"`` with its quotes, a dict of inputs as its JSON);
+    text that is not JSON is kept as it is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def span_type(span: Span) -> str | None:
+    """The span's type in upper case: OpenInference's ``openinference.span.kind`` or MLflow's
+    ``mlflow.spanType`` (JSON-encoded, as MLflow stores it, or plain)."""
+    for key in ("openinference.span.kind", "mlflow.spanType"):
+        value = span.attributes.get(key)
+        if isinstance(value, str) and value.strip():
+            text = value.strip()
+            if text.startswith('"'):
+                decoded = mlflow_value(text)
+                text = decoded if isinstance(decoded, str) else text
+            return text.upper()
+    return None
+
+
 def from_dict(raw: Mapping[str, Any], where: str = "span") -> Span:
     """A span dict in Span's field names, OTLP JSON's, or ``ReadableSpan.to_json()``'s shape.
 

@@ -14,6 +14,7 @@ failure of the client (a server down, a store whose schema this MLflow cannot re
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -104,6 +105,9 @@ class MlflowSource:
             conditions.append(f"attributes.timestamp_ms >= {int(query.since * 1000)}")
         if query.until is not None:
             conditions.append(f"attributes.timestamp_ms < {int(query.until * 1000)}")
+        # newer MLflow names the experiments "locations" and deprecates experiment_ids
+        accepts = inspect.signature(client.search_traces).parameters
+        where = {"locations" if "locations" in accepts else "experiment_ids": ids}
         token: str | None = None
         count = 0
         while True:
@@ -111,7 +115,7 @@ class MlflowSource:
             if size <= 0:
                 return
             page = self.call("searching traces", client.search_traces,
-                             experiment_ids=ids, filter_string=" AND ".join(conditions) or None,
+                             **where, filter_string=" AND ".join(conditions) or None,
                              max_results=size, order_by=["timestamp_ms ASC"],
                              page_token=token, flush=True)
             for trace in page:
