@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.ci_support import missing
 
 CHROMIUM = Path(os.environ.get("ASSAY_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -22,16 +22,10 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 SCREENSHOTS_VARIABLE = "ASSAY_SCREENSHOTS_DIR"
 
 
-def _missing(message: str) -> None:
-    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
-        pytest.fail(f"browser tests must run in CI; {message}", pytrace=False)
-    pytest.skip(message)
-
-
 def launch(playwright: Any) -> Any:
     """Chromium, or a skip (a failure under CI) naming what is missing."""
     if not CHROMIUM.exists():
-        _missing(f"{CHROMIUM} is missing: install it with `bash scripts/browser.sh`")
+        missing("browser", f"{CHROMIUM} is missing: install it with `bash scripts/browser.sh`")
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
 
 
@@ -39,7 +33,7 @@ def playwright_or_skip() -> Any:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("the playwright package is missing: pip install -e . --group dev")
+        missing("browser", "the playwright package is missing: pip install -e . --group dev")
     return sync_playwright
 
 

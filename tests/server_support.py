@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,32 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def wait_until_up(process: subprocess.Popen[Any], url: str, seconds: float,
+                  said: Callable[[], Any]) -> None:
+    """Wait for a server process to answer ``url`` with 200; fail with what it ``said`` when
+    it exits first, and when ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert process.poll() is None, said()
+        assert time.monotonic() < deadline, f"{url} did not answer in {seconds:g} s"
+        time.sleep(0.2)
+
+
+def stop_process(process: subprocess.Popen[Any], seconds: float = 20) -> None:
+    """Terminate a process the test started, killed when it does not end in ``seconds``."""
+    process.terminate()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @contextmanager

@@ -18,7 +18,7 @@ import pytest
 from assay.store.runs import RunStore
 from assay.store.traces import decision_counts
 from tests.assay_process import run_assay
-from tests.trace_support import ROOT, agent_trace, export
+from tests.trace_support import ROOT, agent_trace, export, trace_part
 
 EVAL = """\
 description: answers
@@ -78,7 +78,7 @@ def test_bad_trace_commands_are_one_clear_line(tmp_path: Path, args: list[str],
                                                expected: str) -> None:
     (tmp_path / "EVAL.yaml").write_text(EVAL)
     if "phoenix:http://127.0.0.1:9" in args:
-        pytest.importorskip("phoenix.client")
+        trace_part("phoenix.client")
     done = run_assay([*args, "--store", f"sqlite:///{tmp_path}/runs.db"], cwd=tmp_path,
                      timeout=120)
     output = done.stdout + done.stderr

@@ -15,7 +15,7 @@ from assay.errors import ConfigError
 from assay.run.sources import SourceError, TraceQuery, open_source
 from assay.run.sources.suite import parse_time, read_traces
 from assay.traces.tools import tool_calls
-from tests.trace_support import agent_trace, export, span
+from tests.trace_support import agent_trace, export, span, trace_part
 
 T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -51,7 +51,7 @@ def _langfuse_export(path: Path) -> None:
 
 @pytest.mark.traces
 def test_a_langfuse_export_is_read_by_the_one_reader(tmp_path: Path) -> None:
-    pytest.importorskip("langfuse")
+    trace_part("langfuse")
     path = tmp_path / "langfuse.json"
     _langfuse_export(path)
     cases = {c.trace.trace_id: c.reading for c in
@@ -132,3 +132,14 @@ def test_a_skewed_span_and_a_long_trace_are_said_per_trace(tmp_path: Path) -> No
     (case,) = read_traces(open_source(str(path)), TraceQuery())
     assert case.reading.execution.latency_ms is None
     assert any("clock skew" in n for n in case.reading.notes)
+
+
+def test_a_missing_trace_part_fails_under_ci_and_skips_elsewhere(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="trace tests must run in CI"):
+        trace_part("assay_no_such_part")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match=r"scripts/setup\.sh installs it"):
+        trace_part("assay_no_such_part")
+    assert trace_part("json").dumps([]) == "[]"

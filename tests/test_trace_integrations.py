@@ -24,7 +24,7 @@ from assay.run.sources.suite import read_traces
 from assay.run.sources.writeback import write_back
 from assay.store.runs import RunStore
 from assay.store.traces import list_traces, trace_spans
-from tests.server_support import free_port
+from tests.server_support import free_port, stop_process, wait_until_up
 from tests.trace_support import ROOT, assay_serve, export, span
 
 pytestmark = [pytest.mark.traces, pytest.mark.process]
@@ -144,24 +144,11 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                                env=env, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, (folder / "phoenix.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "Phoenix did not start"
-            time.sleep(0.5)
+        wait_until_up(process, base + "/healthz", 240,
+                      lambda: (folder / "phoenix.log").read_text()[-3000:])
         yield base
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, 30)
         log.close()
 
 

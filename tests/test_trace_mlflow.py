@@ -17,10 +17,10 @@ from assay.run.sources.suite import read_traces
 from assay.run.sources.writeback import write_back
 from assay.store.runs import RunStore
 from tests.server_support import free_port
-from tests.trace_support import ROOT
+from tests.trace_support import ROOT, trace_part
 
 pytestmark = pytest.mark.traces
-mlflow = pytest.importorskip("mlflow")
+mlflow = trace_part("mlflow")
 
 
 @pytest.fixture

@@ -6,17 +6,22 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import httpx
-
-from tests.server_support import free_port
+from tests.ci_support import need
+from tests.server_support import free_port, stop_process, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def trace_part(module: str) -> ModuleType:
+    """A real part of the trace tests (MLflow, Phoenix's client, Langfuse), imported; missing,
+    a skip, and a failure under CI, where scripts/setup.sh installs it."""
+    return need(module, "trace", "bash scripts/setup.sh installs it (pyproject's dev group)")
 
 
 def attr(key: str, value: Any) -> dict[str, Any]:
@@ -88,21 +93,7 @@ def assay_serve(store_url: str, cwd: Path, token: str | None = None,
          *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "assay serve did not start"
-            time.sleep(0.2)
+        wait_until_up(process, base + "/health", 60, process.communicate)
         yield base
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
