@@ -143,3 +143,30 @@ def test_a_missing_trace_part_fails_under_ci_and_skips_elsewhere(
     with pytest.raises(pytest.skip.Exception, match=r"scripts/setup\.sh installs it"):
         trace_part("assay_no_such_part")
     assert trace_part("json").dumps([]) == "[]"
+
+
+def test_runs_of_traces_are_compared_and_shown_as_any_run(tmp_path: Path) -> None:
+    """Two runs of the same traces, the second after the agent's answers changed: the one
+    comparison sees the regression trace by trace (a case is a trace), and the case page
+    shows the trace's id and its tool calls."""
+    store = f"sqlite:///{tmp_path}/runs.db"
+    ids = ("0" * 31 + "1", "0" * 31 + "2")
+    runs = []
+    for answers in (("answer 1", "answer 2"), ("answer 1", "no idea")):
+        path = tmp_path / "export.json"
+        spans = [s for i, (trace_id, answer) in enumerate(zip(ids, answers, strict=True))
+                 for s in agent_trace(f"q{i}", answer, trace_id=trace_id,
+                                      start=1_790_000_000 + i)[1]]
+        path.write_bytes(orjson.dumps(export(*spans)))
+        runs.append(assay.evaluate(traces=str(path), store=store, evaluators=[
+            {"type": "contains", "search_text": "answer", "name": "answers"}]))
+    found = assay.compare(runs[0].run_id, runs[1].run_id, store=store)
+    assert found.verdict.regression_detected and found.exit_code() == 1
+    regressed = [c.test_case_id for c in found.test_case_comparisons if c.status == "regression"]
+    assert regressed == [ids[1]]
+    from assay.report.views import case_detail
+
+    record = next(r for r in runs[1].records if r.case_id == ids[1])
+    page = case_detail(record)
+    assert page.record.case.metadata["trace"]["id"] == ids[1]
+    assert [(c.name, c.args) for c in page.tool_calls] == [("lookup", {"q": "capital"})]
