@@ -40,9 +40,12 @@ def is_tool_span(span: Span) -> bool:
     """A span with a truthy ``tool.name``, or typed ``TOOL`` (OpenInference's span kind or
     MLflow's span type, named then by the span's name), not marked ``tool.synthesized``."""
     attributes = span.attributes
-    if _true(attributes.get("tool.synthesized")):
-        return False
-    return bool(attributes.get("tool.name")) or span_type(span) == "TOOL"
+    if not attributes.get("tool.name"):
+        # most spans have a type and few are tools: the type is read only if it could be TOOL
+        kind = attributes.get("openinference.span.kind") or attributes.get("mlflow.spanType")
+        if not (isinstance(kind, str) and "TOOL" in kind.upper() and span_type(span) == "TOOL"):
+            return False
+    return not _true(attributes.get("tool.synthesized"))
 
 
 def _true(value: Any) -> bool:
