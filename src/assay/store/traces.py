@@ -62,7 +62,7 @@ def append_spans(store: RunStore, spans: Sequence[ReceivedSpan],
     rows = [_span_row(s, now) for s in spans]
     if store.dialect == "postgresql":
         rows = [_without_nul(r) for r in rows]
-    with store._begin() as conn:
+    with store.transaction() as conn:
         conn.execute(_insert(store.dialect, schema.trace_spans).on_conflict_do_nothing(
             index_elements=["trace_id", "span_id"]), rows)
         conn.execute(_trace_upsert(store.dialect), list(_trace_rows(spans, now)))
@@ -142,7 +142,7 @@ def list_traces(store: RunStore, *, since: float | None = None, until: float | N
         conditions.append(table.c.trace_id > after)
     query = select(table).where(and_(literal(True), *conditions)).order_by(
         table.c.trace_id).limit(limit)
-    with store._begin() as conn:
+    with store.transaction() as conn:
         rows = conn.execute(query).mappings().all()
     found = [TraceRow(**dict(r)) for r in rows]
     return sorted(found, key=lambda t: (t.start_time or t.first_received, t.trace_id))
@@ -153,7 +153,7 @@ def trace_spans(store: RunStore, trace_id: str,
     """The spans of a trace in the order received (at most ``limit``), how many it has in
     all, and a note for each stored span that could not be read back."""
     table = schema.trace_spans
-    with store._begin() as conn:
+    with store.transaction() as conn:
         total = int(conn.execute(select(func.count()).select_from(table).where(
             table.c.trace_id == trace_id)).scalar_one())
         rows = conn.execute(select(table.c.span).where(table.c.trace_id == trace_id)
@@ -176,7 +176,7 @@ def decided(store: RunStore, watcher: str, trace_ids: Sequence[str]) -> set[str]
     """Which of ``trace_ids`` the online evaluation ``watcher`` decided already."""
     table = schema.trace_decisions
     found: set[str] = set()
-    with store._begin() as conn:
+    with store.transaction() as conn:
         for start in range(0, len(trace_ids), 500):
             chunk = list(trace_ids[start:start + 500])
             found.update(conn.execute(select(table.c.trace_id).where(
@@ -195,7 +195,7 @@ def record_decisions(store: RunStore, watcher: str,
     rows = [{"watcher": watcher, "trace_id": t, "decision": d, "run_id": r,
              "reason": (why or "")[:TEXT_COLUMN] or None, "cost": c, "decided_at": now}
             for t, d, r, why, c in decisions]
-    with store._begin() as conn:
+    with store.transaction() as conn:
         conn.execute(_insert(store.dialect, schema.trace_decisions).on_conflict_do_nothing(
             index_elements=["watcher", "trace_id"]), rows)
 
@@ -203,7 +203,7 @@ def record_decisions(store: RunStore, watcher: str,
 def cost_since(store: RunStore, watcher: str, since: float) -> float:
     """What ``watcher``'s judging cost since ``since`` (the cost ceiling's window)."""
     table = schema.trace_decisions
-    with store._begin() as conn:
+    with store.transaction() as conn:
         return float(conn.execute(select(func.coalesce(func.sum(table.c.cost), 0.0)).where(
             table.c.watcher == watcher, table.c.decided_at >= since)).scalar_one())
 
@@ -211,7 +211,7 @@ def cost_since(store: RunStore, watcher: str, since: float) -> float:
 def decision_counts(store: RunStore, watcher: str) -> dict[str, int]:
     """How many traces ``watcher`` judged and sampled out."""
     table = schema.trace_decisions
-    with store._begin() as conn:
+    with store.transaction() as conn:
         rows = conn.execute(select(table.c.decision, func.count()).where(
             table.c.watcher == watcher).group_by(table.c.decision)).all()
     return {str(d): int(n) for d, n in rows}
