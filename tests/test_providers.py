@@ -82,3 +82,27 @@ async def test_fake_provider_is_a_real_registered_provider(tmp_path):
                                                 Execution(output="a red car"),
                                                 EvalContext(engine))
     assert again.usage.cached_calls == 1
+
+
+async def test_the_mock_server_streams_when_asked(mock_server):
+    """``stream: true`` (what AgentV 4's OpenAI client sends) gets server-sent chunks that put
+    back together the answer a plain request gets."""
+    import aiohttp
+    import orjson
+
+    body = {"model": "m", "messages": [{"role": "user", "content":
+                                        '<<mock:{"score": 0.7}>>'}]}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{mock_server.url}/chat/completions", json=body) as plain:
+            whole = await plain.json()
+        async with http.post(f"{mock_server.url}/chat/completions",
+                             json={**body, "stream": True}) as streamed:
+            assert streamed.headers["Content-Type"] == "text/event-stream"
+            events = [line.removeprefix(b"data: ") for line in
+                      (await streamed.read()).split(b"\n\n") if line]
+    assert events[-1] == b"[DONE]"
+    chunks = [orjson.loads(e) for e in events[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert text == whole["choices"][0]["message"]["content"] == '{"score": 0.7}'
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["usage"] == whole["usage"]

@@ -30,6 +30,9 @@ its text (a successful answer that carries a key), and ``MockConfig.redirect_to`
 chat request with a redirect (``redirect_status``, 307 unless set) to another URL.
 ``MockStats.credentials`` counts the credential headers of every request that arrived.
 
+A chat request with ``"stream": true`` is answered as server-sent chunks (the whole message in
+one delta, then the finish reason and usage, then ``[DONE]``), as streaming clients expect.
+
 Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions`` and Azure's
 ``/openai/deployments/{name}/chat/completions``), ``GET /v1/models``, ``GET /admin/stats``,
 ``POST /admin/reset``, ``POST /admin/config`` (a JSON :class:`MockConfig`).
@@ -240,7 +243,7 @@ class MockServer:
         return chosen
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._serve(request, lambda p: p, lambda r: r)
+        return await self._serve(request, _same, _same)
 
     async def messages(self, request: web.Request) -> web.StreamResponse:
         """Anthropic's Messages API, answered by the same deterministic answers."""
@@ -279,6 +282,8 @@ class MockServer:
                 response["choices"][0].pop("logprobs", None)
             if self.config.quote_headers:
                 response = quoting(response, f"request headers were {dict(request.headers)}")
+            if payload.get("stream") is True and from_openai is _same:
+                return await _stream(request, response)
             return web.Response(body=orjson.dumps(from_openai(response)),
                                 content_type="application/json")
         finally:
@@ -380,6 +385,36 @@ class MockServer:
         self.configure(config)
         self.reset()
         return web.json_response(self.config.model_dump())
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+async def _stream(request: web.Request, full: dict[str, Any]) -> web.StreamResponse:
+    """``full`` as the chunks of a streamed chat completion (``stream: true``, which clients
+    such as AgentV's send): the whole message in one delta, then the finish reason with the
+    usage, then ``[DONE]``."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    choice = full["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant"}
+    if message.get("content") is not None:
+        delta["content"] = message["content"]
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{**call, "index": i}
+                               for i, call in enumerate(message["tool_calls"])]
+    head = {k: full[k] for k in ("id", "created", "model")}
+    for chunk in ({**head, "object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                  {**head, "object": "chat.completion.chunk", "usage": full["usage"],
+                   "choices": [{"index": 0, "delta": {},
+                                "finish_reason": choice["finish_reason"]}]}):
+        await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
 
 
 def _with_marker(response: dict[str, Any], marker: str) -> dict[str, Any]:
