@@ -27,6 +27,7 @@ MODULES: dict[str, str] = {
     "global_guideline_adherence": "assay.judges.agent.builtin",
     "groundedness": "assay.judges.agent.builtin",
     "guideline_adherence": "assay.judges.agent.builtin",
+    "inline_code": "assay.judges.code.inline",
     "json_similarity": "assay.judges.deterministic.json_similarity",
     "jury": "assay.judges.combinators.jury",
     "knowledge_retention": "assay.judges.agent.session",
@@ -45,6 +46,7 @@ MODULES: dict[str, str] = {
     "safety": "assay.judges.agent.builtin",
     "semantic_similarity": "assay.judges.llm.semantic_similarity",
     "strict_json_similarity": "assay.judges.llm.strict_json_similarity",
+    "text_assertion": "assay.judges.deterministic.assertions",
     "token_usage": "assay.judges.deterministic.metrics",
     "tool_call_args": "assay.judges.deterministic.tool_calls",
     "tool_call_count": "assay.judges.deterministic.tool_calls",
@@ -53,5 +55,6 @@ MODULES: dict[str, str] = {
     "tool_trajectory": "assay.judges.deterministic.trajectory",
     "uipath_custom": "assay.integrations.uipath.custom",
     "user_frustration": "assay.judges.agent.session",
+    "webhook": "assay.judges.code.webhook",
 }
 """Evaluator type name -> the module whose import registers it."""

@@ -3,8 +3,11 @@
 The judge answers ``{score 0-1, hits, misses, reasoning}``. Template variables are AgentV's:
 ``{{question}}``, ``{{expected_outcome}}``, ``{{candidate_answer}}``, ``{{reference_answer}}``,
 ``{{input_messages}}``, ``{{expected_messages}}``, ``{{output_messages}}``, ``{{note}}``, plus
-``{{guidelines}}`` and ``{{context}}``. A template that uses any other variable is rejected when
-the judge is built, before any call.
+``{{guidelines}}`` and ``{{context}}``; and AgentV 4's names for the same values, ``{{input}}``
+(the question), ``{{output}}`` (the answer), ``{{criteria}}`` (the expected outcome) and
+``{{expected_output}}`` (the reference answer), with ``{{metadata}}`` (the case's metadata as
+JSON). A template that uses any other variable is rejected when the judge is built, before any
+call.
 
 An executable prompt template (AgentV's ``prompt: {script: [...], config: {...}}``) is a
 program that writes the prompt: it runs as an argument list (a string is split like a shell
@@ -38,8 +41,8 @@ from assay.types.score import Score
 
 VARIABLES = ("question", "expected_outcome", "candidate_answer", "reference_answer",
              "input_messages", "expected_messages", "output_messages", "note", "guidelines",
-             "context")
-ANSWER_VARIABLES = ("candidate_answer", "output_messages")
+             "context", "input", "output", "criteria", "expected_output", "metadata")
+ANSWER_VARIABLES = ("candidate_answer", "output_messages", "output")
 """What shows the judge the agent's answer: a prompt uses one, or says it does not."""
 
 DEFAULT_PROMPT = """You are an expert evaluator. Grade the candidate_answer on how well it achieves \
@@ -108,7 +111,12 @@ _RAW_VALUES: dict[str, Callable[[Case, Execution], Any]] = {
     "note": lambda case, execution: as_text(case.metadata.get("note", "")),
     "guidelines": lambda case, execution: "\n".join(case.guidelines),
     "context": _context,
+    "metadata": lambda case, execution: {k: v for k, v in case.metadata.items()
+                                         if k not in ("expected_messages", "input_files")},
 }
+_RAW_VALUES.update({"input": _RAW_VALUES["question"], "output": _RAW_VALUES["candidate_answer"],
+                    "criteria": _RAW_VALUES["expected_outcome"],
+                    "expected_output": _RAW_VALUES["reference_answer"]})
 """How each template variable is read from a case and its execution, before framing."""
 
 
@@ -164,13 +172,14 @@ class LLMJudge(LLMEvaluator):
         shown = uses_any(self.prompt, ANSWER_VARIABLES)
         if self.uses_answer and not shown:
             raise TemplateError(
-                "llm_judge prompt never shows the judge the agent's answer: it uses neither "
-                "{{candidate_answer}} nor {{output_messages}} (expected: one of them in the "
-                "prompt, or uses_answer: false when the judge must not see the answer)")
+                "llm_judge prompt never shows the judge the agent's answer: it uses none of "
+                "{{candidate_answer}}, {{output}} and {{output_messages}} (expected: one of "
+                "them in the prompt, or uses_answer: false when the judge must not see the "
+                "answer)")
         if not self.uses_answer and shown:
             raise TemplateError("llm_judge prompt uses the agent's answer, but uses_answer is "
                                 "false (expected: uses_answer true, or a prompt without "
-                                "{{candidate_answer}} and {{output_messages}})")
+                                "{{candidate_answer}}, {{output}} and {{output_messages}})")
         return self
 
     async def user_prompt(self, case: Case, execution: Execution) -> str:

@@ -94,6 +94,15 @@ def split_credentials(url: str, headers: dict[str, str]) -> tuple[str, dict[str,
 
 async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
                     timeout: float, max_bytes: int | None = None) -> dict[str, object]:
+    """:func:`post_json_value` for an answer that must be a JSON object."""
+    decoded = await post_json_value(url, body, headers, timeout, max_bytes)
+    if not isinstance(decoded, dict):
+        raise BadResponse(f"{redact_url(url)} answered with JSON that is not an object")
+    return decoded
+
+
+async def post_json_value(url: str, body: dict[str, object], headers: dict[str, str],
+                          timeout: float, max_bytes: int | None = None) -> object:
     """POST a JSON body and decode the JSON answer, mapping every failure to a ProviderError.
 
     The answer is read up to ``max_bytes``; a larger one fails the call with
@@ -146,8 +155,6 @@ async def post_json(url: str, body: dict[str, object], headers: dict[str, str],
         raise BadResponse(
             f"{redact_url(url)} answered with a body that is not JSON: {payload[:200]!r}"
         ) from None
-    if not isinstance(decoded, dict):
-        raise BadResponse(f"{redact_url(url)} answered with JSON that is not an object")
     return decoded
 
 
