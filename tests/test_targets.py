@@ -156,8 +156,8 @@ def test_targets_file_problems_are_all_located(tmp_path: Path) -> None:
         f"{path}:2:5: target 'a': missing 'command' or 'command_template' (expected: a "
         "command string or a list of arguments)",
         f"{path}:2:30: target 'a': unknown field 'comand' for this provider (expected: one of "
-        "name, provider, judge_target, workers, resources, command, command_template, timeout_s, "
-        "timeout_seconds, cwd, env)",
+        "name, provider, judge_target, grader_target, workers, resources, command, "
+        "command_template, timeout_s, timeout_seconds, cwd, env, keep_temp_files)",
         f"{path}:3:6: duplicate target name 'a' (first at line 2) (expected: each target "
         "name once)",
         f"{path}:4:66: workers 0 is not accepted (expected: a whole number of cases or calls "

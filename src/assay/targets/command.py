@@ -1,46 +1,72 @@
 """A command as the agent: ``provider: cli`` (or ``command``).
 
 ``command`` is a shell string (run with ``sh -c``) or an argv list (run directly). The input
-is handed over through ``{input}`` (the input as text, JSON when structured) or ``{PROMPT}``
-(the user's question) when either appears, and written to stdin otherwise.
+is handed over through a placeholder when one appears, and written to stdin otherwise:
+
+``{input}``
+    the input as text (JSON when structured)
+``{PROMPT}``
+    the user's question (AgentV's name)
+``{PROMPT_FILE}``
+    a file holding the question, made for the call and removed after it
+``{EVAL_ID}``, ``{ATTEMPT}``
+    the case's id; the repeat of the case (0 for the first)
+``{FILES}``
+    the case's input files, one argument each (in an argument list it must be an argument
+    of its own)
+``{OUTPUT_FILE}``
+    a path the command writes its answer to (AgentV 4's way): the answer is read from the
+    file, not stdout (see :func:`read_output_file`), and the file is removed after
 
 Case data never becomes shell code. In an argv list a placeholder is replaced inside its own
 argument, which no shell parses. In a shell string a placeholder is not replaced by the data at
-all: it becomes a quoted variable reference (``"${ASSAY_INPUT}"``, ``"${ASSAY_PROMPT}"``) and
-the data travels in the environment, so the shell expands it as one word and never parses it.
+all: it becomes a quoted variable reference (``"${ASSAY_INPUT}"``, ``"${ASSAY_PROMPT}"``...;
+``{FILES}`` becomes ``"$@"``, the files passed as the script's arguments) and the data travels
+in the environment, so the shell expands it as one word and never parses it.
 A placeholder the shell would not expand that way (inside '...' or "...", after a backslash)
 or one inside the code of an interpreter in an argv list (``[sh, -c, "echo {input}"]``,
 ``[python, -c, ...]``) is refused when the target is built, naming the target and the field.
 
-The answer is stdout: parsed when it is a JSON object or array, else the text. A non-zero
-exit, a timeout or a command that cannot start becomes ``Execution.error`` with the tail of
-stderr.
+The answer is stdout (or the output file): parsed when it is a JSON object or array, else the
+text. A non-zero exit, a timeout or a command that cannot start becomes ``Execution.error``
+with the tail of stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shlex
 import shutil
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from assay._util.processes import StartFailed, run_program
 from assay.errors import ConfigError
-from assay.targets.base import Target
+from assay.targets.base import Target, current_sample
 from assay.targets.config import TIMEOUT_FIELD, FieldSpec, TargetConfig
 from assay.targets.inputs import elapsed_ms, input_text, parse_output
 from assay.types.case import Case
-from assay.types.execution import Execution
+from assay.types.execution import Execution, TokenUsage
+from assay.types.messages import Message
 
 STDERR_TAIL = 2000
 DEFAULT_TIMEOUT_S = 120.0
-PLACEHOLDERS = ("{input}", "{PROMPT}")
-ENV_VARS = {"{input}": "ASSAY_INPUT", "{PROMPT}": "ASSAY_PROMPT"}
-"""The environment variable that carries each placeholder's value into a shell string."""
+PLACEHOLDERS = ("{input}", "{PROMPT}", "{PROMPT_FILE}", "{EVAL_ID}", "{ATTEMPT}",
+                "{OUTPUT_FILE}", "{FILES}")
+ENV_VARS = {"{input}": "ASSAY_INPUT", "{PROMPT}": "ASSAY_PROMPT",
+            "{PROMPT_FILE}": "ASSAY_PROMPT_FILE", "{EVAL_ID}": "ASSAY_EVAL_ID",
+            "{ATTEMPT}": "ASSAY_ATTEMPT", "{OUTPUT_FILE}": "ASSAY_OUTPUT_FILE"}
+"""The environment variable that carries each placeholder's value into a shell string
+(``{FILES}`` is the script's own arguments, ``"$@"``)."""
+INPUT_PLACEHOLDERS = frozenset({"{input}", "{PROMPT}", "{PROMPT_FILE}"})
+"""The placeholders that hand over the input: with none of them, it goes to stdin."""
 
 _PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
@@ -65,13 +91,16 @@ class CommandTarget(Target):
         "timeout_seconds": TIMEOUT_FIELD,
         "cwd": FieldSpec((str,), "a directory, relative to the suite"),
         "env": FieldSpec((dict,), "a mapping of extra environment variables"),
+        "keep_temp_files": FieldSpec((bool,), "keep the prompt and output files of each "
+                                     "call (AgentV's option)"),
     }
     REQUIRED: ClassVar[tuple[tuple[str, ...], ...]] = (("command", "command_template"),)
 
     def __init__(self, command: str | list[str], *, name: str = "command",
                  cwd: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  env: dict[str, str] | None = None, shown: str | None = None,
-                 scrub: Callable[[str], str] | None = None, field: str = "command") -> None:
+                 scrub: Callable[[str], str] | None = None, field: str = "command",
+                 keep_temp_files: bool = False) -> None:
         if isinstance(command, list) and (not command or not all(
                 isinstance(a, str) for a in command)):
             raise ConfigError(f"target {name!r}: {field} must be a non-empty list of strings",
@@ -85,6 +114,7 @@ class CommandTarget(Target):
         self.env = env or {}
         self.shown = shown or (command if isinstance(command, str) else shlex.join(command))
         self.scrub = scrub or (lambda text: text)
+        self.keep_temp_files = keep_temp_files
         where = f"target {name!r}: {field} {self.shown!r}"
         if isinstance(command, str):
             self._script = shell_script(command, where)
@@ -92,6 +122,10 @@ class CommandTarget(Target):
         else:
             check_argv(command, where)
             self.uses = {p for p in PLACEHOLDERS if any(p in a for a in command)}
+            if any("{FILES}" in a and a != "{FILES}" for a in command):
+                raise ConfigError(f"{where} puts {{FILES}} inside an argument; in an "
+                                  "argument list it must be an argument of its own (it "
+                                  "stands for one argument per file)", code="invalid_target")
 
     @classmethod
     def from_config(cls, config: TargetConfig, base_dir: Path, engine: object = None
@@ -106,7 +140,8 @@ class CommandTarget(Target):
                    cwd=(base_dir / cwd) if cwd else base_dir, timeout_s=float(timeout),
                    env=env, scrub=config.scrub, field=field,
                    shown=written if isinstance(written, str)
-                   else shlex.join(str(a) for a in written or []))
+                   else shlex.join(str(a) for a in written or []),
+                   keep_temp_files=bool(config.get("keep_temp_files", False)))
 
     async def preflight(self) -> None:
         if self.cwd is not None and not self.cwd.is_dir():
@@ -116,32 +151,66 @@ class CommandTarget(Target):
             raise ConfigError(f"target {self.name!r}: command {self.command[0]!r} not found",
                               code="invalid_target")
 
-    def argv(self, case: Case) -> tuple[list[str], bytes | None]:
+    def argv(self, case: Case, call: _Call | None = None) -> tuple[list[str], bytes | None]:
         """The argv for a case, and what goes to stdin (None when the input is in argv)."""
+        call = call or self._values(case, None)
         if isinstance(self.command, str):
-            argv = ["sh", "-c", self._script]
+            argv = ["sh", "-c", self._script, "sh", *call.files]
         else:
-            values = self._values(case)
-            argv = [_PLACEHOLDER.sub(lambda m: values[m.group(0)], arg) for arg in self.command]
-        return argv, None if self.uses else input_text(case.input).encode()
+            argv = []
+            for arg in self.command:
+                if arg == "{FILES}":
+                    argv.extend(call.files)
+                else:
+                    argv.append(_PLACEHOLDER.sub(lambda m: call.values[m.group(0)], arg))
+        stdin = None if self.uses & INPUT_PLACEHOLDERS else input_text(case.input).encode()
+        return argv, stdin
 
-    def data_env(self, case: Case) -> dict[str, str]:
+    def data_env(self, call: _Call) -> dict[str, str]:
         """The environment variables that carry the case's data into a shell string."""
-        if not isinstance(self.command, str) or not self.uses:
+        if not isinstance(self.command, str):
             return {}
-        values = self._values(case)
-        return {ENV_VARS[p]: values[p] for p in self.uses}
+        return {ENV_VARS[p]: call.values[p] for p in self.uses if p in ENV_VARS}
 
-    @staticmethod
-    def _values(case: Case) -> dict[str, str]:
-        return {"{input}": input_text(case.input), "{PROMPT}": case.question()}
+    def _values(self, case: Case, folder: Path | None) -> _Call:
+        """What each placeholder stands for in one call (the files in ``folder``)."""
+        values = {"{input}": input_text(case.input), "{PROMPT}": case.question(),
+                  "{EVAL_ID}": case.id, "{ATTEMPT}": str(current_sample())}
+        output = prompt = None
+        if folder is not None:
+            output, prompt = folder / "output.json", folder / "prompt.txt"
+            values["{OUTPUT_FILE}"], values["{PROMPT_FILE}"] = str(output), str(prompt)
+        files = case.metadata.get("input_files")
+        return _Call(values, [str(f) for f in files] if isinstance(files, list) else [],
+                     output, prompt)
+
+    @contextlib.contextmanager
+    def _call(self, case: Case) -> Iterator[_Call]:
+        """The placeholders' values for one call; the prompt and output files it needs
+        live in a folder of their own, removed after the call (unless kept)."""
+        if not self.uses & {"{PROMPT_FILE}", "{OUTPUT_FILE}"}:
+            yield self._values(case, None)
+            return
+        folder = Path(tempfile.mkdtemp(prefix="assay-cli-"))
+        try:
+            call = self._values(case, folder)
+            assert call.prompt_file is not None
+            call.prompt_file.write_text(case.question(), encoding="utf-8")
+            yield call
+        finally:
+            if not self.keep_temp_files:
+                shutil.rmtree(folder, ignore_errors=True)
 
     async def run(self, case: Case) -> Execution:
-        argv, stdin = self.argv(case)
+        with self._call(case) as call:
+            return await self._run(case, call)
+
+    async def _run(self, case: Case, call: _Call) -> Execution:
+        argv, stdin = self.argv(case, call)
         started = time.perf_counter()
         try:
             done = await run_program(argv, stdin=stdin, cwd=self.cwd,
-                                     env={**os.environ, **self.env, **self.data_env(case)},
+                                     env={**os.environ, **self.env, **self.data_env(call)},
                                      timeout_s=self.timeout_s)
         except StartFailed as exc:
             if "NUL byte" in exc.reason:
@@ -163,8 +232,84 @@ class CommandTarget(Target):
             return Execution(input=case.input, latency_ms=latency, error=self.scrub(
                 f"command exited with status {done.returncode}; "
                 f"stderr: {tail or '<empty>'}"))
+        if call.output_file is not None and "{OUTPUT_FILE}" in self.uses:
+            return read_output_file(call.output_file, case, latency, self.scrub)
         return Execution(input=case.input, latency_ms=latency,
                          output=parse_output(done.stdout.decode("utf-8", "replace")))
+
+
+@dataclass
+class _Call:
+    """The placeholders' values for one call of the command."""
+
+    values: dict[str, str]
+    files: list[str]
+    output_file: Path | None = None
+    prompt_file: Path | None = None
+
+
+def read_output_file(path: Path, case: Case, latency_ms: float,
+                     scrub: Callable[[str], str]) -> Execution:
+    """The answer a command wrote to ``{OUTPUT_FILE}``, read as AgentV 4 reads it: a JSON
+    object with ``output`` (or ``output_messages``: a list of messages, the answer being the
+    last assistant message) or ``text``, and optionally ``token_usage`` (``{input, output}``),
+    ``cost_usd`` and ``duration_ms``; anything else is the answer as plain text."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        reason = "it was not written" if isinstance(exc, FileNotFoundError) else \
+            str(exc.strerror or exc)
+        return Execution(input=case.input, latency_ms=latency_ms, error=scrub(
+            f"the command exited with status 0 but its answer file {{OUTPUT_FILE}} could not "
+            f"be read: {reason}"))
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return Execution(input=case.input, latency_ms=latency_ms, output=text)
+    messages = _messages(data.get("output", data.get("output_messages")))
+    said = [m for m in messages if m.role == "assistant" and m.content is not None]
+    if said:
+        output: Any = said[-1].content if isinstance(said[-1].content, str) else said[-1].text()
+    elif "text" in data and data["text"] is not None:
+        output = data["text"] if isinstance(data["text"], str) else json.dumps(data["text"])
+    else:
+        output = text
+    duration = _non_negative(data.get("duration_ms"))
+    return Execution(input=case.input, output=output, messages=messages, usage=_usage(data),
+                     latency_ms=duration if duration is not None else latency_ms)
+
+
+def _messages(raw: Any) -> list[Message]:
+    if not isinstance(raw, list):
+        return []
+    found: list[Message] = []
+    for item in raw:
+        if isinstance(item, dict):
+            with contextlib.suppress(ValueError):
+                found.append(Message.model_validate(item))
+    return found
+
+
+def _usage(data: dict[str, Any]) -> TokenUsage | None:
+    tokens = data.get("token_usage")
+    cost = data.get("cost_usd")
+    if not isinstance(tokens, dict) and not _number(cost):
+        return None
+    tokens = tokens if isinstance(tokens, dict) else {}
+    return TokenUsage(prompt_tokens=int(_non_negative(tokens.get("input")) or 0),
+                      completion_tokens=int(_non_negative(tokens.get("output")) or 0),
+                      cost=_non_negative(cost))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _non_negative(value: Any) -> float | None:
+    """A figure an agent reported, when it is a number >= 0 (AgentV drops the others)."""
+    return float(value) if _number(value) and value >= 0 else None
 
 
 def shell_script(command: str, where: str) -> str:
@@ -188,9 +333,9 @@ def shell_script(command: str, where: str) -> str:
                     f"{where} puts {placeholder} inside {context} (column {found.start() + 1}). "
                     "Case data "
                     "is never pasted into shell code: write the placeholder unquoted (assay "
-                    f"passes it as \"${{{ENV_VARS[placeholder]}}}\"), use an argument list, or "
+                    f"passes it as {_shell_form(placeholder)}), use an argument list, or "
                     "read the input from stdin", code="invalid_target")
-            out.append(f'"${{{ENV_VARS[placeholder]}}}"')
+            out.append(_shell_form(placeholder))
             i = found.end()
             continue
         out.append(ch)
@@ -213,6 +358,11 @@ def shell_script(command: str, where: str) -> str:
             continue
         i += 1
     return "".join(out)
+
+
+def _shell_form(placeholder: str) -> str:
+    """What a placeholder becomes in a shell string."""
+    return '"$@"' if placeholder == "{FILES}" else f'"${{{ENV_VARS[placeholder]}}}"'
 
 
 def check_argv(command: list[str], where: str) -> None:

@@ -59,8 +59,11 @@ TARGETS_FILES = (".assay/targets.yaml", ".assay/targets.yml",
                  ".agentv/targets.yaml", ".agentv/targets.yml")
 """Where targets files are looked for in each directory, in order of preference."""
 
-COMMON_FIELDS = ("name", "provider", "judge_target", "workers", "resources")
-TOLERATED_FIELDS = ("max_retries", "provider_batching")
+COMMON_FIELDS = ("name", "provider", "judge_target", "grader_target", "workers", "resources")
+JUDGE_FIELDS = ("judge_target", "grader_target")
+"""The field naming a target's judge: ``judge_target`` (AgentV 2) or ``grader_target``
+(AgentV 4), one meaning."""
+TOLERATED_FIELDS = ("max_retries", "provider_batching", "subagent_mode_allowed")
 """AgentV target fields that mean nothing here but should not make a shared file invalid."""
 
 _SENSITIVE = re.compile(r"(key|token|secret|password|passwd|auth(?!or)|cookie|credential)",
@@ -559,13 +562,15 @@ def _parse(data: Any, source: SourceMap, log: ProblemLog, env: dict[str, str],
             continue
         result.targets[config.name] = config
         if config.judge_target is not None:
-            judge_refs.append(((*path, "judge_target"), config.judge_target))
+            field = next(k for k in JUDGE_FIELDS if raw.get(k) is not None)
+            judge_refs.append(((*path, field), config.judge_target))
     for where, name in judge_refs:
+        field = str(where[-1])
         if name not in result.targets:
-            log.add(where, f"judge_target {name!r} is not a target in this file",
+            log.add(where, f"{field} {name!r} is not a target in this file",
                     "one of " + ", ".join(result.targets), value=True)
         elif result.targets[name].model_string() is None:
-            log.add(where, f"judge_target {name!r} is not a chat model, so it cannot judge",
+            log.add(where, f"{field} {name!r} is not a chat model, so it cannot judge",
                     "a target whose provider is a model such as openai:gpt-4o-mini",
                     value=True)
 
@@ -589,10 +594,16 @@ def _target(raw: Any, path: tuple[Hashable, ...], source: SourceMap, log: Proble
                 else "provider must be text", "provider: " + ", ".join(PROVIDERS),
                 value="provider" in raw)
         ok = False
-    judge = raw.get("judge_target")
+    given = [k for k in JUDGE_FIELDS if raw.get(k) is not None]
+    judge = raw.get(given[0]) if given else None
+    if len(given) > 1 and raw[given[0]] != raw[given[1]]:
+        log.add((*path, given[1]), f"both {given[0]} and {given[1]} name the judge, "
+                "differently", "one of them (grader_target is AgentV 4's name for "
+                "judge_target)", value=True)
+        ok = False
     if judge is not None and not isinstance(judge, str):
-        log.add((*path, "judge_target"), "judge_target must be a target name",
-                "a string", value=True)
+        log.add((*path, given[0]), f"{given[0]} must be a target name", "a string",
+                value=True)
         ok = False
     workers = raw.get("workers")
     if workers is not None and (not isinstance(workers, int) or not CONCURRENCY.accepts(workers)):

@@ -23,9 +23,11 @@ from assay.targets.config import TargetsFile, build_target, load_targets_for
 def case_judge(targets: TargetsFile | None, target: str | None, suite_target: str | None,
                suite_judge: str | None) -> str | None:
     """The judge model of a case that ``target`` ran: the target's ``judge_target`` (AgentV's
-    rule: the target that ran a case chooses its judge), else the suite's own judge when the
-    target is the suite's; None: the engine's default. ``assay run`` judges every case by
-    this rule, and ``assay calibrate --suite`` calibrates the judge it gives."""
+    rule: the target that ran a case chooses its judge; ``grader_target`` in AgentV 4), else,
+    for a chat-model target that names no judge, the target's own model (AgentV's rule too:
+    the target is its own judge), else the suite's own judge when the target is the suite's;
+    None: the engine's default. ``assay run`` judges every case by this rule, and ``assay
+    calibrate --suite`` calibrates the judge it gives. ``--judge-model`` overrides them all."""
     judge = _judge_target_model(targets, target)
     if judge is None and target == suite_target:
         return suite_judge
@@ -33,11 +35,17 @@ def case_judge(targets: TargetsFile | None, target: str | None, suite_target: st
 
 
 def _judge_target_model(targets: TargetsFile | None, name: str | None) -> str | None:
-    """The model of target ``name``'s ``judge_target``; None when it names none."""
+    """The model of target ``name``'s ``judge_target``, else the target's own model when it
+    is a chat model that names no judge; None otherwise. A target that is an agent (a command,
+    an HTTP endpoint, a function) cannot judge, so its cases get the default judge."""
     if targets is None or not name:
         return None
     config = targets.get(name)
-    judge = targets.get(config.judge_target) if config and config.judge_target else None
+    if config is None:
+        return None
+    if not config.judge_target:
+        return config.model_string()
+    judge = targets.get(config.judge_target)
     return judge.model_string() if judge is not None else None
 
 
