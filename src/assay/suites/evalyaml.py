@@ -158,6 +158,10 @@ def check_suite(path: Path | str, targets: Targets = None
 
 
 def _check(loaded: Loaded, path: Path, targets: Targets) -> tuple[Suite | None, list[Problem]]:
+    from assay.suites.agentv4 import check_agentv4, is_agentv4
+
+    if is_agentv4(loaded.data) and path.suffix.lower() in YAML_SUFFIXES:
+        return check_agentv4(loaded, path, targets)  # AgentV 4's file: tests, assertions
     log = ProblemLog(loaded.source)
     log.extend(loaded.problems)
     found = _targets(targets, path)
@@ -465,8 +469,10 @@ class _SuiteChecker:
 
     # -- execution and evaluators --------------------------------------------------------
 
-    def _execution(self, data: dict[str, Any], path: PathKey) -> dict[str, Any]:
-        """``execution`` checked: ``target`` (a known name) and raw ``evaluators``."""
+    def _execution(self, data: dict[str, Any], path: PathKey,
+                   known: tuple[str, ...] = EXECUTION_KEYS) -> dict[str, Any]:
+        """``execution`` checked: ``target`` (a known name) and raw ``evaluators``; a key
+        not ``known`` is a problem."""
         raw = data.get("execution")
         where = (*path, "execution")
         if raw is None:
@@ -475,7 +481,7 @@ class _SuiteChecker:
             self.log.add(where, f"execution must be a mapping, not {type_name(raw)}",
                          "{target, evaluators}", value=True)
             return {}
-        self._unknown_keys(raw, where, EXECUTION_KEYS, "key in execution")
+        self._unknown_keys(raw, where, known, "key in execution")
         out: dict[str, Any] = {}
         target = self._target(raw, where)
         if target is not None:
@@ -601,15 +607,7 @@ class _SuiteChecker:
             else:
                 self.log.add((*path, "note"), f"note must be text, not {type_name(note)}",
                              "text", value=True)
-        conversation_id = raw.get("conversation_id")
-        if conversation_id is not None:
-            metadata["conversation_id"] = conversation_id
-        if self.files:
-            metadata.setdefault("input_files", list(dict.fromkeys(self.files)))
-        if self.guideline_files:
-            metadata.setdefault("guideline_files",
-                                list(dict.fromkeys(p for p, _ in self.guideline_files)))
-            case_input = _with_guidelines(case_input, self.guideline_files)
+        case_input = self._files_read(raw, metadata, case_input)
         guidelines = self._strings(raw, "guidelines", path)
         context = self._strings(raw, "reference_context", path)
         execution = self._execution(raw, path)
@@ -617,18 +615,41 @@ class _SuiteChecker:
         self._weighted(raw, path, execution, evaluators)
         if len(self.log) > problems_before or case_id is None or case_input is None:
             return None
+        return self._suite_case(path, label, execution.get("target"), evaluators, dict(
+            id=case_id, input=case_input, expected_output=expected,
+            expected_outcomes=outcomes or [], guidelines=guidelines or [],
+            reference_context=context or [], metadata=metadata,
+            expected_tool_calls=tool_calls or [], evaluation_criteria_override=emphasis,
+            conversation=conversation))
+
+    def _files_read(self, raw: dict[str, Any], metadata: dict[str, Any],
+                    case_input: Any) -> Any:
+        """The case's input with the text of its guideline files in front; ``metadata``
+        given the files its input read (``input_files``, ``guideline_files``) and its
+        ``conversation_id``."""
+        if raw.get("conversation_id") is not None:
+            metadata["conversation_id"] = raw["conversation_id"]
+        if self.files:
+            metadata.setdefault("input_files", list(dict.fromkeys(self.files)))
+        if self.guideline_files:
+            metadata.setdefault("guideline_files",
+                                list(dict.fromkeys(p for p, _ in self.guideline_files)))
+            return _with_guidelines(case_input, self.guideline_files)
+        return case_input
+
+    def _suite_case(self, path: PathKey, label: str, target: str | None,
+                    evaluators: list[Evaluator] | bool | None,
+                    fields: dict[str, Any]) -> SuiteCase | None:
+        """The case built from checked ``fields``, with its own target and evaluators
+        (None: the suite's); what the case model still refuses is reported at ``path``."""
         try:
-            case = Case(id=case_id, input=case_input, expected_output=expected,
-                        expected_outcomes=outcomes or [], guidelines=guidelines or [],
-                        reference_context=context or [], metadata=metadata,
-                        expected_tool_calls=tool_calls or [],
-                        evaluation_criteria_override=emphasis, conversation=conversation)
+            case = Case(**fields)
         except ValidationError as exc:
             for error in exc.errors():
                 self.log.add(path, f"{label}: {'.'.join(map(str, error['loc']))}: "
                              f"{error['msg']}")
             return None
-        return SuiteCase(case=case, target=execution.get("target"),
+        return SuiteCase(case=case, target=target,
                          evaluators=evaluators if isinstance(evaluators, list) else None)
 
     def _case_info(self, raw: dict[str, Any], path: PathKey) -> dict[str, Any]:

@@ -49,6 +49,25 @@ class UiPathProject:
         return load_uipath(path), []
 
 
+@suite_format("agentv4")
+class AgentV4Yaml:
+    """AgentV 4's EVAL.yaml: ``tests`` with per-test ``assertions`` (see
+    :mod:`assay.suites.agentv4`)."""
+
+    @staticmethod
+    def matches(path: Path) -> bool:
+        from assay.suites.agentv4 import looks_like_agentv4
+
+        return path.suffix.lower() in (".yaml", ".yml") and path.is_file() and \
+            looks_like_agentv4(path)
+
+    @staticmethod
+    def check(path: Path, targets: Any = None) -> tuple[Suite | None, list[Problem]]:
+        from assay.suites.evalyaml import check_eval_yaml
+
+        return check_eval_yaml(path, targets)  # which reads AgentV 4's documents as such
+
+
 @suite_format("eval_yaml")
 class EvalYaml:
     """AgentV's EVAL.yaml (``.yaml``/``.yml``) and its JSONL variant with a sidecar."""
