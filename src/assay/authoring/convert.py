@@ -1,4 +1,5 @@
-"""Suite files from one format to another: EVAL.yaml <-> JSONL (AgentV's ``convert``).
+"""Suite files from one format to another: EVAL.yaml <-> JSONL (AgentV's ``convert``), and
+AgentV 2's EVAL.yaml <-> AgentV 4's (see :mod:`assay.authoring.versions`).
 
 A JSONL suite is one case per line plus a sidecar ``<name>.yaml`` holding the rest of the
 suite (``description``, ``dataset``, ``execution``...). Converting keeps every key as written
@@ -20,63 +21,147 @@ from typing import Any
 import yaml
 
 from assay._util.user_paths import user_path
+from assay.authoring.versions import CONVERTERS, first_difference, meaning, version_of
 from assay.errors import ConfigError
 from assay.report.outputs import check_outputs, write_atomic
+from assay.suites.model import Suite
 
 CASE_KEYS = ("evalcases", "cases")
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML as a person writes it: text of several lines as a ``|`` block."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value and not any(line != line.rstrip() for line in value.splitlines()):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _text)
+
+
 def _dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
-def default_output(source: Path) -> Path:
+FORMATS = ("v2", "v4", "jsonl")
+"""What ``--to`` names: AgentV 2's EVAL.yaml, AgentV 4's, or AgentV 2's JSONL with a
+sidecar."""
+
+
+def default_output(source: Path, to: str | None = None) -> Path:
     """Where a conversion writes by default: ``x.yaml`` -> ``x-cases.jsonl`` (whose sidecar,
-    ``x-cases.yaml``, then never replaces the source), ``x.jsonl`` -> ``x.eval.yaml``."""
+    ``x-cases.yaml``, then never replaces the source), ``x.jsonl`` -> ``x.eval.yaml``; to
+    another version of the format, ``x.v4.yaml`` or ``x.v2.yaml``."""
+    if to in ("v2", "v4") and not (to == "v2" and source.suffix.lower() == ".jsonl"):
+        return source.with_name(f"{source.stem}.{to}.yaml")
     if source.suffix.lower() in (".yaml", ".yml"):
         return source.with_name(f"{source.stem}-cases.jsonl")
     return source.with_name(f"{source.stem}.eval.yaml")
 
 
-def convert(source: Path, output: Path | None = None, force: bool = False) -> list[Path]:
-    """Convert ``source``; returns the files written. A file the command line did not name
-    (the default output, a sidecar written beside it) is never replaced unless ``force``."""
+def convert(source: Path, output: Path | None = None, force: bool = False,
+            to: str | None = None) -> list[Path]:
+    """Convert ``source``; returns the files written. ``to`` is the format to write (see
+    :data:`FORMATS`; None: YAML to JSONL, JSONL to YAML, AgentV 4's file to AgentV 2's).
+    A file the command line did not name (the default output, a sidecar written beside it)
+    is never replaced unless ``force``."""
     from assay.suites.evalyaml import check_suite
 
     source = user_path(source)
-    outputs = _Outputs(user_path(output) if output else default_output(source),
-                       named=output is not None, force=force)
-    output = outputs.path
     suffix = source.suffix.lower()
+    if to is not None and to not in FORMATS:
+        raise ConfigError(f"--to {to!r}: expected one of {', '.join(FORMATS)}",
+                          code="invalid_output")
     if suffix == ".jsonl" and _looks_like_results(source):
+        outputs = _Outputs(user_path(output) if output else default_output(source),
+                           named=output is not None, force=force)
         return [_results_to_yaml(source, outputs)]
     suite, problems = check_suite(source, False)
     if problems or suite is None:
         lines = "\n".join(f"  {p}" for p in problems)
         raise ConfigError(f"{source} has {len(problems)} problem(s); fix them before "
                           f"converting:\n{lines}", code="invalid_suite")
-    if suffix in (".yaml", ".yml"):
+    to = to or _default_format(source, suffix)
+    outputs = _Outputs(user_path(output) if output else default_output(source, to),
+                       named=output is not None, force=force)
+    output = outputs.path
+    if to == "jsonl":
+        if suffix not in (".yaml", ".yml") or suite.metadata.get("format") == "agentv4":
+            raise ConfigError(f"{source}: JSONL is written from an AgentV 2 EVAL.yaml; convert "
+                              "an AgentV 4 file with --to v2 first", code="invalid_suite")
         if output.suffix.lower() != ".jsonl":
             raise ConfigError(f"{output}: converting YAML writes a .jsonl file",
                               code="invalid_output")
         written = _yaml_to_jsonl(source, outputs, suite.input_files())
-    elif suffix == ".jsonl":
-        if output.suffix.lower() not in (".yaml", ".yml"):
-            raise ConfigError(f"{output}: converting JSONL writes a .yaml file",
-                              code="invalid_output")
-        written = _jsonl_to_yaml(source, outputs, suite.input_files())
     else:
-        raise ConfigError(f"{source}: expected an EVAL.yaml or a JSONL suite",
-                          code="invalid_suite")
-    _, after = check_suite(written[0], False)
-    if after:
-        for path in written:
-            path.unlink(missing_ok=True)
-        lines = "\n".join(f"  {p}" for p in after)
+        if output.suffix.lower() not in (".yaml", ".yml"):
+            raise ConfigError(f"{output}: converting to {to} writes a .yaml file",
+                              code="invalid_output")
+        if suffix == ".jsonl" and to == "v2":
+            written = _jsonl_to_yaml(source, outputs, suite.input_files())
+        else:
+            written = _to_version(source, suffix, to, outputs, suite.input_files())
+    after, problems = check_suite(written[0], False)
+    if problems or after is None:
+        _discard(written)
+        lines = "\n".join(f"  {p}" for p in problems)
         raise ConfigError(f"the converted suite would not load, so nothing was kept "
                           f"(paths in it are relative to {source.parent}; convert into that "
                           f"directory):\n{lines}", code="invalid_suite")
+    if to in ("v2", "v4"):
+        _same_meaning(suite, after, written)
     return written
+
+
+def _default_format(source: Path, suffix: str) -> str:
+    if suffix == ".jsonl":
+        return "v2"
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    return "v2" if version_of(data) == "v4" else "jsonl"
+
+
+def _to_version(source: Path, suffix: str, to: str, outputs: _Outputs,
+                inputs: Mapping[Path, str]) -> list[Path]:
+    """The suite in AgentV 2's or 4's format (see :mod:`assay.authoring.versions`)."""
+    data = _document(source, suffix)
+    if version_of(data) == to:
+        raise ConfigError(f"{source} is already in AgentV {to[1:]}'s format",
+                          code="invalid_output")
+    outputs.check(inputs)
+    converted = CONVERTERS[to](data, source.parent)
+    write_atomic(outputs.path, _dump_yaml(converted).encode("utf-8"), outputs.label)
+    return [outputs.path]
+
+
+def _document(source: Path, suffix: str) -> dict[str, Any]:
+    """The suite as one YAML document (a JSONL suite's cases under its sidecar's keys)."""
+    if suffix != ".jsonl":
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    from assay.suites.evaljsonl import sidecar_of
+
+    sidecar = sidecar_of(source)
+    rest = yaml.safe_load(sidecar.read_text(encoding="utf-8")) if sidecar else {}
+    cases = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    return {**(rest or {}), "evalcases": cases}
+
+
+def _same_meaning(before: Suite, after: Suite, written: list[Path]) -> None:
+    """Refuse (keeping nothing) a conversion whose result would judge differently."""
+    difference = first_difference(meaning(before), meaning(after))
+    if difference is not None:
+        _discard(written)
+        raise ConfigError(f"the converted suite would not mean what the source means, so "
+                          f"nothing was kept: {difference}", code="invalid_suite")
+
+
+def _discard(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 class _Outputs:
@@ -108,17 +193,10 @@ def _yaml_to_jsonl(source: Path, outputs: _Outputs, inputs: Mapping[Path, str]) 
 
 
 def _jsonl_to_yaml(source: Path, outputs: _Outputs, inputs: Mapping[Path, str]) -> list[Path]:
-    from assay.suites.evaljsonl import sidecar_of
-
-    output = outputs.path
     outputs.check(inputs)
-    sidecar = sidecar_of(source)
-    rest = yaml.safe_load(sidecar.read_text(encoding="utf-8")) if sidecar else {}
-    cases = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()
-             if line.strip()]
-    write_atomic(output, _dump_yaml({**(rest or {}), "evalcases": cases}).encode("utf-8"),
+    write_atomic(outputs.path, _dump_yaml(_document(source, ".jsonl")).encode("utf-8"),
                  outputs.label)
-    return [output]
+    return [outputs.path]
 
 
 def _looks_like_results(source: Path) -> bool:

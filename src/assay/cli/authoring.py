@@ -21,17 +21,22 @@ def convert(
     source: Path = typer.Argument(..., metavar="FILE",
                                   help="An EVAL.yaml, a JSONL suite, or a results JSONL."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Where to write [default: "
-                                    "x.yaml -> x-cases.jsonl, x.jsonl -> x.eval.yaml]."),
+                                    "x.yaml -> x-cases.jsonl, x.jsonl -> x.eval.yaml, "
+                                    "--to v4 -> x.v4.yaml, --to v2 -> x.v2.yaml]."),
     force: bool = typer.Option(False, "--force", help="Replace files the command line does "
                                "not name (the default output, the sidecar beside --out)."),
+    to: str | None = typer.Option(
+        None, "--to", help="v2 (AgentV 2's EVAL.yaml), v4 (AgentV 4's) or jsonl [default: "
+        "YAML -> jsonl, JSONL -> v2, an AgentV 4 file -> v2]."),
 ) -> None:
-    """Convert a suite between EVAL.yaml and JSONL (or results JSONL to YAML)."""
+    """Convert a suite between EVAL.yaml and JSONL, or between AgentV 2's and 4's formats (or
+    results JSONL to YAML)."""
     from assay.authoring.convert import convert as run_convert
     from assay.errors import ConfigError
 
     if not source.is_file():
         raise ConfigError(f"{source}: no such file", code="missing_suite")
-    for path in run_convert(source, out, force):
+    for path in run_convert(source, out, force, to):
         console.print(f"wrote {path}", highlight=False, markup=False)
 
 

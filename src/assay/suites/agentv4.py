@@ -123,6 +123,10 @@ GRADERS: dict[str, str] = {
 registered assay evaluator (``semantic_similarity``, a plugin's) is that evaluator, so a
 converted suite keeps assay's own judges."""
 
+ASSAY_PREFIX = "assay:"
+"""``type: assay:contains``: assay's own evaluator of that name, where AgentV 4 uses the name
+for another grader (its ``contains`` is not assay's UiPath-style one)."""
+
 FILE_PREFIX = "file://"
 """AgentV 4 reads a grader's prompt from a file only when it is written ``file://path``."""
 
@@ -310,6 +314,8 @@ class V4Checker(_SuiteChecker):
             self.log.add((*where, "type") if "type" in raw else where, "grader has no type",
                          "type: one of " + ", ".join(sorted(GRADERS)), value="type" in raw)
             return None
+        if kind.startswith(ASSAY_PREFIX):  # assay's own evaluator, whatever AgentV 4 calls so
+            return self._assay_evaluator(raw, where, kind.removeprefix(ASSAY_PREFIX))
         spelled = kind.replace("_", "-")
         ours = GRADERS.get(spelled)
         if ours is None:
@@ -326,6 +332,14 @@ class V4Checker(_SuiteChecker):
         if translated is None:
             return None
         return self.evaluators.build({"type": ours, **translated}, where)
+
+    def _assay_evaluator(self, raw: dict[str, Any], where: PathKey,
+                         kind: str) -> Evaluator | None:
+        if evaluator_class(kind) is None:
+            self.log.add((*where, "type"), f"unknown assay evaluator type {kind!r}",
+                         "assay:NAME with NAME an assay evaluator type", value=True)
+            return None
+        return self.evaluators.build({**raw, "type": kind}, where)
 
     def _modifiers(self, fields: dict[str, Any], where: PathKey, kind: str) -> bool:
         """``required`` (true, or a pass mark), ``min_score`` and ``negate``, as assay's
