@@ -138,7 +138,7 @@ def test_unknown_provider_lists_the_known_ones(tmp_path: Path) -> None:
     assert len(problems) == 1
     assert str(problems[0]).startswith(
         f"{path}:2:25: target 'x': unknown provider 'claude-desk'; known: python, callable, "
-        "cli, command, http, recorded, mock, claude-code")
+        "cli, command, http, recorded, transcript, mock, claude-code")
     with pytest.raises(ConfigError, match="unknown provider 'nope'"):
         build_target({"name": "y", "provider": "nope"}, tmp_path)
 

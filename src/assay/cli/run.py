@@ -184,6 +184,9 @@ def run(
     calibration_set: str | None = typer.Option(
         None, "--calibration-set", help="Gate: the judges' calibrations must be on this set "
         "(implies the calibration gate)."),
+    transcript: Path | None = typer.Option(
+        None, "--transcript", help="Judge recorded sessions (AgentV's transcript JSONL) "
+        "instead of running the agent; each answers the case of its test_id."),
 ) -> None:
     """Run a suite: every case through its target and evaluators, stored as it completes."""
     from assay._util.gc_pause import importing
@@ -266,6 +269,7 @@ def run(
                 ray=RayOptions(address=ray_address, workers=ray_workers,
                                judge_concurrency=judge_concurrency,
                                target_concurrency=target_concurrency),
+                transcript=str(user_path(transcript).absolute()) if transcript else None,
                 **_agent_options(judges, naming, quality_criteria, global_guideline,
                                  retrieval_per))
         except ValidationError as exc:

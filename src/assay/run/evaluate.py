@@ -731,6 +731,10 @@ class _Session:
         self.engine = engine if engine is not None else build_engine(config)
         base = suite.source.parent if suite.source else Path.cwd()
         targets_file = user_path(config.targets_file) if config.targets_file else None
+        if given is None and config.transcript:  # recorded sessions answer every case
+            from assay.targets.transcript import load_transcripts
+
+            given, owns_given = load_transcripts(user_path(config.transcript)), True
         if given is None and not config.target and suite.target is None:
             given = _project_agent(suite, config)  # uipath eval: the project's entry point
             owns_given = owns_given or given is not None
@@ -745,10 +749,12 @@ class _Session:
         loader read, its evaluators' scripts and modules), the targets file's (itself, its
         ``.env``, its targets' modules and recorded outputs), the store's and the response
         cache. What no output of the run may be."""
+        transcript = {Path(self.config.transcript).absolute(): "the transcript file"} \
+            if self.config.transcript else {}
         return {**self.engine.config.input_files(),
                 **(self.store.input_files() if self.store is not None else {}),
                 **(self.targets.file.input_files() if self.targets.file else {}),
-                **self.suite.input_files()}
+                **self.suite.input_files(), **transcript}
 
     def judge_for(self, target: str | None) -> str | None:
         """The judge of the target that ran a case (its ``judge_target``), else the suite's."""
@@ -770,6 +776,12 @@ class _Session:
                 self.store is not None and self.store.has_run(self.config.run_id):
             raise ConfigError(f"run id {self.config.run_id!r} is already in the store: "
                               "resume it (--resume) or choose another", code="invalid_config")
+        check_cases = getattr(self.targets.given, "check_cases", None)
+        if check_cases is not None:  # recorded sessions: one for each case, by id
+            from assay.run.runner import select_cases
+
+            check_cases([item.case.id for item in select_cases(self.suite, self.config)],
+                        selected=bool(self.config.filter or self.config.case_ids))
         names = self.target_names()
         self.targets.check(names)
         targets = [self.targets(name) for name in names]  # unknown names fail here

@@ -51,7 +51,7 @@ from assay._util.processes import StartFailed, run_program
 from assay.errors import ConfigError
 from assay.targets.base import Target, current_sample
 from assay.targets.config import TIMEOUT_FIELD, FieldSpec, TargetConfig
-from assay.targets.inputs import elapsed_ms, input_text, parse_output
+from assay.targets.inputs import elapsed_ms, input_text, non_negative, parse_output
 from assay.types.case import Case
 from assay.types.execution import Execution, TokenUsage
 from assay.types.messages import Message
@@ -276,7 +276,7 @@ def read_output_file(path: Path, case: Case, latency_ms: float,
         output = data["text"] if isinstance(data["text"], str) else json.dumps(data["text"])
     else:
         output = text
-    duration = _non_negative(data.get("duration_ms"))
+    duration = non_negative(data.get("duration_ms"))
     return Execution(input=case.input, output=output, messages=messages, usage=_usage(data),
                      latency_ms=duration if duration is not None else latency_ms)
 
@@ -293,23 +293,18 @@ def _messages(raw: Any) -> list[Message]:
 
 
 def _usage(data: dict[str, Any]) -> TokenUsage | None:
-    tokens = data.get("token_usage")
-    cost = data.get("cost_usd")
-    if not isinstance(tokens, dict) and not _number(cost):
+    return token_usage(data.get("token_usage"), data.get("cost_usd"))
+
+
+def token_usage(tokens: Any, cost: Any) -> TokenUsage | None:
+    """AgentV's ``{input, output}`` tokens and cost in USD as an execution's usage; None
+    when neither was reported."""
+    if not isinstance(tokens, dict) and non_negative(cost) is None:
         return None
     tokens = tokens if isinstance(tokens, dict) else {}
-    return TokenUsage(prompt_tokens=int(_non_negative(tokens.get("input")) or 0),
-                      completion_tokens=int(_non_negative(tokens.get("output")) or 0),
-                      cost=_non_negative(cost))
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _non_negative(value: Any) -> float | None:
-    """A figure an agent reported, when it is a number >= 0 (AgentV drops the others)."""
-    return float(value) if _number(value) and value >= 0 else None
+    return TokenUsage(prompt_tokens=int(non_negative(tokens.get("input")) or 0),
+                      completion_tokens=int(non_negative(tokens.get("output")) or 0),
+                      cost=non_negative(cost))
 
 
 def shell_script(command: str, where: str) -> str:

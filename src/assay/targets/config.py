@@ -95,6 +95,7 @@ _KINDS: dict[str, tuple[str, str]] = {
     "command": ("command", "CommandTarget"),
     "http": ("http", "HttpTarget"),
     "recorded": ("recorded", "RecordedTarget"),
+    "transcript": ("transcript", "TranscriptTarget"),
     "mock": ("mock", "MockTarget"),
     # AgentV's coding agents, as command targets with their usual command lines
     "claude-code": ("agents", "ClaudeCodeTarget"),
@@ -217,7 +218,7 @@ class TargetConfig:
 
             module = module_file(self.get("function"), *function_places(self, base_dir))
             return {module: f"the Python module of target {self.name!r}"} if module else {}
-        if kind == "recorded" and isinstance(self.get("path"), str):
+        if kind in ("recorded", "transcript") and isinstance(self.get("path"), str):
             return {base_dir / self.get("path"): f"the recorded outputs of target {self.name!r}"}
         return {}
 

@@ -64,3 +64,11 @@ def assistant_message(raw: dict[str, Any]) -> Message | None:
 def elapsed_ms(started: float) -> float:
     """Milliseconds since ``started`` (a ``time.perf_counter()`` value)."""
     return (time.perf_counter() - started) * 1000
+
+
+def non_negative(value: Any) -> float | None:
+    """A figure an agent or a recording reported (tokens, a cost, a duration), when it is a
+    number >= 0; None for anything else (AgentV drops those too)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None

@@ -259,6 +259,9 @@ class RunConfig(BaseModel):
         default=False, description="one more judge call per failed case, which says the turn "
         "and behaviour that caused the failure and a fix to try (kept with the case; "
         "advice only, it changes no verdict); its cost counts with the judge's")
+    transcript: str | None = Field(
+        default=None, description="a transcript JSONL file (AgentV's) whose recorded sessions "
+        "are judged instead of running the agent: each answers the case of its test_id")
 
     @field_validator("scoring")
     @classmethod
