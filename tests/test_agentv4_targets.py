@@ -199,3 +199,18 @@ def test_files_inside_an_argument_is_refused_naming_the_target(tmp_path):
     suite, _ = cli_target(tmp_path, [sys.executable, "agent.py", "--files={FILES}"])
     with pytest.raises(assay.ConfigError, match="puts \\{FILES\\} inside an argument"):
         assay.evaluate(suite)
+
+
+def test_a_model_with_its_own_endpoint_is_priced_by_the_model_behind_it(tmp_path,
+                                                                         mock_server):
+    """A targets-file model with its own endpoint and key is called by the target's name;
+    its calls cost what the model that answers costs (before: unknown, always)."""
+    write(tmp_path / ".agentv" / "targets.yaml", f"""
+        targets:
+          - {{name: agent, provider: openai, endpoint: "{mock_server.url}", api_key: k,
+              model: gpt-4o-mini}}
+        """)
+    record = assay.evaluate(grader_suite(tmp_path / "EVAL.yaml", "agent")).records[0]
+    usage = record.scores[0].usage
+    assert usage.calls == 1 and usage.cost is not None and usage.cost > 0
+    assert record.execution.usage is not None and record.execution.usage.cost is not None

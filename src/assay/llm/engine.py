@@ -314,7 +314,7 @@ class JudgeEngine:
         usage = usage if isinstance(usage, dict) else {}
         stats.prompt_tokens = _token_count(usage.get("prompt_tokens"))
         stats.completion_tokens = _token_count(usage.get("completion_tokens"))
-        stats.cost = self.prices.cost(provider.spec.model, stats.prompt_tokens,
+        stats.cost = self.prices.cost(provider.priced_model, stats.prompt_tokens,
                                       stats.completion_tokens, free=provider.price_free)
         # Counted in place: this runs once per call, and building models here showed in
         # profiles of the hot path.
@@ -337,7 +337,7 @@ class JudgeEngine:
         est.calls += 1
         est.prompt_tokens += prompt
         est.completion_tokens += completion
-        cost = self.prices.cost(provider.spec.model, prompt, completion,
+        cost = self.prices.cost(provider.priced_model, prompt, completion,
                                 free=provider.price_free)
         est.cost = None if est.cost is None or cost is None else est.cost + cost
         shown = provider.spec.display

@@ -54,6 +54,11 @@ class Provider(ABC):
     max_response_bytes: int | None = None
     """Set by the engine: the largest answer an HTTP provider reads before failing the call."""
 
+    @property
+    def priced_model(self) -> str:
+        """The model name its calls are priced by (the model that answers)."""
+        return self.spec.model
+
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
 

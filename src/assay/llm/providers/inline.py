@@ -58,6 +58,10 @@ class InlineProvider(Provider):
     def secrets(self) -> dict[str, str]:
         return self.inner.secrets()
 
+    @property
+    def priced_model(self) -> str:
+        return self.inner.priced_model  # the model behind the target's name answers
+
     def cache_identity(self) -> dict[str, Any]:
         return self.inner.cache_identity()  # the endpoint and model that answer
 
