@@ -117,3 +117,76 @@ def test_a_transcript_target_in_a_targets_file(tmp_path):
     write(tmp_path / "EVAL.yaml", "target: recorded_sessions\n" + SUITE.strip() + "\n")
     result = assay.evaluate(tmp_path / "EVAL.yaml")
     assert {r.case_id: r.score for r in result.records} == {"capital": 1.0, "tools": 0.5}
+
+
+# -- --budget-usd ------------------------------------------------------------------------------
+
+
+def priced_suite(tmp_path: Path, mock_url: str, cases: int, monkeypatch) -> Path:
+    """``cases`` alike cases, each judged once by a priced mock model (about $0.1 a case)."""
+    from tests.test_agentv4 import cli_agent
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"mock-judge": [300.0, 300.0]}))
+    monkeypatch.setenv("ASSAY_PRICES", str(prices))
+    cli_agent(tmp_path, "Paris", judge_url=mock_url)
+    tests = [{"id": f"case-{i}", "input": "Capital of France?", "assertions": [
+        {"type": "llm-grader", "prompt": 'Judge {{output}}\n<<mock:{"score": 1, "hits": [], '
+         '"misses": [], "reasoning": "ok"}>>'}]} for i in range(cases)]
+    suite = tmp_path / "EVAL.yaml"
+    suite.write_text(json.dumps({"target": "agent", "tests": tests}))
+    return suite
+
+
+def test_a_budget_stops_the_run_before_it_is_spent_and_a_resume_runs_the_rest(
+        tmp_path, mock_server, monkeypatch):
+    suite = priced_suite(tmp_path, mock_server.url, 6, monkeypatch)
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    probe = assay.evaluate(suite, store=store, filter="case-0", cache="off")
+    per_case = probe.records[0].scores[0].usage.cost
+    assert per_case is not None and 0.05 < per_case < 0.5
+    budget = per_case * 2.5  # room for two cases, not three
+    mock_server.server.reset()
+    result = assay.evaluate(suite, store=store, budget_usd=budget, concurrency=4,
+                            cache="off")
+    assert result.run.status.value == "interrupted"
+    assert len(result.records) == 2 and mock_server.stats.requests == 2
+    spent = sum(r.scores[0].usage.cost or 0 for r in result.records)
+    assert spent <= budget
+    assert not result.passed
+    (failure,) = result.summary.gate_failures
+    assert failure.startswith(f"the budget of ${budget:.4f} stopped the run with 4 case(s) "
+                              "not run")
+    mock_server.server.reset()
+    resumed = assay.resume(result.run_id, store=store, cache="off")
+    assert resumed.run.status.value == "completed" and resumed.passed
+    assert len(resumed.records) == 6
+    assert mock_server.stats.requests == 4  # only the cases the budget did not run
+
+
+def test_budget_usd_on_the_command_line_says_how_to_resume(tmp_path, mock_server,
+                                                           monkeypatch):
+    suite = priced_suite(tmp_path, mock_server.url, 4, monkeypatch)
+    out = assay_cli(tmp_path, "run", suite.name, "--budget-usd", "0.05", "--cache", "off")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "gate failed: the budget of $0.0500 stopped the run with 3 case(s) not run" in \
+        out.stdout
+    assert "resume with: assay run --resume " in out.stdout
+    run_id = out.stdout.split("resume with: assay run --resume ")[1].split()[0]
+    again = assay_cli(tmp_path, "run", "--resume", run_id, "--cache", "off")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "cases 4" in again.stdout
+
+
+def test_a_budget_cannot_be_kept_on_an_unknown_cost(tmp_path, mock_server):
+    from tests.test_agentv4 import cli_agent
+
+    cli_agent(tmp_path, "Paris", judge_url=mock_server.url)  # mock-judge has no price
+    suite = tmp_path / "EVAL.yaml"
+    suite.write_text(json.dumps({"target": "agent", "tests": [
+        {"id": f"c{i}", "input": "x", "assertions": [
+            {"type": "llm-grader", "prompt": "Judge {{output}}"}]} for i in range(3)]}))
+    result = assay.evaluate(suite, budget_usd=10.0, cache="off")
+    assert len(result.records) == 1
+    assert "a case's cost is unknown" in result.summary.gate_failures[0]
+    assert result.run.status.value == "interrupted"

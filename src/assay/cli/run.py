@@ -184,6 +184,9 @@ def run(
     calibration_set: str | None = typer.Option(
         None, "--calibration-set", help="Gate: the judges' calibrations must be on this set "
         "(implies the calibration gate)."),
+    budget_usd: float | None = typer.Option(
+        None, "--budget-usd", min=0.000001, help="USD the run may spend: it stops starting "
+        "cases before the budget is spent and can be resumed (--resume) for the rest."),
     transcript: Path | None = typer.Option(
         None, "--transcript", help="Judge recorded sessions (AgentV's transcript JSONL) "
         "instead of running the agent; each answers the case of its test_id."),
@@ -238,7 +241,8 @@ def run(
     if resume:
         coro: Coroutine[Any, Any, Any] = resume_async(
             resume, store=runs, data=suite_path, retry_errors=retry_errors,
-            concurrency=concurrency, cache=mode, judge_model=judge_model, progress=progress,
+            concurrency=concurrency, cache=mode, judge_model=judge_model,
+            budget_usd=budget_usd, progress=progress,
             on_record=reports.on_record, on_start=on_start, on_warning=_warn,
             on_notice=_notice, keep=False, on_inputs=reports.open)
     else:
@@ -270,6 +274,7 @@ def run(
                                judge_concurrency=judge_concurrency,
                                target_concurrency=target_concurrency),
                 transcript=str(user_path(transcript).absolute()) if transcript else None,
+                budget_usd=budget_usd,
                 **_agent_options(judges, naming, quality_criteria, global_guideline,
                                  retrieval_per))
         except ValidationError as exc:
@@ -590,6 +595,7 @@ def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = Non
     be written. Exit 2 when one could not, else 1 when a gate failed."""
     from assay.llm.models import judge_notes
     from assay.report.terminal import summary_lines
+    from assay.types.records import resume_command
 
     if result.suite is not None and result.suite.metadata.get("format") == "uipath":
         from assay.report.uipath_console import table_for_result
@@ -613,6 +619,10 @@ def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = Non
         for failure in result.summary.gate_failures:
             console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False,
                           soft_wrap=True)  # one line, so a command it advises copies whole
+        command = resume_command(result.run)
+        if command:  # stopped with cases not run (its budget): the rest can still run
+            console.print(f"resume with: {for_terminal(command)}", highlight=False,
+                          soft_wrap=True, markup=False)
     elif judge_notes(result.run.config.judge_models):  # a pass on them is no judgement
         console.print("[green]all gates passed[/], but on a judge that is not a real one "
                       "(see the note above)", highlight=False)

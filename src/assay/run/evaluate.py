@@ -249,6 +249,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        evaluators: Sequence[EvaluatorLike] | None = None,
                        retry_errors: bool = False, concurrency: int | None = None,
                        judge_model: str | None = None, cache: CacheMode | None = None,
+                       budget_usd: float | None = None,
                        progress: Progress | None = None,
                        on_record: Callable[[CaseRecord], None] | None = None,
                        on_start: Callable[[RunRecord], None] | None = None,
@@ -258,7 +259,9 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        on_inputs: OnInputs | None = None) -> EvaluationResult:
     """Resume ``run`` (an id, or the result that made it; in ``store``, else the result's
     store, else the default one): what the store has is kept, the rest runs with the run's own
-    recorded config (its target override, judge, thresholds and gates) and evaluators.
+    recorded config (its target override, judge, thresholds and gates) and evaluators;
+    ``budget_usd`` is this resume's own budget (None: it has none), as a budget is what one
+    invocation may spend.
 
     The evaluators are rebuilt from the run's record, unless ``data`` is a suite that names
     its own. A Python function cannot be recorded, so a run whose target was one needs it
@@ -283,6 +286,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
         k: v for k, v in (("concurrency", concurrency), ("judge_model", judge_model),
                           ("target", target if isinstance(target, str) else None))
         if v is not None}  # a judge URL's password the run could not keep, say
+    changes["budget_usd"] = budget_usd  # this resume's own budget (None: none), not the last
     config = _config(config, changes)
     given = _resumed_target(stored, target)
     config.cache = cache  # this resume's own mode, not the recorded one
@@ -926,8 +930,10 @@ class _Session:
                 if executor is not None:
                     await executor.close()
             outcome.summary.notes = self.notes()
-            store.set_status(run_id, RunStatus.COMPLETED.value,
-                                  outcome.summary.model_dump(mode="json"))
+            # a run its budget stopped is left interrupted: a resume runs what it did not
+            store.set_status(run_id, (RunStatus.INTERRUPTED if outcome.stopped
+                                      else RunStatus.COMPLETED).value,
+                             outcome.summary.model_dump(mode="json"))
         except (KeyboardInterrupt, asyncio.CancelledError):
             self._mark(run_id, RunStatus.INTERRUPTED)
             raise

@@ -24,6 +24,7 @@ from assay._util.user_code import error_text, user_code
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import DatasetMetric, EvalContext, Evaluator
 from assay.llm.engine import JudgeEngine
+from assay.run.budget import Budget, record_cost
 from assay.run.policies import policy_for
 from assay.run.policies.base import ScoringPolicy
 from assay.store.runs import RecordRejected, RunStore
@@ -157,10 +158,12 @@ def evaluator_spec(evaluator: Evaluator) -> EvaluatorSpec:
 
 @dataclass
 class RunOutcome:
-    """What a run produced: its summary (gates checked) and, when kept, its records."""
+    """What a run produced: its summary (gates checked) and, when kept, its records;
+    ``stopped`` says why it stopped with cases not run (its budget), None when it ran all."""
 
     summary: RunSummary
     records: list[CaseRecord]
+    stopped: str | None = None
 
 
 class CaseExecutor(Protocol):
@@ -251,6 +254,7 @@ class Runner:
 
         work = ((item, r) for item in select_cases(self.suite, self.config)
                 for r in range(self.config.repeat))
+        budget = Budget(self.config.budget_usd) if self.config.budget_usd else None
 
         async def worker() -> None:
             for item, repeat in work:
@@ -269,14 +273,19 @@ class Runner:
                     report(self._record(run_id, item, repeat, execution, evaluators, have,
                                         store_it=False))
                     continue
+                if budget is not None and not await budget.admit():
+                    continue  # not run: a resume runs it
                 if self.case_started is not None:
                     self.case_started(item.case.id, repeat)
                 if self.executor is not None:
-                    report(await self._elsewhere(run_id, item, repeat, execution, evaluators,
-                                                 have))
+                    record = await self._elsewhere(run_id, item, repeat, execution,
+                                                   evaluators, have)
                 else:
-                    report(await self._run_case(run_id, item, repeat, execution, evaluators,
-                                                have))
+                    record = await self._run_case(run_id, item, repeat, execution,
+                                                  evaluators, have)
+                if budget is not None:
+                    budget.done(record_cost(record))
+                report(record)
 
         async def flusher(store: RunStore) -> None:
             while True:
@@ -308,8 +317,10 @@ class Runner:
             reduced = metric.reduce(scores)
             if reduced is not None:
                 result.dataset_metrics[name] = reduced
-        fold.finish(result, empty_run_failures(result) + self.gate_failures)
-        return RunOutcome(result, kept)
+        stopped = budget.failure() if budget is not None else None
+        fold.finish(result, empty_run_failures(result) + self.gate_failures +
+                    ([stopped] if stopped else []))
+        return RunOutcome(result, kept, stopped)
 
     async def _run_case(self, run_id: str, item: SuiteCase, repeat: int,
                         execution: Execution | None, evaluators: list[Evaluator],

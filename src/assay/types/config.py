@@ -259,6 +259,10 @@ class RunConfig(BaseModel):
         default=False, description="one more judge call per failed case, which says the turn "
         "and behaviour that caused the failure and a fix to try (kept with the case; "
         "advice only, it changes no verdict); its cost counts with the judge's")
+    budget_usd: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="USD this run (or this resume "
+        "of it) may spend: it stops starting cases before the budget is spent, and is left "
+        "interrupted, to be resumed (see assay.run.budget)")
     transcript: str | None = Field(
         default=None, description="a transcript JSONL file (AgentV's) whose recorded sessions "
         "are judged instead of running the agent: each answers the case of its test_id")
