@@ -5,6 +5,7 @@ failed (``--rerun-failed``)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,72 @@ def test_a_budget_cannot_be_kept_on_an_unknown_cost(tmp_path, mock_server):
     assert len(result.records) == 1
     assert "a case's cost is unknown" in result.summary.gate_failures[0]
     assert result.run.status.value == "interrupted"
+
+
+# -- --rerun-failed ------------------------------------------------------------------------------
+
+FLAKY_AGENT = """
+import json, sys
+case_id, out = sys.argv[1], sys.argv[2]
+with open("calls.log", "a") as log:
+    log.write(case_id + "\\n")
+answer = json.load(open("answers.json")).get(case_id)
+if answer is None:
+    sys.exit("no answer today")
+open(out, "w").write(answer)
+"""
+
+
+def test_rerun_failed_runs_only_what_failed_in_a_new_whole_run(tmp_path):
+    (tmp_path / "agent.py").write_text(FLAKY_AGENT)
+    write(tmp_path / ".agentv" / "targets.yaml", f"""
+        targets:
+          - name: agent
+            provider: cli
+            command: ["{sys.executable}", agent.py, "{{EVAL_ID}}", "{{OUTPUT_FILE}}"]
+        """)
+    (tmp_path / "EVAL.yaml").write_text(json.dumps({"target": "agent", "tests": [
+        {"id": i, "input": "Capital of France?",
+         "assertions": [{"type": "contains", "value": "Paris"}]} for i in ("a", "b", "c")]}))
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"a": "Paris", "b": "Lyon"}))  # b fails, c errors
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    first = assay_cli(tmp_path, "run", "EVAL.yaml", "--store", store, "-o", "first.jsonl")
+    assert first.returncode == 1, first.stdout + first.stderr
+    first_id = first.stdout.split("run ")[-1].split()[0]
+    answers.write_text(json.dumps({"a": "Paris", "b": "Paris", "c": "Paris"}))
+    (tmp_path / "calls.log").write_text("")
+    again = assay_cli(tmp_path, "run", "--rerun-failed", first_id, "--store", store, "-o",
+                      "again.jsonl")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"re-running the failures of run {first_id}: 2 failed or errored, 1 kept" in \
+        again.stdout
+    assert sorted((tmp_path / "calls.log").read_text().split()) == ["b", "c"]
+    rows = [json.loads(x) for x in (tmp_path / "again.jsonl").read_text().splitlines()]
+    assert sorted((r["eval_id"], r["score"]) for r in rows) == [("a", 1.0), ("b", 1.0),
+                                                                 ("c", 1.0)]
+    from assay.store.runs import open_store
+
+    opened = open_store(store)
+    new_id = next(r["id"] for r in opened.runs() if r["id"] != first_id)
+    new_run, old_run = opened.run_record(new_id), opened.run_record(first_id)
+    assert new_run.status.value == "completed"
+    assert new_run.config.model_extra["rerun_of"] == first_id
+    assert {r.case_id: r.verdict.value for r in opened.case_records(first_id)} == {
+        "a": "pass", "b": "fail", "c": "error"}  # the run re-run is left as it was
+    kept = next(r for r in opened.case_records(new_id) if r.case_id == "a")
+    original = next(r for r in opened.case_records(first_id) if r.case_id == "a")
+    assert kept.execution == original.execution and kept.scores == original.scores
+    compared = assay_cli(tmp_path, "compare", first_id, new_id, "--store", store)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert old_run.summary is not None and old_run.summary.cases == 3
+
+
+def test_rerun_failed_of_a_run_still_running_is_refused(tmp_path):
+    from assay.store.runs import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    run_id = store.create_run("s", {})
+    store.hold_lease(run_id)
+    with pytest.raises(ConfigError, match="is still running"):
+        assay.rerun_failed(run_id, store=store)

@@ -87,6 +87,9 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Estimate judge calls and tokens; call nothing."),
     resume: str | None = typer.Option(None, "--resume", help="Resume a stopped run by id."),
+    rerun_failed: str | None = typer.Option(
+        None, "--rerun-failed", metavar="RUN_ID", help="A new run of RUN_ID's suite: its "
+        "failed and errored cases run again, the others keep their results."),
     store: str | None = typer.Option(None, "--store", envvar="ASSAY_STORE_URL",
                                      help="Run store URL."),
     cache: str | None = typer.Option(None, "--cache", help="Judge response cache: "
@@ -216,12 +219,15 @@ def run(
                           "or leave it out for the default")
     if retry_errors and not resume:
         raise ConfigError("--retry-errors goes with --resume RUN_ID")
-    if resume is None and suite_path is None and traces is None:
-        raise ConfigError("give a SUITE file, --traces SOURCE, or --resume RUN_ID")
+    if resume and rerun_failed:
+        raise ConfigError("give --resume RUN_ID or --rerun-failed RUN_ID, not both")
+    if resume is None and rerun_failed is None and suite_path is None and traces is None:
+        raise ConfigError("give a SUITE file, --traces SOURCE, --resume RUN_ID or "
+                          "--rerun-failed RUN_ID")
     if (since or until) and traces is None:
         raise ConfigError("--since and --until select traces: give --traces SOURCE too")
-    if traces is not None and resume:
-        raise ConfigError("--traces starts a new run: leave out --resume")
+    if traces is not None and (resume or rerun_failed):
+        raise ConfigError("--traces starts a new run: leave out --resume and --rerun-failed")
     if scoring is not None and scoring not in ("default", "connexity"):
         raise ConfigError(f"--scoring {scoring!r}: expected default or connexity")
     if dry_run and (set_baseline or compare_to_baseline):
@@ -238,9 +244,11 @@ def run(
         started["id"] = run.id
         reports.started(run)
 
-    if resume:
+    stored_run = resume or rerun_failed
+    if stored_run:
         coro: Coroutine[Any, Any, Any] = resume_async(
-            resume, store=runs, data=suite_path, retry_errors=retry_errors,
+            stored_run, store=runs, data=suite_path, retry_errors=retry_errors,
+            rerun_failed=rerun_failed is not None,
             concurrency=concurrency, cache=mode, judge_model=judge_model,
             budget_usd=budget_usd, progress=progress,
             on_record=reports.on_record, on_start=on_start, on_warning=_warn,

@@ -49,7 +49,14 @@ from assay.types.case import AgentInfo, Case
 from assay.types.config import CalibrationGate, RecordedRunConfig, RunConfig, settings_error
 from assay.types.engine_config import CacheMode
 from assay.types.execution import Execution
-from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary
+from assay.types.records import (
+    CaseRecord,
+    RunRecord,
+    RunSnapshot,
+    RunStatus,
+    RunSummary,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from assay.llm.rate_limits import Admission
@@ -256,7 +263,8 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        on_warning: Callable[[str], None] | None = None,
                        on_notice: Callable[[str], None] | None = None,
                        keep: bool = True,
-                       on_inputs: OnInputs | None = None) -> EvaluationResult:
+                       on_inputs: OnInputs | None = None,
+                       rerun_failed: bool = False) -> EvaluationResult:
     """Resume ``run`` (an id, or the result that made it; in ``store``, else the result's
     store, else the default one): what the store has is kept, the rest runs with the run's own
     recorded config (its target override, judge, thresholds and gates) and evaluators;
@@ -273,39 +281,27 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     again. ``judge_model`` replaces the recorded judge (a judge URL's password is never
     recorded, so it must be given again). ``cache`` is this resume's own cache mode (None:
     ``$ASSAY_CACHE``, else use), not the recorded one: how answers are kept is not part of
-    what a result means."""
+    what a result means. ``rerun_failed`` makes a new run instead: see
+    :func:`rerun_failed_async`."""
     run_store = store_for([run], store)
     stored = run_store.run_record(run_id_of(run))
+    if rerun_failed:  # a new run, not this one finished (see rerun_failed_async)
+        if stored.status is RunStatus.RUNNING and not stored.abandoned:
+            raise ConfigError(f"run {stored.id} is still running; re-run its failures once "
+                              "it has stopped", code="run_running")
+        parts = _reopened(run_store, stored, data, target, evaluators, on_warning,
+                          concurrency=concurrency, judge_model=judge_model, cache=cache,
+                          budget_usd=budget_usd)
+        owned = parts[3] is not None and not isinstance(target, Target)
+        session = await _rerun(run_store, stored, parts, owned, on_notice)
+        return await session.execute(progress, on_record, on_start, keep, on_inputs)
     if stored.status is RunStatus.COMPLETED and not retry_errors:
         if on_notice:
             on_notice(f"run {stored.id} completed: nothing to resume")
         return _as_stored(run_store, stored, progress, on_record, on_start, keep, on_inputs)
-    snapshot = stored.config
-    config = snapshot.run.runnable(stored.id)
-    changes: dict[str, Any] = {
-        k: v for k, v in (("concurrency", concurrency), ("judge_model", judge_model),
-                          ("target", target if isinstance(target, str) else None))
-        if v is not None}  # a judge URL's password the run could not keep, say
-    changes["budget_usd"] = budget_usd  # this resume's own budget (None: none), not the last
-    config = _config(config, changes)
-    given = _resumed_target(stored, target)
-    config.cache = cache  # this resume's own mode, not the recorded one
-    source_run = getattr(snapshot, "rescored_from", None)
-    if data is None and source_run:  # a rescore: its cases are the source run's executions
-        suite = _rescore_suite(run_store, run_store.run_record(source_run), None,
-                               check=False)  # judged by the rescore's own evaluators
-        suite = _resumed_evaluators(suite, stored, evaluators, recorded=True)
-    else:
-        if data is None:
-            if not snapshot.suite_path:
-                raise ConfigError(f"run {stored.id} has no suite path; give the suite to "
-                                  "resume", code="missing_suite")
-            data = Path(snapshot.suite_path)
-        suite = _resumed_evaluators(load_data(data, config=config), stored, evaluators)
-    suite, config, policy = _prepare_again(suite, config)
-    if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
-        on_warning("the suite changed since this run started; finished results are kept, "
-                   "the rest use the new suite")
+    suite, config, policy, given = _reopened(
+        run_store, stored, data, target, evaluators, on_warning, concurrency=concurrency,
+        judge_model=judge_model, cache=cache, budget_usd=budget_usd)
     if retry_errors:
         forgotten = run_store.forget_errors(stored.id)
         if on_notice:
@@ -317,6 +313,72 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        owns_given=given is not None and not isinstance(target, Target),
                        resume=stored)
     return await session.execute(progress, on_record, on_start, keep, on_inputs)
+
+
+def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: TargetLike,
+              evaluators: Sequence[EvaluatorLike] | None,
+              on_warning: Callable[[str], None] | None, *, concurrency: int | None,
+              judge_model: str | None, cache: CacheMode | None, budget_usd: float | None
+              ) -> tuple[Suite, RunConfig, ScoringPolicy, Target | None]:
+    """A stored run's suite, config, policy and given target, ready to run again: what a
+    resume and a re-run of its failures share (see :func:`resume_async` for the rules)."""
+    snapshot = stored.config
+    config = snapshot.run.runnable(stored.id)
+    changes: dict[str, Any] = {
+        k: v for k, v in (("concurrency", concurrency), ("judge_model", judge_model),
+                          ("target", target if isinstance(target, str) else None))
+        if v is not None}  # a judge URL's password the run could not keep, say
+    changes["budget_usd"] = budget_usd  # this invocation's own budget (None: none)
+    config = _config(config, changes)
+    given = _resumed_target(stored, target)
+    config.cache = cache  # this invocation's own mode, not the recorded one
+    source_run = getattr(snapshot, "rescored_from", None)
+    if data is None and source_run:  # a rescore: its cases are the source run's executions
+        suite = _rescore_suite(run_store, run_store.run_record(source_run), None,
+                               check=False)  # judged by the rescore's own evaluators
+        suite = _resumed_evaluators(suite, stored, evaluators, recorded=True)
+    else:
+        if data is None:
+            if not snapshot.suite_path:
+                raise ConfigError(f"run {stored.id} has no suite path; give the suite to "
+                                  "run it again", code="missing_suite")
+            data = Path(snapshot.suite_path)
+        suite = _resumed_evaluators(load_data(data, config=config), stored, evaluators)
+    suite, config, policy = _prepare_again(suite, config)
+    if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
+        on_warning("the suite changed since this run started; finished results are kept, "
+                   "the rest use the new suite")
+    return suite, config, policy, given
+
+
+def rerun_failed(run: RunLike, **kwargs: Any) -> EvaluationResult:
+    """Run a stored run's failed and errored cases again. See :func:`rerun_failed_async`."""
+    return run_sync(rerun_failed_async(run, **kwargs))
+
+
+async def rerun_failed_async(run: RunLike, **kwargs: Any) -> EvaluationResult:
+    """A new run of ``run``'s suite (AgentV's ``--rerun-failed``) in which the cases that
+    failed or errored, and those it never ran, run again, and every other case (passed,
+    borderline, not applicable) keeps its stored record, copied as it is: so the new run is
+    whole, comparable with ``run`` by ``assay compare``, and ``run`` itself is left untouched.
+    Its config, judge and evaluators are ``run``'s, as a resume's are (the arguments of
+    :func:`resume_async`); its snapshot names ``run`` as ``rerun_of``."""
+    return await resume_async(run, rerun_failed=True, **kwargs)
+
+
+async def _rerun(run_store: RunStore, stored: RunRecord, parts: tuple[
+        Suite, RunConfig, ScoringPolicy, Target | None], owned: bool,
+                 on_notice: Callable[[str], None] | None) -> _Session:
+    """The session of a new run that re-runs ``stored``'s failures (see
+    :func:`rerun_failed_async`)."""
+    suite, config, policy, given = parts
+    records = run_store.case_records(stored.id)
+    kept = [r for r in records if r.verdict not in (Verdict.FAIL, Verdict.ERROR)]
+    if on_notice:
+        on_notice(f"re-running the failures of run {stored.id}: {len(records) - len(kept)} "
+                  f"failed or errored, {len(kept)} kept as they are")
+    return _Session(suite, config, policy, run_store, None, given, owns_given=owned,
+                    seed=(stored.id, kept))
 
 
 def _as_stored(store: RunStore, run: RunRecord, progress: Progress | None,
@@ -717,7 +779,8 @@ class _Session:
                  store: RunStore | None, engine: JudgeEngine | None, given: Target | None, *,
                  owns_given: bool = False, resume: RunRecord | None = None,
                  rescored_from: str | None = None, evaluators_given: bool = False,
-                 find_targets: bool = True, run_id: str | None = None) -> None:
+                 find_targets: bool = True, run_id: str | None = None,
+                 seed: tuple[str, list[CaseRecord]] | None = None) -> None:
         self.suite = suite
         self.run_id = run_id
         """The id a new run takes (None: a new id); an online evaluation names its
@@ -747,6 +810,8 @@ class _Session:
                                       find_file=find_targets)
         self.resume = resume
         self.rescored_from = rescored_from
+        self.seed = seed
+        """(the run re-run, its records kept as they are) for a re-run of its failures."""
 
     def inputs(self) -> dict[Path, str]:
         """Every file this run uses, each with what it is: the suite's (its file, what its
@@ -847,6 +912,8 @@ class _Session:
         extra: dict[str, Any] = {}
         if self.rescored_from:
             extra["rescored_from"] = self.rescored_from
+        if self.seed is not None:
+            extra["rerun_of"] = self.seed[0]
         if self.python_target is not None:
             extra["python_target"] = self.python_target
         if self.evaluators_given:
@@ -920,6 +987,8 @@ class _Session:
                 run_id = store.create_run(self.suite.name,
                                           self.snapshot().model_dump(mode="json"),
                                           self.run_id or self.config.run_id)
+                if self.seed is not None:
+                    self._copy(store, run_id, self.seed[1])
             lease = store.hold_lease(run_id)
             if on_start is not None:
                 with user_code("the on_start hook"):
@@ -972,6 +1041,17 @@ class _Session:
         executor.start()
         return executor
 
+    @staticmethod
+    def _copy(store: RunStore, run_id: str, records: list[CaseRecord]) -> None:
+        """Store ``records`` (of another run) as results of ``run_id``, as they are: the
+        runner then reports them without running them again."""
+        for record in records:
+            store.record_execution(run_id, record.case_id, record.repeat, record.execution)
+            for score in record.scores:
+                store.record_score(run_id, record.case_id, record.repeat, score)
+            store.record_case(record.model_copy(update={"run_id": run_id}))
+        store.flush()
+
     async def close(self) -> None:
         """Close the targets (killing agent processes) and the engine the session made."""
         await self.targets.aclose()
@@ -1020,5 +1100,6 @@ class _Session:
 
 
 __all__ = ["DryRunEstimate", "EvaluationResult", "OnInputs", "RunSummary", "check",
-           "check_async", "evaluate", "evaluate_async", "judge_case_async", "rescore",
-           "rescore_async", "resume", "resume_async", "run_inputs", "suite_judge"]
+           "check_async", "evaluate", "evaluate_async", "judge_case_async", "rerun_failed",
+           "rerun_failed_async", "rescore", "rescore_async", "resume", "resume_async",
+           "run_inputs", "suite_judge"]
