@@ -391,3 +391,69 @@ def test_validate_prints_agentv_4_problems_as_file_line_col(tmp_path):
     assert out.returncode == 2, out.stdout + out.stderr
     assert "EVAL.yaml:5:9: text_assertion evaluator equals needs value" in out.stdout + \
         out.stderr
+
+
+def test_suite_assertions_required_and_skip_defaults_as_agentv_4_runs_them(tmp_path):
+    """AgentV 4.42.4 on these files: own 0.5 (own_paris 1, suite_paris 1, is-json 0 at weight
+    2), skips 1 (starts-with-The only), defaults 0 (contains-Rome 0 required, suite_paris 1,
+    is-json 0). The graders and their scores are the same here; a failed required grader
+    fails its case in both, and where AgentV 4 then reports the case's score as 0, assay
+    keeps the weighted mean (0.25), so how far off it was stays visible."""
+    cli_agent(tmp_path)
+    suite = write(tmp_path / "EVAL.yaml", """
+        target: agent
+        assertions:
+          - {name: suite_paris, type: contains, value: Paris}
+          - {type: is-json, weight: 2}
+        tests:
+          - id: own
+            criteria: names Paris
+            input: What is the capital of France?
+            assertions:
+              - {name: own_paris, type: icontains, value: paris}
+          - id: skips
+            criteria: x
+            input: hi
+            execution: {skip_defaults: true}
+            assertions:
+              - {type: starts-with, value: The}
+          - id: defaults
+            criteria: y
+            input: hello
+            assertions:
+              - {type: contains, value: Rome, required: true}
+        """)
+    records = {r.case_id: r for r in assay.evaluate(suite).records}
+    assert {k: [(s.name, s.value) for s in r.scores] for k, r in records.items()} == {
+        "own": [("own_paris", 1.0), ("suite_paris", 1.0), ("is-json", 0.0)],
+        "skips": [("starts-with-The", 1.0)],
+        "defaults": [("contains-Rome", 0.0), ("suite_paris", 1.0), ("is-json", 0.0)]}
+    assert (records["own"].score, records["skips"].score) == (0.5, 1.0)
+    assert records["defaults"].verdict.value == "fail" and records["defaults"].score == 0.25
+
+
+def test_composite_and_metric_graders_are_assays_of_those_names(tmp_path):
+    suite = write(tmp_path / "EVAL.yaml", """
+        tests:
+          - id: t
+            input: hi
+            assertions:
+              - type: composite
+                name: both
+                assertions:
+                  - {type: contains, value: a, name: has_a}
+                  - {type: icontains, value: b, name: has_b}
+                aggregator: {type: weighted_average, weights: {has_a: 3}}
+              - {type: latency, threshold: 5000}
+              - {type: token-usage, max_total: 100}
+              - type: tool-trajectory
+                mode: any_order
+                minimums: {search: 1}
+        """)
+    both, latency, tokens, trajectory = load_any(suite, targets=False).cases[0].evaluators
+    assert both.type == "composite" and [m.name for m in both.evaluators] == ["has_a", "has_b"]
+    assert all(isinstance(m, TextAssertion) for m in both.evaluators)
+    assert both.aggregator.weights == {"has_a": 3}
+    assert (latency.type, latency.threshold_ms) == ("latency", 5000)
+    assert (tokens.type, tokens.max_total) == ("token_usage", 100)
+    assert trajectory.type == "tool_trajectory"

@@ -343,6 +343,8 @@ class EvaluatorBuilder:
         members = fields.get("evaluators")
         if "evaluators" not in cls.model_fields or not isinstance(members, list):
             return True
+        if members and all(isinstance(m, Evaluator) for m in members):
+            return True  # built already, by a format that reads its members its own way
         built = self.build_list(members, origins["evaluators"])
         if built is None:
             fields.pop("evaluators")
