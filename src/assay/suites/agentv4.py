@@ -142,15 +142,22 @@ def is_agentv4(data: Any) -> bool:
 
 
 def looks_like_agentv4(path: Path) -> bool:
-    """Whether a YAML file is AgentV 4's, from its text: a top-level ``tests:`` key (AgentV
-    2's files have ``evalcases``/``cases``, never ``tests``). Read without parsing, so asking
-    costs the format lookup almost nothing."""
+    """Whether a YAML file is AgentV 4's, from the head of its text: a top-level ``tests:``
+    key (AgentV 2's files have ``evalcases``/``cases``, never ``tests``). Read without
+    parsing, so asking costs the format lookup almost nothing. Only the format's name hangs
+    on it: AgentV 2's reader reads a document with ``tests`` as AgentV 4's all the same."""
     try:
         with path.open("rb") as handle:
-            head = handle.read(1 << 22)
+            head = b"\n" + handle.read(1 << 16)
     except OSError:
         return False
-    return re.search(rb"(?m)^(tests|'tests'|\"tests\")[ \t]*:", head) is not None
+    for key in (b"\ntests", b"\n'tests'", b'\n"tests"'):  # found by find(), not a regex
+        at = head.find(key)
+        while at != -1:
+            if head[at + len(key):at + len(key) + 32].lstrip(b" \t").startswith(b":"):
+                return True
+            at = head.find(key, at + 1)
+    return False
 
 
 @dataclass
