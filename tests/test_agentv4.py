@@ -457,3 +457,14 @@ def test_composite_and_metric_graders_are_assays_of_those_names(tmp_path):
     assert (latency.type, latency.threshold_ms) == ("latency", 5000)
     assert (tokens.type, tokens.max_total) == ("token_usage", 100)
     assert trajectory.type == "tool_trajectory"
+
+
+def test_an_execution_that_is_not_a_mapping_is_a_problem_not_a_traceback(tmp_path):
+    suite = write(tmp_path / "EVAL.yaml", """
+        input: Be brief.
+        tests:
+          - {id: a, criteria: c, input: hi, execution: [skip_defaults]}
+        """)
+    (problem,) = check_any(suite, targets=False)[1]
+    assert (problem.line, problem.column) == (3, 48)
+    assert problem.message.startswith("execution must be a mapping, not a list")

@@ -572,8 +572,9 @@ class V4Checker(_SuiteChecker):
                                                                  "value": value}]}]
         own = self._messages_of(value, (*path, "input"))
         prefix = suite.get("input")
-        if own is None or prefix is None or (raw.get("execution") or {}) \
-                .get("skip_defaults") is True:
+        execution = raw.get("execution")
+        if own is None or prefix is None or (isinstance(execution, dict) and
+                                             execution.get("skip_defaults") is True):
             return own
         before = self._messages_of(prefix, ("input",))
         if before is None:
