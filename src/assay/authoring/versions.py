@@ -20,11 +20,13 @@ scoring policies) is refused, located in the source.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.judges.deterministic.assertions import CHECKS, assertion_name
 from assay.judges.llm.llm_judge import DEFAULT_PROMPT as V2_DEFAULT_PROMPT
 from assay.suites.agentv4 import DEFAULT_PROMPT as V4_DEFAULT_PROMPT
 from assay.suites.agentv4 import GRADERS, is_agentv4
@@ -317,8 +319,6 @@ def _distinct_names(entries: list[Any]) -> list[Any]:
 
 
 def _entry_v2(entry: Any, base: Path) -> Any:
-    from assay.judges.deterministic.assertions import CHECKS, assertion_name
-
     if not isinstance(entry, dict):
         return entry
     kind = str(entry.get("type"))
@@ -346,8 +346,6 @@ def _entry_v2(entry: Any, base: Path) -> Any:
     elif spelled in ("code-grader", "code-judge"):
         fields.setdefault("name", spelled)
         command = fields.pop("command", fields.pop("script", None))
-        import shlex
-
         fields["script"] = shlex.split(command) if isinstance(command, str) else command
         out = {"type": "code_judge", **fields}
     elif spelled == "composite":
