@@ -24,6 +24,7 @@ from assay.judges.code.webhook import Webhook
 from assay.llm import JudgeEngine
 from assay.types import Case, Execution
 from tests.test_agentv4 import cli_agent, write
+from tests.test_cli_run import assay as assay_cli
 
 CASE = Case(id="c1", input="What is the capital of France?", expected_output="Paris",
             expected_outcomes=["Names Paris"], metadata={"topic": "geo"})
@@ -208,6 +209,37 @@ def test_python_and_javascript_graders_in_a_suite_file(tmp_path):
     assert [(s.name, s.value, s.rationale) for s in record.scores] == [
         ("python", 1.0, "assertion passed"), ("javascript", 1.0, "length 5")]
     assert record.score == 1.0
+
+
+def test_python_that_does_not_compile_is_located_before_the_agent_runs(tmp_path):
+    """Found when the suite is read (compiling runs nothing), at the code's own place, not as
+    an error score once every case has been answered; a parser overflow is a problem too."""
+    write(tmp_path / "EVAL.yaml", """
+        tests:
+          - id: a
+            input: hi
+            assertions:
+              - {type: contains, value: hi}
+              - {type: python, value: "return ("}
+              - type: python
+                value: |
+                  words = output.split()
+                  if words
+                      return 1
+              - {type: python, value: "%s1"}
+        """ % ("-" * 100_000))
+    out = assay_cli(tmp_path, "validate", "EVAL.yaml")
+    assert out.returncode == 2, out.stdout + out.stderr
+    said = out.stdout + out.stderr
+    assert "EVAL.yaml:6:31: inline_code evaluator value: the python code does not compile: " \
+        "invalid syntax (its line 1)" in said
+    assert "EVAL.yaml:8:16: inline_code evaluator value: the python code does not compile: " \
+        "expected ':' (its line 2)" in said
+    assert "EVAL.yaml:12:31: inline_code evaluator value: the python code does not " \
+        "compile: it is nested too deeply" in said
+    assert "Traceback" not in said
+    # another interpreter's Python may read what this one cannot: left to it
+    assert InlineCode(language="python", value="print 'x'", interpreter="python2").value
 
 
 def test_inline_code_needs_code(tmp_path):

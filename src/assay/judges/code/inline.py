@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, cast
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from assay._util.limits import TimeoutS
 from assay.errors import EvaluationError
@@ -33,16 +34,22 @@ from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.score import Score
 
-PYTHON_HARNESS = r"""
+PYTHON_MAIN = r"""
+def as_main(code):
+    if "\n" in code.strip():
+        body = "\n".join("    " + line for line in code.split("\n"))
+    else:
+        body = "    return " + code.strip()
+    return "def main(output, context):\n" + body + "\n"
+"""
+"""AgentV's way of making an assertion's code the body of ``main(output, context)`` (one line
+is an expression to return): the harness's, and the loader's to check that it compiles."""
+
+PYTHON_HARNESS = PYTHON_MAIN + r"""
 import json, sys
 payload = json.load(sys.stdin)
-code = payload["code"]
-if "\n" in code.strip():
-    body = "\n".join("    " + line for line in code.split("\n"))
-else:
-    body = "    return " + code.strip()
 namespace = {}
-exec(compile("def main(output, context):\n" + body + "\n", "<assertion>", "exec"), namespace)
+exec(compile(as_main(payload["code"]), "<assertion>", "exec"), namespace)
 result = namespace["main"](payload.get("output", ""), payload.get("context", {}))
 sys.stdout.write("\n" + json.dumps({"result": result}) + "\n")
 """
@@ -69,6 +76,16 @@ process.stdin.on("end", async () => {
 });
 """
 """AgentV's way of turning the code into a function body, then the same protocol."""
+
+
+def _load_as_main() -> Callable[[str], str]:
+    namespace: dict[str, Any] = {}
+    exec(PYTHON_MAIN, namespace)  # this module's own constant: no user input
+    return cast(Callable[[str], str], namespace["as_main"])
+
+
+_as_main = _load_as_main()
+"""The harness's :data:`PYTHON_MAIN` here, so the loader wraps code exactly as the harness."""
 
 
 def assertion_context(case: Case, execution: Execution, config: dict[str, Any] | None,
@@ -167,11 +184,11 @@ class InlineCode(Evaluator):
 
     type = "inline_code"
     language: Literal["python", "javascript"]
-    value: str = Field(description="the code: an expression, or the body of "
-                       "main(output, context)")
     interpreter: list[str] | None = Field(
         default=None, description="the program that runs it [default: this Python for "
         "python, node for javascript]")
+    value: str = Field(description="the code: an expression, or the body of "
+                       "main(output, context)")
     threshold: float = Field(default=ANY_SCORE, ge=0, le=1, description="a score at or "
                              "above this passes [default: any score above 0, as in AgentV]")
     config: dict[str, Any] = Field(default_factory=dict,
@@ -185,9 +202,24 @@ class InlineCode(Evaluator):
 
     @field_validator("value")
     @classmethod
-    def _some_code(cls, value: str) -> str:
+    def _some_code(cls, value: str, info: ValidationInfo) -> str:
+        """Empty code, or Python code that cannot compile, is refused when the suite is read
+        (compiling runs nothing), not found once the agent has answered. Under another
+        interpreter, whose Python may differ, it is left to run."""
         if not value.strip():
             raise ValueError("the code is empty")
+        if info.data.get("language") == "python" and info.data.get("interpreter") is None:
+            try:
+                compile(_as_main(value), "<assertion>", "exec")
+            except SyntaxError as exc:
+                line = max((exc.lineno or 1) - 1, 1)  # the code's line, not main's
+                raise ValueError(f"the python code does not compile: {exc.msg} (its line "
+                                 f"{line})") from None
+            except (RecursionError, MemoryError):  # the parser's stack, not the machine's
+                raise ValueError("the python code does not compile: it is nested too "
+                                 "deeply") from None
+            except ValueError as exc:  # a NUL in the code, say
+                raise ValueError(f"the python code does not compile: {exc}") from None
         return value
 
     @field_validator("interpreter", mode="before")
