@@ -87,20 +87,42 @@ def test_the_judge_prompt_fills_agentv_4_variables(tmp_path, mock_server):
             criteria: Names the capital
             input: What is the capital of France?
             expected_output: Paris
+            metadata: {topic: geo, tags: [a, b]}
             assertions:
               - type: llm-grader
                 prompt: |
                   Q={{input}} A={{output}} C={{criteria}} R={{expected_output}}
+                  M={{metadata}} J={{metadata_json}}
                   <<mock:{"score": 0.5, "hits": [], "misses": [], "reasoning": "ok"}>>
         """)
     record = assay.evaluate(suite).records[0]
     (score,) = record.scores
     assert score.value == 0.5 and score.name == "llm-grader"
     user = score.details["judge_request"][-1]["content"]
+    # metadata as AgentV 4 writes it: JSON.stringify(m, null, 2) and JSON.stringify(m)
     for label, value in (("Q=", "What is the capital of France?"), ("A=", "Paris."),
-                         ("C=", "Names the capital"), ("R=", "Paris")):
+                         ("C=", "Names the capital"), ("R=", "Paris"),
+                         ("M=", '{\n  "topic": "geo",\n  "tags": [\n    "a",\n    "b"\n  ]\n}'),
+                         ("J=", '{"topic":"geo","tags":["a","b"]}')):
         _head, _, rest = user.partition(label)
         assert value in rest.split("\n</")[0], (label, user)
+
+
+def test_agentv_4_variables_assay_does_not_fill_are_located_never_empty(tmp_path):
+    suite = write(tmp_path / "EVAL.yaml", """
+        tests:
+          - id: t
+            criteria: Names the capital
+            input: What is the capital of France?
+            assertions:
+              - type: llm-grader
+                prompt: "{{output}} {{tool_calls}} {{rubrics}} {{rubrics_json}} {{file_changes}}"
+        """)
+    (problem,) = check_any(suite, targets=False)[1]
+    assert (problem.line, problem.column) == (7, 17)
+    assert "unknown variable(s) {{tool_calls}}, {{rubrics}}, {{rubrics_json}}, " \
+        "{{file_changes}}" in problem.message
+    assert "{{metadata_json}}" in problem.message  # among those accepted
 
 
 def test_a_test_without_assertions_gets_agentv_4s_default_grader(tmp_path, mock_server):

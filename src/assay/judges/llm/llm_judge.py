@@ -5,8 +5,8 @@ The judge answers ``{score 0-1, hits, misses, reasoning}``. Template variables a
 ``{{input_messages}}``, ``{{expected_messages}}``, ``{{output_messages}}``, ``{{note}}``, plus
 ``{{guidelines}}`` and ``{{context}}``; and AgentV 4's names for the same values, ``{{input}}``
 (the question), ``{{output}}`` (the answer), ``{{criteria}}`` (the expected outcome) and
-``{{expected_output}}`` (the reference answer), with ``{{metadata}}`` (the case's metadata as
-JSON). A template that uses any other variable is rejected when the judge is built, before any
+``{{expected_output}}`` (the reference answer), with ``{{metadata}}`` and ``{{metadata_json}}``
+(the case's metadata as indented and as one-line JSON, empty when it has none). A template that uses any other variable is rejected when the judge is built, before any
 call.
 
 An executable prompt template (AgentV's ``prompt: {script: [...], config: {...}}``) is a
@@ -37,11 +37,13 @@ from assay.judges.llm.templates import as_text, delimit, render, used_variables
 from assay.judges.registry import register
 from assay.types.case import Case
 from assay.types.execution import Execution
+from assay.types.json import dump_json
 from assay.types.score import Score
 
 VARIABLES = ("question", "expected_outcome", "candidate_answer", "reference_answer",
              "input_messages", "expected_messages", "output_messages", "note", "guidelines",
-             "context", "input", "output", "criteria", "expected_output", "metadata")
+             "context", "input", "output", "criteria", "expected_output", "metadata",
+             "metadata_json")
 ANSWER_VARIABLES = ("candidate_answer", "output_messages", "output")
 """What shows the judge the agent's answer: a prompt uses one, or says it does not."""
 
@@ -95,6 +97,17 @@ def _input_messages(case: Case, execution: Execution) -> Any:
     return [{"role": "user", "content": case.question()}]
 
 
+def _metadata(indent: int | None) -> Callable[[Case, Execution], str]:
+    """AgentV 4's ``{{metadata}}`` (``indent`` 2) and ``{{metadata_json}}`` (one line), as
+    its ``JSON.stringify`` writes them: the case's own metadata, without what the loader
+    keeps there; empty when there is none."""
+    def value(case: Case, execution: Execution) -> str:
+        own = {k: v for k, v in case.metadata.items()
+               if k not in ("expected_messages", "input_files")}
+        return dump_json(own, indent=indent, tight=indent is None) if own else ""
+    return value
+
+
 def _context(case: Case, execution: Execution) -> str:
     return ("\n\n".join(d.content for d in execution.retrieved_context)
             or "\n\n".join(case.reference_context))
@@ -111,8 +124,8 @@ _RAW_VALUES: dict[str, Callable[[Case, Execution], Any]] = {
     "note": lambda case, execution: as_text(case.metadata.get("note", "")),
     "guidelines": lambda case, execution: "\n".join(case.guidelines),
     "context": _context,
-    "metadata": lambda case, execution: {k: v for k, v in case.metadata.items()
-                                         if k not in ("expected_messages", "input_files")},
+    "metadata": _metadata(2),
+    "metadata_json": _metadata(None),
 }
 _RAW_VALUES.update({"input": _RAW_VALUES["question"], "output": _RAW_VALUES["candidate_answer"],
                     "criteria": _RAW_VALUES["expected_outcome"],
