@@ -238,7 +238,7 @@ def test_rerun_failed_runs_only_what_failed_in_a_new_whole_run(tmp_path):
     from assay.store.runs import open_store
 
     opened = open_store(store)
-    new_id = next(r["id"] for r in opened.runs() if r["id"] != first_id)
+    new_id = next(r.id for r in opened.run_records() if r.id != first_id)
     new_run, old_run = opened.run_record(new_id), opened.run_record(first_id)
     assert new_run.status.value == "completed"
     assert new_run.config.model_extra["rerun_of"] == first_id
