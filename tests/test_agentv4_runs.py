@@ -193,6 +193,25 @@ def test_a_budget_cannot_be_kept_on_an_unknown_cost(tmp_path, mock_server):
     assert result.run.status.value == "interrupted"
 
 
+def test_a_cases_cost_counts_the_analysis_of_its_failure():
+    """--cause-analysis makes one more judge call per failed case: the budget counts it, and
+    an analysis of unknown price makes the case's cost unknown."""
+    from assay.run.budget import record_cost
+    from assay.types import Case, Execution, Score
+    from assay.types.records import CaseRecord, CauseAnalysis, Verdict
+    from assay.types.usage import Usage
+
+    case = Case(id="c", input="q")
+    judged = Score(name="j", value=0.0, usage=Usage(calls=1, cost=0.25))
+    record = CaseRecord(case_id="c", case=case, execution=Execution(input="q", output="a"),
+                        scores=[judged], verdict=Verdict.FAIL)
+    assert record_cost(record) == 0.25
+    record.cause_analysis = CauseAnalysis(usage=Usage(calls=1, cost=0.5))
+    assert record_cost(record) == 0.75
+    record.cause_analysis = CauseAnalysis(usage=Usage(calls=1, prompt_tokens=9, cost=None))
+    assert record_cost(record) is None
+
+
 # -- --rerun-failed ------------------------------------------------------------------------------
 
 FLAKY_AGENT = """

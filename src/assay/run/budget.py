@@ -9,8 +9,8 @@ next case would not fit, the run stops starting cases: those in flight finish an
 the others are simply not run (never counted as errors), and the run is left interrupted, so
 ``assay run --resume RUN_ID`` (with a new ``--budget-usd``, or none) runs exactly them.
 
-What a case costs is its judges' calls, the simulated user's calls, and what its agent
-reported. A cost that is unknown (a model without a price, an agent that reported tokens but
+What a case costs is its judges' calls, the simulated user's calls, the call that analysed
+its failure (``--cause-analysis``), and what its agent reported. A cost that is unknown (a model without a price, an agent that reported tokens but
 no cost) cannot be kept within a budget: the run stops there and says so, since an unknown
 cost is not a free one (give prices with ``$ASSAY_PRICES``).
 """
@@ -24,8 +24,8 @@ from assay.types.records import CaseRecord
 
 
 def record_cost(record: CaseRecord) -> float | None:
-    """What a case cost in USD (judges, simulated user, the agent's reported cost); None
-    when any part of it is unknown."""
+    """What a case cost in USD (judges, simulated user, cause analysis, the agent's reported
+    cost); None when any part of it is unknown."""
     total = 0.0
     usage = record.execution.usage
     if usage is not None and (usage.prompt_tokens or usage.completion_tokens or
@@ -37,6 +37,8 @@ def record_cost(record: CaseRecord) -> float | None:
     parts = [s.usage for s in record.scores]
     if conversation is not None:
         parts.append(conversation.simulator_usage)
+    if record.cause_analysis is not None:
+        parts.append(record.cause_analysis.usage)
     for part in parts:
         if part.cost is None:
             return None
