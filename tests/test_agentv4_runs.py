@@ -271,6 +271,27 @@ def test_rerun_failed_runs_only_what_failed_in_a_new_whole_run(tmp_path):
     assert old_run.summary is not None and old_run.summary.cases == 3
 
 
+def test_rerun_failed_of_a_run_stored_under_a_given_id_gets_an_id_of_its_own(tmp_path):
+    """A run given its id (uipath eval's --eval-set-run-id) records it; its re-run is a new
+    run, so it takes a new id rather than being refused as that run already stored."""
+    from assay.types.config import RunConfig
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    rows = [{"id": "a", "input": "q", "expected_output": "q"},
+            {"id": "b", "input": "x", "expected_output": "y"}]
+    first = assay.evaluate(rows, target=echo, evaluators=["exact_match"], store=store,
+                           config=RunConfig(run_id="nightly-1"))
+    assert first.run_id == "nightly-1"
+    again = assay.rerun_failed("nightly-1", store=store, target=echo, data=rows)
+    assert again.run_id != "nightly-1"
+    assert again.run.config.model_extra["rerun_of"] == "nightly-1"
+    assert sorted(r.case_id for r in again.records) == ["a", "b"]
+
+
+def echo(question: str) -> str:
+    return question
+
+
 def test_rerun_failed_of_a_run_still_running_is_refused(tmp_path):
     from assay.store.runs import open_store
 

@@ -372,6 +372,7 @@ async def _rerun(run_store: RunStore, stored: RunRecord, parts: tuple[
     """The session of a new run that re-runs ``stored``'s failures (see
     :func:`rerun_failed_async`)."""
     suite, config, policy, given = parts
+    config.run_id = None  # a new run: never the id the re-run one was given (--run-id)
     records = run_store.case_records(stored.id)
     kept = [r for r in records if r.verdict not in (Verdict.FAIL, Verdict.ERROR)]
     if on_notice:
