@@ -9,18 +9,21 @@ their change in words.
 
 from __future__ import annotations
 
+import difflib
+import json
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from assay.analysis.compare import Comparison, MetricAggregateDelta
+from assay.analysis.compare import Comparison
+from assay.analysis.significance import PairedComparison
 from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal
 from assay.types import numbers
-from assay.types.records import RunSummary
+from assay.types.records import CaseRecord, RunSummary
 
 STATUS_STYLE = {"regression": "red", "improvement": "green", "unchanged": "white",
                 "error": "magenta"}
@@ -47,6 +50,36 @@ class CaseRow(BaseModel):
     candidate: str
     change: str
     passed: str
+    direction: Direction = "unknown"
+    latency_change: str = Field(default=numbers.MISSING, description="the change of the "
+                                "case's mean agent latency")
+
+
+class SignificanceRow(BaseModel):
+    """One paired test of a comparison, shown: its difference and interval on the scale of
+    what it tests, its p-value and its outcome."""
+
+    name: str = Field(description="the test's key in Comparison.significance")
+    label: str
+    method: str
+    pairs: str
+    difference: str
+    interval: str
+    p_value: str
+    outcome: Literal["significant", "not significant", "not tested"]
+    direction: Direction
+    warnings: list[str] = Field(default_factory=list)
+
+
+class EvaluatorRow(BaseModel):
+    """One evaluator's (or one metric's) figure in both runs, shown."""
+
+    name: str
+    scale: str = Field(description="what the figures are: mean (0-1), pass fraction, or 0-5")
+    baseline: str
+    candidate: str
+    change: str
+    direction: Direction
 
 
 def _direction(delta: float | None, higher_is_better: bool) -> Direction:
@@ -83,38 +116,6 @@ def figure_rows(result: Comparison) -> list[FigureRow]:
     ]
 
 
-def _metric_row(metric: MetricAggregateDelta) -> FigureRow:
-    """A judge metric over the matched cases: a pass/fail one as the share that passed, a
-    rated one on its 0-5 scale."""
-    if metric.is_binary:
-        return FigureRow(label=f"{metric.metric} (pass fraction)",
-                         baseline=numbers.percent(metric.baseline),
-                         candidate=numbers.percent(metric.candidate),
-                         change=numbers.percent_points(metric.delta),
-                         direction=_direction(metric.delta, True))
-    return FigureRow(label=f"{metric.metric} (0-5)", baseline=numbers.points(metric.baseline, 5),
-                     candidate=numbers.points(metric.candidate, 5),
-                     change=numbers.points_delta(metric.delta),
-                     direction=_direction(metric.delta, True))
-
-
-def metric_rows(result: Comparison, baseline: RunSummary | None = None,
-                candidate: RunSummary | None = None) -> list[FigureRow]:
-    """Each evaluator's mean value (0-1) in the two runs, when their summaries are given,
-    then each judge metric over the matched cases."""
-    before = baseline.evaluators if baseline is not None else {}
-    after = candidate.evaluators if candidate is not None else {}
-    rows = []
-    for name in sorted(before.keys() | after.keys()):
-        b = before[name].mean if name in before else None
-        c = after[name].mean if name in after else None
-        delta = None if b is None or c is None else c - b
-        rows.append(FigureRow(label=name, baseline=numbers.score(b), candidate=numbers.score(c),
-                              change=numbers.score_delta(delta),
-                              direction=_direction(delta, True)))
-    return rows + [_metric_row(m) for m in result.aggregate.per_metric_aggregate_deltas]
-
-
 class ReasonRow(BaseModel):
     """A regression reason, with the p-value of its paired test shown (None: no test)."""
 
@@ -131,40 +132,6 @@ def reason_rows(result: Comparison) -> list[ReasonRow]:
                       counted=r.counted) for r in result.verdict.reason_details]
 
 
-class SignificanceRow(BaseModel):
-    """A paired test's figures, shown in the unit of what it compared."""
-
-    pairs: str
-    difference: str
-    interval: str
-    p_value: str
-
-
-def _difference(name: str) -> Callable[[float | None], str]:
-    """How a test's difference reads: the pass share in points of percent, the 0-100 score
-    in points, latency in milliseconds, a metric's mean as a 0-1 score."""
-    if name == "cases":
-        return numbers.percent_points
-    if name == "score":
-        return numbers.points_delta
-    if name == "latency":
-        return numbers.milliseconds_delta
-    return numbers.score_delta
-
-
-def significance_rows(result: Comparison) -> dict[str, SignificanceRow]:
-    """Each paired test's figures, by the test's name in ``Comparison.significance``."""
-    rows = {}
-    for name, test in result.significance.items():
-        shown = _difference(name)
-        interval = numbers.MISSING if test.ci_low is None else \
-            f"[{shown(test.ci_low)}, {shown(test.ci_high)}]"
-        rows[name] = SignificanceRow(pairs=numbers.count(test.n_paired),
-                                     difference=shown(test.diff), interval=interval,
-                                     p_value=numbers.p_value(test.p_value))
-    return rows
-
-
 def case_rows(result: Comparison, limit: int | None = None) -> list[CaseRow]:
     """The matched cases, as every surface shows them (scores on the 0-100 scale)."""
     cases = result.test_case_comparisons if limit is None else \
@@ -173,12 +140,89 @@ def case_rows(result: Comparison, limit: int | None = None) -> list[CaseRow]:
     def passed(value: bool | None) -> str:
         return "-" if value is None else "pass" if value else "not passed"
 
+    direction: dict[str, Direction] = {"regression": "worse", "improvement": "better",
+                                       "unchanged": "same", "error": "unknown"}
     return [CaseRow(case_id=case.test_case_id, status=case.status,
                     baseline=numbers.points(case.baseline_score),
                     candidate=numbers.points(case.candidate_score),
                     change=numbers.points_delta(case.score_delta),
-                    passed=f"{passed(case.baseline_passed)} → {passed(case.candidate_passed)}")
+                    passed=f"{passed(case.baseline_passed)} → {passed(case.candidate_passed)}",
+                    direction=direction.get(case.status, "unknown"),
+                    latency_change=numbers.latency_change(case.latency_delta_ms))
             for case in cases]
+
+
+_TESTS: dict[str, tuple[str, Callable[[float | None], str], bool]] = {
+    "cases": ("pass/fail (McNemar)", numbers.percent_points, True),
+    "score": ("score, 0-100 (Wilcoxon)", numbers.points_delta, True),
+    "latency": ("agent latency (Wilcoxon)", numbers.latency_change, False),
+}
+"""Each test's label, how its difference reads, and whether higher is better."""
+
+
+def significance_rows(result: Comparison) -> list[SignificanceRow]:
+    """The paired tests of a comparison, as the compare page shows them: each difference on
+    its own scale (pass rate in points, score in points of 0-100, latency in ms, a metric in
+    points of 0-5), with its 95% interval and p-value."""
+    rows = []
+    for name, test in result.significance.items():
+        label, shown, higher_is_better = _TESTS.get(
+            name, (f"{name.removeprefix('metric/')}, 0-5 (Wilcoxon)", numbers.points_delta,
+                   True))
+        rows.append(SignificanceRow(
+            name=name, label=label, method=test.method or test.status,
+            pairs=numbers.count(test.n_paired), difference=shown(test.diff),
+            interval=_interval(test, shown), p_value=numbers.p_value(test.p_value),
+            outcome=_outcome(test),
+            direction=_direction(test.diff, higher_is_better) if test.significant
+            else "same" if test.status == "ok" else "unknown",
+            warnings=list(test.warnings)))
+    return rows
+
+
+def _five(value: float | None) -> str:
+    return numbers.points(value, 5)
+
+
+def _interval(test: PairedComparison, shown: Callable[[float | None], str]) -> str:
+    if test.ci_low is None or test.ci_high is None:
+        return numbers.MISSING
+    return f"[{shown(test.ci_low)}, {shown(test.ci_high)}]"
+
+
+def _outcome(test: PairedComparison) -> Literal["significant", "not significant",
+                                                 "not tested"]:
+    if test.status != "ok" or test.p_value is None:
+        return "not tested"
+    return "significant" if test.significant else "not significant"
+
+
+def evaluator_rows(result: Comparison, baseline: RunSummary | None = None,
+                   candidate: RunSummary | None = None) -> list[EvaluatorRow]:
+    """Each evaluator's mean (0-1) in both runs' summaries, when given, then each
+    multi-metric judge's metric over the matched cases (a binary metric as the fraction
+    passed, a scored one on its 0-5 scale)."""
+    def means(summary: RunSummary | None) -> dict[str, float | None]:
+        return {} if summary is None else \
+            {name: e.mean for name, e in summary.evaluators.items()}
+
+    before, after = means(baseline), means(candidate)
+    rows = []
+    for name in sorted(set(before) | set(after)):
+        b, c = before.get(name), after.get(name)
+        delta = None if b is None or c is None else c - b
+        rows.append(EvaluatorRow(name=name, scale="mean, 0-1", baseline=numbers.score(b),
+                                 candidate=numbers.score(c), change=numbers.score_delta(delta),
+                                 direction=_direction(delta, True)))
+    for metric in result.aggregate.per_metric_aggregate_deltas:
+        value, change, scale = (numbers.percent, numbers.percent_points, "pass fraction") \
+            if metric.is_binary else (_five, numbers.points_delta, "0-5")
+        rows.append(EvaluatorRow(name=metric.metric, scale=scale,
+                                 baseline=value(metric.baseline),
+                                 candidate=value(metric.candidate),
+                                 change=change(metric.delta),
+                                 direction=_direction(metric.delta, True)))
+    return rows
 
 
 def thresholds_text(result: Comparison) -> str:
@@ -196,6 +240,128 @@ def thresholds_text(result: Comparison) -> str:
         text += ("; a reason counts only when significant at "
                  f"{numbers.p_value(result.verdict.require_significance)}")
     return text
+
+
+# -- one case in both runs -------------------------------------------------------------------
+
+SIDE_CHARS = 50_000
+"""The most of one output a side-by-side view shows (the case page has the whole)."""
+DIFF_LINES = 4_000
+"""The most lines of each output the text diff compares."""
+
+
+class ScoreLine(BaseModel):
+    """One evaluator's score on one side of a case, shown."""
+
+    name: str
+    value: str
+    state: Literal["passed", "failed", "scored", "error", "not applicable"]
+    rationale: str | None = None
+
+
+class CaseSideView(BaseModel):
+    """One run's execution of a case, shown beside the other run's."""
+
+    run_id: str
+    repeat: int
+    verdict: str
+    score: str
+    output: str = Field(description="the output as text (JSON pretty-printed), cut at "
+                        f"{SIDE_CHARS:,} characters with a marker")
+    error: str | None = None
+    latency: str
+    scores: list[ScoreLine] = Field(default_factory=list)
+
+
+class DiffLine(BaseModel):
+    """A line of the text diff of two outputs: in both, only the baseline's or only the
+    candidate's."""
+
+    op: Literal["same", "removed", "added"]
+    text: str
+
+
+class CaseSides(BaseModel):
+    """A case in two runs side by side: the case as the candidate ran it, both executions,
+    and the line diff of their outputs."""
+
+    case_id: str
+    input: str
+    expected: str | None = None
+    baseline: CaseSideView | None = None
+    candidate: CaseSideView | None = None
+    diff: list[DiffLine] = Field(default_factory=list)
+    diff_cut: bool = Field(default=False, description="an output had more lines than the "
+                           f"diff compares ({DIFF_LINES:,}); the diff covers the first ones")
+
+
+def as_text(value: Any) -> str:
+    """A value as people read it: text as it is, anything else as indented JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _cut(text: str) -> str:
+    from assay.report.views import cut_marker
+
+    return text if len(text) <= SIDE_CHARS else text[:SIDE_CHARS] + cut_marker(len(text))
+
+
+def _score_line(score: Any) -> ScoreLine:
+    state: Literal["passed", "failed", "scored", "error", "not applicable"]
+    if score.error is not None:
+        state, value = "error", score.error.code
+    elif score.value is None:
+        state, value = "not applicable", numbers.MISSING
+    else:
+        state = "passed" if score.passed else "failed" if score.passed is False else "scored"
+        value = numbers.score(score.value)
+    return ScoreLine(name=score.name, value=value, state=state, rationale=score.rationale)
+
+
+def case_side(record: CaseRecord) -> CaseSideView:
+    """One run's record of a case, shown."""
+    from assay.run.policies.base import points
+
+    return CaseSideView(
+        run_id=record.run_id, repeat=record.repeat, verdict=record.verdict.value,
+        score=numbers.points(points(record)), output=_cut(as_text(record.output)),
+        error=record.error, latency=numbers.milliseconds(record.execution.latency_ms),
+        scores=[_score_line(s) for s in record.scores])
+
+
+def text_diff(before: str, after: str) -> tuple[list[DiffLine], bool]:
+    """The line diff of two texts (their first :data:`DIFF_LINES` lines), and whether
+    either had more."""
+    a, b = before.splitlines(), after.splitlines()
+    cut = len(a) > DIFF_LINES or len(b) > DIFF_LINES
+    a, b = a[:DIFF_LINES], b[:DIFF_LINES]
+    lines: list[DiffLine] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            lines += [DiffLine(op="same", text=x) for x in a[i1:i2]]
+            continue
+        lines += [DiffLine(op="removed", text=x) for x in a[i1:i2]]
+        lines += [DiffLine(op="added", text=x) for x in b[j1:j2]]
+    return lines, cut
+
+
+def case_sides(case_id: str, baseline: CaseRecord | None,
+               candidate: CaseRecord | None) -> CaseSides:
+    """A case in two runs side by side (either may lack it), with its outputs' diff."""
+    shown = candidate or baseline
+    case = shown.case if shown is not None else None
+    diff, cut = text_diff(as_text(baseline.output) if baseline else "",
+                          as_text(candidate.output) if candidate else "")
+    return CaseSides(
+        case_id=case_id, input=_cut(as_text(shown.input)) if shown else "",
+        expected=None if case is None or case.expected_output is None
+        else _cut(as_text(case.expected_output)),
+        baseline=case_side(baseline) if baseline else None,
+        candidate=case_side(candidate) if candidate else None, diff=diff, diff_cut=cut)
 
 
 def print_comparison(console: Console, result: Comparison,
@@ -225,8 +391,9 @@ def print_comparison(console: Console, result: Comparison,
                   f"{d.total_unchanged} unchanged, {d.total_errors} error(s); only in the "
                   f"baseline {len(result.baseline_only_test_cases)}, only in the candidate "
                   f"{len(result.candidate_only_test_cases)}", highlight=False, markup=False)
-    for row in metric_rows(result):
-        console.print(f"  {for_terminal(row.label)}: {row.baseline} → {row.candidate} "
+    for row in evaluator_rows(result):
+        console.print(f"  {for_terminal(row.name)} ({row.scale}): {row.baseline} → "
+                      f"{row.candidate} "
                       f"({row.change})", highlight=False, markup=False)
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {for_terminal(warning)}", highlight=False)
@@ -269,6 +436,7 @@ def comparison_markdown(result: Comparison, fail_on_thresholds: bool = True,
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CaseRow", "FigureRow", "ReasonRow", "SignificanceRow", "case_rows",
-           "comparison_markdown", "figure_rows", "metric_rows", "print_comparison",
-           "reason_rows", "significance_rows", "thresholds_text"]
+__all__ = ["CaseRow", "CaseSideView", "CaseSides", "DiffLine", "EvaluatorRow", "FigureRow",
+           "ReasonRow", "SignificanceRow", "as_text", "case_rows", "case_side", "case_sides",
+           "comparison_markdown", "evaluator_rows", "figure_rows", "print_comparison",
+           "reason_rows", "significance_rows", "text_diff", "thresholds_text"]

@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import Body, FastAPI, Query, Request
@@ -49,6 +49,8 @@ from assay.analysis.compare import (
     RunNotFound,
 )
 from assay.errors import ConfigError
+from assay.report import export
+from assay.report.comparison import CaseSides, case_sides
 from assay.report.views import (
     CaseDetail,
     RunDetail,
@@ -63,7 +65,14 @@ from assay.report.views import (
 )
 from assay.run.display import scale_for
 from assay.server import STATIC_DIR, otlp
-from assay.server.comparison import ServedComparison, compare
+from assay.server.comparison import (
+    CASES_SHOWN,
+    CaseOrder,
+    CaseSelection,
+    ComparisonCache,
+    ServedComparison,
+    compare,
+)
 from assay.server.launches import (
     NO_CONTROL_CHARACTERS,
     Launcher,
@@ -186,6 +195,46 @@ def _time(value: datetime | None) -> float | None:
     return value.timestamp()
 
 
+ExportFormat = Literal["csv", "json"]
+ScoreBin = Annotated[int | None, Query(ge=0, lt=queries.BINS, description=(
+    "a bin of GET /runs/{id}/histograms (0 to 9): the cases whose score, or whose value from "
+    "'evaluator', falls in it"))]
+EXPORT_PAGE = 500
+EXPORT_CHARS = 10_000
+"""The most of each text an exported row holds."""
+
+
+def _file_name(text: str) -> str:
+    """A download's name: the characters a file name may safely hold."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:150]
+
+
+def _case_filter(verdict: list[str], evaluator: str | None,
+                 evaluator_state: queries.EvaluatorState | None, q: str | None,
+                 score_bin: int | None) -> queries.CaseFilter:
+    try:
+        return queries.CaseFilter(verdicts=_verdicts(verdict), evaluator=evaluator,
+                                  evaluator_state=evaluator_state, text=q or None,
+                                  score_bin=score_bin)
+    except ConfigError as exc:
+        raise ApiError(400, "invalid_parameter", f"query parameter 'q': {exc.message}") \
+            from None
+
+
+def _statuses(values: list[str]) -> list[str]:
+    found = []
+    for value in values:
+        for part in value.split(","):
+            if part and part not in STATUS_NAMES:
+                raise _bad_value("case_status", part, "one of " + ", ".join(STATUS_NAMES))
+            if part:
+                found.append(part)
+    return found
+
+
+STATUS_NAMES = ("regression", "error", "improvement", "unchanged")
+
+
 def _verdicts(values: list[str]) -> list[Verdict]:
     found = []
     for value in values:
@@ -275,6 +324,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
                        body_limits={OTLP_PATH: settings.max_trace_bytes})
 
     histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
+    comparison_cache = ComparisonCache()
     count_cache: queries.CountCache = {}  # of finished runs only: their cases never change
 
     def store() -> RunStore:
@@ -388,14 +438,30 @@ def create_app(settings: ServerSettings) -> FastAPI:
                                                 "cases both hold")] = False,
             allow_incomplete: bool = False, allow_different_cases: bool = False,
             allow_different_evaluators: bool = False, allow_different_judge: bool = False,
-            allow_different_scoring: bool = False) -> ServedComparison:
+            allow_different_scoring: bool = False,
+            case_status: Annotated[list[str], Query(description=(
+                "per-case statuses to keep: regression, error, improvement, unchanged "
+                "(repeat the parameter, or separate with commas)"))] = [],  # noqa: B006
+            case_q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
+                "keep the cases whose id holds this text (in any case)"))] = None,
+            case_sort: CaseOrder = CaseOrder.STATUS,
+            case_limit: Annotated[int, Query(ge=1, le=CASES_SHOWN)] = CASES_SHOWN,
+            case_offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+            every_case: Annotated[bool, Query(include_in_schema=False)] = False) \
+            -> ServedComparison:
         """Compare a candidate run with a baseline: the candidate's policy's verdict with
         each reason's paired test, the significance of the paired differences (McNemar on
         pass flags, Wilcoxon on scores and latencies), aggregate and per-metric deltas,
         per-case statuses (regressions first), the config diff, and the figures and cases as
         every surface shows them. Runs that are not like for like are refused (400, every
         difference listed) unless each difference is allowed; thresholds not given keep their
-        defaults. The same pair gives the same verdict and counts as ``assay compare``."""
+        defaults. The same pair gives the same verdict and counts as ``assay compare``. The
+        per-case rows come a page at a time (``case_limit`` from ``case_offset``, filtered by
+        ``case_status`` and ``case_q``); a comparison of finished runs is computed once and
+        kept for the pages that follow."""
+        page = CaseSelection(statuses=tuple(_statuses(case_status)), text=case_q or "",
+                             order=case_sort, limit=10**9 if every_case else case_limit,
+                             offset=case_offset)
         given = {k: v for k, v in {
             "max_pass_rate_drop": max_pass_rate_drop, "max_avg_score_drop": max_avg_score_drop,
             "max_latency_increase_pct": max_latency_increase_pct}.items() if v is not None}
@@ -407,7 +473,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 allow_different_evaluators=allow_different_evaluators,
                 allow_different_judge=allow_different_judge,
                 allow_different_scoring=allow_different_scoring)
-            return compare(store(), baseline_run_id, candidate_run_id, options)
+            return compare(store(), baseline_run_id, candidate_run_id, options, page,
+                           comparison_cache)
         except RunNotFound as exc:
             raise ApiError(404, "run_not_found", exc.detail) from None
         except RunNotCompleted as exc:
@@ -416,6 +483,57 @@ def create_app(settings: ServerSettings) -> FastAPI:
             raise ApiError(400, "incomparable_runs", exc.detail) from None
         except (ConfigError, ValueError) as exc:
             raise ApiError(400, "invalid_parameter", str(exc)) from None
+
+    @app.get("/runs/compare/export", responses={**ERRORS, 200: {"content": {
+        "text/csv": {}, "application/json": {}}, "description": "the rows, as a file"}},
+        response_class=StreamingResponse, tags=["compare"])
+    def export_comparison(
+            baseline_run_id: Annotated[str, Query(min_length=1, max_length=200)],
+            candidate_run_id: Annotated[str, Query(min_length=1, max_length=200)],
+            format: ExportFormat = "csv",
+            max_pass_rate_drop: Annotated[float | None, Query(
+                ge=0, le=1, allow_inf_nan=False)] = None,
+            max_avg_score_drop: Annotated[float | None, Query(
+                ge=0, le=100, allow_inf_nan=False)] = None,
+            max_latency_increase_pct: Annotated[float | None, Query(
+                ge=0, allow_inf_nan=False)] = None,
+            require_significance: Annotated[float | None, Query(
+                gt=0, lt=1, allow_inf_nan=False)] = None,
+            matched_only: bool = False,
+            allow_incomplete: bool = False, allow_different_cases: bool = False,
+            allow_different_evaluators: bool = False, allow_different_judge: bool = False,
+            allow_different_scoring: bool = False,
+            case_status: Annotated[list[str], Query()] = [],  # noqa: B006
+            case_q: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+            case_sort: CaseOrder = CaseOrder.STATUS) -> StreamingResponse:
+        """The per-case rows of ``GET /runs/compare`` (the same parameters, every page), as
+        CSV or JSON: each case's status and both runs' pass, score (0-100) and latency."""
+        served = compare_runs(
+            baseline_run_id, candidate_run_id, max_pass_rate_drop, max_avg_score_drop,
+            max_latency_increase_pct, require_significance, matched_only, allow_incomplete,
+            allow_different_cases, allow_different_evaluators, allow_different_judge,
+            allow_different_scoring, case_status, case_q, case_sort, CASES_SHOWN, 0,
+            every_case=True)
+        rows = (export.comparison_row(case) for case in served.test_case_comparisons)
+        return _file(format, list(export.COMPARISON_COLUMNS), rows,
+                     f"{served.baseline_run_id}-vs-{served.candidate_run_id}")
+
+    @app.get("/runs/compare/case", response_model=CaseSides, responses=ERRORS,
+             tags=["compare"])
+    def compare_case(
+            baseline_run_id: Annotated[str, Query(min_length=1, max_length=200)],
+            candidate_run_id: Annotated[str, Query(min_length=1, max_length=200)],
+            case_id: Annotated[str, Query(min_length=1, max_length=1000)],
+            repeat: Annotated[int, Query(ge=0, le=10**6)] = 0) -> CaseSides:
+        """One case in two runs side by side: its input and expected output, each run's
+        output, verdict and scores, and the line diff of the two outputs. 404 when neither
+        run holds the case."""
+        found = [queries.case_record(store(), require_run(run_id).id, case_id, repeat)
+                 for run_id in (baseline_run_id, candidate_run_id)]
+        if found[0] is None and found[1] is None:
+            raise ApiError(404, "case_not_found", f"Case not found: {case_id!r} (repeat "
+                           f"{repeat}) in neither run")
+        return case_sides(case_id, found[0], found[1])
 
     @app.get("/runs/baseline", response_model=RunDetail, responses=ERRORS, tags=["baselines"])
     def get_baseline(suite: Annotated[str, Query(min_length=1, max_length=MAX_TEXT)],
@@ -482,23 +600,60 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 "agent's output or error (the first 500 characters of each); plain text on "
                 "one line (a control character is refused)"),
                 json_schema_extra={"pattern": NO_CONTROL_CHARACTERS})] = None,
+            score_bin: ScoreBin = None,
             sort: queries.CaseSort = queries.CaseSort.PROBLEMS,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> CasePage:
         """A page of a run's cases. ``problems`` (the default) puts errors, then failures,
         then borderline cases first, lowest score first."""
         run = require_run(run_id)
-        try:
-            where = queries.CaseFilter(verdicts=_verdicts(verdict), evaluator=evaluator,
-                                       evaluator_state=evaluator_state, text=q or None)
-        except ConfigError as exc:
-            raise ApiError(400, "invalid_parameter", f"query parameter 'q': {exc.message}") \
-                from None
+        where = _case_filter(verdict, evaluator, evaluator_state, q, score_bin)
         items, total = queries.case_page(
             store(), run.id, where, sort, limit, offset,
             count_cache if run.status is RunStatus.COMPLETED else None)
         return CasePage(items=shown_rows(items, scale_for(run)), total=total, limit=limit,
                         offset=offset)
+
+    @app.get("/runs/{run_id}/export", responses={**ERRORS, 200: {"content": {
+        "text/csv": {}, "application/json": {}}, "description": "the rows, as a file"}},
+        response_class=StreamingResponse, tags=["cases"])
+    def export_cases(
+            run_id: RunId, format: ExportFormat = "csv",
+            verdict: Annotated[list[str], Query(description=(
+                "verdicts to keep (repeat the parameter, or separate with commas)"))] = [],  # noqa: B006
+            evaluator: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+            evaluator_state: queries.EvaluatorState | None = None,
+            q: Annotated[str | None, Query(max_length=MAX_TEXT, json_schema_extra={
+                "pattern": NO_CONTROL_CHARACTERS})] = None,
+            score_bin: ScoreBin = None,
+            sort: queries.CaseSort = queries.CaseSort.PROBLEMS) -> StreamingResponse:
+        """Every case that the same filters as ``GET /runs/{id}/cases`` keep, in its order,
+        as CSV or JSON: the case, its verdict, score, latency, input, expected and actual
+        output (their first 10,000 characters), the evaluator that failed it with its
+        rationale, and each evaluator's value and state."""
+        run = require_run(run_id)
+        where = _case_filter(verdict, evaluator, evaluator_state, q, score_bin)
+        names = sorted(run.summary.evaluators) if run.summary else []
+
+        def rows() -> Iterator[dict[str, Any]]:
+            offset = 0
+            while True:
+                items, total = queries.case_page(store(), run.id, where, sort, EXPORT_PAGE,
+                                                 offset, preview=EXPORT_CHARS)
+                yield from (export.case_row(item, names) for item in items)
+                offset += EXPORT_PAGE
+                if not items or offset >= total:
+                    return
+
+        return _file(format, export.case_columns(names), rows(), f"{run.id}-cases")
+
+    def _file(format: str, columns: list[str], rows: Iterator[dict[str, Any]],
+              name: str) -> StreamingResponse:
+        return StreamingResponse(
+            export.chunks(format, columns, rows),  # type: ignore[arg-type]
+            media_type=export.MEDIA_TYPES[format], headers={
+                "content-disposition": f'attachment; filename="{_file_name(name)}.{format}"',
+                "cache-control": "no-store"})
 
     @app.get("/runs/{run_id}/case", response_model=CaseDetail, responses=ERRORS,
              tags=["cases"])

@@ -31,7 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
-from assay.errors import EvaluationError
+from assay.errors import ConfigError, EvaluationError
 from assay.store import schema
 from assay.store.runs import (
     RunStore,
@@ -48,6 +48,8 @@ from assay.types.score import Score
 
 PREVIEW_CHARS = 240
 """How much of a case's input and output a page of cases shows."""
+BINS = 10
+"""The bins of a score histogram (width 0.1; a 1.0 falls in the last)."""
 
 VERDICT_ORDER = (Verdict.ERROR, Verdict.FAIL, Verdict.BORDERLINE, Verdict.SKIPPED, Verdict.PASS)
 """Problems first: the order of the ``problems`` sort."""
@@ -62,6 +64,9 @@ class CaseSort(StrEnum):
     CASE = "case"
     FINISHED = "finished"
     FINISHED_DESC = "-finished"
+    CASE_DESC = "-case"
+    LATENCY = "latency"
+    LATENCY_DESC = "-latency"
 
 
 class EvaluatorState(StrEnum):
@@ -97,11 +102,17 @@ class CaseRow(_View):
     score: float | None = None
     target: str | None = None
     input_preview: str = ""
+    expected_preview: str = ""
     output_preview: str = ""
     target_error: str | None = None
     latency_ms: float | None = None
     finished_at: float | None = None
     scores: dict[str, ScoreCell] = Field(default_factory=dict)
+    failing_evaluator: str | None = Field(default=None, description=(
+        "the evaluator that failed the case: the first in error, else the failed one with "
+        "the lowest value"))
+    rationale_preview: str = Field(default="", description=(
+        "the failing evaluator's rationale (or its error's message), cut"))
 
 
 class RunItem(_View):
@@ -163,10 +174,15 @@ class CaseFilter:
     evaluator: str | None = None
     evaluator_state: EvaluatorState | None = None
     text: str | None = None
+    score_bin: int | None = None
+    """A bin of :func:`histograms` (0 to 9): the cases whose score (or, with ``evaluator``,
+    whose value from it) falls in it, by the rule that counts the bins."""
 
     def __post_init__(self) -> None:
         if self.text:
             check_query(self.text)
+        if self.score_bin is not None and not 0 <= self.score_bin < BINS:
+            raise ConfigError(f"score bin {self.score_bin}: expected 0 to {BINS - 1}")
 
 
 def run_target(run: RunRecord) -> str | None:
@@ -311,6 +327,15 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
         # that covers them) instead of probing the scores for every case.
         conditions.append(tuple_(cr.c.case_id, cr.c.repeat).in_(
             select(sc.c.case_id, sc.c.repeat).where(*match)))
+    if where.score_bin is not None:
+        if where.evaluator is not None:
+            sc = schema.scores
+            conditions.append(tuple_(cr.c.case_id, cr.c.repeat).in_(
+                select(sc.c.case_id, sc.c.repeat).where(
+                    sc.c.run_id == run_id, sc.c.evaluator == where.evaluator,
+                    sc.c.value.is_not(None), bin_of(sc.c.value) == where.score_bin)))
+        else:
+            conditions += [cr.c.score.is_not(None), bin_of(cr.c.score) == where.score_bin]
     if where.text:
         # As for an evaluator: the matching keys are read once from the narrow search table,
         # never from the cases' JSON.
@@ -354,6 +379,8 @@ def _segments(sort: CaseSort, where: CaseFilter) -> tuple[Any, list[_Segment]]:
         return None, [_Segment(0, None, [cr.c.created_at, *key])]
     if sort is CaseSort.FINISHED_DESC:
         return None, [_Segment(0, None, [c.desc() for c in (cr.c.created_at, *key)])]
+    if sort is CaseSort.CASE_DESC:
+        return None, [_Segment(0, None, [c.desc() for c in key])]
     return None, [_Segment(0, None, key)]
 
 
@@ -405,24 +432,44 @@ def _keys_by_evaluator(conn: Any, run_id: str, conditions: list[ColumnElement[bo
     cr, sc = schema.case_results, schema.scores
     joined = cr.outerjoin(sc, and_(sc.c.run_id == cr.c.run_id, sc.c.case_id == cr.c.case_id,
                                    sc.c.repeat == cr.c.repeat, sc.c.evaluator == evaluator))
-    value = sc.c.value.desc() if descending else sc.c.value.asc()
+    return _keys_by_value(conn, conditions, joined, sc.c.value, descending, limit, offset)
+
+
+def _keys_by_latency(conn: Any, run_id: str, conditions: list[ColumnElement[bool]],
+                     descending: bool, limit: int,
+                     offset: int) -> tuple[list[tuple[str, int]], int]:
+    """A page ordered by the agent's latency (cases without one last)."""
+    cr, ex = schema.case_results, schema.executions
+    joined = cr.outerjoin(ex, and_(ex.c.run_id == cr.c.run_id, ex.c.case_id == cr.c.case_id,
+                                   ex.c.repeat == cr.c.repeat))
+    return _keys_by_value(conn, conditions, joined, ex.c.execution["latency_ms"].as_float(),
+                          descending, limit, offset)
+
+
+def _keys_by_value(conn: Any, conditions: list[ColumnElement[bool]], joined: Any,
+                   value: Any, descending: bool, limit: int,
+                   offset: int) -> tuple[list[tuple[str, int]], int]:
+    """A page of the cases joined to ``value``, ordered by it (nulls last), then by key."""
+    cr = schema.case_results
     total = int(conn.execute(select(func.count()).select_from(cr).where(*conditions))
                 .scalar_one())
     rows = conn.execute(select(cr.c.case_id, cr.c.repeat).select_from(joined).where(
-        *conditions).order_by(sc.c.value.is_(None), value, cr.c.case_id, cr.c.repeat)
-        .limit(limit).offset(offset))
+        *conditions).order_by(value.is_(None), value.desc() if descending else value.asc(),
+                              cr.c.case_id, cr.c.repeat).limit(limit).offset(offset))
     return [(r.case_id, r.repeat) for r in rows], total
 
 
 def case_page(store: RunStore, run_id: str, where: CaseFilter,
               sort: CaseSort = CaseSort.PROBLEMS, limit: int = 50,
-              offset: int = 0, cache: CountCache | None = None) -> tuple[list[CaseRow], int]:
+              offset: int = 0, cache: CountCache | None = None,
+              preview: int = PREVIEW_CHARS) -> tuple[list[CaseRow], int]:
     """A page of a run's cases and how many match. With an evaluator named in ``where``, the
     score sorts are by that evaluator's value. ``cache`` keeps the counts of a run that can no
     longer change between calls.
 
     Two steps: the page's keys from the indexes (see :func:`_segments`), then what the page
-    shows for those keys only (a huge output is cut to a preview in the database)."""
+    shows for those keys only (a huge output is cut to a preview of ``preview`` characters
+    in the database)."""
     store.flush()
     cr, ex, sc = schema.case_results, schema.executions, schema.scores
     conditions = _case_conditions(run_id, where)
@@ -430,6 +477,9 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
         if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
             keys, total = _keys_by_evaluator(conn, run_id, conditions, where.evaluator,
                                              sort is CaseSort.SCORE_DESC, limit, offset)
+        elif sort in (CaseSort.LATENCY, CaseSort.LATENCY_DESC):
+            keys, total = _keys_by_latency(conn, run_id, conditions,
+                                           sort is CaseSort.LATENCY_DESC, limit, offset)
         else:
             cache_key = (run_id, repr(where), sort.value)
             found = None if cache is None else cache.get(cache_key)
@@ -443,54 +493,80 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
         rows: dict[tuple[str, int], Any] = {}
         executions: dict[tuple[str, int], Any] = {}
         cells: dict[tuple[str, int], dict[str, ScoreCell]] = {}
+        reasons: dict[tuple[str, int, str], str] = {}
         if ids:
             for found_row in conn.execute(select(
                     cr.c.case_id, cr.c.repeat, cr.c.verdict, cr.c.score, cr.c.created_at,
                     cr.c.row["target"].as_string().label("target"),
-                    _preview(cr.c.row["case"]["input"]).label("input_preview")).where(
+                    _preview(cr.c.row["case"]["input"], preview).label("input_preview"),
+                    _preview(cr.c.row["case"]["expected_output"], preview).label(
+                        "expected_preview")).where(
                     cr.c.run_id == run_id, cr.c.case_id.in_(ids))):
                 rows[(found_row.case_id, found_row.repeat)] = found_row
             for e in conn.execute(select(
                     ex.c.case_id, ex.c.repeat,
-                    _preview(ex.c.execution["output"]).label("output"),
+                    _preview(ex.c.execution["output"], preview).label("output"),
                     ex.c.execution["error"].as_string().label("error"),
                     ex.c.execution["latency_ms"].as_float().label("latency_ms")).where(
                     ex.c.run_id == run_id, ex.c.case_id.in_(ids))):
                 executions[(e.case_id, e.repeat)] = e
             for s in conn.execute(select(
                     sc.c.case_id, sc.c.repeat, sc.c.evaluator, sc.c.value, sc.c.error_code,
-                    sc.c.passed).where(sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
+                    sc.c.passed, _preview(sc.c.score["rationale"], preview).label("rationale"),
+                    _preview(sc.c.score["error"]["message"], preview).label("message")).where(
+                    sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
                 state = "value" if s.value is not None else \
                     "error" if s.error_code is not None else "skipped"
                 cells.setdefault((s.case_id, s.repeat), {})[s.evaluator] = ScoreCell(
                     state=state, value=s.value, passed=s.passed if state == "value" else None,
                     error_code=s.error_code)
+                reasons[(s.case_id, s.repeat, s.evaluator)] = _shorten(
+                    s.message if state == "error" else s.rationale, preview)
     page = []
     for key in keys:
         r = rows.get(key)
         if r is None:  # deleted between the two steps
             continue
         found = executions.get(key)
+        verdict = _verdict(r.verdict)
+        scored = cells.get(key, {})
+        failing = None if verdict is Verdict.PASS else failing_evaluator(scored)
         page.append(CaseRow(
-            case_id=r.case_id, repeat=r.repeat, verdict=_verdict(r.verdict), score=r.score,
-            target=r.target, input_preview=_shorten(r.input_preview),
-            output_preview=_shorten(found.output if found is not None else None),
+            case_id=r.case_id, repeat=r.repeat, verdict=verdict, score=r.score,
+            target=r.target, input_preview=_shorten(r.input_preview, preview),
+            expected_preview=_shorten(r.expected_preview, preview),
+            output_preview=_shorten(found.output if found is not None else None, preview),
             target_error=None if found is None else (_shorten(found.error, 500) or None),
             latency_ms=None if found is None else found.latency_ms, finished_at=r.created_at,
-            scores=cells.get(key, {})))
+            scores=scored, failing_evaluator=failing,
+            rationale_preview="" if failing is None else reasons.get((*key, failing), "")))
     return page, total
 
 
-def _preview(value: Any) -> Any:
+def failing_evaluator(cells: dict[str, ScoreCell]) -> str | None:
+    """The evaluator to blame for a case that did not pass: the first (by name) in error,
+    else the failed one with the lowest value, else the lowest value; None without scores."""
+    ordered = sorted(cells.items())
+    for name, cell in ordered:
+        if cell.state == "error":
+            return name
+    valued = [(cell.value, cell.passed is not False, name) for name, cell in ordered
+              if cell.value is not None]
+    if not valued:
+        return None
+    return min(valued, key=lambda v: (v[1], v[0]))[2]
+
+
+def _preview(value: Any, chars: int = PREVIEW_CHARS) -> Any:
     """The first characters of a JSON value's text, cut in the database (a huge output is
     never read whole to show a line of it)."""
-    return func.substr(cast(value, Text), 1, PREVIEW_CHARS * 4)
+    return func.substr(cast(value, Text), 1, chars * 4)
 
 
 def _shorten(text: str | None, limit: int = PREVIEW_CHARS) -> str:
     if not text or text == "null":
         return ""
-    if text.startswith('"') and text.endswith('"') and len(text) < PREVIEW_CHARS * 4:
+    if text.startswith('"') and text.endswith('"') and len(text) < limit * 4:
         import json
 
         try:
@@ -529,24 +605,27 @@ def case_record(store: RunStore, run_id: str, case_id: str, repeat: int) -> Case
     return _case_record(run_id, dict(row._mapping), execution, scores)
 
 
-def histograms(store: RunStore, run_id: str, bins: int = 10) -> Histograms:
+def bin_of(column: Any, bins: int = BINS) -> Any:
+    """The histogram bin of a 0-1 value, as SQL: the one rule the histograms count by and
+    a bin's filter keeps by (grouped by position: its parameters differ each time)."""
+    return case((column >= 1.0, bins - 1), else_=cast(column * bins, Integer))
+
+
+def histograms(store: RunStore, run_id: str, bins: int = BINS) -> Histograms:
     """The run's case scores and each evaluator's values in ``bins`` equal bins over [0, 1]."""
     store.flush()
     cr, sc = schema.case_results, schema.scores
-
-    def bin_of(column: Any) -> Any:  # grouped by its position: its parameters differ each time
-        return case((column >= 1.0, bins - 1), else_=cast(column * bins, Integer))
-
     edges = [numbers.score(i / bins) for i in range(bins + 1)]
     result = Histograms(bins=bins, cases=[0] * bins,
                         bin_labels=[f"{edges[i]} to {edges[i + 1]}" for i in range(bins)])
     with store.transaction() as conn:
-        for b, n in conn.execute(select(bin_of(cr.c.score), func.count()).where(
+        for b, n in conn.execute(select(bin_of(cr.c.score, bins), func.count()).where(
                 cr.c.run_id == run_id, cr.c.score.is_not(None)).group_by(literal_column("1"))):
             result.cases[_bin(b, bins)] += n
         result.case_errors = int(conn.execute(select(func.count()).where(
             cr.c.run_id == run_id, cr.c.score.is_(None))).scalar_one())
-        for name, b, n in conn.execute(select(sc.c.evaluator, bin_of(sc.c.value), func.count())
+        for name, b, n in conn.execute(select(sc.c.evaluator, bin_of(sc.c.value, bins),
+                                              func.count())
                                        .where(sc.c.run_id == run_id, sc.c.value.is_not(None))
                                        .group_by(sc.c.evaluator, literal_column("2"))):
             result.evaluators.setdefault(name, [0] * bins)[_bin(b, bins)] += n

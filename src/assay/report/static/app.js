@@ -71,7 +71,6 @@
     int: (v) => (v === null || v === undefined ? MISSING : Number(v).toLocaleString("en-US")),
     time: (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "—"),
   };
-  const changeCell = (row) => h("span", { class: row.direction === "worse" ? "delta-neg" : row.direction === "better" ? "delta-pos" : "" }, row.change);
 
   function badge(text, kind) {
     return h("span", { class: "badge b-" + String(kind || text).replace(/[^a-z]/g, "") }, text);
@@ -374,6 +373,48 @@
       last < page.total ? h("a", { href: link(page.offset + page.limit), rel: "next" }, "next ›") : null);
   }
 
+  const PAGE_SIZES = [25, 50, 100, 200, 500];
+
+  function pageSize(current, change) {
+    const select = h("select", { class: "page-size", "aria-label": "rows per page" },
+      PAGE_SIZES.map((n) => h("option", { value: n, selected: n === current }, n + " a page")));
+    select.addEventListener("change", () => change(Number(select.value)));
+    return select;
+  }
+
+  // Downloads a file the server writes (CSV or JSON), with the token the API needs.
+  async function download(path, params, filename) {
+    const url = new URL(path, location.origin);
+    for (const [k, v] of Object.entries(params || {})) {
+      if (Array.isArray(v)) v.forEach((x) => url.searchParams.append(k, x));
+      else if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, String(v));
+    }
+    const headers = {};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    const response = await fetch(url, { headers, credentials: "omit" });
+    if (!response.ok) throw new Failure(response.status, "the export failed (" + response.status + ")");
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(await response.blob());
+    link.download = filename;
+    document.body.appendChild(link);
+    link.click();
+    setTimeout(() => { URL.revokeObjectURL(link.href); link.remove(); }, 1000);
+  }
+
+  function exportButtons(path, params, basename) {
+    if (STATIC) return null;
+    const button = (format) => {
+      const el = h("button", { class: "secondary small", "data-export": format }, format.toUpperCase());
+      el.addEventListener("click", async () => {
+        el.disabled = true;
+        try { await download(path, Object.assign({}, params, { format }), basename + "." + format); } finally { el.disabled = false; }
+      });
+      return el;
+    };
+    return h("span", { class: "export" }, h("span", { class: "muted" }, "export "), button("csv"), " ", button("json"));
+  }
+
   function card(label, value, sub) {
     return h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value" }, value), sub ? h("div", { class: "sub" }, sub) : null);
   }
@@ -653,14 +694,33 @@
 
   const ALLOW = [["allow_different_cases", "different cases"], ["allow_different_evaluators", "different evaluators"],
     ["allow_different_judge", "a different judge"], ["allow_different_scoring", "different scoring"], ["allow_incomplete", "unfinished runs"]];
+  const STATUSES = ["regression", "error", "improvement", "unchanged"];
+  const COMPARE_KEYS = ["baseline", "candidate", "max_pass_rate_drop", "max_avg_score_drop", "max_latency_increase_pct", "require_significance"];
+
+  // A run as a picker names it: its name (else its suite) and when it was made.
+  function runLabel(r) {
+    const name = r.name || r.suite;
+    return `${name} · ${r.created_text || ""} · ${r.id}`;
+  }
+
+  async function runChoices() {
+    if (STATIC) return h("datalist", { id: "run-choices" });
+    let page = { items: [] };
+    try { page = await api("/runs", { limit: 200 }); } catch (_) { /* the ids can still be typed */ }
+    return h("datalist", { id: "run-choices" }, page.items.map((r) => h("option", { value: r.id }, runLabel(r))));
+  }
+
+  function directionClass(direction) {
+    return direction === "worse" ? "delta-neg" : direction === "better" ? "delta-pos" : "";
+  }
 
   async function comparePage(params) {
-    if (STATIC) return h("div", { class: "panel warn" }, "Comparisons need the server: assay serve.");
-    const form = { baseline: params.get("baseline") || "", candidate: params.get("candidate") || "",
-      max_pass_rate_drop: params.get("max_pass_rate_drop") || "", max_avg_score_drop: params.get("max_avg_score_drop") || "",
-      max_latency_increase_pct: params.get("max_latency_increase_pct") || "", require_significance: params.get("require_significance") || "",
-      status: params.getAll("status") };
+    if (STATIC && !STATIC.comparison) return h("div", { class: "panel warn" }, "Comparisons need the server: assay serve.");
+    const form = {};
+    for (const key of COMPARE_KEYS) form[key] = params.get(key) || "";
     for (const [key] of ALLOW) form[key] = params.get(key) === "true" ? "true" : "";
+    const view = { status: params.getAll("status"), q: params.get("q") || "", sort: params.get("sort") || "status",
+      limit: Number(params.get("limit") || 100), offset: Number(params.get("offset") || 0), open: params.get("open") || "" };
     const input = (key, label, size) => {
       const el = h("input", { name: key, value: form[key], placeholder: label, "aria-label": label, size: size || 24 });
       el.addEventListener("change", () => { form[key] = el.value.trim(); });
@@ -672,90 +732,172 @@
       box.addEventListener("change", () => { form[key] = box.checked ? "true" : ""; });
       return h("label", { class: "allow" }, box, " allow " + label);
     };
+    const picked = (key, label) => {
+      const el = h("input", { name: key, value: form[key], placeholder: label, "aria-label": label, size: 34, list: "run-choices", autocomplete: "off" });
+      el.addEventListener("change", () => { form[key] = el.value.trim(); });
+      el.addEventListener("input", () => { form[key] = el.value.trim(); });
+      return el;
+    };
     const submit = h("button", { id: "compare-go" }, "Compare");
-    submit.addEventListener("click", () => go(route("compare", null, Object.assign({}, form, { status: [] }))));
-    const head = h("div", {}, h("h1", {}, "Compare runs"),
-      h("div", { class: "toolbar" }, input("baseline", "baseline run id"), "→", input("candidate", "candidate run id"),
-        input("max_pass_rate_drop", "max pass-rate drop (0.0)", 10), input("max_avg_score_drop", "max score drop, points (5.0)", 12),
-        input("max_latency_increase_pct", "max latency rise (0.2)", 10), input("require_significance", "require significance (e.g. 0.05)", 14), submit),
+    submit.addEventListener("click", () => go(route("compare", null, form)));
+    const swap = h("button", { class: "secondary", id: "compare-swap", title: "swap the two runs" }, "⇄");
+    swap.addEventListener("click", () => go(route("compare", null, Object.assign({}, form, { baseline: form.candidate, candidate: form.baseline }))));
+    const options = STATIC ? null : h("details", { class: "options", open: ALLOW.some(([key]) => form[key]) || COMPARE_KEYS.slice(2).some((key) => form[key]) },
+      h("summary", {}, "Thresholds and allowed differences"),
+      h("div", { class: "toolbar" }, input("max_pass_rate_drop", "max pass-rate drop (0.0)", 10), input("max_avg_score_drop", "max score drop, points (5.0)", 12),
+        input("max_latency_increase_pct", "max latency rise (0.2)", 10), input("require_significance", "require significance (e.g. 0.05)", 14)),
       h("div", { class: "toolbar", id: "allow" }, ALLOW.map(allowBox)));
-    if (!form.baseline || !form.candidate) return h("div", {}, head, h("p", { class: "muted" }, "Pick two runs on the runs page, or give their ids."));
-    const query = { baseline_run_id: form.baseline, candidate_run_id: form.candidate,
-      max_pass_rate_drop: form.max_pass_rate_drop, max_avg_score_drop: form.max_avg_score_drop, max_latency_increase_pct: form.max_latency_increase_pct,
-      require_significance: form.require_significance };
-    for (const [key] of ALLOW) query[key] = form[key];
+    const head = h("div", {}, h("h1", {}, "Compare runs"),
+      STATIC ? null : h("div", { class: "toolbar", id: "run-picker" }, await runChoices(), h("label", {}, "baseline", picked("baseline", "baseline run")), swap,
+        h("label", {}, "candidate", picked("candidate", "candidate run")), submit),
+      options);
+    if (!STATIC && (!form.baseline || !form.candidate)) {
+      return h("div", {}, head, h("div", { class: "panel", id: "compare-empty" }, h("h2", {}, "Pick two runs"),
+        h("p", {}, "Choose a baseline and a candidate above (type to search the recent runs), or tick two runs on the ",
+          h("a", { href: "#/runs" }, "runs page"), " and press Compare selected. From the command line: ", h("code", {}, "assay compare RUN_A RUN_B"), ".")));
+    }
+    const query = Object.assign(compareQuery(form, view), { case_limit: view.limit, case_offset: view.offset });
     let cmp;
     try {
       cmp = await api("/runs/compare", query);
     } catch (e) {
       if (e instanceof Failure && e.status === 400) {
+        if (options) options.open = true;
         return h("div", {}, head, h("div", { class: "panel warn", id: "not-comparable" }, badge("not comparable", "error"), " ", e.message,
           h("p", { class: "muted" }, "Tick what to allow above and compare again: the same refusal as assay compare's exit 2.")));
       }
       throw e;
     }
     const b = cmp.baseline_run, c = cmp.candidate_run;
-    const d = cmp.aggregate;
     const v = cmp.verdict;
-    const statuses = ["regression", "error", "improvement", "unchanged"];
-    const cases = cmp.case_rows;
-    const shown = form.status.length ? cases.filter((x) => form.status.includes(x.status)) : cases;
-    const statusLink = (st) => route("compare", null, Object.assign({}, form, { status: form.status.includes(st) ? form.status.filter((x) => x !== st) : form.status.concat([st]) }));
+    const d = cmp.aggregate;
+    const here = (changes) => route("compare", null, Object.assign({}, form, { status: view.status, q: view.q, sort: view.sort, limit: view.limit, offset: 0 }, changes));
     const totals = { regression: d.total_regressions, error: d.total_errors, improvement: d.total_improvements, unchanged: d.total_unchanged };
-    // Lower is worse, except for latency; a significant change is coloured by its direction.
-    const tested = (name, t) => (t.status !== "ok" ? badge("not tested", "skipped") : t.significant ? badge("significant", (name === "latency" ? t.diff > 0 : t.diff < 0) ? "regression" : "improvement") : badge("not significant", "unchanged"));
     const reasonLine = (r) => h("li", {}, r.text,
       r.p_value !== null && r.p_value !== undefined ? h("span", { class: "muted" }, ` · p = ${r.p_value}`) : null, " ",
       r.significant === null || r.significant === undefined ? null : r.significant ? badge("significant", "regression") : badge("not significant", "unchanged"),
       r.counted ? null : [" ", badge("not counted", "skipped")]);
-    const sigRows = Object.entries(cmp.significance).map(([name, t]) => {
-      const row = cmp.significance_rows[name] || {};
-      return h("tr", {}, h("td", { class: "id" }, name), h("td", {}, t.method || t.status),
-        h("td", { class: "num" }, figure(row, "pairs")), h("td", { class: "num" }, figure(row, "difference")),
-        h("td", { class: "num" }, figure(row, "interval")),
-        h("td", { class: "num" }, figure(row, "p_value")), h("td", {}, tested(name, t), t.warnings.length ? h("div", { class: "muted" }, t.warnings.join("; ")) : null));
+    const runLink = (run) => h("a", { href: route("run", run.id), class: "run-link" }, run.name || run.id);
+    const verdict = h("div", { class: "panel", id: "verdict" }, h("div", { class: "verdict-banner" },
+      v.regression_detected ? badge("regression detected", "regression") : cmp.exit_status ? badge("candidate failed its gates", "regression") : badge("no regression", "improvement"),
+      cmp.comparable ? null : badge("differences allowed", "error"),
+      h("span", { id: "headline" }, cmp.headline_text)),
+      h("p", { class: "runs-compared" }, "baseline ", runLink(b), h("span", { class: "muted" }, " " + b.id), " → candidate ", runLink(c), h("span", { class: "muted" }, " " + c.id)),
+      cmp.reason_rows.length ? h("ul", { id: "reasons" }, cmp.reason_rows.map(reasonLine)) : h("p", { class: "muted" }, "No threshold was crossed."),
+      h("p", { class: "muted", id: "thresholds" }, cmp.thresholds_text),
+      cmp.warnings.map((w) => h("div", { class: "panel warn" }, w)));
+    const figures = h("div", { class: "panel" }, h("h2", {}, "Figures"), h("div", { class: "table-wrap" }, h("table", {},
+      h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Change"))),
+      h("tbody", { id: "figures" }, cmp.figures.map((f) => h("tr", { "data-direction": f.direction }, h("td", {}, f.label), h("td", { class: "num" }, f.baseline), h("td", { class: "num" }, f.candidate),
+        h("td", { class: "num" }, h("span", { class: directionClass(f.direction) }, f.change))))))));
+    const evaluators = h("div", { class: "panel" }, h("h2", {}, "Per evaluator"), cmp.evaluator_rows.length ? h("div", { class: "table-wrap" }, h("table", { id: "metric-deltas" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Figure"), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Change"))),
+      h("tbody", {}, cmp.evaluator_rows.map((e) => h("tr", {}, h("td", {}, e.name), h("td", { class: "muted" }, e.scale), h("td", { class: "num" }, e.baseline), h("td", { class: "num" }, e.candidate),
+        h("td", { class: "num" }, h("span", { class: directionClass(e.direction) }, e.change))))))) : h("p", { class: "muted" }, "No evaluator figures."));
+    const significance = h("div", { class: "panel" }, h("h2", {}, "Significance"),
+      h("p", { class: "muted" }, "Paired tests on the cases both runs hold; each difference is the candidate's minus the baseline's, with its 95% interval."),
+      cmp.significance_rows.length ? h("div", { class: "table-wrap" }, h("table", { id: "significance" }, h("thead", {}, h("tr", {}, h("th", {}, "Test"), h("th", {}, "Method"), h("th", { class: "num" }, "Pairs"), h("th", { class: "num" }, "Difference"), h("th", { class: "num" }, "95% interval"), h("th", { class: "num" }, "p"), h("th", {}, ""))),
+        h("tbody", {}, cmp.significance_rows.map((t) => h("tr", { "data-test": t.name }, h("td", { class: "id" }, t.label), h("td", {}, t.method), h("td", { class: "num" }, t.pairs),
+          h("td", { class: "num" }, h("span", { class: directionClass(t.direction) }, t.difference)), h("td", { class: "num" }, t.interval), h("td", { class: "num" }, t.p_value),
+          h("td", {}, badge(t.outcome, t.outcome === "significant" ? (t.direction === "worse" ? "regression" : "improvement") : t.outcome === "not tested" ? "skipped" : "unchanged"),
+            t.warnings.length ? h("div", { class: "muted" }, t.warnings.join("; ")) : null)))))) :
+        h("p", { class: "muted", id: "significance" }, "No case is in both runs: nothing to test."));
+
+    const cases = compareCases(cmp, form, view, here, totals);
+    return h("div", { class: "wide" }, head, verdict, h("div", { class: "grid" }, figures, evaluators), cases, significance, configDiffPanel(cmp.config_diff));
+  }
+
+  function compareCases(cmp, form, view, here, totals) {
+    const b = cmp.baseline_run, c = cmp.candidate_run;
+    const search = h("input", { type: "search", id: "compare-search", value: view.q, placeholder: "case id", "aria-label": "search case ids" });
+    search.addEventListener("change", () => go(here({ q: search.value.trim() })));
+    const sort = h("select", { id: "compare-sort", "aria-label": "order" },
+      [["status", "regressions first"], ["delta", "largest drop"], ["-delta", "largest rise"], ["case", "case id"]].map(([k, label]) => h("option", { value: k, selected: k === view.sort }, label)));
+    sort.addEventListener("change", () => go(here({ sort: sort.value })));
+    const chips = STATUSES.map((st) => h("a", { class: "chip" + (view.status.includes(st) ? " on" : ""), "data-status": st,
+      href: here({ status: view.status.includes(st) ? view.status.filter((x) => x !== st) : view.status.concat([st]) }) }, st, " ", h("span", { class: "count" }, fmt.int(totals[st]))));
+    const rows = [];
+    cmp.case_rows.forEach((x) => {
+      const caseLink = (run, text) => h("a", { href: route("case", run.id, { case_id: x.case_id, repeat: 0 }), class: "side-link" }, text);
+      const detail = h("tr", { class: "sides-row", hidden: true }, h("td", { colspan: 8 }, h("div", { class: "sides" })));
+      const toggle = h("button", { class: "secondary small", "aria-expanded": "false", "aria-label": "side by side " + x.case_id }, "diff");
+      const open = async () => {
+        const shown = detail.hidden;
+        detail.hidden = !shown;
+        toggle.setAttribute("aria-expanded", String(shown));
+        if (shown && !detail.dataset.loaded) {
+          detail.dataset.loaded = "1";
+          const box = detail.querySelector(".sides");
+          box.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+          try {
+            const sides = await api("/runs/compare/case", { baseline_run_id: b.id, candidate_run_id: c.id, case_id: x.case_id });
+            box.replaceChildren(sidesView(sides, b, c));
+          } catch (e) {
+            box.replaceChildren(h("p", { class: "error" }, e.message));
+          }
+        }
+      };
+      toggle.addEventListener("click", open);
+      const row = h("tr", { "data-case": x.case_id, tabindex: "-1", "data-direction": x.direction },
+        h("td", {}, badge(x.status)),
+        h("td", { class: "id" }, h("span", { class: "case-name" }, x.case_id)),
+        h("td", { class: "num" }, x.baseline), h("td", { class: "num" }, x.candidate),
+        h("td", { class: "num" }, h("span", { class: directionClass(x.direction) }, x.change)),
+        h("td", {}, x.passed), h("td", { class: "num" }, x.latency_change),
+        h("td", { class: "nowrap" }, toggle, " ", caseLink(b, "baseline"), " · ", caseLink(c, "candidate")));
+      row.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); open(); } });
+      rows.push(row, detail);
+      if (view.open && view.open === x.case_id) setTimeout(open, 0);
     });
-    const metricRows = cmp.metric_rows.map((m) => h("tr", {}, h("td", {}, m.label), h("td", { class: "num" }, m.baseline), h("td", { class: "num" }, m.candidate), h("td", { class: "num" }, changeCell(m))));
-    const cd = cmp.config_diff;
+    const pagerView = pager({ offset: cmp.case_offset, limit: cmp.case_limit, total: cmp.case_total }, (o) => here({ offset: o }));
+    return h("div", { class: "panel" }, h("h2", {}, "Cases"),
+      h("div", { class: "toolbar" }, chips, search, sort, pageSize(view.limit, (n) => go(here({ limit: n }))),
+        exportButtons("/runs/compare/export", compareQuery(form, view), "comparison-" + b.id + "-" + c.id)),
+      h("div", { class: "table-wrap" }, h("table", { id: "case-deltas", class: "nav" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"),
+        h("th", { class: "num" }, "Baseline (0-100)"), h("th", { class: "num" }, "Candidate (0-100)"), h("th", { class: "num" }, "Change"), h("th", {}, "Passed"), h("th", { class: "num" }, "Latency"), h("th", {}, ""))),
+        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No case matches."))))),
+      pagerView,
+      cmp.baseline_only_test_cases.length || cmp.candidate_only_test_cases.length ? h("p", { class: "muted" }, `only in the baseline: ${fmt.int(cmp.baseline_only_test_cases.length)}; only in the candidate: ${fmt.int(cmp.candidate_only_test_cases.length)}`) : null);
+  }
+
+  // What the server is asked for: the two runs, the thresholds and allowances, and which cases.
+  function compareQuery(form, view) {
+    const query = { baseline_run_id: form.baseline, candidate_run_id: form.candidate,
+      max_pass_rate_drop: form.max_pass_rate_drop, max_avg_score_drop: form.max_avg_score_drop, max_latency_increase_pct: form.max_latency_increase_pct,
+      require_significance: form.require_significance, case_status: view.status, case_q: view.q, case_sort: view.sort };
+    for (const [key] of ALLOW) query[key] = form[key];
+    return query;
+  }
+
+  function sidesView(sides, b, c) {
+    const side = (label, run, s) => h("div", { class: "side" }, h("h3", {}, label, " ", h("a", { href: route("case", run.id, { case_id: sides.case_id, repeat: s ? s.repeat : 0 }) }, run.name || run.id)),
+      s ? [h("div", { class: "meta" }, badge(s.verdict), h("span", {}, "score ", h("strong", {}, s.score)), h("span", {}, "latency " + s.latency)),
+        s.error ? h("div", { class: "panel error" }, s.error) : null,
+        h("pre", { class: "output" }, s.output || "(no output)"),
+        h("ul", { class: "score-lines" }, s.scores.map((sc) => h("li", { class: "s-" + sc.state.replace(/ /g, "-") }, h("strong", {}, sc.name), " ", badge(sc.state, sc.state === "passed" ? "pass" : sc.state === "failed" ? "fail" : sc.state === "error" ? "error" : "skipped"), " ", sc.value,
+          sc.rationale ? h("div", { class: "muted rationale" }, sc.rationale) : null)))] : h("p", { class: "muted" }, "Not in this run."));
+    return h("div", {},
+      h("div", { class: "grid" }, h("div", {}, h("h3", {}, "Input"), h("pre", {}, sides.input)), sides.expected !== null && sides.expected !== undefined ? h("div", {}, h("h3", {}, "Expected"), h("pre", {}, sides.expected)) : null),
+      h("div", { class: "side-by-side" }, side("Baseline", b, sides.baseline), side("Candidate", c, sides.candidate)),
+      h("h3", {}, "Output diff"), sides.diff.every((l) => l.op === "same") ? h("p", { class: "muted" }, "The outputs are the same.") :
+        h("pre", { class: "diff" }, sides.diff.map((l) => h("span", { class: "d-" + l.op }, (l.op === "added" ? "+ " : l.op === "removed" ? "− " : "  ") + l.text + "\n"))),
+      sides.diff_cut ? h("p", { class: "muted" }, "The outputs are long: the diff covers their first lines.") : null);
+  }
+
+  function configDiffPanel(cd) {
     const change = (label, ch) => (ch ? h("tr", {}, h("td", { class: "id" }, label + " · " + ch.field), h("td", {}, h("pre", {}, pretty(ch.old_value === null ? "null" : ch.old_value))), h("td", {}, h("pre", {}, pretty(ch.new_value === null ? "null" : ch.new_value)))) : null);
     const listRow = (label, items) => (items.length ? h("tr", {}, h("td", { class: "id" }, label), h("td", { colspan: 2 }, items.join(", "))) : null);
     const diffRows = [change("agent model", cd.agent_model_changed), change("target", cd.target_changed), change("judge model", cd.judge_model_changed),
       change("simulated user's model", cd.simulator_model_changed), change("scoring", cd.scoring_changed),
+      (cd.identity_changes || []).map((ch) => change("run", ch)),
       cd.judge_settings_changed.map((ch) => change("judge settings", ch)), cd.run_config_changes.map((ch) => change("run", ch)),
       (cd.target_config_changes || []).map((ch) => change("target settings", ch)),
       listRow("tools added", cd.tools_diff.added), listRow("tools removed", cd.tools_diff.removed),
       listRow("tools modified", cd.tools_diff.modified.map((t) => t.name + " (" + t.changed_keys.join(", ") + ")")),
       listRow("cases added", cd.eval_set.added), listRow("cases removed", cd.eval_set.removed),
       cd.prompt_diff.changed ? h("tr", {}, h("td", { class: "id" }, `system prompt (+${cd.prompt_diff.added_line_count} −${cd.prompt_diff.removed_line_count})`), h("td", { colspan: 2 }, h("pre", {}, cd.prompt_diff.diff))) : null].flat().filter(Boolean);
-    return h("div", {}, head,
-      h("div", { class: "panel", id: "verdict" }, h("div", { class: "verdict-banner" },
-        v.regression_detected ? badge("regression detected", "regression") : cmp.exit_status ? badge("candidate failed its gates", "regression") : badge("no regression", "improvement"),
-        cmp.comparable ? null : badge("differences allowed", "error"),
-        h("span", { id: "headline" }, cmp.headline_text),
-        h("span", {}, h("a", { href: route("run", b.id) }, b.id), " → ", h("a", { href: route("run", c.id) }, c.id))),
-        cmp.reason_rows.length ? h("ul", { id: "reasons" }, cmp.reason_rows.map(reasonLine)) : h("p", { class: "muted" }, "No threshold was crossed."),
-        h("p", { class: "muted", id: "thresholds" }, cmp.thresholds_text),
-        cmp.warnings.map((w) => h("div", { class: "panel warn" }, w))),
-      h("div", { class: "panel" }, h("h2", {}, "Significance"), h("p", { class: "muted" }, "Paired tests on the cases both runs hold: McNemar on pass/fail, Wilcoxon on scores and latencies; the difference is the candidate's minus the baseline's, with a 95% bootstrap interval."),
-        sigRows.length ? h("table", { id: "significance" }, h("thead", {}, h("tr", {}, h("th", {}, "Test"), h("th", {}, "Method"), h("th", { class: "num" }, "Pairs"), h("th", { class: "num" }, "Difference"), h("th", { class: "num" }, "95% interval"), h("th", { class: "num" }, "p"), h("th", {}, ""))),
-          h("tbody", {}, sigRows)) : h("p", { class: "muted", id: "significance" }, "No case is in both runs: nothing to test.")),
-      h("div", { class: "grid" },
-        h("div", { class: "panel" }, h("h2", {}, "Aggregates"), h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
-          h("tbody", { id: "figures" }, cmp.figures.map((f) => h("tr", {}, h("td", {}, f.label), h("td", { class: "num" }, f.baseline), h("td", { class: "num" }, f.candidate),
-            h("td", { class: "num" }, changeCell(f))))))),
-        h("div", { class: "panel" }, h("h2", {}, "Per evaluator"), h("table", { id: "metric-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", { class: "num" }, "Baseline"), h("th", { class: "num" }, "Candidate"), h("th", { class: "num" }, "Delta"))),
-          h("tbody", {}, metricRows)))),
-      h("div", { class: "panel" }, h("h2", {}, "Cases"),
-        h("div", { class: "toolbar" }, statuses.map((st) => h("a", { class: "chip" + (form.status.includes(st) ? " on" : ""), href: statusLink(st), "data-status": st }, `${st} ${fmt.int(totals[st])}`))),
-        h("div", { class: "table-wrap" }, h("table", { id: "case-deltas" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"), h("th", { class: "num" }, "Baseline (0-100)"), h("th", { class: "num" }, "Candidate (0-100)"), h("th", { class: "num" }, "Delta"), h("th", {}, "Passed"))),
-          h("tbody", {}, shown.length ? shown.map((x) => h("tr", {}, h("td", {}, badge(x.status)),
-            h("td", { class: "id" }, h("a", { href: route("case", c.id, { case_id: x.case_id, repeat: 0 }) }, x.case_id)),
-            h("td", { class: "num" }, x.baseline), h("td", { class: "num" }, x.candidate), h("td", { class: "num" }, x.change),
-            h("td", {}, x.passed))) : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No case.")))),
-        cmp.cases_truncated ? h("p", { class: "muted" }, "Only the first cases are listed; the counts cover all.") : null),
-        cmp.baseline_only_test_cases.length || cmp.candidate_only_test_cases.length ? h("p", { class: "muted" }, `only in the baseline: ${cmp.baseline_only_test_cases.length}; only in the candidate: ${cmp.candidate_only_test_cases.length}`) : null),
-      h("div", { class: "panel" }, h("h2", {}, "Config diff"), diffRows.length ? h("table", { id: "config-diff" }, h("thead", {}, h("tr", {}, h("th", {}, "What"), h("th", {}, "Baseline"), h("th", {}, "Candidate"))),
-        h("tbody", {}, diffRows)) : h("p", { class: "muted" }, "The two runs were made the same way.")));
+    return h("div", { class: "panel" }, h("h2", {}, "What changed between the runs"), diffRows.length ? h("div", { class: "table-wrap" }, h("table", { id: "config-diff" }, h("thead", {}, h("tr", {}, h("th", {}, "What"), h("th", {}, "Baseline"), h("th", {}, "Candidate"))),
+      h("tbody", {}, diffRows))) : h("p", { class: "muted" }, "The two runs were made the same way (same agent, judge, settings, commit and version as recorded)."));
   }
 
   // -- start ------------------------------------------------------------------------------
