@@ -366,6 +366,10 @@ def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
         conn.execute(text("ALTER TABLE runs DROP COLUMN lease_expires_at"))  # 0007's
         for table in ("trace_spans", "traces", "trace_decisions"):  # 0008's
             conn.execute(text(f"DROP TABLE {table}"))
+        for column in ("name", "notes"):  # 0009's
+            conn.execute(text(f"ALTER TABLE runs DROP COLUMN {column}"))
+        conn.execute(text("DROP TABLE run_tags"))
+        conn.execute(text("DROP TABLE human_labels"))
         conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
                           "SET version_num = '0005_browse_indexes'"))
     engine.dispose()

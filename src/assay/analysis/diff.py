@@ -94,6 +94,18 @@ class ConfigDiff(_Diff):
         default_factory=list, description="settings of the targets (their prompts, models, "
         "URLs; secrets redacted) that differ, by dotted path")
     eval_set: EvalSetDiff = Field(default_factory=EvalSetDiff)
+    identity_changes: list[FieldChange] = Field(
+        default_factory=list, description="what the runs were made from that differs: the "
+        "agent's version, and the git commit, branch and uncommitted changes of the tree")
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything at all differs between how the two runs were made."""
+        return any(getattr(self, name) for name in (
+            "agent_model_changed", "target_changed", "judge_model_changed",
+            "judge_settings_changed", "simulator_model_changed", "scoring_changed",
+            "run_config_changes", "target_config_changes", "identity_changes")) or \
+            self.prompt_diff.changed or self.tools_diff.changed
 
     def incomparability(self) -> list[str]:
         """Why results of the two runs are not measured with the same ruler."""
@@ -203,6 +215,21 @@ def _settings(run: RecordedRunConfig) -> dict[str, Any]:
             if k not in IGNORED_RUN_KEYS}
 
 
+def identity_changes(baseline: RunSnapshot, candidate: RunSnapshot) -> list[FieldChange]:
+    """What the runs were made from, where it differs: the agent's version and the git
+    tree (commit, branch, uncommitted changes)."""
+    def made_from(snapshot: RunSnapshot) -> dict[str, Any]:
+        git = snapshot.git
+        return {"agent.version": snapshot.agent_version,
+                "git.commit": git.commit if git else None,
+                "git.branch": git.branch if git else None,
+                "git.dirty": git.dirty if git else None}
+
+    before, after = made_from(baseline), made_from(candidate)
+    return [change for key in before
+            if (change := _change(key, before[key], after[key])) is not None]
+
+
 def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: set[str],
                 candidate_cases: set[str]) -> ConfigDiff:
     """What differs between two runs' snapshots and case sets."""
@@ -233,6 +260,7 @@ def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: s
                                 c_run.get("scoring") or "default"),
         run_config_changes=run_changes,
         target_config_changes=target_changes(baseline.targets, candidate.targets),
+        identity_changes=identity_changes(baseline, candidate),
         eval_set=EvalSetDiff(
             added=sorted(candidate_cases - baseline_cases),
             removed=sorted(baseline_cases - candidate_cases),
@@ -245,4 +273,4 @@ def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: s
 
 
 __all__ = ["ConfigDiff", "FieldChange", "PromptDiff", "ToolsDiff", "config_diff",
-           "prompt_diff", "target_changes", "tools_diff"]
+           "identity_changes", "prompt_diff", "target_changes", "tools_diff"]

@@ -193,8 +193,18 @@ def run(
     transcript: Path | None = typer.Option(
         None, "--transcript", help="Judge recorded sessions (AgentV's transcript JSONL) "
         "instead of running the agent; each answers the case of its test_id."),
+    run_name: str | None = typer.Option(None, "--name", help="What to call the run (shown "
+                                        "beside its id; change it with assay annotate)."),
+    tag: list[str] | None = typer.Option(None, "--tag", help="A tag to find the run by "
+                                         "(repeatable)."),
+    notes: str | None = typer.Option(None, "--notes", help="What the run is for."),
+    agent_version: str | None = typer.Option(
+        None, "--agent-version", envvar="ASSAY_AGENT_VERSION",
+        help="The version of the agent under test, recorded and compared between runs "
+        "(default: the suite's agent.version)."),
 ) -> None:
-    """Run a suite: every case through its target and evaluators, stored as it completes."""
+    """Run a suite: every case through its target and evaluators, stored as it completes.
+    The run records the git commit, branch and uncommitted changes of the suite's tree."""
     from assay._util.gc_pause import importing
 
     with importing():
@@ -283,6 +293,7 @@ def run(
                                target_concurrency=target_concurrency),
                 transcript=str(user_path(transcript).absolute()) if transcript else None,
                 budget_usd=budget_usd,
+                run_name=run_name, tags=tag or [], notes=notes, agent_version=agent_version,
                 **_agent_options(judges, naming, quality_criteria, global_guideline,
                                  retrieval_per))
         except ValidationError as exc:

@@ -38,6 +38,37 @@ def list_runs(
 
 @app.command()
 @friendly_errors
+def annotate(
+    run_id: str = typer.Argument(..., metavar="RUN"),
+    name: str | None = typer.Option(None, "--name", help="Call the run this ('' clears it)."),
+    tag: list[str] | None = typer.Option(None, "--tag", help="Add a tag (repeatable)."),
+    untag: list[str] | None = typer.Option(None, "--untag", help="Remove a tag (repeatable)."),
+    notes: str | None = typer.Option(None, "--notes", help="The run's notes ('' clears them)."),
+    store: str | None = typer.Option(None, "--store", help="Run store URL."),
+) -> None:
+    """Name a run, tag it or write its notes, at any time after it ran."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from assay.report.safe_text import for_terminal
+    from assay.store.runs import RunStore
+    from assay.types.config import RunName, Tag
+
+    try:
+        for value in tag or []:
+            TypeAdapter(Tag).validate_python(value)
+        if name:
+            TypeAdapter(RunName).validate_python(name)
+    except ValidationError as exc:
+        raise ConfigError(f"--tag or --name: {exc.errors()[0]['msg']} "
+                          "(one line, no comma in a tag)") from None
+    run = RunStore(store_url(store)).annotate_run(
+        run_id, name=name, notes=notes, add_tags=tag or [], remove_tags=untag or [])
+    console.print(f"run {for_terminal(run.id)}: name {for_terminal(run.name or '-')}; tags "
+                  f"{for_terminal(', '.join(run.tags) or '-')}", highlight=False)
+
+
+@app.command()
+@friendly_errors
 def show(
     run_id: str = typer.Argument(..., metavar="RUN"),
     store: str | None = typer.Option(None, "--store", help="Run store URL."),

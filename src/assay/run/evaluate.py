@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from assay._util.git import git_tree
 from assay._util.redact import REDACTED
 from assay._util.user_code import user_code
 from assay._util.user_paths import user_path
@@ -46,11 +49,18 @@ from assay.targets.base import Target
 from assay.targets.config import load_targets_for
 from assay.targets.resolve import TargetResolver, case_judge
 from assay.types.case import AgentInfo, Case
-from assay.types.config import CalibrationGate, RecordedRunConfig, RunConfig, settings_error
+from assay.types.config import (
+    IDENTITY_FIELDS,
+    CalibrationGate,
+    RecordedRunConfig,
+    RunConfig,
+    settings_error,
+)
 from assay.types.engine_config import CacheMode
 from assay.types.execution import Execution
 from assay.types.records import (
     CaseRecord,
+    GitState,
     RunRecord,
     RunSnapshot,
     RunStatus,
@@ -74,6 +84,8 @@ StoreLike = RunStore | str | Path | None
 store on disk (``$ASSAY_STORE_URL``, else ``.assay/runs.db``)."""
 RunLike = str | EvaluationResult
 """A stored run: its id (or a unique prefix of it), or the result that made it."""
+AGENT_VERSION_VARIABLE = "ASSAY_AGENT_VERSION"
+"""The agent version a run records when it is given none (a CI job sets it once)."""
 OnInputs = Callable[[dict[Path, str]], None]
 """Called with every file a run uses (see :meth:`_Session.inputs`) once they are known and
 before anything runs: the command checks its outputs against them there."""
@@ -907,7 +919,7 @@ class _Session:
     def snapshot(self) -> RunSnapshot:
         facts = self.suite.facts()
         models = self.judge_models()
-        run = self.config.model_dump()
+        run = self.config.model_dump(exclude={*IDENTITY_FIELDS, "agent_version"})
         if self.config.judge_model:  # a password in a judge URL is never stored
             run["judge_model"] = display_model(self.config.judge_model)
         extra: dict[str, Any] = {}
@@ -932,7 +944,9 @@ class _Session:
             targets_file=str(self.targets.path) if self.targets.path else None,
             targets=self.targets.redacted(), judge_models=models,
             evaluators=[evaluator_spec(e) for e in self.suite.evaluators],
-            run=RecordedRunConfig.model_validate(run), assay_version=__version__, **extra)
+            run=RecordedRunConfig.model_validate(run), assay_version=__version__,
+            description=self.suite.description, git=self.git,
+            agent_version=self.agent_version(), **extra)
 
     def runner(self, progress: Progress | None,
                on_record: Callable[[CaseRecord], None] | None, stored: bool,
@@ -957,6 +971,19 @@ class _Session:
             return await runner.run(run_id, keep=keep)
         finally:
             await self.close()
+
+    @functools.cached_property
+    def git(self) -> GitState | None:
+        """The git working tree of the suite's file (else of the current directory), read
+        once."""
+        tree = git_tree(self.suite.source if self.suite.source else Path.cwd())
+        return None if tree is None else GitState(commit=tree.commit, branch=tree.branch,
+                                                  dirty=tree.dirty)
+
+    def agent_version(self) -> str | None:
+        """The run's agent version, else ``$ASSAY_AGENT_VERSION``, else the suite's."""
+        return self.config.agent_version or os.environ.get(AGENT_VERSION_VARIABLE) or (
+            self.suite.agent.version if self.suite.agent is not None else None)
 
     async def execute(self, progress: Progress | None,
                       on_record: Callable[[CaseRecord], None] | None,
@@ -985,9 +1012,10 @@ class _Session:
                 run_id = self.resume.id
                 store.set_status(run_id, RunStatus.RUNNING.value)
             else:
-                run_id = store.create_run(self.suite.name,
-                                          self.snapshot().model_dump(mode="json"),
-                                          self.run_id or self.config.run_id)
+                run_id = store.create_run(
+                    self.suite.name, self.snapshot().model_dump(mode="json"),
+                    self.run_id or self.config.run_id, name=self.config.run_name,
+                    tags=self.config.tags, notes=self.config.notes)
                 if self.seed is not None:
                     self._copy(store, run_id, self.seed[1])
             lease = store.hold_lease(run_id)

@@ -88,6 +88,7 @@ from assay.store import baselines, queries
 from assay.store.errors import StoreError
 from assay.store.runs import RecordRejected, RunStore, RunUnreadable
 from assay.store.traces import append_spans
+from assay.types.config import Tag
 from assay.types.records import RunRecord, RunStatus, Verdict, resume_command
 
 log = scrubbed_logger("assay.server")
@@ -125,12 +126,17 @@ class CasePage(Page):
     items: list[ShownCaseRow]
 
 
-class BaselinePatch(BaseModel):
-    """Strict, as every request body is: ``"yes"`` and ``1`` are not ``true``."""
+class RunPatch(BaseModel):
+    """What may change of a run after it ran: whether it is its suite's baseline, and what
+    people call it and write of it. Strict, as every request body is: ``"yes"`` and ``1`` are
+    not ``true``. An empty name or notes clears it; ``tags`` replaces them all."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    is_baseline: bool
+    is_baseline: bool | None = None
+    name: Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] | None = None
+    tags: list[Tag] | None = Field(default=None, max_length=50)
+    notes: Annotated[str, Field(max_length=20_000)] | None = None
 
 
 class CaseValue(BaseModel):
@@ -408,11 +414,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
             until: Annotated[datetime | None, Query(description=(
                 "runs created before: an ISO 8601 date or date-time, or seconds since "
                 "1970"))] = None,
+            tag: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+            branch: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
+                "the git branch the runs were made on"))] = None,
+            q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
+                "text in the run's id, name, suite or notes (in any case)"))] = None,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> RunPage:
         """Runs, newest first."""
         where = queries.RunFilter(suite=suite, target=target, status=status,
-                                  since=_time(since), until=_time(until))
+                                  since=_time(since), until=_time(until), tag=tag,
+                                  branch=branch, text=q or None)
         items, total = queries.list_runs(store(), where, limit, offset)
         return RunPage(items=[list_item(item) for item in items], total=total, limit=limit,
                        offset=offset)
@@ -557,20 +569,23 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return _detail(require_run(run_id))
 
     @app.patch("/runs/{run_id}", response_model=RunDetail, responses=ERRORS,
-               tags=["baselines"])
+               tags=["runs"])
     def patch_run(run_id: RunId,
-                  patch: Annotated[BaselinePatch, Body()]) -> RunDetail:
-        """Mark a completed run as the baseline of its suite and target (replacing any other),
-        or unmark it."""
+                  patch: Annotated[RunPatch, Body()]) -> RunDetail:
+        """Mark a completed run as the baseline of its suite and target (replacing any other)
+        or unmark it; name it, set its tags or its notes."""
         run = require_run(run_id)
         if patch.is_baseline and run.status is not RunStatus.COMPLETED:
             raise ApiError(400, "not_completed", "Only completed runs can be marked as "
                            f"baseline (status={run.status.value})")
         if patch.is_baseline:
             baselines.set_baseline(store(), run.id)
-        else:
+        elif patch.is_baseline is False:
             baselines.unmark(store(), run.id)
-        return _detail(run)
+        if (patch.name, patch.tags, patch.notes) != (None, None, None):
+            run = store().annotate_run(run.id, name=patch.name, tags=patch.tags,
+                                       notes=patch.notes)
+        return _detail(require_run(run.id))
 
     @app.delete("/runs/{run_id}", status_code=204, responses={**ERRORS, 409: {
         "model": ErrorBody}}, tags=["runs"])

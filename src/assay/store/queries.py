@@ -39,11 +39,19 @@ from assay.store.runs import (
     lease_deadline,
     read_run,
     run_columns,
+    with_tags,
 )
 from assay.store.search import check_query, needle
 from assay.types import numbers
 from assay.types.execution import Execution
-from assay.types.records import CaseRecord, RunRecord, RunStatus, RunSummary, Verdict
+from assay.types.records import (
+    CaseRecord,
+    GitState,
+    RunRecord,
+    RunStatus,
+    RunSummary,
+    Verdict,
+)
 from assay.types.score import Score
 
 PREVIEW_CHARS = 240
@@ -131,15 +139,25 @@ class RunItem(_View):
                                    "cannot be read; the other fields hold what could be")
     abandoned: bool = Field(default=False, description="its process stopped without "
                             "finishing it (status interrupted): resume or delete it")
+    name: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    notes: str | None = None
+    description: str = Field(default="", description="the suite's description")
+    suite_path: str | None = None
+    git: GitState | None = None
+    agent_version: str | None = None
 
     @classmethod
     def of(cls, run: RunRecord, baselines: set[str]) -> RunItem:
         summary = run.summary
+        config = run.config
         return cls(id=run.id, suite=run.suite, status=run.status, created_at=run.created_at,
                    finished_at=run.finished_at, target=run_target(run), summary=summary,
                    pass_rate=None if summary is None else summary.pass_rate,
                    is_baseline=run.id in baselines, unreadable=run.unreadable,
-                   abandoned=run.abandoned)
+                   abandoned=run.abandoned, name=run.name, tags=run.tags, notes=run.notes,
+                   description=config.description, suite_path=config.suite_path,
+                   git=config.git, agent_version=config.agent_version)
 
 
 class Histograms(_View):
@@ -163,6 +181,10 @@ class RunFilter:
     status: RunStatus | None = None
     since: float | None = None
     until: float | None = None
+    tag: str | None = None
+    branch: str | None = None
+    text: str | None = None
+    """Text in the run's id, name, suite or notes (in any case)."""
 
 
 @dataclass
@@ -199,6 +221,20 @@ def _config_field(dialect: str, *keys: str) -> Any:
     if dialect == "sqlite":
         return case((func.json_valid(config) == 1, value), else_=None)
     return value
+
+
+def _config_path(dialect: str, *path: str) -> Any:
+    """A value at ``path`` in the config JSON, as SQL text (NULL for a config that is not
+    JSON)."""
+    config = schema.runs.c.config
+    value = config[path].as_string()
+    if dialect == "sqlite":
+        return case((func.json_valid(config) == 1, value), else_=None)
+    return value
+
+
+def _like_escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _target_column(dialect: str) -> Any:
@@ -239,13 +275,23 @@ def list_runs(store: RunStore, where: RunFilter, limit: int = 50,
         conditions.append(runs.c.created_at < where.until)
     if where.target is not None:
         conditions.append(_target_column(store.dialect) == where.target)
+    if where.tag is not None:
+        tags = schema.run_tags
+        conditions.append(runs.c.id.in_(select(tags.c.run_id).where(tags.c.tag == where.tag)))
+    if where.branch is not None:
+        conditions.append(_config_path(store.dialect, "git", "branch") == where.branch)
+    if where.text:
+        pattern = f"%{_like_escaped(where.text.casefold())}%"
+        conditions.append(or_(*(func.lower(column).like(pattern, escape="\\") for column in (
+            runs.c.id, runs.c.name, runs.c.suite, runs.c.notes))))
     with store.transaction() as conn:
         total = conn.execute(select(func.count()).select_from(runs).where(
             and_(true_(), *conditions))).scalar_one()
-        rows = conn.execute(select(*run_columns()).where(and_(true_(), *conditions)).order_by(
-            runs.c.created_at.desc(), runs.c.id.desc()).limit(limit).offset(offset)).fetchall()
+        rows = with_tags(conn, conn.execute(select(*run_columns()).where(
+            and_(true_(), *conditions)).order_by(runs.c.created_at.desc(), runs.c.id.desc())
+            .limit(limit).offset(offset)).fetchall())
         baselines = {r.run_id for r in conn.execute(select(schema.baselines.c.run_id))}
-    return [RunItem.of(read_run(r._mapping, now), baselines) for r in rows], int(total)
+    return [RunItem.of(read_run(r, now), baselines) for r in rows], int(total)
 
 
 def true_() -> ColumnElement[bool]:
@@ -257,7 +303,8 @@ def find_run(store: RunStore, run_id: str) -> RunRecord | None:
     that cannot be read is a record whose ``unreadable`` says why."""
     with store.transaction() as conn:
         row = conn.execute(select(*run_columns()).where(schema.runs.c.id == run_id)).first()
-    return None if row is None else read_run(row._mapping, store.clock())
+        found = None if row is None else with_tags(conn, [row])[0]
+    return None if found is None else read_run(found, store.clock())
 
 
 class RunInUse(EvaluationError):
@@ -293,7 +340,7 @@ def delete_run(store: RunStore, run_id: str) -> bool:
             raise RunInUse(f"run {run.id} holds the executions that its rescore(s) {named} "
                            "resume from; resume or delete them first")
         for table in (schema.scores, schema.executions, schema.case_results,
-                      schema.case_search):
+                      schema.case_search, schema.run_tags, schema.human_labels):
             conn.execute(delete(table).where(table.c.run_id == run_id))
         conn.execute(delete(schema.baselines).where(schema.baselines.c.run_id == run_id))
         gone = conn.execute(delete(runs).where(runs.c.id == run_id)).rowcount

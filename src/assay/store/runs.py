@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -362,14 +362,19 @@ class RunStore:
 
     # -- writing --------------------------------------------------------------------------
 
-    def create_run(self, suite: str, config: dict[str, Any], run_id: str | None = None) -> str:
-        """A new run, marked running, with a lease that :meth:`hold_lease` keeps fresh."""
+    def create_run(self, suite: str, config: dict[str, Any], run_id: str | None = None, *,
+                   name: str | None = None, tags: Sequence[str] = (),
+                   notes: str | None = None) -> str:
+        """A new run, marked running, with a lease that :meth:`hold_lease` keeps fresh, and
+        the name, tags and notes it was given."""
         run_id = run_id or new_run_id()
         now = time.time()
         with self.transaction() as conn:
             conn.execute(schema.runs.insert().values(
                 id=run_id, suite=suite, status="running", created_at=now, config=config,
-                lease_expires_at=now + lease_seconds()))
+                lease_expires_at=now + lease_seconds(), name=name,
+                notes=None if notes is None else scrub(notes)))
+            _set_tags(conn, run_id, tags)
         if self.in_memory:
             _MEMORY_RUNS[run_id] = weakref.ref(self)
             while len(_MEMORY_RUNS) > _MEMORY_RUNS_KEPT:
@@ -388,6 +393,28 @@ class RunStore:
             values["summary"] = summary
         with self.transaction() as conn:
             conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
+
+    def annotate_run(self, run_id: str, *, name: str | None = None,
+                     tags: Sequence[str] | None = None, notes: str | None = None,
+                     add_tags: Sequence[str] = (), remove_tags: Sequence[str] = ()) -> RunRecord:
+        """Name a run, set its tags (all of them, or some added and removed) or its notes,
+        at any time: what people call a run and write of it, never what it measured. An
+        empty name or notes clears it. Returns the run as it reads now."""
+        run = self.run_record(run_id)
+        values: dict[str, Any] = {}
+        if name is not None:
+            values["name"] = name.strip() or None
+        if notes is not None:
+            values["notes"] = scrub(notes) if notes.strip() else None
+        with self.transaction() as conn:
+            if values:
+                conn.execute(update(schema.runs).where(schema.runs.c.id == run.id)
+                             .values(**values))
+            if tags is not None or add_tags or remove_tags:
+                kept = list(run.tags if tags is None else tags)
+                wanted = [t for t in dict.fromkeys([*kept, *add_tags]) if t not in remove_tags]
+                _set_tags(conn, run.id, wanted)
+        return self.run_record(run.id)
 
     def hold_lease(self, run_id: str) -> RunLease | None:
         """Keep ``run_id``'s lease fresh until the returned lease is released: the sign, to
@@ -500,9 +527,9 @@ class RunStore:
                     schema.runs.c.id.like(f"{_like_escaped(run_id)}%", escape="\\"))).fetchall()
                 if len(rows) == 1:
                     row = rows[0]
-        if row is None:
-            raise StoreError(self._no_run(run_id))
-        return row._mapping
+            if row is None:
+                raise StoreError(self._no_run(run_id))
+            return with_tags(conn, [row])[0]
 
     def _no_run(self, run_id: str) -> str:
         """Why ``run_id`` is not here: a run this process kept in memory is named as such."""
@@ -531,12 +558,12 @@ class RunStore:
         now = self.clock()
         return [read_run(row, now) for row in self._rows(limit)]
 
-    def _rows(self, limit: int) -> list[Mapping[Any, Any]]:
+    def _rows(self, limit: int) -> list[dict[str, Any]]:
         with self.transaction() as conn:
             rows = conn.execute(select(*run_columns()).order_by(
                 schema.runs.c.created_at.desc(), schema.runs.c.id.desc()).limit(limit)
             ).fetchall()
-        return [r._mapping for r in rows]
+            return with_tags(conn, rows)
 
     def set_cause_analysis(self, run_id: str, case_id: str, repeat: int,
                            analysis: CauseAnalysis) -> None:
@@ -695,7 +722,33 @@ def run_columns() -> list[Any]:
     runs = schema.runs
     return [runs.c.id, runs.c.suite, runs.c.status, runs.c.created_at, runs.c.finished_at,
             cast(runs.c.config, Text).label("config"),
-            cast(runs.c.summary, Text).label("summary"), runs.c.lease_expires_at]
+            cast(runs.c.summary, Text).label("summary"), runs.c.lease_expires_at,
+            runs.c.name, runs.c.notes]
+
+
+def with_tags(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """Run rows (:func:`run_columns`) with each run's tags, read in one query."""
+    found = [dict(r._mapping) for r in rows]
+    ids = [r["id"] for r in found]
+    tags: dict[str, list[str]] = {}
+    if ids:
+        for run_id, tag in conn.execute(select(schema.run_tags.c.run_id, schema.run_tags.c.tag)
+                                        .where(schema.run_tags.c.run_id.in_(ids))
+                                        .order_by(schema.run_tags.c.tag)):
+            tags.setdefault(run_id, []).append(tag)
+    for row in found:
+        row["tags"] = tags.get(row["id"], [])
+    return found
+
+
+def _set_tags(conn: Connection, run_id: str, tags: Sequence[str]) -> None:
+    """A run's tags become ``tags`` (in a transaction the caller holds)."""
+    from sqlalchemy import delete
+
+    conn.execute(delete(schema.run_tags).where(schema.run_tags.c.run_id == run_id))
+    wanted = list(dict.fromkeys(tags))
+    if wanted:
+        conn.execute(schema.run_tags.insert(), [{"run_id": run_id, "tag": t} for t in wanted])
 
 
 def lease_deadline() -> Any:
@@ -732,7 +785,9 @@ def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
         id=str(row.get("id")), suite=str(row.get("suite")),
         status=status or RunStatus.FAILED, created_at=created or 0.0, finished_at=finished,
         config=config or RunSnapshot(), summary=summary,
-        unreadable="; ".join(problems) or None, abandoned=abandoned)
+        unreadable="; ".join(problems) or None, abandoned=abandoned,
+        name=row.get("name") or None, tags=list(row.get("tags") or []),
+        notes=row.get("notes") or None)
 
 
 class RunUnreadable(StoreError):

@@ -35,7 +35,33 @@ runs = Table(
     Column("summary", JSON),
     Column("lease_expires_at", Float, doc="until when the process running the run vouches "
            "for it (migration 0007): a running run past it was left by a dead process"),
+    Column("name", String(200), doc="what people call the run (migration 0009)"),
+    Column("notes", Text, doc="what people wrote about the run (migration 0009)"),
 )
+
+run_tags = Table(
+    "run_tags", metadata,  # migration 0009
+    Column("run_id", String(40), primary_key=True),
+    Column("tag", String(200), primary_key=True),
+)
+"""A run's tags, one row each: runs are listed by tag through ``ix_run_tags_tag``."""
+
+human_labels = Table(
+    "human_labels", metadata,  # migration 0009
+    Column("id", String(40), primary_key=True),
+    Column("run_id", String(40), nullable=False),
+    Column("case_id", String(500), nullable=False),
+    Column("repeat", Integer, nullable=False),
+    Column("evaluator", String(200), nullable=False),
+    Column("agrees", Boolean, nullable=False),
+    Column("value", JSON),
+    Column("judge_value", Float),
+    Column("judge_passed", Boolean),
+    Column("comment", Text, nullable=False),
+    Column("author", String(200), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+"""Reviewers' labels of judges' scores, only ever added (see :mod:`assay.store.labels`)."""
 
 executions = Table(
     "executions", metadata,
@@ -146,6 +172,10 @@ trace_decisions = Table(
 )
 """What an online evaluation decided for each trace: once per evaluator version, kept across
 restarts, so that no trace is judged twice and none is forgotten."""
+
+Index("ix_run_tags_tag", run_tags.c.tag, run_tags.c.run_id)
+Index("ix_human_labels_case", human_labels.c.run_id, human_labels.c.case_id,
+      human_labels.c.repeat, human_labels.c.evaluator, human_labels.c.created_at)
 
 # Browsing large runs: pages of cases by verdict, score or evaluator, runs by date and suite.
 Index("ix_runs_created_at", runs.c.created_at)

@@ -8,7 +8,7 @@ the judge engine retries are here too but are not part of what a result means.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -134,6 +134,15 @@ def known_scoring(value: str | None) -> str | None:
         raise ValueError(f"unknown scoring {value!r}; known: "
                          f"{', '.join(REGISTRY.names('scoring_policy'))}")
     return value
+
+RunName = Annotated[str | None, Field(min_length=1, max_length=200,
+                                       pattern=r"^[^\x00-\x1f\x7f]*$")]
+"""A run's name or agent version: one line of text, at most 200 characters."""
+Tag = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f,]+$")]
+"""A run's tag: one line of text without a comma, at most 100 characters."""
+IDENTITY_FIELDS = frozenset({"run_name", "tags", "notes"})
+"""RunConfig fields that name a run and are stored with it, not in its snapshot: they may
+change after the run, and decide nothing."""
 
 CONNEXITY_METRICS_THRESHOLD = 80.0
 CONNEXITY_CASES_THRESHOLD = 100.0
@@ -266,6 +275,20 @@ class RunConfig(BaseModel):
     transcript: str | None = Field(
         default=None, description="a transcript JSONL file (AgentV's) whose recorded sessions "
         "are judged instead of running the agent: each answers the case of its test_id")
+    run_name: RunName = Field(default=None, description="what people call the run (it can "
+                              "be changed later); decides nothing")
+    tags: list[Tag] = Field(default_factory=list, description="labels to find the run by "
+                            "(they can be changed later); decide nothing")
+    notes: str | None = Field(default=None, max_length=20_000, description="what the run is "
+                              "for (it can be changed later); decides nothing")
+    agent_version: RunName = Field(default=None, description="the version of the agent under "
+                                   "test (default: $ASSAY_AGENT_VERSION, else the suite's "
+                                   "agent.version), shown and compared between runs")
+
+    @field_validator("tags")
+    @classmethod
+    def _distinct_tags(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))
 
     @field_validator("scoring")
     @classmethod
@@ -371,6 +394,9 @@ class RecordedRunConfig(RunConfig):
     def _as_recorded(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         """What was recorded: the values this version cannot read too, as they were."""
         dumped = handler(self)
+        if isinstance(dumped, dict):  # the run's name, tags, notes and agent version are
+            for key in (*IDENTITY_FIELDS, "agent_version"):  # kept beside it, not in it
+                dumped.pop(key, None)
         if self._unread and isinstance(dumped, dict):
             dumped.update({key: value for key, (value, _) in self._unread.items()})
         return dumped

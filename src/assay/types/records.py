@@ -584,6 +584,15 @@ def latency_summary(values: list[float]) -> LatencySummary:
                           mean_ms=sum(ordered) / len(ordered), max_ms=ordered[-1])
 
 
+class GitState(_Record):
+    """The git working tree a run was made from: its commit, branch and whether it held
+    uncommitted changes (``dirty``)."""
+
+    commit: str
+    branch: str | None = None
+    dirty: bool = False
+
+
 class RunSnapshot(BaseModel):
     """How a run was made, recorded when it starts (targets redacted: no secrets).
 
@@ -605,16 +614,25 @@ class RunSnapshot(BaseModel):
         default_factory=RecordedRunConfig, description="the run's config as it was settled "
         "when the run started (its judge URL's password hidden)")
     assay_version: str = ""
+    description: str = Field(default="", description="the suite's description")
+    git: GitState | None = Field(default=None, description="the git working tree the run was "
+                                 "made from (the suite's, else the current directory's)")
+    agent_version: str | None = Field(default=None, description="the version of the agent "
+                                      "under test, as the run or its suite gave it")
 
 
 class RunRecord(_Record):
-    """A stored run: its id, suite, status, how it was made and (once finished) its summary."""
+    """A stored run: its id, suite, status, how it was made and (once finished) its summary,
+    and what people call it and wrote of it (its name, tags and notes, which may change)."""
 
     id: str
     suite: str
     status: RunStatus
     created_at: float
     finished_at: float | None = None
+    name: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    notes: str | None = None
     config: RunSnapshot = Field(default_factory=RunSnapshot)
     summary: RunSummary | None = None
     unreadable: str | None = Field(
