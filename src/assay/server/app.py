@@ -79,6 +79,7 @@ from assay.server.launches import (
     LaunchPolicy,
     LaunchRefused,
     RunRequest,
+    progress_text,
     sse,
     stream,
 )
@@ -827,7 +828,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 yield sse(terminal[run.status], {"run_id": run.id, "status": run.status.value})
                 return
             count = await asyncio.to_thread(_stored_cases, run.id)
-            yield sse("run_progress", {"run_id": run.id, "completed_count": count})
+            yield sse("run_progress", {"run_id": run.id, "completed_count": count,
+                                       "progress_text": progress_text(count, None, None)})
             await asyncio.sleep(every_s)
             found = await asyncio.to_thread(queries.find_run, store(), run.id)
             if found is None:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from assay._util.redact import scrub, scrub_json
 from assay.errors import EvaluationError
+from assay.types import numbers
 from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict, case_overall
 
 TERMINAL_EVENTS = ("run_completed", "run_cancelled", "run_failed")
@@ -163,7 +164,10 @@ class _Progress:
 
     def start(self, total: int, done: int, label: str = "") -> None:
         self.launch.total, self.launch.done = total, done
-        self.launch.emit("run_started", {"total_count": total, "completed_count": done})
+        self.started = time.monotonic()
+        self.resumed_from = done
+        self.launch.emit("run_started", {"total_count": total, "completed_count": done,
+                                         "progress_text": progress_text(done, total, None)})
 
     def case_started(self, case_id: str, repeat: int) -> None:
         launch = self.launch
@@ -174,13 +178,24 @@ class _Progress:
     def advance(self, record: CaseRecord) -> None:
         launch = self.launch
         launch.done += 1
+        finished_here = launch.done - self.resumed_from
+        eta = None if not finished_here or launch.total <= 0 else (
+            (time.monotonic() - self.started) / finished_here * max(0, launch.total - launch.done))
         launch.emit("test_case_completed", {
             "case_id": record.case_id, "repeat": record.repeat,
             "completed_count": launch.done, "total_count": launch.total,
             "passed": record.verdict is Verdict.PASS, "verdict": record.verdict.value,
             "overall_score": case_overall(record), "score": record.score,
-            "error_message": record.execution.error})
+            "error_message": record.execution.error,
+            "eta_s": eta, "progress_text": progress_text(launch.done, launch.total, eta)})
 
+
+def progress_text(done: int, total: int | None, eta_s: float | None) -> str:
+    """A run's progress in words: ``12 of 40 cases (30.0%), about 3.2 s left``."""
+    if not total:
+        return f"{numbers.count(done)} case(s) done"
+    text = f"{numbers.count(done)} of {numbers.count(total)} cases ({numbers.percent(done / total)})"
+    return text + (f", about {numbers.milliseconds(eta_s * 1000)} left" if eta_s else "")
 
 
 def resolve_suite(request: RunRequest, roots: list[Path]) -> Path:

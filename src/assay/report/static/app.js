@@ -218,53 +218,30 @@
 
   // -- charts (SVG) -------------------------------------------------------------------------
 
-  function lineChart(points, series) {
-    // points: [{label, values: {key: number|null}, shown: {key: text}}]; series: [{key, name, color}]
-    const W = 900, H = 200, L = 40, R = 12, T = 12, B = 28;
-    const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "pass rate and mean score over time" });
-    for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
-      const y = T + (1 - tick) * (H - T - B);
-      svg.appendChild(s("line", { x1: L, x2: W - R, y1: y, y2: y, stroke: "#e1e5eb" }));
-      svg.appendChild(s("text", { x: L - 6, y: y + 4, "text-anchor": "end" }, Math.round(tick * 100) + "%"));
-    }
-    const n = points.length;
-    const x = (i) => (n <= 1 ? (L + W - R) / 2 : L + (i * (W - L - R)) / (n - 1));
-    const y = (v) => T + (1 - v) * (H - T - B);
-    for (const serie of series) {
-      let d = "";
-      points.forEach((p, i) => {
-        const v = p.values[serie.key];
-        if (v === null || v === undefined) return;
-        d += (d ? " L " : "M ") + x(i).toFixed(1) + " " + y(v).toFixed(1);
-      });
-      if (d) svg.appendChild(s("path", { d, fill: "none", stroke: serie.color, "stroke-width": 2 }));
-      points.forEach((p, i) => {
-        const v = p.values[serie.key];
-        if (v === null || v === undefined) return;
-        svg.appendChild(s("circle", { cx: x(i), cy: y(v), r: 3.5, fill: serie.color },
-          s("title", {}, `${p.label}: ${serie.name} ${p.shown[serie.key]}`)));
-      });
-    }
-    const every = Math.max(1, Math.ceil(n / 8));
-    points.forEach((p, i) => {
-      if (i % every === 0 || i === n - 1) svg.appendChild(s("text", { x: x(i), y: H - 8, "text-anchor": n > 1 && i === n - 1 ? "end" : n > 1 && i === 0 ? "start" : "middle" }, p.short));
-    });
-    return h("div", {}, svg, h("div", { class: "legend" }, series.map((se) => h("span", {}, coloured(se.color), se.name))));
-  }
-
   function coloured(color) {
     return s("svg", { width: 10, height: 10, "aria-hidden": "true", class: "swatch" }, s("rect", { width: 10, height: 10, rx: 2, fill: color }));
   }
 
-  function histogram(bins, labels, color, label) {
+  // A score histogram; with ``link``, each bin is a link to the cases it counts.
+  function histogram(bins, labels, color, label, link, selected) {
     const W = 220, H = 70, B = 14;
     const max = Math.max(1, ...bins);
     const w = W / bins.length;
-    const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label });
+    const svg = s("svg", { class: "chart hist", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label });
     bins.forEach((count, i) => {
       const bh = ((H - B - 4) * count) / max;
-      svg.appendChild(s("rect", { x: i * w + 1, y: H - B - bh, width: w - 2, height: Math.max(bh, count ? 1 : 0), fill: color, rx: 1 },
-        s("title", {}, `${labels[i]}: ${count}`)));
+      const title = `${labels[i]}: ${count}`;
+      const bar = s("g", { class: "bin" + (String(selected) === String(i) ? " selected" : ""), "data-bin": i },
+        s("rect", { x: i * w, y: 0, width: w, height: H - B, class: "bin-hit" }),
+        s("rect", { x: i * w + 1, y: H - B - bh, width: w - 2, height: Math.max(bh, count ? 1 : 0), fill: color, rx: 1 }),
+        s("title", {}, title + (link && count ? " (click to list them)" : "")));
+      if (link && count) {
+        bar.setAttribute("tabindex", "0");
+        bar.setAttribute("role", "link");
+        bar.addEventListener("click", () => go(link(i)));
+        bar.addEventListener("keydown", (e) => { if (e.key === "Enter") go(link(i)); });
+      }
+      svg.appendChild(bar);
     });
     svg.appendChild(s("text", { x: 0, y: H - 2 }, "0"));
     svg.appendChild(s("text", { x: W, y: H - 2, "text-anchor": "end" }, "1"));
@@ -307,19 +284,53 @@
       input, h("button", { on: { click: save } }, "Continue"));
   }
 
+  const SUITE_COLORS = ["#3451b2", "#1f8a4c", "#b7791f", "#c9302c", "#7e3fb8", "#0e7490", "#be185d", "#4d7c0f"];
+
+  // Where a suite file is, in a few words: its last two path parts.
+  function shortPath(path) {
+    if (!path) return "";
+    const parts = String(path).split(/[\\/]/).filter(Boolean);
+    return parts.slice(-2).join("/");
+  }
+
+  function gitText(git) {
+    if (!git) return "";
+    return (git.branch || "detached") + " @ " + String(git.commit).slice(0, 7) + (git.dirty ? " (uncommitted changes)" : "");
+  }
+
+  function tagChips(tags, link) {
+    return (tags || []).map((t) => h("a", { class: "tag", href: link ? link(t) : route("runs", null, { tag: t }), title: "runs tagged " + t }, t));
+  }
+
+  function onboarding() {
+    return h("div", { class: "panel onboarding", id: "onboarding" }, h("h2", {}, "No runs yet"),
+      h("p", {}, "Runs show up here as soon as they start. Make your first one in a minute:"),
+      h("ol", {},
+        h("li", {}, "Write a suite (or let assay write one): ", h("code", {}, "assay init my-suite")),
+        h("li", {}, "Run it: ", h("code", {}, "assay run my-suite/EVAL.yaml --name first-try")),
+        h("li", {}, "Come back here: every case, its scores and why it failed."),
+        h("li", {}, "Change the agent, run again, and compare the two runs on the Compare page.")),
+      h("p", { class: "muted" }, "The server reads the store at ", h("code", {}, "$ASSAY_STORE_URL"), " (else .assay/runs.db). ",
+        "The API is described at ", h("a", { href: "#/api" }, "the API reference"), "."));
+  }
+
   async function runsPage(params) {
-    const filters = { suite: params.get("suite"), target: params.get("target"), status: params.get("status"), since: params.get("since") };
+    const filters = { q: params.get("q"), suite: params.get("suite"), tag: params.get("tag"), branch: params.get("branch"),
+      target: params.get("target"), status: params.get("status"), since: params.get("since") };
     const offset = Number(params.get("offset") || 0);
-    const page = await api("/runs", Object.assign({ limit: PAGE, offset }, filters));
+    const limit = Number(params.get("limit") || PAGE);
+    const page = await api("/runs", Object.assign({ limit, offset }, filters));
+    const filtered = Object.values(filters).some(Boolean);
+    if (!page.total && !filtered) return h("div", {}, h("h1", {}, "Runs"), onboarding());
     const selected = new Set();
     const compareButton = h("button", { disabled: true, id: "compare-selected" }, "Compare selected");
     compareButton.addEventListener("click", () => {
       const runs = page.items.filter((r) => selected.has(r.id)).sort((a, b) => a.created_at - b.created_at);
       if (runs.length === 2) go(route("compare", null, { baseline: runs[0].id, candidate: runs[1].id }));
     });
-    const apply = (changes) => go(route("runs", null, Object.assign({}, filters, changes, { offset: 0 })));
-    const text = (key, label) => {
-      const input = h("input", { type: "search", name: key, value: filters[key] || "", placeholder: label, "aria-label": label });
+    const apply = (changes) => go(route("runs", null, Object.assign({}, filters, { limit }, changes, { offset: 0 })));
+    const text = (key, label, type) => {
+      const input = h("input", { type: type || "search", name: key, value: filters[key] || "", placeholder: label, "aria-label": label });
       input.addEventListener("change", () => apply({ [key]: input.value.trim() }));
       return input;
     };
@@ -329,13 +340,6 @@
     const since = h("input", { type: "date", name: "since", value: filters.since || "", "aria-label": "since" });
     since.addEventListener("change", () => apply({ since: since.value }));
 
-    const chronological = page.items.slice().sort((a, b) => a.created_at - b.created_at);
-    const chart = chronological.length ? lineChart(chronological.map((r) => ({
-      label: r.id, short: fmt.time(r.created_at).slice(5, 16),
-      values: { pass: r.pass_rate, mean: r.summary ? r.summary.mean_score : null },
-      shown: { pass: figure(r.display, "pass_rate"), mean: figure(r.display, "mean_score") },
-    })), [{ key: "pass", name: "pass rate", color: "#1f8a4c" }, { key: "mean", name: "mean score", color: "#3451b2" }]) : null;
-
     const rows = page.items.map((r) => {
       const box = h("input", { type: "checkbox", "aria-label": "select " + r.id });
       box.addEventListener("change", () => {
@@ -343,10 +347,14 @@
         compareButton.disabled = selected.size !== 2;
       });
       const sm = r.summary;
-      return h("tr", {},
+      return h("tr", { "data-run": r.id, tabindex: "-1", "data-href": route("run", r.id) },
         h("td", {}, box),
-        h("td", { class: "id" }, h("a", { href: route("run", r.id) }, r.id), r.is_baseline ? [" ", badge("baseline")] : null),
-        h("td", {}, r.suite), h("td", {}, r.target || "—"),
+        h("td", { class: "run-cell" }, h("a", { href: route("run", r.id), class: "run-name" }, r.name || r.id), r.name ? h("div", { class: "muted mono" }, r.id) : null,
+          r.is_baseline ? [" ", badge("baseline")] : null, h("div", { class: "tags" }, tagChips(r.tags, (t) => route("runs", null, Object.assign({}, filters, { tag: t, offset: 0 }))))),
+        h("td", { class: "suite-cell" }, h("a", { href: route("runs", null, Object.assign({}, filters, { suite: r.suite, offset: 0 })), title: r.suite_path || r.suite }, r.suite),
+          r.suite_path ? h("div", { class: "muted mono" }, shortPath(r.suite_path)) : null, r.description ? h("div", { class: "muted desc" }, r.description) : null),
+        h("td", { class: "git-cell" }, r.git ? h("a", { href: route("runs", null, Object.assign({}, filters, { branch: r.git.branch, offset: 0 })), class: "mono", title: r.git.commit }, gitText(r.git)) : h("span", { class: "muted" }, "—"),
+          r.agent_version ? h("div", { class: "muted" }, "agent " + r.agent_version) : null),
         h("td", {}, r.unreadable ? h("span", { title: r.unreadable }, badge("unreadable", "error")) : badge(r.status)), h("td", {}, r.status === "completed" ? gateBadge(sm) : badge("—", "none")),
         h("td", { class: "num" }, sm ? fmt.int(sm.cases) : MISSING),
         h("td", { class: "num" }, meter(r.pass_rate), figure(r.display, "pass_rate")),
@@ -355,14 +363,50 @@
     });
     return h("div", {},
       h("h1", {}, "Runs"),
-      h("div", { class: "toolbar" }, text("suite", "suite"), text("target", "target"), status, h("label", {}, "since", since), compareButton),
-      chart ? h("div", { class: "panel" }, h("h2", {}, "Pass rate and mean score over time"), chart) : null,
-      h("div", { class: "table-wrap" }, h("table", { id: "runs" },
-        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "Run"), h("th", {}, "Suite"), h("th", {}, "Target"), h("th", {}, "Status"), h("th", {}, "Gates"),
+      h("div", { class: "toolbar" }, text("q", "search name, id, notes"), text("suite", "suite"), text("tag", "tag"), text("branch", "branch"), text("target", "target"),
+        status, h("label", {}, "since", since), compareButton),
+      runsChart(page.items),
+      h("div", { class: "table-wrap" }, h("table", { id: "runs", class: "nav" },
+        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "Run"), h("th", {}, "Suite"), h("th", {}, "Made from"), h("th", {}, "Status"), h("th", {}, "Gates"),
           h("th", { class: "num" }, "Cases"), h("th", { class: "num" }, "Pass rate"), h("th", { class: "num" }, "Mean score"), h("th", { class: "num" }, "Created"))),
-        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 10, class: "muted" }, "No runs match.")))),
-      ),
-      pager(page, (o) => route("runs", null, Object.assign({}, filters, { offset: o }))));
+        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 10, class: "muted" }, "No runs match these filters."))))),
+      h("div", { class: "toolbar pager-bar" }, pager(page, (o) => route("runs", null, Object.assign({}, filters, { limit, offset: o }))),
+        pageSize(limit, (n) => apply({ limit: n }))));
+  }
+
+  // The pass rate of the listed runs over time, one line per suite; a point opens its run.
+  function runsChart(items) {
+    const suites = Array.from(new Set(items.map((r) => r.suite))).slice(0, SUITE_COLORS.length);
+    const chronological = items.filter((r) => r.pass_rate !== null && r.pass_rate !== undefined && suites.includes(r.suite)).sort((a, b) => a.created_at - b.created_at);
+    if (!chronological.length) return null;
+    const W = 900, H = 200, L = 40, R = 12, T = 12, B = 28;
+    const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "pass rate over time, one line per suite", id: "runs-chart" });
+    for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
+      const y = T + (1 - tick) * (H - T - B);
+      svg.appendChild(s("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid-line" }));
+      svg.appendChild(s("text", { x: L - 6, y: y + 4, "text-anchor": "end" }, Math.round(tick * 100) + "%"));
+    }
+    const first = chronological[0].created_at, last = chronological[chronological.length - 1].created_at;
+    const x = (t) => (last === first ? (L + W - R) / 2 : L + ((t - first) * (W - L - R)) / (last - first));
+    const y = (v) => T + (1 - v) * (H - T - B);
+    suites.forEach((suite, k) => {
+      const color = SUITE_COLORS[k];
+      const points = chronological.filter((r) => r.suite === suite);
+      const d = points.map((r, i) => (i ? "L " : "M ") + x(r.created_at).toFixed(1) + " " + y(r.pass_rate).toFixed(1)).join(" ");
+      svg.appendChild(s("path", { d, fill: "none", stroke: color, "stroke-width": 2, "data-suite": suite }));
+      for (const r of points) {
+        const dot = s("circle", { cx: x(r.created_at), cy: y(r.pass_rate), r: 4.5, fill: color, class: "point", "data-run": r.id, tabindex: "0", role: "link" },
+          s("title", {}, `${r.name || r.id} (${suite}): pass rate ${figure(r.display, "pass_rate")}, ${fmt.time(r.created_at)}`));
+        dot.addEventListener("click", () => go(route("run", r.id)));
+        dot.addEventListener("keydown", (e) => { if (e.key === "Enter") go(route("run", r.id)); });
+        svg.appendChild(dot);
+      }
+    });
+    svg.appendChild(s("text", { x: L, y: H - 8, "text-anchor": "start" }, fmt.time(first).slice(0, 16)));
+    if (last !== first) svg.appendChild(s("text", { x: W - R, y: H - 8, "text-anchor": "end" }, fmt.time(last).slice(0, 16)));
+    return h("div", { class: "panel" }, h("h2", {}, "Pass rate over time, by suite"), svg,
+      h("div", { class: "legend" }, suites.map((suite, k) => h("a", { href: route("runs", null, { suite }) }, coloured(SUITE_COLORS[k]), suite))),
+      h("p", { class: "muted small" }, "Click a point to open its run."));
   }
 
   function pager(page, link) {
@@ -419,19 +463,46 @@
     return h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value" }, value), sub ? h("div", { class: "sub" }, sub) : null);
   }
 
+  // A run's name, tags and notes, changed in place (PATCH /runs/{id}).
+  function identityEditor(run) {
+    if (STATIC) return run.notes ? h("p", { class: "notes", id: "run-notes" }, run.notes) : null;
+    const name = h("input", { id: "edit-name", value: run.name || "", placeholder: "a name for this run", "aria-label": "run name", size: 28 });
+    const tags = h("input", { id: "edit-tags", value: (run.tags || []).join(", "), placeholder: "tags, comma-separated", "aria-label": "tags", size: 28 });
+    const notes = h("textarea", { id: "edit-notes", rows: 3, placeholder: "notes: what this run is for", "aria-label": "notes" });
+    notes.value = run.notes || "";
+    const status = h("span", { class: "muted", role: "status" });
+    const save = h("button", { id: "edit-save" }, "Save");
+    save.addEventListener("click", async () => {
+      save.disabled = true;
+      try {
+        await api("/runs/" + encodeURIComponent(run.id), {}, "PATCH", { name: name.value.trim(), notes: notes.value,
+          tags: tags.value.split(",").map((t) => t.trim()).filter(Boolean) });
+        render();
+      } catch (e) {
+        status.textContent = e.message;
+        save.disabled = false;
+      }
+    });
+    return h("div", {}, run.notes ? h("p", { class: "notes", id: "run-notes" }, run.notes) : null,
+      h("details", { class: "edit-identity" }, h("summary", {}, "Name, tags and notes"),
+        h("div", { class: "toolbar" }, h("label", {}, "name", name), h("label", {}, "tags", tags)), h("div", {}, notes), h("div", { class: "toolbar" }, save, status)));
+  }
+
+  const SORTS = { case: ["case", "-case"], verdict: ["problems", "problems"], score: ["score", "-score"], latency: ["latency", "-latency"] };
+
   async function runPage(runId, params) {
     const state = {
       verdict: params.getAll("verdict"), evaluator: params.get("evaluator") || "",
       evaluator_state: params.get("evaluator_state") || "", q: params.get("q") || "",
       sort: params.get("sort") || "problems", offset: Number(params.get("offset") || 0),
+      limit: Number(params.get("limit") || PAGE), score_bin: params.get("score_bin") || "",
     };
+    const filter = { verdict: state.verdict, evaluator: state.evaluator, evaluator_state: state.evaluator ? state.evaluator_state : "",
+      q: state.q, sort: state.sort, score_bin: state.score_bin };
     const [run, hist, page] = await Promise.all([
       api("/runs/" + encodeURIComponent(runId)),
       api("/runs/" + encodeURIComponent(runId) + "/histograms"),
-      api("/runs/" + encodeURIComponent(runId) + "/cases", {
-        verdict: state.verdict, evaluator: state.evaluator, evaluator_state: state.evaluator ? state.evaluator_state : "",
-        q: state.q, sort: state.sort, offset: state.offset, limit: PAGE,
-      }),
+      api("/runs/" + encodeURIComponent(runId) + "/cases", Object.assign({ offset: state.offset, limit: state.limit }, filter)),
     ]);
     const sm = run.summary;
     const shownRun = run.display;
@@ -450,6 +521,7 @@
     if (!STATIC && run.baseline_id && run.baseline_id !== run.id) {
       actions.push(h("a", { href: route("compare", null, { baseline: run.baseline_id, candidate: run.id }), id: "compare-baseline" }, "Compare with baseline " + run.baseline_id));
     }
+    if (!STATIC) actions.push(h("a", { href: route("compare", null, { candidate: run.id }), id: "compare-with" }, "Compare with…"));
 
     const verdictCounts = VERDICTS.map((v) => `${(sm && sm.verdicts[v]) || 0} ${v}`).join(" · ");
     const summary = sm ? h("div", { class: "cards" },
@@ -459,8 +531,8 @@
       card("Errors", fmt.int(sm.evaluator_errors), `${fmt.int(sm.target_errors)} agent · ${fmt.int(sm.evaluator_skips)} skipped`),
       card("Latency", figure(shownRun, "latency_p50"), "p95 " + figure(shownRun, "latency_p95")),
       card("Judge", fmt.int(sm.usage.calls) + " calls", `${fmt.int(sm.usage.prompt_tokens + sm.usage.completion_tokens)} tokens · ${figure(shownRun, "judge_cost")}`)) :
-      h("div", { class: "panel warn" }, run.unreadable ? "This run's stored row cannot be read: " + run.unreadable :
-        "This run has no summary yet (it is " + run.status + (run.abandoned ? ": its process stopped" : "") + ").",
+      run.status === "running" ? null : h("div", { class: "panel warn" }, run.unreadable ? "This run's stored row cannot be read: " + run.unreadable :
+        "This run has no summary (it is " + run.status + (run.abandoned ? ": its process stopped" : "") + ").",
         run.resume_command ? [" Resume it with ", h("code", { id: "resume-command" }, run.resume_command)] : null);
 
     const gates = sm && sm.gate_failures.length ? h("div", { class: "panel error", id: "gate-failures" }, h("strong", {}, "Gates failed"),
@@ -471,62 +543,100 @@
       h("div", { class: "table-wrap" }, h("table", { id: "evaluators" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Mean"), h("th", { class: "num" }, "Scored"),
         h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Skipped"))),
       h("tbody", {}, evaluators.map((e) => h("tr", {},
-        h("td", {}, h("a", { href: link({ evaluator: e.name, evaluator_state: "", verdict: [] }) }, e.name)),
+        h("td", {}, h("a", { href: link({ evaluator: e.name, evaluator_state: "", verdict: [], score_bin: "" }) }, e.name)),
         h("td", { class: "nowrap" }, meter(e.mean), figure(shownRun && shownRun.evaluators, e.name)),
-        h("td", { class: "num" }, fmt.int(e.scored)), h("td", { class: "num" }, fmt.int(e.passed)), h("td", { class: "num" }, fmt.int(e.failed)),
-        h("td", { class: "num" }, e.errors ? h("a", { href: link({ evaluator: e.name, evaluator_state: "error", verdict: [] }) }, fmt.int(e.errors)) : "0"),
+        h("td", { class: "num" }, fmt.int(e.scored)),
+        h("td", { class: "num" }, e.passed ? h("a", { href: link({ evaluator: e.name, evaluator_state: "passed", verdict: [], score_bin: "" }) }, fmt.int(e.passed)) : "0"),
+        h("td", { class: "num" }, e.failed ? h("a", { href: link({ evaluator: e.name, evaluator_state: "failed", verdict: [], score_bin: "" }) }, fmt.int(e.failed)) : "0"),
+        h("td", { class: "num" }, e.errors ? h("a", { href: link({ evaluator: e.name, evaluator_state: "error", verdict: [], score_bin: "" }) }, fmt.int(e.errors)) : "0"),
         h("td", { class: "num" }, fmt.int(e.skipped)))))))) : null;
 
-    const charts = h("div", { class: "panel" }, h("h2", {}, "Score distributions"),
+    const binLink = (evaluator) => (i) => link({ evaluator: evaluator || "", evaluator_state: "", score_bin: String(i), verdict: [] });
+    const charts = h("div", { class: "panel" }, h("h2", {}, "Score distributions"), h("p", { class: "muted small" }, "Click a bar to list its cases."),
       h("div", { class: "hist-grid" },
-        h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} without a score)`), histogram(hist.cases, hist.bin_labels, "#1d2433", "case scores")),
+        h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} without a score)`), histogram(hist.cases, hist.bin_labels, "#1d2433", "case scores", binLink(""), state.evaluator ? null : state.score_bin)),
         Object.entries(hist.evaluators).map(([name, bins]) => h("figure", {},
           h("figcaption", {}, `${name} (${fmt.int(hist.evaluator_errors[name] || 0)} errors, ${fmt.int(hist.evaluator_skips[name] || 0)} skipped)`),
-          histogram(bins, hist.bin_labels, "#3451b2", name)))));
+          histogram(bins, hist.bin_labels, "#3451b2", name, binLink(name), state.evaluator === name ? state.score_bin : null)))));
 
-    // The cases, with filters.
+    return h("div", { class: "wide" },
+      STATIC ? null : h("div", { class: "crumbs" }, h("a", { href: "#/runs" }, "Runs"), "› ", run.id),
+      h("h1", { id: "run-title" }, run.name || run.id), run.name ? h("div", { class: "muted mono" }, run.id) : null,
+      h("div", { class: "meta" }, h("span", { title: run.config.suite_path || "" }, "suite ", h("strong", {}, run.suite), run.config.suite_path ? h("span", { class: "mono" }, " " + shortPath(run.config.suite_path)) : null),
+        run.target ? h("span", {}, "target ", h("strong", {}, run.target)) : null,
+        badge(run.status), run.status === "completed" ? gateBadge(sm) : null, run.is_baseline ? badge("baseline") : null,
+        h("span", {}, fmt.time(run.created_at)), run.finished_at ? h("span", {}, "took " + run.duration) : null,
+        run.config.git ? h("span", { class: "mono", id: "run-git", title: run.config.git.commit }, gitText(run.config.git)) : null,
+        run.config.agent_version ? h("span", { id: "agent-version" }, "agent ", h("strong", {}, run.config.agent_version)) : null,
+        h("span", { class: "tags", id: "run-tags" }, tagChips(run.tags)), actions),
+      run.config.description ? h("p", { class: "description" }, run.config.description) : null,
+      identityEditor(run),
+      livePanel(run),
+      gates, notes, summary,
+      familyPanel(run),
+      h("div", { class: "grid" }, evalTable, charts),
+      casesPanel(run, page, state, filter, evaluators, link, hist.bin_labels),
+      h("details", { class: "panel" }, h("summary", {}, "Config snapshot"), h("pre", { id: "config" }, JSON.stringify(run.config, null, 2))));
+  }
+
+  // Placeholders the family views and live runs fill in (see below).
+  function casesPanel(run, page, state, filter, evaluators, link, binLabels) {
     const chips = VERDICTS.map((v) => {
       const on = state.verdict.includes(v);
-      return h("a", { class: "chip" + (on ? " on" : ""), href: link({ verdict: on ? state.verdict.filter((x) => x !== v) : state.verdict.concat([v]) }), "data-verdict": v }, v, sm ? ` ${fmt.int(sm.verdicts[v] || 0)}` : "");
+      return h("a", { class: "chip" + (on ? " on" : ""), href: link({ verdict: on ? state.verdict.filter((x) => x !== v) : state.verdict.concat([v]) }), "data-verdict": v }, v, run.summary ? h("span", { class: "count" }, " " + fmt.int(run.summary.verdicts[v] || 0)) : "");
     });
-    const search = h("input", { type: "search", id: "case-search", value: state.q, placeholder: "search ids, inputs, outputs", "aria-label": "search cases" });
+    const search = h("input", { type: "search", id: "case-search", value: state.q, placeholder: "search ids, inputs, outputs (/)", "aria-label": "search cases" });
     search.addEventListener("change", () => go(link({ q: search.value.trim() })));
     const evalSelect = h("select", { id: "evaluator-filter", "aria-label": "evaluator" }, h("option", { value: "" }, "any evaluator"),
       evaluators.map((e) => h("option", { value: e.name, selected: e.name === state.evaluator }, e.name)));
-    evalSelect.addEventListener("change", () => go(link({ evaluator: evalSelect.value, evaluator_state: evalSelect.value ? state.evaluator_state : "" })));
+    evalSelect.addEventListener("change", () => go(link({ evaluator: evalSelect.value, evaluator_state: evalSelect.value ? state.evaluator_state : "", score_bin: "" })));
     const stateSelect = h("select", { id: "state-filter", "aria-label": "evaluator result", disabled: !state.evaluator },
       ["", "passed", "failed", "error", "skipped", "value"].map((v) => h("option", { value: v, selected: v === state.evaluator_state }, v || "any result")));
     stateSelect.addEventListener("change", () => go(link({ evaluator_state: stateSelect.value })));
     const sortSelect = h("select", { id: "sort", "aria-label": "sort" },
-      [["problems", "problems first"], ["score", "lowest score"], ["-score", "highest score"], ["case", "case id"], ["-finished", "latest"], ["finished", "earliest"]]
+      [["problems", "problems first"], ["score", "lowest score"], ["-score", "highest score"], ["case", "case id"], ["-case", "case id, descending"],
+        ["latency", "fastest"], ["-latency", "slowest"], ["-finished", "latest"], ["finished", "earliest"]]
         .map(([v, label]) => h("option", { value: v, selected: v === state.sort }, label)));
     sortSelect.addEventListener("change", () => go(link({ sort: sortSelect.value })));
+    const binNote = state.score_bin !== "" ? h("span", { class: "chip on", id: "bin-filter" }, `${state.evaluator || "case score"} in ${binLabels[Number(state.score_bin)] || "bin " + state.score_bin}`, " ",
+      h("a", { href: link({ score_bin: "" }), "aria-label": "clear the bin filter" }, "×")) : null;
 
+    // A header that sorts: clicking it again turns the order around.
+    const sortable = (label, key, extra, cls) => {
+      const [up, down] = SORTS[key] || ["score", "-score"];
+      const current = (extra && extra.evaluator !== undefined ? state.evaluator === extra.evaluator : !SORTS[key] || key !== "score" || !state.evaluator) && (state.sort === up || state.sort === down);
+      const next = current && state.sort === up && up !== down ? down : up;
+      return h("th", { class: "sortable " + (cls || ""), "aria-sort": current ? (state.sort === down && up !== down ? "descending" : "ascending") : "none" },
+        h("a", { href: link(Object.assign({ sort: next }, extra || {})) }, label, current ? h("span", { class: "arrow" }, state.sort === down && up !== down ? "▼" : "▲") : null));
+    };
     const names = evaluators.map((e) => e.name);
-    const caseRows = page.items.map((c) => h("tr", {},
-      h("td", { class: "id" }, h("a", { href: route("case", run.id, { case_id: c.case_id, repeat: c.repeat }) }, c.case_id + (c.repeat ? " #" + c.repeat : ""))),
-      h("td", {}, badge(c.verdict)),
-      h("td", { class: "num" }, figure(c.display, "score")),
-      names.map((n) => h("td", { class: "num" }, cell(c.scores[n], figure(c.display && c.display.scores, n)))),
-      h("td", { class: "preview", title: c.target_error || c.output_preview }, c.target_error ? h("span", { class: "delta-neg" }, c.target_error) : c.output_preview),
-      h("td", { class: "num" }, figure(c.display, "latency"))));
-    const casesTable = h("div", { class: "panel" }, h("h2", {}, "Cases"),
-      h("div", { class: "toolbar" }, chips, evalSelect, stateSelect, search, sortSelect),
-      h("div", { class: "table-wrap" }, h("table", { id: "cases" },
-        h("thead", {}, h("tr", {}, h("th", {}, "Case"), h("th", {}, "Verdict"), h("th", { class: "num" }, "Score"), names.map((n) => h("th", { class: "num" }, n)), h("th", {}, "Output"), h("th", { class: "num" }, "Latency"))),
-        h("tbody", {}, caseRows.length ? caseRows : h("tr", {}, h("td", { colspan: 5 + names.length, class: "muted" }, "No case matches these filters."))))),
-      pager(page, (o) => route("run", run.id, Object.assign({}, state, { offset: o }))));
-
-    return h("div", {},
-      STATIC ? null : h("div", { class: "crumbs" }, h("a", { href: "#/runs" }, "Runs"), "› ", run.id),
-      h("h1", {}, run.id),
-      h("div", { class: "meta" }, h("span", {}, "suite ", h("strong", {}, run.suite)), run.target ? h("span", {}, "target ", h("strong", {}, run.target)) : null,
-        badge(run.status), run.status === "completed" ? gateBadge(sm) : null, run.is_baseline ? badge("baseline") : null,
-        h("span", {}, fmt.time(run.created_at)), run.finished_at ? h("span", {}, "took " + run.duration) : null, actions),
-      gates, notes, summary,
-      h("div", { class: "grid" }, evalTable, charts),
-      casesTable,
-      h("details", { class: "panel" }, h("summary", {}, "Config snapshot"), h("pre", { id: "config" }, JSON.stringify(run.config, null, 2))));
+    const caseRows = page.items.map((c) => {
+      const href = route("case", run.id, { case_id: c.case_id, repeat: c.repeat });
+      const row = h("tr", { "data-case": c.case_id, tabindex: "-1", "data-href": href },
+        h("td", { class: "id" }, h("a", { href }, c.case_id + (c.repeat ? " #" + c.repeat : ""))),
+        h("td", {}, badge(c.verdict)),
+        h("td", { class: "num" }, figure(c.display, "score")),
+        names.map((n) => h("td", { class: "num" }, cell(c.scores[n], figure(c.display && c.display.scores, n)))),
+        h("td", { class: "preview" }, h("div", { class: "clamp" }, c.input_preview)),
+        h("td", { class: "preview" }, h("div", { class: "clamp" }, c.expected_preview || "")),
+        h("td", { class: "preview" }, c.target_error ? h("div", { class: "clamp delta-neg" }, c.target_error) : h("div", { class: "clamp" }, c.output_preview)),
+        h("td", { class: "failing" }, c.failing_evaluator ? h("strong", {}, c.failing_evaluator) : ""),
+        h("td", { class: "preview" }, h("div", { class: "clamp" }, c.rationale_preview || "")),
+        h("td", { class: "num" }, figure(c.display, "latency")));
+      row.addEventListener("click", (e) => { if (!e.target.closest("a")) row.classList.toggle("open"); });
+      return row;
+    });
+    const head = h("tr", {}, sortable("Case", "case", { evaluator: "" }), sortable("Verdict", "verdict"), sortable("Score", "score", { evaluator: "" }, "num"),
+      names.map((n) => sortable(n, "score", { evaluator: n }, "num")),
+      h("th", {}, "Input"), h("th", {}, "Expected"), h("th", {}, "Output"), h("th", {}, "Failing evaluator"), h("th", {}, "Rationale"), sortable("Latency", "latency", {}, "num"));
+    return h("div", { class: "panel" }, h("h2", {}, "Cases"),
+      h("div", { class: "toolbar" }, chips, evalSelect, stateSelect, search, sortSelect, binNote),
+      h("div", { class: "table-wrap" }, h("table", { id: "cases", class: "nav" }, h("thead", {}, head),
+        h("tbody", {}, caseRows.length ? caseRows : h("tr", {}, h("td", { colspan: 9 + names.length, class: "muted" }, "No case matches these filters."))))),
+      h("div", { class: "toolbar pager-bar" }, pager(page, (o) => route("run", run.id, Object.assign({}, state, { offset: o }))),
+        pageSize(state.limit, (n) => go(link({ limit: n }))),
+        exportButtons("/runs/" + encodeURIComponent(run.id) + "/export", filter, run.id + "-cases"),
+        h("span", { class: "muted small" }, "j/k move · Enter opens · x expands · / searches")));
   }
 
   function cell(score, text) {
@@ -900,6 +1010,124 @@
       h("tbody", {}, diffRows))) : h("p", { class: "muted" }, "The two runs were made the same way (same agent, judge, settings, commit and version as recorded)."));
   }
 
+  // -- live runs -----------------------------------------------------------------------------
+
+  // Server-sent events read with fetch (EventSource cannot send the token): each event to
+  // ``onEvent`` until the stream ends or ``signal`` aborts it.
+  async function follow(path, onEvent, signal) {
+    const headers = { Accept: "text/event-stream" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    const response = await fetch(new URL(path, location.origin), { headers, credentials: "omit", signal });
+    if (!response.ok || !response.body) return;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const name = (block.match(/^event: (.*)$/m) || [])[1];
+        const data = (block.match(/^data: (.*)$/m) || [])[1];
+        if (name && data) {
+          try { onEvent(name, JSON.parse(data)); } catch (_) { /* a malformed event is skipped */ }
+        }
+      }
+    }
+  }
+
+  let liveStop = null;
+
+  // A running run's progress, its newest cases as they finish, and (for a run this server
+  // started) a cancel button; the page is drawn again when the run ends.
+  function livePanel(run) {
+    if (STATIC || run.status !== "running") return null;
+    const bar = h("div", { class: "progress" }, h("span", { "width%": 0 }));
+    const text = h("span", { id: "live-progress" }, "waiting for the first case…");
+    const rows = h("tbody", {});
+    const cancel = run.running_here ? h("button", { class: "secondary", id: "cancel-run" }, "Cancel run") : null;
+    if (cancel) {
+      cancel.addEventListener("click", async () => {
+        cancel.disabled = true;
+        try { await api("/runs/" + encodeURIComponent(run.id) + "/cancel", {}, "POST"); } catch (e) { text.textContent = e.message; }
+      });
+    }
+    const panel = h("div", { class: "panel live", id: "live" }, h("h2", {}, badge("running", "running"), " Live"),
+      h("div", { class: "toolbar" }, text, cancel), bar,
+      h("h3", {}, "Latest cases"), h("div", { class: "table-wrap" }, h("table", { id: "live-cases" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Case"), h("th", {}, "Verdict"), h("th", { class: "num" }, "Score"), h("th", {}, "Output"))), rows)));
+    let last = 0;
+    const refresh = async () => {
+      const now = Date.now();
+      if (now - last < 1000) return;
+      last = now;
+      const page = await api("/runs/" + encodeURIComponent(run.id) + "/cases", { sort: "-finished", limit: 10 });
+      rows.replaceChildren(...page.items.map((c) => h("tr", {}, h("td", { class: "id" }, h("a", { href: route("case", run.id, { case_id: c.case_id, repeat: c.repeat }) }, c.case_id)),
+        h("td", {}, badge(c.verdict)), h("td", { class: "num" }, figure(c.display, "score")), h("td", { class: "preview" }, h("div", { class: "clamp" }, c.target_error || c.output_preview)))));
+    };
+    if (liveStop) liveStop.abort();
+    const controller = new AbortController();
+    liveStop = controller;
+    const shown = location.hash;
+    follow("/runs/" + encodeURIComponent(run.id) + "/stream", (name, data) => {
+      if (location.hash !== shown) { controller.abort(); return; }
+      if (data.progress_text) text.textContent = data.progress_text;
+      if (data.total_count) bar.firstChild.style.width = Math.min(100, (100 * data.completed_count) / data.total_count) + "%";
+      if (name === "test_case_completed" || name === "run_progress") refresh().catch(() => null);
+      if (name === "run_completed" || name === "run_cancelled" || name === "run_failed") { controller.abort(); render(); }
+    }, controller.signal).catch(() => null);
+    refresh().catch(() => null);
+    return panel;
+  }
+
+  // -- keyboard ------------------------------------------------------------------------------
+
+  // j/k (or the arrows) move through the rows of a page's main table, Enter or o opens the
+  // current row, x expands it, / goes to the search box, Escape leaves a field.
+  function onKey(e) {
+    const target = e.target;
+    if (target && target.closest && target.closest("input, textarea, select")) {
+      if (e.key === "Escape") target.blur();
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "/") {
+      const search = document.querySelector("#case-search, #compare-search, #runs-search, input[name=q]");
+      if (search) { e.preventDefault(); search.focus(); }
+      return;
+    }
+    const table = document.querySelector("table.nav");
+    if (!table) return;
+    const rows = Array.from(table.querySelectorAll("tbody tr[tabindex]"));
+    if (!rows.length) return;
+    const current = table.querySelector("tbody tr.current");
+    let i = rows.indexOf(current);
+    if (e.key === "j" || e.key === "ArrowDown") i = Math.min(rows.length - 1, i + 1);
+    else if (e.key === "k" || e.key === "ArrowUp") i = Math.max(0, i - 1);
+    else if ((e.key === "Enter" || e.key === "o") && current) {
+      e.preventDefault();
+      if (current.dataset.href) go(current.dataset.href);
+      else { const button = current.querySelector("button"); if (button) button.click(); }
+      return;
+    } else if (e.key === "x" && current) { current.classList.toggle("open"); return; }
+    else return;
+    e.preventDefault();
+    if (current) current.classList.remove("current");
+    rows[i].classList.add("current");
+    rows[i].focus({ preventScroll: true });
+    rows[i].scrollIntoView({ block: "nearest" });
+  }
+
+  // -- family views ----------------------------------------------------------------------------
+
+  function familyPanel(run) {
+    return null;
+  }
+
   // -- start ------------------------------------------------------------------------------
 
   function start() {
@@ -913,6 +1141,7 @@
     const nav = document.querySelector(".top nav");
     if (nav && STATIC) nav.hidden = true;
     window.addEventListener("hashchange", render);
+    document.addEventListener("keydown", onKey);
     render();
   }
 
