@@ -429,14 +429,15 @@ def compare_records(baseline: RunRecord, candidate: RunRecord,
 
 
 def load_run(store: Any, run_id: str, role: str) -> tuple[RunRecord, list[CaseRecord]]:
-    """A stored run and its case records, or RunNotFound naming ``role``."""
+    """A stored run and its case records as figures need them (read light: no transcripts,
+    traces or outputs), or RunNotFound naming ``role``."""
     try:
         record = store.run_record(run_id)
     except StoreError as exc:
         if exc.message.startswith("no run"):
             raise RunNotFound(role, run_id) from None
         raise
-    return record, store.case_records(record.id)
+    return record, store.case_records(record.id, light=True)
 
 
 def compare_stored(store: Any, baseline: str, candidate: str,
