@@ -193,3 +193,22 @@ def test_the_failing_evaluator_rule():
     assert queries.failing_evaluator({
         "a": cell(state="value", value=0.4, passed=None),
         "b": cell(state="value", value=0.3, passed=None)}) == "b"
+
+
+def test_a_light_read_of_runs_compares_exactly_as_a_whole_read(tmp_path):
+    """Comparisons read runs without their transcripts, traces and outputs: the answer is
+    the one the whole records give."""
+    from assay.analysis.compare import CompareOptions, compare_records, compare_stored
+
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    base = write_run(store, 40, seed=1, quality=0.8)
+    cand = write_run(store, 40, seed=2, quality=0.7, hostile_at=[4])
+    light = compare_stored(store, base, cand)
+    whole = compare_records(store.run_record(base), store.run_record(cand),
+                            store.case_records(base), store.case_records(cand),
+                            CompareOptions())
+    assert light.model_dump() == whole.model_dump()
+    record = store.case_records(cand, light=True)[4]
+    assert record.output is None and record.execution.messages == []
+    assert all(s.rationale is None and "judge_request" not in s.details
+               for s in record.scores)

@@ -210,9 +210,10 @@ def evaluator_rows(result: Comparison, baseline: RunSummary | None = None,
     rows = []
     for name in sorted(set(before) | set(after)):
         b, c = before.get(name), after.get(name)
-        delta = None if b is None or c is None else c - b
+        delta = None if b is None or c is None else round(c - b, 3) + 0.0  # as shown
         rows.append(EvaluatorRow(name=name, scale="mean, 0-1", baseline=numbers.score(b),
-                                 candidate=numbers.score(c), change=numbers.score_delta(delta),
+                                 candidate=numbers.score(c),
+                                 change=numbers.score_delta(delta),
                                  direction=_direction(delta, True)))
     for metric in result.aggregate.per_metric_aggregate_deltas:
         value, change, scale = (numbers.percent, numbers.percent_points, "pass fraction") \

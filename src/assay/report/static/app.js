@@ -892,7 +892,7 @@
       v.regression_detected ? badge("regression detected", "regression") : cmp.exit_status ? badge("candidate failed its gates", "regression") : badge("no regression", "improvement"),
       cmp.comparable ? null : badge("differences allowed", "error"),
       h("span", { id: "headline" }, cmp.headline_text)),
-      h("p", { class: "runs-compared" }, "baseline ", runLink(b), h("span", { class: "muted" }, " " + b.id), " → candidate ", runLink(c), h("span", { class: "muted" }, " " + c.id)),
+      h("p", { class: "runs-compared" }, "baseline ", runLink(b), b.name ? h("span", { class: "muted" }, " " + b.id) : null, " → candidate ", runLink(c), c.name ? h("span", { class: "muted" }, " " + c.id) : null),
       cmp.reason_rows.length ? h("ul", { id: "reasons" }, cmp.reason_rows.map(reasonLine)) : h("p", { class: "muted" }, "No threshold was crossed."),
       h("p", { class: "muted", id: "thresholds" }, cmp.thresholds_text),
       cmp.warnings.map((w) => h("div", { class: "panel warn" }, w)));
