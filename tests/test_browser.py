@@ -4,6 +4,7 @@ that is markup shows as text and never runs."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -679,3 +680,145 @@ def test_a_10000_case_comparison_opens_within_its_budget_a_page_at_a_time(browse
         print(f"10,000-case compare: first page {first:.1f} s, next page {following:.2f} s")
         assert first < FIRST_PAGE_BUDGET_S and following < NEXT_PAGE_BUDGET_S
         watch.clean()
+
+
+# -- families, traces and people ---------------------------------------------------------------
+
+
+def test_a_connexity_run_shows_its_metrics_outcomes_and_dimensions(browser, tmp_path):
+    from assay.testing.runs import write_connexity_run
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run_id = write_connexity_run(store)
+    store.close()
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.goto(f"{served.url}/#/run/{run_id}")
+        page.wait_for_selector("#run-family")
+        dimensions = page.locator("#dimensions tbody tr").all_inner_texts()
+        assert any("57.5 /100" in d and "80.0 /100" in d and "not met" in d
+                   for d in dimensions)
+        assert any("160 ms" in d for d in dimensions)  # the terminal's agent latency
+        assert page.locator("#metric-means tbody tr").count() == 8  # all on one 0-5 scale
+        assert all("/5" in m for m in page.locator("#metric-means tbody tr").all_inner_texts())
+        assert page.locator("#cases tbody tr td:nth-child(3)").inner_text() == "57.5 /100"
+        _shot(page, tmp_path, "run-connexity")
+        page.goto(f"{served.url}/#/case/{run_id}?case_id=conv-1")
+        page.wait_for_selector(".family.connexity")
+        assert page.locator(".family.connexity table.metrics tbody tr").count() == 8
+        outcomes = page.locator("#outcomes li")
+        assert outcomes.count() == 2
+        assert "not met" in outcomes.nth(1).inner_text()
+        assert "The booking is for tomorrow" in outcomes.nth(1).inner_text()
+        _shot(page, tmp_path, "case-connexity")
+        watch.clean()
+
+
+def test_a_databricks_run_shows_the_seeds_names_and_each_rows_assessment(browser, tmp_path,
+                                                                          mock_model):
+    import assay
+
+    def verdict(result: str) -> str:
+        return "<<mock:" + json.dumps({"rationale": f"said {result}", "result": result}) + ">>"
+
+    rows = [{"request_id": "r1", "request": "What is MLflow?",
+             "response": "A platform for the ML lifecycle. " + verdict("yes"),
+             "expected_facts": ["MLflow is open source", "It tracks experiments"],
+             "guidelines": {"tone": ["Be concise"]},
+             "retrieved_context": [{"content": "MLflow is an open source platform.",
+                                    "doc_uri": "docs/mlflow.md"}]},
+            {"request_id": "r2", "request": "What is Spark?",
+             "response": "A database. " + verdict("no"),
+             "expected_facts": ["Spark is an engine"]}]
+    url = f"sqlite:///{tmp_path}/runs.db"
+    result = assay.evaluate(rows, judges=["correctness", "groundedness"], naming="databricks",
+                            judge_model=mock_model, cache="off", store=url)
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.goto(f"{served.url}/#/run/{result.run_id}")
+        page.wait_for_selector("#named-aggregates")
+        keys = page.locator("#named-aggregates tbody td.id").all_inner_texts()
+        assert any(k.startswith("response/overall_assessment") for k in keys)
+        assert "Databricks view" in page.locator("#run-family h2").inner_text()
+        page.goto(f"{served.url}/#/case/{result.run_id}?case_id=r2")
+        page.wait_for_selector("#named-row")
+        assert "no" in page.locator("#named-row p .badge").inner_text()
+        named = page.locator("#named-row td.id").all_inner_texts()
+        assert "response/llm_judged/correctness/rating" in named
+        assert page.locator("#expected-facts li").all_inner_texts() == ["Spark is an engine"]
+        page.goto(f"{served.url}/#/case/{result.run_id}?case_id=r1")
+        page.wait_for_selector("#ground-truth")
+        assert "Guidelines: tone" in page.locator("#ground-truth").inner_text()
+        _shot(page, tmp_path, "case-databricks")
+        watch.clean()
+
+
+def test_a_trace_shows_its_span_tree_and_a_wrong_tool_argument(browser, tmp_path):
+    from assay.testing.runs import write_traced_run
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run_id = write_traced_run(store)
+    store.close()
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.goto(f"{served.url}/#/case/{run_id}?case_id=wrong-order")
+        page.wait_for_selector("#spans tbody tr.span")
+        kinds = page.locator("#spans tbody tr.span").evaluate_all(
+            "rows => rows.map(r => r.dataset.kind)")
+        assert kinds == ["AGENT", "LLM", "TOOL", "LLM"]
+        llm = page.locator("#spans tbody tr.span").nth(1).inner_text()
+        assert "120 in · 30 out" in llm and "$0.0001" in llm and "400 ms" in llm
+        widths = page.locator("#spans .bar-span").evaluate_all(
+            "bars => bars.map(b => parseFloat(b.style.width))")
+        assert widths[0] == 100.0 and widths[2] < widths[1]  # the waterfall's proportions
+        missed = page.locator("#tool-matches tr.unmatched")
+        assert missed.count() == 1
+        assert missed.locator("pre.expected").inner_text() == '{"order_id": "A1"}'
+        assert missed.locator("pre.actual").inner_text() == '{"order_id": "B2"}'
+        page.locator("#spans tbody tr.span").nth(2).click()
+        assert '"status": "shipped"' in page.locator("#spans tr.span-io:visible").inner_text()
+        _shot(page, tmp_path, "case-trace")
+        watch.clean()
+
+
+def test_labels_given_on_case_pages_calibrate_the_judge(browser, tmp_path, mock_model):
+    import assay
+    from tests.assay_process import run_assay
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    judge = {"type": "llm_judge", "name": "graded", "prompt": "{{candidate_answer}}"}
+    run = assay.evaluate([{"id": f"c{i}", "input": f"q{i}", "output": f"answer {i}"}
+                          for i in range(4)], evaluators=[judge], judge_model=mock_model,
+                         store=url)
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        for i in range(4):
+            page.goto(f"{served.url}/#/case/{run.run_id}?case_id=c{i}")
+            page.wait_for_selector(".label-box")
+            box = page.locator(".score-card[data-evaluator='graded'] .label-box")
+            if i == 0:
+                box.locator(".label-agree").click()
+                expect(box.locator("[role=status]")).to_contain_text("name")
+                box.locator(".label-author").fill("alice")
+            box.locator(".label-comment").fill(f"checked <b>{i}</b>")
+            box.locator(".label-agree" if i < 3 else ".label-disagree").click()
+            expect(box.locator("ul.labels li")).to_have_count(1)
+            assert "alice" in box.locator("ul.labels li").inner_text()
+        page.goto(f"{served.url}/#/run/{run.run_id}")
+        page.wait_for_selector("#agreement")
+        row = page.locator("#agreement tr[data-evaluator='graded']").inner_text()
+        assert "75.0%" in row and f"assay calibrate --run {run.run_id}" in row
+        _shot(page, tmp_path, "run-agreement")
+        watch.clean()
+    done = run_assay(["calibrate", "--run", run.run_id, "--store", url, "--json",
+                      "--resamples", "0"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["counts"]["scored"] == 4
+    assert report["statistics"]["accuracy"]["value"] == 0.75

@@ -67,9 +67,11 @@ def calibrate(
     label: str = LABEL_OPTION,
     scale: str | None = SCALE_OPTION,
     run: str | None = typer.Option(None, "--run", help="Calibrate a stored run's scores "
-                                   "(with --labels) instead of judging."),
+                                   "against the labels people gave them in the viewer (or "
+                                   "--labels) instead of judging."),
     labels: Path | None = typer.Option(None, "--labels", help="With --run: a file of case_id "
-                                       "and label columns."),
+                                       "and label columns [default: the run's stored human "
+                                       "labels]."),
     resume: str | None = typer.Option(None, "--resume", help="Finish a stopped calibration "
                                       "run by id (same data and judge)."),
     store: str | None = STORE_OPTION,
@@ -98,8 +100,8 @@ def calibrate(
     if judge_model is not None and not judge_model.strip():
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini")
     if run is None and data is None:
-        raise ConfigError("give a SET_OR_FILE (assay calibrate --list), or --run RUN --labels "
-                          "FILE")
+        raise ConfigError("give a SET_OR_FILE (assay calibrate --list), or --run RUN (with "
+                          "its stored human labels, or --labels FILE)")
     if suite is not None and judge is not None:
         raise ConfigError("give the judge with --judge or with --suite, not both")
     files: dict[Path, str] = {}  # what the command reads itself: the judge's file

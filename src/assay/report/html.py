@@ -47,7 +47,8 @@ def _sha256(text: str) -> str:
 def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> dict[str, Any]:
     """What the page reads: the run, its score distributions, and its first ``max_cases``
     cases (problems first), each with its details."""
-    from assay.report.views import case_detail, run_detail, shown_rows
+    from assay.report.family import run_family
+    from assay.report.views import case_detail, has_metric_judge, run_detail, shown_rows
     from assay.run.display import scale_for
 
     target = queries.run_target(run)
@@ -62,7 +63,9 @@ def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> 
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         + f" · assay {__version__}"
         + (f" · {len(rows)} of {total} cases, problems first" if total > len(rows) else ""),
-        "run": run_detail(run, target).model_dump(mode="json"),
+        "run": run_detail(run, target, family=run_family(
+            run, queries.metric_score_rows(store, run.id) if has_metric_judge(run) else None
+        )).model_dump(mode="json"),
         "histograms": queries.histograms(store, run.id).model_dump(mode="json"),
         "cases": [r.model_dump(mode="json") for r in shown_rows(rows, scale_for(run))],
         "details": details,

@@ -16,6 +16,8 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.report.family import CaseFamily, RunFamily, case_family
+from assay.report.trace_view import ToolMatchView, TraceView, tool_matches, trace_view
 from assay.run.display import RunDisplay, run_display, scale_for
 from assay.run.policies.base import Scale
 from assay.store.queries import CaseRow, RunItem
@@ -45,6 +47,9 @@ class RunDetail(RunRecord):
                                "still running (it can be cancelled)")
     resume_command: str | None = Field(default=None, description="the command that finishes "
                                        "the run, when it stopped before completing")
+    family: RunFamily | None = Field(default=None, description="the run as its family's "
+                                     "tools show it (Databricks' or MLflow's names, "
+                                     "Connexity's metrics and dimensions)")
 
 
 MAX_CUTS = 100
@@ -139,16 +144,26 @@ class CaseDetail(BaseModel):
         "the values this page shows in part (a text cut ends with a marker saying how long "
         "it is); empty when the case is shown whole"))
     cuts_not_listed: int = Field(default=0, description="cuts made beyond those listed")
+    family: CaseFamily | None = Field(default=None, description="the case as its family's "
+                                      "tools show it: its row in the run's naming, each "
+                                      "multi-metric judge's metrics and outcomes")
+    trace: TraceView | None = Field(default=None, description="the agent's trace as a span "
+                                    "tree and a timing waterfall")
+    tool_matches: list[ToolMatchView] = Field(
+        default_factory=list, description="each tool evaluator's expected calls and the "
+        "actual calls they matched, or why not")
 
 
 def run_detail(run: RunRecord, target: str | None, baseline_id: str | None = None,
-               running_here: bool = False, resume_command: str | None = None) -> RunDetail:
+               running_here: bool = False, resume_command: str | None = None,
+               family: RunFamily | None = None) -> RunDetail:
     took = None if run.finished_at is None else (run.finished_at - run.created_at) * 1000
     return RunDetail(**run.model_dump(), target=target,
                      pass_rate=None if run.summary is None else run.summary.pass_rate,
                      display=_display(run), duration=numbers.milliseconds(took),
                      is_baseline=baseline_id == run.id, baseline_id=baseline_id,
-                     running_here=running_here, resume_command=resume_command)
+                     running_here=running_here, resume_command=resume_command,
+                     family=family)
 
 
 def _turn_latency(extra: dict[str, Any] | None) -> float | None:
@@ -171,7 +186,15 @@ def case_detail(record: CaseRecord, run: RunRecord | None = None) -> CaseDetail:
         cause_cost=numbers.usd(None if record.cause_analysis is None
                                else record.cause_analysis.usage.cost))
     return CaseDetail(record=record, tool_calls=calls,
-                      retrievals=retrievals(record.execution), display=display)
+                      retrievals=retrievals(record.execution), display=display,
+                      family=case_family(record, run), trace=trace_view(record.execution),
+                      tool_matches=tool_matches(record.scores))
+
+
+def has_metric_judge(run: RunRecord) -> bool:
+    """Whether a run's cases may hold a multi-metric (Connexity) judge's verdicts."""
+    return run.config.run.get("scoring") == "connexity" or any(
+        "connexity" in spec.type for spec in run.config.evaluators)
 
 
 # -- a case page of bounded size -------------------------------------------------------------

@@ -37,6 +37,7 @@ from assay.calibration.items import (
     Kind,
     LabelledItem,
     LabelledSet,
+    Where,
     infer_kind,
     normal_label,
     refuse_duplicate_ids,
@@ -109,7 +110,8 @@ async def calibrate_async(
         kind, label, scale, columns: how to read a user's file (see ``files``).
         run, labels, evaluator: calibrate the scores of stored run ``run`` (its evaluator
             named ``evaluator``; the only judge when None) against ``labels``, a file of
-            ``case_id`` and ``label`` columns. No judge is called.
+            ``case_id`` and ``label`` columns, or without ``labels`` against the labels
+            people gave the run's scores (:mod:`assay.store.labels`). No judge is called.
         suite, evaluator: calibrate evaluator ``evaluator`` of ``suite`` (a suite file or a
             loaded Suite) as a run of the suite uses it: with the judge model the suite's
             targets give it (:func:`assay.run.evaluate.suite_judge`), so the calibration gate
@@ -348,6 +350,24 @@ def demo_notes(report: CalibrationReport, identity: JudgeIdentity) -> None:
     report.notes[:0] = notes
 
 
+def _stored_labels(run_store: RunStore, run_id: str, evaluator: str,
+                   label: str) -> tuple[str, list[tuple[Where, dict[str, Any]]]]:
+    """The labels people gave the evaluator's scores in the run (the viewer's case pages,
+    ``POST /runs/{id}/labels``), the latest of each, as rows of a labels file would be."""
+    from assay.store.labels import current_labels, human_value
+
+    source = f"the human labels of run {run_id} ({evaluator})"
+    found = [label_ for label_ in current_labels(run_store, run_id, evaluator)
+             if label_.repeat == 0 and human_value(label_) is not None]
+    if not found:
+        raise ConfigError(f"run {run_id} has no human labels of {evaluator!r}: label its "
+                          "cases on their pages in assay serve (or POST /runs/{id}/labels), "
+                          "or give labels= a file of case_id and label columns",
+                          code="no_labels")
+    return source, [(Where(source, record=i), {"case_id": x.case_id, label: human_value(x)})
+                    for i, x in enumerate(found, 1)]
+
+
 def _case_id(row: Any) -> Any:
     """The case id a row of a labels file gives (``case_id``, or ``id``); None for none."""
     return row.get("case_id", row.get("id")) if isinstance(row, Mapping) else None
@@ -360,8 +380,6 @@ async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | 
     """A stored run's scores against human labels by case id: no judge is called."""
     from assay.calibration.files import parse_scale
 
-    if labels is None:
-        raise ConfigError("run= needs labels=: a file of case_id and label columns")
     stored = run_store.run_record(run_id)
     specs = {e.name: e for e in stored.config.evaluators}
     if evaluator is None:
@@ -382,7 +400,10 @@ async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | 
     chosen: Kind | None = "pairwise" if pairwise else kind
     bounds = parse_scale(scale)
     records = {r.case_id: r for r in run_store.case_records(stored.id) if r.repeat == 0}
-    source, rows = rows_of(labels)
+    if labels is None:
+        source, rows = _stored_labels(run_store, stored.id, spec.name, label)
+    else:
+        source, rows = rows_of(labels)
     items: list[LabelledItem] = []
     raw_labels = []
     refuse_duplicate_ids([(str(_case_id(row)), where) for where, row in rows

@@ -51,6 +51,7 @@ from assay.analysis.compare import (
 from assay.errors import ConfigError
 from assay.report import export
 from assay.report.comparison import CaseSides, case_sides
+from assay.report.family import RunFamily, run_family
 from assay.report.views import (
     CaseDetail,
     RunDetail,
@@ -58,6 +59,7 @@ from assay.report.views import (
     ShownCaseRow,
     bounded_case,
     case_detail,
+    has_metric_judge,
     list_item,
     run_detail,
     shown_rows,
@@ -85,7 +87,7 @@ from assay.server.launches import (
 )
 from assay.server.security import ScrubbingMiddleware, SecurityMiddleware, document_nul_rule
 from assay.server.settings import ServerSettings
-from assay.store import baselines, queries
+from assay.store import baselines, labels, queries
 from assay.store.errors import StoreError
 from assay.store.runs import RecordRejected, RunStore, RunUnreadable
 from assay.store.traces import append_spans
@@ -138,6 +140,23 @@ class RunPatch(BaseModel):
     name: Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] | None = None
     tags: list[Tag] | None = Field(default=None, max_length=50)
     notes: Annotated[str, Field(max_length=20_000)] | None = None
+
+
+class LabelRequest(BaseModel):
+    """A reviewer's label of a judge's score on a case: agreeing with its verdict, or
+    giving what it should have been (``value``: true for pass, false for fail, a 0-1 score or
+    a label), with a comment. Strict, as every request body is."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    case_id: Annotated[str, Field(min_length=1, max_length=1000)]
+    repeat: Annotated[int, Field(ge=0, le=10**6)] = 0
+    evaluator: Annotated[str, Field(min_length=1, max_length=200)]
+    agrees: bool
+    value: bool | float | Annotated[str, Field(max_length=200)] | None = None
+    comment: Annotated[str, Field(max_length=labels.MAX_COMMENT)] = ""
+    author: Annotated[str, Field(min_length=1, max_length=labels.MAX_AUTHOR,
+                                 pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 class CaseValue(BaseModel):
@@ -332,6 +351,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
     comparison_cache = ComparisonCache()
+    metric_cache: dict[tuple[str, float | None], list[list[dict[str, Any]]]] = {}
     count_cache: queries.CountCache = {}  # of finished runs only: their cases never change
 
     def store() -> RunStore:
@@ -562,7 +582,22 @@ def create_app(settings: ServerSettings) -> FastAPI:
     def _detail(run: RunRecord) -> RunDetail:
         found = baselines.get_baseline(store(), *baselines.scope_of(run))
         return run_detail(run, queries.run_target(run), found.run_id if found else None,
-                          launcher.running(run.id), resume_command(run, store().display_url))
+                          launcher.running(run.id), resume_command(run, store().display_url),
+                          _family(run))
+
+    def _family(run: RunRecord) -> RunFamily | None:
+        """A run's family panels; a finished run's per-metric means are read once."""
+        if not has_metric_judge(run):
+            return run_family(run)
+        key = (run.id, run.finished_at)
+        rows = metric_cache.get(key) if run.status is RunStatus.COMPLETED else None
+        if rows is None:
+            rows = queries.metric_score_rows(store(), run.id)
+            if run.status is RunStatus.COMPLETED:
+                metric_cache[key] = rows
+                while len(metric_cache) > 64:
+                    metric_cache.pop(next(iter(metric_cache)))
+        return run_family(run, rows)
 
     @app.get("/runs/{run_id}", response_model=RunDetail, responses=ERRORS, tags=["runs"])
     def get_run(run_id: RunId) -> RunDetail:
@@ -720,6 +755,40 @@ def create_app(settings: ServerSettings) -> FastAPI:
             found, option=orjson.OPT_INDENT_2).decode()
         return CaseValue(pointer=pointer, length=len(text), offset=offset,
                          text=text[offset:offset + limit])
+
+    @app.get("/runs/{run_id}/labels", response_model=list[labels.HumanLabel],
+             responses=ERRORS, tags=["labels"])
+    def get_labels(run_id: RunId,
+                   case_id: Annotated[str | None, Query(max_length=1000)] = None,
+                   repeat: Annotated[int | None, Query(ge=0, le=10**6)] = None) \
+            -> list[labels.HumanLabel]:
+        """The labels people gave a run's scores (or one case's), oldest first: the latest
+        of each score is the one that counts."""
+        return labels.labels(store(), require_run(run_id).id, case_id, repeat)
+
+    @app.post("/runs/{run_id}/labels", response_model=labels.HumanLabel, status_code=201,
+              responses=ERRORS, tags=["labels"])
+    def post_label(run_id: RunId,
+                   request: Annotated[LabelRequest, Body()]) -> labels.HumanLabel:
+        """Label a judge's score on a case: agree with it, or say what it should have been.
+        Labels are only ever added, with who gave them and when; ``assay calibrate --run``
+        calibrates the judge against them."""
+        run = require_run(run_id)
+        try:
+            return labels.add_label(store(), run.id, request.case_id, request.repeat,
+                                    request.evaluator, agrees=request.agrees,
+                                    value=request.value, comment=request.comment,
+                                    author=request.author)
+        except ConfigError as exc:
+            status = 404 if exc.code in ("case_not_found", "score_not_found") else 400
+            raise ApiError(status, exc.code, exc.message) from None
+
+    @app.get("/runs/{run_id}/agreement", response_model=list[labels.LabelAgreement],
+             responses=ERRORS, tags=["labels"])
+    def get_agreement(run_id: RunId) -> list[labels.LabelAgreement]:
+        """Per evaluator, how many of its scores people labelled and the share they agreed
+        with (the latest label of each score)."""
+        return labels.agreement(store(), require_run(run_id).id)
 
     @app.get("/runs/{run_id}/histograms", response_model=queries.Histograms, responses=ERRORS,
              tags=["runs"])

@@ -121,6 +121,8 @@ class CaseRow(_View):
         "the lowest value"))
     rationale_preview: str = Field(default="", description=(
         "the failing evaluator's rationale (or its error's message), cut"))
+    overall_score: float | None = Field(default=None, description=(
+        "the case's score on its policy's own 0-100 scale, when the policy has one"))
 
 
 class RunItem(_View):
@@ -545,6 +547,7 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
             for found_row in conn.execute(select(
                     cr.c.case_id, cr.c.repeat, cr.c.verdict, cr.c.score, cr.c.created_at,
                     cr.c.row["target"].as_string().label("target"),
+                    cr.c.row["overall_score"].as_float().label("overall_score"),
                     _preview(cr.c.row["case"]["input"], preview).label("input_preview"),
                     _preview(cr.c.row["case"]["expected_output"], preview).label(
                         "expected_preview")).where(
@@ -586,7 +589,8 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
             target_error=None if found is None else (_shorten(found.error, 500) or None),
             latency_ms=None if found is None else found.latency_ms, finished_at=r.created_at,
             scores=scored, failing_evaluator=failing,
-            rationale_preview="" if failing is None else reasons.get((*key, failing), "")))
+            rationale_preview="" if failing is None else reasons.get((*key, failing), ""),
+            overall_score=r.overall_score))
     return page, total
 
 
@@ -650,6 +654,26 @@ def case_record(store: RunStore, run_id: str, case_id: str, repeat: int) -> Case
                 sc.c.run_id == run_id, sc.c.case_id == case_id, sc.c.repeat == repeat))}
     execution = None if stored is None else Execution.model_validate(stored.execution)
     return _case_record(run_id, dict(row._mapping), execution, scores)
+
+
+def metric_score_rows(store: RunStore, run_id: str) -> list[list[dict[str, Any]]]:
+    """Every case's multi-metric verdict (its score's ``details.metric_scores``), read alone
+    from the database: what a run's per-metric means are computed from."""
+    store.flush()
+    sc = schema.scores
+    found = sc.c.score["details"]["metric_scores"]
+    with store._begin() as conn:
+        rows = conn.execute(select(cast(found, Text)).where(
+            sc.c.run_id == run_id, sc.c.value.is_not(None))).fetchall()
+    import json
+
+    decoded = []
+    for (text,) in rows:
+        if text and text != "null":
+            value = json.loads(text)
+            if isinstance(value, list):
+                decoded.append(value)
+    return decoded
 
 
 def bin_of(column: Any, bins: int = BINS) -> Any:

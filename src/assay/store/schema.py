@@ -54,7 +54,8 @@ human_labels = Table(
     Column("repeat", Integer, nullable=False),
     Column("evaluator", String(200), nullable=False),
     Column("agrees", Boolean, nullable=False),
-    Column("value", JSON),
+    Column("value", Text, doc="the correct value as JSON text (SQLite gives a bare number in "
+           "a JSON column numeric affinity)"),
     Column("judge_value", Float),
     Column("judge_passed", Boolean),
     Column("comment", Text, nullable=False),

@@ -149,7 +149,119 @@ def write_run(store: RunStore, cases: int, *, suite: str = "math", quality: floa
     return run_id
 
 
-__all__ = ["EVALUATORS", "HOSTILE", "make_case", "write_run"]
+def _store_case(store: RunStore, record: CaseRecord) -> None:
+    store.record_execution(record.run_id, record.case_id, record.repeat, record.execution)
+    for s in record.scores:
+        store.record_score(record.run_id, record.case_id, record.repeat, s)
+    store.record_case(record)
+
+
+def write_connexity_run(store: RunStore, run_id: str = "run-connexity") -> str:
+    """A run of one conversation judged by Connexity's multi-metric judge on all of its
+    metrics, with two expected outcomes (one met), under the connexity policy's two
+    dimensions: the score the judge's own code builds from a validated answer."""
+    from assay.judges.llm.connexity import ConnexityJudge, answer_model
+
+    judge = ConnexityJudge(name="conversation")
+    selected = judge.selected()
+    metrics = tuple((m.name, m.definition.score_type == "binary") for m in selected)
+    answers: dict[str, Any] = {}
+    for k, (name, binary) in enumerate(metrics):
+        low = k % 3 == 0
+        answer: dict[str, Any] = {"justification": f"{name}: " + (
+            "booked the wrong day" if low else "fine"), "failure_code": "wrong_day" if low
+            else None, "turns": [1] if low else []}
+        answer.update({"passed": not low} if binary else {"score": 1 if low else 4})
+        answers[name] = answer
+    answers["expected_outcomes"] = [
+        {"index": 1, "passed": True, "justification": "a table was offered"},
+        {"index": 2, "passed": False, "justification": "it was for today, not tomorrow"}]
+    turns = [Message(role="user", content="Book a table for two tomorrow."),
+             Message(role="assistant", content="Booked for today at 7pm."),
+             Message(role="user", content="I said tomorrow."),
+             Message(role="assistant", content="Done, you are booked.")]
+    case = Case.model_validate({"id": "conv-1", "input": [turns[0].model_dump(mode="json")]})
+    case = case.model_copy(update={
+        "expected_outcomes": ["The agent offers a table", "The booking is for tomorrow"]})
+    score = judge.judgement(case, selected, answer_model(metrics, 2).model_validate(answers),
+                            len(turns))
+    snapshot = RunSnapshot(suite_name="bookings", evaluators=[EvaluatorSpec(
+        name="conversation", type="connexity_judge")], run={"scoring": "connexity"})
+    run_id = store.create_run("bookings", snapshot.model_dump(mode="json"), run_id=run_id)
+    record = CaseRecord(run_id=run_id, case_id=case.id, case=case,
+                        execution=Execution(input=case.input, output=turns[-1].content,
+                                            messages=turns, latency_ms=160.0),
+                        scores=[score], score=score.value, verdict=Verdict.FAIL,
+                        overall_score=score.raw if isinstance(score.raw, float) else None)
+    _store_case(store, record)
+    store.flush()
+    builder = SummaryBuilder()
+    builder.add(record)
+    summary = builder.build()
+    summary.metrics_pass_threshold, summary.cases_pass_threshold = 80.0, 100.0
+    summary.metrics_passed = (summary.weighted_metrics_score_pct or 0) >= 80
+    summary.cases_passed = False
+    summary.scoring = "connexity"
+    store.set_status(run_id, RunStatus.COMPLETED.value, summary.model_dump(mode="json"))
+    return run_id
+
+
+def traced_execution(order: str = "A1") -> Execution:
+    """An agent's execution with a trace: the agent's span, an LLM call (tokens, cost,
+    model), a tool call of ``lookup_order`` with ``order_id`` = ``order``, and a second LLM
+    call; times in seconds since the epoch."""
+    start = 1_700_000_000.0
+    spans = [
+        {"name": "agent", "span_id": "a1", "start_time": start, "end_time": start + 1.2,
+         "attributes": {"openinference.span.kind": "AGENT", "input.value": "Where is A1?"}},
+        {"name": "plan", "span_id": "b1", "parent_id": "a1", "start_time": start + 0.01,
+         "end_time": start + 0.41, "attributes": {
+             "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+             "llm.token_count.prompt": 120, "llm.token_count.completion": 30,
+             "llm.cost.total": 0.00012, "output.value": "call lookup_order"}},
+        {"name": "lookup_order", "span_id": "c1", "parent_id": "a1", "start_time": start + 0.42,
+         "end_time": start + 0.62, "attributes": {
+             "tool.name": "lookup_order", "input.value": f'{{"order_id": "{order}"}}',
+             "output.value": '{"status": "shipped"}'}},
+        {"name": "answer", "span_id": "d1", "parent_id": "a1", "start_time": start + 0.63,
+         "end_time": start + 1.19, "attributes": {
+             "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+             "llm.token_count.prompt": 200, "llm.token_count.completion": 40,
+             "llm.cost.total": 0.0002, "output.value": "It shipped."}},
+    ]
+    return Execution.model_validate({"input": "Where is A1?", "output": "It shipped.",
+                                     "trace": spans, "latency_ms": 1200.0})
+
+
+def write_traced_run(store: RunStore, run_id: str = "run-traced") -> str:
+    """A run of two cases whose agent left a trace, scored by the real ``tool_call_args``
+    evaluator: one called ``lookup_order`` with the expected order, one with another."""
+    from assay.judges.base import EvalContext
+    from assay.judges.deterministic.tool_calls import ToolCallArgs
+    from assay.run.sync import run_sync
+
+    evaluator = ToolCallArgs.model_validate({"name": "order_lookup", "tool_calls": [
+        {"name": "lookup_order", "args": {"order_id": "A1"}}]})
+    snapshot = RunSnapshot(suite_name="orders", evaluators=[EvaluatorSpec(
+        name="order_lookup", type="tool_call_args")])
+    run_id = store.create_run("orders", snapshot.model_dump(mode="json"), run_id=run_id)
+    builder = SummaryBuilder()
+    for case_id, order in (("right-order", "A1"), ("wrong-order", "B2")):
+        case = Case(id=case_id, input="Where is A1?", expected_output="It shipped.")
+        execution = traced_execution(order)
+        score = run_sync(evaluator.score(case, execution, EvalContext(None)))  # type: ignore[arg-type]
+        record = CaseRecord(run_id=run_id, case_id=case_id, case=case, execution=execution,
+                            scores=[score], score=score.value, verdict=_verdict(score.value))
+        _store_case(store, record)
+        builder.add(record)
+    store.flush()
+    store.set_status(run_id, RunStatus.COMPLETED.value, builder.build().model_dump(
+        mode="json"))
+    return run_id
+
+
+__all__ = ["EVALUATORS", "HOSTILE", "make_case", "traced_execution", "write_connexity_run",
+           "write_run", "write_traced_run"]
 
 
 

@@ -499,10 +499,11 @@
     };
     const filter = { verdict: state.verdict, evaluator: state.evaluator, evaluator_state: state.evaluator ? state.evaluator_state : "",
       q: state.q, sort: state.sort, score_bin: state.score_bin };
-    const [run, hist, page] = await Promise.all([
+    const [run, hist, page, agreement] = await Promise.all([
       api("/runs/" + encodeURIComponent(runId)),
       api("/runs/" + encodeURIComponent(runId) + "/histograms"),
       api("/runs/" + encodeURIComponent(runId) + "/cases", Object.assign({ offset: state.offset, limit: state.limit }, filter)),
+      STATIC ? Promise.resolve([]) : api("/runs/" + encodeURIComponent(runId) + "/agreement").catch(() => []),
     ]);
     const sm = run.summary;
     const shownRun = run.display;
@@ -574,12 +575,22 @@
       livePanel(run),
       gates, notes, summary,
       familyPanel(run),
+      agreementPanel(run, agreement),
       h("div", { class: "grid" }, evalTable, charts),
       casesPanel(run, page, state, filter, evaluators, link, hist.bin_labels),
       h("details", { class: "panel" }, h("summary", {}, "Config snapshot"), h("pre", { id: "config" }, JSON.stringify(run.config, null, 2))));
   }
 
-  // Placeholders the family views and live runs fill in (see below).
+  // How often people agreed with each judge, where they labelled its scores.
+  function agreementPanel(run, agreement) {
+    if (!agreement.length) return null;
+    return h("div", { class: "panel", id: "agreement" }, h("h2", {}, "Judges and people"),
+      h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", { class: "num" }, "Labelled"), h("th", { class: "num" }, "Agreed"), h("th", { class: "num" }, "Agreement"), h("th", {}, "Calibrate it"))),
+        h("tbody", {}, agreement.map((a) => h("tr", { "data-evaluator": a.evaluator }, h("td", {}, a.evaluator), h("td", { class: "num" }, fmt.int(a.labelled)), h("td", { class: "num" }, fmt.int(a.agreed)),
+          h("td", { class: "num" }, a.agreement_text), h("td", {}, h("code", {}, `assay calibrate --run ${run.id} --evaluator ${a.evaluator}`))))))),
+      h("p", { class: "muted" }, "The latest label of each score counts. Label a score on its case's page."));
+  }
+
   function casesPanel(run, page, state, filter, evaluators, link, binLabels) {
     const chips = VERDICTS.map((v) => {
       const on = state.verdict.includes(v);
@@ -660,7 +671,11 @@
   async function casePage(runId, params) {
     const caseId = params.get("case_id") || "";
     const repeat = Number(params.get("repeat") || 0);
-    const detail = await api("/runs/" + encodeURIComponent(runId) + "/case", { case_id: caseId, repeat });
+    const [detail, run, given] = await Promise.all([
+      api("/runs/" + encodeURIComponent(runId) + "/case", { case_id: caseId, repeat }),
+      api("/runs/" + encodeURIComponent(runId)),
+      STATIC ? Promise.resolve([]) : api("/runs/" + encodeURIComponent(runId) + "/labels", { case_id: caseId, repeat }).catch(() => []),
+    ]);
     const r = detail.record;
     const ex = r.execution;
     const blamed = {};
@@ -678,12 +693,15 @@
     const chunks = (ex.retrieved_context || []).concat(...detail.retrievals.map((x) => x.documents));
     const maxDuration = Math.max(1, ...detail.tool_calls.map((t) => t.duration_ms || 0));
     const shownCase = detail.display || { scores: [], tool_calls: [] };
+    const byEvaluator = {};
+    for (const label of given) (byEvaluator[label.evaluator] = byEvaluator[label.evaluator] || []).push(label);
 
     return h("div", {},
-      h("div", { class: "crumbs" }, STATIC ? null : [h("a", { href: "#/runs" }, "Runs"), "› "], h("a", { href: route("run", runId) }, runId), " › ", caseId),
+      h("div", { class: "crumbs" }, STATIC ? null : [h("a", { href: "#/runs" }, "Runs"), "› "], h("a", { href: route("run", runId) }, run.name || runId), " › ", caseId),
       h("h1", { id: "case-title" }, caseId + (repeat ? " #" + repeat : "")),
       h("div", { class: "meta" }, badge(r.verdict), h("span", {}, "score ", h("strong", {}, figure(shownCase, "score"))),
-        r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + figure(shownCase, "latency"))),
+        r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + figure(shownCase, "latency")),
+        elsewhere(run, caseId)),
       ex.error ? h("div", { class: "panel error", id: "target-error" }, h("strong", {}, "The agent failed: "), ex.error) : null,
       cause ? causePanel(cause, figure(shownCase, "cause_cost")) : null,
       cutsPanel(runId, caseId, repeat, detail),
@@ -692,8 +710,12 @@
         h("div", { class: "panel" }, h("h2", {}, "Expected output"), block(r.case.expected_output, "(none given)"),
           r.case.expected_outcomes.length ? [h("h3", {}, "Expected outcomes"), h("ul", {}, r.case.expected_outcomes.map((o) => h("li", {}, o)))] : null,
           r.case.guidelines.length ? [h("h3", {}, "Guidelines"), h("ul", {}, r.case.guidelines.map((o) => h("li", {}, o)))] : null)),
+      groundTruth(r.case),
       h("div", { class: "panel" }, h("h2", {}, "Agent output"), h("div", { id: "agent-output" }, block(ex.output, "(no output)"))),
-      h("div", { class: "panel" }, h("h2", {}, "Scores"), r.scores.length ? r.scores.map((sc, i) => scoreCard(sc, shownCase.scores[i])) : h("p", { class: "muted" }, "No scores.")),
+      caseFamily(detail),
+      h("div", { class: "panel" }, h("h2", {}, "Scores"), r.scores.length ? r.scores.map((sc, i) => scoreCard(sc, shownCase.scores[i], STATIC ? null : { runId, caseId, repeat, labels: byEvaluator[sc.name] || [] })) : h("p", { class: "muted" }, "No scores.")),
+      toolMatches(detail.tool_matches),
+      traceView(detail.trace),
       detail.tool_calls.length ? h("div", { class: "panel" }, h("h2", {}, "Tool calls"), h("ol", { class: "timeline", id: "tool-calls" },
         detail.tool_calls.map((t, i) => h("li", {}, h("span", { class: "dot" }, String(i + 1)), h("div", {},
           h("strong", {}, t.name), t.duration_ms !== null && t.duration_ms !== undefined ? h("span", { class: "muted" }, " · " + figure(shownCase.tool_calls, i)) : null,
@@ -745,6 +767,58 @@
     return parts.length ? h("span", { class: "muted turn-facts" }, " " + parts.join(" · ")) : null;
   }
 
+  // The same case elsewhere: side by side with the run's baseline, and in other runs.
+  function elsewhere(run, caseId) {
+    if (STATIC) return null;
+    const links = [];
+    if (run.baseline_id && run.baseline_id !== run.id) {
+      links.push(h("a", { id: "case-vs-baseline", href: route("compare", null, { baseline: run.baseline_id, candidate: run.id, q: caseId, open: caseId }) }, "side by side with the baseline"));
+    }
+    links.push(h("a", { id: "case-other-runs", href: route("compare", null, { candidate: run.id, q: caseId, open: caseId }) }, "against another run…"));
+    return h("span", { class: "elsewhere" }, links.map((l, i) => [i ? " · " : "", l]));
+  }
+
+  function toolMatches(views) {
+    if (!views || !views.length) return null;
+    return h("div", { class: "panel", id: "tool-matches" }, h("h2", {}, "Expected and actual tool calls"),
+      views.map((v) => h("div", { "data-evaluator": v.evaluator }, h("h3", {}, v.evaluator),
+        h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "Expected"), h("th", {}, "Expected arguments"), h("th", {}, "Actual arguments"), h("th", {}, "Why not"))),
+          h("tbody", {}, v.lines.map((l) => h("tr", { class: l.matched ? "matched" : "unmatched" },
+            h("td", {}, badge(l.matched ? "matched" : "missed", l.matched ? "pass" : "fail")),
+            h("td", { class: "id" }, l.expected, l.actual_index !== null && l.actual_index !== undefined ? h("div", { class: "muted" }, "call #" + (l.actual_index + 1)) : null),
+            h("td", {}, h("pre", { class: "args expected" }, l.expected_args || "(any)")),
+            h("td", {}, l.actual_args.length ? l.actual_args.map((a) => h("pre", { class: "args actual" }, a)) : h("span", { class: "muted" }, "no call of this tool")),
+            h("td", {}, l.reason || "")))))),
+        v.actual.length ? h("p", { class: "muted" }, "actual calls, in order: " + v.actual.join(" → ")) : null)));
+  }
+
+  // The trace as a tree, each span's bar on one timeline: where the time went, and what
+  // each LLM call cost.
+  function traceView(trace) {
+    if (!trace || !trace.spans.length) return null;
+    const rows = trace.spans.map((sp) => {
+      const body = h("tr", { class: "span k-" + sp.kind.toLowerCase() + (sp.status === "error" ? " s-error" : ""), "data-kind": sp.kind },
+        h("td", { class: "span-name" }, h("span", { class: "kind" }, sp.kind), " ", sp.name, sp.model ? h("div", { class: "muted" }, sp.model) : null),
+        h("td", { class: "waterfall" }, h("div", { class: "lane" }, h("span", { class: "bar-span" }))),
+        h("td", { class: "num" }, sp.duration), h("td", { class: "num" }, sp.start), h("td", { class: "num" }, sp.tokens), h("td", { class: "num" }, sp.cost));
+      const bar = body.querySelector(".bar-span");
+      bar.style.marginLeft = (100 * sp.offset).toFixed(2) + "%";
+      bar.style.width = Math.max(0.3, 100 * sp.width).toFixed(2) + "%";
+      body.querySelector(".span-name").style.paddingLeft = (8 + 14 * Math.min(sp.depth, 12)) + "px";
+      const io = sp.input || sp.output ? h("tr", { class: "span-io", hidden: true }, h("td", { colspan: 6 },
+        sp.input ? [h("div", { class: "muted" }, "input"), h("pre", {}, sp.input)] : null,
+        sp.output ? [h("div", { class: "muted" }, "output"), h("pre", {}, sp.output)] : null)) : null;
+      if (io) body.addEventListener("click", () => { io.hidden = !io.hidden; });
+      return [body, io];
+    });
+    return h("div", { class: "panel", id: "trace" }, h("h2", {}, "Trace"),
+      h("p", { class: "muted" }, `${trace.spans.length + trace.spans_not_shown} spans · ${trace.llm_calls} LLM calls · ${trace.tool_calls} tool calls · ${trace.duration}`,
+        trace.tokens ? " · " + trace.tokens + " tokens" : "", trace.cost ? " · " + trace.cost : "", ". Click a span for its input and output."),
+      h("div", { class: "table-wrap" }, h("table", { id: "spans" }, h("thead", {}, h("tr", {}, h("th", {}, "Span"), h("th", { class: "waterfall" }, "Timeline"), h("th", { class: "num" }, "Took"), h("th", { class: "num" }, "Started"), h("th", { class: "num" }, "Tokens"), h("th", { class: "num" }, "Cost"))),
+        h("tbody", {}, rows))),
+      trace.spans_not_shown ? h("p", { class: "muted" }, `and ${trace.spans_not_shown} more spans not shown`) : null);
+  }
+
   // A case too large for one page comes with some values cut (a cut text ends with a marker
   // saying how long it is); each can be read whole, on demand.
   function cutsPanel(runId, caseId, repeat, detail) {
@@ -774,7 +848,51 @@
       fmt.int(cut.shown) + " of " + fmt.int(cut.total) + " " + cut.unit + " shown ", STATIC ? null : button, whole);
   }
 
-  function scoreCard(sc, display) {
+  const REVIEWER_KEY = "assay-reviewer";
+
+  // A reviewer's label of a judge's score: agree, or say what it should have been, with a
+  // comment; the labels given before, newest last.
+  function labelBox(sc, labelling) {
+    const history = h("ul", { class: "labels" }, labelling.labels.map(labelLine));
+    const author = h("input", { class: "label-author", value: localStorage.getItem(REVIEWER_KEY) || "", placeholder: "your name", "aria-label": "your name", size: 14 });
+    const comment = h("input", { class: "label-comment", placeholder: "comment (why)", "aria-label": "comment", size: 40 });
+    const binary = sc.passed === true || sc.passed === false;
+    const correct = binary ? h("select", { class: "label-value", "aria-label": "the correct verdict" }, h("option", { value: "true" }, "should pass"), h("option", { value: "false" }, "should fail")) :
+      h("input", { class: "label-value", type: "number", min: 0, max: 1, step: "0.01", placeholder: "correct score, 0-1", "aria-label": "the correct score" });
+    if (binary) correct.value = sc.passed ? "false" : "true";
+    const status = h("span", { class: "muted", role: "status" });
+    const send = async (agrees) => {
+      const name = author.value.trim();
+      if (!name) { status.textContent = "Give your name first: a label says who gave it."; author.focus(); return; }
+      localStorage.setItem(REVIEWER_KEY, name);
+      let value = null;
+      if (!agrees) value = binary ? correct.value === "true" : correct.value === "" ? null : Number(correct.value);
+      try {
+        const saved = await api("/runs/" + encodeURIComponent(labelling.runId) + "/labels", {}, "POST", {
+          case_id: labelling.caseId, repeat: labelling.repeat, evaluator: sc.name, agrees, value, comment: comment.value, author: name });
+        history.appendChild(labelLine(saved));
+        comment.value = "";
+        status.textContent = "Saved.";
+      } catch (e) {
+        status.textContent = e.message;
+      }
+    };
+    const agree = h("button", { class: "secondary small label-agree" }, "Agree");
+    agree.addEventListener("click", () => send(true));
+    const disagree = h("button", { class: "secondary small label-disagree" }, "Disagree");
+    disagree.addEventListener("click", () => send(false));
+    return h("div", { class: "label-box" }, h("h3", {}, "Your label"), history,
+      h("div", { class: "toolbar" }, author, comment, agree, h("span", { class: "muted" }, "or"), correct, disagree, status));
+  }
+
+  function labelLine(label) {
+    return h("li", { class: label.agrees ? "agrees" : "disagrees" }, badge(label.agrees ? "agrees" : "disagrees", label.agrees ? "pass" : "fail"), " ",
+      h("strong", {}, label.author), h("span", { class: "muted" }, " · " + fmt.time(label.created_at)),
+      !label.agrees && label.value !== null && label.value !== undefined ? h("span", {}, " · should be " + (label.value === true ? "pass" : label.value === false ? "fail" : String(label.value))) : null,
+      label.comment ? h("div", {}, label.comment) : null);
+  }
+
+  function scoreCard(sc, display, labelling) {
     const shownScore = display || { parts: [] };
     const state = sc.error ? "error" : sc.skipped !== null && sc.skipped !== undefined ? "skipped" : sc.passed === false ? "fail" : "pass";
     const d = Object.assign({}, sc.details || {});
@@ -799,7 +917,8 @@
         Array.isArray(request) ? request.map((m) => h("div", { class: "turn" }, h("span", { class: "role" }, m && m.role ? m.role : "message"), h("pre", {}, messageText(m && m.content)))) : (request !== undefined ? h("pre", {}, pretty(request)) : null),
         answer !== undefined ? [h("h3", {}, "Answer"), h("pre", {}, pretty(answer))] : null) : null,
       Object.keys(d).length ? h("details", {}, h("summary", {}, "Details"), h("pre", {}, JSON.stringify(d, null, 2))) : null,
-      sc.parts && sc.parts.length ? h("div", { class: "parts" }, h("h3", {}, "Parts"), sc.parts.map((p, i) => scoreCard(p, shownScore.parts[i]))) : null);
+      sc.parts && sc.parts.length ? h("div", { class: "parts" }, h("h3", {}, "Parts"), sc.parts.map((p, i) => scoreCard(p, shownScore.parts[i]))) : null,
+      labelling && !sc.error && (sc.skipped === null || sc.skipped === undefined) ? labelBox(sc, labelling) : null);
   }
 
   const ALLOW = [["allow_different_cases", "different cases"], ["allow_different_evaluators", "different evaluators"],
@@ -1124,8 +1243,59 @@
 
   // -- family views ----------------------------------------------------------------------------
 
+  function passBadge(passed, yes, no) {
+    return passed === null || passed === undefined ? badge("not gated", "skipped") : passed ? badge(yes || "met", "pass") : badge(no || "not met", "fail");
+  }
+
+  // A run in its family's terms: Databricks' or MLflow's aggregates and gate, Connexity's
+  // metrics over the run and its two dimensions against their thresholds.
   function familyPanel(run) {
-    return null;
+    const f = run.family;
+    if (!f) return null;
+    const title = f.naming === "mlflow" ? "MLflow view" : f.naming === "databricks" ? "Databricks view" : f.metric_means.length ? "Connexity view" : "Dimensions";
+    return h("div", { class: "panel family", id: "run-family" }, h("h2", {}, title),
+      f.dimensions.length ? h("div", { class: "table-wrap" }, h("table", { id: "dimensions" }, h("thead", {}, h("tr", {}, h("th", {}, "Dimension"), h("th", { class: "num" }, "Value"), h("th", {}, "Threshold"), h("th", {}, ""))),
+        h("tbody", {}, f.dimensions.map((d) => h("tr", {}, h("td", {}, d.name), h("td", { class: "num" }, d.value), h("td", {}, d.threshold), h("td", {}, d.threshold ? passBadge(d.passed) : null)))))) : null,
+      f.metric_means.length ? [h("h3", {}, "Metrics over the run (each 0-5; binary ones as the share passed)"), h("div", { class: "table-wrap" }, h("table", { id: "metric-means" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Metric"), h("th", {}, "Mean"), h("th", { class: "num" }, "Cases"))),
+        h("tbody", {}, f.metric_means.map((m) => h("tr", {}, h("td", {}, m.metric), h("td", { class: "nowrap" }, meter(m.fraction), m.mean), h("td", { class: "num" }, m.cases))))))] : null,
+      f.aggregates.length ? [h("h3", {}, "Aggregates in " + (f.naming === "mlflow" ? "MLflow's" : "Databricks'") + " names"), h("div", { class: "table-wrap" }, h("table", { id: "named-aggregates" },
+        h("thead", {}, h("tr", {}, h("th", {}, "Metric"), h("th", { class: "num" }, "Value"), h("th", {}, "Assessment"), h("th", {}, "Counts"))),
+        h("tbody", {}, f.aggregates.map((a) => h("tr", {}, h("td", { class: "id" }, a.key), h("td", { class: "num" }, a.value), h("td", {}, a.assessment), h("td", { class: "muted" }, a.counts))))))] : null,
+      f.gate ? h("p", { class: "muted" }, "The run is decided by " + (f.gate === "criteria" ? "its quality criteria" : "every judgement passing") + ".") : null,
+      f.assertion_failures.length ? [h("h3", {}, "Failed judgements"), h("ul", { class: "misses" }, f.assertion_failures.map((x) => h("li", {}, x)))] : null,
+      f.criteria ? [h("h3", {}, "Quality criteria"), h("pre", {}, f.criteria), f.criteria_failures.length ? h("ul", { class: "misses" }, f.criteria_failures.map((x) => h("li", {}, x))) : h("p", { class: "muted" }, "All met.")] : null);
+  }
+
+  // A case in its family's terms: each multi-metric judge's metrics and outcomes, and the
+  // case's row in the seed's names with its overall assessment.
+  function caseFamily(detail) {
+    const f = detail.family;
+    if (!f) return null;
+    return [f.connexity.map((c) => h("div", { class: "panel family connexity", "data-evaluator": c.evaluator },
+      h("h2", {}, c.evaluator, " ", h("span", { class: "muted" }, "overall " + c.overall), " ", passBadge(c.passed, "passed", "failed")),
+      h("p", { class: "muted" }, c.gate === "expected_outcomes" ? "Decided by its expected outcomes." : "Decided by the overall score against the pass threshold, " + c.pass_threshold + "."),
+      c.outcomes.length ? [h("h3", {}, "Expected outcomes"), h("ul", { class: "checklist", id: "outcomes" }, c.outcomes.map((o) => h("li", { class: o.passed ? "met" : "unmet" },
+        badge(o.passed ? "met" : "not met", o.passed ? "pass" : "fail"), " ", h("strong", {}, o.statement), o.justification ? h("div", { class: "muted" }, o.justification) : null)))] : null,
+      h("h3", {}, "Metrics (each 0-5)"), h("div", { class: "table-wrap" }, h("table", { class: "metrics" }, h("thead", {}, h("tr", {}, h("th", {}, "Metric"), h("th", {}, "Score"), h("th", {}, "Label"), h("th", {}, "Why"), h("th", {}, "Failure"), h("th", {}, "Turns"))),
+        h("tbody", {}, c.metrics.map((m) => h("tr", { "data-metric": m.metric }, h("td", {}, m.display_name), h("td", { class: "nowrap" }, meter(m.fraction), m.score), h("td", {}, m.label),
+          h("td", {}, m.justification), h("td", {}, m.failure_code || ""), h("td", {}, m.turns.join(", "))))))))),
+    f.naming ? h("div", { class: "panel family", id: "named-row" }, h("h2", {}, f.naming === "mlflow" ? "MLflow row" : "Databricks row"),
+      f.overall_assessment ? h("p", {}, "overall assessment ", badge(f.overall_assessment, f.overall_assessment === "yes" ? "pass" : "fail"), " ", h("span", { class: "muted" }, f.overall_rationale || "")) : null,
+      h("div", { class: "table-wrap" }, h("table", {}, h("tbody", {}, f.named.map((c) => h("tr", {}, h("td", { class: "id" }, c.key), h("td", {}, h("div", { class: "clamp-long" }, c.value)))))))) : null];
+  }
+
+  // Everything a case says a good answer is, beyond its expected output.
+  function groundTruth(c) {
+    const facts = c.expected_facts || [], docs = c.expected_retrieved_context || [], named = Object.entries(c.named_guidelines || {});
+    const refs = c.reference_context || [], calls = c.expected_tool_calls || [];
+    if (!facts.length && !docs.length && !named.length && !refs.length && !calls.length) return null;
+    return h("div", { class: "panel", id: "ground-truth" }, h("h2", {}, "Ground truth"),
+      facts.length ? [h("h3", {}, "Expected facts"), h("ul", { id: "expected-facts" }, facts.map((x) => h("li", {}, x)))] : null,
+      docs.length ? [h("h3", {}, "Expected retrieved context"), h("ol", { id: "expected-context" }, docs.map((d) => h("li", {}, h("div", { class: "muted" }, d.doc_uri), d.content ? h("pre", {}, d.content) : null)))] : null,
+      named.map(([name, lines]) => [h("h3", {}, "Guidelines: " + name), h("ul", {}, lines.map((x) => h("li", {}, x)))]),
+      refs.length ? [h("h3", {}, "Reference context"), refs.map((x) => h("pre", {}, x))] : null,
+      calls.length ? [h("h3", {}, "Expected tool calls"), h("pre", { id: "expected-tool-calls" }, JSON.stringify(calls, null, 2))] : null);
   }
 
   // -- start ------------------------------------------------------------------------------

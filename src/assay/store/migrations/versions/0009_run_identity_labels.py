@@ -34,7 +34,7 @@ def upgrade() -> None:
         sa.Column("repeat", sa.Integer, nullable=False),
         sa.Column("evaluator", sa.String(200), nullable=False),
         sa.Column("agrees", sa.Boolean, nullable=False),
-        sa.Column("value", sa.JSON),
+        sa.Column("value", sa.Text),  # JSON text: a bare number in a JSON column reads back as one
         sa.Column("judge_value", sa.Float),
         sa.Column("judge_passed", sa.Boolean),
         sa.Column("comment", sa.Text, nullable=False),
