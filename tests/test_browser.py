@@ -8,6 +8,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,21 @@ def _rendered(page: Any, fragment: str, present: bool = True) -> None:
 def _page(browser: Any, **options: Any) -> Any:
     context = browser.new_context(viewport=VIEWPORT, **options)
     return context.new_page()
+
+
+@contextmanager
+def _one_run(browser: Any, tmp_path: Path, write: Any) -> Iterator[tuple[str, Any, str]]:
+    """A store holding the run ``write(store)`` makes, served, and a page watched for what
+    it must not do: (the server's URL, the page, the run's id)."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run_id = write(store)
+    store.close()
+    with serve(url) as served:
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        yield served.url, page, run_id
+        watch.clean()
 
 
 def _shot(page: Any, tmp_path: Path, name: str) -> None:
@@ -549,14 +565,9 @@ def test_the_run_page_says_why_each_case_failed_and_sorts_pages_and_filters(brow
 
 
 def test_a_run_is_named_and_tagged_on_its_page_and_found_by_its_tag(browser, tmp_path):
-    url = f"sqlite:///{tmp_path}/runs.db"
-    store = RunStore(url)
-    run_id = write_run(store, 5)
-    store.close()
-    with serve(url) as served:
-        page = _page(browser)
-        watch = Watch(page, served.url)
-        page.goto(f"{served.url}/#/run/{run_id}")
+    with _one_run(browser, tmp_path, lambda store: write_run(store, 5)) as (served, page,
+                                                                           run_id):
+        page.goto(f"{served}/#/run/{run_id}")
         page.click("details.edit-identity summary")
         page.fill("#edit-name", "<b>first</b> try")
         page.fill("#edit-tags", "prod, nightly")
@@ -569,7 +580,6 @@ def test_a_run_is_named_and_tagged_on_its_page_and_found_by_its_tag(browser, tmp
         _rendered(page, "tag=prod")
         assert page.locator("#runs tbody tr").count() == 1
         assert page.locator("#runs .run-name").inner_text() == "<b>first</b> try"
-        watch.clean()
 
 
 def test_an_empty_store_says_how_to_make_a_first_run(browser, tmp_path):
@@ -688,14 +698,8 @@ def test_a_10000_case_comparison_opens_within_its_budget_a_page_at_a_time(browse
 def test_a_connexity_run_shows_its_metrics_outcomes_and_dimensions(browser, tmp_path):
     from assay.testing.runs import write_connexity_run
 
-    url = f"sqlite:///{tmp_path}/runs.db"
-    store = RunStore(url)
-    run_id = write_connexity_run(store)
-    store.close()
-    with serve(url) as served:
-        page = _page(browser)
-        watch = Watch(page, served.url)
-        page.goto(f"{served.url}/#/run/{run_id}")
+    with _one_run(browser, tmp_path, write_connexity_run) as (served, page, run_id):
+        page.goto(f"{served}/#/run/{run_id}")
         page.wait_for_selector("#run-family")
         dimensions = page.locator("#dimensions tbody tr").all_inner_texts()
         assert any("57.5 /100" in d and "80.0 /100" in d and "not met" in d
@@ -705,7 +709,7 @@ def test_a_connexity_run_shows_its_metrics_outcomes_and_dimensions(browser, tmp_
         assert all("/5" in m for m in page.locator("#metric-means tbody tr").all_inner_texts())
         assert page.locator("#cases tbody tr td:nth-child(3)").inner_text() == "57.5 /100"
         _shot(page, tmp_path, "run-connexity")
-        page.goto(f"{served.url}/#/case/{run_id}?case_id=conv-1")
+        page.goto(f"{served}/#/case/{run_id}?case_id=conv-1")
         page.wait_for_selector(".family.connexity")
         assert page.locator(".family.connexity table.metrics tbody tr").count() == 8
         outcomes = page.locator("#outcomes li")
@@ -713,7 +717,6 @@ def test_a_connexity_run_shows_its_metrics_outcomes_and_dimensions(browser, tmp_
         assert "not met" in outcomes.nth(1).inner_text()
         assert "The booking is for tomorrow" in outcomes.nth(1).inner_text()
         _shot(page, tmp_path, "case-connexity")
-        watch.clean()
 
 
 def test_a_databricks_run_shows_the_seeds_names_and_each_rows_assessment(browser, tmp_path,
@@ -759,14 +762,8 @@ def test_a_databricks_run_shows_the_seeds_names_and_each_rows_assessment(browser
 def test_a_trace_shows_its_span_tree_and_a_wrong_tool_argument(browser, tmp_path):
     from assay.testing.runs import write_traced_run
 
-    url = f"sqlite:///{tmp_path}/runs.db"
-    store = RunStore(url)
-    run_id = write_traced_run(store)
-    store.close()
-    with serve(url) as served:
-        page = _page(browser)
-        watch = Watch(page, served.url)
-        page.goto(f"{served.url}/#/case/{run_id}?case_id=wrong-order")
+    with _one_run(browser, tmp_path, write_traced_run) as (served, page, run_id):
+        page.goto(f"{served}/#/case/{run_id}?case_id=wrong-order")
         page.wait_for_selector("#spans tbody tr.span")
         kinds = page.locator("#spans tbody tr.span").evaluate_all(
             "rows => rows.map(r => r.dataset.kind)")
@@ -783,7 +780,6 @@ def test_a_trace_shows_its_span_tree_and_a_wrong_tool_argument(browser, tmp_path
         page.locator("#spans tbody tr.span").nth(2).click()
         assert '"status": "shipped"' in page.locator("#spans tr.span-io:visible").inner_text()
         _shot(page, tmp_path, "case-trace")
-        watch.clean()
 
 
 def test_labels_given_on_case_pages_calibrate_the_judge(browser, tmp_path, mock_model):
