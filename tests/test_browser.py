@@ -818,3 +818,54 @@ def test_labels_given_on_case_pages_calibrate_the_judge(browser, tmp_path, mock_
     report = json.loads(done.stdout)
     assert report["counts"]["scored"] == 4
     assert report["statistics"]["accuracy"]["value"] == 0.75
+
+
+def test_the_static_compare_report_opens_on_the_comparison_offline(browser, demo, tmp_path):
+    from assay.report.html import write_html
+
+    served, ids = demo
+    store = RunStore(served.settings.store_url)
+    report = tmp_path / "compare.html"
+    write_html(store, store.run_record(ids[3]), report, baseline=store.run_record(ids[2]))
+    store.close()
+    page = _page(browser, offline=True)
+    watch = Watch(page, report.as_uri())
+    page.goto(report.as_uri())
+    page.wait_for_selector("#verdict")
+    assert ids[2] in page.locator("#verdict").inner_text()
+    page.click("a.chip[data-status='regression']")
+    _rendered(page, "status=regression")
+    statuses = page.locator("#case-deltas tbody tr[data-case] td:first-child").all_inner_texts()
+    assert statuses and set(statuses) == {"regression"}
+    row = page.locator("#case-deltas tbody tr[data-case]").first
+    row.locator("button:text('diff')").click()
+    expect(page.locator("#case-deltas tr.sides-row:visible .side")).to_have_count(2)
+    _shot(page, tmp_path, "report-compare")
+    page.click(".top nav a:text('Run')")
+    page.wait_for_selector("#cases tbody tr")
+    watch.clean()
+
+
+def test_a_running_run_shows_its_progress_live_and_can_be_cancelled(browser, tmp_path,
+                                                                      monkeypatch):
+    from tests.server_support import echo_suite
+
+    monkeypatch.chdir(tmp_path)
+    echo_suite(tmp_path, 30, sleep=0.4)
+    url = f"sqlite:///{tmp_path}/runs.db"
+    with serve(url, suite_roots=[tmp_path]) as served, served.client() as api:
+        started = api.post("/runs", json={"suite": "echo/EVAL.yaml", "concurrency": 1})
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        page = _page(browser)
+        watch = Watch(page, served.url)
+        page.goto(f"{served.url}/#/run/{run_id}")
+        page.wait_for_selector("#live")
+        expect(page.locator("#live-progress")).to_contain_text(" of 30 cases", timeout=30_000)
+        expect(page.locator("#live-progress")).to_contain_text("left", timeout=30_000)
+        expect(page.locator("#live-cases tbody tr").first).to_be_visible(timeout=30_000)
+        _shot(page, tmp_path, "run-live")
+        page.click("#cancel-run")
+        page.wait_for_selector("#live", state="detached", timeout=30_000)
+        expect(page.locator(".meta .badge").first).to_have_text("interrupted")
+        watch.clean()

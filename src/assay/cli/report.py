@@ -25,11 +25,17 @@ def report(
     max_cases: int = typer.Option(5000, "--max-cases", min=1,
                                   help="Cases included in the HTML report, problems first."),
     store: str | None = typer.Option(None, "--store", help="Run store URL."),
+    compare: str | None = typer.Option(
+        None, "--compare", metavar="BASELINE", help="Compare RUN with this baseline run: the "
+        "HTML report opens on the comparison, and the Markdown is the comparison's (a "
+        "pull-request comment). Runs that differ must be alike, as for assay compare."),
 ) -> None:
-    """Render a stored run for people: an HTML file for CI artifacts, Markdown for reviews."""
+    """Render a stored run for people: an HTML file for CI artifacts, Markdown for reviews.
+    Markdown is also appended to $GITHUB_STEP_SUMMARY when it is set."""
+    from assay.report.github import append_step_summary
     from assay.report.html import write_html
-    from assay.report.markdown import render_markdown, write_markdown
-    from assay.report.outputs import check_outputs
+    from assay.report.markdown import render_markdown
+    from assay.report.outputs import check_outputs, write_atomic
     from assay.store.runs import RunStore
 
     if html is None and markdown is None:
@@ -38,9 +44,19 @@ def report(
     runs = RunStore(store_url(store))
     check_outputs({"--html": html, "--markdown": md_path}, runs.input_files())
     run = runs.run_record(run_id)
+    baseline = runs.run_record(compare) if compare is not None else None
+    text = None
+    if baseline is not None:
+        from assay.analysis.compare import compare_stored
+        from assay.report.comparison import comparison_markdown
+
+        text = comparison_markdown(compare_stored(runs, baseline.id, run.id))
     if html is not None:
-        write_html(runs, run, html, max_cases)
-    if md_path is not None:
-        write_markdown(runs, run, md_path)
-    elif markdown == "-":
-        sys.stdout.write(render_markdown(runs, run))
+        write_html(runs, run, html, max_cases, baseline=baseline)
+    if markdown is not None:
+        text = text if text is not None else render_markdown(runs, run)
+        if md_path is not None:
+            write_atomic(md_path, text.encode("utf-8"), "Markdown report")
+        else:
+            sys.stdout.write(text)
+        append_step_summary(text, runs.input_files())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -226,13 +227,16 @@ def compare(
             allow_different_scoring=allow_different_scoring)
     except ValueError as exc:
         raise ConfigError(f"comparison options: {exc}") from None
+    inputs: dict[Path, str] = {}  # what the step summary may not be
     if baseline is not None and candidate is not None and Path(baseline).is_file() \
             and Path(candidate).is_file():
         if cause_analysis:
             raise ConfigError("--cause-analysis reads stored runs: give run ids, not files")
+        inputs = {Path(baseline): "the baseline", Path(candidate): "the candidate"}
         result: Comparison = compare_files(Path(baseline), Path(candidate), options)
     else:
         runs = RunStore(store_url(store))
+        inputs = runs.input_files()
         if against_baseline:
             if candidate is not None or baseline is None:
                 raise ConfigError("--against-baseline compares one run with its suite's "
@@ -260,6 +264,11 @@ def compare(
         from assay.report.comparison import comparison_markdown
 
         print(comparison_markdown(result, fail_on_thresholds), end="")
+    if markdown or os.environ.get("GITHUB_STEP_SUMMARY"):
+        from assay.report.comparison import comparison_markdown
+        from assay.report.github import append_step_summary
+
+        append_step_summary(comparison_markdown(result, fail_on_thresholds), inputs)
     else:
         from assay.report.comparison import print_comparison
 

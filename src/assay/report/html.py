@@ -72,6 +72,27 @@ def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> 
     }
 
 
+SIDES_SHOWN = 200
+"""Cases of a static comparison shown side by side (regressions and errors first)."""
+
+
+def comparison_data(store: RunStore, baseline: RunRecord, candidate: RunRecord,
+                    max_cases: int = MAX_CASES) -> dict[str, Any]:
+    """What a static compare report adds to the candidate's report: the comparison as the
+    compare page reads it (its first ``max_cases`` cases, regressions first) and the first
+    :data:`SIDES_SHOWN` regressions and errors side by side."""
+    from assay.report.comparison import case_sides
+    from assay.report.comparison_page import CaseSelection, compare
+
+    served = compare(store, baseline.id, candidate.id, page=CaseSelection(limit=max_cases))
+    worst = [c.test_case_id for c in served.test_case_comparisons
+             if c.status in ("regression", "error")][:SIDES_SHOWN]
+    sides = {case_id: case_sides(case_id, queries.case_record(store, baseline.id, case_id, 0),
+                                 queries.case_record(store, candidate.id, case_id, 0)
+                                 ).model_dump(mode="json") for case_id in worst}
+    return {"comparison": json.loads(served.model_dump_json()), "sides": sides}  # NaN: null
+
+
 def render_html(data: dict[str, Any]) -> str:
     """The report page for ``data`` (see :func:`report_data`)."""
     from assay.report import STATIC_DIR
@@ -98,8 +119,12 @@ def render_html(data: dict[str, Any]) -> str:
 
 
 def write_html(store: RunStore, run: RunRecord, path: Path,
-               max_cases: int = MAX_CASES) -> None:
+               max_cases: int = MAX_CASES, baseline: RunRecord | None = None) -> None:
+    """The report of ``run``; with ``baseline``, its comparison with it too (the page opens
+    on the comparison)."""
     from assay.report.outputs import write_atomic
 
-    write_atomic(path, render_html(report_data(store, run, max_cases)).encode("utf-8"),
-                 "HTML report")
+    data = report_data(store, run, max_cases)
+    if baseline is not None:
+        data.update(comparison_data(store, baseline, run, max_cases))
+    write_atomic(path, render_html(data).encode("utf-8"), "HTML report")

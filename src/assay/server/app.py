@@ -51,6 +51,14 @@ from assay.analysis.compare import (
 from assay.errors import ConfigError
 from assay.report import export
 from assay.report.comparison import CaseSides, case_sides
+from assay.report.comparison_page import (
+    CASES_SHOWN,
+    CaseOrder,
+    CaseSelection,
+    ComparisonCache,
+    ServedComparison,
+    compare,
+)
 from assay.report.family import RunFamily, run_family
 from assay.report.views import (
     CaseDetail,
@@ -67,14 +75,6 @@ from assay.report.views import (
 )
 from assay.run.display import scale_for
 from assay.server import STATIC_DIR, otlp
-from assay.server.comparison import (
-    CASES_SHOWN,
-    CaseOrder,
-    CaseSelection,
-    ComparisonCache,
-    ServedComparison,
-    compare,
-)
 from assay.server.launches import (
     NO_CONTROL_CHARACTERS,
     Launcher,

@@ -145,6 +145,10 @@ class Launch:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     total: int = 0
     done: int = 0
+    started: float = field(default_factory=time.monotonic)
+    """When its cases started (for the time left)."""
+    resumed_from: int = 0
+    """Cases done before it started here (a resumed run's), left out of its pace."""
 
     def emit(self, name: str, data: dict[str, Any]) -> None:
         self.events.append((name, {"run_id": self.run_id, "time": time.time(), **data}))
@@ -164,8 +168,7 @@ class _Progress:
 
     def start(self, total: int, done: int, label: str = "") -> None:
         self.launch.total, self.launch.done = total, done
-        self.started = time.monotonic()
-        self.resumed_from = done
+        self.launch.started, self.launch.resumed_from = time.monotonic(), done
         self.launch.emit("run_started", {"total_count": total, "completed_count": done,
                                          "progress_text": progress_text(done, total, None)})
 
@@ -178,9 +181,10 @@ class _Progress:
     def advance(self, record: CaseRecord) -> None:
         launch = self.launch
         launch.done += 1
-        finished_here = launch.done - self.resumed_from
+        finished_here = launch.done - launch.resumed_from
         eta = None if not finished_here or launch.total <= 0 else (
-            (time.monotonic() - self.started) / finished_here * max(0, launch.total - launch.done))
+            (time.monotonic() - launch.started) / finished_here
+            * max(0, launch.total - launch.done))
         launch.emit("test_case_completed", {
             "case_id": record.case_id, "repeat": record.repeat,
             "completed_count": launch.done, "total_count": launch.total,

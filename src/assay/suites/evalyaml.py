@@ -62,6 +62,7 @@ from assay.types.case import (
 from assay.types.config import RunThresholds
 from assay.types.json import dump_json
 from assay.types.messages import Message
+from assay.types.records import SourceLocation
 
 __all__ = ["Problem", "SuiteError", "check_suite", "load_eval_yaml", "load_suite",
            "validate_eval_yaml", "validate_suite"]
@@ -649,8 +650,11 @@ class _SuiteChecker:
                 self.log.add(path, f"{label}: {'.'.join(map(str, error['loc']))}: "
                              f"{error['msg']}")
             return None
+        mark = self.seen_ids.get(case_id)
         return SuiteCase(case=case, target=target,
-                         evaluators=evaluators if isinstance(evaluators, list) else None)
+                         evaluators=evaluators if isinstance(evaluators, list) else None,
+                         source=SourceLocation(file=str(self.path.absolute()), line=mark.line)
+                         if mark is not None and mark.line else None)
 
     def _case_info(self, raw: dict[str, Any], path: PathKey) -> dict[str, Any]:
         """What describes a case (name, description, tags, difficulty, status), checked."""

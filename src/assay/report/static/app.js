@@ -170,6 +170,12 @@
     if (path === base) return run;
     if (path === base + "/histograms") return STATIC.histograms;
     if (path === base + "/cases") return staticCases(params);
+    if (path === "/runs/compare" && STATIC.comparison) return staticComparison(params);
+    if (path === "/runs/compare/case" && STATIC.sides) {
+      const found = STATIC.sides[params.case_id];
+      if (!found) throw new Failure(404, "this report shows side by side only its first regressions and errors");
+      return found;
+    }
     if (path === base + "/case") {
       const key = params.case_id + "#" + (params.repeat || 0);
       const found = STATIC.details[key];
@@ -177,6 +183,20 @@
       return found;
     }
     throw new Failure(404, "not available in a static report");
+  }
+
+  // The embedded comparison, its rows kept in the order the server gave them (regressions
+  // first), filtered and paged as the server would.
+  function staticComparison(params) {
+    const cmp = STATIC.comparison;
+    const statuses = [].concat(params.case_status || []);
+    const q = String(params.case_q || "").toLowerCase();
+    const keep = cmp.case_rows.map((r, i) => i).filter((i) => (!statuses.length || statuses.includes(cmp.case_rows[i].status)) &&
+      (!q || cmp.case_rows[i].case_id.toLowerCase().includes(q)));
+    const offset = Number(params.case_offset || 0), limit = Number(params.case_limit || 100);
+    const page = keep.slice(offset, offset + limit);
+    return Object.assign({}, cmp, { case_rows: page.map((i) => cmp.case_rows[i]), test_case_comparisons: page.map((i) => cmp.test_case_comparisons[i]),
+      case_total: keep.length, case_offset: offset, case_limit: limit, cases_truncated: offset + page.length < keep.length });
   }
 
   function staticCases(params) {
@@ -262,7 +282,7 @@
     try {
       if (name === "run" && id) view = await runPage(id, params);
       else if (name === "case" && id) view = await casePage(id, params);
-      else if (name === "compare") view = await comparePage(params);
+      else if (name === "compare" || (STATIC && STATIC.comparison && !name)) view = await comparePage(params);
       else if (STATIC) view = await runPage(STATIC.run.id, params);
       else view = await runsPage(params);
     } catch (err) {
@@ -947,6 +967,7 @@
     if (STATIC && !STATIC.comparison) return h("div", { class: "panel warn" }, "Comparisons need the server: assay serve.");
     const form = {};
     for (const key of COMPARE_KEYS) form[key] = params.get(key) || "";
+    if (STATIC) Object.assign(form, { baseline: STATIC.comparison.baseline_run_id, candidate: STATIC.comparison.candidate_run_id });
     for (const [key] of ALLOW) form[key] = params.get(key) === "true" ? "true" : "";
     const view = { status: params.getAll("status"), q: params.get("q") || "", sort: params.get("sort") || "status",
       limit: Number(params.get("limit") || 100), offset: Number(params.get("offset") || 0), open: params.get("open") || "" };
@@ -1080,7 +1101,7 @@
     });
     const pagerView = pager({ offset: cmp.case_offset, limit: cmp.case_limit, total: cmp.case_total }, (o) => here({ offset: o }));
     return h("div", { class: "panel" }, h("h2", {}, "Cases"),
-      h("div", { class: "toolbar" }, chips, search, sort, pageSize(view.limit, (n) => go(here({ limit: n }))),
+      h("div", { class: "toolbar" }, chips, search, STATIC ? null : sort, pageSize(view.limit, (n) => go(here({ limit: n }))),
         exportButtons("/runs/compare/export", compareQuery(form, view), "comparison-" + b.id + "-" + c.id)),
       h("div", { class: "table-wrap" }, h("table", { id: "case-deltas", class: "nav" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"),
         h("th", { class: "num" }, "Baseline (0-100)"), h("th", { class: "num" }, "Candidate (0-100)"), h("th", { class: "num" }, "Change"), h("th", {}, "Passed"), h("th", { class: "num" }, "Latency"), h("th", {}, ""))),
@@ -1309,7 +1330,10 @@
     const origin = document.getElementById("origin");
     if (origin) origin.textContent = STATIC ? "static report · " + STATIC.generated : "";
     const nav = document.querySelector(".top nav");
-    if (nav && STATIC) nav.hidden = true;
+    if (nav && STATIC) {
+      nav.replaceChildren(...(STATIC.comparison ? [h("a", { href: "#/compare" }, "Comparison"), h("a", { href: route("run", STATIC.run.id) }, "Run")] : []));
+      nav.hidden = !STATIC.comparison;
+    }
     window.addEventListener("hashchange", render);
     document.addEventListener("keydown", onKey);
     render();

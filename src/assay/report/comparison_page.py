@@ -1,7 +1,8 @@
-"""The comparison the API and the compare page show: the library's own
-(:func:`assay.analysis.compare.compare_stored`), with what a page needs beside it.
+"""The comparison the API, the compare page and the static compare report show: the
+library's own (:func:`assay.analysis.compare.compare_stored`), with what a page needs beside
+it.
 
-The server adds nothing to how runs are compared: it names runs exactly (an API never matches
+Nothing here changes how runs are compared: it names runs exactly (an API never matches
 a prefix), passes the same :class:`~assay.analysis.compare.CompareOptions` the CLI and Python
 take, and answers with the library's :class:`~assay.analysis.compare.Comparison`, plus each
 run's list entry (for links and badges), the rows every surface shows (figures, cases,
