@@ -19,7 +19,7 @@ from assay.judges.deterministic.tool_calls import (
 )
 from assay.llm import EngineConfig, JudgeEngine
 from assay.traces.tools import ToolCallRecord, args_match
-from assay.types.case import Case
+from assay.types.case import Case, ToolExpectation
 from assay.types.execution import Execution
 
 CASE = Case(id="c")
@@ -284,3 +284,11 @@ def test_required_criteria_and_camel_case_names() -> None:
             build({"type": kind})
     judge = build({"type": "tool_call_order", "toolCallsOrder": ["a"], "strict": True})
     assert judge.tool_calls_order == ["a"] and judge.strict
+
+
+async def test_expected_tool_calls_says_expected_once(ctx: EvalContext) -> None:
+    case = Case(id="c", expected_tool_calls=[ToolExpectation(tool="search"),
+                                             ToolExpectation(tool="delete")])
+    result = await build({"type": "expected_tool_calls"}).evaluate(
+        case, SEARCH_FETCH_ANSWER, ctx)
+    assert result.rationale == "1 of 2 expected calls were made"

@@ -40,4 +40,4 @@ class ExpectedToolCalls(ToolCallEvaluator):
         return self._greedy_score(
             expected, actual, lambda want, call: matches_expected(call, want.name, want.id)
             and args_match(want.args, call.args, self.subset),
-            why_not, "explained_expected_tool_calls", "expected calls were made")
+            why_not, "explained_expected_tool_calls", "calls were made")
