@@ -5,6 +5,7 @@ the exit code is the gate. The action's file names that script and its inputs.""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -164,11 +165,14 @@ def test_compare_and_report_write_their_markdown_to_the_step_summary(tmp_path):
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
     done = run_assay(["compare", base, cand, "--store", url], cwd=tmp_path, env=env)
     assert done.returncode == 1 and summary.read_text().startswith("### regression detected")
+    assert " regressed, " in done.stdout  # the terminal still shows the comparison
+    shown = run_assay(["compare", base, cand, "--store", url, "--json"], cwd=tmp_path, env=env)
+    assert json.loads(shown.stdout)["exit_code"] == 1  # JSON alone on standard output
     done = run_assay(["report", cand, "--store", url, "--compare", base, "--markdown", "-"],
                      cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("### regression detected")
-    assert summary.read_text().count("### regression detected") == 2
+    assert summary.read_text().count("### regression detected") == 3  # compare twice, report
     into_store = run_assay(["compare", base, cand, "--store", url], cwd=tmp_path,
                            env={**env, "GITHUB_STEP_SUMMARY": str(tmp_path / "runs.db")})
     assert into_store.returncode == 2 and "output_is_input" in into_store.stderr

@@ -264,11 +264,6 @@ def compare(
         from assay.report.comparison import comparison_markdown
 
         print(comparison_markdown(result, fail_on_thresholds), end="")
-    if markdown or os.environ.get("GITHUB_STEP_SUMMARY"):
-        from assay.report.comparison import comparison_markdown
-        from assay.report.github import append_step_summary
-
-        append_step_summary(comparison_markdown(result, fail_on_thresholds), inputs)
     else:
         from assay.report.comparison import print_comparison
 
@@ -285,6 +280,11 @@ def compare(
                           f"{'regression' if failed else 'no regression'} by AgentV's rule "
                           f"(mean delta {shown} is {'' if failed else 'not '}negative)[/]",
                           highlight=False)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        from assay.report.comparison import comparison_markdown
+        from assay.report.github import append_step_summary
+
+        append_step_summary(comparison_markdown(result, fail_on_thresholds), inputs)
     if fails(result, exit_rule, fail_on_thresholds):  # type: ignore[arg-type]
         raise typer.Exit(EXIT_GATE_FAILED)
 

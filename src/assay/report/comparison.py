@@ -392,10 +392,9 @@ def print_comparison(console: Console, result: Comparison,
                   f"{d.total_unchanged} unchanged, {d.total_errors} error(s); only in the "
                   f"baseline {len(result.baseline_only_test_cases)}, only in the candidate "
                   f"{len(result.candidate_only_test_cases)}", highlight=False, markup=False)
-    for row in evaluator_rows(result):
-        console.print(f"  {for_terminal(row.name)} ({row.scale}): {row.baseline} → "
-                      f"{row.candidate} "
-                      f"({row.change})", highlight=False, markup=False)
+    for metric in evaluator_rows(result):
+        console.print(f"  {for_terminal(metric.name)} ({metric.scale}): {metric.baseline} → "
+                      f"{metric.candidate} ({metric.change})", highlight=False, markup=False)
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {for_terminal(warning)}", highlight=False)
     for reason in reason_rows(result):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from assay._util.redact import scrub
 from assay.errors import ConfigError
+from assay.types import numbers
 from assay.types.records import CaseRecord, Verdict
 
 SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
@@ -57,7 +58,7 @@ def _reason(record: CaseRecord) -> str:
         return f"the agent failed: {record.error}"
     bad = [s for s in record.scores if s.error is not None or s.passed is False]
     if not bad:
-        return f"verdict {record.verdict.value}, score {record.score}"
+        return f"verdict {record.verdict.value}, score {numbers.score(record.score)}"
     return "; ".join(f"{s.name}: " + (f"error {s.error.code}" if s.error else
                                       s.rationale or "failed") for s in bad[:3])
 
