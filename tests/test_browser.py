@@ -753,7 +753,7 @@ def test_a_databricks_run_shows_the_seeds_names_and_each_rows_assessment(browser
         assert "response/llm_judged/correctness/rating" in named
         assert page.locator("#expected-facts li").all_inner_texts() == ["Spark is an engine"]
         page.goto(f"{served.url}/#/case/{result.run_id}?case_id=r1")
-        page.wait_for_selector("#ground-truth")
+        _rendered(page, "case_id=r1")
         assert "Guidelines: tone" in page.locator("#ground-truth").inner_text()
         _shot(page, tmp_path, "case-databricks")
         watch.clean()

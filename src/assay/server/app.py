@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -276,10 +278,11 @@ def _verdicts(values: list[str]) -> list[Verdict]:
 
 
 def _documented(app: FastAPI) -> dict[str, Any]:
-    """The OpenAPI document, built once, with the rules the middleware enforces."""
-    app.openapi_schema = document_nul_rule(get_openapi(
+    """The OpenAPI document, built once, with the rules the middleware enforces and the
+    status codes the server sends."""
+    app.openapi_schema = document_nul_rule(_as_sent(get_openapi(
         title=app.title, version=app.version, description=app.description,
-        routes=app.routes))
+        routes=app.routes)))
     return app.openapi_schema
 
 
@@ -313,6 +316,26 @@ def watcher_of(settings: ServerSettings) -> Callable[[], Awaitable[None]] | None
     return run
 
 
+def _as_sent(openapi: dict[str, Any]) -> dict[str, Any]:
+    """The document without FastAPI's 422: a request that fails validation is answered 400
+    with an :class:`ErrorBody` (see the handler of RequestValidationError), which every
+    operation that takes input documents already."""
+    for item in openapi.get("paths", {}).values():
+        for operation in item.values():
+            if isinstance(operation, dict):
+                operation.get("responses", {}).pop("422", None)
+    schemas = openapi.get("components", {}).get("schemas", {})
+    if "HTTPValidationError" not in json.dumps(openapi.get("paths", {})):
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+    return openapi
+
+
+def _operation_id(route: APIRoute) -> str:
+    """An operation's id: its handler's name (``list_runs``, ``compare_runs``)."""
+    return route.name
+
+
 def create_app(settings: ServerSettings) -> FastAPI:
     """The application for ``settings`` (see :class:`ServerSettings`)."""
     settings.check()
@@ -336,7 +359,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         holder.close()
 
     app = FastAPI(title="assay", version=__version__, docs_url=None, redoc_url=None,
-                  lifespan=lifespan, description=(
+                  lifespan=lifespan, generate_unique_id_function=_operation_id, description=(
                       "Runs, cases, comparisons and baselines of an assay run store. Every "
                       "error is JSON with 'detail' and 'code'. Send 'Authorization: Bearer "
                       "TOKEN' when the server has a token (ASSAY_SERVER_TOKEN)."))
@@ -414,6 +437,13 @@ def create_app(settings: ServerSettings) -> FastAPI:
                             headers={"cache-control": "no-store"})
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.api_route("/docs", methods=["GET", "HEAD"], include_in_schema=False)
+    def docs() -> FileResponse:
+        """The API's reference, read from /openapi.json by a page bundled with assay (no CDN,
+        the same strict CSP as the viewer)."""
+        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html",
+                            headers={"cache-control": "no-store"})
 
     @app.get("/health", response_model=Health, responses={503: {"model": ErrorBody}},
              tags=["server"])

@@ -40,7 +40,7 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 
-PUBLIC_PATHS = ("/", "/index.html", "/favicon.ico", "/health")
+PUBLIC_PATHS = ("/", "/index.html", "/favicon.ico", "/health", "/docs")
 PUBLIC_PREFIXES = ("/static/",)
 """What needs no token: the UI's own files (they hold no data; the UI asks for the token) and
 a health check that says only whether the store answers."""

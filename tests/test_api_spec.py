@@ -1,0 +1,122 @@
+"""The API's OpenAPI document says what the server does: the status codes it sends (400 for a
+request it refuses, never FastAPI's 422), readable operation ids, and bodies shaped as their
+schemas say, checked against real answers of a running server; /docs reads it from assets
+bundled with assay."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+
+from assay.store.runs import RunStore
+from assay.testing.runs import write_run
+from tests.server_support import Served, serve
+
+pytest.importorskip("fastapi")
+
+TOKEN = "a-token-of-thirty-two-characters"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, list[str]]]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('spec')}/runs.db"
+    store = RunStore(url)
+    ids = [write_run(store, 12, seed=1), write_run(store, 12, seed=2, quality=0.5)]
+    store.close()
+    with serve(url, token=TOKEN) as running:
+        yield running, ids
+
+
+@pytest.fixture(scope="module")
+def spec(served: tuple[Served, list[str]]) -> dict[str, Any]:
+    with served[0].client() as client:  # the document is public
+        return client.get("/openapi.json").json()
+
+
+def _conforms(spec: dict[str, Any], path: str, method: str, response: httpx.Response) -> None:
+    """``response`` is documented for the operation, and its JSON body fits the schema."""
+    documented = spec["paths"][path][method]["responses"]
+    assert str(response.status_code) in documented, (path, response.status_code)
+    content = documented[str(response.status_code)].get("content", {})
+    schema = content.get("application/json", {}).get("schema")
+    assert schema is not None, (path, response.status_code)
+    jsonschema.validate(response.json(), {**schema, "components": spec["components"]})
+
+
+def test_no_operation_documents_a_status_the_server_never_sends(spec: dict[str, Any]) -> None:
+    text = str(spec)
+    assert "'422'" not in text and "HTTPValidationError" not in text
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            takes_input = operation.get("parameters") or operation.get("requestBody")
+            if takes_input:
+                refused = operation["responses"].get("400", {})
+                assert "ErrorBody" in str(refused), (method, path)
+
+
+def test_operation_ids_are_the_handlers_names(spec: dict[str, Any]) -> None:
+    ids = {f"{m.upper()} {p}": op["operationId"] for p, item in spec["paths"].items()
+           for m, op in item.items()}
+    assert ids["GET /runs"] == "list_runs" and ids["GET /runs/compare"] == "compare_runs"
+    assert ids["GET /runs/{run_id}/cases"] == "list_cases"
+    assert len(set(ids.values())) == len(ids)
+    assert not [i for i in ids.values() if i.endswith(("_get", "_post", "_patch", "_delete"))]
+
+
+REFUSED = [
+    ("/runs", "get", {"limit": "0"}),
+    ("/runs", "get", {"since": "yesterday"}),
+    ("/runs/compare", "get", {"baseline_run_id": "x"}),
+    ("/runs/{run_id}/cases", "get", {"offset": "-1"}),
+    ("/runs/{run_id}/histograms", "get", {}),
+]
+
+
+@pytest.mark.parametrize(("path", "method", "query"), REFUSED)
+def test_a_refused_request_is_answered_400_as_documented(served, spec, path, method, query):
+    running, ids = served
+    address = path.replace("{run_id}", ids[0] if "histograms" not in path else "")
+    with running.client(token=TOKEN) as client:
+        response = client.request(method, address, params=query)
+    if "histograms" in path:  # an empty run id is no run: 404, documented too
+        assert response.status_code == 404
+    else:
+        assert response.status_code == 400, response.text
+        assert response.json()["code"] in {"invalid_parameter", "invalid_request"}
+    _conforms(spec, path, method, response)
+
+
+def test_real_answers_fit_their_schemas(served, spec):
+    running, (base, cand) = served
+    with running.client(token=TOKEN) as client:
+        for path, address, query in [
+                ("/runs", "/runs", {}),
+                ("/runs/{run_id}", f"/runs/{cand}", {}),
+                ("/runs/{run_id}/cases", f"/runs/{cand}/cases", {"limit": "5"}),
+                ("/runs/{run_id}/histograms", f"/runs/{cand}/histograms", {}),
+                ("/runs/compare", "/runs/compare",
+                 {"baseline_run_id": base, "candidate_run_id": cand, "case_limit": "5"})]:
+            response = client.get(address, params=query)
+            assert response.status_code == 200, (address, response.text)
+            _conforms(spec, path, "get", response)
+        unauthorised = httpx.get(running.url + "/runs")
+        assert unauthorised.status_code == 401
+        _conforms(spec, "/runs", "get", unauthorised)
+
+
+def test_the_docs_page_is_served_from_bundled_assets(served):
+    running, _ = served
+    with running.client() as client:
+        page = client.get("/docs")
+        script = client.get("/static/docs.js")
+    assert page.status_code == 200 and "static/docs.js" in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert "http://" not in page.text and "https://" not in page.text  # no CDN
+    assert script.status_code == 200 and "openapi.json" in script.text
+    bundled = Path(__file__).parents[1] / "src/assay/report/static/docs.html"
+    assert bundled.read_text() == page.text
