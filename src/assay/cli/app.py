@@ -25,7 +25,7 @@ app = typer.Typer(
     name="assay",
     help="Judge AI agents: score outputs, tool calls, trajectories and retrieved context.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 console = make_console()

@@ -77,11 +77,14 @@ def show(
     summary_only: bool = typer.Option(
         False, "--summary", help="Print the run's summary (with --json: as one JSON object) "
         "instead of its cases."),
+    failed: bool = typer.Option(False, "--failed", help="Only the cases that did not pass "
+                                "(failed, borderline or in error)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many cases."),
 ) -> None:
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
     from assay.report.rows import agentv_row
     from assay.report.safe_text import for_terminal
-    from assay.report.terminal import cases_table, counts_text, note_lines
+    from assay.report.terminal import cases_table, chosen_cases, counts_text, note_lines
     from assay.run.display import run_display
     from assay.run.result import verdict_notes
     from assay.store.runs import RunStore
@@ -106,15 +109,19 @@ def show(
             for line in summary_lines(found, notes):
                 console.print(line, highlight=False)
         return
-    records = runs.case_records(run.id)
+    records, left_out = chosen_cases(runs.case_records(run.id), failed, limit)
     if as_json:
         types = {e.name: e for e in run.config.evaluators}
         for r in records:
             print(json.dumps(agentv_row(r, run.suite, types), default=str))
+        if left_out:
+            err_console.print(left_out, highlight=False)
         return
     console.print(f"run [bold]{for_terminal(run.id)}[/] · suite {for_terminal(run.suite)} · "
                   f"{run.status.value}", highlight=False)
     console.print(cases_table(records, run=run))
+    if left_out:
+        console.print(left_out, highlight=False)
     summary = run.summary
     if summary is not None:
         shown = run_display(summary)

@@ -34,6 +34,7 @@ from assay.types.records import (
     resume_command,
 )
 from assay.types.usage import Usage
+from assay.types.verdict import Verdict
 
 VERDICT_STYLE = {"pass": "green", "borderline": "yellow", "fail": "red", "error": "magenta",
                  "skipped": "dim"}
@@ -298,6 +299,25 @@ def _score_cell(score: Any) -> str:
     if score.skipped is not None:
         return f"{score.name}: n/a"
     return f"{score.name}: {numbers.score(score.value)}"
+
+
+NOT_PASSED = frozenset({Verdict.FAIL, Verdict.BORDERLINE, Verdict.ERROR})
+"""The verdicts ``--failed`` keeps: every case that did not pass and was not skipped."""
+
+
+def chosen_cases(records: list[CaseRecord], failed: bool = False,
+                 limit: int | None = None) -> tuple[list[CaseRecord], str | None]:
+    """The cases a listing shows: those that did not pass when ``failed``, the first
+    ``limit`` of them; and a line saying how many were left out (None when none were)."""
+    kept = [r for r in records if r.verdict in NOT_PASSED] if failed else records
+    shown = kept if limit is None else kept[:limit]
+    what = "cases that did not pass" if failed else "cases"
+    if len(shown) == len(records):
+        return shown, None
+    note = f"{numbers.count(len(shown))} of {numbers.count(len(kept))} {what} shown"
+    if failed:
+        note += f" ({numbers.count(len(records))} in the run)"
+    return shown, note
 
 
 def cases_table(records: list[CaseRecord], verbose: bool = True,

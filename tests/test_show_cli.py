@@ -1,0 +1,54 @@
+"""``assay show --failed --limit N``: a long run's problems without its 200 passing cases, and
+shell completion offered by the command line."""
+
+from __future__ import annotations
+
+import json
+
+from assay.report.terminal import NOT_PASSED, chosen_cases
+from assay.store.runs import RunStore
+from assay.testing.runs import write_run
+from tests.assay_process import run_assay
+
+
+def test_show_lists_only_the_cases_that_did_not_pass_and_at_most_limit(tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run_id = write_run(store, 40, quality=0.9, seed=11)
+    records = store.case_records(run_id)
+    store.close()
+    problems = [r.case_id for r in records if r.verdict in NOT_PASSED]
+    assert 3 < len(problems) < len(records)
+    env = {"COLUMNS": "250"}
+    shown = run_assay(["show", run_id, "--store", url, "--failed", "--limit", "3"],
+                      cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    listed = [c for c in {r.case_id for r in records} if f" {c} " in shown.stdout]
+    assert sorted(listed) == sorted(problems[:3])
+    assert f"3 of {len(problems)} cases that did not pass shown (40 in the run)" in shown.stdout
+    rows = run_assay(["show", run_id, "--store", url, "--failed", "--json"], cwd=tmp_path,
+                     env=env)
+    verdicts = [json.loads(line)["verdict"] for line in rows.stdout.splitlines()]
+    assert len(verdicts) == len(problems) and "pass" not in verdicts
+    first = run_assay(["show", run_id, "--store", url, "--json", "--limit", "5"],
+                      cwd=tmp_path, env=env)
+    assert [json.loads(x)["eval_id"] for x in first.stdout.splitlines()] == \
+        [r.case_id for r in records[:5]]
+    assert "5 of 40 cases shown" in first.stderr  # JSON alone on standard output
+    zero = run_assay(["show", run_id, "--store", url, "--limit", "0"], cwd=tmp_path, env=env)
+    assert zero.returncode == 2 and "Traceback" not in zero.stderr
+
+
+def test_chosen_cases_says_nothing_when_nothing_is_left_out(tmp_path):
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    records = store.case_records(write_run(store, 4, quality=1.0, seed=1))
+    store.close()
+    assert chosen_cases(records) == (records, None)
+    assert chosen_cases(records, limit=10) == (records, None)
+
+
+def test_the_command_line_offers_shell_completion(tmp_path):
+    helped = run_assay(["--help"], cwd=tmp_path, env={"COLUMNS": "200"})
+    assert "--install-completion" in helped.stdout
+    script = run_assay(["--show-completion", "bash"], cwd=tmp_path)
+    assert script.returncode == 0 and "complete" in script.stdout
