@@ -120,3 +120,16 @@ def test_the_docs_page_is_served_from_bundled_assets(served):
     assert script.status_code == 200 and "openapi.json" in script.text
     bundled = Path(__file__).parents[1] / "src/assay/report/static/docs.html"
     assert bundled.read_text() == page.text
+
+
+def test_a_runs_times_come_in_iso_8601_beside_epoch_seconds(served):
+    from datetime import UTC, datetime
+
+    running, (_, cand) = served
+    with running.client(token=TOKEN) as client:
+        listed = client.get("/runs").json()["items"][0]
+        detail = client.get(f"/runs/{cand}").json()
+    for run in (listed, detail):
+        parsed = datetime.strptime(run["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert abs(parsed.timestamp() - run["created_at"]) < 1
+        assert run["finished"] is not None and run["finished"].endswith("Z")

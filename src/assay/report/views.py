@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from assay._util.times import iso_utc
 from assay.report.family import CaseFamily, RunFamily, case_family
 from assay.report.trace_view import ToolMatchView, TraceView, tool_matches, trace_view
 from assay.run.display import RunDisplay, run_display, scale_for
@@ -32,7 +33,24 @@ def _display(run: RunRecord | RunItem) -> RunDisplay | None:
     return None if run.summary is None else run_display(run.summary)
 
 
-class RunDetail(RunRecord):
+class _Times(BaseModel):
+    """A run's times in ISO 8601 (UTC) beside its epoch seconds."""
+
+    created_at: float
+    finished_at: float | None = None
+
+    @computed_field(description="created_at in ISO 8601, UTC")  # type: ignore[prop-decorator]
+    @property
+    def created(self) -> str | None:
+        return iso_utc(self.created_at)
+
+    @computed_field(description="finished_at in ISO 8601, UTC")  # type: ignore[prop-decorator]
+    @property
+    def finished(self) -> str | None:
+        return iso_utc(self.finished_at)
+
+
+class RunDetail(RunRecord, _Times):
     """A run's record, config snapshot included, with what its pages show beside it."""
 
     target: str | None = None
@@ -66,7 +84,7 @@ class Cut(BaseModel):
     shown: int = Field(description="how many of them the page shows")
 
 
-class RunListItem(RunItem):
+class RunListItem(RunItem, _Times):
     """A run in a list of runs, with its figures shown."""
 
     display: RunDisplay | None = None
