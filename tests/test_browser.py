@@ -806,6 +806,8 @@ def test_labels_given_on_case_pages_calibrate_the_judge(browser, tmp_path, mock_
             box.locator(".label-agree" if i < 3 else ".label-disagree").click()
             expect(box.locator("ul.labels li")).to_have_count(1)
             assert "alice" in box.locator("ul.labels li").inner_text()
+            if i == 3:  # the correct verdict, in the words every surface uses
+                assert "should be pass" in box.locator("ul.labels li").inner_text()
         page.goto(f"{served.url}/#/run/{run.run_id}")
         page.wait_for_selector("#agreement")
         row = page.locator("#agreement tr[data-evaluator='graded']").inner_text()

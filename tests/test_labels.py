@@ -75,9 +75,14 @@ def test_labels_over_the_api(tmp_path):
             "value": False, "comment": "<script>x</script>", "author": "alice"})
         assert made.status_code == 201, made.text
         assert made.json()["comment"] == "<script>x</script>"
+        assert made.json()["value_shown"] == "fail" and made.json()["created"].endswith("Z")
+        scored = api.post(f"/runs/{run}/labels", json={
+            "case_id": "case-000002", "evaluator": "correctness", "agrees": False,
+            "value": 0.4, "author": "alice"})
+        assert scored.json()["value_shown"] == "0.400"  # as every surface shows a 0-1 score
         listed = api.get(f"/runs/{run}/labels", params={"case_id": "case-000001"}).json()
         assert [x["id"] for x in listed] == [made.json()["id"]]
-        assert api.get(f"/runs/{run}/agreement").json()[0]["labelled"] == 1
+        assert api.get(f"/runs/{run}/agreement").json()[0]["labelled"] == 2
         for bad, status in (({"agrees": "yes"}, 400), ({"author": ""}, 400),
                             ({"evaluator": "nope"}, 404), ({"case_id": "nope"}, 404),
                             ({"extra": 1}, 400), ({"value": 2.0}, 400)):
@@ -85,7 +90,7 @@ def test_labels_over_the_api(tmp_path):
                     "author": "bob", **bad}
             answer = api.post(f"/runs/{run}/labels", json=body)
             assert answer.status_code == status, (bad, answer.text)
-        assert len(api.get(f"/runs/{run}/labels").json()) == 1
+        assert len(api.get(f"/runs/{run}/labels").json()) == 2
         assert api.post("/runs/nope/labels", json={
             "case_id": "c", "evaluator": "e", "agrees": True, "author": "a"}).status_code == 404
 

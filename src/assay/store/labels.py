@@ -15,13 +15,15 @@ import secrets
 import time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy import select
 
 from assay._util.redact import scrub
+from assay._util.times import iso_utc
 from assay.errors import ConfigError
 from assay.store import schema
 from assay.store.runs import RunStore
+from assay.types import numbers
 from assay.types.score import Score
 
 MAX_COMMENT = 5_000
@@ -49,6 +51,22 @@ class HumanLabel(BaseModel):
     comment: str = ""
     author: str
     created_at: float
+
+    @computed_field(description="'value', shown: pass or fail, a 0-1 score by "  # type: ignore[prop-decorator]
+                    "assay.types.numbers, or the label")
+    @property
+    def value_shown(self) -> str | None:
+        value = self.value
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return "pass" if value else "fail"
+        return numbers.score(float(value)) if isinstance(value, int | float) else str(value)
+
+    @computed_field(description="created_at in ISO 8601, UTC")  # type: ignore[prop-decorator]
+    @property
+    def created(self) -> str | None:
+        return iso_utc(self.created_at)
 
 
 def human_value(label: HumanLabel) -> Any:
@@ -102,7 +120,8 @@ def add_label(store: RunStore, run_id: str, case_id: str, repeat: int, evaluator
         comment=scrub(comment), author=scrub(author), created_at=time.time())
     with store._begin() as conn:
         conn.execute(schema.human_labels.insert().values(
-            **{**label.model_dump(), "value": json.dumps(label.value)}))
+            **{**label.model_dump(exclude={"value_shown", "created"}),
+               "value": json.dumps(label.value)}))
     return label
 
 

@@ -908,7 +908,7 @@
   function labelLine(label) {
     return h("li", { class: label.agrees ? "agrees" : "disagrees" }, badge(label.agrees ? "agrees" : "disagrees", label.agrees ? "pass" : "fail"), " ",
       h("strong", {}, label.author), h("span", { class: "muted" }, " · " + fmt.time(label.created_at)),
-      !label.agrees && label.value !== null && label.value !== undefined ? h("span", {}, " · should be " + (label.value === true ? "pass" : label.value === false ? "fail" : String(label.value))) : null,
+      !label.agrees && label.value_shown !== null && label.value_shown !== undefined ? h("span", {}, " · should be " + label.value_shown) : null,
       label.comment ? h("div", {}, label.comment) : null);
   }
 
