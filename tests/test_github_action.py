@@ -124,6 +124,25 @@ def test_without_a_baseline_the_runs_own_gates_decide(repo, tmp_path):
     assert worse_ref.returncode == 2 and "no-such-ref" in worse_ref.stdout
 
 
+def _documented_workflow() -> dict:
+    text = (ROOT / "docs" / "ci.md").read_text()
+    return yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+
+
+@pytest.mark.process
+def test_the_documented_workflow_fails_a_pull_request_that_made_the_agent_worse(repo, tmp_path):
+    steps = _documented_workflow()["jobs"]["assay"]["steps"]
+    ours = next(s for s in steps if "assay" in s.get("uses", ""))
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert set(ours["with"]) <= set(action["inputs"])  # every input it gives exists
+    (repo / "evals" / "agent.py").write_text(WORSE + AGENT)
+    _git(repo, "commit", "-qam", "a worse agent")
+    given = {k.replace("-", "_"): str(v) for k, v in ours["with"].items()}
+    done, summary, outputs = _action(repo, tmp_path, **given)
+    assert done.returncode == 1 and outputs["exit-code"] == "1", done.stdout + done.stderr
+    assert summary.startswith("### regression detected")
+
+
 def test_the_action_file_runs_the_script_with_its_inputs():
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["runs"]["using"] == "composite"
