@@ -32,7 +32,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from assay._util.redact import (
@@ -142,6 +142,15 @@ class RunPatch(BaseModel):
     name: Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] | None = None
     tags: list[Tag] | None = Field(default=None, max_length=50)
     notes: Annotated[str, Field(max_length=20_000)] | None = None
+
+    @field_validator("is_baseline", "name", "tags", "notes", mode="before")
+    @classmethod
+    def _given(cls, value: Any) -> Any:
+        """A field left out keeps its value; one sent as null is a mistake, not a change."""
+        if value is None:
+            raise ValueError("null is not a value: leave the field out to keep it ('' or [] "
+                             "clears it)")
+        return value
 
 
 class LabelRequest(BaseModel):
