@@ -68,7 +68,8 @@ def test_a_run_records_its_name_tags_notes_tree_and_agent_version(repo, tmp_path
     assert run.config.git is not None
     assert run.config.git.commit == _git(repo, "rev-parse", "HEAD")
     assert run.config.git.branch == "feature/fast-agent" and run.config.git.dirty is False
-    assert "run_name" not in run.config.run and "tags" not in run.config.run
+    recorded = run.config.model_dump(mode="json")["run"]  # kept beside the config, not in it
+    assert not {"run_name", "tags", "notes", "agent_version"} & set(recorded)
 
     (repo / "EVAL.yaml").write_text(SUITE.replace("Europe", "Europe, edited"))
     again = assay.evaluate(repo / "EVAL.yaml", store=url, agent_version="2.2.0",

@@ -463,7 +463,7 @@ def test_runs_json_prints_the_typed_records(tmp_path) -> None:
     assert done.exit_code == 0, done.output
     (run,) = json.loads(done.output)
     assert set(run) == {"id", "suite", "status", "created_at", "finished_at", "config",
-                        "summary", "unreadable", "abandoned"}
+                        "summary", "unreadable", "abandoned", "name", "tags", "notes"}
     assert run["config"]["run"]["concurrency"] == 4 and run["config"]["run"]["old"] is True
     assert RunSnapshot.model_validate(run["config"]).run.concurrency == 4
 

@@ -168,12 +168,12 @@ def case_family(record: CaseRecord, run: RunRecord | None) -> CaseFamily | None:
     """The family panels of a case: its row in the run's naming, and each multi-metric
     judge's verdict; None for a case of neither."""
     found = CaseFamily(connexity=[c for s in record.scores if (c := connexity_case(s))])
-    naming = run.config.run.get("naming") if run is not None else None
+    naming = run.config.run.naming if run is not None else None
     if naming and run is not None:
         from assay.run.policies.databricks import Catalog, named_row
 
         row = named_row(record, Catalog(run.config.evaluators), str(naming),
-                        str(run.config.run.get("chunk_errors") or "exclude"))
+                        str(run.config.run.chunk_errors or "exclude"))
         found.naming = str(naming)
         found.named = [NamedColumn(key=k, value=_text(v)) for k, v in row.items()]
         found.overall_assessment = row.get("response/overall_assessment/rating")

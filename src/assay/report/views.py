@@ -211,7 +211,7 @@ def case_detail(record: CaseRecord, run: RunRecord | None = None) -> CaseDetail:
 
 def has_metric_judge(run: RunRecord) -> bool:
     """Whether a run's cases may hold a multi-metric (Connexity) judge's verdicts."""
-    return run.config.run.get("scoring") == "connexity" or any(
+    return run.config.run.scoring == "connexity" or any(
         "connexity" in spec.type for spec in run.config.evaluators)
 
 

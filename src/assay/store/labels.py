@@ -118,7 +118,7 @@ def add_label(store: RunStore, run_id: str, case_id: str, repeat: int, evaluator
         value=value, judge_value=score.value,
         judge_passed=score.passed if score.value is not None else None,
         comment=scrub(comment), author=scrub(author), created_at=time.time())
-    with store._begin() as conn:
+    with store.transaction() as conn:
         conn.execute(schema.human_labels.insert().values(
             **{**label.model_dump(exclude={"value_shown", "created"}),
                "value": json.dumps(label.value)}))
@@ -134,7 +134,7 @@ def labels(store: RunStore, run_id: str, case_id: str | None = None,
         where.append(hl.c.case_id == case_id)
     if repeat is not None:
         where.append(hl.c.repeat == repeat)
-    with store._begin() as conn:
+    with store.transaction() as conn:
         rows = conn.execute(select(hl).where(*where).order_by(hl.c.created_at, hl.c.id))
         return [HumanLabel.model_validate({**r._mapping, "value": json.loads(r.value)
                                            if r.value else None}) for r in rows]

@@ -662,7 +662,7 @@ def metric_score_rows(store: RunStore, run_id: str) -> list[list[dict[str, Any]]
     store.flush()
     sc = schema.scores
     found = sc.c.score["details"]["metric_scores"]
-    with store._begin() as conn:
+    with store.transaction() as conn:
         rows = conn.execute(select(cast(found, Text)).where(
             sc.c.run_id == run_id, sc.c.value.is_not(None))).fetchall()
     import json

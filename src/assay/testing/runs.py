@@ -186,7 +186,8 @@ def write_connexity_run(store: RunStore, run_id: str = "run-connexity") -> str:
     score = judge.judgement(case, selected, answer_model(metrics, 2).model_validate(answers),
                             len(turns))
     snapshot = RunSnapshot(suite_name="bookings", evaluators=[EvaluatorSpec(
-        name="conversation", type="connexity_judge")], run={"scoring": "connexity"})
+        name="conversation", type="connexity_judge")],
+        run=RecordedRunConfig(scoring="connexity"))
     run_id = store.create_run("bookings", snapshot.model_dump(mode="json"), run_id=run_id)
     record = CaseRecord(run_id=run_id, case_id=case.id, case=case,
                         execution=Execution(input=case.input, output=turns[-1].content,
