@@ -650,7 +650,7 @@ class _SuiteChecker:
                 self.log.add(path, f"{label}: {'.'.join(map(str, error['loc']))}: "
                              f"{error['msg']}")
             return None
-        mark = self.seen_ids.get(case_id)
+        mark = self.seen_ids.get(case.id)
         return SuiteCase(case=case, target=target,
                          evaluators=evaluators if isinstance(evaluators, list) else None,
                          source=SourceLocation(file=str(self.path.absolute()), line=mark.line)
