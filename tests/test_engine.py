@@ -12,6 +12,7 @@ import pytest
 from assay.judges import EvalContext, LLMJudge, SemanticSimilarity
 from assay.llm import RateLimit
 from assay.llm.cache import cache_key
+from assay.llm.pricing import PriceSource, published_price
 from assay.llm.providers.scripted import similarity
 from assay.testing.mock_server import serve_in_thread
 from assay.types.case import Case
@@ -241,17 +242,55 @@ async def test_429_halves_allowed_concurrency(engine_factory, mock_server, mock_
     assert limiter.allowed < 16
 
 
-async def test_cost_is_accounted_from_the_price_table(engine_factory, mock_server):
-    engine = engine_factory(default_model=f"{mock_server.url}#gpt-4o-mini", cache_mode="off")
+async def test_cost_is_priced_from_the_maintained_table_cached_tokens_at_the_cached_rate(
+        engine_factory, mock_server, monkeypatch):
+    """OpenAI's model at its published price, read from the maintained table; the prompt
+    tokens the provider read from its prompt cache (the second call on, whose system prompt
+    it saw before) at the cached rate."""
+    mock_server.configure(prompt_cache=True)
+    monkeypatch.setenv("OPENAI_BASE_URL", mock_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    price = published_price("gpt-4o-mini", PriceSource(provider_id="openai"))
+    assert price is not None and price.cache_read is not None
+    assert price.cache_read < price.prompt
+    engine = engine_factory(default_model="openai:gpt-4o-mini", cache_mode="off")
+    first, _ = await _judge_many(engine, 1)
     scores, _ = await _judge_many(engine, 2)
+    assert first[0].usage.cached_prompt_tokens == 0
     for s in scores:
-        expected = (s.usage.prompt_tokens * 0.15 + s.usage.completion_tokens * 0.60) / 1e6
-        assert s.usage.cost == pytest.approx(expected)
-    assert engine.usage.cost == pytest.approx(sum(s.usage.cost or 0 for s in scores))
-    override = engine_factory(default_model=f"{mock_server.url}#gpt-4o-mini",
-                              cache_mode="off", prices={"gpt-4o-mini": (1.0, 1.0)})
+        u = s.usage
+        assert 0 < u.cached_prompt_tokens < u.prompt_tokens
+        expected = ((u.prompt_tokens - u.cached_prompt_tokens) * price.prompt
+                    + u.cached_prompt_tokens * price.cache_read
+                    + u.completion_tokens * price.completion) / 1e6
+        assert u.cost == pytest.approx(expected)
+        assert u.cost < (u.prompt_tokens * price.prompt + u.completion_tokens
+                         * price.completion) / 1e6
+    every = [*first, *scores]
+    assert engine.usage.cost == pytest.approx(sum(s.usage.cost or 0 for s in every))
+    assert engine.usage.cached_prompt_tokens == sum(s.usage.cached_prompt_tokens
+                                                    for s in every)
+    override = engine_factory(default_model="openai:gpt-4o-mini", cache_mode="off",
+                              prices={"gpt-4o-mini": (1.0, 1.0)})
     s2, _ = await _judge_many(override, 1)
     assert s2[0].usage.cost == pytest.approx(s2[0].usage.total_tokens / 1e6)
+
+
+async def test_a_server_of_ones_own_has_no_published_price(engine_factory, mock_server):
+    """A model name the maintained table knows, served by a server on this machine: its
+    price is not OpenAI's, so it is unknown (not guessed, not $0) unless given."""
+    mock_server.configure(prompt_cache=True)
+    engine = engine_factory(default_model=f"{mock_server.url}#gpt-4o-mini", cache_mode="off")
+    scores, _ = await _judge_many(engine, 1)
+    assert scores[0].usage.cost is None
+    given = engine_factory(default_model=f"{mock_server.url}#gpt-4o-mini", cache_mode="off",
+                           prices={"gpt-4o-mini": (2.0, 4.0, 1.0)})
+    scores, _ = await _judge_many(given, 2)
+    for s in scores:
+        u = s.usage
+        assert u.cost == pytest.approx(((u.prompt_tokens - u.cached_prompt_tokens) * 2.0
+                                        + u.cached_prompt_tokens * 1.0
+                                        + u.completion_tokens * 4.0) / 1e6)
 
 
 async def test_unknown_price_is_unknown_not_free(engine_factory, mock_server):
@@ -278,6 +317,49 @@ async def test_prices_file_from_environment(engine_factory, mock_server, tmp_pat
     scores, _ = await _judge_many(engine_factory(cache_mode="off"), 1)
     u = scores[0].usage
     assert u.cost == pytest.approx((u.prompt_tokens * 2 + u.completion_tokens * 4) / 1e6)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"judge-model": [2.0]}', "'judge-model': expected [usd_per_1m_prompt"),
+    ('{"judge-model": [2.0, -1]}', "'judge-model': expected [usd_per_1m_prompt"),
+    ('{"judge-model": {"prompt": 1}}', "'judge-model': expected [usd_per_1m_prompt"),
+    ('["judge-model"]', "expected a JSON object"),
+    ("{not json", "cannot read it as JSON"),
+])
+def test_a_bad_prices_file_is_refused_naming_it(tmp_path, monkeypatch, text, expected):
+    from assay.errors import ConfigError
+    from assay.llm.engine import JudgeEngine
+    from assay.types.engine_config import EngineConfig
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(text)
+    monkeypatch.setenv("ASSAY_PRICES", str(prices))
+    with pytest.raises(ConfigError) as found:
+        JudgeEngine(EngineConfig(cache_mode="off", cache_path=tmp_path / "c.db"))
+    assert str(prices) in found.value.message and expected in found.value.message
+
+
+def test_bad_prices_given_in_code_are_refused_naming_the_model(tmp_path):
+    from assay.errors import ConfigError
+    from assay.types.engine_config import EngineConfig
+
+    with pytest.raises(ConfigError, match=r"prices\['m'\]: expected \(prompt, completion"):
+        EngineConfig(prices={"m": (1.0,)}, cache_path=tmp_path / "c.db")
+
+
+def test_prices_file_may_give_the_cached_rates(engine_factory, tmp_path, monkeypatch):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"judge-model": [2.0, 4.0, 0.5, 2.5],
+                                  "other": {"prompt": 1, "completion": 2}}))
+    monkeypatch.setenv("ASSAY_PRICES", str(prices))
+    table = engine_factory(cache_mode="off").prices
+    found = table.price("judge-model")
+    assert (found.prompt, found.completion, found.cache_read, found.cache_write) == (
+        2.0, 4.0, 0.5, 2.5)
+    assert table.cost("judge-model", 1000, 100, cached_tokens=400, cache_write_tokens=100) \
+        == pytest.approx((500 * 2.0 + 400 * 0.5 + 100 * 2.5 + 100 * 4.0) / 1e6)
+    assert table.price("other").cache_read is None  # cached tokens at the prompt rate
+    assert table.cost("other", 1000, 0, cached_tokens=400) == pytest.approx(1000 / 1e6)
 
 
 async def test_generic_llm_judge_fills_agentv_variables(engine_factory, mock_server):

@@ -45,7 +45,7 @@ def test_the_bar_is_updated_in_batches_and_ends_exact() -> None:
     assert updates < 50  # not once per case
     assert bar.errors == 10
     assert (bar.usage.calls, bar.usage.cached_calls, bar.usage.cost) == (1, 989, None)
-    assert "errors 10" in task.fields["status"] and "cost -" in task.fields["status"]
+    assert "errors 10" in task.fields["status"] and "cost unknown" in task.fields["status"]
 
 
 def test_without_a_terminal_the_bar_prints_true_counts() -> None:
@@ -103,3 +103,15 @@ def test_each_run_of_a_command_counts_on_its_own_bar() -> None:
         for i in range(4):
             bar.advance(record(i))
     assert [int(t.completed) for t in bar._progress.tasks] == [8, 4]
+
+
+def test_a_cost_is_shown_by_one_rule_unknown_never_zero():
+    """Every surface that shows a cost shows it through ``numbers.cost``: an unknown price
+    reads ``unknown`` (never ``$0`` nor ``-``), and an amount too small for four decimals
+    keeps two significant digits instead of reading as free."""
+    from assay.types.numbers import cost
+
+    assert cost(None) == "unknown" and cost(float("nan")) == "unknown"
+    assert cost(0.0) == "$0.0000"  # a free provider (the embedded model) is free
+    assert cost(0.0000412) == "$0.000041" and cost(0.0123) == "$0.0123"
+    assert cost(12.5) == "$12.50"

@@ -81,7 +81,20 @@ def test_requests_per_mode():
     assert tools["tool_choice"] == {"type": "function", "function": {"name": "judge"}}
     assert tools["tools"][0]["function"]["parameters"] == schema and tools["seed"] == 1
     prompt = build_request("prompt", "m", msgs, schema, "judge", 0.0, None, None)
-    assert "response_format" not in prompt and "JSON schema" in prompt["messages"][-1]["content"]
+    assert "response_format" not in prompt and "JSON schema" in prompt["messages"][0]["content"]
+    assert prompt["messages"][1:] == msgs
+
+
+def test_prompt_mode_puts_the_schema_before_the_case_data():
+    """The schema is the same for every case: it joins the system prompt, ahead of the
+    user's message, so the part a provider's prompt cache reuses stays one prefix."""
+    schema = {"type": "object"}
+    msgs = [{"role": "system", "content": "be fair"}, {"role": "user", "content": "data"}]
+    prompt = build_request("prompt", "m", msgs, schema, "judge", 0.0, None, None)
+    assert [m["role"] for m in prompt["messages"]] == ["system", "user"]
+    assert prompt["messages"][0]["content"].startswith("be fair\n\nRespond with only a JSON")
+    assert prompt["messages"][1] == {"role": "user", "content": "data"}
+    assert msgs[0] == {"role": "system", "content": "be fair"}  # the caller's, unchanged
 
 
 async def test_tool_mode_through_the_http_server(engine_factory, mock_server, mock_model):

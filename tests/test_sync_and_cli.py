@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -37,13 +38,21 @@ def _run(args: list[str], env_extra: dict[str, str] | None = None,
 
 
 def test_cli_judge_prints_score_rationale_tokens_and_cost(mock_server, tmp_path):
-    model = f"{mock_server.url}#gpt-4o-mini"
+    """OpenAI's model (here answered by the mock) at its published price: a few hundred
+    tokens cost a few hundred-thousandths of a dollar, never shown as $0.0000; the
+    same model name on a server of one's own has no published price: unknown."""
+    env = {"ASSAY_CACHE_DIR": str(tmp_path), "OPENAI_BASE_URL": mock_server.url,
+           "OPENAI_API_KEY": "sk-test"}
     out = _run(["judge", "-e", "Paris is the capital", "-a", "the capital is Paris",
-                "--model", model], {"ASSAY_CACHE_DIR": str(tmp_path)})
+                "--model", "openai:gpt-4o-mini"], env)
     assert out.returncode == 0, out.stderr
     assert "score     1.000 (raw 100.0 on 0-100) pass" in out.stdout
     assert "rationale" in out.stdout and "prompt +" in out.stdout
-    assert "cost $0.0000" in out.stdout
+    assert re.search(r"cost \$0\.\d*[1-9]", out.stdout), out.stdout  # priced, not $0
+    model = f"{mock_server.url}#gpt-4o-mini"
+    own = _run(["judge", "-e", "Paris is the capital", "-a", "the capital is Paris",
+                "--model", model, "--cache", "off"], {"ASSAY_CACHE_DIR": str(tmp_path)})
+    assert "cost unknown" in own.stdout, own.stdout
     as_json = _run(["judge", "-e", "a", "-a", "b", "--model", model, "--json"],
                    {"ASSAY_CACHE_DIR": str(tmp_path)})
     data = json.loads(as_json.stdout)

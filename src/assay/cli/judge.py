@@ -106,7 +106,7 @@ def _print_score(score: CaseScore) -> None:
     usage = score.usage
     console.print(
         f"tokens    {usage.prompt_tokens} prompt + {usage.completion_tokens} completion; "
-        f"calls {usage.calls} (+{usage.cached_calls} cached); cost {numbers.usd(usage.cost)}",
+        f"calls {usage.calls} (+{usage.cached_calls} cached); cost {numbers.cost(usage.cost)}",
         highlight=False)
     if score.judge_model:
         console.print(f"judge     {for_terminal(score.judge_model)}", highlight=False)

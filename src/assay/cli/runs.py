@@ -316,7 +316,7 @@ def _print_causes(result: Any) -> None:
         found = case.cause_analysis
         if found is None:
             continue
-        cost = numbers.usd(found.usage.cost)
+        cost = numbers.cost(found.usage.cost)
         if found.error is not None:
             text = f"the cause analysis failed: {found.error.message}"
         else:

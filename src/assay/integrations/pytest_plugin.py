@@ -274,14 +274,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     for nodeid, usage in sorted(_SUMMARY.items()):
         terminalreporter.write_line(
             f"{nodeid}: {usage['judgements']} judgement(s), {usage['calls']} call(s) "
-            f"(+{usage['cached']} cached), cost {numbers.usd(usage['cost'])}, "
+            f"(+{usage['cached']} cached), cost {numbers.cost(usage['cost'])}, "
             f"{numbers.milliseconds(usage['latency_ms'])}")
         total_calls += usage["calls"]
         total_cached += usage["cached"]
         total_cost = None if total_cost is None or usage["cost"] is None \
             else total_cost + usage["cost"]
     terminalreporter.write_line(f"total: {total_calls} judge call(s) (+{total_cached} from "
-                                f"the cache), cost {numbers.usd(total_cost)}")
+                                f"the cache), cost {numbers.cost(total_cost)}")
     from assay.llm.models import judge_notes
 
     for note in judge_notes(m for usage in _SUMMARY.values() for m in usage.get("judges", [])):

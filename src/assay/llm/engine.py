@@ -30,7 +30,7 @@ from assay._util.user_code import error_text, user_code
 from assay.errors import EvaluationError
 from assay.llm.cache import ResponseCache, cache_key
 from assay.llm.models import KEY_ENV_VARS, ModelSpec, parse_model
-from assay.llm.pricing import PriceTable
+from assay.llm.pricing import PriceSource, PriceTable
 from assay.llm.providers import Provider, close_http_session, create_provider
 from assay.llm.rate_limits import Admission, ModelLimiter
 from assay.llm.types import (
@@ -94,6 +94,7 @@ class JudgeEngine:
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._preflighted: set[str] = set()
         self._identities: dict[Provider, dict[str, Any]] = {}
+        self._sources: dict[Provider, PriceSource | None] = {}
 
     # -- models ---------------------------------------------------------------------------
 
@@ -314,8 +315,17 @@ class JudgeEngine:
         usage = usage if isinstance(usage, dict) else {}
         stats.prompt_tokens = _token_count(usage.get("prompt_tokens"))
         stats.completion_tokens = _token_count(usage.get("completion_tokens"))
-        stats.cost = self.prices.cost(provider.priced_model, stats.prompt_tokens,
-                                      stats.completion_tokens, free=provider.price_free)
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict):  # OpenAI's (and the Anthropic provider's) cached reads
+            stats.cached_prompt_tokens = min(_token_count(details.get("cached_tokens")),
+                                             stats.prompt_tokens)
+            stats.cache_write_tokens = min(_token_count(details.get("cache_write_tokens")),
+                                           stats.prompt_tokens - stats.cached_prompt_tokens)
+        stats.cost = self.prices.cost(
+            provider.priced_model, stats.prompt_tokens, stats.completion_tokens,
+            free=provider.price_free, source=self._price_source(provider),
+            cached_tokens=stats.cached_prompt_tokens,
+            cache_write_tokens=stats.cache_write_tokens)
         # Counted in place: this runs once per call, and building models here showed in
         # profiles of the hot path.
         total = self.usage
@@ -324,10 +334,8 @@ class JudgeEngine:
             total.cached_calls += 1
         else:
             total.calls += 1
-            total.prompt_tokens += stats.prompt_tokens
-            total.completion_tokens += stats.completion_tokens
-            total.cost = None if total.cost is None or stats.cost is None \
-                else total.cost + stats.cost
+            total.add_tokens(stats.prompt_tokens, stats.completion_tokens,
+                             stats.cached_prompt_tokens, stats.cache_write_tokens, stats.cost)
         return ChatResult(response=response, stats=stats, key=key, model=provider.spec.display)
 
     def _estimate(self, provider: Provider, request: ChatRequest) -> None:
@@ -338,10 +346,17 @@ class JudgeEngine:
         est.prompt_tokens += prompt
         est.completion_tokens += completion
         cost = self.prices.cost(provider.priced_model, prompt, completion,
-                                free=provider.price_free)
+                                free=provider.price_free, source=self._price_source(provider))
         est.cost = None if est.cost is None or cost is None else est.cost + cost
         shown = provider.spec.display
         est.by_model[shown] = est.by_model.get(shown, 0) + 1
+
+    def _price_source(self, provider: Provider) -> PriceSource | None:
+        """Where ``provider``'s model has a published price (asked once per provider)."""
+        found = self._sources.get(provider, False)
+        if found is False:
+            found = self._sources[provider] = provider.price_source()
+        return found  # type: ignore[return-value]
 
     def _limiter(self, name: str) -> Admission:
         limiter = self._limiters.get(name)

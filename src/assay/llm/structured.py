@@ -231,8 +231,20 @@ def build_request(mode: StructuredMode, model: str, messages: list[dict[str, Any
     else:
         instruction = ("Respond with only a JSON object, no other text, that matches this "
                        f"JSON schema:\n{json.dumps(json_schema)}")
-        request["messages"] = [*messages, {"role": "system", "content": instruction}]
+        request["messages"] = _with_instruction(messages, instruction)
     return request
+
+
+def _with_instruction(messages: list[dict[str, Any]], instruction: str
+                      ) -> list[dict[str, Any]]:
+    """``messages`` with ``instruction`` at the end of the leading system message (a new one
+    when there is none): before the case's data, with the rest of what every case shares,
+    so a provider's prompt cache can reuse it (see :mod:`assay.llm.prompt_cache`)."""
+    first = messages[0] if messages else None
+    if first is not None and first.get("role") == "system" and isinstance(
+            first.get("content"), str):
+        return [{**first, "content": f"{first['content']}\n\n{instruction}"}, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
 
 
 def extract_json(text: str) -> Any:
@@ -298,7 +310,8 @@ def _usage_of(result: ChatResult) -> Usage:
         return Usage(cached_calls=1, cost=0.0)
     return Usage(calls=1, retries=max(0, stats.attempts - 1), cached_calls=0,
                  prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens,
-                 cost=stats.cost)
+                 cached_prompt_tokens=stats.cached_prompt_tokens,
+                 cache_write_tokens=stats.cache_write_tokens, cost=stats.cost)
 
 
 def _describe(exc: Exception) -> str:

@@ -40,6 +40,10 @@ class CallStats:
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    """Prompt tokens the provider read from its prompt cache (among ``prompt_tokens``)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens the provider wrote to its prompt cache (among ``prompt_tokens``)."""
     cost: float | None = 0.0
     latency_ms: float = 0.0
 

@@ -110,8 +110,8 @@ def figure_rows(result: Comparison) -> list[FigureRow]:
                   candidate=numbers.milliseconds(c.latency_p95_ms),
                   change=numbers.latency_change(d.latency_p95_delta_ms),
                   direction=_direction(d.latency_p95_delta_ms, False)),
-        FigureRow(label="cost", baseline=numbers.usd(b.cost_usd),
-                  candidate=numbers.usd(c.cost_usd), change=numbers.usd_change(d.cost_delta_usd),
+        FigureRow(label="cost", baseline=numbers.cost(b.cost_usd),
+                  candidate=numbers.cost(c.cost_usd), change=numbers.usd_change(d.cost_delta_usd),
                   direction=_direction(d.cost_delta_usd, False)),
     ]
 

@@ -120,7 +120,7 @@ class ProgressBar:
             self._unshown = 0
 
     def _status(self) -> str:
-        return f"errors {self.errors} · cost {numbers.usd(self._cost)} · calls {self._calls}" \
+        return f"errors {self.errors} · cost {numbers.cost(self._cost)} · calls {self._calls}" \
                f" (+{self._cached_calls} cached)"
 
 
@@ -150,7 +150,7 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         a = summary.cause_analysis_usage
         lines.append(f"  of which cause analysis of {summary.cause_analyses} failed case(s): "
                      f"{a.calls} call(s) (+{a.cached_calls} cached); cost "
-                     f"{numbers.usd(a.cost)}")
+                     f"{numbers.cost(a.cost)}")
     for name, e in summary.evaluators.items():
         counts = [f"{e.scored} scored"]
         if e.errors:

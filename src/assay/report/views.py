@@ -201,8 +201,8 @@ def case_detail(record: CaseRecord, run: RunRecord | None = None) -> CaseDetail:
         tool_calls=[numbers.milliseconds(call.duration_ms) for call in calls],
         turn_latencies=[numbers.milliseconds(_turn_latency(m.model_extra))
                         for m in record.execution.messages or []],
-        cause_cost=numbers.usd(None if record.cause_analysis is None
-                               else record.cause_analysis.usage.cost))
+        cause_cost=numbers.MISSING if record.cause_analysis is None
+        else numbers.cost(record.cause_analysis.usage.cost))
     return CaseDetail(record=record, tool_calls=calls,
                       retrievals=retrievals(record.execution), display=display,
                       family=case_family(record, run), trace=trace_view(record.execution),

@@ -25,7 +25,10 @@ Faults (``--fault KIND=RATE``, or ``MockConfig.faults``):
 ``bool_score``
     the JSON answer with every ``score`` turned into ``true`` (a type a lax parser accepts)
 
-Beyond faults, ``MockConfig.quote_headers`` makes every answer quote the request's headers in
+``MockConfig.prompt_cache`` (``--prompt-cache``) reports prompt-cache reads and writes in the
+usage, as OpenAI (``prompt_tokens_details.cached_tokens``) and Anthropic
+(``cache_read_input_tokens``, ``cache_creation_input_tokens``, for a request that sets a
+``cache_control`` breakpoint) do. Beyond faults, ``MockConfig.quote_headers`` makes every answer quote the request's headers in
 its text (a successful answer that carries a key), and ``MockConfig.redirect_to`` answers every
 chat request with a redirect (``redirect_status``, 307 unless set) to another URL.
 ``MockStats.credentials`` counts the credential headers of every request that arrived.
@@ -107,6 +110,10 @@ class MockConfig(BaseModel):
                                    description="the pause between bytes of a 'drip' answer")
     logprobs: bool = Field(default=True, description="answer a request's 'logprobs' with "
                            "token log-probabilities; False: ignore it, as many servers do")
+    prompt_cache: bool = Field(
+        default=False, description="report prompt-cache reads and writes in the usage, as "
+        "OpenAI and Anthropic do: a prompt prefix seen before is read from the cache (see "
+        "MockServer._prompt_cached)")
 
 
 @dataclass
@@ -183,6 +190,8 @@ class MockServer:
         self.stats = MockStats()
         self._rng = random.Random(self.config.seed)
         self._failures: Counter[str] = Counter()
+        self._prompt_cache: set[str] = set()
+        """Prompt prefixes seen since the last reset (see :meth:`_prompt_cached`)."""
 
     def configure(self, config: MockConfig) -> None:
         self.config = config
@@ -192,6 +201,7 @@ class MockServer:
     def reset(self) -> None:
         self.stats = MockStats()
         self._failures.clear()
+        self._prompt_cache.clear()
         self._rng = random.Random(self.config.seed)
 
     def app(self) -> web.Application:
@@ -278,6 +288,8 @@ class MockServer:
                 return await self._fault(request, fault, payload)
             stats.completed += 1
             response = answer(payload)
+            if self.config.prompt_cache:
+                response = self._prompt_cached(payload, response)
             if not self.config.logprobs:
                 response["choices"][0].pop("logprobs", None)
             if self.config.quote_headers:
@@ -288,6 +300,32 @@ class MockServer:
                                 content_type="application/json")
         finally:
             stats.leave()
+
+    def _prompt_cached(self, payload: dict[str, Any], response: dict[str, Any]
+                       ) -> dict[str, Any]:
+        """The answer's usage as a provider with a prompt cache reports it: a prefix seen
+        before is read from the cache (``prompt_tokens_details.cached_tokens``), a new one
+        written to it (``cache_write_tokens``, which Anthropic reports and bills apart).
+
+        The prefix is the text up to an Anthropic request's last ``cache_control``
+        breakpoint (none: nothing is cached, as on Anthropic), and for a chat-completions
+        request its leading system messages (OpenAI caches on its own). Tokens are counted
+        as characters / 4, and no prefix is too short to cache."""
+        if "_cache_prefix" in payload:
+            prefix, writes = payload["_cache_prefix"], True
+        else:
+            prefix, writes = "".join(
+                str(m.get("content") or "") for m in _leading_system(payload["messages"])), False
+        if not prefix:
+            return response
+        tokens = min(len(prefix) // 4, response["usage"]["prompt_tokens"])
+        read = tokens if prefix in self._prompt_cache else 0
+        self._prompt_cache.add(prefix)
+        details = {"cached_tokens": read}
+        if writes and not read:
+            details["cache_write_tokens"] = tokens
+        response["usage"]["prompt_tokens_details"] = details
+        return response
 
     async def _fault(self, request: web.Request, fault: str,
                      payload: dict[str, Any]) -> web.StreamResponse:
@@ -427,11 +465,19 @@ def _with_marker(response: dict[str, Any], marker: str) -> dict[str, Any]:
     return response
 
 
+def _block_text(content: Any) -> str:
+    """A Messages API content (a text, or a list of blocks) as one text."""
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return str(content or "")
+
+
 def _from_anthropic_request(body: dict[str, Any]) -> dict[str, Any]:
-    messages = list(body["messages"])
+    messages = [{**m, "content": _block_text(m.get("content"))} for m in body["messages"]]
     if body.get("system"):
-        messages.insert(0, {"role": "system", "content": body["system"]})
-    request: dict[str, Any] = {"model": body.get("model"), "messages": messages}
+        messages.insert(0, {"role": "system", "content": _block_text(body["system"])})
+    request: dict[str, Any] = {"model": body.get("model"), "messages": messages,
+                               "_cache_prefix": _anthropic_breakpoint(body)}
     tools = body.get("tools") or []
     if tools:
         request["tools"] = [{"type": "function", "function": {
@@ -442,6 +488,25 @@ def _from_anthropic_request(body: dict[str, Any]) -> dict[str, Any]:
         elif choice.get("type") == "any":
             request["tool_choice"] = "required"
     return request
+
+
+def _anthropic_breakpoint(body: dict[str, Any]) -> str | None:
+    """The text up to the last ``cache_control`` breakpoint of a Messages API body (system
+    blocks, then the messages' blocks, in order); None when it sets none."""
+    seen: list[str] = []
+    prefix = None
+    system = body.get("system")
+    blocks = [*(system if isinstance(system, list) else [{"text": system or ""}])]
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks += content if isinstance(content, list) else [{"text": content or ""}]
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        seen.append(str(block.get("text", "")))
+        if block.get("cache_control"):
+            prefix = "".join(seen)
+    return prefix
 
 
 def _to_anthropic_response(response: dict[str, Any]) -> dict[str, Any]:
@@ -457,10 +522,22 @@ def _to_anthropic_response(response: dict[str, Any]) -> dict[str, Any]:
         blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
                        "input": arguments})
     usage = response["usage"]
+    details = usage.get("prompt_tokens_details") or {}
+    read, written = details.get("cached_tokens", 0), details.get("cache_write_tokens", 0)
     return {"id": response["id"], "type": "message", "role": "assistant", "content": blocks,
             "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn",
-            "usage": {"input_tokens": usage["prompt_tokens"],
+            "usage": {"input_tokens": usage["prompt_tokens"] - read - written,
+                      "cache_read_input_tokens": read, "cache_creation_input_tokens": written,
                       "output_tokens": usage["completion_tokens"]}}
+
+
+def _leading_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found = []
+    for message in messages:
+        if message.get("role") not in ("system", "developer"):
+            break
+        found.append(message)
+    return found
 
 
 def _invalid(payload: Any) -> str | None:
@@ -575,6 +652,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="size of a 'huge' answer in bytes")
     parser.add_argument("--drip-interval", type=float, default=0.05,
                         help="seconds between the bytes of a 'drip' answer")
+    parser.add_argument("--prompt-cache", action="store_true",
+                        help="report prompt-cache reads and writes in the usage, as OpenAI "
+                        "and Anthropic do")
     args = parser.parse_args(argv)
     faults = {}
     for item in args.fault:
@@ -590,7 +670,7 @@ def main(argv: list[str] | None = None) -> None:
                         fault_budget=args.fault_budget,
                         retry_after_s=args.retry_after, hang_s=args.hang_s, seed=args.seed,
                         echo_headers=args.echo_headers, huge_bytes=args.huge_bytes,
-                        drip_interval_s=args.drip_interval)
+                        drip_interval_s=args.drip_interval, prompt_cache=args.prompt_cache)
     server = MockServer(config)
     try:  # bound first: a port in use is one line, before anything says where it serves
         sock = listen(args.host, args.port)

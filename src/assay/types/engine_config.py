@@ -97,9 +97,11 @@ class EngineConfig(BaseModel):
         "use. Always a mode once the config is built.")
     cache_path: Path = Field(default_factory=default_cache_path)
     reasks: Retries = 2
-    prices: dict[str, tuple[float, float]] = Field(
+    prices: dict[str, tuple[float, ...]] = Field(
         default_factory=dict,
-        description="model -> (USD per 1M prompt tokens, USD per 1M completion tokens)",
+        description="model -> (USD per 1M prompt tokens, USD per 1M completion tokens), "
+        "optionally followed by the rates of prompt tokens read from and written to the "
+        "provider's prompt cache; overrides the maintained price table",
     )
     dry_run: bool = False
     max_response_bytes: int = Field(
@@ -111,6 +113,17 @@ class EngineConfig(BaseModel):
     def _cache_mode(cls, value: Any) -> CacheMode:
         # ConfigError (not ValueError) passes through pydantic unchanged: one clear line.
         return cache_mode(value, "cache_mode")
+
+    @field_validator("prices")
+    @classmethod
+    def _rates(cls, value: dict[str, tuple[float, ...]]) -> dict[str, tuple[float, ...]]:
+        for model, rates in value.items():
+            if not 2 <= len(rates) <= 4 or any(not 0 <= r < float("inf") for r in rates):
+                raise ConfigError(
+                    f"prices[{model!r}]: expected (prompt, completion[, cache_read"
+                    "[, cache_write]]) in USD per 1M tokens, each a number of at least 0; "
+                    f"got {list(rates)}", code="invalid_prices")
+        return value
 
     @field_validator("cache_path")
     @classmethod

@@ -12,7 +12,8 @@ all show numbers through these functions, so the same figure reads the same ever
 - a latency is whole milliseconds under 10 s (``243 ms``), else seconds (``12.4 s``); a change
   says which way in words: ``+13 ms (slower)``;
 - money is dollars with four decimals under $1 (``$0.0123``), six under a hundredth of a
-  cent (``$0.000045``: one cheap call is not free), else two;
+  cent (``$0.000045``: one cheap call is not free), else two; a cost whose price is
+  unknown is ``unknown``, never ``$0``;
 - a p-value has four decimals, and below that says so: ``0.0312``, ``< 0.0001``;
 - a value on a scale assay does not define (a measurement, an aggregate named by another
   framework's key, which its criteria compare) keeps its own digits, six at most: ``12.5``;
@@ -88,12 +89,19 @@ def latency_change(delta: float | None) -> str:
 
 
 def usd(value: float | None) -> str:
-    """Money: ``0.01234`` -> ``$0.0123``; ``12.5`` -> ``$12.50``."""
+    """Money: ``0.01234`` -> ``$0.0123``; ``12.5`` -> ``$12.50``; ``0.0000412`` ->
+    ``$0.000041``, so a call that cost something never reads as ``$0.0000``."""
     if not _ok(value):
         return MISSING
     if abs(value) >= 1:
         return f"${value:,.2f}"
     return f"${value:.6f}" if 0 < abs(value) < 0.0001 else f"${value:.4f}"
+
+
+def cost(value: float | None) -> str:
+    """A cost that may be unknown (a model with no known price): ``unknown``, never ``$0``
+    nor ``-``; else :func:`usd`."""
+    return usd(value) if _ok(value) else "unknown"
 
 
 def usd_change(delta: float | None) -> str:

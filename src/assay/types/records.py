@@ -155,18 +155,16 @@ class EvaluatorTally:
     :func:`aggregate` share. Errors, skips and measurements are counted apart, never
     averaged in with the values."""
 
-    __slots__ = ("cached", "calls", "completion", "cost", "count", "errors", "failed",
-                 "measured", "measured_count", "measured_max", "measured_min",
-                 "measured_total", "passed", "prompt", "retries", "scored", "skipped",
-                 "total")
+    __slots__ = ("count", "errors", "failed", "measured", "measured_count", "measured_max",
+                 "measured_min", "measured_total", "passed", "scored", "skipped", "total",
+                 "usage")
 
     def __init__(self) -> None:
         self.count = self.scored = self.errors = self.skipped = self.passed = self.failed = 0
-        self.calls = self.cached = self.retries = self.prompt = self.completion = 0
         self.measured = self.measured_count = 0
         self.total = self.measured_total = 0.0
         self.measured_min, self.measured_max = math.inf, -math.inf
-        self.cost: float | None = 0.0
+        self.usage = Usage()
 
     def add(self, score: Score) -> None:
         self.count += 1
@@ -183,13 +181,7 @@ class EvaluatorTally:
             self._measure(score.raw)
         else:
             self.skipped += 1
-        u = score.usage
-        self.calls += u.calls
-        self.cached += u.cached_calls
-        self.retries += u.retries
-        self.prompt += u.prompt_tokens
-        self.completion += u.completion_tokens
-        self.cost = None if self.cost is None or u.cost is None else self.cost + u.cost
+        self.usage.add(score.usage)
 
     def _measure(self, raw: Any) -> None:
         """Count one measurement; a number (a bool as 1 or 0) also enters the mean, min and
@@ -212,9 +204,7 @@ class EvaluatorTally:
             measured_mean=self.measured_total / numeric if numeric else None,
             measured_min=self.measured_min if numeric else None,
             measured_max=self.measured_max if numeric else None,
-            usage=Usage(calls=self.calls, cached_calls=self.cached, retries=self.retries,
-                        prompt_tokens=self.prompt, completion_tokens=self.completion,
-                        cost=self.cost))
+            usage=self.usage.model_copy())
 
 
 def aggregate(scores: Iterable[Score]) -> EvaluatorSummary:
@@ -454,13 +444,7 @@ class SummaryBuilder:
             self._analysed(record.cause_analysis)
         usage = self.usage  # summed in place: a model built per score showed in profiles
         for s in record.scores:
-            u = s.usage
-            usage.calls += u.calls
-            usage.cached_calls += u.cached_calls
-            usage.retries += u.retries
-            usage.prompt_tokens += u.prompt_tokens
-            usage.completion_tokens += u.completion_tokens
-            usage.cost = None if usage.cost is None or u.cost is None else usage.cost + u.cost
+            usage.add(s.usage)
             tally = self.evaluators.get(s.name)
             if tally is None:
                 tally = self.evaluators[s.name] = EvaluatorTally()

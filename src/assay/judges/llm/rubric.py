@@ -206,7 +206,10 @@ Respond with a single JSON object with exactly one check per criterion id:
 {{"checks": [{{"id": "<criterion id>", "score": <integer 0-10>, "reasoning": "<one sentence>"}}], \
 "overall_reasoning": "<1-2 sentences>"}}"""
 
-USER = """[[ ## question ## ]]
+USER = """[[ ## rubrics ## ]]
+{rubrics}
+
+[[ ## question ## ]]
 {question}
 
 [[ ## expected_outcome ## ]]
@@ -216,10 +219,9 @@ USER = """[[ ## question ## ]]
 {reference_answer}
 
 [[ ## candidate_answer ## ]]
-{candidate_answer}
-
-[[ ## rubrics ## ]]
-{rubrics}"""
+{candidate_answer}"""
+"""The rubric (the evaluator's own, the same for every case) first and the case's data last,
+so a provider's prompt cache can reuse everything before the question."""
 
 
 @register

@@ -15,6 +15,7 @@ from typing import Any
 from assay._util.redact import env_label, url_secrets
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
+from assay.llm.prompt_cache import EPHEMERAL, shared_end
 from assay.llm.providers.base import (
     Provider,
     check_reachable,
@@ -38,8 +39,7 @@ def to_anthropic(request: ChatRequest, model: str) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "messages": messages,
                             "max_tokens": request.get("max_tokens") or DEFAULT_MAX_TOKENS,
                             "temperature": request.get("temperature", 0.0)}
-    if system:
-        body["system"] = system
+    _mark_shared_prefix(body, system)
     fmt = request.get("response_format") or {}
     tools = request.get("tools") or []
     if fmt.get("type") == "json_schema":
@@ -61,6 +61,27 @@ def to_anthropic(request: ChatRequest, model: str) -> dict[str, Any]:
     return body
 
 
+def _mark_shared_prefix(body: dict[str, Any], system: str) -> None:
+    """Set the system prompt and one prompt-cache breakpoint where the part every case
+    shares ends: after the instructions at the head of the first user message (before its
+    first data frame, see :mod:`assay.llm.prompt_cache`), else after the system prompt.
+    Everything before the breakpoint (tools, system, those instructions) is then read from
+    Anthropic's cache by the next case, at a tenth of the price."""
+    messages = body["messages"]
+    first = messages[0] if messages else None
+    end = shared_end(first["content"]) if first is not None and first["role"] == "user" else 0
+    if end:
+        text = first["content"]  # type: ignore[index]
+        first["content"] = [  # type: ignore[index]
+            {"type": "text", "text": text[:end], "cache_control": EPHEMERAL},
+            {"type": "text", "text": text[end:]}]
+    if system:
+        block: dict[str, Any] = {"type": "text", "text": system}
+        if not end:
+            block["cache_control"] = EPHEMERAL
+        body["system"] = [block]
+
+
 def from_anthropic(response: dict[str, Any], model: str) -> ChatResponse:
     """An OpenAI-shaped response for a Messages API answer."""
     blocks = response.get("content")
@@ -80,9 +101,24 @@ def from_anthropic(response: dict[str, Any], model: str) -> ChatResponse:
         "choices": [{"index": 0, "message": message,
                      "finish_reason": "length" if stop == "max_tokens" else
                      "tool_calls" if calls else "stop"}],
-        "usage": {"prompt_tokens": usage.get("input_tokens", 0),
-                  "completion_tokens": usage.get("output_tokens", 0)},
+        "usage": _usage(usage if isinstance(usage, dict) else {}),
     }
+
+
+def _usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """Anthropic's usage in OpenAI's terms: ``prompt_tokens`` counts every prompt token (the
+    uncached ``input_tokens`` plus those read from and written to the prompt cache), and
+    ``prompt_tokens_details`` says how many were read (``cached_tokens``, as OpenAI names
+    them) and written (``cache_write_tokens``)."""
+    def count(name: str) -> int:
+        value = usage.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) \
+            and value > 0 else 0
+
+    read, written = count("cache_read_input_tokens"), count("cache_creation_input_tokens")
+    return {"prompt_tokens": count("input_tokens") + read + written,
+            "completion_tokens": count("output_tokens"),
+            "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written}}
 
 
 class AnthropicProvider(Provider):

@@ -14,6 +14,7 @@ from assay._util.redact import redact_url
 from assay._util.user_code import user_code
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
+from assay.llm.pricing import PriceSource, price_source
 from assay.llm.types import ChatRequest, ChatResponse
 
 StructuredMode = Literal["json_schema", "tools", "prompt"]
@@ -73,6 +74,11 @@ class Provider(ABC):
         how it answers). Never a secret: a key, a password or a credential header changes
         who pays, not the answer. Providers that reach a server add its address."""
         return {"provider": self.spec.provider, "model": self.spec.display}
+
+    def price_source(self) -> PriceSource | None:
+        """Where this model's price is published (None: a server of one's own, priced only
+        by ``$ASSAY_PRICES`` or ``EngineConfig.prices``)."""
+        return price_source(self.spec.provider, getattr(self, "base_url", None))
 
     @abstractmethod
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:

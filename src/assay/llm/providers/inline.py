@@ -26,6 +26,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
+from assay.llm.pricing import PriceSource
 from assay.llm.providers.base import Provider, register_provider
 from assay.llm.types import ChatRequest, ChatResponse
 
@@ -64,6 +65,9 @@ class InlineProvider(Provider):
 
     def cache_identity(self) -> dict[str, Any]:
         return self.inner.cache_identity()  # the endpoint and model that answer
+
+    def price_source(self) -> PriceSource | None:
+        return self.inner.price_source()
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
         self.inner.max_response_bytes = self.max_response_bytes
