@@ -222,3 +222,27 @@ async def test_dataset_level_classification_metric_lands_in_the_summary(store_ur
     assert metric.value == pytest.approx(2 / 3)
     assert metric.details["tp"] == 2 and metric.details["fp"] == 1
     assert result.records == []  # not kept, yet summarised
+
+
+def test_whether_an_evaluator_is_a_dataset_metric_is_asked_once_per_class(monkeypatch):
+    """A runtime protocol check costs some 20 us: asked for every evaluator of every case, it
+    was a few percent of a cached re-run. It is asked once per evaluator class."""
+    import assay
+    from assay.judges.base import DatasetMetric
+
+    checks = []
+    meta = type(DatasetMetric)
+    original = meta.__instancecheck__
+
+    def counted(cls, instance):  # type: ignore[no-untyped-def]
+        if cls is DatasetMetric:
+            checks.append(type(instance))
+        return original(cls, instance)
+
+    monkeypatch.setattr(meta, "__instancecheck__", counted)
+    monkeypatch.setattr("assay.judges.base._METRIC_CLASSES", {})
+    rows = [{"id": f"c{i}", "input": "q", "expected_output": "a"} for i in range(200)]
+    result = assay.evaluate(rows, target=lambda question: "a",
+                            evaluators=["exact_match", "contains"], store=":memory:")
+    assert result.summary.cases == 200
+    assert len(checks) <= 2, f"{len(checks)} protocol checks for 200 cases"

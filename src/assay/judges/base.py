@@ -183,3 +183,18 @@ class DatasetMetric(Protocol):
     def reduce(self, scores: list[Score]) -> Score | None:
         """The dataset-level result over every case's score of this evaluator."""
         ...
+
+
+_METRIC_CLASSES: dict[type, bool] = {}
+
+
+def dataset_metric(evaluator: object) -> DatasetMetric | None:
+    """``evaluator`` as a :class:`DatasetMetric` when its class is one, else None.
+
+    Asked for every evaluator of every case: a runtime protocol check walks the protocol's
+    members each time (some 20 us), so the answer is kept per class."""
+    kind = type(evaluator)
+    found = _METRIC_CLASSES.get(kind)
+    if found is None:
+        found = _METRIC_CLASSES[kind] = isinstance(evaluator, DatasetMetric)
+    return evaluator if found else None  # type: ignore[return-value]

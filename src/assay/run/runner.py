@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from assay._util.gc_pause import gc_relaxed
 from assay._util.user_code import error_text, user_code
 from assay.errors import ConfigError, EvaluationError
-from assay.judges.base import DatasetMetric, EvalContext, Evaluator
+from assay.judges.base import DatasetMetric, EvalContext, Evaluator, dataset_metric
 from assay.llm.engine import JudgeEngine
 from assay.run.budget import Budget, record_cost
 from assay.run.policies import policy_for
@@ -260,9 +260,10 @@ class Runner:
             for item, repeat in work:
                 evaluators = self.suite.evaluators_for(item)
                 for evaluator in evaluators:
-                    if isinstance(evaluator, DatasetMetric) and evaluator.reduces \
-                            and evaluator.name not in reducers:
-                        reducers[evaluator.name] = (evaluator, [])
+                    metric = dataset_metric(evaluator)
+                    if metric is not None and metric.reduces \
+                            and metric.name not in reducers:
+                        reducers[metric.name] = (metric, [])
                 key = (item.case.id, repeat)
                 have = stored_scores.pop(key, {})
                 execution = stored_exec.pop(key, None)
