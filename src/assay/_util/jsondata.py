@@ -147,8 +147,26 @@ def private_copy(value: Any) -> Any:
     if kind is list:
         return [private_copy(item) for item in value]
     if isinstance(value, BaseModel):
-        return value.model_copy(deep=True)
+        return _model_copy(value)
     return copy.deepcopy(value)
+
+
+def _model_copy(model: BaseModel) -> BaseModel:
+    """A pydantic model copied all the way down, its fields by :func:`private_copy`: a third
+    of the time of pydantic's own deep copy (``copy.deepcopy`` of every field), which a run
+    of an agent that takes the case paid for every case. A model with private attributes
+    gets pydantic's own."""
+    if getattr(model, "__pydantic_private__", None):
+        return model.model_copy(deep=True)
+    copied = model.model_copy()
+    fields = copied.__dict__
+    for key, item in fields.items():
+        if type(item) not in _IMMUTABLE:
+            fields[key] = private_copy(item)
+    extra = copied.__pydantic_extra__
+    if extra:
+        copied.__pydantic_extra__ = {key: private_copy(item) for key, item in extra.items()}
+    return copied
 
 
 def same_data(left: Any, right: Any) -> bool:
