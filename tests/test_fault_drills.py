@@ -638,6 +638,33 @@ def test_kill_9_then_resume_runs_each_pair_exactly_once(
                for c in project.cases)
 
 
+@pytest.mark.timeout(90)
+def test_kill_9_during_the_first_calls_of_a_new_store_then_resume(
+        tmp_path: Path, mock_proc: StartMock) -> None:
+    """A new store is created with sqlite3 alone and SQLAlchemy imported while the first
+    calls are in flight: killed then, the store is whole, at the current revision, holds the
+    run, and the run resumes to the end, each pair judged once."""
+    server = mock_proc("--latency-ms", "400")
+    project = make_project(tmp_path, 40)
+    assert not project.db.exists()
+    proc = assay_run(project, "EVAL.yaml", "--judge-model", server.model, "-c", "4",
+                     "--max-failed", "1000")
+    wait_for(lambda: server.stats()["requests"], 30, "the first judge call")
+    assert proc.poll() is None, "the run finished before the kill"
+    proc.send_signal(signal.SIGKILL)
+    code, _, _ = finish(proc, project, 10)
+    assert code == -signal.SIGKILL
+    with sqlite3.connect(project.db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        versions = [r[0] for r in conn.execute("SELECT version_num FROM assay_alembic_version")]
+    from assay.store.revisions import revisions
+
+    assert versions == [revisions()[-1]]
+    before = read_store(project.db)
+    assert before is not None and len(before.runs) == 1 and before.runs[0][1] == "running"
+    resume_and_check(project, before.runs[0][0], before, project.calls())
+
+
 def resume_and_check(project: Project, run_id: str, before: Stored,
                      calls_before: Counter[str], cwd: Path | None = None) -> Counter[str]:
     """Resume the run; it completes with every result right and stored once, and the cases

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Float,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     create_engine,
@@ -387,3 +388,78 @@ def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
     assert found("CASE-000012") == ["case-000012"]
     assert found("what is 17 + 17") == ["case-000017"]  # the input
     store.close()
+
+
+def test_the_sqlite_schema_of_a_new_store_is_what_create_all_writes():
+    """A new SQLite file gets its tables from ``sqlite_direct.SCHEMA`` (sqlite3 alone): the
+    statements SQLAlchemy compiles from the schema the code uses, one for one."""
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    from assay.store import sqlite_direct
+
+    engine = create_engine("sqlite://")
+    compiled = []
+    for table in schema.metadata.sorted_tables:
+        compiled.append(str(CreateTable(table).compile(engine)).strip())
+        compiled += [str(CreateIndex(index).compile(engine)).strip()
+                     for index in sorted(table.indexes, key=lambda i: str(i.name))]
+    version = Table(migrations.VERSION_TABLE, MetaData(),
+                    Column("version_num", String(32), nullable=False),
+                    PrimaryKeyConstraint("version_num",
+                                         name=f"{migrations.VERSION_TABLE}_pkc"))
+    compiled.append(str(CreateTable(version).compile(engine)).strip())
+    engine.dispose()
+    assert list(sqlite_direct.SCHEMA) == compiled
+
+
+def test_a_current_sqlite_store_makes_a_runs_first_statements_with_sqlite3_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a current store, creating a run, reading it back and asking what it has
+    stored (nothing) wait for no SQLAlchemy engine; the results written after use it."""
+    import threading
+
+    from assay.store import runs
+    from assay.types.execution import Execution
+    from assay.types.records import RunStatus
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    RunStore(url).close()
+    release = threading.Event()
+    real = runs._new_engine
+
+    def held(*args: object) -> object:
+        release.wait(20)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs, "_new_engine", held)
+    store = RunStore(url)
+    assert store.direct
+    run_id = store.create_run("suite", {"k": 1})
+    assert store.run_record(run_id).status is RunStatus.RUNNING
+    assert store.run_record(run_id[:17]).id == run_id  # a unique prefix, as git takes it
+    assert (store.executions(run_id), store.scores(run_id), store.case_keys(run_id)) == (
+        {}, {}, set())
+    assert not store._connections._future.done()  # nothing above waited for it
+    release.set()
+    store.record_execution(run_id, "c1", 0, Execution(output="x"))
+    store.flush()
+    assert store.executions(run_id)[("c1", 0)].output == "x"
+    store.set_status(run_id, "completed", {"cases": 1})
+    assert store.run_record(run_id).status is RunStatus.COMPLETED
+    store.close()
+
+
+def test_a_new_sqlite_store_made_by_many_processes_at_once_is_made_once(tmp_path: Path):
+    """Every opener of a new file takes the write lock before it creates the tables: one
+    creates them, the others find them made."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from assay.store import sqlite_direct
+    from assay.store.revisions import revisions
+
+    path = tmp_path / "runs.db"
+    with ThreadPoolExecutor(8) as pool:
+        states = list(pool.map(lambda _: sqlite_direct.prepare(path, revisions()[-1]),
+                               range(16)))
+    assert states == ["current"] * 16
+    assert _versions(f"sqlite:///{path}") == [revisions()[-1]]

@@ -23,11 +23,13 @@ keeps a label in its place (``${{ OPENAI_API_KEY }}``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import os
 import re
 import secrets
+import sqlite3
 import sys
 import threading
 import time
@@ -35,14 +37,11 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 import pydantic_core
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Connection, Engine, Text, cast, create_engine, event, func, select, update
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import StaticPool
 
 from assay._util.control_chars import printable
 from assay._util.redact import (
@@ -53,12 +52,11 @@ from assay._util.redact import (
     scrub_json,
     url_secrets,
 )
-from assay._util.sqlite_wal import use_wal
 from assay._util.user_paths import user_path, user_url
 from assay.errors import ConfigError
-from assay.store import schema
+from assay.store import sqlite_direct
 from assay.store.errors import StoreError
-from assay.store.migrations import ensure_schema
+from assay.store.revisions import revisions
 from assay.store.search import search_text
 from assay.store.writer import BatchWriter, EncodedJSON, json_each_works
 from assay.types.case import Case
@@ -75,6 +73,9 @@ from assay.types.records import (
     Verdict,
 )
 from assay.types.score import Score
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
 
 DEFAULT_URL = "sqlite:///.assay/runs.db"
 """Where runs are kept when neither a store nor ``$ASSAY_STORE_URL`` is given."""
@@ -234,32 +235,49 @@ class RunStore:
         memory = url in ("sqlite://", "sqlite:///:memory:")
         self.in_memory = memory
         """A store in memory: it lives as long as this object, and nothing else can read it."""
-        options: dict[str, Any] = {"poolclass": StaticPool,
-                                   "connect_args": {"check_same_thread": False}} if memory else {}
-        try:
-            self.engine: Engine = create_engine(url, future=True, json_serializer=_json_text,
-                                                json_deserializer=_json_load, **options)
-        except (SQLAlchemyError, ImportError, ValueError) as exc:
-            raise StoreError(f"cannot open the run store {self.display_url!r}: "
-                             f"{scrub(str(exc), url_secrets(url))}") from None
-        self.dialect = self.engine.dialect.name
-        if self.dialect == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._fresh: set[str] = set()
+        """Runs this store created and recorded nothing for yet: nothing of them is stored."""
+        # A SQLite file whose schema is current is opened with sqlite3 alone, and SQLAlchemy
+        # imported on a thread of its own while the run starts (see sqlite_direct).
+        self.direct = self.path is not None and self._schema_is_current()
+        """Whether the run's first statements go through sqlite3 alone."""
+        self._connections = _Connections(functools.partial(_new_engine, url, memory),
+                                         background=self.direct)
+        self.dialect = "sqlite" if self.path is not None or memory else self.engine.dialect.name
         # Result rows are committed on a thread of their own (see :mod:`assay.store.writer`),
         # except in a store in memory, which has one connection to share.
         self._writer: BatchWriter | None = None
         if self.dialect == "postgresql":
-            self._writer = BatchWriter(self.engine.raw_connection, postgres=True)
+            self._writer = BatchWriter(self._connections.raw_connection, postgres=True)
         elif self.dialect == "sqlite" and not memory and json_each_works():
-            self._writer = BatchWriter(self.engine.raw_connection)
+            self._writer = BatchWriter(self._connections.raw_connection)
         self._inserts: dict[Any, Any] = {}
         # Connections are closed when the store goes, or at exit even if the process leaves
         # without tearing its objects down (the ``assay`` command does): closing the last
         # connection is what folds SQLite's write-ahead log back into the database file.
         # Rows still on their way to the writer are committed first.
-        weakref.finalize(self, _shut, self._writer, self.engine,
+        weakref.finalize(self, _shut, self._writer, self._connections,
                          functools.partial(_failure, self.display_url, url_secrets(self.url)))
-        self._prepare_schema()
+        if not self.direct:
+            self._prepare_schema()
+
+    @property
+    def engine(self) -> Engine:
+        """The store's SQLAlchemy engine (for a SQLite file, built on its own thread while
+        the run starts: asked for before, it is waited for)."""
+        return self._connections.engine
+
+    def _schema_is_current(self) -> bool:
+        """Step one of opening a SQLite file: with sqlite3 alone, whether its schema is at
+        this assay's revision, creating it in a file that has no tables. False leaves the
+        store to the migrations (an older store, or one this assay cannot read)."""
+        assert self.path is not None
+        try:
+            return sqlite_direct.prepare(self.path, revisions()[-1]) == "current"
+        except sqlite3.Error as exc:
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise StoreError(f"cannot open the run store {self.display_url}: {reason}") \
+                from None
 
     def input_files(self) -> dict[Path, str]:
         """The store's SQLite file and the files SQLite keeps beside it while it is open:
@@ -272,6 +290,10 @@ class RunStore:
 
     def _prepare_schema(self) -> None:
         """Create or upgrade the schema (see :mod:`assay.store.migrations`)."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from assay.store.migrations import ensure_schema
+
         shown = self.engine.url.render_as_string(hide_password=True)
         try:
             ensure_schema(self.engine)
@@ -289,11 +311,24 @@ class RunStore:
         rolled back when it raises. It starts once every result row handed to the writer is
         committed, so a statement never overtakes the results recorded before it; a
         database error is a :class:`StoreError` naming the store (no password in it)."""
+        from sqlalchemy.exc import SQLAlchemyError
+
         self._wait_for_writer()
         try:
             with self.engine.begin() as conn:
                 yield conn
         except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+
+    @contextmanager
+    def _direct_statement(self) -> Iterator[Path]:
+        """The store file for a statement through sqlite3 alone, after every row handed to
+        the writer is committed; its errors as the store's."""
+        assert self.path is not None
+        self._wait_for_writer()
+        try:
+            yield self.path
+        except sqlite3.Error as exc:
             raise self._failed(exc) from None
 
     def _failed(self, exc: BaseException) -> StoreError:
@@ -313,10 +348,16 @@ class RunStore:
         if statement is None:
             from sqlalchemy.dialects.sqlite import insert
 
-            statement = self._inserts[table] = insert(table).on_conflict_do_nothing()
+            from assay.store import schema
+
+            statement = self._inserts[table] = insert(
+                schema.metadata.tables[table]).on_conflict_do_nothing()
         return statement
 
-    def _queue(self, table: Any, values: dict[str, Any]) -> None:
+    def _queue(self, table: str, values: dict[str, Any]) -> None:
+        """Queue a row of ``table`` (its name); flush when the batch is due."""
+        if self._fresh:
+            self._fresh.discard(values["run_id"])
         self._pending.append((table, values))
         if (len(self._pending) >= self.flush_rows
                 or time.monotonic() - self._last_flush >= self.flush_seconds):
@@ -369,12 +410,19 @@ class RunStore:
         the name, tags and notes it was given."""
         run_id = run_id or new_run_id()
         now = time.time()
-        with self.transaction() as conn:
-            conn.execute(schema.runs.insert().values(
-                id=run_id, suite=suite, status="running", created_at=now, config=config,
-                lease_expires_at=now + lease_seconds(), name=name,
-                notes=None if notes is None else scrub(notes)))
-            _set_tags(conn, run_id, tags)
+        values = {"id": run_id, "suite": suite, "status": "running", "created_at": now,
+                  "config": config, "lease_expires_at": now + lease_seconds(), "name": name,
+                  "notes": None if notes is None else scrub(notes)}
+        if self.direct and not tags:
+            with self._direct_statement() as path:
+                sqlite_direct.insert_run(path, {**values, "config": _json_text(config)})
+        else:
+            from assay.store import schema
+
+            with self.transaction() as conn:
+                conn.execute(schema.runs.insert().values(**values))
+                _set_tags(conn, run_id, tags)
+        self._fresh.add(run_id)
         if self.in_memory:
             _MEMORY_RUNS[run_id] = weakref.ref(self)
             while len(_MEMORY_RUNS) > _MEMORY_RUNS_KEPT:
@@ -384,6 +432,11 @@ class RunStore:
     def set_status(self, run_id: str, status: str, summary: dict[str, Any] | None = None) -> None:
         """Record a run's status (and summary); marking it running again (a resume) takes a
         new lease."""
+        from sqlalchemy import update
+
+        from assay.store import schema
+
+        self._fresh.discard(run_id)  # a resumed run has its stored results read
         values: dict[str, Any] = {"status": status}
         if status != "running":
             values["finished_at"] = time.time()
@@ -427,6 +480,11 @@ class RunStore:
     def renew_lease(self, run_id: str, seconds: float) -> None:
         """Push a running run's lease ``seconds`` ahead. Not behind the writer: a renewal
         must not wait for a batch of results, and it touches no row a batch writes."""
+        from sqlalchemy import update
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from assay.store import schema
+
         try:
             with self.engine.begin() as conn:
                 conn.execute(update(schema.runs).where(
@@ -438,13 +496,13 @@ class RunStore:
     def record_execution(self, run_id: str, case_id: str, repeat: int,
                          execution: Execution) -> None:
         """Queue an execution; RecordRejected (nothing queued) when it cannot be stored."""
-        self._queue(schema.executions, {
+        self._queue("executions", {
             "run_id": run_id, "case_id": case_id, "repeat": repeat,
             "execution": encode(execution), "created_at": time.time()})
 
     def record_score(self, run_id: str, case_id: str, repeat: int, score: Score) -> None:
         """Queue a score; RecordRejected (nothing queued) when it cannot be stored."""
-        self._queue(schema.scores, {
+        self._queue("scores", {
             "run_id": run_id, "case_id": case_id, "repeat": repeat, "evaluator": score.name,
             "value": score.value, "error_code": score.error.code if score.error else None,
             "passed": score.passed if score.value is not None else None,
@@ -462,11 +520,11 @@ class RunStore:
             row["overall_score"] = record.overall_score
         if record.cause_analysis is not None:
             row["cause_analysis"] = record.cause_analysis
-        self._queue(schema.case_results, {
+        self._queue("case_results", {
             "run_id": record.run_id, "case_id": record.case_id, "repeat": record.repeat,
             "score": record.score, "verdict": record.verdict.value,
             "row": encode(row), "created_at": record.finished_at or time.time()})
-        self._queue(schema.case_search, {
+        self._queue("case_search", {
             "run_id": record.run_id, "case_id": record.case_id, "repeat": record.repeat,
             "text": search_text(record.case_id, record.case.input, record.case.expected_output,
                                 record.execution.output, record.execution.error)})
@@ -475,7 +533,9 @@ class RunStore:
         """Delete a run's error scores, its failed executions (an agent that errored is run
         again) and the case rows they belong to, so that a resume computes them again;
         returns how many scores were deleted."""
-        from sqlalchemy import and_, delete, tuple_
+        from sqlalchemy import and_, delete, select, tuple_
+
+        from assay.store import schema
 
         self.flush()
         with self.transaction() as conn:
@@ -520,11 +580,21 @@ class RunStore:
         return read_run(self._row(run_id), self.clock())
 
     def _row(self, run_id: str) -> Mapping[Any, Any]:
+        if self.direct:
+            with self._direct_statement() as path:
+                found = sqlite_direct.run_rows(path, run_id)
+            if len(found) == 1:
+                return found[0]
+            raise StoreError(self._no_run(run_id))
+        from sqlalchemy import select
+
+        from assay.store import schema
+
         with self.transaction() as conn:
             row = conn.execute(select(*run_columns()).where(schema.runs.c.id == run_id)).first()
             if row is None:
-                rows = conn.execute(select(*run_columns()).where(
-                    schema.runs.c.id.like(f"{_like_escaped(run_id)}%", escape="\\"))).fetchall()
+                rows = conn.execute(select(*run_columns()).where(schema.runs.c.id.like(
+                    f"{sqlite_direct.like_escaped(run_id)}%", escape="\\"))).fetchall()
                 if len(rows) == 1:
                     row = rows[0]
             if row is None:
@@ -544,6 +614,10 @@ class RunStore:
 
     def has_run(self, run_id: str) -> bool:
         """Whether a run has exactly this id (a new run may not take it)."""
+        from sqlalchemy import select
+
+        from assay.store import schema
+
         with self.transaction() as conn:
             return conn.execute(select(schema.runs.c.id).where(
                 schema.runs.c.id == run_id)).first() is not None
@@ -558,7 +632,11 @@ class RunStore:
         now = self.clock()
         return [read_run(row, now) for row in self._rows(limit)]
 
-    def _rows(self, limit: int) -> list[dict[str, Any]]:
+    def _rows(self, limit: int) -> list[Mapping[Any, Any]]:
+        from sqlalchemy import select
+
+        from assay.store import schema
+
         with self.transaction() as conn:
             rows = conn.execute(select(*run_columns()).order_by(
                 schema.runs.c.created_at.desc(), schema.runs.c.id.desc()).limit(limit)
@@ -568,6 +646,10 @@ class RunStore:
     def set_cause_analysis(self, run_id: str, case_id: str, repeat: int,
                            analysis: CauseAnalysis) -> None:
         """Keep a cause analysis made after the run (a comparison's) with its stored case."""
+        from sqlalchemy import select, update
+
+        from assay.store import schema
+
         self.flush()
         table = schema.case_results
         where = (table.c.run_id == run_id) & (table.c.case_id == case_id) & \
@@ -582,6 +664,12 @@ class RunStore:
 
     def case_keys(self, run_id: str) -> set[tuple[str, int]]:
         """The (case id, repeat) pairs whose case record is stored."""
+        if run_id in self._fresh:
+            return set()
+        from sqlalchemy import select
+
+        from assay.store import schema
+
         self.flush()
         with self.transaction() as conn:
             return {(r[0], r[1]) for r in conn.execute(
@@ -604,6 +692,12 @@ class RunStore:
 
     def executions(self, run_id: str, *,
                    light: bool = False) -> dict[tuple[str, int], Execution]:
+        if run_id in self._fresh:
+            return {}
+        from sqlalchemy import select
+
+        from assay.store import schema
+
         self.flush()
         ex = schema.executions
         column = self._without(ex.c.execution, LIGHT_EXECUTION) if light else ex.c.execution
@@ -614,6 +708,12 @@ class RunStore:
 
     def scores(self, run_id: str, *,
                light: bool = False) -> dict[tuple[str, int], dict[str, Score]]:
+        if run_id in self._fresh:
+            return {}
+        from sqlalchemy import select
+
+        from assay.store import schema
+
         self.flush()
         sc = schema.scores
         column = self._without(sc.c.score, LIGHT_SCORE) if light else sc.c.score
@@ -641,6 +741,10 @@ class RunStore:
                                 type_=JSON)
 
     def score_count(self, run_id: str) -> int:
+        from sqlalchemy import select
+
+        from assay.store import schema
+
         self.flush()
         with self.transaction() as conn:
             return len(conn.execute(select(schema.scores.c.evaluator).where(
@@ -648,6 +752,10 @@ class RunStore:
 
     def _case_rows(self, run_id: str) -> list[dict[str, Any]]:
         """A run's case rows as the table holds them: read as :meth:`case_records`."""
+        from sqlalchemy import select
+
+        from assay.store import schema
+
         self.flush()
         with self.transaction() as conn:
             rows = conn.execute(select(schema.case_results).where(
@@ -657,7 +765,7 @@ class RunStore:
 
     def close(self) -> None:
         self.flush()
-        self.engine.dispose()
+        self._connections.dispose()
 
 
 LIGHT_EXECUTION = (("messages",), ("trace",), ("output",), ("input",),
@@ -677,7 +785,7 @@ def _failure(display_url: str, hidden: dict[str, str], exc: BaseException) -> St
         "before this point are kept and readable.")
 
 
-def _shut(writer: BatchWriter | None, engine: Engine,
+def _shut(writer: BatchWriter | None, connections: _Connections,
           failed: Callable[[BaseException], StoreError]) -> None:
     """A store's last act, when it is collected or the process exits: the rows on their way
     to the writer are committed, then the connections closed.
@@ -692,7 +800,7 @@ def _shut(writer: BatchWriter | None, engine: Engine,
             with contextlib.suppress(Exception):
                 print(printable(f"assay: results recorded last were not stored: "
                                 f"{failed(exc)}"), file=sys.stderr, flush=True)
-    engine.dispose()
+    connections.dispose()
 
 
 def _json_text(value: Any) -> str:
@@ -750,6 +858,10 @@ def _json_load(text: str | bytes) -> Any:
 def run_columns() -> list[Any]:
     """What :func:`read_run` reads of a run row: its JSON as text, decoded there, so that a
     value that is not JSON is one run's problem instead of failing the whole query."""
+    from sqlalchemy import Text, cast
+
+    from assay.store import schema
+
     runs = schema.runs
     return [runs.c.id, runs.c.suite, runs.c.status, runs.c.created_at, runs.c.finished_at,
             cast(runs.c.config, Text).label("config"),
@@ -784,6 +896,10 @@ def _set_tags(conn: Connection, run_id: str, tags: Sequence[str]) -> None:
 
 def lease_deadline() -> Any:
     """A run's lease expiry as SQL: runs stored before leases existed count from their start."""
+    from sqlalchemy import func
+
+    from assay.store import schema
+
     runs = schema.runs
     return func.coalesce(runs.c.lease_expires_at, runs.c.created_at + DEFAULT_LEASE_S)
 
@@ -872,10 +988,6 @@ def _field(kind: Any, value: Any, name: str, problems: list[str]) -> Any:
     return None
 
 
-def _like_escaped(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 class RunLease:
     """A running run's lease, renewed from a thread of its own every quarter of its length
     until :meth:`release`: while the process lives the run reads as running wherever the
@@ -939,7 +1051,67 @@ def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA busy_timeout=30000")
-    use_wal(cursor)
-    cursor.execute("PRAGMA synchronous=NORMAL")
+    sqlite_direct.pragmas(cursor)
     cursor.close()
+
+
+def _new_engine(url: str, memory: bool) -> Engine:
+    """The store's SQLAlchemy engine (SQLite connections get :func:`_sqlite_pragmas`)."""
+    try:
+        from sqlalchemy import create_engine, event
+        from sqlalchemy.exc import SQLAlchemyError
+        from sqlalchemy.pool import StaticPool
+    except ImportError as exc:
+        raise StoreError(f"cannot open the run store {redact_url(url)!r}: {exc}") from None
+    options: dict[str, Any] = {"poolclass": StaticPool,
+                               "connect_args": {"check_same_thread": False}} if memory else {}
+    try:
+        engine = create_engine(url, future=True, json_serializer=_json_text,
+                               json_deserializer=_json_load, **options)
+    except (SQLAlchemyError, ImportError, ValueError) as exc:
+        raise StoreError(f"cannot open the run store {redact_url(url)!r}: "
+                         f"{scrub(str(exc), url_secrets(url))}") from None
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+class _Connections:
+    """A store's SQLAlchemy engine: built at once, or (a SQLite file opened by sqlite3
+    alone) on a thread of its own, so that importing SQLAlchemy overlaps the run's first
+    calls; whoever needs it first waits for it. A build that failed raises there."""
+
+    def __init__(self, build: Callable[[], Engine], background: bool) -> None:
+        self._engine: Engine | None = None
+        self._future: concurrent.futures.Future[Engine] = concurrent.futures.Future()
+        if not background:
+            self._engine = build()
+            return
+
+        def run() -> None:
+            try:
+                self._future.set_result(build())
+            except BaseException as exc:  # given to whoever asks for the engine
+                self._future.set_exception(exc)
+
+        threading.Thread(target=run, name="assay-store-engine", daemon=True).start()
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = self._future.result()
+        return self._engine
+
+    def raw_connection(self) -> Any:
+        """A DBAPI connection from the engine's pool (the writer's)."""
+        return self.engine.raw_connection()
+
+    def dispose(self) -> None:
+        """Close the pool's connections; an engine not built yet has none (it is waited for,
+        so that none is opened behind this)."""
+        if self._engine is None:
+            try:
+                self._engine = self._future.result()
+            except Exception:  # nothing was opened
+                return
+        self._engine.dispose()

@@ -45,7 +45,8 @@ IDLE_SECONDS = 2.0
 """A writer with nothing to do for this long ends its thread; the next batch starts one."""
 
 Rows = Sequence[tuple[Any, dict[str, Any]]]
-"""A batch: (table, row values) pairs in the order they were recorded."""
+"""A batch: (table, row values) pairs in the order they were recorded; a table by its name
+(or anything with a ``name``)."""
 
 
 class EncodedJSON(str):
@@ -152,7 +153,8 @@ class BatchWriter:
         statements = []
         for (table, columns), rows in groups.items():
             source, params = self._params(rows)
-            statements.append(_Statement(self._insert(table.name, columns, source), params,
+            name = table if isinstance(table, str) else table.name
+            statements.append(_Statement(self._insert(name, columns, source), params,
                                          many=source == "values"))
         return statements
 

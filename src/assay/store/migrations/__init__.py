@@ -22,10 +22,6 @@ empty database and checks that both ways give the same schema.
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
-
 from sqlalchemy import (
     Column,
     Connection,
@@ -39,26 +35,22 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from assay.store import revisions as _revisions
 from assay.store import schema
 from assay.store.errors import StoreError
+from assay.store.revisions import SCRIPT_DIR, VERSION_TABLE, VERSIONS_DIR
 
-VERSION_TABLE = "assay_alembic_version"
-"""Alembic's version table, under a name of its own so that a database shared with another
-Alembic-managed application keeps the two apart."""
-
-SCRIPT_DIR = Path(__file__).parent
-VERSIONS_DIR = SCRIPT_DIR / "versions"
-_REVISION_FILE = re.compile(r"^(\d{4}_[a-z0-9_]+)\.py$")
+__all__ = ["SCRIPT_DIR", "VERSIONS_DIR", "VERSION_TABLE", "ensure_schema",
+           "recorded_revisions", "revisions"]
 
 PG_LOCK_KEY = 0x6173736179_0001
 """The key of the PostgreSQL advisory lock held while the schema is upgraded."""
 
 
 def revisions() -> list[str]:
-    """Every revision this version of assay knows, oldest first, read from the file names
-    (importing the scripts would cost what the fast path avoids)."""
-    found = (_REVISION_FILE.match(name) for name in os.listdir(VERSIONS_DIR))
-    return sorted(m.group(1) for m in found if m)
+    """Every revision this version of assay knows, oldest first (see
+    :func:`assay.store.revisions.revisions`)."""
+    return list(_revisions.revisions())
 
 
 def recorded_revisions(conn: Connection) -> tuple[str, ...]:
