@@ -67,8 +67,8 @@ def markdown_tables(text: str) -> list[list[dict[str, str]]]:
 @pytest.mark.slow
 def test_quick_suite_run_prints_throughput_cache_and_memory_numbers() -> None:
     stdout = run_benchmark(SUITE_SCRIPT, "--quick", timeout=300)
-    throughput, timeline, cache, memory = markdown_tables(stdout)
-    assert throughput and timeline and cache and memory, stdout
+    throughput, timeline, cache, floor, memory = markdown_tables(stdout)
+    assert throughput and timeline and cache and floor and memory, stdout
     for row in throughput:
         assert float(row["calls/s"]) > 0, row
         assert float(row["raw aiohttp calls/s"]) > 0, row
@@ -79,11 +79,14 @@ def test_quick_suite_run_prints_throughput_cache_and_memory_numbers() -> None:
         assert all(p >= 0 for p in parts) and parts[0] > 0, row
         assert abs(sum(parts) - float(row["wall s"])) <= 0.02, row
         assert float(row["raw loop as a process s"]) > 0, row  # the yardstick ran too
+        assert float(row["evaluate() script s"]) > 0, row  # and the Python API's process
     reruns = [row for row in cache if row["run"] == "re-run"]
     assert reruns, cache
     for row in reruns:
         assert float(row["cases/s"]) > 0, row
         assert row["server requests"] == "0", row  # a fully cached re-run calls nothing
+    for row in floor:  # a cached re-run beside the floor process, both finished
+        assert row["ok"] == "yes" and float(row["floor process s"]) > 0, row
     for row in memory:
         assert float(row["peak RSS MB"]) > 0, row
 
