@@ -34,26 +34,28 @@ class Usage(_Model):
     def add(self, other: Usage) -> None:
         """Add ``other`` into this one, in place: the one rule every sum of usage follows
         (an unknown cost makes the sum's cost unknown)."""
-        self.calls += other.calls
-        self.cached_calls += other.cached_calls
-        self.retries += other.retries
-        self.add_tokens(other.prompt_tokens, other.completion_tokens,
-                        other.cached_prompt_tokens, other.cache_write_tokens, other.cost)
+        mine, theirs = self.__dict__, other.__dict__
+        mine["calls"] += theirs["calls"]
+        mine["cached_calls"] += theirs["cached_calls"]
+        mine["retries"] += theirs["retries"]
+        self.add_tokens(theirs["prompt_tokens"], theirs["completion_tokens"],
+                        theirs["cached_prompt_tokens"], theirs["cache_write_tokens"],
+                        theirs["cost"])
 
     def add_tokens(self, prompt: int, completion: int, cached_prompt: int, cache_write: int,
                    cost: float | None) -> None:
-        """Add one call's (or one usage's) tokens and cost, in place: no model is built,
-        which matters once per judge call."""
-        self.prompt_tokens += prompt
-        self.completion_tokens += completion
-        self.cached_prompt_tokens += cached_prompt
-        self.cache_write_tokens += cache_write
-        self.cost = None if self.cost is None or cost is None else self.cost + cost
+        """Add one call's (or one usage's) tokens and cost, in place. The values are numbers
+        already checked, so they are added to the fields as they are held: pydantic's
+        attribute assignment (a Python call a field) showed in every case's sums."""
+        mine = self.__dict__
+        mine["prompt_tokens"] += prompt
+        mine["completion_tokens"] += completion
+        mine["cached_prompt_tokens"] += cached_prompt
+        mine["cache_write_tokens"] += cache_write
+        mine["cost"] = None if mine["cost"] is None or cost is None else mine["cost"] + cost
 
     def __add__(self, other: Usage) -> Usage:
-        total = self.model_copy()
-        total.add(other)
-        return total
+        return Usage.total((self, other))
 
     @classmethod
     def total(cls, usages: Iterable[Usage]) -> Usage:
