@@ -459,6 +459,10 @@ class RunStore:
             values["name"] = name.strip() or None
         if notes is not None:
             values["notes"] = scrub(notes) if notes.strip() else None
+        from sqlalchemy import update
+
+        from assay.store import schema
+
         with self.transaction() as conn:
             if values:
                 conn.execute(update(schema.runs).where(schema.runs.c.id == run.id)
@@ -632,7 +636,7 @@ class RunStore:
         now = self.clock()
         return [read_run(row, now) for row in self._rows(limit)]
 
-    def _rows(self, limit: int) -> list[Mapping[Any, Any]]:
+    def _rows(self, limit: int) -> list[dict[str, Any]]:
         from sqlalchemy import select
 
         from assay.store import schema
@@ -729,7 +733,7 @@ class RunStore:
 
     def _without(self, column: Any, paths: Sequence[tuple[str, ...]]) -> Any:
         """A JSON column with the members at ``paths`` removed, in the database."""
-        from sqlalchemy import JSON, literal_column
+        from sqlalchemy import JSON, cast, func, literal_column
         from sqlalchemy.dialects.postgresql import JSONB
 
         if self.dialect == "postgresql":
@@ -871,6 +875,10 @@ def run_columns() -> list[Any]:
 
 def with_tags(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
     """Run rows (:func:`run_columns`) with each run's tags, read in one query."""
+    from sqlalchemy import select
+
+    from assay.store import schema
+
     found = [dict(r._mapping) for r in rows]
     ids = [r["id"] for r in found]
     tags: dict[str, list[str]] = {}
@@ -887,6 +895,8 @@ def with_tags(conn: Connection, rows: Sequence[Any]) -> list[dict[str, Any]]:
 def _set_tags(conn: Connection, run_id: str, tags: Sequence[str]) -> None:
     """A run's tags become ``tags`` (in a transaction the caller holds)."""
     from sqlalchemy import delete
+
+    from assay.store import schema
 
     conn.execute(delete(schema.run_tags).where(schema.run_tags.c.run_id == run_id))
     wanted = list(dict.fromkeys(tags))

@@ -26,56 +26,68 @@ from assay._util.sqlite_wal import use_wal
 from assay.store.revisions import VERSION_TABLE
 
 SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE baselines (\n\tsuite VARCHAR(500) NOT NULL, \n\ttarget VARCHAR(500) NOT "
-    "NULL, \n\trun_id VARCHAR(40) NOT NULL, \n\tcreated_at FLOAT NOT NULL, \n\tPRIMARY KEY "
-    "(suite, target)\n)",
-    "CREATE TABLE calibrations (\n\tid VARCHAR(40) NOT NULL, \n\tjudge_key VARCHAR(64) NOT "
-    "NULL, \n\tjudge_name VARCHAR(200) NOT NULL, \n\tjudge_type VARCHAR(100) NOT NULL, "
-    "\n\tset_name VARCHAR(200) NOT NULL, \n\tkind VARCHAR(20) NOT NULL, \n\titems INTEGER "
-    "NOT NULL, \n\tkappa FLOAT, \n\taccuracy FLOAT, \n\trun_id VARCHAR(40), \n\tcreated_at "
-    "FLOAT NOT NULL, \n\treport JSON NOT NULL, \n\tPRIMARY KEY (id)\n)",
+    "CREATE TABLE baselines (\n\tsuite VARCHAR(500) NOT NULL, \n\ttarget VARCHAR(500) NOT"
+    " NULL, \n\trun_id VARCHAR(40) NOT NULL, \n\tcreated_at FLOAT NOT NULL, \n\tPRIMARY K"
+    "EY (suite, target)\n)",
+    "CREATE TABLE calibrations (\n\tid VARCHAR(40) NOT NULL, \n\tjudge_key VARCHAR(64) NO"
+    "T NULL, \n\tjudge_name VARCHAR(200) NOT NULL, \n\tjudge_type VARCHAR(100) NOT NULL, "
+    "\n\tset_name VARCHAR(200) NOT NULL, \n\tkind VARCHAR(20) NOT NULL, \n\titems INTEGER"
+    " NOT NULL, \n\tkappa FLOAT, \n\taccuracy FLOAT, \n\trun_id VARCHAR(40), \n\tcreated_"
+    "at FLOAT NOT NULL, \n\treport JSON NOT NULL, \n\tPRIMARY KEY (id)\n)",
     "CREATE INDEX ix_calibrations_judge_key ON calibrations (judge_key)",
-    "CREATE TABLE case_results (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500) "
-    "NOT NULL, \n\trepeat INTEGER NOT NULL, \n\tscore FLOAT, \n\tverdict VARCHAR(20) NOT "
-    'NULL, \n\t"row" JSON NOT NULL, \n\tcreated_at FLOAT NOT NULL, \n\tPRIMARY KEY (run_id, '
-    "case_id, repeat)\n)",
+    "CREATE TABLE case_results (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500)"
+    " NOT NULL, \n\trepeat INTEGER NOT NULL, \n\tscore FLOAT, \n\tverdict VARCHAR(20) NOT"
+    " NULL, \n\t\"row\" JSON NOT NULL, \n\tcreated_at FLOAT NOT NULL, \n\tPRIMARY KEY (ru"
+    "n_id, case_id, repeat)\n)",
     "CREATE INDEX ix_case_results_run_created_at ON case_results (run_id, created_at)",
-    "CREATE INDEX ix_case_results_run_score ON case_results (run_id, score, case_id, repeat)",
-    "CREATE INDEX ix_case_results_run_verdict_score ON case_results (run_id, verdict, score, "
-    "case_id, repeat)",
-    "CREATE TABLE case_search (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500) NOT "
-    "NULL, \n\trepeat INTEGER NOT NULL, \n\ttext TEXT NOT NULL, \n\tPRIMARY KEY (run_id, "
-    "case_id, repeat)\n)",
-    "CREATE TABLE executions (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500) NOT "
-    "NULL, \n\trepeat INTEGER NOT NULL, \n\texecution JSON NOT NULL, \n\tcreated_at FLOAT "
-    "NOT NULL, \n\tPRIMARY KEY (run_id, case_id, repeat)\n)",
-    "CREATE TABLE runs (\n\tid VARCHAR(40) NOT NULL, \n\tsuite VARCHAR(500) NOT NULL, "
-    "\n\tstatus VARCHAR(20) NOT NULL, \n\tcreated_at FLOAT NOT NULL, \n\tfinished_at FLOAT, "
-    "\n\tconfig JSON NOT NULL, \n\tsummary JSON, \n\tlease_expires_at FLOAT, \n\tPRIMARY KEY "
-    "(id)\n)",
+    "CREATE INDEX ix_case_results_run_score ON case_results (run_id, score, case_id, repe"
+    "at)",
+    "CREATE INDEX ix_case_results_run_verdict_score ON case_results (run_id, verdict, sco"
+    "re, case_id, repeat)",
+    "CREATE TABLE case_search (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500) "
+    "NOT NULL, \n\trepeat INTEGER NOT NULL, \n\ttext TEXT NOT NULL, \n\tPRIMARY KEY (run_"
+    "id, case_id, repeat)\n)",
+    "CREATE TABLE executions (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500) N"
+    "OT NULL, \n\trepeat INTEGER NOT NULL, \n\texecution JSON NOT NULL, \n\tcreated_at FL"
+    "OAT NOT NULL, \n\tPRIMARY KEY (run_id, case_id, repeat)\n)",
+    "CREATE TABLE human_labels (\n\tid VARCHAR(40) NOT NULL, \n\trun_id VARCHAR(40) NOT N"
+    "ULL, \n\tcase_id VARCHAR(500) NOT NULL, \n\trepeat INTEGER NOT NULL, \n\tevaluator V"
+    "ARCHAR(200) NOT NULL, \n\tagrees BOOLEAN NOT NULL, \n\tvalue TEXT, \n\tjudge_value F"
+    "LOAT, \n\tjudge_passed BOOLEAN, \n\tcomment TEXT NOT NULL, \n\tauthor VARCHAR(200) N"
+    "OT NULL, \n\tcreated_at FLOAT NOT NULL, \n\tPRIMARY KEY (id)\n)",
+    "CREATE INDEX ix_human_labels_case ON human_labels (run_id, case_id, repeat, evaluato"
+    "r, created_at)",
+    "CREATE TABLE run_tags (\n\trun_id VARCHAR(40) NOT NULL, \n\ttag VARCHAR(200) NOT NUL"
+    "L, \n\tPRIMARY KEY (run_id, tag)\n)",
+    "CREATE INDEX ix_run_tags_tag ON run_tags (tag, run_id)",
+    "CREATE TABLE runs (\n\tid VARCHAR(40) NOT NULL, \n\tsuite VARCHAR(500) NOT NULL, \n"
+    "\tstatus VARCHAR(20) NOT NULL, \n\tcreated_at FLOAT NOT NULL, \n\tfinished_at FLOAT,"
+    " \n\tconfig JSON NOT NULL, \n\tsummary JSON, \n\tlease_expires_at FLOAT, \n\tname VA"
+    "RCHAR(200), \n\tnotes TEXT, \n\tPRIMARY KEY (id)\n)",
     "CREATE INDEX ix_runs_created_at ON runs (created_at)",
     "CREATE INDEX ix_runs_suite_created_at ON runs (suite, created_at)",
-    "CREATE TABLE scores (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500) NOT "
-    "NULL, \n\trepeat INTEGER NOT NULL, \n\tevaluator VARCHAR(200) NOT NULL, \n\tvalue "
-    "FLOAT, \n\terror_code VARCHAR(100), \n\tscore JSON NOT NULL, \n\tpassed BOOLEAN, "
-    "\n\tcreated_at FLOAT NOT NULL, \n\tPRIMARY KEY (run_id, case_id, repeat, evaluator)\n)",
-    "CREATE INDEX ix_scores_evaluator_state ON scores (run_id, evaluator, case_id, repeat, "
-    "value, error_code, passed)",
-    "CREATE INDEX ix_scores_state ON scores (run_id, case_id, repeat, evaluator, value, "
-    "error_code, passed)",
-    "CREATE TABLE trace_decisions (\n\twatcher VARCHAR(200) NOT NULL, \n\ttrace_id "
-    "VARCHAR(200) NOT NULL, \n\tdecision VARCHAR(20) NOT NULL, \n\trun_id VARCHAR(40), "
-    "\n\treason VARCHAR(500), \n\tcost FLOAT, \n\tdecided_at FLOAT NOT NULL, \n\tPRIMARY KEY "
-    "(watcher, trace_id)\n)",
-    "CREATE INDEX ix_trace_decisions_watcher_time ON trace_decisions (watcher, decided_at)",
-    "CREATE TABLE trace_spans (\n\tseq INTEGER NOT NULL, \n\ttrace_id VARCHAR(64) NOT NULL, "
-    "\n\tspan_id VARCHAR(64) NOT NULL, \n\treceived_at FLOAT NOT NULL, \n\tspan JSON NOT "
-    "NULL, \n\tPRIMARY KEY (seq)\n)",
+    "CREATE TABLE scores (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500) NOT N"
+    "ULL, \n\trepeat INTEGER NOT NULL, \n\tevaluator VARCHAR(200) NOT NULL, \n\tvalue FLO"
+    "AT, \n\terror_code VARCHAR(100), \n\tscore JSON NOT NULL, \n\tpassed BOOLEAN, \n\tcr"
+    "eated_at FLOAT NOT NULL, \n\tPRIMARY KEY (run_id, case_id, repeat, evaluator)\n)",
+    "CREATE INDEX ix_scores_evaluator_state ON scores (run_id, evaluator, case_id, repeat"
+    ", value, error_code, passed)",
+    "CREATE INDEX ix_scores_state ON scores (run_id, case_id, repeat, evaluator, value, e"
+    "rror_code, passed)",
+    "CREATE TABLE trace_decisions (\n\twatcher VARCHAR(200) NOT NULL, \n\ttrace_id VARCHA"
+    "R(200) NOT NULL, \n\tdecision VARCHAR(20) NOT NULL, \n\trun_id VARCHAR(40), \n\treas"
+    "on VARCHAR(500), \n\tcost FLOAT, \n\tdecided_at FLOAT NOT NULL, \n\tPRIMARY KEY (wat"
+    "cher, trace_id)\n)",
+    "CREATE INDEX ix_trace_decisions_watcher_time ON trace_decisions (watcher, decided_at"
+    ")",
+    "CREATE TABLE trace_spans (\n\tseq INTEGER NOT NULL, \n\ttrace_id VARCHAR(64) NOT NUL"
+    "L, \n\tspan_id VARCHAR(64) NOT NULL, \n\treceived_at FLOAT NOT NULL, \n\tspan JSON N"
+    "OT NULL, \n\tPRIMARY KEY (seq)\n)",
     "CREATE UNIQUE INDEX ux_trace_spans_trace_span ON trace_spans (trace_id, span_id)",
-    "CREATE TABLE traces (\n\ttrace_id VARCHAR(64) NOT NULL, \n\tfirst_received FLOAT NOT "
-    "NULL, \n\tlast_received FLOAT NOT NULL, \n\tstart_time FLOAT, \n\tservice VARCHAR(500), "
-    "\n\troot_name VARCHAR(500), \n\thas_error BOOLEAN NOT NULL, \n\tPRIMARY KEY "
-    "(trace_id)\n)",
+    "CREATE TABLE traces (\n\ttrace_id VARCHAR(64) NOT NULL, \n\tfirst_received FLOAT NOT"
+    " NULL, \n\tlast_received FLOAT NOT NULL, \n\tstart_time FLOAT, \n\tservice VARCHAR(5"
+    "00), \n\troot_name VARCHAR(500), \n\thas_error BOOLEAN NOT NULL, \n\tPRIMARY KEY (tr"
+    "ace_id)\n)",
     "CREATE INDEX ix_traces_last_received ON traces (last_received)",
     "CREATE INDEX ix_traces_start_time ON traces (start_time)",
     f"CREATE TABLE {VERSION_TABLE} (\n\tversion_num VARCHAR(32) NOT NULL, \n\tCONSTRAINT "
@@ -85,8 +97,10 @@ SCHEMA: tuple[str, ...] = (
 Alembic's version table as :func:`assay.store.migrations._create_at_head` makes it."""
 
 RUN_COLUMNS = ("SELECT id, suite, status, created_at, finished_at, CAST(config AS TEXT) AS "
-               "config, CAST(summary AS TEXT) AS summary, lease_expires_at FROM runs")
-"""A run row as :func:`assay.store.runs.run_columns` reads it: its JSON as text."""
+               "config, CAST(summary AS TEXT) AS summary, lease_expires_at, name, notes "
+               "FROM runs")
+"""A run row as :func:`assay.store.runs.run_columns` reads it: its JSON as text (its tags
+are added by :func:`run_rows`, as :func:`assay.store.runs.with_tags` adds them)."""
 
 
 def pragmas(conn: Any) -> None:
@@ -183,6 +197,10 @@ def run_rows(path: Path, run_id: str) -> list[dict[str, Any]]:
         if not rows:
             rows = conn.execute(f"{RUN_COLUMNS} WHERE id LIKE ? ESCAPE '\\'",
                                 (like_escaped(run_id) + "%",)).fetchall()
+        found = [dict(row) for row in rows]
+        for row in found:
+            row["tags"] = [tag for (tag,) in conn.execute(
+                "SELECT tag FROM run_tags WHERE run_id = ? ORDER BY tag", (row["id"],))]
     finally:
         conn.close()
-    return [dict(row) for row in rows]
+    return found
