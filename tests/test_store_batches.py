@@ -82,7 +82,8 @@ def test_rows_read_back_as_recorded_through_the_writer(tmp_path):
     assert rows[1][:3] == ("c1", 1 / 3, "real")
 
 
-def test_a_failed_batch_is_reported_and_later_batches_are_written(tmp_path):
+def test_a_failed_batch_is_reported_and_it_and_later_batches_are_written_once_there_is_room(
+        tmp_path):
     store = RunStore(f"sqlite:///{tmp_path}/runs.db", flush_seconds=3600)
     run = store.create_run("suite", {})
     with sqlite3.connect(tmp_path / "runs.db") as conn:
@@ -100,9 +101,18 @@ def test_a_failed_batch_is_reported_and_later_batches_are_written(tmp_path):
     with pytest.raises(StoreError, match=r"runs\.db failed: disk says no\. Results written "
                                          "before this point are kept"):
         store.flush()
-    store.flush()  # reported once: the store goes on, and c2, recorded after, is not lost
-    assert sorted(k[0] for k in store.case_keys(run)) == ["c0", "c2"]  # c1's batch: none of it
-    assert sorted(k[0] for k in store.executions(run)) == ["c0", "c2"]  # one transaction
+    # reported once; nothing after c1's batch is committed before it (a prefix), and
+    # nothing is dropped: while the store still refuses, the next flush says so again
+    reader = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    assert sorted(k[0] for k in reader.case_keys(run)) == ["c0"]
+    with pytest.raises(StoreError, match="disk says no"):
+        store.flush()
+    with sqlite3.connect(tmp_path / "runs.db") as conn:  # room again
+        conn.execute("DROP TRIGGER refuse")
+    store.flush()
+    assert sorted(k[0] for k in store.case_keys(run)) == ["c0", "c1", "c2"]
+    assert sorted(k[0] for k in store.executions(run)) == ["c0", "c1", "c2"]
+    assert {k[0] for k in store.scores(run)} == {"c0", "c1", "c2"}
 
 
 def test_rows_handed_to_the_writer_are_committed_when_the_process_exits(tmp_path):
@@ -318,3 +328,35 @@ def test_a_failed_rollback_does_not_hide_the_failure_that_caused_it():
     writer.submit([(_Table("t"), {"k": "a"})])
     with pytest.raises(RuntimeError, match="server closed the connection"):
         writer.wait()
+
+
+@pytest.mark.timeout(30)
+def test_nothing_commits_after_a_failed_batch_until_the_caller_is_told(tmp_path):
+    """A case's scores in one batch and its record in the next: the record must never be
+    committed when the scores failed, even when it was handed over before they failed."""
+    writer, table = _writer_on(tmp_path / "w.db")
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.k = 'scores' "
+                     "BEGIN SELECT RAISE(ABORT, 'disk is full'); END")
+    gate = threading.Event()
+    connect = writer._connect
+    writer._connect = lambda: (gate.wait(10), connect())[1]  # type: ignore[method-assign]
+    writer.submit([(table, {"k": "scores", "v": 1})])
+    writer.submit([(table, {"k": "record", "v": 2})])  # handed over before the first fails
+    gate.set()
+    with pytest.raises(sqlite3.IntegrityError, match="disk is full"):
+        writer.wait()
+
+    def stored() -> list[tuple[str]]:
+        with sqlite3.connect(tmp_path / "w.db") as conn:
+            return conn.execute("SELECT k FROM t ORDER BY k").fetchall()
+
+    assert stored() == []  # not the record without its scores
+    with pytest.raises(sqlite3.IntegrityError, match="disk is full"):
+        writer.submit([(table, {"k": "later", "v": 3})])  # tried again first, still refused
+    assert stored() == []
+    with sqlite3.connect(tmp_path / "w.db") as conn:
+        conn.execute("DROP TRIGGER refuse")
+    writer.submit([(table, {"k": "later", "v": 3})])
+    writer.wait()
+    assert stored() == [("later",), ("record",), ("scores",)]

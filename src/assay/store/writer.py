@@ -15,6 +15,14 @@ handed over has been committed (the store calls it before any other statement an
 ``flush()``), batches commit in the order they were handed over, one transaction each, and a
 batch that fails is reported to the caller at its next hand-over or wait. At most
 :data:`BACKLOG` batches wait for the writer; a caller that gets further ahead waits.
+
+What is committed is always a prefix of what was handed over. A case's rows may span two
+batches (its execution and scores in one, its record in the next), so once a batch fails the
+writer commits nothing after it: the failed batch and every later one are held. At the
+caller's next hand-over or wait after it was told of the failure they are tried again, in
+order, on the caller's thread (a disk that was full may have room again); a failure then is
+raised there and they stay held. A store never shows a case without its scores, and nothing
+handed over is dropped while the process lives.
 """
 
 from __future__ import annotations
@@ -111,6 +119,9 @@ class BatchWriter:
         self._outstanding = 0
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        self._held: list[list[_Statement]] = []
+        """The batch that failed and every batch handed over after it, in order (see the
+        module docstring)."""
 
     # -- the caller's side ----------------------------------------------------------------
 
@@ -118,6 +129,7 @@ class BatchWriter:
         """Hand a batch over; returns at once unless :data:`BACKLOG` batches are waiting.
         An earlier batch's failure is for the caller to collect (:meth:`raise_failure`)
         before it lets go of this one."""
+        self._retry_held()
         statements = self._pack(batch)
         self._room.acquire()
         try:
@@ -138,6 +150,19 @@ class BatchWriter:
         with self._lock:
             self._lock.wait_for(lambda: self._outstanding == 0)
         self.raise_failure()
+        self._retry_held()
+
+    def _retry_held(self) -> None:
+        """Commit the held batches, in order, once the caller has been told why they were
+        held: after the writer has moved every batch still queued behind them. A failure is
+        raised here, and that batch and the rest stay held."""
+        if not self._held or self._failure is not None:
+            return
+        with self._lock:
+            self._lock.wait_for(lambda: self._outstanding == 0)
+        while self._held:
+            self._commit(self._held[0])
+            self._held.pop(0)
 
     def raise_failure(self) -> None:
         """Raise the failure of a batch handed over earlier, once."""
@@ -211,10 +236,17 @@ class BatchWriter:
                         return
                 continue
             try:
-                self._commit(statements)
+                with self._lock:
+                    held = bool(self._held)
+                    if held:  # an earlier batch failed: nothing commits after it
+                        self._held.append(statements)
+                if not held:
+                    self._commit(statements)
             except BaseException as exc:  # reported to the caller, never lost in this thread
-                if self._failure is None:
-                    self._failure = exc
+                with self._lock:
+                    self._held.append(statements)
+                    if self._failure is None:
+                        self._failure = exc
             finally:
                 self._room.release()
                 with self._lock:
