@@ -780,6 +780,16 @@ def test_a_trace_shows_its_span_tree_and_a_wrong_tool_argument(browser, tmp_path
         page.locator("#spans tbody tr.span").nth(2).click()
         assert '"status": "shipped"' in page.locator("#spans tr.span-io:visible").inner_text()
         _shot(page, tmp_path, "case-trace")
+        # a case judged from a trace says which, and links to its spans on the page
+        origin = page.locator("#trace-origin")
+        assert "trace-wrong-order" in origin.inner_text() and "otlp-file" in origin.inner_text()
+        assert "no retriever span" in origin.inner_text()
+        page.evaluate("window.scrollTo(0, 0)")
+        page.set_viewport_size({"width": 1240, "height": 500})
+        origin.get_by_text("its spans").click()
+        page.wait_for_function("Math.abs(document.getElementById('trace')"
+                               ".getBoundingClientRect().top) < 5")
+        assert "#/case/" in page.url  # the link scrolls; the page stays where it was
 
 
 def test_labels_given_on_case_pages_calibrate_the_judge(browser, tmp_path, mock_model):

@@ -248,7 +248,9 @@ def write_traced_run(store: RunStore, run_id: str = "run-traced") -> str:
     run_id = store.create_run("orders", snapshot.model_dump(mode="json"), run_id=run_id)
     builder = SummaryBuilder()
     for case_id, order in (("right-order", "A1"), ("wrong-order", "B2")):
-        case = Case(id=case_id, input="Where is A1?", expected_output="It shipped.")
+        case = Case(id=case_id, input="Where is A1?", expected_output="It shipped.",
+                    metadata={"trace": {"id": f"trace-{case_id}", "source": "otlp-file",
+                                        "spans": 4, "notes": ["the trace has no retriever span"]}})
         execution = traced_execution(order)
         score = run_sync(evaluator.score(case, execution, EvalContext(None)))  # type: ignore[arg-type]
         record = CaseRecord(run_id=run_id, case_id=case_id, case=case, execution=execution,

@@ -725,6 +725,7 @@
       ex.error ? h("div", { class: "panel error", id: "target-error" }, h("strong", {}, "The agent failed: "), ex.error) : null,
       cause ? causePanel(cause, figure(shownCase, "cause_cost")) : null,
       cutsPanel(runId, caseId, repeat, detail),
+      traceOrigin((r.case.metadata || {}).trace, detail.trace),
       h("div", { class: "grid" },
         h("div", { class: "panel" }, h("h2", {}, "Input"), block(r.case.input)),
         h("div", { class: "panel" }, h("h2", {}, "Expected output"), block(r.case.expected_output, "(none given)"),
@@ -814,6 +815,19 @@
 
   // The trace as a tree, each span's bar on one timeline: where the time went, and what
   // each LLM call cost.
+  /** Where a case judged from a trace came from (its id, source and what it lacked), with a
+   *  link to the trace's spans on this page. */
+  function traceOrigin(origin, trace) {
+    if (!origin || typeof origin !== "object" || !origin.id) return null;
+    const notes = Array.isArray(origin.notes) ? origin.notes : [];
+    return h("div", { class: "panel", id: "trace-origin" },
+      h("strong", {}, "Trace "), h("code", {}, String(origin.id)),
+      origin.source ? h("span", { class: "muted" }, " from " + String(origin.source)) : null, " · ",
+      trace ? h("a", { href: "#", on: { click: (ev) => { ev.preventDefault(); document.getElementById("trace").scrollIntoView(); } } }, "its spans")
+        : h("span", { class: "muted" }, "no spans kept"),
+      notes.length ? h("ul", { class: "muted" }, notes.map((n) => h("li", {}, String(n)))) : null);
+  }
+
   function traceView(trace) {
     if (!trace || !trace.spans.length) return null;
     const rows = trace.spans.map((sp) => {
