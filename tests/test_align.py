@@ -98,7 +98,7 @@ def test_align_learns_from_some_labels_and_is_measured_on_the_others(tmp_path: P
     assert change.value == 0.5 and change.low is not None and change.high is not None
     assert report.improvement["kappa"].value == 1.0
     assert report.before.accuracy.low is not None  # type: ignore[union-attr]
-    assert any("keeps no human labels" in note for note in report.notes)
+    assert not any("human labels of run" in note for note in report.notes)  # from the file
     # the new judge version: its own key, its examples and what it learned from
     assert report.after.judge.key != report.before.judge.key
     assert report.judge["guidance"] == GUIDANCE
@@ -224,3 +224,34 @@ def test_settings_added_for_alignment_leave_other_judges_keys_as_they_were() -> 
         assert not added & set(settings_of(judge))
     aligned = build({"type": "correctness", "guidance": "- Be strict."})
     assert aligned.spec().params["guidance"] == "- Be strict."
+
+
+def test_assay_align_learns_from_the_labels_given_on_a_runs_case_pages(tmp_path: Path) -> None:
+    from assay.store.labels import add_label
+
+    reviewer = Reviewer()
+    url = f"sqlite:///{tmp_path}/runs.db"
+    rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+    run = assay.evaluate([{"id": r["id"], "input": r["input"], "output": r["output"],
+                           "expected_output": r["reference"]} for r in rows],
+                         evaluators=[{"type": "correctness"}], judge_model="custom:stub",
+                         store=url, cache="off")
+    store = RunStore(url)
+    for row in rows:  # the lenient judge passed every answer; the humans did not
+        add_label(store, run.run_id, row["id"], 0, "correctness",
+                  agrees=row["label"] == "pass", author="reviewer")
+    judge_file = tmp_path / "aligned.yaml"
+    result = CliRunner().invoke(app, [
+        "align", "--run", run.run_id, "--judge-model", "custom:stub", "--holdout", "0.34",
+        "--store", url, "--cache", "off", "--resamples", "100", "-o", str(judge_file)])
+    assert result.exit_code == 0, result.output
+    assert "learned from 8 item(s) (4 disagreement(s) with the humans)" in result.output
+    assert f"learned from the human labels of run {run.run_id}" in result.output
+    accuracy = next(line for line in result.output.splitlines() if "accuracy" in line)
+    assert "+50.0 pt" in accuracy
+    assert yaml.safe_load(judge_file.read_text())["guidance"] == GUIDANCE
+    both = CliRunner().invoke(app, ["align", str(LABELS), "--run", run.run_id,
+                                    "--store", url])
+    assert both.exit_code == 2 and "give the labels" in both.output
+    neither = CliRunner().invoke(app, ["align", "--store", url])
+    assert neither.exit_code == 2 and "give the labels" in neither.output

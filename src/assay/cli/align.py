@@ -37,8 +37,11 @@ if TYPE_CHECKING:
 @app.command()
 @friendly_errors
 def align(
-    data: str = typer.Argument(..., metavar="LABELS", help="Your labelled .jsonl, .json or "
-                               ".csv file (or a built-in set)."),
+    data: str | None = typer.Argument(None, metavar="[LABELS]", help="Your labelled .jsonl, "
+                                      ".json or .csv file (or a built-in set); or --run."),
+    run: str | None = typer.Option(None, "--run", help="Learn from the labels people gave "
+                                   "a stored run's cases in assay serve (its judge, unless "
+                                   "--judge)."),
     judge: str | None = JUDGE_OPTION,
     suite: Path | None = SUITE_OPTION,
     evaluator: str | None = EVALUATOR_OPTION,
@@ -90,14 +93,17 @@ def align(
         """Refuse an output that is a file the alignment uses, before any judge call."""
         check_outputs(outputs, {**found, **files})
 
-    progress = _Quiet() if as_json else _progress(Path(data))
+    if (data is None) == (run is None):
+        raise ConfigError("give the labels: a LABELS file, or --run RUN for the labels given "
+                          "on a run's case pages")
+    progress = _Quiet() if as_json else _progress(Path(data or f"run {run}"))
     try:
         report = _run_interruptible(align_async(
             data, judge=built, suite=suite, evaluator=evaluator, judge_model=judge_model,
             reviser_model=reviser_model, holdout=holdout, examples=examples, seed=seed,
             kind=cast("Kind | None", kind), label=label, scale=scale, limit=limit, store=store_url(store),
             concurrency=concurrency, cache=cache_option(cache), resamples=resamples,
-            progress=progress, on_inputs=check), progress)
+            progress=progress, on_inputs=check, run=run), progress)
     except _Stopped as stop:
         err_console.print("\nstopped: finished judgements are stored and cached; run the same "
                           "command again to finish", highlight=False, markup=False)

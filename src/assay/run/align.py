@@ -61,9 +61,11 @@ from assay.run.calibrate import (
     calibration_config,
     demo_notes,
     judge_labelled,
+    labelled_cases,
     load_data,
     new_calibration_id,
     passes_of,
+    run_judge,
     suite_evaluator,
 )
 from assay.run.evaluate import EvaluatorLike, OnInputs, StoreLike, as_evaluator, open_store
@@ -71,9 +73,6 @@ from assay.run.runner import Progress
 from assay.run.sync import run_sync
 from assay.suites.model import Suite
 from assay.types.engine_config import CacheMode, RetryPolicy
-
-NO_STORED_LABELS = ("the run store keeps no human labels (none are collected in the viewer "
-                    "yet): labels are read from the file given")
 
 
 def align(data: Any = None, **kwargs: Any) -> AlignmentReport:
@@ -91,7 +90,7 @@ async def align_async(
         concurrency: int = 8, cache: CacheMode | None = None, retry: RetryPolicy | None = None,
         resamples: int = 1000, level: float = 0.95, engine: JudgeEngine | None = None,
         progress: Progress | None = None, save: bool = True,
-        on_inputs: OnInputs | None = None) -> AlignmentReport:
+        on_inputs: OnInputs | None = None, run: str | None = None) -> AlignmentReport:
     """Learn from part of ``data``'s labels to improve ``judge``; measure it on the rest.
 
     Args:
@@ -107,11 +106,24 @@ async def align_async(
         save: store the aligned judge's held-out calibration (with the alignment) under its
             key, where the calibration gate finds it.
         on_inputs: called with every file the alignment uses before any judge is called.
+        run: a stored run whose cases people labelled in the viewer (``assay serve``'s case
+            pages): those cases are the labelled data, and the judge is the run's
+            (``evaluator``, else its one LLM judge) unless ``judge`` is given.
     """
     numpy()  # statistics need the stats extra: say so before anything runs
     if isinstance(examples, bool) or not isinstance(examples, int) or not 0 <= examples <= 50:
         raise ConfigError(f"examples {examples!r}: expected a whole number from 0 to 50")
     run_store = open_store(store)
+    if run is not None:
+        if data is not None or suite is not None:
+            raise ConfigError("give the labels as a file or as a run (--run), not both; a "
+                              "run's judge is its own (or --judge)")
+        stored = run_store.run_record(run)
+        run = stored.id
+        chosen = run_judge(stored, evaluator)
+        data = labelled_cases(run_store, stored.id, chosen.name)
+        if judge is None:
+            judge = chosen
     own: dict[Path, str] = {}
     if isinstance(data, str | Path) and user_path(data).exists():
         own[user_path(data)] = "the labelled data"
@@ -167,7 +179,7 @@ async def align_async(
         id=alignment_id, base_key=base_id.key, learned=len(learn.items),
         held_out=[i.id for i in held.items], examples=[e.id for e in aligned.examples],
         guidance=guidance, before=before[0].statistics, improvement=change)
-    notes = [NO_STORED_LABELS]
+    notes = [f"learned from the human labels of run {run}"] if run is not None else []
     if not wrong:
         notes.append("the judge agreed with every label it learned from: no guidance was "
                      "written, only examples were added")

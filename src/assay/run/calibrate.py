@@ -70,7 +70,7 @@ from assay.types.case import Case
 from assay.types.config import Gates, RunConfig, settings_error
 from assay.types.engine_config import CacheMode, RetryPolicy
 from assay.types.execution import Execution
-from assay.types.records import CaseRecord
+from assay.types.records import CaseRecord, RunRecord
 from assay.types.score import Score
 
 NEAR_CHANCE = ("the embedded 270M model is a demo, not a judge: expect agreement near chance "
@@ -350,6 +350,46 @@ def demo_notes(report: CalibrationReport, identity: JudgeIdentity) -> None:
     report.notes[:0] = notes
 
 
+def run_judge(stored: RunRecord, evaluator: str | None) -> Evaluator:
+    """The judge evaluator ``evaluator`` of a stored run, rebuilt from its recorded spec
+    (None: its one evaluator that asks a model)."""
+    specs = {e.name: e for e in stored.config.evaluators}
+    if evaluator is None:
+        judges = [e for e in specs.values() if build({"type": e.type, **e.params}).models()]
+        if len(judges) != 1:
+            raise ConfigError(f"run {stored.id} has {len(judges)} judge evaluators "
+                              f"({', '.join(e.name for e in judges) or 'none'}); name one with "
+                              "evaluator=")
+        spec = judges[0]
+    elif evaluator in specs:
+        spec = specs[evaluator]
+    else:
+        raise ConfigError(f"run {stored.id} has no evaluator {evaluator!r}; it has: "
+                          f"{', '.join(specs) or 'none'}")
+    return build({"type": spec.type, "name": spec.name, **spec.params},
+                 f"evaluator {spec.name!r}")
+
+
+def labelled_cases(run_store: RunStore, run_id: str, evaluator: str) -> list[dict[str, Any]]:
+    """The cases of a run that people labelled (the latest label of each) as rows of a labels
+    file: the case's input, the agent's output, the expected output as the reference, and
+    what the reviewer says the verdict should be."""
+    _, rows = _stored_labels(run_store, run_id, evaluator, "label")
+    records = {r.case_id: r for r in run_store.case_records(run_id) if r.repeat == 0}
+    out = []
+    for _, row in rows:
+        record = records.get(row["case_id"])
+        if record is None:
+            continue
+        value = row["label"]
+        out.append({"id": record.case_id, "input": record.case.input,
+                    "output": record.execution.output if record.execution else None,
+                    "reference": record.case.expected_output,
+                    "label": ("pass" if value else "fail") if isinstance(value, bool)
+                    else value})
+    return out
+
+
 def _stored_labels(run_store: RunStore, run_id: str, evaluator: str,
                    label: str) -> tuple[str, list[tuple[Where, dict[str, Any]]]]:
     """The labels people gave the evaluator's scores in the run (the viewer's case pages,
@@ -381,27 +421,13 @@ async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | 
     from assay.calibration.files import parse_scale
 
     stored = run_store.run_record(run_id)
-    specs = {e.name: e for e in stored.config.evaluators}
-    if evaluator is None:
-        judges = [e for e in specs.values() if build({"type": e.type, **e.params}).models()]
-        if len(judges) != 1:
-            raise ConfigError(f"run {stored.id} has {len(judges)} judge evaluators "
-                              f"({', '.join(e.name for e in judges) or 'none'}); name one with "
-                              "evaluator=")
-        spec = judges[0]
-    elif evaluator in specs:
-        spec = specs[evaluator]
-    else:
-        raise ConfigError(f"run {stored.id} has no evaluator {evaluator!r}; it has: "
-                          f"{', '.join(specs) or 'none'}")
-    built: Evaluator = build({"type": spec.type, "name": spec.name, **spec.params},
-                             f"evaluator {spec.name!r}")
+    built = run_judge(stored, evaluator)
     pairwise = judge_scale(built)["kind"] == "pairwise"
     chosen: Kind | None = "pairwise" if pairwise else kind
     bounds = parse_scale(scale)
     records = {r.case_id: r for r in run_store.case_records(stored.id) if r.repeat == 0}
     if labels is None:
-        source, rows = _stored_labels(run_store, stored.id, spec.name, label)
+        source, rows = _stored_labels(run_store, stored.id, built.name, label)
     else:
         source, rows = rows_of(labels)
     items: list[LabelledItem] = []
