@@ -229,7 +229,7 @@ def test_settings_added_for_alignment_leave_other_judges_keys_as_they_were() -> 
 def test_assay_align_learns_from_the_labels_given_on_a_runs_case_pages(tmp_path: Path) -> None:
     from assay.store.labels import add_label
 
-    reviewer = Reviewer()
+    Reviewer()  # the stub model the judge and the reviser ask
     url = f"sqlite:///{tmp_path}/runs.db"
     rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
     run = assay.evaluate([{"id": r["id"], "input": r["input"], "output": r["output"],
