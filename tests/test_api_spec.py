@@ -133,3 +133,41 @@ def test_a_runs_times_come_in_iso_8601_beside_epoch_seconds(served):
         parsed = datetime.strptime(run["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         assert abs(parsed.timestamp() - run["created_at"]) < 1
         assert run["finished"] is not None and run["finished"].endswith("Z")
+
+
+@pytest.mark.parametrize(("path", "name"), [("/runs/compare", "case_status"),
+                                            ("/runs/{run_id}/cases", "verdict")])
+def test_a_list_of_names_is_documented_as_exactly_what_the_server_takes(served, spec, path,
+                                                                        name):
+    """A value the document allows is answered 200, one it does not allow 400, so a client
+    (or a fuzzer) reading the document is never refused what it was told to send."""
+    import re
+
+    running, (base, cand) = served
+    parameter = next(p for p in spec["paths"][path]["get"]["parameters"] if p["name"] == name)
+    allowed = re.compile(parameter["schema"]["items"]["pattern"])
+    address = "/runs/compare" if name == "case_status" else f"/runs/{cand}/cases"
+    query: dict[str, str] = {"baseline_run_id": base, "candidate_run_id": cand} \
+        if name == "case_status" else {}
+    good = "regression,,unchanged" if name == "case_status" else "pass,fail"
+    with running.client(token=TOKEN) as client:
+        for value in (good, "", "\x1bbogus", "pass,nope", "regression,error"):
+            answer = client.get(address, params={**query, name: value})
+            assert answer.status_code == (200 if allowed.search(value) else 400), \
+                (value, answer.text)
+
+
+def test_bodies_take_what_their_document_allows_and_refuse_null_and_other_types(served, spec):
+    """JSON Schema's integer includes 0.0; strict bodies still refuse true and "0", and a
+    PATCH field documented as never null is refused as null."""
+    running, (_, cand) = served
+    patch = spec["components"]["schemas"]["RunPatch"]["properties"]["is_baseline"]
+    assert patch == {"title": "Is Baseline", "type": "boolean"}
+    with running.client(token=TOKEN) as client:
+        case_id = client.get(f"/runs/{cand}/cases", params={"limit": "1"}).json()["items"][0][
+            "case_id"]
+        body = {"case_id": case_id, "evaluator": "nope", "agrees": True, "author": "me"}
+        for repeat, status in ((0.0, 404), (True, 400), ("0", 400)):
+            answer = client.post(f"/runs/{cand}/labels", json={**body, "repeat": repeat})
+            assert answer.status_code == status, (repeat, answer.text)
+        assert client.patch(f"/runs/{cand}", json={"is_baseline": None}).status_code == 400

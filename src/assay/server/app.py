@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
@@ -83,6 +84,8 @@ from assay.server.launches import (
     LaunchPolicy,
     LaunchRefused,
     RunRequest,
+    WholeNumber,
+    json_number,
     progress_text,
     sse,
     stream,
@@ -131,12 +134,28 @@ class CasePage(Page):
     items: list[ShownCaseRow]
 
 
+def _fields_never_null(schema: dict[str, Any]) -> None:
+    """The document of a body whose fields may be left out but never sent as null: each
+    property without its ``null`` branch (the validator refuses null with a 400)."""
+    for prop in schema.get("properties", {}).values():
+        branches = prop.get("anyOf")
+        if isinstance(branches, list):
+            kept = [b for b in branches if b.get("type") != "null"]
+            if len(kept) == 1:
+                prop.pop("anyOf")
+                prop.update(kept[0])
+            else:
+                prop["anyOf"] = kept
+        prop.pop("default", None)
+
+
 class RunPatch(BaseModel):
     """What may change of a run after it ran: whether it is its suite's baseline, and what
     people call it and write of it. Strict, as every request body is: ``"yes"`` and ``1`` are
     not ``true``. An empty name or notes clears it; ``tags`` replaces them all."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True,
+                              json_schema_extra=_fields_never_null)
 
     is_baseline: bool | None = None
     name: Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] | None = None
@@ -161,13 +180,15 @@ class LabelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     case_id: Annotated[str, Field(min_length=1, max_length=1000)]
-    repeat: Annotated[int, Field(ge=0, le=10**6)] = 0
+    repeat: WholeNumber = Field(default=0, ge=0, le=10**6)
     evaluator: Annotated[str, Field(min_length=1, max_length=200)]
     agrees: bool
     value: bool | float | Annotated[str, Field(max_length=200)] | None = None
     comment: Annotated[str, Field(max_length=labels.MAX_COMMENT)] = ""
     author: Annotated[str, Field(min_length=1, max_length=labels.MAX_AUTHOR,
                                  pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+    _numbers = field_validator("repeat", mode="before")(json_number)
 
 
 class CaseValue(BaseModel):
@@ -289,10 +310,32 @@ def _verdicts(values: list[str]) -> list[Verdict]:
 def _documented(app: FastAPI) -> dict[str, Any]:
     """The OpenAPI document, built once, with the rules the middleware enforces and the
     status codes the server sends."""
-    app.openapi_schema = document_nul_rule(_as_sent(get_openapi(
+    app.openapi_schema = document_nul_rule(_document_choices(_as_sent(get_openapi(
         title=app.title, version=app.version, description=app.description,
-        routes=app.routes)))
+        routes=app.routes))))
     return app.openapi_schema
+
+
+def _choices() -> dict[str, tuple[str, ...]]:
+    """The list parameters that take names from a fixed set (repeated, or separated by
+    commas): what :func:`_statuses` and :func:`_verdicts` accept, and the document says."""
+    return {"case_status": STATUS_NAMES, "verdict": tuple(v.value for v in Verdict)}
+
+
+def _document_choices(openapi: dict[str, Any]) -> dict[str, Any]:
+    """Each such parameter's items documented as the comma-separated names it takes, so a
+    client (and a fuzzer) knows that any other text is refused with a 400."""
+    choices = _choices()
+    for item in openapi.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []) if isinstance(
+                    operation, dict) else []:
+                names = choices.get(parameter.get("name"))
+                items = parameter.get("schema", {}).get("items")
+                if names is not None and isinstance(items, dict):
+                    one = "(" + "|".join(re.escape(n) for n in names) + ")?"
+                    items["pattern"] = f"^{one}(,{one})*$"
+    return openapi
 
 
 def watcher_of(settings: ServerSettings) -> Callable[[], Awaitable[None]] | None:

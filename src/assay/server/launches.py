@@ -37,9 +37,17 @@ NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
 """Names and paths hold no control characters (a NUL cannot be in a path at all)."""
 
 
+def json_number(value: Any) -> Any:
+    """A JSON number only: ``true`` and ``"8"`` are not 1 and 8."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise ValueError("must be a whole number, not " + type(value).__name__)
+    return value
+
+
 WholeNumber = Annotated[int, Strict(False)]
-"""An integer in a strict request body that may be written ``8.0``, as JSON Schema allows
-(:meth:`RunRequest._json_number` refuses ``true`` and ``"8"``)."""
+"""An integer in a strict request body that may be written ``8.0``, as JSON Schema allows;
+its model refuses ``true`` and ``"8"`` with :func:`json_number` (a validator in the type
+would hide its bounds from the OpenAPI document)."""
 
 
 class RunRequest(BaseModel):
@@ -62,14 +70,7 @@ class RunRequest(BaseModel):
     repeat: WholeNumber | None = Field(default=None, ge=1, le=100)
     filter: str | None = Field(default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS)
 
-    @field_validator("concurrency", "repeat", mode="before")
-    @classmethod
-    def _json_number(cls, value: Any) -> Any:
-        """A JSON number only: ``true`` and ``"8"`` are not 1 and 8."""
-        if value is not None and (isinstance(value, bool) or
-                                  not isinstance(value, int | float)):
-            raise ValueError("must be a whole number, not " + type(value).__name__)
-        return value
+    _numbers = field_validator("concurrency", "repeat", mode="before")(json_number)
 
 
 class LaunchRefused(Exception):
