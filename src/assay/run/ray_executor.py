@@ -40,7 +40,7 @@ from assay.errors import ConfigError
 from assay.llm.rate_limits import Admission, ModelLimiter
 from assay.run.runner import CaseExecutor
 from assay.suites.model import Suite, SuiteCase
-from assay.targets.base import Target
+from assay.targets.base import Target, WrappedTarget
 from assay.types.config import RunConfig
 from assay.types.engine_config import RateLimit
 from assay.types.execution import Execution
@@ -141,18 +141,12 @@ class _SharedAdmission:
         await self.limits.release.remote(self.key, throttled, retry_after)
 
 
-class _LimitedTarget(Target):
+class _LimitedTarget(WrappedTarget):
     """A target whose runs the cluster admits (``ray.target_concurrency``)."""
 
     def __init__(self, inner: Target, admission: Admission) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.admission = admission
-        self.name = inner.name
-        self.workers = inner.workers
-        self.judge_target = inner.judge_target
-        self.timeout_s = inner.timeout_s
-        self.measures_latency = inner.measures_latency
-        self.resources = inner.resources
 
     async def run(self, case: Any) -> Execution:
         await self.admission.acquire(0)
@@ -167,13 +161,6 @@ class _LimitedTarget(Target):
             return await self.inner.run_turn(case, messages, turn)
         finally:
             await self.admission.release()
-
-    async def preflight(self) -> None:
-        await self.inner.preflight()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
 
 class CaseWorker:
     """A Ray actor that runs cases: the run's own runner, built once from the recipe that

@@ -73,6 +73,27 @@ class Target(ABC):
         """Release what the target holds (processes, sessions)."""
 
 
+class WrappedTarget(Target):
+    """A target that runs ``inner`` with something around it (mocking, a cluster's
+    admission): it is ``inner`` by every setting a run reads of a target, and prepares and
+    releases what ``inner`` holds."""
+
+    def __init__(self, inner: Target) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.workers = inner.workers
+        self.judge_target = inner.judge_target
+        self.timeout_s = inner.timeout_s
+        self.measures_latency = inner.measures_latency
+        self.resources = inner.resources
+
+    async def preflight(self) -> None:
+        await self.inner.preflight()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class RecordedOutput(Target):
     """The execution is the case's own recorded output: for judging outputs made elsewhere.
 

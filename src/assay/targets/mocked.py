@@ -19,32 +19,20 @@ from pydantic import BaseModel
 from assay.errors import EvaluationError
 from assay.llm.engine import JudgeEngine
 from assay.llm.structured import ask_structured
-from assay.targets.base import Target, current_sample
+from assay.targets.base import Target, WrappedTarget, current_sample
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.messages import Message
 from assay.types.spans import Span
 
 
-class MockedTarget(Target):
+class MockedTarget(WrappedTarget):
     """``inner`` with per-case tool and input mocking."""
 
     def __init__(self, inner: Target, engine: JudgeEngine, model: str | None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.engine = engine
         self.model = model
-        self.name = inner.name
-        self.workers = inner.workers
-        self.judge_target = inner.judge_target
-        self.timeout_s = inner.timeout_s
-        self.measures_latency = inner.measures_latency
-        self.resources = inner.resources
-
-    async def preflight(self) -> None:
-        await self.inner.preflight()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
     async def ask(self, system: str, user: str, schema: type[BaseModel],
                   model: str | None) -> Any:
