@@ -11,6 +11,7 @@ replaces an earlier one (the last attempt wins).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,15 +43,14 @@ class RecordedTarget(RecordedOutput):
         return target
 
 
-def load_recorded(path: Path | str) -> dict[str, Execution]:
-    """Executions by case id from a JSONL file; a bad row is a ConfigError at file:line."""
-    path = Path(path)
+def jsonl_rows(path: Path, what: str) -> Iterator[tuple[str, Any]]:
+    """(``file:line``, value) for each non-blank line of a JSONL file a target reads; a file
+    that cannot be read or a line that is not JSON is a ConfigError saying where."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise ConfigError(f"recorded outputs {path}: {exc.strerror or exc}",
+        raise ConfigError(f"{what} {path}: {exc.strerror or exc}",
                           code="invalid_target") from None
-    outputs: dict[str, Execution] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -59,7 +59,14 @@ def load_recorded(path: Path | str) -> dict[str, Execution]:
         except ValueError as exc:
             raise ConfigError(f"{path}:{number}: invalid JSON: {exc}",
                               code="invalid_target") from None
-        case_id, execution = _row(row, f"{path}:{number}")
+        yield f"{path}:{number}", row
+
+
+def load_recorded(path: Path | str) -> dict[str, Execution]:
+    """Executions by case id from a JSONL file; a bad row is a ConfigError at file:line."""
+    outputs: dict[str, Execution] = {}
+    for where, row in jsonl_rows(Path(path), "recorded outputs"):
+        case_id, execution = _row(row, where)
         outputs[case_id] = execution
     return outputs
 

@@ -29,6 +29,7 @@ from assay.targets.base import RecordedOutput
 from assay.targets.command import token_usage
 from assay.targets.config import FieldSpec, TargetConfig
 from assay.targets.inputs import non_negative
+from assay.targets.recorded import jsonl_rows
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.messages import Message
@@ -84,21 +85,9 @@ def _some(ids: list[str]) -> str:
 def load_transcripts(path: Path) -> TranscriptTarget:
     """The transcripts of a JSONL file by test id; a bad row is a ConfigError at
     ``file:line`` saying what was expected."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"transcript file {path}: {exc.strerror or exc}",
-                          code="invalid_target") from None
     rows: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise ConfigError(f"{path}:{number}: invalid JSON: {exc}",
-                              code="invalid_target") from None
-        test_id, index = _key(row, f"{path}:{number}")
+    for where, row in jsonl_rows(path, "transcript file"):
+        test_id, index = _key(row, where)
         rows.setdefault(test_id, []).append((index, row))
     if not rows:
         raise ConfigError(f"transcript file {path} is empty", code="invalid_target")
