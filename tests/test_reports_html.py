@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.report import STATIC_DIR
 from assay.report.html import json_for_script, render_html, report_data
 from assay.report.markdown import md_text, render_markdown
 from assay.store.runs import RunStore
@@ -71,13 +72,17 @@ def test_the_report_is_one_file_whose_policy_allows_only_its_own_script(stored):
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
     scripts = _between(page, "<script>", "</script>")
     styles = _between(page, "<style>", "</style>")
-    assert len(scripts) == 1 and len(styles) == 1
+    # the viewer's own script and stylesheet and the vendored ones (static/vendor/)
+    assert len(scripts) == 3 and len(styles) == 2
+    assert scripts[-1] == (STATIC_DIR / "app.js").read_text()
+    assert scripts[0] == (STATIC_DIR / "vendor/diff-9.0.0/diff.min.js").read_text()
 
     def digest(text: str) -> str:
         return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
-    assert f"script-src '{digest(scripts[0])}'" in policy
-    assert f"style-src '{digest(styles[0])}'" in policy
+    allowed = dict(re.findall(r"(script-src|style-src) ([^;]+)", policy))
+    assert allowed["script-src"].split() == [f"'{digest(s)}'" for s in scripts]
+    assert allowed["style-src"].split() == [f"'{digest(s)}'" for s in styles]
     assert "default-src 'none'" in policy and "unsafe" not in policy
     data = _between(page, '<script type="application/json" id="assay-data">', "</script>")
     assert len(data) == 1  # the hostile output did not end the data block early

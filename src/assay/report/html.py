@@ -15,7 +15,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -93,29 +95,48 @@ def comparison_data(store: RunStore, baseline: RunRecord, candidate: RunRecord,
     return {"comparison": json.loads(served.model_dump_json()), "sides": sides}  # NaN: null
 
 
+_STYLESHEET = re.compile(r'<link rel="stylesheet" href="static/([^"]+)">\n?')
+_SCRIPT = re.compile(r'<script src="static/([^"]+)" defer></script>\n?')
+
+
+def _static_text(name: str) -> str:
+    """A file of the viewer's, to inline: refused if it holds what would end its element."""
+    from assay.report import STATIC_DIR
+
+    text = (STATIC_DIR / name).read_text(encoding="utf-8")
+    if "</style" in text.lower() or "</script" in text.lower():
+        raise ConfigError(f"the viewer's file {name} cannot be inlined (it holds a closing tag)")
+    return text
+
+
+def _hashes(texts: Iterable[str]) -> str:
+    """The CSP sources that allow exactly these inline texts."""
+    return " ".join(f"'{_sha256(text)}'" for text in texts)
+
+
 def render_html(data: dict[str, Any]) -> str:
-    """The report page for ``data`` (see :func:`report_data`)."""
+    """The report page for ``data`` (see :func:`report_data`): the viewer's ``index.html``
+    with every stylesheet and script it loads from ``static/`` (its own and the vendored
+    ones) inlined in the same order, each allowed by its hash and nothing else."""
     from assay.report import STATIC_DIR
 
     page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
-    css = (STATIC_DIR / "app.css").read_text(encoding="utf-8")
-    script = (STATIC_DIR / "app.js").read_text(encoding="utf-8")
-    if "</" in css or "</script" in script.lower():
-        raise ConfigError("the viewer's own files cannot be inlined (they hold a closing tag)")
-    policy = (f"default-src 'none'; script-src '{_sha256(script)}'; "
-              f"style-src '{_sha256(css)}'; img-src data:; base-uri 'none'; form-action 'none'")
-    head_link = '<link rel="stylesheet" href="static/app.css">'
-    head_script = '<script src="static/app.js" defer></script>'
-    if head_link not in page or head_script not in page or "</body>" not in page:
+    styles = {name: _static_text(name) for name in _STYLESHEET.findall(page)}
+    scripts = [_static_text(name) for name in _SCRIPT.findall(page)]
+    if not styles or not scripts or "</body>" not in page:
         raise ConfigError("the viewer's index.html does not have the expected layout")
+    policy = (f"default-src 'none'; script-src {_hashes(scripts)}; "
+              f"style-src {_hashes(styles.values())}; img-src data:; base-uri 'none'; "
+              "form-action 'none'")
     page = page.replace(
         '<meta charset="utf-8">',
         f'<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" '
         f'content="{policy}">', 1)
-    page = page.replace(head_link, f"<style>{css}</style>", 1).replace(head_script, "", 1)
+    page = _STYLESHEET.sub(lambda link: f"<style>{styles[link.group(1)]}</style>\n", page)
     body = (f'<script type="application/json" id="assay-data">{json_for_script(data)}</script>\n'
-            f"<script>{script}</script>\n</body>")
-    return page.replace("</body>", body, 1)
+            + "".join(f"<script>{script}</script>\n" for script in scripts) + "</body>")
+    head, _, tail = _SCRIPT.sub("", page).rpartition("</body>")
+    return head + body + tail
 
 
 def write_html(store: RunStore, run: RunRecord, path: Path,
