@@ -129,7 +129,8 @@ def test_runs_to_run_to_case_to_compare(browser, demo, tmp_path):
     page.goto(served.url + "/#/runs")
     page.wait_for_selector("#runs tbody tr")
     assert page.locator("#runs tbody tr").count() == 6
-    assert page.locator("#runs-chart path").count() == 1  # one line per suite: one suite
+    page.wait_for_selector("#runs-chart canvas")
+    assert page.evaluate("document.querySelector('#runs-chart').uplot.series.length") == 2
     _shot(page, tmp_path, "runs")
 
     page.click(f"#runs a:text-is('{ids[4]}')")
@@ -881,3 +882,215 @@ def test_a_running_run_shows_its_progress_live_and_can_be_cancelled(browser, tmp
         page.wait_for_selector("#live", state="detached", timeout=30_000)
         expect(page.locator(".meta .badge").first).to_have_text("interrupted")
         watch.clean()
+
+
+# -- vendored libraries: the trend chart (uPlot) and word diffs (jsdiff) ---------------------
+
+CSP_WATCH = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
+             "(e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")
+"""Every Content-Security-Policy violation on a page, kept for the test to read."""
+
+
+def _no_csp_violations(page: Any) -> None:
+    assert page.evaluate("window.__csp") == []
+
+
+def _output_runs(store: RunStore, outputs: dict[str, tuple[Any, str, str]]) -> tuple[str, str]:
+    """A baseline and a candidate run of the cases ``outputs`` names, each case with its
+    expected output and the two runs' outputs; their ids."""
+    from assay.types.case import Case
+    from assay.types.execution import Execution
+    from assay.types.records import (
+        CaseRecord,
+        EvaluatorSpec,
+        RunSnapshot,
+        SummaryBuilder,
+        Verdict,
+    )
+    from assay.types.score import Score
+
+    ids = []
+    for side, run_id in ((1, "words-base"), (2, "words-cand")):
+        snapshot = RunSnapshot(suite_name="words", judge_models=["fake:judge"],
+                               evaluators=[EvaluatorSpec(name="judge", type="judge")])
+        store.create_run("words", snapshot.model_dump(mode="json"), run_id=run_id)
+        builder = SummaryBuilder()
+        for case_id, texts in outputs.items():
+            good = side == 1
+            score = Score(name="judge", value=0.9 if good else 0.4)
+            record = CaseRecord(
+                run_id=run_id, case_id=case_id,
+                case=Case(id=case_id, input="q", expected_output=texts[0]),
+                execution=Execution(output=texts[side], latency_ms=100.0), scores=[score],
+                score=score.value, verdict=Verdict.PASS if good else Verdict.FAIL)
+            store.record_execution(run_id, case_id, 0, record.execution)
+            store.record_score(run_id, case_id, 0, score)
+            store.record_case(record)
+            builder.add(record)
+        store.flush()
+        store.set_status(run_id, "completed", builder.build().model_dump(mode="json"))
+        ids.append(run_id)
+    return ids[0], ids[1]
+
+
+def _open_sides(page: Any, url: str, base: str, cand: str, case_id: str) -> Any:
+    page.goto(f"{url}/#/compare?baseline={base}&candidate={cand}&q={case_id}&open={case_id}")
+    sides = page.locator(f"#case-deltas tr[data-case='{case_id}'] + tr.sides-row")
+    sides.locator("pre.diff").wait_for(timeout=NEXT_PAGE_BUDGET_S * 1000)
+    return sides
+
+
+def test_a_changed_word_is_marked_within_its_line_and_unchanged_text_is_not(browser,
+                                                                             tmp_path):
+    expected = "Dear customer,\nThe total is 42 apples and 7 pears.\nRegards"
+    changed = "Dear customer,\nThe total is 45 apples and 7 pears.\nRegards"
+    lines = [f"row {i}: value {i * 3} ok" for i in range(4)]
+    outputs = {"one-word": (expected, expected, changed),
+               "short": ("0.81", "0.81", "0.75"),
+               "rows": (None, "\n".join(lines), "\n".join(lines).replace("value 6 ", "value 7 "))}
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    base, cand = _output_runs(store, outputs)
+    store.close()
+    for scheme in ("light", "dark"):
+        with serve(url) as served:
+            page = _page(browser, color_scheme=scheme)
+            page.add_init_script(CSP_WATCH)
+            watch = Watch(page, served.url)
+            diff = _open_sides(page, served.url, base, cand, "one-word").locator("pre.diff")
+            assert diff.locator(".d-removed del").all_inner_texts() == ["42"]
+            assert diff.locator(".d-added ins").all_inner_texts() == ["45"]
+            assert diff.locator(".d-same del, .d-same ins").count() == 0
+            assert diff.locator(".d-removed").inner_text().strip() == "\u2212 The total is 42 apples and 7 pears."
+            assert diff.get_attribute("data-word-diff") == "complete"
+            diff.scroll_into_view_if_needed()
+            _shot(page, tmp_path, "compare-word-diff" + ("-dark" if scheme == "dark" else ""))
+
+            diff = _open_sides(page, served.url, base, cand, "short").locator("pre.diff")
+            assert diff.locator(".d-removed del").all_inner_texts() == ["81"]  # characters
+            assert diff.locator(".d-added ins").all_inner_texts() == ["75"]
+            diff = _open_sides(page, served.url, base, cand, "rows").locator("pre.diff")
+            assert [t.strip() for t in diff.locator(".d-removed").all_inner_texts()] == ["\u2212 row 2: value 6 ok"]
+            assert diff.locator("del, ins").all_inner_texts() == ["6", "7"]
+
+            page.goto(f"{served.url}/#/case/{cand}?case_id=one-word")
+            page.wait_for_selector("#expected-diff pre.diff")
+            against = page.locator("#expected-diff pre.diff")
+            assert against.locator(".d-removed del").all_inner_texts() == ["42"]  # expected
+            assert against.locator(".d-added ins").all_inner_texts() == ["45"]  # the agent's
+            assert against.locator(".d-same").count() == 2
+            page.locator("#expected-diff").scroll_into_view_if_needed()
+            _shot(page, tmp_path, "case-expected-diff" + ("-dark" if scheme == "dark" else ""))
+            page.goto(f"{served.url}/#/case/{base}?case_id=one-word")
+            expect(page.locator("#expected-diff")).to_contain_text(
+                "The output is the expected output.")
+            page.goto(f"{served.url}/#/case/{base}?case_id=rows")
+            _rendered(page, "case_id=rows")
+            assert page.locator("#expected-diff").count() == 0  # the case expects nothing
+            _no_csp_violations(page)
+            watch.clean()
+
+
+HUGE_DIFF_LINES = 5_000
+WORD_DIFF_LONGEST_TASK_MS = 1_000
+"""The longest the page may be busy at once while it shows the diff of two megabyte outputs
+(parsing the answer, building its lines and marking words within the time budget)."""
+
+
+def test_a_megabyte_output_diff_stays_responsive(browser, tmp_path):
+    """Two 1 MB outputs of 5,000 lines, every line changed in many words (the server's diff
+    cuts them at 4,000), and two 1 MB outputs of one line: the side-by-side view opens within the page
+    budget, never blocks the page for long, and marks words only as far as its budget goes."""
+    def lines(changed: bool) -> str:  # every other word of every line changed
+        return "\n".join(f"line {i:05d} " + " ".join(("b" if changed and j % 2 else "a") + str(j)
+                                                     for j in range(46)) + f" value {i}"
+                         for i in range(HUGE_DIFF_LINES))
+
+    one = "word " * 200_000
+    outputs = {"many-lines": (None, lines(False), lines(True)),
+               "one-line": (None, one, one[:500_000] + "changed " + one[500_000:])}
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    base, cand = _output_runs(store, outputs)
+    store.close()
+    with serve(url) as served:
+        page = _page(browser)
+        page.add_init_script(CSP_WATCH + " window.__longest = 0; new PerformanceObserver("
+                             "(list) => list.getEntries().forEach((e) => { window.__longest = "
+                             "Math.max(window.__longest, e.duration); })).observe("
+                             "{ type: 'longtask', buffered: true });")
+        watch = Watch(page, served.url)
+        for case_id in outputs:
+            started = time.monotonic()
+            sides = _open_sides(page, served.url, base, cand, case_id)
+            took = time.monotonic() - started
+            diff = sides.locator("pre.diff")
+            longest = page.evaluate("window.__longest")
+            print(f"{case_id}: side by side in {took:.2f} s, longest task {longest:.0f} ms, "
+                  f"{diff.locator('.d-added:has(ins)').count()} lines marked")
+            assert took < NEXT_PAGE_BUDGET_S
+            assert longest < WORD_DIFF_LONGEST_TASK_MS
+            assert diff.get_attribute("data-word-diff") == "partial"
+            assert sides.locator(".word-diff-note").count() == 1
+            if case_id == "many-lines":
+                assert diff.locator(".d-removed").count() == 4_000
+                assert "the diff covers their first lines" in sides.inner_text()
+                marked = diff.locator(".d-added:has(ins)").count()
+                assert 0 < marked < 4_000  # the first lines, within the time budget
+                added = diff.locator(".d-added")
+                assert added.first.locator("ins").count() and not added.last.locator("ins").count()
+            else:
+                assert diff.locator("ins, del").count() == 0  # one block over the size bound
+            page.evaluate("window.__longest = 0")
+        _no_csp_violations(page)
+        watch.clean()
+
+
+def test_the_trend_chart_draws_a_line_per_suite_and_a_click_opens_its_run(browser, tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    now = time.time()
+    runs = {suite: [write_run(store, 12, suite=suite, seed=k, quality=q,
+                              created_at=now - (10 - 2 * k - offset) * 86400)
+                    for k, q in enumerate(qualities)]
+            for suite, offset, qualities in (("math", 0, [0.6, 0.7, 0.9]),
+                                             ("chat", 1, [0.9, 0.5, 0.8, 0.7]))}
+    store.close()
+    for scheme in ("light", "dark"):
+        with serve(url) as served:
+            page = _page(browser, color_scheme=scheme)
+            page.add_init_script(CSP_WATCH)
+            watch = Watch(page, served.url)
+            page.goto(served.url + "/#/runs")
+            page.wait_for_selector("#runs-chart canvas")
+            series = page.evaluate("(() => { const u = document.querySelector('#runs-chart')"
+                                   ".uplot; return u.series.slice(1).map((s, k) => [s.label, "
+                                   "u.data[k + 1].filter((v) => v !== null).length]); })()")
+            assert sorted(series) == [["chat", 4], ["math", 3]]  # one line per suite
+            assert page.locator(".legend a[data-suite]").all_inner_texts() == ["chat", "math"]
+            target = runs["chat"][2]
+            point = page.evaluate(
+                "(id) => { const box = document.querySelector('#runs-chart'), u = box.uplot;"
+                " const i = u.data[0].findIndex((_, k) => box.uplotRuns[k].id === id);"
+                " const r = u.over.getBoundingClientRect();"
+                " return [r.left + u.valToPos(u.data[0][i], 'x'),"
+                " r.top + u.valToPos(box.uplotRuns[i].pass_rate, 'y')]; }", target)
+            page.mouse.move(*point)
+            tip = page.locator("#runs-chart .chart-tip")
+            expect(tip).to_be_visible()
+            row = page.locator(f"#runs tr[data-run='{target}']")
+            assert target in tip.inner_text() and "chat" in tip.inner_text()
+            assert row.locator("td.num").nth(1).inner_text().strip() in tip.inner_text()
+            assert row.locator("td.num").last.inner_text()[:16] in tip.inner_text()
+            _shot(page, tmp_path, "runs-chart" + ("-dark" if scheme == "dark" else ""))
+            page.mouse.click(*point)
+            _rendered(page, f"#/run/{target}")
+            assert page.locator("#run-title").inner_text() == target
+            page.go_back()
+            page.wait_for_selector("#runs-chart canvas")
+            page.focus("#runs-chart")
+            page.keyboard.press("ArrowLeft")  # the latest run
+            page.keyboard.press("Enter")
+            _rendered(page, f"#/run/{runs['chat'][3]}")
+            _no_csp_violations(page)
+            watch.clean()

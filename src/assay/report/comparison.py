@@ -9,8 +9,6 @@ their change in words.
 
 from __future__ import annotations
 
-import difflib
-import json
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -22,6 +20,7 @@ from assay.analysis.compare import Comparison
 from assay.analysis.significance import PairedComparison
 from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal
+from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary
 
@@ -247,8 +246,6 @@ def thresholds_text(result: Comparison) -> str:
 
 SIDE_CHARS = 50_000
 """The most of one output a side-by-side view shows (the case page has the whole)."""
-DIFF_LINES = 4_000
-"""The most lines of each output the text diff compares."""
 
 
 class ScoreLine(BaseModel):
@@ -274,14 +271,6 @@ class CaseSideView(BaseModel):
     scores: list[ScoreLine] = Field(default_factory=list)
 
 
-class DiffLine(BaseModel):
-    """A line of the text diff of two outputs: in both, only the baseline's or only the
-    candidate's."""
-
-    op: Literal["same", "removed", "added"]
-    text: str
-
-
 class CaseSides(BaseModel):
     """A case in two runs side by side: the case as the candidate ran it, both executions,
     and the line diff of their outputs."""
@@ -294,15 +283,6 @@ class CaseSides(BaseModel):
     diff: list[DiffLine] = Field(default_factory=list)
     diff_cut: bool = Field(default=False, description="an output had more lines than the "
                            f"diff compares ({DIFF_LINES:,}); the diff covers the first ones")
-
-
-def as_text(value: Any) -> str:
-    """A value as people read it: text as it is, anything else as indented JSON."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _cut(text: str) -> str:
@@ -332,22 +312,6 @@ def case_side(record: CaseRecord) -> CaseSideView:
         score=numbers.points(points(record)), output=_cut(as_text(record.output)),
         error=record.error, latency=numbers.milliseconds(record.execution.latency_ms),
         scores=[_score_line(s) for s in record.scores])
-
-
-def text_diff(before: str, after: str) -> tuple[list[DiffLine], bool]:
-    """The line diff of two texts (their first :data:`DIFF_LINES` lines), and whether
-    either had more."""
-    a, b = before.splitlines(), after.splitlines()
-    cut = len(a) > DIFF_LINES or len(b) > DIFF_LINES
-    a, b = a[:DIFF_LINES], b[:DIFF_LINES]
-    lines: list[DiffLine] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            lines += [DiffLine(op="same", text=x) for x in a[i1:i2]]
-            continue
-        lines += [DiffLine(op="removed", text=x) for x in a[i1:i2]]
-        lines += [DiffLine(op="added", text=x) for x in b[j1:j2]]
-    return lines, cut
 
 
 def case_sides(case_id: str, baseline: CaseRecord | None,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from assay._util.times import iso_utc
 from assay.report.family import CaseFamily, RunFamily, case_family
+from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
 from assay.report.trace_view import ToolMatchView, TraceView, tool_matches, trace_view
 from assay.run.display import RunDisplay, run_display, scale_for
 from assay.run.policies.base import Scale
@@ -170,6 +171,12 @@ class CaseDetail(BaseModel):
     tool_matches: list[ToolMatchView] = Field(
         default_factory=list, description="each tool evaluator's expected calls and the "
         "actual calls they matched, or why not")
+    expected_diff: list[DiffLine] | None = Field(
+        default=None, description="the line diff of the expected output (removed) and the "
+        "agent's output (added); null when the case expects none or the agent gave none")
+    expected_diff_cut: bool = Field(default=False, description=(
+        f"an output had more lines than the diff compares ({DIFF_LINES:,}); the diff covers "
+        "the first ones"))
 
 
 def run_detail(run: RunRecord, target: str | None, baseline_id: str | None = None,
@@ -203,10 +210,21 @@ def case_detail(record: CaseRecord, run: RunRecord | None = None) -> CaseDetail:
                         for m in record.execution.messages or []],
         cause_cost=numbers.MISSING if record.cause_analysis is None
         else numbers.cost(record.cause_analysis.usage.cost))
+    diff, cut = _expected_diff(record)
     return CaseDetail(record=record, tool_calls=calls,
                       retrievals=retrievals(record.execution), display=display,
                       family=case_family(record, run), trace=trace_view(record.execution),
-                      tool_matches=tool_matches(record.scores))
+                      tool_matches=tool_matches(record.scores), expected_diff=diff,
+                      expected_diff_cut=cut)
+
+
+def _expected_diff(record: CaseRecord) -> tuple[list[DiffLine] | None, bool]:
+    """How the agent's output differs from the case's expected output, line by line (the
+    diff the side-by-side view of two runs uses); none when either is missing."""
+    expected, output = record.case.expected_output, record.execution.output
+    if expected is None or output is None:
+        return None, False
+    return text_diff(as_text(expected), as_text(output))
 
 
 def has_metric_judge(run: RunRecord) -> bool:

@@ -236,6 +236,88 @@
     return { items: rows.slice(offset, offset + limit), total: rows.length, limit, offset };
   }
 
+  // -- text diffs ---------------------------------------------------------------------------
+  // The server sends the line diff of two texts (report/text_diff.py, with its cut); within
+  // each changed block the page marks the words that differ (jsdiff, static/vendor/), so a
+  // changed number shows as itself rather than as two whole lines. The work is bounded, so a
+  // megabyte of output never freezes the page: a block of more than WORD_DIFF_CHARS, one
+  // jsdiff cannot settle in WORD_DIFF_MS, and every block once the diff has spent
+  // WORD_DIFF_BUDGET_MS stay line diffs, and the page says so.
+
+  const WORD_DIFF_CHARS = 10000;
+  const WORD_DIFF_MS = 40;
+  const WORD_DIFF_BUDGET_MS = 200;
+  const CHAR_DIFF_CHARS = 40;
+
+  function diffView(lines, id) {
+    const pre = h("pre", { class: "diff", id });
+    const deadline = performance.now() + WORD_DIFF_BUDGET_MS;
+    let plain = 0;
+    for (let i = 0; i < lines.length;) {
+      if (lines[i].op === "same") { pre.appendChild(diffLine("same", [[lines[i].text, false]])); i++; continue; }
+      const removed = [], added = [];
+      while (i < lines.length && lines[i].op === "removed") removed.push(lines[i++].text);
+      while (i < lines.length && lines[i].op === "added") added.push(lines[i++].text);
+      const marks = blockMarks(removed, added, deadline);
+      plain += marks.plain;
+      removed.forEach((t, k) => pre.appendChild(diffLine("removed", marks.removed[k] || [[t, false]])));
+      added.forEach((t, k) => pre.appendChild(diffLine("added", marks.added[k] || [[t, false]])));
+    }
+    pre.setAttribute("data-word-diff", plain ? "partial" : "complete");
+    return h("div", {}, pre, plain ? h("p", { class: "muted small word-diff-note" },
+      `Changed words are marked where the change is small enough to mark quickly; ${fmt.int(plain)} changed line${plain === 1 ? " is" : "s are"} shown whole.`) : null);
+  }
+
+  function diffLine(op, pieces) {
+    const mark = op === "removed" ? "del" : "ins";
+    return h("span", { class: "d-" + op }, op === "added" ? "+ " : op === "removed" ? "− " : "  ",
+      pieces.map(([text, changed]) => (changed ? h(mark, {}, text) : text)), "\n");
+  }
+
+  // The words (for a short text of one word, a number or a name, the characters) that differ
+  // between a block of removed lines and the added lines that replaced it: per line, its
+  // pieces [text, changed] (none changed when the lines have nothing in common), or nothing
+  // where they could not be marked cheaply before ``deadline``; ``plain`` counts those.
+  // A block of as many lines on each side is compared line by line.
+  function blockMarks(removed, added, deadline) {
+    const none = { removed: [], added: [], plain: removed.length && added.length ? removed.length + added.length : 0 };
+    if (!none.plain) return none;
+    if (removed.length === added.length && removed.length > 1) {
+      const marks = { removed: [], added: [], plain: 0 };
+      removed.forEach((r, k) => {
+        const pair = performance.now() < deadline ? lineMarks([r], [added[k]]) : null;
+        if (pair) { marks.removed[k] = pair.removed[0]; marks.added[k] = pair.added[0]; } else marks.plain += 2;
+      });
+      return marks;
+    }
+    const block = performance.now() < deadline ? lineMarks(removed, added) : null;
+    return block ? Object.assign(block, { plain: 0 }) : none;
+  }
+
+  function lineMarks(removed, added) {
+    const before = removed.join("\n"), after = added.join("\n");
+    if (!window.Diff || before.length + after.length > WORD_DIFF_CHARS) return null;
+    const short = before.length <= CHAR_DIFF_CHARS && after.length <= CHAR_DIFF_CHARS && !/\s/.test(before + after);
+    const changes = (short ? window.Diff.diffChars : window.Diff.diffWordsWithSpace)(before, after, { timeout: WORD_DIFF_MS });
+    if (!changes) return null;
+    if (!changes.some((c) => !c.added && !c.removed && c.value.trim())) {  // all changed: the line's colour says it
+      return { removed: removed.map((t) => [[t, false]]), added: added.map((t) => [[t, false]]) };
+    }
+    const old = sideLines(changes.filter((c) => !c.added)), now = sideLines(changes.filter((c) => !c.removed));
+    return old.length === removed.length && now.length === added.length ? { removed: old, added: now } : null;
+  }
+
+  function sideLines(changes) {
+    const lines = [[]];
+    for (const c of changes) {
+      c.value.split("\n").forEach((piece, k) => {
+        if (k) lines.push([]);
+        if (piece) lines[lines.length - 1].push([piece, Boolean(c.added || c.removed)]);
+      });
+    }
+    return lines;
+  }
+
   // -- charts (SVG) -------------------------------------------------------------------------
 
   function coloured(color) {
@@ -305,6 +387,7 @@
   }
 
   const SUITE_COLORS = ["#3451b2", "#1f8a4c", "#b7791f", "#c9302c", "#7e3fb8", "#0e7490", "#be185d", "#4d7c0f"];
+  const SUITE_COLORS_DARK = ["#8ea6ff", "#5fd08f", "#e3b341", "#ff7b72", "#c79bf2", "#4fc3d9", "#f17fb5", "#a3d65c"];
 
   // Where a suite file is, in a few words: its last two path parts.
   function shortPath(path) {
@@ -394,39 +477,83 @@
         pageSize(limit, (n) => apply({ limit: n }))));
   }
 
-  // The pass rate of the listed runs over time, one line per suite; a point opens its run.
+  // The pass rate of the listed runs over time, one line per suite (uPlot, static/vendor/):
+  // hovering shows the nearest run's name, date and pass rate, a click (or Enter, the arrow
+  // keys moving between runs) opens it, dragging zooms into a stretch of time.
   function runsChart(items) {
     const suites = Array.from(new Set(items.map((r) => r.suite))).slice(0, SUITE_COLORS.length);
-    const chronological = items.filter((r) => r.pass_rate !== null && r.pass_rate !== undefined && suites.includes(r.suite)).sort((a, b) => a.created_at - b.created_at);
-    if (!chronological.length) return null;
-    const W = 900, H = 200, L = 40, R = 12, T = 12, B = 28;
-    const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "pass rate over time, one line per suite", id: "runs-chart" });
-    for (const tick of [0, 0.25, 0.5, 0.75, 1]) {
-      const y = T + (1 - tick) * (H - T - B);
-      svg.appendChild(s("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid-line" }));
-      svg.appendChild(s("text", { x: L - 6, y: y + 4, "text-anchor": "end" }, Math.round(tick * 100) + "%"));
-    }
-    const first = chronological[0].created_at, last = chronological[chronological.length - 1].created_at;
-    const x = (t) => (last === first ? (L + W - R) / 2 : L + ((t - first) * (W - L - R)) / (last - first));
-    const y = (v) => T + (1 - v) * (H - T - B);
-    suites.forEach((suite, k) => {
-      const color = SUITE_COLORS[k];
-      const points = chronological.filter((r) => r.suite === suite);
-      const d = points.map((r, i) => (i ? "L " : "M ") + x(r.created_at).toFixed(1) + " " + y(r.pass_rate).toFixed(1)).join(" ");
-      svg.appendChild(s("path", { d, fill: "none", stroke: color, "stroke-width": 2, "data-suite": suite }));
-      for (const r of points) {
-        const dot = s("circle", { cx: x(r.created_at), cy: y(r.pass_rate), r: 4.5, fill: color, class: "point", "data-run": r.id, tabindex: "0", role: "link" },
-          s("title", {}, `${r.name || r.id} (${suite}): pass rate ${figure(r.display, "pass_rate")}, ${fmt.time(r.created_at)}`));
-        dot.addEventListener("click", () => go(route("run", r.id)));
-        dot.addEventListener("keydown", (e) => { if (e.key === "Enter") go(route("run", r.id)); });
-        svg.appendChild(dot);
-      }
+    const runs = items.filter((r) => r.pass_rate !== null && r.pass_rate !== undefined && suites.includes(r.suite)).sort((a, b) => a.created_at - b.created_at);
+    if (!runs.length || !window.uPlot) return null;
+    const colors = suiteColors();
+    const tip = h("div", { class: "chart-tip", role: "status", hidden: true });
+    const box = h("div", { class: "trend", id: "runs-chart", tabindex: "0", role: "group", "aria-label": "pass rate over time, one line per suite; arrow keys pick a run, Enter opens it" }, tip);
+    let plot = null;
+    const opened = (idx) => { if (idx !== null && idx !== undefined && runs[idx]) go(route("run", runs[idx].id)); };
+    new ResizeObserver(() => {
+      const width = box.clientWidth;
+      if (!width) return;
+      if (plot) { plot.setSize({ width, height: 220 }); return; }
+      plot = trendPlot(runs, suites, colors, width, tip);
+      box.insertBefore(plot.root, tip);
+      box.uplot = plot;  // for tests and tools: the chart, and the run of each x value
+      box.uplotRuns = runs;
+      let down = null;
+      plot.over.addEventListener("mousedown", (e) => { down = e.clientX; });
+      plot.over.addEventListener("click", (e) => { if (down === null || Math.abs(e.clientX - down) < 4) opened(plot.cursor.idx); });
+    }).observe(box);
+    box.addEventListener("keydown", (e) => {
+      if (!plot) return;
+      const now = plot.cursor.idx === null || plot.cursor.idx === undefined ? -1 : plot.cursor.idx;
+      const next = e.key === "ArrowRight" ? Math.min(runs.length - 1, now + 1) : e.key === "ArrowLeft" ? Math.max(0, now < 0 ? runs.length - 1 : now - 1) : null;
+      if (e.key === "Enter") { e.preventDefault(); opened(now); return; }
+      if (next === null) return;
+      e.preventDefault();
+      plot.setCursor({ left: plot.valToPos(runs[next].created_at, "x"), top: plot.valToPos(runs[next].pass_rate, "y") });
     });
-    svg.appendChild(s("text", { x: L, y: H - 8, "text-anchor": "start" }, fmt.time(first).slice(0, 16)));
-    if (last !== first) svg.appendChild(s("text", { x: W - R, y: H - 8, "text-anchor": "end" }, fmt.time(last).slice(0, 16)));
-    return h("div", { class: "panel" }, h("h2", {}, "Pass rate over time, by suite"), svg,
-      h("div", { class: "legend" }, suites.map((suite, k) => h("a", { href: route("runs", null, { suite }) }, coloured(SUITE_COLORS[k]), suite))),
-      h("p", { class: "muted small" }, "Click a point to open its run."));
+    return h("div", { class: "panel" }, h("h2", {}, "Pass rate over time, by suite"), box,
+      h("div", { class: "legend" }, suites.map((suite, k) => h("a", { href: route("runs", null, { suite }), "data-suite": suite }, coloured(colors[k]), suite))),
+      h("p", { class: "muted small" }, "Point at a run to read it, click to open it; drag to zoom in, double-click to zoom out."));
+  }
+
+  // A time axis tick in UTC, as the page writes times: a day at midnight, else the hour.
+  function utcTick(ts, i) {
+    const iso = new Date(ts * 1000).toISOString();
+    return iso.slice(11, 16) === "00:00" ? iso.slice(0, 10) : (i ? "" : iso.slice(0, 10) + " ") + iso.slice(11, 16);
+  }
+
+  // The suites' colours, brighter on a dark page.
+  function suiteColors() {
+    return window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? SUITE_COLORS_DARK : SUITE_COLORS;
+  }
+
+  // The trend chart itself: one x value a run (so a hovered index is a run), each suite's
+  // series holding its runs' pass rates and nothing between them.
+  function trendPlot(runs, suites, colors, width, tip) {
+    const css = getComputedStyle(document.documentElement);
+    const ink = css.getPropertyValue("--muted").trim() || "#5f6b7a", grid = css.getPropertyValue("--grid").trim() || "#e1e5eb";
+    const data = [runs.map((r) => r.created_at)].concat(suites.map((suite) => runs.map((r) => (r.suite === suite ? r.pass_rate : null))));
+    const axis = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "11px system-ui, sans-serif" };
+    const show = (u) => {
+      const idx = u.cursor.idx;
+      const r = idx === null || idx === undefined ? null : runs[idx];
+      tip.hidden = !r;
+      if (!r) return;
+      tip.replaceChildren(h("strong", {}, r.name || r.id), h("div", { class: "muted" }, r.suite + " · " + fmt.time(r.created_at)), h("div", {}, "pass rate " + figure(r.display, "pass_rate")));
+      const x = u.valToPos(r.created_at, "x"), y = u.valToPos(r.pass_rate, "y");
+      const base = tip.parentNode.getBoundingClientRect(), over = u.over.getBoundingClientRect();
+      tip.style.left = Math.min(over.left - base.left + x + 12, Math.max(0, base.width - 250)) + "px";
+      tip.style.top = Math.max(0, over.top - base.top + y - 10) + "px";
+    };
+    return new window.uPlot({
+      width, height: 220, legend: { show: false },
+      tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
+      cursor: { points: { size: 11 }, drag: { x: true, y: false }, focus: { prox: 24 } },
+      focus: { alpha: 0.35 },
+      scales: { x: { time: true }, y: { range: [0, 1] } },
+      axes: [Object.assign({}, axis, { values: (u, splits) => splits.map(utcTick) }), Object.assign({}, axis, { size: 44, values: (u, splits) => splits.map((v) => Math.round(v * 100) + "%") })],
+      series: [{}].concat(suites.map((suite, k) => ({ label: suite, stroke: colors[k], width: 2, spanGaps: true, points: { show: true, size: 7, fill: colors[k] } }))),
+      hooks: { setCursor: [show] },
+    }, data);
   }
 
   function pager(page, link) {
@@ -733,6 +860,7 @@
           r.case.guidelines.length ? [h("h3", {}, "Guidelines"), h("ul", {}, r.case.guidelines.map((o) => h("li", {}, o)))] : null)),
       groundTruth(r.case),
       h("div", { class: "panel" }, h("h2", {}, "Agent output"), h("div", { id: "agent-output" }, block(ex.output, "(no output)"))),
+      expectedDiff(detail),
       caseFamily(detail),
       h("div", { class: "panel" }, h("h2", {}, "Scores"), r.scores.length ? r.scores.map((sc, i) => scoreCard(sc, shownCase.scores[i], STATIC ? null : { runId, caseId, repeat, labels: byEvaluator[sc.name] || [] })) : h("p", { class: "muted" }, "No scores.")),
       toolMatches(detail.tool_matches),
@@ -758,6 +886,16 @@
           messageText(m.content) ? h("pre", {}, messageText(m.content)) : null,
           (m.tool_calls || []).map((tc) => h("div", { class: "muted" }, "calls ", h("strong", {}, tc.function.name), " ", tc.function.arguments)))))) : null,
       Object.keys(r.case.metadata || {}).length ? h("details", { class: "panel" }, h("summary", {}, "Case metadata"), h("pre", {}, JSON.stringify(r.case.metadata, null, 2))) : null);
+  }
+
+  // How the agent's output differs from the expected one, when the case expects one.
+  function expectedDiff(detail) {
+    const diff = detail.expected_diff;
+    if (!diff) return null;
+    return h("div", { class: "panel", id: "expected-diff" }, h("h2", {}, "Output against expected"),
+      diff.every((l) => l.op === "same") ? h("p", { class: "muted" }, "The output is the expected output.") :
+        [h("p", { class: "muted small" }, "− expected, + the agent's output; changed words are marked."), diffView(diff)],
+      detail.expected_diff_cut ? h("p", { class: "muted" }, "The outputs are long: the diff covers their first lines.") : null);
   }
 
   // A failed case's cause analysis (--cause-analysis): the turn and behaviour that caused it, a fix, and what the call cost.
@@ -1143,8 +1281,7 @@
     return h("div", {},
       h("div", { class: "grid" }, h("div", {}, h("h3", {}, "Input"), h("pre", {}, sides.input)), sides.expected !== null && sides.expected !== undefined ? h("div", {}, h("h3", {}, "Expected"), h("pre", {}, sides.expected)) : null),
       h("div", { class: "side-by-side" }, side("Baseline", b, sides.baseline), side("Candidate", c, sides.candidate)),
-      h("h3", {}, "Output diff"), sides.diff.every((l) => l.op === "same") ? h("p", { class: "muted" }, "The outputs are the same.") :
-        h("pre", { class: "diff" }, sides.diff.map((l) => h("span", { class: "d-" + l.op }, (l.op === "added" ? "+ " : l.op === "removed" ? "− " : "  ") + l.text + "\n"))),
+      h("h3", {}, "Output diff"), sides.diff.every((l) => l.op === "same") ? h("p", { class: "muted" }, "The outputs are the same.") : diffView(sides.diff),
       sides.diff_cut ? h("p", { class: "muted" }, "The outputs are long: the diff covers their first lines.") : null);
   }
 
