@@ -489,7 +489,8 @@
     const box = h("div", { class: "trend", id: "runs-chart", tabindex: "0", role: "group", "aria-label": "pass rate over time, one line per suite; arrow keys pick a run, Enter opens it" }, tip);
     let plot = null;
     const opened = (idx) => { if (idx !== null && idx !== undefined && runs[idx]) go(route("run", runs[idx].id)); };
-    new ResizeObserver(() => {
+    const sizer = new ResizeObserver(() => {
+      if (!box.isConnected) { sizer.disconnect(); if (plot) plot.destroy(); return; }  // the page moved on
       const width = box.clientWidth;
       if (!width) return;
       if (plot) { plot.setSize({ width, height: 220 }); return; }
@@ -500,14 +501,16 @@
       let down = null;
       plot.over.addEventListener("mousedown", (e) => { down = e.clientX; });
       plot.over.addEventListener("click", (e) => { if (down === null || Math.abs(e.clientX - down) < 4) opened(plot.cursor.idx); });
-    }).observe(box);
+    });
+    sizer.observe(box);
     box.addEventListener("keydown", (e) => {
       if (!plot) return;
       const now = plot.cursor.idx === null || plot.cursor.idx === undefined ? -1 : plot.cursor.idx;
       const next = e.key === "ArrowRight" ? Math.min(runs.length - 1, now + 1) : e.key === "ArrowLeft" ? Math.max(0, now < 0 ? runs.length - 1 : now - 1) : null;
-      if (e.key === "Enter") { e.preventDefault(); opened(now); return; }
-      if (next === null) return;
+      if (e.key !== "Enter" && next === null) return;
       e.preventDefault();
+      e.stopPropagation();  // the page's own keys (j/k, Enter on a table row) are not the chart's
+      if (e.key === "Enter") { opened(now); return; }
       plot.setCursor({ left: plot.valToPos(runs[next].created_at, "x"), top: plot.valToPos(runs[next].pass_rate, "y") });
     });
     return h("div", { class: "panel" }, h("h2", {}, "Pass rate over time, by suite"), box,
