@@ -284,6 +284,8 @@ def test_the_static_report_works_from_disk_offline(browser, demo, tmp_path):
     assert page.locator("h1").inner_text() == ids[4]
     assert page.locator("#cases tbody tr").count() == 50
     assert page.locator(".hist-grid svg").count() == 4
+    # the vendored libraries run from the file too, inlined and allowed by their hashes
+    assert page.evaluate("[typeof Diff.diffWordsWithSpace, typeof uPlot]") == ["function"] * 2
     _shot(page, tmp_path, "report")
     page.fill("#case-search", HOSTILE_CASE)
     page.press("#case-search", "Enter")
