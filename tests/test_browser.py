@@ -1096,3 +1096,31 @@ def test_the_trend_chart_draws_a_line_per_suite_and_a_click_opens_its_run(browse
             _rendered(page, f"#/run/{runs['chat'][3]}")
             _no_csp_violations(page)
             watch.clean()
+
+
+def test_a_score_with_no_pass_or_fail_of_its_own_is_not_shown_as_passed(browser, tmp_path):
+    from assay.types.case import Case
+    from assay.types.execution import Execution
+    from assay.types.records import CaseRecord, Verdict
+    from assay.types.score import Score
+
+    def write(store: RunStore) -> str:
+        run = write_run(store, 2, seed=1)
+        scores = [Score(name="tone", value=0.4), Score(name="correct", value=0.0, passed=False)]
+        record = CaseRecord(run_id=run, case_id="mixed", case=Case(id="mixed", input="q"),
+                            execution=Execution(input="q", output="a"), scores=scores,
+                            score=0.2, verdict=Verdict.FAIL)
+        store.record_execution(run, "mixed", 0, record.execution)
+        for score in scores:
+            store.record_score(run, "mixed", 0, score)
+        store.record_case(record)
+        return run
+
+    with _one_run(browser, tmp_path, write) as (served, page, run_id):
+        page.goto(f"{served}/#/case/{run_id}?case_id=mixed")
+        tone = page.locator('.score-card[data-evaluator="tone"]')
+        expect(tone.locator(".head .badge")).to_have_text("scored")
+        assert "b-pass" not in (tone.locator(".head .badge").get_attribute("class") or "")
+        assert "s-pass" not in (tone.get_attribute("class") or "")
+        correct = page.locator('.score-card[data-evaluator="correct"] .head .badge')
+        assert "b-fail" in (correct.get_attribute("class") or "")

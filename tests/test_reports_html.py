@@ -103,6 +103,38 @@ def test_a_large_run_keeps_its_problems_and_says_how_many_it_left_out(stored):
     assert "10 of 61 cases" in data["generated"]
 
 
+def test_a_huge_answer_is_cut_in_the_report_as_on_a_case_page(tmp_path):
+    from assay.report.views import CASE_PAGE_BYTES
+
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    run = write_run(store, 3, seed=1)
+    huge = "y" * 3_000_000
+    record = CaseRecord(run_id=run, case_id="huge", case=Case(id="huge", input="q",
+                                                              expected_output="z"),
+                        execution=Execution(input="q", output=huge),
+                        scores=[Score(name="correctness", value=0.0, passed=False)],
+                        score=0.0, verdict=Verdict.FAIL)
+    store.record_execution(run, "huge", 0, record.execution)
+    store.record_score(run, "huge", 0, record.scores[0])
+    store.record_case(record)
+    data = report_data(store, store.run_record(run))
+    store.close()
+    detail = data["details"]["huge#0"]
+    assert len(json.dumps(detail)) < 1.1 * CASE_PAGE_BYTES
+    output = detail["record"]["execution"]["output"]
+    assert output.startswith("yyy") and output.endswith("[cut: 3,000,000 characters in all]")
+    assert "/record/execution/output" in [c["pointer"] for c in detail["cuts"]]
+
+
+def test_a_reports_case_details_share_one_budget():
+    from assay.report.html import MIN_CASE_BYTES, REPORT_DETAIL_BYTES, case_bytes
+    from assay.report.views import CASE_PAGE_BYTES
+
+    assert case_bytes(1) == CASE_PAGE_BYTES
+    assert case_bytes(100) == REPORT_DETAIL_BYTES // 100 >= MIN_CASE_BYTES
+    assert case_bytes(10**6) == MIN_CASE_BYTES
+
+
 def test_markdown_text_is_inert():
     text = md_text(NASTY_ID + "\nnext line\x1b[31m")
     assert "<" not in text and "\n" not in text and "\x1b" not in text

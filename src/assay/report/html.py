@@ -46,21 +46,46 @@ def _sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
+REPORT_DETAIL_BYTES = 50_000_000
+"""About the most the case details of one report file hold (JSON bytes), shared among its
+cases: a report is one file, opened whole by a browser, so a run of huge answers must not make
+it gigabytes. Each case gets at most what a case page of the server holds."""
+MIN_CASE_BYTES = 20_000
+"""The least room a case of a report is given, however many cases share the budget."""
+
+
+def case_bytes(cases: int) -> int:
+    """The room of each case's details in a report of ``cases`` cases: the report's budget
+    shared out, within a case page's size (:data:`~assay.report.views.CASE_PAGE_BYTES`) and
+    :data:`MIN_CASE_BYTES`. A larger case is cut as a case page is, every cut listed."""
+    from assay.report.views import CASE_PAGE_BYTES
+
+    share = REPORT_DETAIL_BYTES // max(1, cases)
+    return max(MIN_CASE_BYTES, min(CASE_PAGE_BYTES, share))
+
+
 def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> dict[str, Any]:
     """What the page reads: the run, its score distributions, and its first ``max_cases``
     cases (problems first), each with its details."""
     from assay.report.family import run_family
-    from assay.report.views import case_detail, has_metric_judge, run_detail, shown_rows
+    from assay.report.views import (
+        bounded_case,
+        case_detail,
+        has_metric_judge,
+        run_detail,
+        shown_rows,
+    )
     from assay.run.display import scale_for
 
     target = queries.run_target(run)
     rows, total = queries.case_page(store, run.id, queries.CaseFilter(), limit=max_cases)
     details: dict[str, Any] = {}
     wanted = {(r.case_id, r.repeat) for r in rows}
+    limit = case_bytes(len(wanted))
     for record in store.case_records(run.id):
         if (record.case_id, record.repeat) in wanted:
-            details[f"{record.case_id}#{record.repeat}"] = case_detail(
-                record, run).model_dump(mode="json")
+            details[f"{record.case_id}#{record.repeat}"] = bounded_case(
+                case_detail(record, run), limit)
     return {
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         + f" · assay {__version__}"

@@ -1069,13 +1069,13 @@
 
   function scoreCard(sc, display, labelling) {
     const shownScore = display || { parts: [] };
-    const state = sc.error ? "error" : sc.skipped !== null && sc.skipped !== undefined ? "skipped" : sc.passed === false ? "fail" : "pass";
+    const state = sc.error ? "error" : sc.skipped !== null && sc.skipped !== undefined ? "skipped" : sc.passed === false ? "fail" : sc.passed ? "pass" : "scored";
     const d = Object.assign({}, sc.details || {});
     const request = d.judge_request; const answer = d.judge_answer !== undefined ? d.judge_answer : d.raw_output;
     delete d.judge_request; delete d.judge_answer; delete d.raw_output; delete d.blamed_turns; delete d.chunk_ratings;
     return h("div", { class: "score-card s-" + state, "data-evaluator": sc.name },
       h("div", { class: "head" }, h("span", { class: "name" }, sc.name),
-        sc.error ? badge("error", "error") : sc.skipped !== null && sc.skipped !== undefined ? badge("not applicable", "skipped") : badge(sc.passed === false ? "failed" : sc.passed ? "passed" : "scored", sc.passed === false ? "fail" : "pass"),
+        sc.error ? badge("error", "error") : sc.skipped !== null && sc.skipped !== undefined ? badge("not applicable", "skipped") : badge(sc.passed === false ? "failed" : sc.passed ? "passed" : "scored", sc.passed === false ? "fail" : sc.passed ? "pass" : "none"),
         sc.blocking ? badge("blocking", "fail") : null,
         h("span", { class: "big" }, figure(shownScore, "value"))),
       h("dl", { class: "kv" },
