@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up, check and run every test: lint and types, the fast in-process suite, then the marked
-# ones (embedded model, fault drills, fuzzing, PostgreSQL, browser, trace integrations).
+# ones (embedded model, fault drills, fuzzing, PostgreSQL, browser, trace integrations, the
+# guide's build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -19,7 +20,7 @@ trap 'bash scripts/postgres.sh stop' EXIT
 ASSAY_CHROMIUM="$(bash scripts/browser.sh)"
 export ASSAY_CHROMIUM
 export CI="${CI:-true}"
-MARKED="slow or postgres or drill or fuzz or browser or process or cluster or traces"
+MARKED="slow or postgres or drill or fuzz or browser or process or cluster or traces or docs"
 # The in-process tests on every core and one worker more (some tests wait on timeouts, not
 # the CPU), a test module per worker (its fixtures built once). The marked pass stays on
 # one: its drills time processes, and one long embedded-model module would set its pace.

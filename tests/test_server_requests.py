@@ -6,6 +6,7 @@ stays small whatever the case holds."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -170,13 +171,16 @@ def test_the_mock_server_on_a_taken_port_says_so_in_one_line_before_any_banner(t
     assert len(err.strip().splitlines()) == 1
 
 
-def test_the_server_and_the_mock_server_default_to_different_ports_as_the_readme_says():
+def test_the_server_and_the_mock_server_default_to_different_ports_as_the_guide_says():
     from assay.cli.serve import DEFAULT_PORT
 
     assert DEFAULT_PORT != mock_module.DEFAULT_PORT
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert f"assay serve                             # http://127.0.0.1:{DEFAULT_PORT}/" in readme
-    assert f"mock_server --port {mock_module.DEFAULT_PORT} " in readme
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    viewer = (docs / "how-to" / "viewer.md").read_text()
+    assert re.search(rf"assay serve &? +# http://127\.0\.0\.1:{DEFAULT_PORT}/", viewer)
+    development = (docs / "development.md").read_text()
+    assert f"mock_server --port {mock_module.DEFAULT_PORT} " in development
+    assert f"its default port is {mock_module.DEFAULT_PORT}" in development
 
 
 # -- 4. NUL and control characters in parameters -----------------------------------------------

@@ -1,0 +1,156 @@
+"""The guide (docs/, built by MkDocs) and the README work as written: every code block is run,
+shown from the file it names, or marked as not runnable with the reason; every relative link
+points to a file; nothing on a page is fetched from another server; the site builds with
+``mkdocs build --strict`` and its reference pages are the code's."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.docblocks import ROOT, Reader, copy_examples, env_for, guide_pages, read_blocks
+
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
+ASSET_HOSTS = re.compile(r"cdn|unpkg|jsdelivr|googleapis|gstatic|cloudflare|fontawesome|"
+                         r"analytics|googletagmanager", re.I)
+BLOCKS = [block for page in guide_pages() for block in read_blocks(page)]
+GUIDE_PAGES = sorted({b.page for b in BLOCKS if b.kind == "run" and b.page != "README.md"})
+
+
+def test_every_block_is_run_shown_or_marked_with_a_reason():
+    kinds = Counter(block.kind for block in BLOCKS)
+    unchecked = [f"{b.where} ({b.language or 'no language'})" for b in BLOCKS
+                 if b.kind == "unchecked"]
+    assert not unchecked, ("blocks that are neither run, nor a file of the repository, nor "
+                           f"marked <!-- not run: REASON -->: {unchecked}")
+    assert all(len(b.not_run or "") >= 10 for b in BLOCKS if b.kind == "not run")
+    assert kinds["run"] >= 20, kinds
+
+
+def test_the_files_shown_are_the_files_they_name():
+    shown = [b for b in BLOCKS if b.kind == "file"]
+    for block in shown:
+        assert block.shown_file is not None
+        assert block.shown_file.read_text() == block.code, (
+            f"{block.where} differs from {block.shown_file.relative_to(ROOT)}")
+    assert len(shown) >= 5
+
+
+@pytest.mark.parametrize("page", [p.relative_to(ROOT).as_posix() for p in guide_pages()])
+def test_relative_links_point_to_files(page):
+    path = ROOT / page
+    for target in links(path):
+        if EXTERNAL.match(target) or target.startswith("#"):
+            continue
+        file = target.split("#")[0]
+        assert (path.parent / file).exists(), f"{page}: {target} does not exist"
+
+
+def test_external_links_fetch_nothing_for_a_page():
+    """External links are listed, never fetched; none is an asset from a CDN (a page must
+    read offline), and no image is loaded from another server."""
+    external: dict[str, list[str]] = {}
+    for page in [*guide_pages(), ROOT / "mkdocs.yml"]:
+        text = page.read_text()
+        for target in [*links(page), *re.findall(r"https?://[^\s)\"'`>]+", text)]:
+            if re.match(r"https?://", target):
+                external.setdefault(target, []).append(page.name)
+        images = re.findall(r"!\[[^\]]*\]\(\s*<?(https?://[^)\s>]+)", text)
+        assert not images, f"{page.name} loads images from other servers: {images}"
+    assert external, "the pages name no external address at all: the scan is broken"
+    assert not [url for url in external if ASSET_HOSTS.search(url)], external
+
+
+def test_the_guide_lists_every_page_and_fetches_no_fonts():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text().replace("!!python", "#"))
+    assert config["theme"]["font"] is False
+    assert "google_analytics" not in config and "analytics" not in config.get("extra", {})
+
+    def pages(nav: object) -> list[str]:
+        if isinstance(nav, str):
+            return [nav]
+        if isinstance(nav, dict):
+            return [p for value in nav.values() for p in pages(value)]
+        return [p for item in nav for p in pages(item)] if isinstance(nav, list) else []
+
+    listed = set(pages(config["nav"]))
+    on_disk = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    assert listed == on_disk
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("page", GUIDE_PAGES)
+def test_the_pages_code_runs_as_written(page, tmp_path, mock_server):
+    """A page's blocks in order, in one copy of examples/, as a reader would run them."""
+    reader = Reader(copy_examples(tmp_path), env_for(mock_server.url))
+    try:
+        for block in BLOCKS:
+            if block.page == page and block.kind == "run":
+                reader.run(block)
+    finally:
+        reader.close()
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("where", "argument"), [("examples/pytest", "test_agent.py"),
+                                                  (".", "examples/pytest")])
+def test_the_pytest_example_passes(tmp_path, where, argument):
+    """The test file the pytest guide shows passes under pytest, from its own folder and from
+    the root above examples/ alike."""
+    assert any(b.shown_file == ROOT / "examples/pytest/test_agent.py" for b in BLOCKS)
+    copy_examples(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           argument], cwd=tmp_path / where,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "assay judgements" in done.stdout and "6 passed" in done.stdout
+
+
+@pytest.mark.docs
+def test_the_site_builds_strict_with_the_reference_from_the_code(tmp_path):
+    """``mkdocs build --strict`` (broken links and anchors fail it: mkdocs.yml's validation),
+    into a temporary directory; the command reference has every command of the app and the
+    API reference every public name; no page loads a script, style or font from elsewhere."""
+    import typer
+
+    import assay
+    from assay.cli import app
+
+    site = tmp_path / "site"
+    started = time.monotonic()
+    done = subprocess.run([str(Path(sys.executable).parent / "mkdocs"), "build", "--strict",
+                           "--site-dir", str(site)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stdout + done.stderr
+    print(f"site built in {took:.1f} s")
+    cli = (site / "reference" / "cli" / "index.html").read_text()
+    command = typer.main.get_command(app)
+    for name in command.commands:  # type: ignore[attr-defined]
+        assert f'id="assay-{name}"' in cli, f"assay {name} is missing from the CLI reference"
+    assert "--budget-usd" in cli and "--allow-different-judge" in cli
+    api = (site / "reference" / "api" / "index.html").read_text()
+    for name in assay.__all__:
+        if name != "__version__":
+            assert f'id="assay.{name}"' in api, f"assay.{name} is missing from the API reference"
+    for html in site.rglob("*.html"):
+        fetched = re.findall(r"<(?:script|link|img)[^>]+(?:src|href)=\"(https?://[^\"]+)\"",
+                             html.read_text())
+        assert not fetched, f"{html.relative_to(site)} loads {fetched}"
+
+
+def links(path: Path) -> list[str]:
+    """The link targets of a Markdown file, outside its code blocks and code spans."""
+    text = path.read_text()
+    text = re.sub(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", "", text, flags=re.S | re.M)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return LINK.findall(text)
