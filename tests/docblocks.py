@@ -11,7 +11,7 @@ Every fenced block is one of three kinds, decided here and nowhere else:
 
 A page's blocks run in order in one temporary copy of ``examples/``, so what one block makes
 (a stored run, a results file) is there for the next, as it is for a reader. A block runs in
-the copy's root, or in ``examples/NAME`` when the prose before it says "From
+the copy's root, or in ``examples/NAME`` when the prose before it says "from
 `` `examples/NAME` ``". Bash runs a line at a time with ``.venv/bin`` on ``PATH`` and the mock
 server as the OpenAI endpoint; ``RUN_ID``, ``RUN_A``, ``RUN_B`` and ``BASELINE_ID`` name the
 runs stored so far (the newest, the oldest, the newest, the oldest); a line exits 0 or 1 (1 is
@@ -35,7 +35,7 @@ RUNNABLE = ("bash", "python")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<reason>.+?)\s*-->\s*$", re.S)
 NAMED_FILE = re.compile(r"`([\w./-]+)`:?\s*$")
-FROM_EXAMPLE = re.compile(r"From\s+`examples/([^`]+)`")
+FROM_EXAMPLE = re.compile(r"[Ff]rom\s+`examples/([^`]+)`")
 PLACEHOLDER = re.compile(r"\b(RUN_ID|RUN_A|RUN_B|BASELINE_ID)\b")
 
 
@@ -86,7 +86,7 @@ class Block:
 def read_blocks(path: Path) -> list[Block]:
     """Every fenced block of a Markdown file, indented ones (in lists) included."""
     lines = path.read_text().splitlines(keepends=True)
-    page = str(path.relative_to(ROOT))
+    page = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
     found: list[Block] = []
     prose_start = 0
     index = 0

@@ -34,6 +34,26 @@ def test_every_block_is_run_shown_or_marked_with_a_reason():
     assert kinds["run"] >= 20, kinds
 
 
+def test_a_block_is_unchecked_unless_run_shown_or_marked(tmp_path):
+    """The rule the inventory above relies on, on a page made for it."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Some YAML:\n\n```yaml\na: 1\n```\n\n"
+        "<!-- not run: a fragment of a suite, for the test -->\n```yaml\nb: 2\n```\n\n"
+        "`examples/suite/EVAL.yaml`:\n\n```yaml\nc: 3\n```\n\n"
+        "From `examples/suite`:\n\n```bash\nassay runs\n```\n\n"
+        "1. In a list:\n\n   ```python\n   print(1)\n   ```\n\n"
+        "```\nno language\n```\n")
+    blocks = read_blocks(page)
+    assert [b.kind for b in blocks] == ["unchecked", "not run", "file", "run", "run",
+                                        "unchecked"]
+    assert blocks[1].not_run == "a fragment of a suite, for the test"
+    assert blocks[3].example == "suite" and blocks[4].code == "print(1)\n"
+    page.write_text("```bash\nassay runs\n")
+    with pytest.raises(AssertionError, match="never closed"):
+        read_blocks(page)
+
+
 def test_the_files_shown_are_the_files_they_name():
     shown = [b for b in BLOCKS if b.kind == "file"]
     for block in shown:
