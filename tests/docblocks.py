@@ -36,6 +36,7 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<reason>.+?)\s*-->\s*$", re.S)
 NAMED_FILE = re.compile(r"`([\w./-]+)`:?\s*$")
 FROM_EXAMPLE = re.compile(r"[Ff]rom\s+`examples/([^`]+)`")
+EXITS = re.compile(r"#\s*exits (\d+)\b")
 PLACEHOLDER = re.compile(r"\b(RUN_ID|RUN_A|RUN_B|BASELINE_ID)\b")
 
 
@@ -140,10 +141,11 @@ class Reader:
                                   capture_output=True, text=True, env=self.env, timeout=300)
             assert done.returncode == 0, f"{block.where}\n{done.stdout}\n{done.stderr}"
             return
-        for command in shell_lines(block.code):
-            cwd = self.run_line(block, command, cwd)
+        for command, exits in shell_lines(block.code):
+            cwd = self.run_line(block, command, cwd, exits)
 
-    def run_line(self, block: Block, command: str, cwd: Path) -> Path:
+    def run_line(self, block: Block, command: str, cwd: Path,
+                 exits: tuple[int, ...] = (0, 1)) -> Path:
         """One command; returns the folder the next one runs in (``cd`` moves it)."""
         words = shlex.split(command)
         if words[0] == "cd" and len(words) == 2:
@@ -159,7 +161,7 @@ class Reader:
         done = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True,
                               text=True, env=self.env, timeout=300)
         said = f"{block.where}: {command}\n{done.stdout}\n{done.stderr}"
-        assert done.returncode in (0, 1), said
+        assert done.returncode in exits, f"exit {done.returncode}, not {exits}: {said}"
         assert "Traceback" not in done.stderr, said
         return cwd
 
@@ -190,9 +192,10 @@ class Reader:
                 process.stdout.close()
 
 
-def shell_lines(code: str) -> list[str]:
-    """A bash block's commands: comments dropped, ``\\`` continuations joined."""
-    commands: list[str] = []
+def shell_lines(code: str) -> list[tuple[str, tuple[int, ...]]]:
+    """A bash block's commands, ``\\`` continuations joined, each with the exit codes it may
+    end with: the one its comment names (``# exits 1: ...``), else 0 or 1."""
+    commands: list[tuple[str, tuple[int, ...]]] = []
     pending = ""
     for line in code.splitlines():
         text = pending + line
@@ -200,9 +203,11 @@ def shell_lines(code: str) -> list[str]:
             pending = text.rstrip()[:-1] + " "
             continue
         pending = ""
-        command = strip_comment(text).strip()
+        code_part = strip_comment(text)
+        command = code_part.strip()
+        said = EXITS.match(text[len(code_part):])
         if command:
-            commands.append(command)
+            commands.append((command, (int(said.group(1)),) if said else (0, 1)))
     return commands
 
 

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.docblocks import ROOT, Reader, copy_examples, env_for, guide_pages, read_blocks
+from tests.docblocks import (
+    ROOT,
+    Reader,
+    copy_examples,
+    env_for,
+    guide_pages,
+    read_blocks,
+    shell_lines,
+)
 
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
@@ -52,6 +60,15 @@ def test_a_block_is_unchecked_unless_run_shown_or_marked(tmp_path):
     page.write_text("```bash\nassay runs\n")
     with pytest.raises(AssertionError, match="never closed"):
         read_blocks(page)
+
+
+def test_a_bash_line_may_say_the_exit_code_it_ends_with():
+    code = ("assay run EVAL.yaml   # a comment\n"
+            "assay compare A B     # exits 1: a regression\n"
+            "assay judge -e 'a # b' \\\n    -a x   # exits 2\n\n# only a comment\n")
+    assert shell_lines(code) == [("assay run EVAL.yaml", (0, 1)),
+                                 ("assay compare A B", (1,)),
+                                 ("assay judge -e 'a # b'      -a x", (2,))]
 
 
 def test_the_files_shown_are_the_files_they_name():
