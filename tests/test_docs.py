@@ -152,6 +152,24 @@ def test_the_pytest_example_passes(tmp_path, where, argument):
     assert "assay judgements" in done.stdout and "6 passed" in done.stdout
 
 
+@pytest.mark.process
+def test_the_connexity_suite_shown_validates(tmp_path, mock_server):
+    """The suite docs/connexity.md shows is valid as written, once the agent it names exists
+    (its target, its system prompt file): ``assay validate`` finds no problem in it."""
+    block = next(b for b in read_blocks(ROOT / "docs" / "connexity.md") if b.language == "yaml")
+    assert block.not_run and "test_the_connexity_suite_shown_validates" in block.not_run
+    (tmp_path / "EVAL.yaml").write_text(block.code)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "agent.md").write_text("You answer questions about orders.")
+    (tmp_path / "agent.py").write_text("def answer(messages):\n    return 'It has shipped.'\n")
+    (tmp_path / ".assay").mkdir()
+    (tmp_path / ".assay" / "targets.yaml").write_text(
+        "targets:\n  - name: my_agent\n    provider: python\n    function: agent:answer\n")
+    done = subprocess.run(["assay", "validate", "EVAL.yaml"], cwd=tmp_path, capture_output=True,
+                          text=True, env=env_for(mock_server.url), timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.mark.docs
 def test_the_site_builds_strict_with_the_reference_from_the_code(tmp_path):
     """``mkdocs build --strict`` (broken links and anchors fail it: mkdocs.yml's validation),
