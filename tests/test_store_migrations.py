@@ -371,6 +371,8 @@ def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
             conn.execute(text(f"ALTER TABLE runs DROP COLUMN {column}"))
         conn.execute(text("DROP TABLE run_tags"))
         conn.execute(text("DROP TABLE human_labels"))
+        for table in ("judge_batches", "judge_batch_requests"):  # 0010's
+            conn.execute(text(f"DROP TABLE {table}"))
         conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
                           "SET version_num = '0005_browse_indexes'"))
     engine.dispose()

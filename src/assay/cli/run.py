@@ -190,6 +190,16 @@ def run(
     budget_usd: float | None = typer.Option(
         None, "--budget-usd", min=0.000001, help="USD the run may spend: it stops starting "
         "cases before the budget is spent and can be resumed (--resume) for the rest."),
+    batch: bool = typer.Option(
+        False, "--batch", help="Send the judge calls through the providers' batch APIs "
+        "(OpenAI, Anthropic) at half the price: the agent runs now, the run is left waiting "
+        "for batch and 'assay run --resume RUN_ID' collects the answers (within 24 hours)."),
+    wait: bool = typer.Option(
+        False, "--wait", help="With --batch (or --resume of a batch run): wait for the "
+        "batches and complete the run, asking every --poll-interval seconds."),
+    poll_interval: float = typer.Option(
+        60.0, "--poll-interval", min=0.01, max=3600.0,
+        help="With --wait: seconds between two checks of the batches."),
     transcript: Path | None = typer.Option(
         None, "--transcript", help="Judge recorded sessions (AgentV's transcript JSONL) "
         "instead of running the agent; each answers the case of its test_id."),
@@ -227,6 +237,11 @@ def run(
     if judge_model is not None and not judge_model.strip():
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini, "
                           "or leave it out for the default")
+    if wait and not (batch or resume):
+        raise ConfigError("--wait waits for a batch run: give --batch, or --resume RUN_ID")
+    if batch and (resume or rerun_failed):
+        raise ConfigError("--batch starts a new run; a resume of a batch run batches as it "
+                          "did (leave --batch out)")
     if retry_errors and not resume:
         raise ConfigError("--retry-errors goes with --resume RUN_ID")
     if resume and rerun_failed:
@@ -262,7 +277,8 @@ def run(
             concurrency=concurrency, cache=mode, judge_model=judge_model,
             budget_usd=budget_usd, progress=progress,
             on_record=reports.on_record, on_start=on_start, on_warning=_warn,
-            on_notice=_notice, keep=False, on_inputs=reports.open)
+            on_notice=_notice, keep=False, on_inputs=reports.open,
+            wait=True if wait else None)
     else:
         try:
             config = RunConfig(
@@ -292,7 +308,8 @@ def run(
                                judge_concurrency=judge_concurrency,
                                target_concurrency=target_concurrency),
                 transcript=str(user_path(transcript).absolute()) if transcript else None,
-                budget_usd=budget_usd,
+                budget_usd=budget_usd, batch=batch, batch_wait=wait,
+                batch_poll_s=poll_interval,
                 run_name=run_name, tags=tag or [], notes=notes, agent_version=agent_version,
                 **_agent_options(judges, naming, quality_criteria, global_guideline,
                                  retrieval_per))
@@ -326,12 +343,37 @@ def run(
     if result.estimate is not None:
         print_dry_run(result)
         return
+    if result.waiting:
+        reports.close(keep=False)  # the rows are written when the run completes
+        _print_waiting(result, runs, resumed=stored_run is not None)
+        return
     failures = reports.finish(result)
     if getattr(reports, "default_path", None) is not None:
         console.print(f"results written to {reports.default_path}", highlight=False,
                       markup=False)
     _print_result(result, runs, lambda: _baseline(result, runs, set_baseline,
                                                   compare_to_baseline), failures)
+
+
+def _print_waiting(result: Any, runs: Any, resumed: bool) -> None:
+    """A run waiting for its batches: where they are and how to collect them. Exit 0 when
+    this command submitted them (``assay run --batch``), else :data:`EXIT_WAITING`: a resume
+    that found them unfinished (or submitted a next round)."""
+    from assay.run.batch import EXIT_WAITING
+    from assay.types.records import resume_command
+
+    progress = result.batch
+    if progress is not None and progress.submitted:
+        console.print(f"{progress.submitted} judge request(s) submitted in batches at the "
+                      "batch price (half the live price)", highlight=False, markup=False)
+    for line in progress.lines() if progress is not None else []:
+        console.print(for_terminal(line), highlight=False, markup=False, soft_wrap=True)
+    command = resume_command(result.run)
+    console.print(f"run {result.run_id} is waiting for batch (stored in {runs.display_url}); "
+                  f"collect the answers and complete it with: {for_terminal(command or '')}",
+                  highlight=False, markup=False, soft_wrap=True)
+    if resumed:
+        raise typer.Exit(EXIT_WAITING)
 
 
 def _baseline(result: Any, runs: Any, set_it: bool, compare_it: bool) -> bool:

@@ -88,6 +88,7 @@ def show(
     from assay.run.display import run_display
     from assay.run.result import verdict_notes
     from assay.store.runs import RunStore
+    from assay.types.records import RunStatus, status_text
 
     runs = RunStore(store_url(store))
     run = runs.run_record(run_id)
@@ -118,7 +119,12 @@ def show(
             err_console.print(left_out, highlight=False)
         return
     console.print(f"run [bold]{for_terminal(run.id)}[/] · suite {for_terminal(run.suite)} · "
-                  f"{run.status.value}", highlight=False)
+                  f"{status_text(run.status)}", highlight=False)
+    if run.status is RunStatus.WAITING:
+        from assay.run.batch import progress_of
+
+        for line in progress_of(runs, run.id).lines():
+            console.print(for_terminal(line), highlight=False, markup=False)
     console.print(cases_table(records, run=run))
     if left_out:
         console.print(left_out, highlight=False)

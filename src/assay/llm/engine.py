@@ -28,6 +28,7 @@ from typing import Any
 from assay._util.redact import SECRETS, register, register_environment
 from assay._util.user_code import error_text, user_code
 from assay.errors import EvaluationError
+from assay.llm.batch import BATCH_PRICE_FACTOR, BATCH_SLOT, BatchBook, BatchPending, Slot
 from assay.llm.cache import ResponseCache, cache_key
 from assay.llm.models import KEY_ENV_VARS, ModelSpec, parse_model
 from assay.llm.pricing import PriceSource, PriceTable
@@ -95,6 +96,9 @@ class JudgeEngine:
         self._preflighted: set[str] = set()
         self._identities: dict[Provider, dict[str, Any]] = {}
         self._sources: dict[Provider, PriceSource | None] = {}
+        self.batch: BatchBook | None = None
+        """A batch run's book (see :mod:`assay.llm.batch`): judge calls are collected for
+        the providers' batch APIs, or answered from finished batches; None: calls are made."""
 
     # -- models ---------------------------------------------------------------------------
 
@@ -168,14 +172,23 @@ class JudgeEngine:
         """
         provider = self.resolve(model)
         name = provider.spec.display
+        book = self.batch
         key = cache_key(self._identity(provider), request, sample) \
-            if self.cache is not None else ""
+            if self.cache is not None or book is not None else ""
         if self.cache is not None and self.config.cache_mode == "use":
             cached = self._cache_get(key)
             if cached is not None:
                 if self.config.dry_run:
                     self.estimate.cached += 1
                 return self._account(provider, cached, CallStats(cached=True), key)
+        if book is not None:
+            slot = BATCH_SLOT.get()
+            if slot is not None:
+                result = self._from_batch(book, slot, provider, request, key)
+                if result is not None:
+                    if remember:
+                        self.remember(result)
+                    return result
         if self.config.dry_run:
             self._estimate(provider, request)
             raise DryRunSkipped(f"dry run: {name} not called")
@@ -189,6 +202,29 @@ class JudgeEngine:
         if remember:
             self.remember(result)
         return result
+
+    def _from_batch(self, book: BatchBook, slot: Slot, provider: Provider,
+                    request: ChatRequest, key: str) -> ChatResult | None:
+        """A judge call of a batch run (see :mod:`assay.llm.batch`): the answer a finished
+        batch gave, checked as a live answer is; None when the call is to be made live (its
+        batch failed it, or its answer is unusable); else the request is collected for the
+        next batch and :class:`BatchPending` raised."""
+        response = book.take(key)
+        if response is not None:
+            problem = _shape_problem(response)
+            if problem is None:
+                try:
+                    _check_size(response, self.config.max_response_bytes)
+                except ResponseTooLarge as exc:
+                    problem = str(exc)
+            if problem is None:
+                return self._account(provider, response, CallStats(attempts=1), key,
+                                     batch=True)
+            book.failed[key] = f"unusable answer: {problem}"
+        if key in book.failed:
+            return None
+        book.collect(slot, provider.spec.display, key, request)
+        raise BatchPending(f"{provider.spec.display}: collected for a batch")
 
     def remember(self, result: ChatResult) -> None:
         """Cache an answer the caller accepted (a cached one is already there)."""
@@ -310,7 +346,7 @@ class JudgeEngine:
                 await asyncio.sleep(delay)
 
     def _account(self, provider: Provider, response: dict[str, Any],
-                 stats: CallStats, key: str = "") -> ChatResult:
+                 stats: CallStats, key: str = "", batch: bool = False) -> ChatResult:
         usage = response.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         stats.prompt_tokens = _token_count(usage.get("prompt_tokens"))
@@ -326,6 +362,11 @@ class JudgeEngine:
             free=provider.price_free, source=self._price_source(provider),
             cached_tokens=stats.cached_prompt_tokens,
             cache_write_tokens=stats.cache_write_tokens)
+        if batch:  # answered through a batch API: billed at its rate
+            stats.batch = True
+            if stats.cost is not None:
+                stats.cost *= BATCH_PRICE_FACTOR
+            self.usage.__dict__["batch_calls"] += 1
         # Counted in place: this runs once per call, and building models here showed in
         # profiles of the hot path.
         total = self.usage

@@ -311,7 +311,8 @@ def _usage_of(result: ChatResult) -> Usage:
     return Usage(calls=1, retries=max(0, stats.attempts - 1), cached_calls=0,
                  prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens,
                  cached_prompt_tokens=stats.cached_prompt_tokens,
-                 cache_write_tokens=stats.cache_write_tokens, cost=stats.cost)
+                 cache_write_tokens=stats.cache_write_tokens, cost=stats.cost,
+                 batch_calls=1 if stats.batch else 0)
 
 
 def _describe(exc: Exception) -> str:

@@ -46,6 +46,8 @@ class CallStats:
     """Prompt tokens the provider wrote to its prompt cache (among ``prompt_tokens``)."""
     cost: float | None = 0.0
     latency_ms: float = 0.0
+    batch: bool = False
+    """Answered through a provider's batch API (priced at its batch rate)."""
 
 
 @dataclass(slots=True)

@@ -30,8 +30,10 @@ from assay.types.records import (
     CaseRecord,
     EvaluatorSummary,
     RunRecord,
+    RunStatus,
     RunSummary,
     resume_command,
+    status_text,
 )
 from assay.types.usage import Usage
 from assay.types.verdict import Verdict
@@ -143,7 +145,9 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         f"cases {summary.cases} ({verdicts}); pass rate {shown.pass_rate}; mean score "
         f"{shown.mean_score} over {summary.scored} scored; evaluator errors "
         f"{summary.evaluator_errors}{skips}",
-        f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries); tokens "
+        f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries"
+        f"{f', {u.batch_calls} through batch APIs at the batch rate' if u.batch_calls else ''}"
+        "); tokens "
         f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {shown.judge_cost}",
     ]
     if summary.cause_analyses:
@@ -268,7 +272,7 @@ def runs_table(runs: list[RunRecord]) -> Table:
         table.add_column(col)
     for r in runs:
         s = r.summary
-        status = "unreadable" if r.unreadable else r.status.value
+        status = "unreadable" if r.unreadable else status_text(r.status)
         table.add_row(for_terminal(r.id), for_terminal(r.suite), status,
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
                       "" if s is None else str(s.cases),
@@ -286,7 +290,11 @@ def run_notes(runs: list[RunRecord], store: str | None = None) -> list[str]:
             lines.append(f"[red]unreadable[/] {for_terminal(r.id)}: {for_terminal(r.unreadable)}")
             continue
         command = resume_command(r, store)
-        if command is not None:
+        if command is not None and r.status is RunStatus.WAITING:
+            lines.append(f"[yellow]waiting for batch[/] {for_terminal(r.id)}: its judge calls "
+                         f"are in the providers' batch APIs; collect the answers with "
+                         f"{for_terminal(command)}")
+        elif command is not None:
             why = ", its process stopped" if r.abandoned else ""
             lines.append(f"[yellow]{r.status.value}[/] {for_terminal(r.id)}{why}: resume with "
                          f"{for_terminal(command)}")

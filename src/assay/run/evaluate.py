@@ -70,6 +70,7 @@ from assay.types.records import (
 
 if TYPE_CHECKING:
     from assay.llm.rate_limits import Admission
+    from assay.run.batch import BatchProgress
     from assay.run.ray_executor import RayExecutor
 
 Data = Any
@@ -276,7 +277,8 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        on_notice: Callable[[str], None] | None = None,
                        keep: bool = True,
                        on_inputs: OnInputs | None = None,
-                       rerun_failed: bool = False) -> EvaluationResult:
+                       rerun_failed: bool = False,
+                       wait: bool | None = None) -> EvaluationResult:
     """Resume ``run`` (an id, or the result that made it; in ``store``, else the result's
     store, else the default one): what the store has is kept, the rest runs with the run's own
     recorded config (its target override, judge, thresholds and gates) and evaluators;
@@ -294,7 +296,12 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     recorded, so it must be given again). ``cache`` is this resume's own cache mode (None:
     ``$ASSAY_CACHE``, else use), not the recorded one: how answers are kept is not part of
     what a result means. ``rerun_failed`` makes a new run instead: see
-    :func:`rerun_failed_async`."""
+    :func:`rerun_failed_async`.
+
+    A run waiting for its batches (``batch=True``) has them checked: still waiting, the result
+    says where they are (:attr:`EvaluationResult.batch`) and nothing changes; done, the cases
+    are judged from their answers and the run completes (see :mod:`assay.run.batch`).
+    ``wait`` (None: the run's own ``batch_wait``) waits for the batches instead."""
     run_store = store_for([run], store)
     stored = run_store.run_record(run_id_of(run))
     if rerun_failed:  # a new run, not this one finished (see rerun_failed_async)
@@ -303,7 +310,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                               "it has stopped", code="run_running")
         parts = _reopened(run_store, stored, data, target, evaluators, on_warning,
                           concurrency=concurrency, judge_model=judge_model, cache=cache,
-                          budget_usd=budget_usd)
+                          budget_usd=budget_usd, wait=wait)
         owned = parts[3] is not None and not isinstance(target, Target)
         session = await _rerun(run_store, stored, parts, owned, on_notice)
         return await session.execute(progress, on_record, on_start, keep, on_inputs)
@@ -313,7 +320,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
         return _as_stored(run_store, stored, progress, on_record, on_start, keep, on_inputs)
     suite, config, policy, given = _reopened(
         run_store, stored, data, target, evaluators, on_warning, concurrency=concurrency,
-        judge_model=judge_model, cache=cache, budget_usd=budget_usd)
+        judge_model=judge_model, cache=cache, budget_usd=budget_usd, wait=wait)
     if retry_errors:
         forgotten = run_store.forget_errors(stored.id)
         if on_notice:
@@ -330,7 +337,8 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
 def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: TargetLike,
               evaluators: Sequence[EvaluatorLike] | None,
               on_warning: Callable[[str], None] | None, *, concurrency: int | None,
-              judge_model: str | None, cache: CacheMode | None, budget_usd: float | None
+              judge_model: str | None, cache: CacheMode | None, budget_usd: float | None,
+              wait: bool | None = None
               ) -> tuple[Suite, RunConfig, ScoringPolicy, Target | None]:
     """A stored run's suite, config, policy and given target, ready to run again: what a
     resume and a re-run of its failures share (see :func:`resume_async` for the rules)."""
@@ -338,7 +346,8 @@ def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: Target
     config = snapshot.run.runnable(stored.id)
     changes: dict[str, Any] = {
         k: v for k, v in (("concurrency", concurrency), ("judge_model", judge_model),
-                          ("target", target if isinstance(target, str) else None))
+                          ("target", target if isinstance(target, str) else None),
+                          ("batch_wait", wait))
         if v is not None}  # a judge URL's password the run could not keep, say
     changes["budget_usd"] = budget_usd  # this invocation's own budget (None: none)
     config = _config(config, changes)
@@ -882,6 +891,13 @@ class _Session:
                 f"them ({_first(facts, 'unjudged')}): give the suite evaluators "
                 "(an evaluators list, --judges, or evaluators= in Python)",
                 code="missing_evaluator")
+        if self.batches():
+            from assay.run.batch import refuse_unbatchable
+
+            if self.config.executor == "ray":
+                raise ConfigError("--batch runs the judges in this process: leave out "
+                                  "--executor ray", code="invalid_config")
+            refuse_unbatchable(self.engine, models)
         if facts.simulated:
             models.add(self.simulator_model())
         if models:  # an all-deterministic suite needs no judge model at all
@@ -954,6 +970,8 @@ class _Session:
                executor: CaseExecutor | None = None) -> Runner:
         """The runner of this session's cases; ``stored`` False keeps nothing; ``executor``
         runs them elsewhere (a Ray cluster), the runner storing and deciding each."""
+        if self.batches() and stored:  # a batch run tells its records once it is whole
+            on_record = None
         return Runner(self.suite, self.resolver(), self.engine,
                       self.store if stored else None, self.config, progress, on_record,
                       judge_for=self.judge_for, gate_failures=gate_failures,
@@ -1023,10 +1041,21 @@ class _Session:
                 with user_code("the on_start hook"):
                     on_start(store.run_record(run_id))
             try:
-                outcome = await runner.run(run_id, keep=keep)
+                found, waiting = await self.passes(runner, store, run_id, keep)
             finally:
                 if executor is not None:
                     await executor.close()
+            if found is None:
+                store.set_status(run_id, RunStatus.WAITING.value)
+                result = EvaluationResult(self.store, store.run_record(run_id), [],
+                                          suite=self.suite)
+                result.batch = waiting
+                return result
+            outcome = found
+            if self.batches() and on_record is not None:  # told once the run is whole
+                for record in store.case_records(run_id):
+                    with user_code("the on_record hook"):
+                        on_record(record)
             outcome.summary.notes = self.notes()
             # a run its budget stopped is left interrupted: a resume runs what it did not
             store.set_status(run_id, (RunStatus.INTERRUPTED if outcome.stopped
@@ -1047,6 +1076,28 @@ class _Session:
             await self.close()
         return EvaluationResult(self.store, store.run_record(run_id),
                                 outcome.records if keep else None, suite=self.suite)
+
+    def batches(self) -> bool:
+        """Whether the run's judge calls go through the providers' batch APIs (see
+        :mod:`assay.run.batch`; a dry run makes no call to batch)."""
+        return self.config.batch and not self.config.dry_run
+
+    async def passes(self, runner: Runner, store: RunStore, run_id: str, keep: bool
+                     ) -> tuple[RunOutcome | None, BatchProgress | None]:
+        """The run's cases run: once, or for a batch run the batch loop
+        (:func:`assay.run.batch.judge_in_batches`), which may leave the run waiting."""
+        if not self.batches():
+            return await runner.run(run_id, keep=keep), None
+        from assay.llm.batch import BatchBook
+        from assay.run.batch import judge_in_batches
+
+        self.engine.batch = BatchBook()
+        try:
+            return await judge_in_batches(runner, store, self.engine, run_id, keep=keep,
+                                          wait=self.config.batch_wait,
+                                          poll_s=self.config.batch_poll_s)
+        finally:
+            self.engine.batch = None
 
     def executor(self) -> RayExecutor | None:
         """Where the run's cases run when not here (``executor: ray``), started."""

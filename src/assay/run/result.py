@@ -21,6 +21,7 @@ from assay.types.score import Score
 
 if TYPE_CHECKING:
     from assay.llm.engine import DryRunEstimate
+    from assay.run.batch import BatchProgress
     from assay.store.runs import RunStore
     from assay.suites.model import Suite
     from assay.types.config import RunConfig
@@ -39,6 +40,8 @@ class EvaluationResult:
         """For a dry run: the judge calls and tokens the run would take."""
         self.suite = suite
         """The suite that was run, when this process loaded it."""
+        self.batch: BatchProgress | None = None
+        """For a run left waiting for its batches (``batch``): where they are."""
 
     @classmethod
     def dry(cls, suite: Suite, summary: RunSummary, config: RunConfig,
@@ -57,6 +60,12 @@ class EvaluationResult:
     @property
     def run_id(self) -> str:
         return self.run.id
+
+    @property
+    def waiting(self) -> bool:
+        """True while the run waits for its judge calls' batches (``batch=True``): it has no
+        verdict yet; :func:`assay.resume` collects the answers and completes it."""
+        return self.run.status is RunStatus.WAITING
 
     @property
     def in_memory(self) -> bool:

@@ -23,6 +23,7 @@ from assay._util.gc_pause import gc_relaxed
 from assay._util.user_code import error_text, user_code
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import DatasetMetric, EvalContext, Evaluator, dataset_metric
+from assay.llm.batch import BATCH_SLOT
 from assay.llm.engine import JudgeEngine
 from assay.run.budget import Budget, record_cost
 from assay.run.policies import policy_for
@@ -282,8 +283,11 @@ class Runner:
                     record = await self._elsewhere(run_id, item, repeat, execution,
                                                    evaluators, have)
                 else:
-                    record = await self._run_case(run_id, item, repeat, execution,
-                                                  evaluators, have)
+                    found = await self._run_case(run_id, item, repeat, execution,
+                                                 evaluators, have)
+                    if found is None:  # its judgements wait for a batch
+                        continue
+                    record = found
                 if budget is not None:
                     budget.done(record_cost(record))
                 report(record)
@@ -325,7 +329,10 @@ class Runner:
 
     async def _run_case(self, run_id: str, item: SuiteCase, repeat: int,
                         execution: Execution | None, evaluators: list[Evaluator],
-                        have: dict[str, Score]) -> CaseRecord:
+                        have: dict[str, Score]) -> CaseRecord | None:
+        """Run and judge a case, storing each part as it exists; None when a judgement of
+        it waits for a batch (a batch run: see :mod:`assay.llm.batch`), its other parts
+        stored, the case itself not."""
         case = item.case
         target_name = self.target_of(item)
         if execution is None:
@@ -333,8 +340,9 @@ class Runner:
             self._store(run_id, case.id, repeat, execution)
             evaluators = self.suite.evaluators_after(item, execution)
         ctx = self.context(target_name, repeat)
+        book = self.engine.batch
 
-        async def judge(evaluator: Evaluator) -> Score:
+        async def judge(evaluator: Evaluator) -> Score | None:
             if evaluator.name in have:
                 return have[evaluator.name]
             if execution.error is not None:
@@ -343,15 +351,26 @@ class Runner:
                         "simulator_failed": "the conversation stopped"}.get(
                     code, "the target failed")
                 score = Score.failed(evaluator.name, code, f"{what}: {execution.error}")
-            else:
+            elif book is None:
                 score = await evaluator.evaluate(case, execution, ctx)
+            else:
+                token = BATCH_SLOT.set((case.id, repeat, evaluator.name))
+                try:
+                    score = await evaluator.evaluate(case, execution, ctx)
+                finally:
+                    BATCH_SLOT.reset(token)
+                if book.waits(case.id, repeat, evaluator.name):
+                    return None  # not a score: the judgement is in a batch
             return self._store_score(run_id, case.id, repeat, score)
 
         if len(evaluators) == 1:
-            scores = {evaluators[0].name: await judge(evaluators[0])}
+            found = {evaluators[0].name: await judge(evaluators[0])}
         else:
             done = await asyncio.gather(*(judge(e) for e in evaluators))
-            scores = {e.name: s for e, s in zip(evaluators, done, strict=True)}
+            found = {e.name: s for e, s in zip(evaluators, done, strict=True)}
+        if book is not None and None in found.values():
+            return None
+        scores: dict[str, Score] = found  # type: ignore[assignment]
         record = self._record(run_id, item, repeat, execution, evaluators, scores,
                               store_it=False)
         if self.config.cause_analysis and record.verdict is Verdict.FAIL and \

@@ -342,7 +342,8 @@ def delete_run(store: RunStore, run_id: str) -> bool:
             raise RunInUse(f"run {run.id} holds the executions that its rescore(s) {named} "
                            "resume from; resume or delete them first")
         for table in (schema.scores, schema.executions, schema.case_results,
-                      schema.case_search, schema.run_tags, schema.human_labels):
+                      schema.case_search, schema.run_tags, schema.human_labels,
+                      schema.judge_batches, schema.judge_batch_requests):
             conn.execute(delete(table).where(table.c.run_id == run_id))
         conn.execute(delete(schema.baselines).where(schema.baselines.c.run_id == run_id))
         gone = conn.execute(delete(runs).where(runs.c.id == run_id)).rowcount

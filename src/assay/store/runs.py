@@ -438,7 +438,9 @@ class RunStore:
 
         self._fresh.discard(run_id)  # a resumed run has its stored results read
         values: dict[str, Any] = {"status": status}
-        if status != "running":
+        if status == "waiting":  # not finished: its judge calls are in batches
+            values["finished_at"] = None
+        elif status != "running":
             values["finished_at"] = time.time()
         else:
             values["lease_expires_at"] = time.time() + lease_seconds()

@@ -174,6 +174,35 @@ trace_decisions = Table(
 """What an online evaluation decided for each trace: once per evaluator version, kept across
 restarts, so that no trace is judged twice and none is forgotten."""
 
+judge_batches = Table(
+    "judge_batches", metadata,  # see assay.store.batches (migration 0010)
+    Column("run_id", String(40), primary_key=True),
+    Column("batch_id", String(200), primary_key=True, doc="the provider's id of the batch"),
+    Column("model", String(500), nullable=False, doc="the judge model, as it may be shown"),
+    Column("state", String(40), nullable=False, doc="the provider's status when last asked"),
+    Column("requests", Integer, nullable=False),
+    Column("counts", JSON, doc="the provider's request counts when last asked"),
+    Column("submitted_at", Float, nullable=False),
+    Column("checked_at", Float),
+    Column("collected", Boolean, nullable=False,
+           doc="its answers were read and the run judged from them"),
+)
+"""The batches a run's judge calls were submitted in (``assay run --batch``)."""
+
+judge_batch_requests = Table(
+    "judge_batch_requests", metadata,  # migration 0010
+    Column("run_id", String(40), primary_key=True),
+    Column("batch_id", String(200), primary_key=True),
+    Column("custom_id", String(64), primary_key=True),
+    Column("case_id", String(500), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("evaluator", String(200), primary_key=True),
+    Column("cache_key", String(64), nullable=False,
+           doc="the response cache's key of the request, which its answer is given under"),
+)
+"""Each request of a batch: its custom id, the judgement (case, repeat, evaluator) waiting for
+it and its request's cache key. No request body and no credential is kept."""
+
 Index("ix_run_tags_tag", run_tags.c.tag, run_tags.c.run_id)
 Index("ix_human_labels_case", human_labels.c.run_id, human_labels.c.case_id,
       human_labels.c.repeat, human_labels.c.evaluator, human_labels.c.created_at)

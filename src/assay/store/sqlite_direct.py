@@ -57,6 +57,16 @@ SCHEMA: tuple[str, ...] = (
     "OT NULL, \n\tcreated_at FLOAT NOT NULL, \n\tPRIMARY KEY (id)\n)",
     "CREATE INDEX ix_human_labels_case ON human_labels (run_id, case_id, repeat, evaluato"
     "r, created_at)",
+    "CREATE TABLE judge_batch_requests (\n\trun_id VARCHAR(40) NOT NULL, \n\tbatch_id VARCHA"
+    "R(200) NOT NULL, \n\tcustom_id VARCHAR(64) NOT NULL, \n\tcase_id VARCHAR(500) NOT NU"
+    "LL, \n\trepeat INTEGER NOT NULL, \n\tevaluator VARCHAR(200) NOT NULL, \n\tcache_key "
+    "VARCHAR(64) NOT NULL, \n\tPRIMARY KEY (run_id, batch_id, custom_id, case_id, repeat,"
+    " evaluator)\n)",
+    "CREATE TABLE judge_batches (\n\trun_id VARCHAR(40) NOT NULL, \n\tbatch_id VARCHAR(2"
+    "00) NOT NULL, \n\tmodel VARCHAR(500) NOT NULL, \n\tstate VARCHAR(40) NOT NULL, \n\t"
+    "requests INTEGER NOT NULL, \n\tcounts JSON, \n\tsubmitted_at FLOAT NOT NULL, \n\tc"
+    "hecked_at FLOAT, \n\tcollected BOOLEAN NOT NULL, \n\tPRIMARY KEY (run_id, batch_id)"
+    "\n)",
     "CREATE TABLE run_tags (\n\trun_id VARCHAR(40) NOT NULL, \n\ttag VARCHAR(200) NOT NUL"
     "L, \n\tPRIMARY KEY (run_id, tag)\n)",
     "CREATE INDEX ix_run_tags_tag ON run_tags (tag, run_id)",

@@ -36,6 +36,10 @@ chat request with a redirect (``redirect_status``, 307 unless set) to another UR
 A chat request with ``"stream": true`` is answered as server-sent chunks (the whole message in
 one delta, then the finish reason and usage, then ``[DONE]``), as streaming clients expect.
 
+The batch APIs (OpenAI's ``/v1/files`` and ``/v1/batches``, Anthropic's
+``/v1/messages/batches``) are served too, each request answered as a live call is; how a batch
+ends is ``MockConfig``'s ``batch_*`` settings (see :mod:`assay.testing.mock_batches`).
+
 Endpoints: ``POST /v1/chat/completions`` (also ``/chat/completions`` and Azure's
 ``/openai/deployments/{name}/chat/completions``), ``GET /v1/models``, ``GET /admin/stats``,
 ``POST /admin/reset``, ``POST /admin/config`` (a JSON :class:`MockConfig`).
@@ -52,7 +56,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from aiohttp import web
@@ -61,6 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from assay._util.listening import bound_port, listen
 from assay.errors import ConfigError
 from assay.llm.providers.scripted import answer, as_prose, quoting, with_bool_scores
+from assay.testing.mock_batches import BatchEndpoints
 
 CREDENTIAL_HEADERS = ("Authorization", "api-key", "x-api-key")
 """Where the providers send keys."""
@@ -114,6 +119,15 @@ class MockConfig(BaseModel):
         default=False, description="report prompt-cache reads and writes in the usage, as "
         "OpenAI and Anthropic do: a prompt prefix seen before is read from the cache (see "
         "MockServer._prompt_cached)")
+    batch_polls: int = Field(
+        default=0, ge=0, description="status requests that find a batch in progress before "
+        "it ends (0: it ends when first asked)")
+    batch_end: Literal["completed", "expired", "failed", "cancelled"] = Field(
+        default="completed", description="how a whole batch ends")
+    batch_errored: int = Field(
+        default=0, ge=0, description="the first requests of each batch that error")
+    batch_expired: int = Field(
+        default=0, ge=0, description="the requests after those that expire")
 
 
 @dataclass
@@ -133,6 +147,10 @@ class MockStats:
     credentials: Counter[str] = field(default_factory=Counter)
     """``name: value`` of every credential header (Authorization, api-key, x-api-key) that
     arrived, on any path: what a test checks to know a key never reached a server."""
+    batches: int = 0
+    """Batches created (OpenAI's and Anthropic's batch APIs)."""
+    batch_requests: int = 0
+    """Requests in those batches (not counted in ``requests``, the live calls)."""
     first_request_at: float | None = None
     """``time.monotonic()`` when the first request arrived. On Linux that clock is the
     system's, so a benchmark can set it against a client process's own times."""
@@ -179,6 +197,8 @@ class MockStats:
             "authorization": dict(self.authorization),
             "arrived": self.arrived,
             "credentials": dict(self.credentials),
+            "batches": self.batches,
+            "batch_requests": self.batch_requests,
         }
 
 
@@ -192,6 +212,9 @@ class MockServer:
         self._failures: Counter[str] = Counter()
         self._prompt_cache: set[str] = set()
         """Prompt prefixes seen since the last reset (see :meth:`_prompt_cached`)."""
+        self.batch_api = BatchEndpoints(self)
+        """The batch APIs' files and batches (see :mod:`assay.testing.mock_batches`), kept
+        across resets: a run collects its batch in a later test step."""
 
     def configure(self, config: MockConfig) -> None:
         self.config = config
@@ -214,6 +237,7 @@ class MockServer:
         app.router.add_get("/admin/stats", self.stats_handler)
         app.router.add_post("/admin/reset", self.reset_handler)
         app.router.add_post("/admin/config", self.config_handler)
+        self.batch_api.routes(app)
         return app
 
     @web.middleware

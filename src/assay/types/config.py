@@ -268,6 +268,17 @@ class RunConfig(BaseModel):
         default=False, description="one more judge call per failed case, which says the turn "
         "and behaviour that caused the failure and a fix to try (kept with the case; "
         "advice only, it changes no verdict); its cost counts with the judge's")
+    batch: bool = Field(
+        default=False, description="send the judge calls through the providers' batch APIs "
+        "(OpenAI's Batch API, Anthropic's Message Batches) at half the price: the run is left "
+        "waiting for batch, and a resume (assay run --resume) collects the answers and "
+        "completes it (see assay.run.batch)")
+    batch_wait: bool = Field(
+        default=False, description="with batch: wait for the batches, asking every "
+        "batch_poll_s, and complete the run, instead of leaving it waiting")
+    batch_poll_s: float = Field(
+        default=60.0, ge=0.01, le=3600, allow_inf_nan=False, description="with batch_wait: "
+        "seconds between two checks of the batches")
     budget_usd: float | None = Field(
         default=None, gt=0, allow_inf_nan=False, description="USD this run (or this resume "
         "of it) may spend: it stops starting cases before the budget is spent, and is left "

@@ -31,6 +31,9 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     INTERRUPTED = "interrupted"
     FAILED = "failed"
+    WAITING = "waiting"
+    """Waiting for batch: its judge calls are in the providers' batch APIs
+    (``assay run --batch``), and ``assay run --resume`` collects them."""
 
 
 class _Record(BaseModel):
@@ -628,12 +631,18 @@ class RunRecord(_Record):
         "resumed or deleted")
 
 
+def status_text(status: RunStatus) -> str:
+    """A run's status as people read it: ``waiting for batch`` for a waiting run."""
+    return "waiting for batch" if status is RunStatus.WAITING else status.value
+
+
 def resume_command(run: RunRecord, store: str | None = None) -> str | None:
     """What finishes ``run`` when it stopped before completing (interrupted, its process gone,
-    or failed): ``assay run --resume``, with ``--store`` when ``store`` (a URL safe to show)
-    is given; from Python when the run's target was a function, which only Python can give
+    failed, or waiting for its batches): ``assay run --resume``, with ``--store`` when
+    ``store`` (a URL safe to show) is given; from Python when the run's target was a function, which only Python can give
     again. None for a run that completed, is running, or cannot be read."""
-    if run.unreadable or run.status not in (RunStatus.INTERRUPTED, RunStatus.FAILED):
+    if run.unreadable or run.status not in (RunStatus.INTERRUPTED, RunStatus.FAILED,
+                                            RunStatus.WAITING):
         return None
     function = (run.config.model_extra or {}).get("python_target")
     if function:

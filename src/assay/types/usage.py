@@ -29,6 +29,9 @@ class Usage(_Model):
     cache_write_tokens: int = Field(
         default=0, description="prompt tokens written to the provider's prompt cache "
         "(Anthropic's cache_creation_input_tokens)")
+    batch_calls: int = Field(
+        default=0, description="calls (among ``calls``) answered through a provider's batch "
+        "API, priced at its batch rate (half the price)")
     cost: float | None = 0.0
 
     def add(self, other: Usage) -> None:
@@ -38,6 +41,7 @@ class Usage(_Model):
         mine["calls"] += theirs["calls"]
         mine["cached_calls"] += theirs["cached_calls"]
         mine["retries"] += theirs["retries"]
+        mine["batch_calls"] += theirs["batch_calls"]
         self.add_tokens(theirs["prompt_tokens"], theirs["completion_tokens"],
                         theirs["cached_prompt_tokens"], theirs["cache_write_tokens"],
                         theirs["cost"])

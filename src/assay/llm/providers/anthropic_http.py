@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay._util.redact import env_label, url_secrets
 from assay.errors import ConfigError
@@ -24,6 +24,9 @@ from assay.llm.providers.base import (
 )
 from assay.llm.providers.http_session import post_json, split_credentials
 from assay.llm.types import BadResponse, ChatRequest, ChatResponse
+
+if TYPE_CHECKING:
+    from assay.llm.batch import BatchAPI
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
@@ -150,11 +153,20 @@ class AnthropicProvider(Provider):
     def cache_identity(self) -> dict[str, Any]:
         return endpoint_identity(self.spec, self.url, self.headers)
 
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        """What is sent for ``request``: a Messages API body."""
+        return to_anthropic(request, self.spec.model)
+
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
-        body = to_anthropic(request, self.spec.model)
-        answer = await post_json(self.url, body, self.headers, timeout,
+        answer = await post_json(self.url, self.body(request), self.headers, timeout,
                                  self.max_response_bytes)
         return from_anthropic(answer, self.spec.display)
+
+    def batch_api(self) -> BatchAPI:
+        """Anthropic's Message Batches."""
+        from assay.llm.providers.batches import AnthropicBatches
+
+        return AnthropicBatches(self)
 
     async def preflight(self) -> None:
         if not self.api_key:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 from assay import registry
@@ -16,6 +16,9 @@ from assay.errors import ConfigError
 from assay.llm.models import ModelSpec
 from assay.llm.pricing import PriceSource, price_source
 from assay.llm.types import ChatRequest, ChatResponse
+
+if TYPE_CHECKING:
+    from assay.llm.batch import BatchAPI
 
 StructuredMode = Literal["json_schema", "tools", "prompt"]
 
@@ -79,6 +82,11 @@ class Provider(ABC):
         """Where this model's price is published (None: a server of one's own, priced only
         by ``$ASSAY_PRICES`` or ``EngineConfig.prices``)."""
         return price_source(self.spec.provider, getattr(self, "base_url", None))
+
+    def batch_api(self) -> BatchAPI | None:
+        """The provider's batch API (see :mod:`assay.llm.batch`); None: it has none, and a
+        run with ``batch`` is refused before any call."""
+        return None
 
     @abstractmethod
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:

@@ -111,15 +111,34 @@ async def post_json_value(url: str, body: dict[str, object], headers: dict[str, 
     ``timeout`` bounds the whole call, redirects included. Messages show the URL without
     credentials.
     """
+    payload = await exchange("POST", url, orjson.dumps(body), headers, timeout, max_bytes)
+    return decode_json(url, payload)
+
+
+def decode_json(url: str, payload: bytes) -> object:
+    """The JSON value of an answer from ``url``; :class:`BadResponse` when it is not JSON."""
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        raise BadResponse(
+            f"{redact_url(url)} answered with a body that is not JSON: {payload[:200]!r}"
+        ) from None
+
+
+async def exchange(method: str, url: str, data: bytes | None, headers: dict[str, str],
+                   timeout: float, max_bytes: int | None = None) -> bytes:
+    """One HTTP request (``data``: its body, None for none) and the answer's body, read up to
+    ``max_bytes``, under the rules of :func:`post_json_value`: redirects within the origin
+    only, ``timeout`` over the whole call, every failure a ProviderError."""
     import aiohttp
 
     limit = max_bytes or DEFAULT_MAX_BYTES
     url, headers = split_credentials(url, headers)
-    data = orjson.dumps(body)
     deadline = time.monotonic() + timeout
     try:
         for _ in range(MAX_REDIRECTS + 1):
-            async with session().post(
+            async with session().request(
+                method,
                 url,
                 data=data,
                 headers=headers,
@@ -132,11 +151,9 @@ async def post_json_value(url: str, body: dict[str, object], headers: dict[str, 
                 if resp.status >= 400:
                     payload = await _read_bounded(resp, ERROR_BODY_BYTES, truncate=True)
                     raise status_error(resp.status, resp.headers.get("Retry-After"), payload)
-                payload = await _read_bounded(resp, limit)
-                break
-        else:
-            raise RequestRejected(f"{redact_url(url)} redirected more than {MAX_REDIRECTS} "
-                                  "times; point the model at the address that answers")
+                return await _read_bounded(resp, limit)
+        raise RequestRejected(f"{redact_url(url)} redirected more than {MAX_REDIRECTS} "
+                              "times; point the model at the address that answers")
     except ProviderError:
         raise
     except TimeoutError:
@@ -149,13 +166,6 @@ async def post_json_value(url: str, body: dict[str, object], headers: dict[str, 
             f"request to {redact_url(url)} failed: {type(exc).__name__}: {exc}") from None
     except ValueError as exc:  # aiohttp's own checks of a URL or header
         raise RequestRejected(f"request to {redact_url(url)} is not valid: {exc}") from None
-    try:
-        decoded = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        raise BadResponse(
-            f"{redact_url(url)} answered with a body that is not JSON: {payload[:200]!r}"
-        ) from None
-    return decoded
 
 
 def redirect_target(url: str, status: int, location: str | None) -> str:

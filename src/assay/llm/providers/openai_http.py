@@ -8,7 +8,7 @@ building SDK objects: that is most of what makes assay's hot path cheap.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay._util.redact import env_label, header_secrets, redact_url, url_secrets
 from assay.errors import ConfigError
@@ -21,6 +21,9 @@ from assay.llm.providers.base import (
 )
 from assay.llm.providers.http_session import post_json, split_credentials
 from assay.llm.types import BadResponse, ChatRequest, ChatResponse, ProviderError
+
+if TYPE_CHECKING:
+    from assay.llm.batch import BatchAPI
 
 AZURE_DEFAULT_API_VERSION = "2024-10-21"
 
@@ -64,14 +67,27 @@ class OpenAIHTTPProvider(Provider):
     def cache_identity(self) -> dict[str, Any]:
         return endpoint_identity(self.spec, self.url, self.headers)
 
-    async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        """What is sent for ``request``: it with the model this endpoint serves."""
         body = dict(request)
         body["model"] = self.spec.model
-        response = await post_json(self.url, body, self.headers, timeout,
+        return body
+
+    async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
+        response = await post_json(self.url, self.body(request), self.headers, timeout,
                                     self.max_response_bytes)
         if not response.get("choices"):
             raise BadResponse(f"{redact_url(self.url)} returned no choices")
         return response
+
+    def batch_api(self) -> BatchAPI | None:
+        """OpenAI's Batch API, for ``openai:`` models only (an OpenAI-compatible server of
+        one's own, Azure and a base URL of another service have none assay speaks)."""
+        if self.spec.provider != "openai":
+            return None
+        from assay.llm.providers.batches import OpenAIBatches
+
+        return OpenAIBatches(self)
 
     async def preflight(self) -> None:
         if self.key_env and not self.api_key:

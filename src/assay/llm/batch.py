@@ -1,0 +1,148 @@
+"""Judge calls through the providers' batch APIs: what the engine collects instead of calling,
+and the one interface a provider's batch API implements.
+
+A run with ``batch`` (``assay run --batch``) gives its engine a :class:`BatchBook`. A judge
+call made while a judge scores a case (the runner sets :data:`BATCH_SLOT` to that case, repeat
+and evaluator) is then not sent: an answer the response cache holds is given as always; an
+answer a finished batch holds is given as if the call had been made (validated by the judge,
+then cached under the same key, so a re-run is free); a request whose batch failed it is sent
+the ordinary way; anything else is collected (:meth:`BatchBook.collect`) and the call raises
+:class:`BatchPending`, which the runner turns into "this case waits", never into a score.
+Calls made outside a judge (the agent, a simulated user, cause analysis) are sent as usual.
+
+Batched calls are priced at :data:`BATCH_PRICE_FACTOR` of the provider's price: OpenAI's Batch
+API and Anthropic's Message Batches both bill half.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.llm.types import ChatRequest, ChatResponse, ProviderError
+
+BATCH_PRICE_FACTOR = 0.5
+"""What a batched call costs against the same call made live (both providers: half)."""
+
+Slot = tuple[str, int, str]
+"""(case id, repeat, evaluator name): whose judgement a collected request is for."""
+
+BATCH_SLOT: ContextVar[Slot | None] = ContextVar("assay_batch_slot", default=None)
+"""The judgement the current judge call belongs to; None outside a judge (then nothing is
+collected)."""
+
+
+class BatchPending(ProviderError):
+    """The call was collected for a batch, not made: its judgement waits for the batch."""
+
+    code = "batch_pending"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLimits:
+    """What one batch of a provider may hold."""
+
+    requests: int
+    bytes: int
+
+
+@dataclass(slots=True)
+class BatchStatus:
+    """A submitted batch as its provider reports it. ``done``: it will change no more (its
+    results, if any, can be read); ``counts``: the provider's request counts."""
+
+    batch_id: str
+    state: str
+    done: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
+    """What reading the results needs (OpenAI's file ids, Anthropic's results URL)."""
+
+
+@dataclass(slots=True)
+class BatchAnswer:
+    """One request's outcome: an OpenAI-shaped response, or why there is none."""
+
+    custom_id: str
+    response: ChatResponse | None = None
+    error: str | None = None
+
+
+class BatchAPI(ABC):
+    """A provider's batch API: entries in, a batch id out; its status; its answers."""
+
+    limits: BatchLimits
+
+    @abstractmethod
+    def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
+        """One request of a batch, in the provider's shape."""
+
+    @abstractmethod
+    def entry_bytes(self, entry: dict[str, Any]) -> int:
+        """How much of the provider's size limit ``entry`` takes."""
+
+    @abstractmethod
+    async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:
+        """Submit one batch (within :attr:`limits`); return its id."""
+
+    @abstractmethod
+    async def status(self, batch_id: str, timeout: float) -> BatchStatus:
+        """The batch's status now."""
+
+    @abstractmethod
+    async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
+        """The answers of a finished batch (a request it has no line for is not in them)."""
+
+
+@dataclass(slots=True)
+class Collected:
+    """A request collected for a batch, and every judgement waiting for it."""
+
+    model: str
+    key: str
+    request: ChatRequest
+    slots: list[Slot] = field(default_factory=list)
+
+
+class BatchBook:
+    """What a batch run's engine knows this pass: answers of finished batches (by cache
+    key), requests to send live (their batch failed them), and what it collected."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, ChatResponse] = {}
+        self.failed: dict[str, str] = {}
+        """Cache key -> why its batch gave no answer: sent the ordinary way."""
+        self.collected: dict[str, Collected] = {}
+        self._waiting: set[Slot] = set()
+        self.answered = 0
+        """Answers taken from batches this pass."""
+
+    def take(self, key: str) -> ChatResponse | None:
+        """A finished batch's answer for ``key`` (given once)."""
+        found = self.answers.pop(key, None)
+        if found is not None:
+            self.answered += 1
+        return found
+
+    def collect(self, slot: Slot, model: str, key: str, request: ChatRequest) -> None:
+        """Keep ``request`` for the next batch; the same request asked twice is sent once."""
+        found = self.collected.get(key)
+        if found is None:
+            found = self.collected[key] = Collected(model, key, request)
+        found.slots.append(slot)
+        self._waiting.add(slot)
+
+    def waits(self, case_id: str, repeat: int, evaluator: str) -> bool:
+        """Whether that judgement waits for a batch (a request of it was collected)."""
+        return (case_id, repeat, evaluator) in self._waiting
+
+    def submitted(self) -> None:
+        """The collected requests are in batches now: start the next pass empty."""
+        self.collected.clear()
+        self._waiting.clear()
+
+
+__all__ = ["BATCH_PRICE_FACTOR", "BATCH_SLOT", "BatchAPI", "BatchAnswer", "BatchBook",
+           "BatchLimits", "BatchPending", "BatchStatus", "Collected", "Slot"]

@@ -1,0 +1,228 @@
+"""The providers' batch APIs: OpenAI's Batch API and Anthropic's Message Batches.
+
+OpenAI: the requests are a JSONL file uploaded to ``/v1/files`` (purpose ``batch``), each
+line ``{custom_id, method, url, body}``; ``POST /v1/batches`` (endpoint
+``/v1/chat/completions``, completion window ``24h``) starts the batch, ``GET
+/v1/batches/{id}`` reports it, and its ``output_file_id`` and ``error_file_id`` are read
+through ``/v1/files/{id}/content``, a line per request carrying its ``custom_id``. At most
+50,000 requests and 200 MB a file.
+
+Anthropic: ``POST /v1/messages/batches`` with ``requests: [{custom_id, params}]``, ``GET
+/v1/messages/batches/{id}`` until its ``processing_status`` is ``ended``, then the JSONL at its
+``results_url``, each line's ``result.type`` ``succeeded``, ``errored``, ``canceled`` or
+``expired``. At most 100,000 requests and 256 MB a batch.
+
+Every answer is turned into the OpenAI-shaped response the live call gives (Anthropic's
+through :func:`~assay.llm.providers.anthropic_http.from_anthropic`), so a judge reads a
+batch's answer exactly as a live one. The keys travel in the same headers as live calls, and
+a results URL on another origin is refused, as a redirect there would be.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from yarl import URL
+
+from assay._util.redact import redact_url
+from assay.llm.batch import BatchAnswer, BatchAPI, BatchLimits, BatchStatus
+from assay.llm.providers.http_session import decode_json, exchange
+from assay.llm.types import BadResponse, ChatRequest, RequestRejected
+
+if TYPE_CHECKING:
+    from assay.llm.providers.anthropic_http import AnthropicProvider
+    from assay.llm.providers.openai_http import OpenAIHTTPProvider
+
+RESULTS_MAX_BYTES = 1024 * 1024 * 1024
+"""The largest results file read (a batch's answers: 50,000 judgements of a few KB each)."""
+OPENAI_DONE = frozenset({"completed", "failed", "expired", "cancelled"})
+OPENAI_ENDPOINT = "/v1/chat/completions"
+
+
+def jsonl_lines(url: str, payload: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL answer from ``url`` (blank lines skipped)."""
+    found = []
+    for line in payload.splitlines():
+        if line.strip():
+            value = decode_json(url, line)
+            if not isinstance(value, dict):
+                raise BadResponse(f"{redact_url(url)}: a results line is not a JSON object")
+            found.append(value)
+    return found
+
+
+async def fetch_object(method: str, url: str, headers: dict[str, str], timeout: float,
+                       body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A request (with a JSON ``body``, or none) whose answer must be a JSON object."""
+    found = decode_json(url, await exchange(
+        method, url, None if body is None else orjson.dumps(body), headers, timeout))
+    if not isinstance(found, dict):
+        raise BadResponse(f"{redact_url(url)} answered with JSON that is not an object")
+    return found
+
+
+def _counts(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _error_text(value: Any) -> str:
+    """A provider's error object (nested as either provider nests it) as one line."""
+    while isinstance(value, dict) and isinstance(value.get("error"), dict):
+        value = value["error"]
+    if isinstance(value, dict):
+        kind = value.get("type") or value.get("code") or "error"
+        return f"{kind}: {value.get('message') or ''}".strip()
+    return str(value or "error")
+
+
+class OpenAIBatches(BatchAPI):
+    """OpenAI's Batch API for an ``openai:`` model."""
+
+    limits = BatchLimits(requests=50_000, bytes=200 * 1024 * 1024)
+
+    def __init__(self, provider: OpenAIHTTPProvider) -> None:
+        self.provider = provider
+        self.base = provider.base_url
+        self.headers = {k: v for k, v in provider.headers.items()
+                        if k.lower() != "content-type"}
+
+    def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
+        return {"custom_id": custom_id, "method": "POST", "url": OPENAI_ENDPOINT,
+                "body": self.provider.body(request)}
+
+    def entry_bytes(self, entry: dict[str, Any]) -> int:
+        return len(orjson.dumps(entry)) + 1
+
+    async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:
+        content = b"".join(orjson.dumps(e) + b"\n" for e in entries)
+        boundary = f"assay-{uuid.uuid4().hex}"
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
+                f"batch\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+                f"filename=\"assay-batch.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n"
+                ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
+        url = f"{self.base}/files"
+        uploaded = decode_json(url, await exchange(
+            "POST", url, body, {**self.headers,
+                                "Content-Type": f"multipart/form-data; boundary={boundary}"},
+            timeout))
+        file_id = uploaded.get("id") if isinstance(uploaded, dict) else None
+        if not isinstance(file_id, str):
+            raise BadResponse(f"{redact_url(url)} answered an upload without a file id")
+        created = await self._json("POST", f"{self.base}/batches", timeout, {
+            "input_file_id": file_id, "endpoint": OPENAI_ENDPOINT,
+            "completion_window": "24h"})
+        batch_id = created.get("id")
+        if not isinstance(batch_id, str):
+            raise BadResponse(f"{redact_url(self.base)}/batches answered without a batch id")
+        return batch_id
+
+    async def status(self, batch_id: str, timeout: float) -> BatchStatus:
+        found = await self._json("GET", f"{self.base}/batches/{batch_id}", timeout)
+        state = str(found.get("status") or "unknown")
+        errors = found.get("errors")
+        detail = {"output_file_id": found.get("output_file_id"),
+                  "error_file_id": found.get("error_file_id")}
+        if isinstance(errors, dict) and errors.get("data"):
+            detail["errors"] = "; ".join(_error_text(e) for e in errors["data"][:3])
+        return BatchStatus(batch_id, state, state in OPENAI_DONE,
+                           _counts(found.get("request_counts")), detail)
+
+    async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
+        answers = []
+        for name in ("output_file_id", "error_file_id"):
+            file_id = status.detail.get(name)
+            if not isinstance(file_id, str) or not file_id:
+                continue
+            url = f"{self.base}/files/{file_id}/content"
+            payload = await exchange("GET", url, None, self.headers, timeout, RESULTS_MAX_BYTES)
+            answers += [self._answer(line) for line in jsonl_lines(url, payload)]
+        return answers
+
+    @staticmethod
+    def _answer(line: dict[str, Any]) -> BatchAnswer:
+        custom_id = str(line.get("custom_id"))
+        if line.get("error"):
+            return BatchAnswer(custom_id, error=_error_text(line["error"]))
+        response = line.get("response")
+        response = response if isinstance(response, dict) else {}
+        body = response.get("body")
+        status = response.get("status_code")
+        if status != 200 or not isinstance(body, dict):
+            return BatchAnswer(custom_id, error=f"HTTP {status}: {_error_text(body)}")
+        if not body.get("choices"):
+            return BatchAnswer(custom_id, error="the answer has no choices")
+        return BatchAnswer(custom_id, response=body)
+
+    async def _json(self, method: str, url: str, timeout: float,
+                    body: dict[str, Any] | None = None) -> dict[str, Any]:
+        headers = self.headers if body is None else \
+            {**self.headers, "Content-Type": "application/json"}
+        return await fetch_object(method, url, headers, timeout, body)
+
+
+class AnthropicBatches(BatchAPI):
+    """Anthropic's Message Batches for an ``anthropic:`` model."""
+
+    limits = BatchLimits(requests=100_000, bytes=256 * 1024 * 1024)
+
+    def __init__(self, provider: AnthropicProvider) -> None:
+        self.provider = provider
+        self.base = f"{provider.base_url}/v1/messages/batches"
+        self.headers = provider.headers
+
+    def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
+        return {"custom_id": custom_id, "params": self.provider.body(request)}
+
+    def entry_bytes(self, entry: dict[str, Any]) -> int:
+        return len(orjson.dumps(entry)) + 1
+
+    async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:
+        created = await self._json("POST", self.base, timeout, {"requests": entries})
+        batch_id = created.get("id")
+        if not isinstance(batch_id, str):
+            raise BadResponse(f"{redact_url(self.base)} answered without a batch id")
+        return batch_id
+
+    async def status(self, batch_id: str, timeout: float) -> BatchStatus:
+        found = await self._json("GET", f"{self.base}/{batch_id}", timeout)
+        state = str(found.get("processing_status") or "unknown")
+        return BatchStatus(batch_id, state, state == "ended",
+                           _counts(found.get("request_counts")),
+                           {"results_url": found.get("results_url")})
+
+    async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
+        url = status.detail.get("results_url")
+        if not isinstance(url, str) or not url:
+            return []
+        here, there = URL(self.base), URL(url)
+        if (there.scheme, there.host, there.port) != (here.scheme, here.host, here.port):
+            raise RequestRejected(f"the results of batch {status.batch_id} are at another "
+                                  f"origin ({redact_url(url)}); assay does not send the key "
+                                  "there")
+        payload = await exchange("GET", url, None, self.headers, timeout, RESULTS_MAX_BYTES)
+        return [self._answer(line) for line in jsonl_lines(url, payload)]
+
+    def _answer(self, line: dict[str, Any]) -> BatchAnswer:
+        from assay.llm.providers.anthropic_http import from_anthropic
+
+        custom_id = str(line.get("custom_id"))
+        result = line.get("result")
+        result = result if isinstance(result, dict) else {}
+        kind = result.get("type")
+        if kind == "succeeded" and isinstance(result.get("message"), dict):
+            try:
+                return BatchAnswer(custom_id, response=from_anthropic(
+                    result["message"], self.provider.spec.display))
+            except BadResponse as exc:
+                return BatchAnswer(custom_id, error=str(exc))
+        if kind == "errored":
+            return BatchAnswer(custom_id, error=f"errored: {_error_text(result.get('error'))}")
+        return BatchAnswer(custom_id, error=f"{kind or 'no result'}")
+
+    async def _json(self, method: str, url: str, timeout: float,
+                    body: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await fetch_object(method, url, self.headers, timeout, body)

@@ -1,0 +1,213 @@
+"""A run whose judge calls go through the providers' batch APIs (``assay run --batch``,
+``assay.evaluate(..., batch=True)``): half the price, answers within a day.
+
+One loop, :func:`judge_in_batches`, is what a batch run and every resume of it do:
+
+1. the run's batches not collected yet are asked for their status; while one is not done,
+   the run is left **waiting for batch** (``RunStatus.WAITING``; ``batch_wait`` asks again
+   every ``batch_poll_s`` instead), nothing lost;
+2. once all are done, their answers are read into the engine's :class:`BatchBook`: each
+   request's answer under the cache key a live call has (a request that errored, expired or
+   was cancelled, or a whole batch that failed, is marked to be sent the ordinary way);
+3. the runner runs: the agent runs as usual (its executions stored), each judge asks the
+   engine, which answers from the cache, from the book (the judge validates the answer as a
+   live one, and the engine caches it under its key: a re-run is free), live for a failed
+   request, or else collects the request; a case with a collected request is not scored
+   (its other scores are stored);
+4. what was collected is submitted, split by judge model and by the provider's limits
+   (OpenAI 50,000 requests / 200 MB a file, Anthropic 100,000 / 256 MB), each batch and each
+   custom id's (case, repeat, evaluator, cache key) kept in the run store, and the run waits
+   again; with nothing collected the run completes and its gates are checked as usual.
+
+A judge that asks twice in sequence (a claims judge, a re-ask of an invalid answer) thus
+takes one batch round per step. A provider without a batch API is refused before any call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from assay.errors import ConfigError, EvaluationError
+from assay.llm.batch import BatchAPI, BatchBook, BatchStatus, Collected
+from assay.llm.engine import JudgeEngine
+from assay.llm.types import ProviderError
+from assay.store import batches as stored
+from assay.store.batches import BatchRequest, StoredBatch
+from assay.store.runs import RunStore
+
+if TYPE_CHECKING:
+    from assay.run.runner import Runner, RunOutcome
+
+T = TypeVar("T")
+
+EXIT_WAITING = 75
+"""``assay run --resume``'s exit code while a run still waits for its batches (sysexits'
+EX_TEMPFAIL: try again later)."""
+ATTEMPTS = 3
+"""Tries of one batch API request that failed in a passing way."""
+
+
+@dataclass
+class BatchProgress:
+    """Where a waiting run's batches are: each with its status and counts."""
+
+    run_id: str
+    batches: list[StoredBatch] = field(default_factory=list)
+    submitted: int = 0
+    """Requests submitted by this call (0: none, the run was only checked)."""
+
+    @property
+    def requests(self) -> int:
+        return sum(b.requests for b in self.batches)
+
+    def lines(self) -> list[str]:
+        """One line per batch: its id, judge, status and the provider's counts."""
+        found = []
+        for b in self.batches:
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(b.counts.items()))
+            found.append(f"batch {b.batch_id} ({b.model}, {b.requests} request(s)): "
+                         f"{b.state}{f' ({counts})' if counts else ''}")
+        return found
+
+
+def progress_of(store: RunStore, run_id: str) -> BatchProgress:
+    """Where a run's batches not collected yet were when last asked (nothing is asked)."""
+    return BatchProgress(run_id, stored.run_batches(store, run_id, open_only=True))
+
+
+def refuse_unbatchable(engine: JudgeEngine, models: Iterable[str | None]) -> None:
+    """ConfigError naming each judge model whose provider has no batch API assay speaks,
+    before any call."""
+    refused = sorted({engine.resolve(m).spec.display for m in models
+                      if engine.resolve(m).batch_api() is None})
+    if refused:
+        raise ConfigError(
+            f"--batch: the judge model(s) {', '.join(map(repr, refused))} have no batch API "
+            "(assay sends batches to OpenAI's Batch API for openai: models and to Anthropic's "
+            "Message Batches for anthropic: models); run without --batch, or judge with one "
+            "of those", code="batch_unsupported")
+
+
+async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine, run_id: str,
+                           *, keep: bool, wait: bool, poll_s: float
+                           ) -> tuple[RunOutcome | None, BatchProgress | None]:
+    """The batch run's loop (see the module docstring): the run's outcome once it is
+    complete, else None and where its batches are (the run waits)."""
+    book = engine.batch
+    assert book is not None, "a batch run's engine has a book"
+    while True:
+        progress, read = await _gather(store, engine, run_id, book)
+        if progress is not None:
+            if not wait:
+                return None, progress
+            await asyncio.sleep(poll_s)
+            continue
+        outcome = await runner.run(run_id, keep=keep)
+        stored.mark_collected(store, run_id, read)
+        if not book.collected:
+            return outcome, None
+        progress = await _submit(store, engine, run_id, book)
+        if not wait:
+            return None, progress
+
+
+async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
+                  book: BatchBook) -> tuple[BatchProgress | None, list[str]]:
+    """Ask the run's open batches for their status: a progress while one is not done, else
+    their answers read into ``book`` and the ids of the batches read."""
+    found = stored.run_batches(store, run_id, open_only=True)
+    if not found:
+        return None, []
+    statuses: list[tuple[StoredBatch, BatchAPI, BatchStatus]] = []
+    timeout = engine.config.retry.call_timeout_s
+    for batch in found:
+        api = _api(engine, batch.model)
+        status = await _call(engine, f"asking batch {batch.batch_id} for its status",
+                             functools.partial(api.status, batch.batch_id, timeout))
+        stored.update_batch(store, run_id, batch.batch_id, status.state, status.counts)
+        batch.state, batch.counts = status.state, status.counts
+        statuses.append((batch, api, status))
+    if not all(status.done for _, _, status in statuses):
+        return BatchProgress(run_id, stored.run_batches(store, run_id, open_only=True)), []
+    for batch, api, status in statuses:
+        answers = await _call(engine, f"reading the results of batch {batch.batch_id}",
+                              functools.partial(api.results, status, timeout))
+        given = {a.custom_id: a for a in answers}
+        for request in stored.batch_requests(store, run_id, batch.batch_id):
+            answer = given.get(request.custom_id)
+            if answer is not None and answer.response is not None:
+                book.answers[request.cache_key] = answer.response
+            else:
+                why = answer.error if answer is not None else (
+                    f"batch {batch.batch_id} ended {status.state} without its answer"
+                    f"{': ' + str(status.detail['errors']) if status.detail.get('errors') else ''}")
+                book.failed[request.cache_key] = engine.scrub(str(why))
+    return None, [batch.batch_id for batch, _, _ in statuses]
+
+
+async def _submit(store: RunStore, engine: JudgeEngine, run_id: str,
+                  book: BatchBook) -> BatchProgress:
+    """Submit what ``book`` collected, split by judge model and the provider's limits, each
+    batch kept in the store as soon as the provider took it."""
+    by_model: dict[str, list[Collected]] = {}
+    for item in book.collected.values():
+        by_model.setdefault(item.model, []).append(item)
+    timeout = engine.config.retry.call_timeout_s
+    submitted = 0
+    for model, items in by_model.items():
+        api = _api(engine, model)
+        for chunk in _chunks(api, items):
+            entries = [api.entry(f"req-{i}", item.request) for i, item in enumerate(chunk)]
+            batch_id = await _call(engine, f"submitting a batch of {len(entries)} request(s) to "
+                                   f"{model}", functools.partial(api.submit, entries, timeout))
+            stored.record_batch(store, run_id, batch_id, model, [
+                BatchRequest(f"req-{i}", case_id, repeat, evaluator, item.key)
+                for i, item in enumerate(chunk) for case_id, repeat, evaluator
+                in dict.fromkeys(item.slots)])
+            submitted += len(chunk)
+    book.submitted()
+    return BatchProgress(run_id, stored.run_batches(store, run_id, open_only=True), submitted)
+
+
+def _chunks(api: BatchAPI, items: list[Collected]) -> Iterable[list[Collected]]:
+    """``items`` in batches within the provider's request and size limits."""
+    chunk: list[Collected] = []
+    size = 0
+    for i, item in enumerate(items):
+        cost = api.entry_bytes(api.entry(f"req-{i}", item.request))
+        if chunk and (len(chunk) >= api.limits.requests or size + cost > api.limits.bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += cost
+    if chunk:
+        yield chunk
+
+
+def _api(engine: JudgeEngine, model: str) -> BatchAPI:
+    api = engine.resolve(model).batch_api()
+    if api is None:
+        raise ConfigError(f"the judge model {model!r} has no batch API", code="batch_unsupported")
+    return api
+
+
+async def _call(engine: JudgeEngine, what: str, make: Callable[[], Awaitable[T]]) -> T:
+    """A batch API request, tried again when it failed in a passing way; an
+    :class:`EvaluationError` saying what was being done when it fails for good (no secret in
+    it)."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return await make()
+        except ProviderError as exc:
+            if not exc.retryable or attempt == ATTEMPTS:
+                raise EvaluationError("batch_failed", engine.scrub(f"{what}: {exc}")) from None
+            await asyncio.sleep(min(exc.retry_after or attempt, 30.0))
+    raise AssertionError("unreachable")
+
+
+__all__ = ["EXIT_WAITING", "BatchProgress", "judge_in_batches", "progress_of",
+           "refuse_unbatchable"]

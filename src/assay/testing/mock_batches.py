@@ -1,0 +1,309 @@
+"""The mock server's batch APIs: OpenAI's Files and Batch API, Anthropic's Message Batches.
+
+Served by :class:`~assay.testing.mock_server.MockServer` beside its chat endpoints, in the
+providers' shapes, each request answered by the same deterministic answers as a live call:
+
+- ``POST /v1/files`` (multipart: ``purpose=batch``, ``file``), ``GET /v1/files/{id}/content``;
+- ``POST /v1/batches`` (``input_file_id``, ``endpoint`` ``/v1/chat/completions``,
+  ``completion_window`` ``24h``), ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``;
+  a completed batch has an ``output_file_id`` (a line per answer: ``custom_id``,
+  ``response.status_code``, ``response.body``) and, when some failed, an ``error_file_id``;
+- ``POST /v1/messages/batches`` (``requests: [{custom_id, params}]``), ``GET
+  /v1/messages/batches/{id}`` (``processing_status``, ``request_counts``, ``results_url``
+  once ended), ``GET /v1/messages/batches/{id}/results`` (``result.type`` succeeded, errored,
+  canceled or expired), ``POST /v1/messages/batches/{id}/cancel``.
+
+How a batch ends is :class:`~assay.testing.mock_server.MockConfig`'s: ``batch_polls`` (status
+requests that find it in progress before it ends), ``batch_end`` (``completed``, or the whole
+batch ``expired``, ``failed``, ``cancelled``), ``batch_errored`` and ``batch_expired`` (the
+first requests of each batch that error, then expire).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import BodyPartReader, web
+
+from assay.llm.providers.scripted import answer
+
+if TYPE_CHECKING:
+    from assay.testing.mock_server import MockServer
+
+OPENAI_ENDPOINT = "/v1/chat/completions"
+
+
+@dataclass
+class MockBatch:
+    """A batch the server holds: its provider's object, its requests and what it answered."""
+
+    kind: str  # "openai" or "anthropic"
+    body: dict[str, Any]
+    requests: list[tuple[str, dict[str, Any]]]
+    polls: int = 0
+    cancelled: bool = False
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _error(message: str, status: int = 400) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": "invalid_request_error"}},
+                             status=status)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+class BatchEndpoints:
+    """The batch routes of one mock server, sharing its answers and its configuration."""
+
+    def __init__(self, server: MockServer) -> None:
+        self.server = server
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, MockBatch] = {}
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/files", self.upload)
+        app.router.add_get("/v1/files/{id}/content", self.content)
+        app.router.add_post("/v1/batches", self.create_openai)
+        app.router.add_get("/v1/batches/{id}", self.retrieve)
+        app.router.add_post("/v1/batches/{id}/cancel", self.cancel)
+        app.router.add_post("/v1/messages/batches", self.create_anthropic)
+        app.router.add_get("/v1/messages/batches/{id}", self.retrieve)
+        app.router.add_post("/v1/messages/batches/{id}/cancel", self.cancel)
+        app.router.add_get("/v1/messages/batches/{id}/results", self.anthropic_results)
+
+    # -- OpenAI -------------------------------------------------------------------------
+
+    async def upload(self, request: web.Request) -> web.Response:
+        purpose, content, name = None, None, "upload.jsonl"
+        try:
+            reader = await request.multipart()
+            while (part := await reader.next()) is not None:
+                if not isinstance(part, BodyPartReader):
+                    continue
+                if part.name == "purpose":
+                    purpose = await part.text()
+                elif part.name == "file":
+                    name = part.filename or name
+                    content = bytes(await part.read())
+        except (ValueError, AssertionError, KeyError):
+            return _error("expected a multipart/form-data body")
+        if content is None or purpose != "batch":
+            return _error("'file' and purpose 'batch' are required")
+        file_id = f"file-{uuid.uuid4().hex[:24]}"
+        self.files[file_id] = content
+        return web.json_response({"id": file_id, "object": "file", "bytes": len(content),
+                                  "created_at": int(time.time()), "filename": name,
+                                  "purpose": "batch"})
+
+    async def content(self, request: web.Request) -> web.Response:
+        found = self.files.get(request.match_info["id"])
+        if found is None:
+            return _error("no such file", 404)
+        return web.Response(body=found, content_type="application/octet-stream")
+
+    async def create_openai(self, request: web.Request) -> web.Response:
+        try:
+            body = orjson.loads(await request.read())
+        except orjson.JSONDecodeError:
+            return _error("malformed body")
+        if body.get("endpoint") != OPENAI_ENDPOINT or body.get("completion_window") != "24h":
+            return _error("endpoint must be /v1/chat/completions, completion_window 24h")
+        content = self.files.get(str(body.get("input_file_id")))
+        if content is None:
+            return _error("no such input file", 404)
+        requests: list[tuple[str, dict[str, Any]]] = []
+        for n, line in enumerate(content.splitlines(), 1):
+            try:
+                entry = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return _error(f"line {n} is not JSON")
+            if entry.get("method") != "POST" or entry.get("url") != OPENAI_ENDPOINT or \
+                    not isinstance(entry.get("body"), dict) or not entry.get("custom_id"):
+                return _error(f"line {n}: custom_id, method POST, url {OPENAI_ENDPOINT} and "
+                              "body are required")
+            requests.append((str(entry["custom_id"]), entry["body"]))
+        problem = _problem(requests)
+        if problem:
+            return _error(problem)
+        now = int(time.time())
+        batch_id = f"batch_{uuid.uuid4().hex[:24]}"
+        batch = MockBatch("openai", {
+            "id": batch_id, "object": "batch", "endpoint": OPENAI_ENDPOINT, "errors": None,
+            "input_file_id": body["input_file_id"], "completion_window": "24h",
+            "status": "validating", "output_file_id": None, "error_file_id": None,
+            "created_at": now, "in_progress_at": None, "expires_at": now + 86400,
+            "completed_at": None, "failed_at": None, "expired_at": None, "cancelled_at": None,
+            "request_counts": {"total": len(requests), "completed": 0, "failed": 0},
+            "metadata": body.get("metadata")}, requests)
+        return self._created(batch)
+
+    def _finish_openai(self, batch: MockBatch, outcomes: list[str], end: str) -> None:
+        now = int(time.time())
+        out, errors = [], []
+        for (custom_id, body), outcome in zip(batch.requests, outcomes, strict=True):
+            line: dict[str, Any] = {"id": f"batch_req_{uuid.uuid4().hex[:16]}",
+                                    "custom_id": custom_id, "response": None, "error": None}
+            if outcome == "succeeded":
+                line["response"] = {"status_code": 200, "request_id": uuid.uuid4().hex,
+                                    "body": answer(body)}
+                out.append(line)
+                continue
+            if outcome == "errored":
+                line["response"] = {"status_code": 400, "request_id": uuid.uuid4().hex,
+                                    "body": {"error": {"message": "mock: this request errored",
+                                                       "type": "invalid_request_error"}}}
+            else:
+                line["error"] = {"code": f"batch_{outcome}",
+                                 "message": f"mock: this request was {outcome}"}
+            errors.append(line)
+        body = batch.body
+        body["status"] = end
+        body[f"{end}_at"] = now
+        if end == "failed":
+            body["errors"] = {"object": "list", "data": [
+                {"code": "mock_failed", "message": "mock: the batch failed", "line": None}]}
+            body["request_counts"]["failed"] = len(outcomes)
+            return
+        if out:
+            body["output_file_id"] = self._file(out)
+        if errors:
+            body["error_file_id"] = self._file(errors)
+        body["request_counts"].update(completed=len(out), failed=len(errors))
+
+    def _file(self, lines: list[dict[str, Any]]) -> str:
+        file_id = f"file-{uuid.uuid4().hex[:24]}"
+        self.files[file_id] = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+        return file_id
+
+    # -- Anthropic ----------------------------------------------------------------------
+
+    async def create_anthropic(self, request: web.Request) -> web.Response:
+        from assay.testing.mock_server import _from_anthropic_request
+
+        try:
+            body = orjson.loads(await request.read())
+            requests = [(str(r["custom_id"]), _from_anthropic_request(r["params"]))
+                        for r in body["requests"]]
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            return _error("requests: a list of {custom_id, params} is required")
+        problem = _problem(requests)
+        if problem:
+            return _error(problem)
+        now = time.time()
+        batch_id = f"msgbatch_{uuid.uuid4().hex[:24]}"
+        batch = MockBatch("anthropic", {
+            "id": batch_id, "type": "message_batch", "processing_status": "in_progress",
+            "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0,
+                               "canceled": 0, "expired": 0},
+            "ended_at": None, "created_at": _iso(now), "expires_at": _iso(now + 86400),
+            "archived_at": None, "cancel_initiated_at": None, "results_url": None}, requests)
+        return self._created(batch)
+
+    def _finish_anthropic(self, batch: MockBatch, outcomes: list[str], origin: str) -> None:
+        from assay.testing.mock_server import _to_anthropic_response
+
+        counts = batch.body["request_counts"]
+        counts["processing"] = 0
+        for (custom_id, params), outcome in zip(batch.requests, outcomes, strict=True):
+            result: dict[str, Any] = {"type": outcome}
+            if outcome == "succeeded":
+                result["message"] = _to_anthropic_response(answer(params))
+            elif outcome == "errored":
+                result["error"] = {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": "mock: this request errored"}}
+            batch.results.append({"custom_id": custom_id, "result": result})
+            counts[outcome] = counts.get(outcome, 0) + 1
+        batch.body.update(processing_status="ended", ended_at=_iso(time.time()),
+                          results_url=f"{origin}/v1/messages/batches/{batch.body['id']}/results")
+
+    async def anthropic_results(self, request: web.Request) -> web.Response:
+        batch = self.batches.get(request.match_info["id"])
+        if batch is None or batch.kind != "anthropic":
+            return _error("no such batch", 404)
+        if batch.body["processing_status"] != "ended":
+            return _error("the batch has not ended yet")
+        return web.Response(body=b"".join(orjson.dumps(r) + b"\n" for r in batch.results),
+                            content_type="application/binary")
+
+    # -- both ---------------------------------------------------------------------------
+
+    def _created(self, batch: MockBatch) -> web.Response:
+        self.batches[batch.body["id"]] = batch
+        stats = self.server.stats
+        stats.batches += 1
+        stats.batch_requests += len(batch.requests)
+        return web.json_response(batch.body)
+
+    async def retrieve(self, request: web.Request) -> web.Response:
+        batch = self._found(request)
+        if batch is None:
+            return _error("no such batch", 404)
+        if not self._ended(batch):
+            batch.polls += 1
+            if batch.cancelled or batch.polls > self.server.config.batch_polls:
+                self._finish(batch, str(request.url.origin()))
+            elif batch.kind == "openai":
+                batch.body["status"] = "in_progress"
+                batch.body["in_progress_at"] = batch.body["in_progress_at"] or int(time.time())
+        return web.json_response(batch.body)
+
+    async def cancel(self, request: web.Request) -> web.Response:
+        batch = self._found(request)
+        if batch is None:
+            return _error("no such batch", 404)
+        if not self._ended(batch):
+            batch.cancelled = True
+            if batch.kind == "openai":
+                batch.body["status"] = "cancelling"
+            else:
+                batch.body.update(processing_status="canceling",
+                                  cancel_initiated_at=_iso(time.time()))
+        return web.json_response(batch.body)
+
+    def _found(self, request: web.Request) -> MockBatch | None:
+        batch = self.batches.get(request.match_info["id"])
+        anthropic = request.path.startswith("/v1/messages/")
+        if batch is None or (batch.kind == "anthropic") != anthropic:
+            return None
+        return batch
+
+    @staticmethod
+    def _ended(batch: MockBatch) -> bool:
+        if batch.kind == "openai":
+            return batch.body["status"] in ("completed", "failed", "expired", "cancelled")
+        return batch.body["processing_status"] == "ended"
+
+    def _finish(self, batch: MockBatch, origin: str) -> None:
+        """End the batch as the configuration says: every request answered, errored or
+        expired, or the whole batch expired, failed or cancelled."""
+        config = self.server.config
+        end = "cancelled" if batch.cancelled else config.batch_end
+        n = len(batch.requests)
+        if end == "completed":
+            outcomes = ["errored" if i < config.batch_errored else
+                        "expired" if i < config.batch_errored + config.batch_expired else
+                        "succeeded" for i in range(n)]
+        else:
+            outcomes = [{"cancelled": "canceled", "failed": "errored"}.get(end, end)] * n
+        if batch.kind == "openai":
+            self._finish_openai(batch, [o.replace("canceled", "cancelled") for o in outcomes],
+                                end)
+        else:
+            self._finish_anthropic(batch, outcomes, origin)
+
+
+def _problem(requests: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """Why a batch's requests are refused (no request, a custom id twice); None if fine."""
+    if not requests:
+        return "a batch needs at least one request"
+    ids = [custom_id for custom_id, _ in requests]
+    if len(set(ids)) != len(ids):
+        return "custom_id values must be unique within a batch"
+    return None
