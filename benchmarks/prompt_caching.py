@@ -14,7 +14,9 @@ at least its minimum (OpenAI: 1,024 tokens, then in steps of 128; Anthropic: 1,0
 Sonnet, 4,096 for Haiku 4.5 and Opus 4.5), so a judge whose shared prefix is shorter saves
 nothing however it is ordered. Anthropic bills writing the prefix to its cache at 1.25 times
 the prompt rate: once per five minutes of run here (the cache's lifetime), one write for the
-run. Output tokens are the judge's answer (about 60 tokens for every judge here).
+run. Output tokens are the judge's answer (about 60 tokens for every judge here). The last
+column of each model is the same run through the providers' batch APIs (``assay run
+--batch``): every call at half the live price.
 
 ::
 
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import markdown_table
 
 from assay.judges.base import EvalContext
+from assay.llm.batch import BATCH_PRICE_FACTOR
 from assay.judges.registry import build
 from assay.llm.engine import JudgeEngine
 from assay.llm.pricing import PriceSource, published_price
@@ -197,12 +200,15 @@ def cached_tokens(prefix_tokens: float, minimum: int, step: int) -> float:
     return minimum + (prefix_tokens - minimum) // step * step
 
 
-def run_cost(prompt: JudgePrompt, model: str, cases_run: int) -> tuple[str, str, str]:
-    """(without caching, with caching, saved) for ``cases_run`` cases at ``model``'s price."""
+def run_cost(prompt: JudgePrompt, model: str, cases_run: int) -> tuple[str, str, str, str]:
+    """(without caching, with caching, saved, through the batch API) for ``cases_run`` cases
+    at ``model``'s price. A batched call is billed at ``BATCH_PRICE_FACTOR`` of the live
+    price (``assay run --batch``; the prompt cache is not counted on, as the providers apply
+    it to batches on a best-effort basis only)."""
     provider, _, name = model.partition(":")
     price = published_price(name, PriceSource(provider_id=provider))
     if price is None:
-        return "unknown", "unknown", "-"
+        return "unknown", "unknown", "-", "unknown"
     calls = cases_run * max(1, round(prompt.requests / max(1, OPTIONS.cases)))
     tokens = prompt.prompt_tokens
     plain = calls * price.cost(round(tokens), OUTPUT_TOKENS)
@@ -216,7 +222,8 @@ def run_cost(prompt: JudgePrompt, model: str, cases_run: int) -> tuple[str, str,
         cached = cached_tokens(prompt.prefix_tokens, MINIMUM_TOKENS["openai"], 128)
         with_cache = price.cost(round(tokens), OUTPUT_TOKENS) + (calls - 1) * price.cost(
             round(tokens), OUTPUT_TOKENS, round(cached))
-    return f"${plain:.3f}", f"${with_cache:.3f}", f"{1 - with_cache / plain:.0%}"
+    return (f"${plain:.3f}", f"${with_cache:.3f}", f"{1 - with_cache / plain:.0%}",
+            f"${plain * BATCH_PRICE_FACTOR:.3f}")
 
 
 OPTIONS = argparse.Namespace(cases=6)
@@ -237,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             found = asyncio.run(measure(judge, JUDGES.get(judge, {}), args.cases))
         except Exception as exc:  # a judge that cannot run here is a row that says why
             rows.append([judge, "-", "-", "-", "-", f"FAILED: {type(exc).__name__}: {exc}"]
-                        + ["-"] * 3 * len(models))
+                        + ["-"] * 4 * len(models))
             continue
         costs = [cell for m in models for cell in run_cost(found, m, args.run_cases)]
         rows.append([judge, f"{found.requests / args.cases:g}", f"{found.prompt_tokens:.0f}",
@@ -246,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     headers = ["judge", "requests/case", "prompt tokens", "shared prefix tokens",
                "shared share", "note"]
     for m in models:
-        headers += [f"{m}: {args.run_cases} cases", "with caching", "saved"]
+        headers += [f"{m}: {args.run_cases} cases", "with caching", "saved", "with --batch"]
     print(markdown_table(headers, rows))
     return 0
 

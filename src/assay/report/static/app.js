@@ -438,7 +438,7 @@
       return input;
     };
     const status = h("select", { name: "status", "aria-label": "status" },
-      ["", "completed", "running", "interrupted", "failed"].map((v) => h("option", { value: v, selected: (filters.status || "") === v }, v || "any status")));
+      ["", "completed", "running", "waiting", "interrupted", "failed"].map((v) => h("option", { value: v, selected: (filters.status || "") === v }, v || "any status")));
     status.addEventListener("change", () => apply({ status: status.value }));
     const since = h("input", { type: "date", name: "since", value: filters.since || "", "aria-label": "since" });
     since.addEventListener("change", () => apply({ since: since.value }));
