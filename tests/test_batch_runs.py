@@ -90,6 +90,9 @@ def test_a_batch_run_waits_then_a_resume_completes_it_and_a_rerun_is_free(openai
                           store=store, cache="off")
     assert openai.stats.requests == len(ROWS)
     assert _values(live) == _values(done)  # a batch answer judges as a live one does
+    compared = assay.compare(live.run_id, done.run_id, store=store)  # how the calls were sent changes no result
+    assert compared.differences == [] and not compared.exit_code()
+    assert compared.config_diff.run_config_changes == []
 
 
 def test_a_resume_before_the_batch_ends_says_so_and_loses_nothing(openai, tmp_path):

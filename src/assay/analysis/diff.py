@@ -24,7 +24,7 @@ DIFF_CHARS = 5000
 TRUNCATED = "\n... (truncated)"
 IGNORED_RUN_KEYS = ("concurrency", "dry_run", "cache", "retry", "filter", "repeat",
                     "targets_file", "executor", "ray",
-                    "llm_concurrency", "run_id")
+                    "llm_concurrency", "run_id", "batch", "batch_wait", "batch_poll_s")
 """Run settings that change how a run was executed, not what its results mean."""
 
 

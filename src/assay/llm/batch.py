@@ -21,6 +21,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from assay.llm.types import ChatRequest, ChatResponse, ProviderError
 
 BATCH_PRICE_FACTOR = 0.5
@@ -79,9 +81,9 @@ class BatchAPI(ABC):
     def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
         """One request of a batch, in the provider's shape."""
 
-    @abstractmethod
     def entry_bytes(self, entry: dict[str, Any]) -> int:
-        """How much of the provider's size limit ``entry`` takes."""
+        """How much of the provider's size limit ``entry`` takes: its JSON line."""
+        return len(orjson.dumps(entry)) + 1
 
     @abstractmethod
     async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:

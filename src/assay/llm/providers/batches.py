@@ -63,6 +63,15 @@ async def fetch_object(method: str, url: str, headers: dict[str, str], timeout: 
     return found
 
 
+def _id_of(found: Any, url: str, what: str) -> str:
+    """The ``id`` of a created object (a file, a batch); BadResponse saying ``what`` came
+    back instead."""
+    value = found.get("id") if isinstance(found, dict) else None
+    if not isinstance(value, str) or not value:
+        raise BadResponse(f"{redact_url(url)} answered {what}")
+    return value
+
+
 def _counts(value: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         return {}
@@ -94,9 +103,6 @@ class OpenAIBatches(BatchAPI):
         return {"custom_id": custom_id, "method": "POST", "url": OPENAI_ENDPOINT,
                 "body": self.provider.body(request)}
 
-    def entry_bytes(self, entry: dict[str, Any]) -> int:
-        return len(orjson.dumps(entry)) + 1
-
     async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:
         content = b"".join(orjson.dumps(e) + b"\n" for e in entries)
         boundary = f"assay-{uuid.uuid4().hex}"
@@ -109,16 +115,11 @@ class OpenAIBatches(BatchAPI):
             "POST", url, body, {**self.headers,
                                 "Content-Type": f"multipart/form-data; boundary={boundary}"},
             timeout))
-        file_id = uploaded.get("id") if isinstance(uploaded, dict) else None
-        if not isinstance(file_id, str):
-            raise BadResponse(f"{redact_url(url)} answered an upload without a file id")
+        file_id = _id_of(uploaded, url, "an upload without a file id")
         created = await self._json("POST", f"{self.base}/batches", timeout, {
             "input_file_id": file_id, "endpoint": OPENAI_ENDPOINT,
             "completion_window": "24h"})
-        batch_id = created.get("id")
-        if not isinstance(batch_id, str):
-            raise BadResponse(f"{redact_url(self.base)}/batches answered without a batch id")
-        return batch_id
+        return _id_of(created, f"{self.base}/batches", "without a batch id")
 
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
         found = await self._json("GET", f"{self.base}/batches/{batch_id}", timeout)
@@ -177,15 +178,9 @@ class AnthropicBatches(BatchAPI):
     def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
         return {"custom_id": custom_id, "params": self.provider.body(request)}
 
-    def entry_bytes(self, entry: dict[str, Any]) -> int:
-        return len(orjson.dumps(entry)) + 1
-
     async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:
         created = await self._json("POST", self.base, timeout, {"requests": entries})
-        batch_id = created.get("id")
-        if not isinstance(batch_id, str):
-            raise BadResponse(f"{redact_url(self.base)} answered without a batch id")
-        return batch_id
+        return _id_of(created, self.base, "without a batch id")
 
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
         found = await self._json("GET", f"{self.base}/{batch_id}", timeout)
