@@ -351,3 +351,24 @@ def test_the_sqlite_file_holds_no_request_body(openai, tmp_path):
         count = conn.execute("SELECT count(*) FROM judge_batch_requests WHERE run_id = ?",
                              (waiting.run_id,)).fetchone()[0]
     assert count == len(ROWS)
+
+
+def test_a_reask_of_an_invalid_batch_answer_goes_in_the_next_batch(openai, tmp_path):
+    """A judge's second ask (here, the re-ask of an answer that does not validate) is
+    collected in a second batch round: the resume that judges round one leaves the run
+    waiting again, and the next completes it, every call at the batch rate."""
+    good = json.dumps({"score": 90, "justification": "same meaning"})
+    rows = [{**ROWS[0], "output": f"blue <<mock-seq:{json.dumps(['not json', good])}>>"},
+            *ROWS[1:]]
+    store = tmp_path / "runs.db"
+    waiting = assay.evaluate(rows, evaluators=EVALUATORS, judge_model="openai:gpt-4o-mini",
+                             batch=True, store=store)
+    again = assay.resume(waiting.run_id, store=store, data=rows)
+    assert again.waiting and again.batch is not None and again.batch.submitted == 1
+    done = assay.resume(waiting.run_id, store=store, data=rows)
+    assert done.run.status is RunStatus.COMPLETED
+    first = next(r for r in done.records if r.case_id == "c0")
+    [similarity] = [s for s in first.scores if s.name == "semantic_similarity"]
+    assert similarity.raw == 90 and similarity.usage.batch_calls == 2  # both asks
+    assert openai.stats.requests == 0 and openai.stats.batches == 2
+    assert done.summary.usage.batch_calls == len(ROWS) + 1

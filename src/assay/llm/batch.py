@@ -122,8 +122,9 @@ class BatchBook:
         """Answers taken from batches this pass."""
 
     def take(self, key: str) -> ChatResponse | None:
-        """A finished batch's answer for ``key`` (given once)."""
-        found = self.answers.pop(key, None)
+        """A finished batch's answer for ``key`` (to every judgement that asks for it: the
+        same request of two evaluators was sent once)."""
+        found = self.answers.get(key)
         if found is not None:
             self.answered += 1
         return found

@@ -220,6 +220,7 @@ class JudgeEngine:
             if problem is None:
                 return self._account(provider, response, CallStats(attempts=1), key,
                                      batch=True)
+            book.answers.pop(key, None)
             book.failed[key] = f"unusable answer: {problem}"
         if key in book.failed:
             return None

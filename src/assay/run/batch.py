@@ -6,7 +6,9 @@ One loop, :func:`judge_in_batches`, is what a batch run and every resume of it d
 1. the run's batches not collected yet are asked for their status; while one is not done,
    the run is left **waiting for batch** (``RunStatus.WAITING``; ``batch_wait`` asks again
    every ``batch_poll_s`` instead), nothing lost;
-2. once all are done, their answers are read into the engine's :class:`BatchBook`: each
+2. once all are done, the answers of every batch of the run (earlier rounds' too, since an
+   answer a judge did not accept is never cached) are read into the engine's
+   :class:`BatchBook`: each
    request's answer under the cache key a live call has (a request that errored, expired or
    was cancelled, or a whole batch that failed, is marked to be sent the ordinary way);
 3. the runner runs: the agent runs as usual (its executions stored), each judge asks the
@@ -117,9 +119,11 @@ async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine,
 
 async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
                   book: BatchBook) -> tuple[BatchProgress | None, list[str]]:
-    """Ask the run's open batches for their status: a progress while one is not done, else
-    their answers read into ``book`` and the ids of the batches read."""
-    found = stored.run_batches(store, run_id, open_only=True)
+    """Ask the run's batches for their status: a progress while one is not done, else the
+    answers of every batch of the run read into ``book`` (an earlier round's too: a judge
+    that asks again in a later round, after an answer it did not accept, is given that
+    answer again, which was never cached) and the ids of the batches read."""
+    found = stored.run_batches(store, run_id)
     if not found:
         return None, []
     statuses: list[tuple[StoredBatch, BatchAPI, BatchStatus]] = []
