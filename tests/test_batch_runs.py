@@ -251,13 +251,18 @@ def test_no_key_reaches_the_store_and_batch_requests_carry_it(openai, tmp_path):
             assert KEY.encode() not in path.read_bytes(), path
 
 
+def _quickstart(where: Path) -> Path:
+    """The README's quickstart suite (an agent of its own, five cases) copied to ``where``."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
+    (where / ".assay").mkdir()
+    for name in ("EVAL.yaml", "agent.py", ".assay/targets.yaml"):
+        (where / name).write_text((example / name).read_text())
+    return where / "EVAL.yaml"
+
+
 def test_the_cli_submits_exits_zero_and_a_later_process_collects(openai, tmp_path):
     openai.configure(batch_polls=1)
-    example = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
-    (tmp_path / ".assay").mkdir()
-    for name in ("EVAL.yaml", "agent.py", ".assay/targets.yaml"):
-        (tmp_path / name).write_text((example / name).read_text())
-    suite = tmp_path / "EVAL.yaml"
+    suite = _quickstart(tmp_path)
     env = {**__import__("os").environ, "OPENAI_BASE_URL": openai.url, "OPENAI_API_KEY": KEY,
            "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
     common = ["--judge-model", "openai:gpt-4o-mini", "--store", str(tmp_path / "runs.db")]
@@ -372,3 +377,40 @@ def test_a_reask_of_an_invalid_batch_answer_goes_in_the_next_batch(openai, tmp_p
     assert similarity.raw == 90 and similarity.usage.batch_calls == 2  # both asks
     assert openai.stats.requests == 0 and openai.stats.batches == 2
     assert done.summary.usage.batch_calls == len(ROWS) + 1
+
+
+@pytest.mark.drill
+def test_a_run_killed_while_it_waits_for_its_batch_is_resumed_later(openai, tmp_path):
+    """``assay run --batch --wait`` killed outright (SIGKILL) while its batch is in progress:
+    the batch and its requests are in the store, the run reads as interrupted once its lease
+    runs out, and a later resume collects the batch and completes the run."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    openai.configure(batch_polls=1_000_000)
+    suite = _quickstart(tmp_path)
+    env = {**os.environ, "OPENAI_BASE_URL": openai.url, "OPENAI_API_KEY": KEY,
+           "ASSAY_CACHE_DIR": str(tmp_path / "cache"), "ASSAY_RUN_LEASE_S": "1"}
+    common = ["--judge-model", "openai:gpt-4o-mini", "--store", str(tmp_path / "runs.db")]
+    process = subprocess.Popen([sys.executable, "-m", "assay", "run", str(suite), "--batch",
+                                "--wait", "--poll-interval", "0.05", *common], cwd=tmp_path,
+                               env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "err.txt").open("w"))
+    deadline = time.monotonic() + 60
+    while openai.stats.batches == 0 or openai.stats.arrived < 3:
+        assert time.monotonic() < deadline and process.poll() is None, \
+            (tmp_path / "err.txt").read_text()
+        time.sleep(0.05)
+    process.kill()
+    process.wait(10)
+    time.sleep(1.5)  # its lease runs out: the run reads as interrupted
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    [run] = store.run_records()
+    assert run.status is RunStatus.INTERRUPTED and run.abandoned
+    assert run_batches(store, run.id)[0].requests == 5  # the quickstart's cases
+    store.close()
+    openai.configure(batch_polls=0)
+    done = run_assay(["run", "--resume", run.id, *common], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all gates passed" in done.stdout and openai.stats.requests == 0
