@@ -173,8 +173,7 @@ def test_loading_a_model_keeps_the_process_signal_handlers(backend):
         assert loaded, "the model did not load"
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGTERM)
-        signal.sigtimedwait([], 0.2) if hasattr(signal, "sigtimedwait") else None
-        for _ in range(50):
+        for _ in range(100):  # Python runs its handlers between bytecodes of this thread
             if len(caught) == 2:
                 break
             threading.Event().wait(0.01)
