@@ -34,6 +34,10 @@ EXTRA="local"
 if [ "$BACKEND" = "llama-cpp-python" ] || ! pip_quiet install --quiet \
     --only-binary xllamacpp "xllamacpp==$XLLAMACPP_VERSION"; then
   EXTRA="local-llama-cpp"
+  if [ "$BACKEND" != "llama-cpp-python" ]; then
+    echo "assay setup: no prebuilt xllamacpp $XLLAMACPP_VERSION installs here (above);" \
+      "the embedded judge will run on llama-cpp-python instead"
+  fi
   if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
     echo "assay setup: building llama-cpp-python $LLAMA_VERSION (one time, several minutes)..."
     mkdir -p "$WHEELS"
