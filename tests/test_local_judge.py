@@ -6,6 +6,7 @@ import pytest
 
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
+from assay.llm.providers import local_backends
 from assay.llm.providers.local import resolve_model_path
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -16,7 +17,10 @@ pytestmark = pytest.mark.skipif(not local_model_available(),
 
 
 @pytest.mark.slow
-async def test_embedded_model_judges_and_the_result_parses_in_range(tmp_path):
+@pytest.mark.parametrize("backend", local_backends.installed())
+async def test_embedded_model_judges_and_the_result_parses_in_range(tmp_path, monkeypatch,
+                                                                   backend):
+    monkeypatch.setenv(local_backends.BACKEND_ENV, backend)
     engine = JudgeEngine(EngineConfig(default_model="local:gemma-3-270m",
                                       cache_path=tmp_path / "cache.sqlite"))
     await engine.preflight()

