@@ -226,3 +226,18 @@ async def test_both_backends_build_the_same_gemma_prompt(monkeypatch):
             counts[backend].append(response["usage"]["prompt_tokens"])
     first, second = counts.values()
     assert first == second, counts  # the same turns, the same BOS, the same tokens
+
+
+def test_the_cache_keeps_each_backends_answers_apart(monkeypatch):
+    from assay.llm.cache import cache_key
+    from assay.llm.models import LOCAL_DEFAULT_MODEL, parse_model
+
+    monkeypatch.setattr(local_backends, "installed", lambda: list(local_backends.BACKENDS))
+    provider = local.LocalProvider(parse_model(f"local:{LOCAL_DEFAULT_MODEL}"))
+    request = {"messages": [{"role": "user", "content": "Is Paris in France?"}]}
+    keys = set()
+    for name in local_backends.BACKENDS:
+        monkeypatch.setenv(local_backends.BACKEND_ENV, name)
+        assert provider.cache_identity()["backend"] == name
+        keys.add(cache_key(provider.cache_identity(), request))
+    assert len(keys) == len(local_backends.BACKENDS)

@@ -112,6 +112,16 @@ class LocalProvider(Provider):
         fmt = "gemma" if self.spec.model in _PACKAGED_NAMES else None
         return load_model(self._path, fmt)
 
+    def cache_identity(self) -> dict[str, Any]:
+        """The model and the backend that runs it: the two backends decode the same prompt
+        differently (their answers agree in meaning, not always byte for byte), so an answer
+        of one is never replayed as the other's."""
+        try:
+            backend: str | None = local_backends.chosen()
+        except ConfigError:
+            backend = None  # nothing installed: the call itself will say so
+        return {**super().cache_identity(), "backend": backend}
+
     async def preflight(self) -> None:
         await asyncio.to_thread(self._model)
 
