@@ -414,3 +414,17 @@ def test_a_run_killed_while_it_waits_for_its_batch_is_resumed_later(openai, tmp_
     done = run_assay(["run", "--resume", run.id, *common], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "all gates passed" in done.stdout and openai.stats.requests == 0
+
+
+def test_a_dry_run_of_a_batch_run_estimates_at_the_batch_price(openai, tmp_path, monkeypatch):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4o-mini": [1.0, 4.0]}))
+    monkeypatch.setenv("ASSAY_PRICES", str(prices))
+    estimates = [assay.evaluate(ROWS, evaluators=EVALUATORS, judge_model="openai:gpt-4o-mini",
+                                store=tmp_path / "runs.db", cache="off", dry_run=True,
+                                batch=batch).estimate for batch in (False, True)]
+    live, batched = estimates
+    assert live is not None and batched is not None
+    assert live.calls == batched.calls == len(ROWS) and live.cost > 0
+    assert batched.cost == pytest.approx(live.cost / 2)
+    assert openai.stats.requests == 0 and openai.stats.batch_requests == 0

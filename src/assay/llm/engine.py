@@ -96,6 +96,9 @@ class JudgeEngine:
         self._preflighted: set[str] = set()
         self._identities: dict[Provider, dict[str, Any]] = {}
         self._sources: dict[Provider, PriceSource | None] = {}
+        self.estimate_batched = False
+        """Whether a dry run estimates its calls at the batch APIs' price (a dry run of a
+        batch run: the calls it would make are the ones it would batch)."""
         self.batch: BatchBook | None = None
         """A batch run's book (see :mod:`assay.llm.batch`): judge calls are collected for
         the providers' batch APIs, or answered from finished batches; None: calls are made."""
@@ -389,6 +392,8 @@ class JudgeEngine:
         est.completion_tokens += completion
         cost = self.prices.cost(provider.priced_model, prompt, completion,
                                 free=provider.price_free, source=self._price_source(provider))
+        if cost is not None and self.estimate_batched:
+            cost *= BATCH_PRICE_FACTOR
         est.cost = None if est.cost is None or cost is None else est.cost + cost
         shown = provider.spec.display
         est.by_model[shown] = est.by_model.get(shown, 0) + 1

@@ -1010,6 +1010,7 @@ class _Session:
         """Run the session into its store, or, for a dry run, into nothing (see
         :mod:`assay.run.dry_run`: no output is written, so ``on_inputs`` is not called)."""
         if self.config.dry_run:
+            self.engine.estimate_batched = self.config.batch  # priced as it would be sent
             outcome = await self.unstored(DRY_RUN_ID, progress, on_record, keep=False)
             outcome.summary.notes = self.notes()
             return EvaluationResult.dry(self.suite, outcome.summary, self.config,
