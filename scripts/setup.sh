@@ -7,6 +7,10 @@
 # 4-12 minutes on 2 cores), for a portable x86-64 baseline (no -march=native, no AMX: native
 # builds crash on some virtual CPUs); its wheel is kept in .cache/wheels, so later runs of this
 # script install it in seconds. The same variable chooses the backend at run time.
+#
+# --both-backends installs llama-cpp-python beside xllamacpp (compiled once, as above), so the
+# tests run the embedded judge on each: scripts/test.sh asks for it, since the fallback is
+# code users run and must not go untested.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +20,13 @@ XLLAMACPP_VERSION="2026.10.11549"
 LLAMA_VERSION="0.3.36"
 WHEELS=".cache/wheels"
 BACKEND="${ASSAY_LOCAL_BACKEND:-}"
+BOTH=0
+for arg in "$@"; do
+  case "$arg" in
+    --both-backends) BOTH=1 ;;
+    *) echo "assay setup: unknown option $arg (expected --both-backends)" >&2; exit 2 ;;
+  esac
+done
 
 # pip, without the warnings about this machine's absent local indexes, failing when pip fails.
 pip_quiet() {
@@ -30,14 +41,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 pip_quiet install --quiet --upgrade pip
 
-EXTRA="local"
-if [ "$BACKEND" = "llama-cpp-python" ] || ! pip_quiet install --quiet \
-    --only-binary xllamacpp "xllamacpp==$XLLAMACPP_VERSION"; then
-  EXTRA="local-llama-cpp"
-  if [ "$BACKEND" != "llama-cpp-python" ]; then
-    echo "assay setup: no prebuilt xllamacpp $XLLAMACPP_VERSION installs here (above);" \
-      "the embedded judge will run on llama-cpp-python instead"
-  fi
+# llama-cpp-python from its wheel in $WHEELS, built there first if it is not yet.
+install_llama_cpp_python() {
   if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
     echo "assay setup: building llama-cpp-python $LLAMA_VERSION (one time, several minutes)..."
     mkdir -p "$WHEELS"
@@ -46,6 +51,20 @@ if [ "$BACKEND" = "llama-cpp-python" ] || ! pip_quiet install --quiet \
       "llama-cpp-python==$LLAMA_VERSION"
   fi
   pip_quiet install --quiet --find-links "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+}
+
+EXTRA="local"
+if [ "$BACKEND" = "llama-cpp-python" ] || ! pip_quiet install --quiet \
+    --only-binary xllamacpp "xllamacpp==$XLLAMACPP_VERSION"; then
+  EXTRA="local-llama-cpp"
+  if [ "$BACKEND" != "llama-cpp-python" ]; then
+    echo "assay setup: no prebuilt xllamacpp $XLLAMACPP_VERSION installs here (above);" \
+      "the embedded judge will run on llama-cpp-python instead"
+  fi
+  install_llama_cpp_python
+elif [ "$BOTH" = 1 ]; then
+  EXTRA="local,local-llama-cpp"
+  install_llama_cpp_python
 fi
 pip_quiet install --quiet --find-links "$WHEELS" -e ".[$EXTRA]" --group dev
 # Compile assay's own modules once: the command starts faster, and so does every test that

@@ -18,6 +18,7 @@ from assay.llm.models import parse_model
 from assay.llm.providers import local, local_backends
 from assay.llm.providers.local import LocalProvider
 from assay.llm.types import ChatRequest, RequestRejected
+from tests.ci_support import missing
 from tests.conftest import local_model_available
 
 INSTALLED = local_backends.installed() if local_model_available() else []
@@ -215,8 +216,10 @@ async def test_a_schema_llama_cpp_cannot_compile_is_an_error_not_an_unconstraine
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(len(INSTALLED) < 2, reason="needs both xllamacpp and llama-cpp-python")
 async def test_both_backends_build_the_same_gemma_prompt(monkeypatch):
+    if len(INSTALLED) < 2:
+        missing("backend", "needs both xllamacpp and llama-cpp-python: "
+                "bash scripts/setup.sh --both-backends installs them")
     counts: dict[str, list[int]] = {}
     for backend in INSTALLED:
         chosen = provider(monkeypatch, backend)
