@@ -897,6 +897,20 @@ def _no_csp_violations(page: Any) -> None:
     assert page.evaluate("window.__csp") == []
 
 
+def _in_each_scheme(browser: Any, url: str) -> Iterator[tuple[str, Any, Any]]:
+    """The store at ``url`` served, and a page in the light scheme, then another in the dark
+    one, each watched for what it must not do and for CSP violations, checked once the loop's
+    body is done with it: (the scheme, the server, the page)."""
+    for scheme in ("light", "dark"):
+        with serve(url) as served:
+            page = _page(browser, color_scheme=scheme)
+            page.add_init_script(CSP_WATCH)
+            watch = Watch(page, served.url)
+            yield scheme, served, page
+            _no_csp_violations(page)
+            watch.clean()
+
+
 def _output_runs(store: RunStore, outputs: dict[str, tuple[Any, str, str]]) -> tuple[str, str]:
     """A baseline and a candidate run of the cases ``outputs`` names, each case with its
     expected output and the two runs' outputs; their ids."""
@@ -954,43 +968,37 @@ def test_a_changed_word_is_marked_within_its_line_and_unchanged_text_is_not(brow
     store = RunStore(url)
     base, cand = _output_runs(store, outputs)
     store.close()
-    for scheme in ("light", "dark"):
-        with serve(url) as served:
-            page = _page(browser, color_scheme=scheme)
-            page.add_init_script(CSP_WATCH)
-            watch = Watch(page, served.url)
-            diff = _open_sides(page, served.url, base, cand, "one-word").locator("pre.diff")
-            assert diff.locator(".d-removed del").all_inner_texts() == ["42"]
-            assert diff.locator(".d-added ins").all_inner_texts() == ["45"]
-            assert diff.locator(".d-same del, .d-same ins").count() == 0
-            assert diff.locator(".d-removed").inner_text().strip() == "\u2212 The total is 42 apples and 7 pears."
-            assert diff.get_attribute("data-word-diff") == "complete"
-            diff.scroll_into_view_if_needed()
-            _shot(page, tmp_path, "compare-word-diff" + ("-dark" if scheme == "dark" else ""))
+    for scheme, served, page in _in_each_scheme(browser, url):
+        diff = _open_sides(page, served.url, base, cand, "one-word").locator("pre.diff")
+        assert diff.locator(".d-removed del").all_inner_texts() == ["42"]
+        assert diff.locator(".d-added ins").all_inner_texts() == ["45"]
+        assert diff.locator(".d-same del, .d-same ins").count() == 0
+        assert diff.locator(".d-removed").inner_text().strip() == "\u2212 The total is 42 apples and 7 pears."
+        assert diff.get_attribute("data-word-diff") == "complete"
+        diff.scroll_into_view_if_needed()
+        _shot(page, tmp_path, "compare-word-diff" + ("-dark" if scheme == "dark" else ""))
 
-            diff = _open_sides(page, served.url, base, cand, "short").locator("pre.diff")
-            assert diff.locator(".d-removed del").all_inner_texts() == ["81"]  # characters
-            assert diff.locator(".d-added ins").all_inner_texts() == ["75"]
-            diff = _open_sides(page, served.url, base, cand, "rows").locator("pre.diff")
-            assert [t.strip() for t in diff.locator(".d-removed").all_inner_texts()] == ["\u2212 row 2: value 6 ok"]
-            assert diff.locator("del, ins").all_inner_texts() == ["6", "7"]
+        diff = _open_sides(page, served.url, base, cand, "short").locator("pre.diff")
+        assert diff.locator(".d-removed del").all_inner_texts() == ["81"]  # characters
+        assert diff.locator(".d-added ins").all_inner_texts() == ["75"]
+        diff = _open_sides(page, served.url, base, cand, "rows").locator("pre.diff")
+        assert [t.strip() for t in diff.locator(".d-removed").all_inner_texts()] == ["\u2212 row 2: value 6 ok"]
+        assert diff.locator("del, ins").all_inner_texts() == ["6", "7"]
 
-            page.goto(f"{served.url}/#/case/{cand}?case_id=one-word")
-            page.wait_for_selector("#expected-diff pre.diff")
-            against = page.locator("#expected-diff pre.diff")
-            assert against.locator(".d-removed del").all_inner_texts() == ["42"]  # expected
-            assert against.locator(".d-added ins").all_inner_texts() == ["45"]  # the agent's
-            assert against.locator(".d-same").count() == 2
-            page.locator("#expected-diff").scroll_into_view_if_needed()
-            _shot(page, tmp_path, "case-expected-diff" + ("-dark" if scheme == "dark" else ""))
-            page.goto(f"{served.url}/#/case/{base}?case_id=one-word")
-            expect(page.locator("#expected-diff")).to_contain_text(
-                "The output is the expected output.")
-            page.goto(f"{served.url}/#/case/{base}?case_id=rows")
-            _rendered(page, "case_id=rows")
-            assert page.locator("#expected-diff").count() == 0  # the case expects nothing
-            _no_csp_violations(page)
-            watch.clean()
+        page.goto(f"{served.url}/#/case/{cand}?case_id=one-word")
+        page.wait_for_selector("#expected-diff pre.diff")
+        against = page.locator("#expected-diff pre.diff")
+        assert against.locator(".d-removed del").all_inner_texts() == ["42"]  # expected
+        assert against.locator(".d-added ins").all_inner_texts() == ["45"]  # the agent's
+        assert against.locator(".d-same").count() == 2
+        page.locator("#expected-diff").scroll_into_view_if_needed()
+        _shot(page, tmp_path, "case-expected-diff" + ("-dark" if scheme == "dark" else ""))
+        page.goto(f"{served.url}/#/case/{base}?case_id=one-word")
+        expect(page.locator("#expected-diff")).to_contain_text(
+            "The output is the expected output.")
+        page.goto(f"{served.url}/#/case/{base}?case_id=rows")
+        _rendered(page, "case_id=rows")
+        assert page.locator("#expected-diff").count() == 0  # the case expects nothing
 
 
 HUGE_DIFF_LINES = 5_000
@@ -1058,44 +1066,38 @@ def test_the_trend_chart_draws_a_line_per_suite_and_a_click_opens_its_run(browse
             for suite, offset, qualities in (("math", 0, [0.6, 0.7, 0.9]),
                                              ("chat", 1, [0.9, 0.5, 0.8, 0.7]))}
     store.close()
-    for scheme in ("light", "dark"):
-        with serve(url) as served:
-            page = _page(browser, color_scheme=scheme)
-            page.add_init_script(CSP_WATCH)
-            watch = Watch(page, served.url)
-            page.goto(served.url + "/#/runs")
-            page.wait_for_selector("#runs-chart canvas")
-            series = page.evaluate("(() => { const u = document.querySelector('#runs-chart')"
-                                   ".uplot; return u.series.slice(1).map((s, k) => [s.label, "
-                                   "u.data[k + 1].filter((v) => v !== null).length]); })()")
-            assert sorted(series) == [["chat", 4], ["math", 3]]  # one line per suite
-            assert page.locator(".legend a[data-suite]").all_inner_texts() == ["chat", "math"]
-            target = runs["chat"][2]
-            point = page.evaluate(
-                "(id) => { const box = document.querySelector('#runs-chart'), u = box.uplot;"
-                " const i = u.data[0].findIndex((_, k) => box.uplotRuns[k].id === id);"
-                " const r = u.over.getBoundingClientRect();"
-                " return [r.left + u.valToPos(u.data[0][i], 'x'),"
-                " r.top + u.valToPos(box.uplotRuns[i].pass_rate, 'y')]; }", target)
-            page.mouse.move(*point)
-            tip = page.locator("#runs-chart .chart-tip")
-            expect(tip).to_be_visible()
-            row = page.locator(f"#runs tr[data-run='{target}']")
-            assert target in tip.inner_text() and "chat" in tip.inner_text()
-            assert row.locator("td.num").nth(1).inner_text().strip() in tip.inner_text()
-            assert row.locator("td.num").last.inner_text()[:16] in tip.inner_text()
-            _shot(page, tmp_path, "runs-chart" + ("-dark" if scheme == "dark" else ""))
-            page.mouse.click(*point)
-            _rendered(page, f"#/run/{target}")
-            assert page.locator("#run-title").inner_text() == target
-            page.go_back()
-            page.wait_for_selector("#runs-chart canvas")
-            page.focus("#runs-chart")
-            page.keyboard.press("ArrowLeft")  # the latest run
-            page.keyboard.press("Enter")
-            _rendered(page, f"#/run/{runs['chat'][3]}")
-            _no_csp_violations(page)
-            watch.clean()
+    for scheme, served, page in _in_each_scheme(browser, url):
+        page.goto(served.url + "/#/runs")
+        page.wait_for_selector("#runs-chart canvas")
+        series = page.evaluate("(() => { const u = document.querySelector('#runs-chart')"
+                               ".uplot; return u.series.slice(1).map((s, k) => [s.label, "
+                               "u.data[k + 1].filter((v) => v !== null).length]); })()")
+        assert sorted(series) == [["chat", 4], ["math", 3]]  # one line per suite
+        assert page.locator(".legend a[data-suite]").all_inner_texts() == ["chat", "math"]
+        target = runs["chat"][2]
+        point = page.evaluate(
+            "(id) => { const box = document.querySelector('#runs-chart'), u = box.uplot;"
+            " const i = u.data[0].findIndex((_, k) => box.uplotRuns[k].id === id);"
+            " const r = u.over.getBoundingClientRect();"
+            " return [r.left + u.valToPos(u.data[0][i], 'x'),"
+            " r.top + u.valToPos(box.uplotRuns[i].pass_rate, 'y')]; }", target)
+        page.mouse.move(*point)
+        tip = page.locator("#runs-chart .chart-tip")
+        expect(tip).to_be_visible()
+        row = page.locator(f"#runs tr[data-run='{target}']")
+        assert target in tip.inner_text() and "chat" in tip.inner_text()
+        assert row.locator("td.num").nth(1).inner_text().strip() in tip.inner_text()
+        assert row.locator("td.num").last.inner_text()[:16] in tip.inner_text()
+        _shot(page, tmp_path, "runs-chart" + ("-dark" if scheme == "dark" else ""))
+        page.mouse.click(*point)
+        _rendered(page, f"#/run/{target}")
+        assert page.locator("#run-title").inner_text() == target
+        page.go_back()
+        page.wait_for_selector("#runs-chart canvas")
+        page.focus("#runs-chart")
+        page.keyboard.press("ArrowLeft")  # the latest run
+        page.keyboard.press("Enter")
+        _rendered(page, f"#/run/{runs['chat'][3]}")
 
 
 def test_a_score_with_no_pass_or_fail_of_its_own_is_not_shown_as_passed(browser, tmp_path):
