@@ -1,10 +1,11 @@
-"""A batch is paid for once (``assay run --batch``).
+"""A batch is paid for once, and a deleted run leaves no batch running (``assay run --batch``).
 
 Every submission is kept in the run store before its provider is asked; a process killed
 between the provider's answer and the store's record (here killed outright, SIGKILL, by a
 start-up hook at that very point) leaves a submission whose batch id is not known, which the
 resume looks for at the provider (the mock server, over real HTTP, counting the batches it is
-given) before anything is sent again.
+given) before anything is sent again. Deleting a run that waits for batch cancels its batches
+at the provider, through the library the CLI and the REST API share.
 """
 
 from __future__ import annotations
@@ -216,3 +217,96 @@ def test_a_submit_whose_answer_was_lost_is_found_not_sent_again(mock_server, tmp
     monkeypatch.setattr(OpenAIBatches, "submit", original)
     done = assay.resume(waiting.run_id, store=store, data=ROWS)
     assert done.run.status is RunStatus.COMPLETED and mock_server.stats.batches == 1
+
+
+# -- deleting a run that waits for batch --------------------------------------------------
+
+
+def _waiting(project: Project) -> str:
+    """A run of the project left waiting for its batch, still in progress at the provider."""
+    project.server.configure(batch_polls=1_000_000)
+    first = run_assay(["run", str(project.suite), "--batch", *project.common],
+                      cwd=project.root, env=project.env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    return first.stdout.split("assay run --resume ")[1].split()[0]
+
+
+def _cancelled(server: Any) -> list[str]:
+    return [b for b, found in server.server.batch_api.batches.items() if found.cancelled]
+
+
+def _run_ids(project: Project) -> list[str]:
+    store = RunStore(f"sqlite:///{project.db}")
+    try:
+        return [r.id for r in store.run_records()]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("judge", [OPENAI, ANTHROPIC])
+def test_assay_delete_cancels_the_batches_of_a_waiting_run(mock_server, tmp_path, judge):
+    project = Project(tmp_path, mock_server, judge)
+    run_id = _waiting(project)
+    [batch_id] = mock_server.server.batch_api.batches
+    deleted = run_assay(["delete", run_id, "--store", str(project.db)], cwd=tmp_path,
+                        env=project.env)
+    assert deleted.returncode == 0, deleted.stdout + deleted.stderr
+    assert f"cancelled batch {batch_id}" in deleted.stderr
+    assert f"deleted run {run_id}" in deleted.stdout
+    assert _cancelled(mock_server) == [batch_id] and _run_ids(project) == []
+
+
+def test_a_cancel_that_fails_stops_the_delete_until_forced(mock_server, tmp_path):
+    """The provider is down: the delete names the batch it could not cancel (never the key)
+    and keeps the run, the batch's only record; ``--force`` deletes it, naming the batch
+    left running."""
+    project = Project(tmp_path, mock_server, OPENAI)
+    run_id = _waiting(project)
+    [batch_id] = mock_server.server.batch_api.batches
+    env = {**project.env, "OPENAI_BASE_URL": _down()}
+    args = ["delete", run_id, "--store", str(project.db)]
+    refused = run_assay(args, cwd=tmp_path, env=env)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    said = " ".join((refused.stdout + refused.stderr).split())
+    assert "batches_not_cancelled" in said and batch_id in said and "--force" in said
+    assert KEY not in said and _run_ids(project) == [run_id]
+    forced = run_assay([*args, "--force"], cwd=tmp_path, env=env)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert f"batch {batch_id} could not be cancelled" in " ".join(forced.stderr.split())
+    assert KEY not in forced.stdout + forced.stderr
+    assert _run_ids(project) == [] and _cancelled(mock_server) == []
+
+
+def test_the_rest_api_delete_cancels_the_batches_and_refuses_when_it_cannot(
+        mock_server, tmp_path, monkeypatch):
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    project = Project(tmp_path, mock_server, ANTHROPIC)
+    for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.setenv(name, project.env[name])
+    kept, gone = _waiting(project), _waiting(project)
+    first, second = mock_server.server.batch_api.batches
+    with serve(f"sqlite:///{project.db}") as served, served.client() as api:
+        deleted = api.delete(f"/runs/{gone}")
+        assert deleted.status_code == 204, deleted.text
+        assert _cancelled(mock_server) == [second]
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", _down().removesuffix("/v1"))
+        refused = api.delete(f"/runs/{kept}")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["code"] == "batches_not_cancelled"
+        assert first in refused.json()["detail"] and KEY not in refused.text
+        assert api.get(f"/runs/{kept}").status_code == 200
+        forced = api.delete(f"/runs/{kept}", params={"force": "true"})
+        assert forced.status_code == 204, forced.text
+    assert _run_ids(project) == [] and _cancelled(mock_server) == [second]
+
+
+def _down() -> str:
+    """The address of a port nothing listens on (bound, then closed): a provider that is
+    down."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
