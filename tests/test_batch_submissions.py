@@ -310,3 +310,19 @@ def _down() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+@pytest.mark.drill
+def test_deleting_a_run_killed_before_its_batch_id_was_kept_cancels_that_batch(
+        mock_server, tmp_path):
+    """The store has the submission but not its batch id: the delete finds the batch at
+    the provider by its token, as a resume would, and cancels it."""
+    mock_server.configure(batch_polls=1_000_000)
+    project = Project(tmp_path, mock_server, OPENAI)
+    run_id = project.killed("after")
+    [batch_id] = mock_server.server.batch_api.batches
+    deleted = run_assay(["delete", run_id, "--store", str(project.db)], cwd=tmp_path,
+                        env=project.env)
+    assert deleted.returncode == 0, deleted.stdout + deleted.stderr
+    assert f"cancelled batch {batch_id}" in deleted.stderr
+    assert _cancelled(mock_server) == [batch_id] and _run_ids(project) == []
