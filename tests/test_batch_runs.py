@@ -346,6 +346,35 @@ def test_an_existing_store_is_upgraded_and_runs_a_batch(openai, store_url):
     store.close()
 
 
+def _at_0010(url: str) -> None:
+    """The store at ``url`` as assay left it at revision 0010: batches without a token."""
+    from sqlalchemy import create_engine, text
+
+    from assay.store import migrations
+
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("ALTER TABLE judge_batches DROP COLUMN token"))
+        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
+                          "SET version_num = '0010_judge_batches'"))
+    engine.dispose()
+
+
+def test_a_run_waiting_in_a_0010_store_is_collected_after_the_upgrade(openai, store_url):
+    """A batch kept before submissions had tokens (0010) is a known batch: the upgrade adds
+    the column, and the resume collects the batch as before."""
+    waiting = _batch(store_url)  # type: ignore[arg-type]
+    assert waiting.waiting
+    _at_0010(store_url)
+    done = assay.resume(waiting.run_id, store=store_url, data=ROWS)
+    assert done.run.status is RunStatus.COMPLETED and done.passed
+    assert openai.stats.batches == 1 and openai.stats.requests == 0
+    store = RunStore(store_url)
+    [batch] = run_batches(store, done.run_id)
+    assert batch.known and batch.collected and batch.token is None  # kept by 0010
+    store.close()
+
+
 def test_the_sqlite_file_holds_no_request_body(openai, tmp_path):
     store = tmp_path / "runs.db"
     waiting = _batch(store)

@@ -1,4 +1,4 @@
-"""``assay runs``, ``assay show`` and ``assay compare``: reading the run store."""
+"""``assay runs``, ``assay show``, ``assay compare`` and ``assay delete``: the run store."""
 
 from __future__ import annotations
 
@@ -66,6 +66,30 @@ def annotate(
         run_id, name=name, notes=notes, add_tags=tag or [], remove_tags=untag or [])
     console.print(f"run {for_terminal(run.id)}: name {for_terminal(run.name or '-')}; tags "
                   f"{for_terminal(', '.join(run.tags) or '-')}", highlight=False)
+
+
+@app.command()
+@friendly_errors
+def delete(
+    run_id: str = typer.Argument(..., metavar="RUN"),
+    store: str | None = typer.Option(None, "--store", help="Run store URL."),
+    force: bool = typer.Option(
+        False, "--force", help="Delete even when a batch of the run could not be cancelled "
+        "at its provider (it then runs to its end and is billed)."),
+) -> None:
+    """Delete a run and all it stored; a run waiting for batch has its batches cancelled at
+    the providers first."""
+    from assay.report.safe_text import for_terminal
+    from assay.run.delete import delete_run
+    from assay.store.runs import RunStore
+
+    runs = RunStore(store_url(store))
+    run = runs.run_record(run_id)
+    done = delete_run(runs, run.id, force=force)
+    for line in done.lines():
+        err_console.print(for_terminal(line), highlight=False, markup=False, soft_wrap=True)
+    console.print(f"deleted run {for_terminal(run.id)}" if done.deleted else
+                  f"run {for_terminal(run.id)} was already gone", highlight=False)
 
 
 @app.command()

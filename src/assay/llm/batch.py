@@ -63,6 +63,17 @@ class BatchStatus:
     """What reading the results needs (OpenAI's file ids, Anthropic's results URL)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """What a provider says of a submission whose batch id was never kept: ``batch_id`` when
+    one of its batches is verifiably that submission; else ``unsure``, the ids of batches
+    that may be it but cannot be told yet (an Anthropic batch still running: only its
+    results' custom ids tell); neither: the provider never took it."""
+
+    batch_id: str | None = None
+    unsure: tuple[str, ...] = ()
+
+
 @dataclass(slots=True)
 class BatchAnswer:
     """One request's outcome: an OpenAI-shaped response, or why there is none."""
@@ -76,6 +87,8 @@ class BatchAPI(ABC):
     """A provider's batch API: entries in, a batch id out; its status; its answers."""
 
     limits: BatchLimits
+    ended: frozenset[str]
+    """The provider's states of a batch that will change no more."""
 
     @abstractmethod
     def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
@@ -86,8 +99,21 @@ class BatchAPI(ABC):
         return len(orjson.dumps(entry)) + 1
 
     @abstractmethod
-    async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:
-        """Submit one batch (within :attr:`limits`); return its id."""
+    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float) -> str:
+        """Submit one batch (within :attr:`limits`) marked with assay's ``token`` where the
+        provider keeps one; return its id."""
+
+    @abstractmethod
+    async def find(self, token: str, custom_ids: frozenset[str], since: float,
+                   timeout: float) -> Lookup:
+        """Look for the batch of a submission whose id was never kept: made with ``token``
+        and holding exactly ``custom_ids``, created no earlier than ``since`` (a Unix time,
+        less a margin for clocks that differ)."""
+
+    @abstractmethod
+    async def cancel(self, batch_id: str, timeout: float) -> BatchStatus:
+        """Ask the provider to cancel the batch (the requests it has not run yet are not
+        billed); its status after the request."""
 
     @abstractmethod
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
@@ -148,4 +174,4 @@ class BatchBook:
 
 
 __all__ = ["BATCH_PRICE_FACTOR", "BATCH_SLOT", "BatchAPI", "BatchAnswer", "BatchBook",
-           "BatchLimits", "BatchPending", "BatchStatus", "Collected", "Slot"]
+           "BatchLimits", "BatchPending", "BatchStatus", "Collected", "Lookup", "Slot"]

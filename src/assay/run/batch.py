@@ -17,9 +17,21 @@ One loop, :func:`judge_in_batches`, is what a batch run and every resume of it d
    request, or else collects the request; a case with a collected request is not scored
    (its other scores are stored);
 4. what was collected is submitted, split by judge model and by the provider's limits
-   (OpenAI 50,000 requests / 200 MB a file, Anthropic 100,000 / 256 MB), each batch and each
-   custom id's (case, repeat, evaluator, cache key) kept in the run store, and the run waits
+   (OpenAI 50,000 requests / 200 MB a file, Anthropic 100,000 / 256 MB), and the run waits
    again; with nothing collected the run completes and its gates are checked as usual.
+
+A submission is paid for once, whatever stops the process: each batch is kept in the run
+store *before* its provider is asked (a token of assay's own, the model, each custom id's
+case, repeat, evaluator and cache key), and its provider id once the provider answers. A
+submission whose id was never kept (the process died in between, or the answer was lost) is
+looked for at the provider before anything is sent again, at the start of step 1 and before
+a retry of a failed submit: found, it is adopted as if its answer had come; found never taken,
+it is forgotten and its requests are collected and sent again; while a batch that may be it
+cannot be told yet (Anthropic's batches carry no token: only the custom ids of an ended
+batch's results prove it), the run waits. See :mod:`assay.llm.providers.batches`.
+
+A run deleted while it waits (:func:`cancel_batches`, through
+:func:`assay.run.delete.delete_run`) has its unfinished batches cancelled at the provider.
 
 A judge that asks twice in sequence (a claims judge, a re-ask of an invalid answer) thus
 takes one batch round per step. A provider without a batch API is refused before any call.
@@ -29,12 +41,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay.errors import ConfigError, EvaluationError
-from assay.llm.batch import BatchAPI, BatchBook, BatchStatus, Collected
+from assay.llm.batch import BatchAPI, BatchBook, BatchStatus, Collected, Lookup
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ProviderError
 from assay.store import batches as stored
@@ -67,9 +80,15 @@ class BatchProgress:
         return sum(b.requests for b in self.batches)
 
     def lines(self) -> list[str]:
-        """One line per batch: its id, judge, status and the provider's counts."""
+        """One line per batch: its id, judge, status and the provider's counts (a submission
+        whose batch id is not known yet: its token)."""
         found = []
         for b in self.batches:
+            if not b.known:
+                found.append(f"submission {b.batch_id} ({b.model}, {b.requests} request(s)): "
+                             "sent, its batch id not known yet (looked for at the provider "
+                             "before anything is sent again)")
+                continue
             counts = ", ".join(f"{k} {v}" for k, v in sorted(b.counts.items()))
             found.append(f"batch {b.batch_id} ({b.model}, {b.requests} request(s)): "
                          f"{b.state}{f' ({counts})' if counts else ''}")
@@ -79,6 +98,57 @@ class BatchProgress:
 def progress_of(store: RunStore, run_id: str) -> BatchProgress:
     """Where a run's batches not collected yet were when last asked (nothing is asked)."""
     return BatchProgress(run_id, stored.run_batches(store, run_id, open_only=True))
+
+
+@dataclass
+class Cancelled:
+    """What :func:`cancel_batches` did: the batches cancelled, and those it could not cancel
+    (by batch id, or a submission's token when its id is not known) with why."""
+
+    cancelled: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+async def cancel_batches(store: RunStore, engine: JudgeEngine, run_id: str) -> Cancelled:
+    """Cancel at its provider each batch of the run whose answers were not collected and
+    which had not ended when last asked (the requests a provider has not run are then not
+    billed). A submission whose id was never kept is looked for first (as a resume does);
+    one that cannot be told yet is not cancelled (a batch not verifiably the run's is never
+    touched). A batch that could not be cancelled (provider down, key missing) is named in
+    :attr:`Cancelled.failed`; nothing is raised."""
+    done = Cancelled()
+    for batch in stored.run_batches(store, run_id, open_only=True):
+        try:
+            batch_id = await _cancel_one(store, engine, run_id, batch)
+        except EvaluationError as exc:
+            done.failed[batch.batch_id] = engine.scrub(exc.message)
+            continue
+        if batch_id is not None:
+            done.cancelled.append(batch_id)
+    return done
+
+
+async def _cancel_one(store: RunStore, engine: JudgeEngine, run_id: str,
+                      batch: StoredBatch) -> str | None:
+    """Cancel one batch unless it ended or was never taken; the id cancelled, else None."""
+    api = _api(engine, batch.model)
+    if batch.state in api.ended:
+        return None
+    batch_id = batch.batch_id
+    if not batch.known:
+        found = await _lookup(store, engine, run_id, batch)
+        if found.batch_id is None and found.unsure:
+            raise EvaluationError("batch_unknown", (
+                f"its batch may be {', '.join(found.unsure)}, which cannot be told to be "
+                "the run's before it ends"))
+        if found.batch_id is None:
+            return None
+        batch_id = found.batch_id
+    status = await _call(engine, f"cancelling batch {batch_id}",
+                         functools.partial(api.cancel, batch_id,
+                                           engine.config.retry.call_timeout_s))
+    stored.update_batch(store, run_id, batch_id, status.state, status.counts)
+    return batch_id
 
 
 def refuse_unbatchable(engine: JudgeEngine, models: Iterable[str | None]) -> None:
@@ -123,8 +193,9 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
     answers of every batch of the run read into ``book`` (an earlier round's too: a judge
     that asks again in a later round, after an answer it did not accept, is given that
     answer again, which was never cached) and the ids of the batches read."""
-    found = stored.run_batches(store, run_id)
-    if not found:
+    unsure = await _settle(store, engine, run_id)
+    found = [b for b in stored.run_batches(store, run_id) if b.known]
+    if not found and not unsure:
         return None, []
     statuses: list[tuple[StoredBatch, BatchAPI, BatchStatus]] = []
     timeout = engine.config.retry.call_timeout_s
@@ -135,7 +206,7 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
         stored.update_batch(store, run_id, batch.batch_id, status.state, status.counts)
         batch.state, batch.counts = status.state, status.counts
         statuses.append((batch, api, status))
-    if not all(status.done for _, _, status in statuses):
+    if unsure or not all(status.done for _, _, status in statuses):
         return BatchProgress(run_id, stored.run_batches(store, run_id, open_only=True)), []
     for batch, api, status in statuses:
         answers = await _call(engine, f"reading the results of batch {batch.batch_id}",
@@ -153,28 +224,94 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
     return None, [batch.batch_id for batch, _, _ in statuses]
 
 
+async def _settle(store: RunStore, engine: JudgeEngine, run_id: str) -> list[StoredBatch]:
+    """Look for each submission of the run whose batch id was never kept: adopted when
+    found, forgotten when the provider never took it (its requests are collected again);
+    those that cannot be told yet are returned (the run waits for them)."""
+    unsure = []
+    for batch in stored.run_batches(store, run_id, open_only=True):
+        if batch.known or batch.token is None:
+            continue
+        found = await _lookup(store, engine, run_id, batch)
+        if found.batch_id is None and found.unsure:
+            unsure.append(batch)
+        elif found.batch_id is None:
+            stored.drop_intent(store, run_id, batch.token)
+    return unsure
+
+
+async def _lookup(store: RunStore, engine: JudgeEngine, run_id: str,
+                  batch: StoredBatch) -> Lookup:
+    """Ask the provider for the submission ``batch`` (kept, its id not known); a batch found
+    is kept under its id at once."""
+    assert batch.token is not None
+    api = _api(engine, batch.model)
+    custom_ids = frozenset(r.custom_id for r in stored.batch_requests(store, run_id, batch.token))
+    found = await _call(engine, f"looking for the batch of submission {batch.token}",
+                        functools.partial(api.find, batch.token, custom_ids,
+                                          batch.submitted_at,
+                                          engine.config.retry.call_timeout_s))
+    if found.batch_id is not None:
+        stored.record_batch_id(store, run_id, batch.token, found.batch_id)
+    return found
+
+
 async def _submit(store: RunStore, engine: JudgeEngine, run_id: str,
                   book: BatchBook) -> BatchProgress:
     """Submit what ``book`` collected, split by judge model and the provider's limits, each
-    batch kept in the store as soon as the provider took it."""
+    batch kept in the store before the provider is asked and given its id once it answers."""
     by_model: dict[str, list[Collected]] = {}
     for item in book.collected.values():
         by_model.setdefault(item.model, []).append(item)
-    timeout = engine.config.retry.call_timeout_s
     submitted = 0
     for model, items in by_model.items():
         api = _api(engine, model)
         for chunk in _chunks(api, items):
-            entries = [api.entry(f"req-{i}", item.request) for i, item in enumerate(chunk)]
-            batch_id = await _call(engine, f"submitting a batch of {len(entries)} request(s) to "
-                                   f"{model}", functools.partial(api.submit, entries, timeout))
-            stored.record_batch(store, run_id, batch_id, model, [
-                BatchRequest(f"req-{i}", case_id, repeat, evaluator, item.key)
+            token = uuid.uuid4().hex
+            intent = stored.record_intent(store, run_id, token, model, [
+                BatchRequest(custom_id(token, i), case_id, repeat, evaluator, item.key)
                 for i, item in enumerate(chunk) for case_id, repeat, evaluator
                 in dict.fromkeys(item.slots)])
+            await _send(store, engine, run_id, api, intent, [
+                api.entry(custom_id(token, i), item.request) for i, item in enumerate(chunk)])
             submitted += len(chunk)
     book.submitted()
     return BatchProgress(run_id, stored.run_batches(store, run_id, open_only=True), submitted)
+
+
+async def _send(store: RunStore, engine: JudgeEngine, run_id: str, api: BatchAPI,
+                intent: StoredBatch, entries: list[dict[str, Any]]) -> None:
+    """Submit the batch kept as ``intent``; its id kept once the provider answers. A submit
+    that failed in a passing way (a timeout, a dropped connection: the provider may have
+    taken it) is tried again only once the provider, asked, has no batch of it; while that
+    cannot be told, the submission is left to a resume."""
+    assert intent.token is not None
+    timeout = engine.config.retry.call_timeout_s
+    what = f"submitting a batch of {len(entries)} request(s) to {intent.model}"
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            batch_id = await api.submit(entries, intent.token, timeout)
+        except ProviderError as exc:
+            if not exc.retryable or attempt == ATTEMPTS:
+                raise EvaluationError("batch_failed", engine.scrub(f"{what}: {exc}")) from None
+            await asyncio.sleep(min(exc.retry_after or attempt, 30.0))
+            found = await _lookup(store, engine, run_id, intent)
+            if found.batch_id is not None or found.unsure:
+                return
+            continue
+        stored.record_batch_id(store, run_id, intent.token, batch_id)
+        return
+
+
+def custom_id(token: str, index: int) -> str:
+    """The custom id of a submission's ``index``-th request: its token in every one, so the
+    ids of a batch's results tell whose it is (at most 64 characters of ``[A-Za-z0-9_-]``, as
+    Anthropic asks)."""
+    return f"{token}-{index}"
+
+
+_TOKEN_WIDTH = "0" * 32
+"""A stand-in as long as a token, for measuring entries before their token is drawn."""
 
 
 def _chunks(api: BatchAPI, items: list[Collected]) -> Iterable[list[Collected]]:
@@ -182,7 +319,7 @@ def _chunks(api: BatchAPI, items: list[Collected]) -> Iterable[list[Collected]]:
     chunk: list[Collected] = []
     size = 0
     for i, item in enumerate(items):
-        cost = api.entry_bytes(api.entry(f"req-{i}", item.request))
+        cost = api.entry_bytes(api.entry(custom_id(_TOKEN_WIDTH, i), item.request))
         if chunk and (len(chunk) >= api.limits.requests or size + cost > api.limits.bytes):
             yield chunk
             chunk, size = [], 0
@@ -213,5 +350,5 @@ async def _call(engine: JudgeEngine, what: str, make: Callable[[], Awaitable[T]]
     raise AssertionError("unreachable")
 
 
-__all__ = ["EXIT_WAITING", "BatchProgress", "judge_in_batches", "progress_of",
-           "refuse_unbatchable"]
+__all__ = ["EXIT_WAITING", "BatchProgress", "Cancelled", "cancel_batches", "custom_id",
+           "judge_in_batches", "progress_of", "refuse_unbatchable"]

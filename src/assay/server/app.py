@@ -707,15 +707,25 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.delete("/runs/{run_id}", status_code=204, responses={**ERRORS, 409: {
         "model": ErrorBody}}, tags=["runs"])
-    def delete_run(run_id: RunId) -> Response:
-        """Delete a run and all it stored. Refused while it is running (a run whose process
-        died reads as interrupted, and can be deleted), and while an unfinished rescore of it
-        needs its executions."""
+    def delete_run(run_id: RunId, force: Annotated[bool, Query(description=(
+            "delete even when a batch of the run could not be cancelled at its provider "
+            "(it then runs to its end)"))] = False) -> Response:
+        """Delete a run and all it stored, its unfinished batches (a run waiting for batch)
+        cancelled at their providers first. Refused while it is running (a run whose process
+        died reads as interrupted, and can be deleted), while an unfinished rescore of it
+        needs its executions, and, unless ``force``, when a batch could not be cancelled
+        (409 ``batches_not_cancelled``, naming the batches by id)."""
+        from assay.run.delete import BatchesNotCancelled
+        from assay.run.delete import delete_run as delete
+
         run = require_run(run_id)
         try:
-            queries.delete_run(store(), run.id)
-        except queries.RunInUse as exc:
+            done = delete(store(), run.id, force=force)
+        except (queries.RunInUse, BatchesNotCancelled) as exc:
             raise ApiError(409, exc.code, exc.message) from None
+        if done.not_cancelled:
+            log.warning("run %s deleted; batch(es) %s could not be cancelled and run to their "
+                        "end", run.id, ", ".join(done.not_cancelled))
         return Response(status_code=204)
 
     @app.get("/runs/{run_id}/cases", response_model=CasePage, responses=ERRORS,

@@ -5,6 +5,14 @@ needs to collect them later, in another process, is kept here: each batch's prov
 judge model, and each request's custom id with the judgement waiting for it (case, repeat,
 evaluator) and the response-cache key its answer is given under. No request body, answer or
 credential is kept: the judges build their requests again when the run resumes.
+
+A batch is kept *before* its provider is asked to run it (:func:`record_intent`: assay's own
+token, the model, each request's custom id and cache key, in the :data:`SUBMITTING` state, its
+``batch_id`` the token), and given the provider's id once the provider answers
+(:func:`record_batch_id`). A process that dies between the two leaves a submission whose id is
+not known, which the next resume looks for at the provider before anything is sent again
+(:mod:`assay.run.batch`); one found never sent is dropped (:func:`drop_intent`) and its
+requests go in a new batch.
 """
 
 from __future__ import annotations
@@ -16,19 +24,31 @@ from typing import Any
 
 from assay.store.runs import RunStore
 
+SUBMITTING = "submitting"
+"""The state of a submission whose provider id is not known yet (its ``batch_id`` is its
+token)."""
+
 
 @dataclass(slots=True)
 class StoredBatch:
-    """A submitted batch as the store holds it."""
+    """A batch as the store holds it: submitted, or being submitted (:attr:`known` False)."""
 
     batch_id: str
     model: str
     state: str
     requests: int
     submitted_at: float
+    """When the submission was recorded, just before the provider was asked."""
     counts: dict[str, int] = field(default_factory=dict)
     checked_at: float | None = None
     collected: bool = False
+    token: str | None = None
+    """assay's own token of the submission (None for a batch kept before migration 0011)."""
+
+    @property
+    def known(self) -> bool:
+        """Whether ``batch_id`` is the provider's id (else the submission's token)."""
+        return self.state != SUBMITTING
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,22 +62,54 @@ class BatchRequest:
     cache_key: str
 
 
-def record_batch(store: RunStore, run_id: str, batch_id: str, model: str,
-                 requests: Sequence[BatchRequest]) -> None:
-    """Keep a batch just submitted and its requests, in one transaction."""
+def record_intent(store: RunStore, run_id: str, token: str, model: str,
+                  requests: Sequence[BatchRequest]) -> StoredBatch:
+    """Keep a batch about to be submitted, and its requests, in one transaction, before the
+    provider is asked: its ``batch_id`` is ``token`` until :func:`record_batch_id`."""
     from assay.store import schema
 
-    custom_ids = {r.custom_id for r in requests}
+    found = StoredBatch(token, model, SUBMITTING, len({r.custom_id for r in requests}),
+                        time.time(), token=token)
     with store.transaction() as conn:
         conn.execute(schema.judge_batches.insert().values(
-            run_id=run_id, batch_id=batch_id, model=model, state="submitted",
-            requests=len(custom_ids), counts=None, submitted_at=time.time(),
-            checked_at=None, collected=False))
+            run_id=run_id, batch_id=token, model=model, state=SUBMITTING,
+            requests=found.requests, counts=None, submitted_at=found.submitted_at,
+            checked_at=None, collected=False, token=token))
         if requests:
             conn.execute(schema.judge_batch_requests.insert(), [
-                {"run_id": run_id, "batch_id": batch_id, "custom_id": r.custom_id,
+                {"run_id": run_id, "batch_id": token, "custom_id": r.custom_id,
                  "case_id": r.case_id, "repeat": r.repeat, "evaluator": r.evaluator,
                  "cache_key": r.cache_key} for r in requests])
+    return found
+
+
+def record_batch_id(store: RunStore, run_id: str, token: str, batch_id: str) -> None:
+    """The provider took the submission ``token`` as batch ``batch_id``: the batch and its
+    requests are known by that id from now on (one transaction)."""
+    from sqlalchemy import update
+
+    from assay.store import schema
+
+    batches, requests = schema.judge_batches, schema.judge_batch_requests
+    with store.transaction() as conn:
+        conn.execute(update(batches).where(batches.c.run_id == run_id,
+                                           batches.c.batch_id == token).values(
+            batch_id=batch_id, state="submitted"))
+        conn.execute(update(requests).where(requests.c.run_id == run_id,
+                                            requests.c.batch_id == token).values(
+            batch_id=batch_id))
+
+
+def drop_intent(store: RunStore, run_id: str, token: str) -> None:
+    """Forget a submission the provider never took (its requests are collected again)."""
+    from sqlalchemy import delete
+
+    from assay.store import schema
+
+    with store.transaction() as conn:
+        for table in (schema.judge_batch_requests, schema.judge_batches):
+            conn.execute(delete(table).where(table.c.run_id == run_id,
+                                             table.c.batch_id == token))
 
 
 def run_batches(store: RunStore, run_id: str, *, open_only: bool = False) -> list[StoredBatch]:
@@ -81,7 +133,8 @@ def _batch(row: Any) -> StoredBatch:
     return StoredBatch(batch_id=row["batch_id"], model=row["model"], state=row["state"],
                        requests=int(row["requests"]), submitted_at=float(row["submitted_at"]),
                        counts=dict(counts) if isinstance(counts, dict) else {},
-                       checked_at=row["checked_at"], collected=bool(row["collected"]))
+                       checked_at=row["checked_at"], collected=bool(row["collected"]),
+                       token=row["token"])
 
 
 def batch_requests(store: RunStore, run_id: str, batch_id: str) -> list[BatchRequest]:
@@ -127,5 +180,5 @@ def mark_collected(store: RunStore, run_id: str, batch_ids: Sequence[str]) -> No
             collected=True))
 
 
-__all__ = ["BatchRequest", "StoredBatch", "batch_requests", "mark_collected", "record_batch",
-           "run_batches", "update_batch"]
+__all__ = ["SUBMITTING", "BatchRequest", "StoredBatch", "batch_requests", "drop_intent",
+           "mark_collected", "record_batch_id", "record_intent", "run_batches", "update_batch"]

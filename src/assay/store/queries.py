@@ -29,6 +29,7 @@ from sqlalchemy import (
     select,
     tuple_,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from assay.errors import ConfigError, EvaluationError
@@ -316,31 +317,47 @@ class RunInUse(EvaluationError):
         super().__init__("run_in_use", message)
 
 
+def deletable(store: RunStore, run_id: str) -> RunRecord | None:
+    """The run ``run_id`` if it may be deleted now, None when there is no such run; raises
+    :class:`RunInUse` when it may not (see :func:`delete_run`)."""
+    with store.transaction() as conn:
+        return _deletable(conn, store, run_id)
+
+
+def _deletable(conn: Connection, store: RunStore, run_id: str) -> RunRecord | None:
+    now = store.clock()
+    runs = schema.runs
+    row = conn.execute(select(*run_columns()).where(runs.c.id == run_id)).first()
+    if row is None:
+        return None
+    run = read_run(row._mapping, now)
+    if run.status is RunStatus.RUNNING:
+        raise RunInUse(f"run {run.id} is running; stop it (Ctrl-C where it runs, or "
+                       "cancel it in the server that started it) or let it finish before "
+                       "deleting it")
+    waiting = [read_run(r._mapping, now) for r in conn.execute(select(*run_columns()).where(
+        _config_field(store.dialect, "rescored_from") == run.id,
+        runs.c.status != RunStatus.COMPLETED.value))]
+    if waiting:
+        named = ", ".join(f"{r.id} ({r.status.value})" for r in waiting[:5])
+        raise RunInUse(f"run {run.id} holds the executions that its rescore(s) {named} "
+                       "resume from; resume or delete them first")
+    return run
+
+
 def delete_run(store: RunStore, run_id: str) -> bool:
     """Delete a run and everything stored for it; False when there was no such run.
 
     Refused (:class:`RunInUse`) while the run is running (its process renews its lease), and
     while a rescore of it that did not complete needs its executions to resume. A run whose
     process died (its lease ran out) reads as interrupted and can be deleted; so can a run
-    whose row cannot be read."""
-    now = store.clock()
+    whose row cannot be read. The batches a waiting run left at its providers are not
+    cancelled here (the store makes no provider call): :func:`assay.run.delete.delete_run`
+    does that first, and is what the CLI and the REST API call."""
     runs = schema.runs
     with store.transaction() as conn:
-        row = conn.execute(select(*run_columns()).where(runs.c.id == run_id)).first()
-        if row is None:
+        if _deletable(conn, store, run_id) is None:
             return False
-        run = read_run(row._mapping, now)
-        if run.status is RunStatus.RUNNING:
-            raise RunInUse(f"run {run.id} is running; stop it (Ctrl-C where it runs, or "
-                           "cancel it in the server that started it) or let it finish before "
-                           "deleting it")
-        waiting = [read_run(r._mapping, now) for r in conn.execute(select(*run_columns()).where(
-            _config_field(store.dialect, "rescored_from") == run.id,
-            runs.c.status != RunStatus.COMPLETED.value))]
-        if waiting:
-            named = ", ".join(f"{r.id} ({r.status.value})" for r in waiting[:5])
-            raise RunInUse(f"run {run.id} holds the executions that its rescore(s) {named} "
-                           "resume from; resume or delete them first")
         for table in (schema.scores, schema.executions, schema.case_results,
                       schema.case_search, schema.run_tags, schema.human_labels,
                       schema.judge_batches, schema.judge_batch_requests):

@@ -186,8 +186,12 @@ judge_batches = Table(
     Column("checked_at", Float),
     Column("collected", Boolean, nullable=False,
            doc="its answers were read and the run judged from them"),
+    Column("token", String(64), doc="assay's own token of the submission (migration 0011): "
+           "kept before the provider is asked, looked for there when its id is not known"),
 )
-"""The batches a run's judge calls were submitted in (``assay run --batch``)."""
+"""The batches a run's judge calls were submitted in (``assay run --batch``). A row in the
+``submitting`` state is a submission whose provider id is not known yet: its ``batch_id`` is
+its ``token`` (see :mod:`assay.store.batches`)."""
 
 judge_batch_requests = Table(
     "judge_batch_requests", metadata,  # migration 0010

@@ -5,13 +5,21 @@ providers' shapes, each request answered by the same deterministic answers as a 
 
 - ``POST /v1/files`` (multipart: ``purpose=batch``, ``file``), ``GET /v1/files/{id}/content``;
 - ``POST /v1/batches`` (``input_file_id``, ``endpoint`` ``/v1/chat/completions``,
-  ``completion_window`` ``24h``), ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``;
-  a completed batch has an ``output_file_id`` (a line per answer: ``custom_id``,
-  ``response.status_code``, ``response.body``) and, when some failed, an ``error_file_id``;
+  ``completion_window`` ``24h``, optional ``metadata``: at most 16 string pairs, keys of at
+  most 64 characters, values of at most 512, returned with the batch), ``GET
+  /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``, ``GET /v1/batches`` (newest first,
+  ``limit`` 1-100 (20), ``after`` a batch id; ``object`` ``list``, ``data``, ``first_id``,
+  ``last_id``, ``has_more``); a completed batch has an ``output_file_id`` (a line per answer:
+  ``custom_id``, ``response.status_code``, ``response.body``) and, when some failed, an
+  ``error_file_id``;
 - ``POST /v1/messages/batches`` (``requests: [{custom_id, params}]``), ``GET
   /v1/messages/batches/{id}`` (``processing_status``, ``request_counts``, ``results_url``
   once ended), ``GET /v1/messages/batches/{id}/results`` (``result.type`` succeeded, errored,
-  canceled or expired), ``POST /v1/messages/batches/{id}/cancel``.
+  canceled or expired), ``POST /v1/messages/batches/{id}/cancel``, ``GET
+  /v1/messages/batches`` (newest first, ``limit`` 1-1000 (20), ``after_id`` or
+  ``before_id``; ``data``, ``first_id``, ``last_id``, ``has_more``).
+
+A listing shows each batch as it is, without moving it on (only a status request does).
 
 How a batch ends is :class:`~assay.testing.mock_server.MockConfig`'s: ``batch_polls`` (status
 requests that find it in progress before it ends), ``batch_end`` (``completed``, or the whole
@@ -21,6 +29,7 @@ first requests of each batch that error, then expire).
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -36,6 +45,8 @@ if TYPE_CHECKING:
     from assay.testing.mock_server import MockServer
 
 OPENAI_ENDPOINT = "/v1/chat/completions"
+CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""An Anthropic batch request's custom id."""
 
 
 @dataclass
@@ -71,9 +82,11 @@ class BatchEndpoints:
         app.router.add_post("/v1/files", self.upload)
         app.router.add_get("/v1/files/{id}/content", self.content)
         app.router.add_post("/v1/batches", self.create_openai)
+        app.router.add_get("/v1/batches", self.list_openai)
         app.router.add_get("/v1/batches/{id}", self.retrieve)
         app.router.add_post("/v1/batches/{id}/cancel", self.cancel)
         app.router.add_post("/v1/messages/batches", self.create_anthropic)
+        app.router.add_get("/v1/messages/batches", self.list_anthropic)
         app.router.add_get("/v1/messages/batches/{id}", self.retrieve)
         app.router.add_post("/v1/messages/batches/{id}/cancel", self.cancel)
         app.router.add_get("/v1/messages/batches/{id}/results", self.anthropic_results)
@@ -115,6 +128,9 @@ class BatchEndpoints:
             return _error("malformed body")
         if body.get("endpoint") != OPENAI_ENDPOINT or body.get("completion_window") != "24h":
             return _error("endpoint must be /v1/chat/completions, completion_window 24h")
+        problem = _metadata_problem(body.get("metadata"))
+        if problem:
+            return _error(problem)
         content = self.files.get(str(body.get("input_file_id")))
         if content is None:
             return _error("no such input file", 404)
@@ -193,7 +209,9 @@ class BatchEndpoints:
                         for r in body["requests"]]
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
             return _error("requests: a list of {custom_id, params} is required")
-        problem = _problem(requests)
+        problem = _problem(requests) or next(
+            (f"custom_id {c!r} must be 1-64 characters of letters, digits, '_' and '-'"
+             for c, _ in requests if not CUSTOM_ID.fullmatch(c)), None)
         if problem:
             return _error(problem)
         now = time.time()
@@ -233,6 +251,41 @@ class BatchEndpoints:
                             content_type="application/binary")
 
     # -- both ---------------------------------------------------------------------------
+
+    async def list_openai(self, request: web.Request) -> web.Response:
+        return self._listing(request, "openai", 100, "after", None, {"object": "list"})
+
+    async def list_anthropic(self, request: web.Request) -> web.Response:
+        return self._listing(request, "anthropic", 1000, "after_id", "before_id", {})
+
+    def _listing(self, request: web.Request, kind: str, most: int, after: str,
+                 before: str | None, extra: dict[str, Any]) -> web.Response:
+        """A page of the ``kind`` batches, newest first: ``limit`` of them after (older
+        than) the batch ``after`` names, or before (newer than) the one ``before`` names."""
+        query = request.query
+        try:
+            limit = int(query.get("limit", "20"))
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= most:
+            return _error(f"limit must be an integer from 1 to {most}")
+        found = [b.body for b in reversed(self.batches.values()) if b.kind == kind]
+        ids = [b["id"] for b in found]
+        cursor, older = (query.get(after), True) if query.get(after) else \
+            (query.get(before or "") if before else None, False)
+        if cursor is not None and cursor not in ids:
+            return _error(f"no such batch: {cursor}", 404)
+        if cursor is None:
+            page, more = found[:limit], len(found) > limit
+        elif older:
+            rest = found[ids.index(cursor) + 1:]
+            page, more = rest[:limit], len(rest) > limit
+        else:
+            rest = found[:ids.index(cursor)]
+            page, more = rest[-limit:], len(rest) > limit
+        return web.json_response({**extra, "data": page, "has_more": more,
+                                  "first_id": page[0]["id"] if page else None,
+                                  "last_id": page[-1]["id"] if page else None})
 
     def _created(self, batch: MockBatch) -> web.Response:
         self.batches[batch.body["id"]] = batch
@@ -297,6 +350,19 @@ class BatchEndpoints:
                                 end)
         else:
             self._finish_anthropic(batch, outcomes, origin)
+
+
+def _metadata_problem(metadata: Any) -> str | None:
+    """Why a batch's ``metadata`` is refused, as OpenAI refuses it; None if fine."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict) or len(metadata) > 16:
+        return "metadata must be an object of at most 16 key-value pairs"
+    for key, value in metadata.items():
+        if len(key) > 64 or not isinstance(value, str) or len(value) > 512:
+            return ("metadata keys must be at most 64 characters and values strings of at "
+                    "most 512")
+    return None
 
 
 def _problem(requests: list[tuple[str, dict[str, Any]]]) -> str | None:

@@ -12,6 +12,16 @@ Anthropic: ``POST /v1/messages/batches`` with ``requests: [{custom_id, params}]`
 ``results_url``, each line's ``result.type`` ``succeeded``, ``errored``, ``canceled`` or
 ``expired``. At most 100,000 requests and 256 MB a batch.
 
+A submission whose batch id was never kept (the process died between the provider's answer
+and the store's record) is looked for (:meth:`find`) before anything is sent again. OpenAI's
+batch carries assay's token in its ``metadata`` (``assay_token``), so ``GET /v1/batches``
+(newest first, a page of 100 after ``after``) finds it for certain. Anthropic's batches carry
+no metadata: ``GET /v1/messages/batches`` (newest first, a page of 1,000 after ``after_id``)
+gives those created since the submission with as many requests; one is adopted only once it
+has ended and its results' custom ids (each made with the token) are exactly the
+submission's, and while one that may be it still runs, nothing is sent. ``POST
+.../{id}/cancel`` cancels a batch (a run deleted while it waits).
+
 Every answer is turned into the OpenAI-shaped response the live call gives (Anthropic's
 through :func:`~assay.llm.providers.anthropic_http.from_anthropic`), so a judge reads a
 batch's answer exactly as a live one. The keys travel in the same headers as live calls, and
@@ -21,13 +31,16 @@ a results URL on another origin is refused, as a redirect there would be.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 import orjson
 from yarl import URL
 
 from assay._util.redact import redact_url
-from assay.llm.batch import BatchAnswer, BatchAPI, BatchLimits, BatchStatus
+from assay.llm.batch import BatchAnswer, BatchAPI, BatchLimits, BatchStatus, Lookup
 from assay.llm.providers.http_session import decode_json, exchange
 from assay.llm.types import BadResponse, ChatRequest, RequestRejected
 
@@ -39,6 +52,11 @@ RESULTS_MAX_BYTES = 1024 * 1024 * 1024
 """The largest results file read (a batch's answers: 50,000 judgements of a few KB each)."""
 OPENAI_DONE = frozenset({"completed", "failed", "expired", "cancelled"})
 OPENAI_ENDPOINT = "/v1/chat/completions"
+TOKEN_KEY = "assay_token"
+"""The key of assay's token in an OpenAI batch's ``metadata``."""
+CLOCK_MARGIN_S = 600.0
+"""How much earlier than the recorded submission a batch it made may say it was created (the
+provider's clock and this machine's differ)."""
 
 
 def jsonl_lines(url: str, payload: bytes) -> list[dict[str, Any]]:
@@ -72,6 +90,29 @@ def _id_of(found: Any, url: str, what: str) -> str:
     return value
 
 
+async def pages(fetch: Callable[[str, str], Awaitable[dict[str, Any]]], url: str, cursor: str,
+                limit: int, since: float, created: Callable[[dict[str, Any]], float | None]
+                ) -> AsyncIterator[dict[str, Any]]:
+    """The batches of a newest-first listing at ``url`` down to those created before
+    ``since`` less :data:`CLOCK_MARGIN_S` (``created``: a batch's creation as a Unix time,
+    None when it does not say), a page of ``limit`` at a time, each next page after the last
+    id of the one before (``cursor``: the query parameter naming it)."""
+    after: str | None = None
+    while True:
+        query = {"limit": str(limit), **({cursor: after} if after else {})}
+        page = await fetch("GET", f"{url}?{urlencode(query)}")
+        data = page.get("data")
+        data = [b for b in data if isinstance(b, dict)] if isinstance(data, list) else []
+        for batch in data:
+            when = created(batch)
+            if when is not None and when < since - CLOCK_MARGIN_S:
+                return
+            yield batch
+        after = page.get("last_id") or (data[-1].get("id") if data else None)
+        if not page.get("has_more") or not data or not isinstance(after, str):
+            return
+
+
 def _counts(value: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         return {}
@@ -88,10 +129,24 @@ def _error_text(value: Any) -> str:
     return str(value or "error")
 
 
+def _unix(batch: dict[str, Any]) -> float | None:
+    value = batch.get("created_at")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+def _iso_unix(batch: dict[str, Any]) -> float | None:
+    try:
+        return datetime.fromisoformat(str(batch.get("created_at"))).timestamp()
+    except ValueError:
+        return None
+
+
 class OpenAIBatches(BatchAPI):
     """OpenAI's Batch API for an ``openai:`` model."""
 
     limits = BatchLimits(requests=50_000, bytes=200 * 1024 * 1024)
+    ended = OPENAI_DONE
 
     def __init__(self, provider: OpenAIHTTPProvider) -> None:
         self.provider = provider
@@ -103,7 +158,7 @@ class OpenAIBatches(BatchAPI):
         return {"custom_id": custom_id, "method": "POST", "url": OPENAI_ENDPOINT,
                 "body": self.provider.body(request)}
 
-    async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:
+    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float) -> str:
         content = b"".join(orjson.dumps(e) + b"\n" for e in entries)
         boundary = f"assay-{uuid.uuid4().hex}"
         body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
@@ -118,8 +173,22 @@ class OpenAIBatches(BatchAPI):
         file_id = _id_of(uploaded, url, "an upload without a file id")
         created = await self._json("POST", f"{self.base}/batches", timeout, {
             "input_file_id": file_id, "endpoint": OPENAI_ENDPOINT,
-            "completion_window": "24h"})
+            "completion_window": "24h", "metadata": {TOKEN_KEY: token}})
         return _id_of(created, f"{self.base}/batches", "without a batch id")
+
+    async def find(self, token: str, custom_ids: frozenset[str], since: float,
+                   timeout: float) -> Lookup:
+        async for batch in pages(lambda m, u: self._json(m, u, timeout), f"{self.base}/batches",
+                                 "after", 100, since, _unix):
+            metadata = batch.get("metadata")
+            if isinstance(metadata, dict) and metadata.get(TOKEN_KEY) == token and \
+                    isinstance(batch.get("id"), str):
+                return Lookup(batch["id"])
+        return Lookup()
+
+    async def cancel(self, batch_id: str, timeout: float) -> BatchStatus:
+        await self._json("POST", f"{self.base}/batches/{batch_id}/cancel", timeout)
+        return await self.status(batch_id, timeout)
 
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
         found = await self._json("GET", f"{self.base}/batches/{batch_id}", timeout)
@@ -129,7 +198,7 @@ class OpenAIBatches(BatchAPI):
                   "error_file_id": found.get("error_file_id")}
         if isinstance(errors, dict) and errors.get("data"):
             detail["errors"] = "; ".join(_error_text(e) for e in errors["data"][:3])
-        return BatchStatus(batch_id, state, state in OPENAI_DONE,
+        return BatchStatus(batch_id, state, state in self.ended,
                            _counts(found.get("request_counts")), detail)
 
     async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
@@ -169,6 +238,7 @@ class AnthropicBatches(BatchAPI):
     """Anthropic's Message Batches for an ``anthropic:`` model."""
 
     limits = BatchLimits(requests=100_000, bytes=256 * 1024 * 1024)
+    ended = frozenset({"ended"})
 
     def __init__(self, provider: AnthropicProvider) -> None:
         self.provider = provider
@@ -178,14 +248,34 @@ class AnthropicBatches(BatchAPI):
     def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
         return {"custom_id": custom_id, "params": self.provider.body(request)}
 
-    async def submit(self, entries: list[dict[str, Any]], timeout: float) -> str:
+    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float) -> str:
         created = await self._json("POST", self.base, timeout, {"requests": entries})
         return _id_of(created, self.base, "without a batch id")
+
+    async def find(self, token: str, custom_ids: frozenset[str], since: float,
+                   timeout: float) -> Lookup:
+        unsure = []
+        async for batch in pages(lambda m, u: self._json(m, u, timeout), self.base, "after_id",
+                                 1000, since, _iso_unix):
+            batch_id = batch.get("id")
+            if not isinstance(batch_id, str) or \
+                    sum(_counts(batch.get("request_counts")).values()) != len(custom_ids):
+                continue
+            status = await self.status(batch_id, timeout)
+            if not status.done:
+                unsure.append(batch_id)
+            elif {a.custom_id for a in await self.results(status, timeout)} == custom_ids:
+                return Lookup(batch_id)
+        return Lookup(unsure=tuple(unsure))
+
+    async def cancel(self, batch_id: str, timeout: float) -> BatchStatus:
+        await self._json("POST", f"{self.base}/{batch_id}/cancel", timeout)
+        return await self.status(batch_id, timeout)
 
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
         found = await self._json("GET", f"{self.base}/{batch_id}", timeout)
         state = str(found.get("processing_status") or "unknown")
-        return BatchStatus(batch_id, state, state == "ended",
+        return BatchStatus(batch_id, state, state in self.ended,
                            _counts(found.get("request_counts")),
                            {"results_url": found.get("results_url")})
 
