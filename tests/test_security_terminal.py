@@ -112,6 +112,9 @@ def test_judge_prints_hostile_judge_text_as_written(tmp_path: Path,
 
 
 def test_errors_with_hostile_text_print_as_one_clean_line(tmp_path: Path) -> None:
+    from assay.store.runs import RunStore
+
+    RunStore(f"sqlite:///{tmp_path}/runs.db").close()  # a store without that run
     result = assay(tmp_path, "show", "id\x1b]0;t\x07[/]openai:x:", "--store",
                    "sqlite:///runs.db")
     assert result.returncode == 2

@@ -52,3 +52,22 @@ def test_the_command_line_offers_shell_completion(tmp_path):
     assert "--install-completion" in helped.stdout
     script = run_assay(["--show-completion", "bash"], cwd=tmp_path)
     assert script.returncode == 0 and "complete" in script.stdout
+
+
+def test_a_command_that_reads_runs_from_a_missing_store_says_so_and_creates_nothing(tmp_path):
+    import pytest
+
+    import assay
+    from assay.store.errors import StoreError
+
+    typo = tmp_path / "typo" / "runs.db"
+    url = f"sqlite:///{typo}"
+    for argv in (["runs"], ["show", "r1"], ["compare", "r1", "r2"], ["report", "r1", "--markdown", "-"],
+                 ["baseline", "show"], ["delete", "r1"], ["annotate", "r1", "--name", "x"]):
+        done = run_assay([*argv, "--store", url], cwd=tmp_path)
+        assert done.returncode == 2, (argv, done.stdout, done.stderr)
+        assert f"no run store at {typo}: the file does not exist" in done.stderr, argv
+        assert "Traceback" not in done.stderr
+    with pytest.raises(StoreError, match="no run store at"):
+        assay.compare("r1", "r2", store=url)
+    assert not typo.parent.exists()  # no directory, no empty store left behind

@@ -42,7 +42,7 @@ def set_command(
     from assay.store.baselines import set_baseline
     from assay.store.runs import RunStore
 
-    found = set_baseline(RunStore(store_url(store)), run_id)
+    found = set_baseline(RunStore(store_url(store), must_exist=True), run_id)
     console.print(f"baseline set: {_line(found)}", highlight=False)
 
 
@@ -60,7 +60,7 @@ def show_command(
     from assay.store.baselines import get_baseline, list_baselines, scope_of
     from assay.store.runs import RunStore
 
-    runs = RunStore(store_url(store))
+    runs = RunStore(store_url(store), must_exist=True)
     if run_id is not None:
         suite, scope_target = scope_of(runs.run_record(run_id))
         found = [b for b in [get_baseline(runs, suite, scope_target)] if b is not None]
@@ -90,7 +90,7 @@ def clear_command(
     from assay.store.baselines import clear_baseline, scope_of
     from assay.store.runs import RunStore
 
-    runs = RunStore(store_url(store))
+    runs = RunStore(store_url(store), must_exist=True)
     if run_id is not None:
         suite, target = scope_of(runs.run_record(run_id))
     elif suite is None:

@@ -41,7 +41,7 @@ def report(
     if html is None and markdown is None:
         raise ConfigError("give --html FILE, --markdown FILE or --markdown -", code="no_output")
     md_path = None if markdown in (None, "-") else user_path(markdown)
-    runs = RunStore(store_url(store))
+    runs = RunStore(store_url(store), must_exist=True)
     check_outputs({"--html": html, "--markdown": md_path}, runs.input_files())
     run = runs.run_record(run_id)
     baseline = runs.run_record(compare) if compare is not None else None

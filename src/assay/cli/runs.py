@@ -27,7 +27,7 @@ def list_runs(
     from assay.report.terminal import run_notes, runs_table
     from assay.store.runs import RunStore
 
-    runs = RunStore(store_url(store))
+    runs = RunStore(store_url(store), must_exist=True)
     records = runs.run_records(limit)
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
@@ -62,7 +62,7 @@ def annotate(
     except ValidationError as exc:
         raise ConfigError(f"--tag or --name: {exc.errors()[0]['msg']} "
                           "(one line, no comma in a tag)") from None
-    run = RunStore(store_url(store)).annotate_run(
+    run = RunStore(store_url(store), must_exist=True).annotate_run(
         run_id, name=name, notes=notes, add_tags=tag or [], remove_tags=untag or [])
     console.print(f"run {for_terminal(run.id)}: name {for_terminal(run.name or '-')}; tags "
                   f"{for_terminal(', '.join(run.tags) or '-')}", highlight=False)
@@ -83,7 +83,7 @@ def delete(
     from assay.run.delete import delete_run
     from assay.store.runs import RunStore
 
-    runs = RunStore(store_url(store))
+    runs = RunStore(store_url(store), must_exist=True)
     run = runs.run_record(run_id)
     done = delete_run(runs, run.id, force=force)
     for line in done.lines():
@@ -114,7 +114,7 @@ def show(
     from assay.store.runs import RunStore
     from assay.types.records import RunStatus, status_text
 
-    runs = RunStore(store_url(store))
+    runs = RunStore(store_url(store), must_exist=True)
     run = runs.run_record(run_id)
     if not as_json:
         from assay.report.terminal import run_notes
@@ -272,7 +272,7 @@ def compare(
         inputs = {Path(baseline): "the baseline", Path(candidate): "the candidate"}
         result: Comparison = compare_files(Path(baseline), Path(candidate), options)
     else:
-        runs = RunStore(store_url(store))
+        runs = RunStore(store_url(store), must_exist=True)
         inputs = runs.input_files()
         if against_baseline:
             if candidate is not None or baseline is None:

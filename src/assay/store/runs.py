@@ -118,12 +118,12 @@ def store_url(store: str | Path | None) -> str:
     return f"sqlite:///{user_path(text)}"
 
 
-def open_store(store: RunStore | str | Path | None) -> RunStore:
+def open_store(store: RunStore | str | Path | None, must_exist: bool = False) -> RunStore:
     """A store from an open store, a URL, a path to a SQLite file, ``":memory:"``, or None
-    (:func:`default_url`)."""
+    (:func:`default_url`); ``must_exist`` as :class:`RunStore` takes it."""
     if isinstance(store, RunStore):
         return store
-    return RunStore(store_url(store))
+    return RunStore(store_url(store), must_exist=must_exist)
 
 
 class StoredResult(Protocol):
@@ -141,6 +141,18 @@ def run_id_of(run: str | StoredResult) -> str:
     return run if isinstance(run, str) else run.run_id
 
 
+def kept_in_memory(run_id: str, looked_in: str) -> str | None:
+    """Why a run this process kept in memory is not in the store at ``looked_in`` (None for
+    any other run)."""
+    kept = _MEMORY_RUNS.get(run_id)
+    if kept is None:
+        return None
+    where = ("pass its result (or store=result.store) instead of the id" if kept()
+             is not None else "it went with its result")
+    return (f"run {run_id!r} was kept in memory (store=':memory:'), not in {looked_in}: "
+            f"{where}. Runs are kept on disk unless store=':memory:' is given")
+
+
 def store_for(runs: list[str | StoredResult], store: RunStore | str | Path | None
               ) -> RunStore:
     """The store that holds ``runs``: ``store`` when given, else the store of the results
@@ -152,7 +164,16 @@ def store_for(runs: list[str | StoredResult], store: RunStore | str | Path | Non
             raise ConfigError(f"run {result.run_id!r} is a dry run: it stored nothing to read "
                               "back", code="no_store")
     if store is not None or not results:
-        return open_store(store)
+        try:
+            return open_store(store, must_exist=True)
+        except StoreError:
+            assert not isinstance(store, RunStore)  # an open store is given back as it is
+            for run in runs:
+                note = kept_in_memory(run, redact_url(store_url(store))) \
+                    if isinstance(run, str) else None
+                if note:
+                    raise StoreError(note) from None
+            raise
     held = {id(r.store): r.store for r in results}
     found = results[0].store
     if len(held) > 1 or found is None:
@@ -212,7 +233,10 @@ class RunStore:
     """
 
     def __init__(self, url: str = DEFAULT_URL, flush_seconds: float = 0.2,
-                 flush_rows: int = 1000) -> None:
+                 flush_rows: int = 1000, must_exist: bool = False) -> None:
+        """``must_exist``: a SQLite file that does not exist is an error instead of a new,
+        empty store. Whatever only reads runs (show, compare, report, delete) asks for it, so
+        a mistyped path says so and leaves no stray file behind."""
         url = user_url(url)
         self.url = url
         self.display_url = redact_url(url)
@@ -227,6 +251,9 @@ class RunStore:
         """The SQLite file of the store; None for PostgreSQL and a store in memory."""
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             path = self.path = Path(url.removeprefix("sqlite:///"))
+            if must_exist and not path.is_file():
+                raise StoreError(f"no run store at {path}: the file does not exist (a run "
+                                 "creates it: assay run; or give --store)")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -609,14 +636,8 @@ class RunStore:
 
     def _no_run(self, run_id: str) -> str:
         """Why ``run_id`` is not here: a run this process kept in memory is named as such."""
-        kept = _MEMORY_RUNS.get(run_id)
-        if kept is not None:
-            where = ("pass its result (or store=result.store) instead of the id" if kept()
-                     is not None else "it went with its result")
-            return (f"run {run_id!r} was kept in memory (store=':memory:'), not in "
-                    f"{self.display_url}: {where}. Runs are kept on disk unless "
-                    "store=':memory:' is given")
-        return f"no run {run_id!r} in {self.display_url}; list runs with 'assay runs'"
+        return kept_in_memory(run_id, self.display_url) or \
+            f"no run {run_id!r} in {self.display_url}; list runs with 'assay runs'"
 
     def has_run(self, run_id: str) -> bool:
         """Whether a run has exactly this id (a new run may not take it)."""
