@@ -234,3 +234,109 @@ def test_assert_case_judges_a_case_of_a_batch_suite_live(openai, tmp_path):  # n
     record = assert_case(suite_cases(suite)[0].values[0], store=tmp_path / "runs.db", cache="off")
     assert record.verdict.value == "pass"
     assert openai.stats.batches == 0 and openai.stats.requests == 1
+
+
+# -- the REST API --------------------------------------------------------------------------
+
+def test_a_batch_run_launched_over_the_api_waits_and_a_resume_completes_it(openai, tmp_path):  # noqa: F811
+    pytest.importorskip("fastapi")
+    from tests.server_support import events, serve
+
+    openai.configure(batch_polls=1)
+    batch_suite(tmp_path, batch=None)
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path]) as served, \
+            served.client() as api:
+        started = api.post("/runs", json={"suite": "suite/EVAL.yaml", "batch": True})
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        name, last = events(api, started.json()["stream"])[-1]
+        assert name == "run_waiting" and last["status"] == "waiting"
+        assert last["submitted"] == CASES and last["batches"][0]["requests"] == CASES
+        assert api.get(f"/runs/{run_id}").json()["status"] == "waiting"
+        assert openai.stats.requests == 0 and openai.stats.batches == 1
+        # followed through the store by a client of another server, the stream ends too
+        assert [n for n, _ in events(api, f"/runs/{run_id}/stream")][-1] == "run_waiting"
+
+        still = api.post(f"/runs/{run_id}/resume")  # the batch is not done yet
+        assert still.status_code == 202, still.text
+        name, last = events(api, still.json()["stream"])[-1]
+        assert name == "run_waiting" and last["batches"][0]["state"] == "in_progress"
+        done = api.post(f"/runs/{run_id}/resume")
+        assert done.status_code == 202, done.text
+        name, last = events(api, done.json()["stream"])[-1]
+        assert name == "run_completed" and last["passed"] is True, last
+        run = api.get(f"/runs/{run_id}").json()
+        assert run["status"] == "completed" and run["summary"]["usage"]["batch_calls"] == CASES
+        again = api.post(f"/runs/{run_id}/resume")
+        assert again.status_code == 409 and "completed" in again.json()["detail"]
+    assert openai.stats.requests == 0
+
+
+def test_the_api_takes_a_suites_batch_and_a_request_can_say_no(openai, tmp_path):  # noqa: F811
+    pytest.importorskip("fastapi")
+    from tests.server_support import events, serve
+
+    batch_suite(tmp_path)
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path]) as served, \
+            served.client() as api:
+        asked = api.post("/runs", json={"suite": "suite/EVAL.yaml"})
+        assert events(api, asked.json()["stream"])[-1][0] == "run_waiting"
+        live = api.post("/runs", json={"suite": "suite/EVAL.yaml", "batch": False})
+        assert events(api, live.json()["stream"])[-1][0] == "run_completed"
+    assert openai.stats.batches == 1
+
+
+def test_the_api_refuses_a_bad_batch_before_any_call(openai, tmp_path):  # noqa: F811
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    batch_suite(tmp_path, batch=None, judge="vllm:some-model")
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path]) as served, \
+            served.client() as api:
+        for value in ("yes", 1):  # strict JSON: neither is true
+            bad = api.post("/runs", json={"suite": "suite/EVAL.yaml", "batch": value})
+            assert bad.status_code == 400, bad.text
+            assert bad.json()["detail"].startswith("body field 'batch': Input should be a "
+                                                   "valid boolean"), bad.text
+        refused = api.post("/runs", json={"suite": "suite/EVAL.yaml", "batch": True})
+        assert refused.status_code == 400, refused.text
+        body = refused.json()
+        assert body["code"] == "batch_unsupported" and body["detail"].startswith("batch:")
+        assert "vllm:some-model" in body["detail"]
+        assert api.get("/runs").json()["items"] == []
+        doc = api.get("/openapi.json").json()
+        assert "batch" in doc["components"]["schemas"]["RunRequest"]["properties"]
+        assert "/runs/{run_id}/resume" in doc["paths"]
+    assert openai.stats.arrived == 0
+
+
+def test_the_api_resumes_only_a_run_it_could_have_started(openai, tmp_path):  # noqa: F811
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    inside = batch_suite(tmp_path / "served")
+    outside = batch_suite(tmp_path / "elsewhere")
+    store = tmp_path / "runs.db"
+    theirs = assay.evaluate(outside, store=store).run_id
+    judged = assay.evaluate(inside, store=store, judge_model="openai:gpt-4o").run_id
+    ours = assay.evaluate(inside, store=store).run_id
+    before = openai.stats.arrived
+    with serve(f"sqlite:///{store}", suite_roots=[tmp_path / "served"]) as served, \
+            served.client() as api:
+        outside_roots = api.post(f"/runs/{theirs}/resume")
+        assert outside_roots.status_code == 404, outside_roots.text
+        not_allowed = api.post(f"/runs/{judged}/resume")
+        assert not_allowed.status_code == 403, not_allowed.text
+        assert not_allowed.json()["code"] == "judge_model_not_allowed"
+        assert api.post("/runs/no-such-run/resume").status_code == 404
+        assert openai.stats.arrived == before  # nothing was asked of the provider
+        assert api.post(f"/runs/{ours}/resume").status_code == 202
+    with serve(f"sqlite:///{store}", suite_roots=[tmp_path / "served"],
+               allow_runs=False) as served, served.client() as api:
+        assert api.post(f"/runs/{ours}/resume").status_code == 403
+    with serve(f"sqlite:///{store}", suite_roots=[tmp_path / "served"],
+               targets_file=inside.parent / ".assay" / "targets.yaml") as served, \
+            served.client() as api:
+        other = api.post(f"/runs/{judged}/resume")  # recorded: the file beside its suite
+        assert other.status_code == 403, other.text
+        assert other.json()["code"] == "targets_file_not_allowed"
