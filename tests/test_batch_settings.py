@@ -340,3 +340,23 @@ def test_the_api_resumes_only_a_run_it_could_have_started(openai, tmp_path):  # 
         other = api.post(f"/runs/{judged}/resume")  # recorded: the file beside its suite
         assert other.status_code == 403, other.text
         assert other.json()["code"] == "targets_file_not_allowed"
+
+
+def test_the_stream_of_a_waiting_run_the_server_did_not_start_ends(openai, tmp_path):  # noqa: F811
+    """A run waiting for its batches is not running: its stream says so and closes (it
+    used to send run_progress once a second for ever)."""
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    waiting = assay.evaluate(batch_suite(tmp_path), store=tmp_path / "runs.db")
+    assert waiting.waiting
+    names: list[str] = []
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path]) as served, \
+            served.client() as api, \
+            api.stream("GET", f"/runs/{waiting.run_id}/stream") as response:
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                names.append(line.removeprefix("event: "))
+            if len(names) > 3:
+                break
+    assert names == ["run_waiting"], names
