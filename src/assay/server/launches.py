@@ -119,10 +119,10 @@ class LaunchPolicy:
         """Raise :class:`LaunchRefused` (403) for a judge model or target not allowed."""
         self._check_choices(request.judge_model, request.target, suite)
 
-    def check_resume(self, run: RunRecord, roots: list[Path]) -> Path:
-        """The suite file of a stored run this server may resume: a run it could have
-        started (its suite under the roots, its judge, target and targets file the server's),
-        since a resume runs what the run recorded; else :class:`LaunchRefused`."""
+    def check_resume(self, run: RunRecord, roots: list[Path]) -> None:
+        """Raise :class:`LaunchRefused` unless this server could have started ``run``: its
+        suite under the roots, its judge, target and targets file the server's, since a
+        resume runs what the run recorded."""
         snapshot = run.config
         if not snapshot.suite_path:
             raise LaunchRefused(409, "not_resumable", f"run {run.id} has no suite file to run "
@@ -137,7 +137,6 @@ class LaunchPolicy:
                                 "resumes only runs of its own targets file "
                                 f"({_shown(str(self.targets_file or 'found beside the suite'))})")
         self._check_choices(snapshot.run.judge_model, snapshot.target_override, suite)
-        return suite
 
     def _check_choices(self, judge_model: str | None, target: str | None,
                        suite: Path) -> None:
@@ -303,9 +302,9 @@ class Launcher:
         (:func:`assay.resume_async`): a batch run's batches checked, collected once done."""
         from assay.run.evaluate import resume_async
 
-        path = self.policy.check_resume(run, self.roots)
+        self.policy.check_resume(run, self.roots)
         return await self._launch(lambda store, progress, on_start: resume_async(
-            run.id, store=store, data=path, progress=progress, on_start=on_start, keep=False))
+            run.id, store=store, progress=progress, on_start=on_start, keep=False))
 
     async def _launch(self, make: Callable[[RunStore, Any, Callable[[RunRecord], None]],
                                            Coroutine[Any, Any, EvaluationResult]]) -> Launch:
