@@ -360,3 +360,16 @@ def test_the_stream_of_a_waiting_run_the_server_did_not_start_ends(openai, tmp_p
             if len(names) > 3:
                 break
     assert names == ["run_waiting"], names
+
+
+def test_assay_eval_judges_a_batch_suite_live(openai, tmp_path):  # noqa: F811
+    """``assay eval`` (agentv's and uipath's command) collects no batches: a suite's batch
+    would leave its run waiting and report it as a run of no case."""
+    suite = batch_suite(tmp_path)
+    done = run_assay(["eval", str(suite), "--store", str(tmp_path / "runs.db")],
+                     cwd=tmp_path, env=_env(openai, tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert openai.stats.batches == 0 and openai.stats.requests == CASES
+    [run] = RunStore(f"sqlite:///{tmp_path}/runs.db").run_records()
+    assert run.status is RunStatus.COMPLETED and run.summary is not None
+    assert run.summary.cases == CASES
