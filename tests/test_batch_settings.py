@@ -89,6 +89,11 @@ def test_a_suite_that_asks_for_batch_waits_and_a_resume_completes_it(openai, tmp
     assert done.summary.usage.batch_calls == CASES and openai.stats.requests == 0
 
 
+def test_a_suites_null_batch_is_not_set(openai, tmp_path):  # noqa: F811
+    done = assay.evaluate(batch_suite(tmp_path, batch="null"), store=tmp_path / "runs.db")
+    assert done.run.status is RunStatus.COMPLETED and openai.stats.batches == 0
+
+
 def test_the_run_says_no_to_a_suites_batch_and_yes_to_a_suites_no(openai, tmp_path):  # noqa: F811
     store = tmp_path / "runs.db"
     live = assay.evaluate(batch_suite(tmp_path), store=store, batch=False, cache="off")
@@ -113,7 +118,7 @@ def test_a_resume_of_a_live_run_stays_live_when_the_suite_later_asks_for_batch(
     assert again.run.status is RunStatus.COMPLETED and openai.stats.batches == 0
 
 
-BAD = ['"yes please"', "1", "[true]", "null"]
+BAD = ['"yes please"', "1", "[true]", '"true"']
 
 
 @pytest.mark.parametrize("value", BAD)

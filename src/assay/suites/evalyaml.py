@@ -504,7 +504,7 @@ class _SuiteChecker:
         batch = raw.get("batch")
         if isinstance(batch, bool):
             out["batch"] = batch
-        elif "batch" in raw:
+        elif batch is not None:  # null: not set, as for agent_timeout_s
             self.log.add((*where, "batch"), f"batch must be true or false, not "
                          f"{type_name(batch)} ({batch!r})", "true (the judge calls go "
                          "through the providers' batch APIs) or false", value=True)
