@@ -378,3 +378,20 @@ def test_assay_eval_judges_a_batch_suite_live(openai, tmp_path):  # noqa: F811
     [run] = RunStore(f"sqlite:///{tmp_path}/runs.db").run_records()
     assert run.status is RunStatus.COMPLETED and run.summary is not None
     assert run.summary.cases == CASES
+
+
+def test_a_jsonl_suites_sidecar_asks_for_batch(openai, tmp_path):  # noqa: F811
+    folder = batch_suite(tmp_path).parent
+    (folder / "cases.jsonl").write_text("".join(
+        json.dumps({"id": f"c{i}", "input": f"thing {i}",
+                    "expected_output": f"thing {i} is blue"}) + "\n" for i in range(CASES)))
+    (folder / "cases.yaml").write_text(
+        "execution:\n  target: agent\n  batch: true\n  evaluators:\n"
+        "    - {name: same_meaning, type: semantic_similarity}\n")
+    waiting = assay.evaluate(folder / "cases.jsonl", store=tmp_path / "runs.db")
+    assert waiting.waiting and openai.stats.batch_requests == CASES
+    (folder / "cases.yaml").write_text((folder / "cases.yaml").read_text().replace(
+        "batch: true", "batch: yes please"))
+    with pytest.raises(SuiteError) as refused:
+        assay.evaluate(folder / "cases.jsonl", store=tmp_path / "runs.db")
+    assert f"{folder / 'cases.yaml'}:3:" in refused.value.message, refused.value.message
