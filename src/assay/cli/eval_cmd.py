@@ -143,7 +143,8 @@ def eval_command(
             else None, model_settings_id=model_settings_id,
             agent_memory_settings_id=agent_memory_settings_id,
             llm_concurrency=max_llm_concurrency,
-            run_id=None if resume else eval_set_run_id)
+            run_id=None if resume else eval_set_run_id,
+            batch=False)  # agentv and uipath eval answer at once: a suite's batch is assay run's
     except ValidationError as exc:
         raise settings_error(exc) from None
     url = store_url(store)

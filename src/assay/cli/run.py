@@ -190,13 +190,15 @@ def run(
     budget_usd: float | None = typer.Option(
         None, "--budget-usd", min=0.000001, help="USD the run may spend: it stops starting "
         "cases before the budget is spent and can be resumed (--resume) for the rest."),
-    batch: bool = typer.Option(
-        False, "--batch", help="Send the judge calls through the providers' batch APIs "
-        "(OpenAI, Anthropic) at half the price: the agent runs now, the run is left waiting "
-        "for batch and 'assay run --resume RUN_ID' collects the answers (within 24 hours)."),
+    batch: bool | None = typer.Option(
+        None, "--batch/--no-batch", help="Send the judge calls through the providers' batch "
+        "APIs (OpenAI, Anthropic) at half the price: the agent runs now, the run is left "
+        "waiting for batch and 'assay run --resume RUN_ID' collects the answers (within 24 "
+        "hours). Default: the suite's execution.batch, else --no-batch.", show_default=False),
     wait: bool = typer.Option(
-        False, "--wait", help="With --batch (or --resume of a batch run): wait for the "
-        "batches and complete the run, asking every --poll-interval seconds."),
+        False, "--wait", help="With a batch run (--batch, the suite's execution.batch, or "
+        "--resume of a batch run): wait for the batches and complete the run, asking every "
+        "--poll-interval seconds."),
     poll_interval: float = typer.Option(
         60.0, "--poll-interval", min=0.01, max=3600.0,
         help="With --wait: seconds between two checks of the batches."),
@@ -237,11 +239,11 @@ def run(
     if judge_model is not None and not judge_model.strip():
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini, "
                           "or leave it out for the default")
-    if wait and not (batch or resume):
-        raise ConfigError("--wait waits for a batch run: give --batch, or --resume RUN_ID")
-    if batch and (resume or rerun_failed):
-        raise ConfigError("--batch starts a new run; a resume of a batch run batches as it "
-                          "did (leave --batch out)")
+    if wait and batch is False:
+        raise ConfigError("--wait waits for a batch run: leave out --no-batch")
+    if batch is not None and (resume or rerun_failed):
+        raise ConfigError("--batch and --no-batch choose for a new run; a resume of a run "
+                          "batches as it did (leave them out)")
     if retry_errors and not resume:
         raise ConfigError("--retry-errors goes with --resume RUN_ID")
     if resume and rerun_failed:

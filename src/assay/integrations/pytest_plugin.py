@@ -182,11 +182,14 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
     run meets its gates. Every evaluator error is a JudgeError; a failure names each failing
     repeat with its verdict and failing evaluators, and every failed gate; a case that
     nothing scored (every evaluator not applicable, or only measuring) fails. Returns the
-    first repeat's record."""
+    first repeat's record. A suite's ``execution.batch`` is the one setting not followed: a
+    test needs its verdict now, so its judge calls are live unless ``options`` say
+    ``batch=True`` (with ``batch_wait=True``, the test waits for the batches)."""
     from assay.run.evaluate import evaluate
 
     with _judging():
-        result = evaluate(param.suite, **{**options, "case_ids": [param.item.case.id]})
+        result = evaluate(param.suite, **{"batch": False, **options,
+                                          "case_ids": [param.item.case.id]})
     problems = [line for record in result.records
                 for line in _failures(record, len(result.records), result.reason)]
     problems += [f"gate failed: {g}" for g in result.summary.gate_failures]

@@ -158,10 +158,11 @@ def refuse_unbatchable(engine: JudgeEngine, models: Iterable[str | None]) -> Non
                       if engine.resolve(m).batch_api() is None})
     if refused:
         raise ConfigError(
-            f"--batch: the judge model(s) {', '.join(map(repr, refused))} have no batch API "
+            f"batch: the judge model(s) {', '.join(map(repr, refused))} have no batch API "
             "(assay sends batches to OpenAI's Batch API for openai: models and to Anthropic's "
-            "Message Batches for anthropic: models); run without --batch, or judge with one "
-            "of those", code="batch_unsupported")
+            "Message Batches for anthropic: models); run without batch (--no-batch, "
+            "batch=False, or no execution.batch in the suite file), or judge with one of "
+            "those", code="batch_unsupported")
 
 
 async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine, run_id: str,

@@ -891,6 +891,10 @@ class _Session:
                 f"them ({_first(facts, 'unjudged')}): give the suite evaluators "
                 "(an evaluators list, --judges, or evaluators= in Python)",
                 code="missing_evaluator")
+        if self.config.batch_wait and not self.config.batch and self.resume is None:
+            raise ConfigError("--wait (batch_wait) waits for a batch run: give --batch "
+                              "(batch=True), or execution: {batch: true} in the suite file",
+                              code="invalid_config")
         if self.batches():
             from assay.run.batch import refuse_unbatchable
 
@@ -1010,7 +1014,7 @@ class _Session:
         """Run the session into its store, or, for a dry run, into nothing (see
         :mod:`assay.run.dry_run`: no output is written, so ``on_inputs`` is not called)."""
         if self.config.dry_run:
-            self.engine.estimate_batched = self.config.batch  # priced as it would be sent
+            self.engine.estimate_batched = self.config.batch is True  # priced as it would be sent
             outcome = await self.unstored(DRY_RUN_ID, progress, on_record, keep=False)
             outcome.summary.notes = self.notes()
             return EvaluationResult.dry(self.suite, outcome.summary, self.config,
@@ -1081,7 +1085,7 @@ class _Session:
     def batches(self) -> bool:
         """Whether the run's judge calls go through the providers' batch APIs (see
         :mod:`assay.run.batch`; a dry run makes no call to batch)."""
-        return self.config.batch and not self.config.dry_run
+        return self.config.batch is True and not self.config.dry_run
 
     async def passes(self, runner: Runner, store: RunStore, run_id: str, keep: bool
                      ) -> tuple[RunOutcome | None, BatchProgress | None]:

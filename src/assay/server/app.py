@@ -80,6 +80,7 @@ from assay.run.display import scale_for
 from assay.server import STATIC_DIR, otlp
 from assay.server.launches import (
     NO_CONTROL_CHARACTERS,
+    Launch,
     Launcher,
     LaunchPolicy,
     LaunchRefused,
@@ -926,19 +927,47 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     # -- starting runs ----------------------------------------------------------------------
 
-    @app.post("/runs", response_model=Launched, status_code=202,
-              responses={**ERRORS, 403: {"model": ErrorBody}}, tags=["launch"])
-    async def post_run(request: Annotated[RunRequest, Body()]) -> Launched:
-        """Start a run of a suite under the server's suite roots; follow it at ``stream``."""
+    def _runs_allowed() -> None:
         if not settings.allow_runs:
             raise ApiError(403, "runs_disabled", "this server does not start runs "
                            "(assay serve --no-runs)")
+
+    async def _launched(start: Awaitable[Launch]) -> Launched:
+        """A launch's answer: where to follow it; a refusal as its HTTP error."""
         try:
-            launch = await launcher.start(request)
+            launch = await start
         except LaunchRefused as exc:
             raise ApiError(exc.status, exc.code, exc.message) from None
         return Launched(run_id=launch.run_id, status=RunStatus.RUNNING,
                         stream=f"/runs/{launch.run_id}/stream")
+
+    @app.post("/runs", response_model=Launched, status_code=202,
+              responses={**ERRORS, 403: {"model": ErrorBody}}, tags=["launch"])
+    async def post_run(request: Annotated[RunRequest, Body()]) -> Launched:
+        """Start a run of a suite under the server's suite roots; follow it at ``stream``.
+        With ``batch`` (or the suite's ``execution.batch``) the run is left waiting for its
+        batches (its stream ends with ``run_waiting``): ``POST /runs/{run_id}/resume``
+        collects them."""
+        _runs_allowed()
+        return await _launched(launcher.start(request))
+
+    @app.post("/runs/{run_id}/resume", response_model=Launched, status_code=202,
+              responses={**ERRORS, 403: {"model": ErrorBody}, 409: {"model": ErrorBody}},
+              tags=["launch"])
+    async def resume_run(run_id: RunId) -> Launched:
+        """Resume a run that stopped or waits for its batches, as ``assay run --resume``
+        does: what the store has is kept, the rest runs with the run's recorded settings; a
+        batch run's batches are checked and, once done, collected and the run completed
+        (its stream ends with ``run_waiting`` while they are not). Only a run this server
+        could have started: its suite under the suite roots, its judge, target and targets
+        file the server's."""
+        _runs_allowed()
+        run = await asyncio.to_thread(require_run, run_id)
+        if launcher.running(run_id) or resume_command(run) is None:
+            raise ApiError(409, "not_resumable", f"run {run.id} is "
+                           f"{'running here' if launcher.running(run_id) else run.status.value}"
+                           ": nothing to resume")
+        return await _launched(launcher.resume(run))
 
     @app.post("/runs/{run_id}/cancel", response_model=RunDetail,
               responses={**ERRORS, 409: {"model": ErrorBody}}, tags=["launch"])
@@ -966,7 +995,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         """A run's progress as server-sent events: ``run_started``, ``test_case_started``
         (case_id, repeat), ``test_case_completed`` (completed_count, total_count, passed,
         overall_score on 0-100, score on 0-1, error_message), then one of
-        ``run_completed``, ``run_cancelled``, ``run_failed``. A run this server did not start
+        ``run_completed``, ``run_cancelled``, ``run_failed``, ``run_waiting`` (a batch run
+        left waiting for its batches, with where they are). A run this server did not start
         is followed through the store (``run_progress`` once a second)."""
         launch = launcher.launches.get(run_id)
         if launch is not None:
@@ -983,7 +1013,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     async def _follow(run: RunRecord, every_s: float = 1.0) -> AsyncIterator[bytes]:
         terminal = {RunStatus.COMPLETED: "run_completed", RunStatus.INTERRUPTED: "run_cancelled",
-                    RunStatus.FAILED: "run_failed"}
+                    RunStatus.FAILED: "run_failed", RunStatus.WAITING: "run_waiting"}
         while True:
             if run.status in terminal:
                 yield sse(terminal[run.status], {"run_id": run.id, "status": run.status.value})

@@ -1,12 +1,13 @@
-"""Runs started through the API: ``POST /runs``, their progress as server-sent events, and
-cancel.
+"""Runs started through the API: ``POST /runs``, their progress as server-sent events,
+cancel, and ``POST /runs/{id}/resume`` (what ``assay run --resume`` does).
 
 A run is :func:`assay.evaluate_async` in a task of the server's event loop, with its own
 :class:`RunStore` (the server's reading store never holds queued rows). Its progress is a list
 of events kept for the run's life, so a client that connects late, or reconnects, reads it from
 the start; event names follow Connexity's stream: ``run_started``, ``test_case_started``,
 ``test_case_completed`` (``overall_score`` on 0-100, as Connexity's), ``run_completed``,
-``run_cancelled``, ``run_failed``. Cancelling the task marks the run
+``run_cancelled``, ``run_failed``, and ``run_waiting`` for a batch run left waiting for its
+batches (a resume collects them). Cancelling the task marks the run
 interrupted, as Ctrl-C does for ``assay run``.
 """
 
@@ -16,10 +17,10 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
@@ -28,7 +29,11 @@ from assay.errors import EvaluationError
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunRecord, RunStatus, Verdict, case_overall
 
-TERMINAL_EVENTS = ("run_completed", "run_cancelled", "run_failed")
+if TYPE_CHECKING:
+    from assay.run.result import EvaluationResult
+    from assay.store.runs import RunStore
+
+TERMINAL_EVENTS = ("run_completed", "run_cancelled", "run_failed", "run_waiting")
 START_TIMEOUT_S = 120.0
 """How long ``POST /runs`` waits for the run to be created (the suite loaded and checked)."""
 
@@ -69,6 +74,11 @@ class RunRequest(BaseModel):
     concurrency: WholeNumber | None = Field(default=None, ge=1, le=256)
     repeat: WholeNumber | None = Field(default=None, ge=1, le=100)
     filter: str | None = Field(default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS)
+    batch: bool | None = Field(
+        default=None, description="send the judge calls through the providers' batch APIs at "
+        "half the price (assay run --batch): the run is left waiting for batch (its stream "
+        "ends with run_waiting) and POST /runs/{run_id}/resume collects the answers; None: "
+        "the suite's execution.batch, else false")
 
     _numbers = field_validator("concurrency", "repeat", mode="before")(json_number)
 
@@ -107,14 +117,37 @@ class LaunchPolicy:
 
     def check(self, request: RunRequest, suite: Path) -> None:
         """Raise :class:`LaunchRefused` (403) for a judge model or target not allowed."""
-        if request.judge_model is not None and request.judge_model not in self.judge_models:
+        self._check_choices(request.judge_model, request.target, suite)
+
+    def check_resume(self, run: RunRecord, roots: list[Path]) -> None:
+        """Raise :class:`LaunchRefused` unless this server could have started ``run``: its
+        suite under the roots, its judge, target and targets file the server's, since a
+        resume runs what the run recorded."""
+        snapshot = run.config
+        if not snapshot.suite_path:
+            raise LaunchRefused(409, "not_resumable", f"run {run.id} has no suite file to run "
+                                "again; resume it where it was made")
+        suite = suite_under(snapshot.suite_path, roots)
+        recorded = snapshot.run.targets_file
+        if (Path(recorded).resolve() if recorded else None) != \
+                (self.targets_file.resolve() if self.targets_file else None):
+            raise LaunchRefused(403, "targets_file_not_allowed",
+                                f"run {run.id} was started with targets file "
+                                f"{_shown(recorded or 'found beside its suite')}; this server "
+                                "resumes only runs of its own targets file "
+                                f"({_shown(str(self.targets_file or 'found beside the suite'))})")
+        self._check_choices(snapshot.run.judge_model, snapshot.target_override, suite)
+
+    def _check_choices(self, judge_model: str | None, target: str | None,
+                       suite: Path) -> None:
+        if judge_model is not None and judge_model not in self.judge_models:
             allowed = ", ".join(sorted(_shown(m) for m in self.judge_models))
             raise LaunchRefused(403, "judge_model_not_allowed",
-                                f"judge_model {_shown(request.judge_model)} is not one this "
+                                f"judge_model {_shown(judge_model)} is not one this "
                                 f"server allows; allowed: {allowed} (assay serve "
                                 "--allow-judge-model MODEL adds one)")
-        if request.target is not None:
-            self._check_target(request.target, suite)
+        if target is not None:
+            self._check_target(target, suite)
 
     def _check_target(self, target: str, suite: Path) -> None:
         from assay.targets.config import load_targets_for
@@ -195,6 +228,22 @@ class _Progress:
             "eta_s": eta, "progress_text": progress_text(launch.done, launch.total, eta)})
 
 
+def _ended(result: EvaluationResult) -> tuple[str, dict[str, Any]]:
+    """The last event of a run that returned: waiting for its batches, or completed."""
+    if result.waiting:
+        batches = result.batch.batches if result.batch is not None else []
+        return "run_waiting", {
+            "status": RunStatus.WAITING.value,
+            "submitted": result.batch.submitted if result.batch is not None else 0,
+            "batches": [{"batch_id": b.batch_id, "model": b.model, "requests": b.requests,
+                         "state": b.state, "counts": b.counts} for b in batches]}
+    summary = result.summary
+    return "run_completed", {
+        "status": RunStatus.COMPLETED.value, "passed": summary.passed,
+        "pass_rate": summary.pass_rate, "mean_score": summary.mean_score,
+        "gate_failures": summary.gate_failures}
+
+
 def progress_text(done: int, total: int | None, eta_s: float | None) -> str:
     """A run's progress in words: ``12 of 40 cases (30.0%), about 3.2 s left``."""
     if not total:
@@ -205,7 +254,13 @@ def progress_text(done: int, total: int | None, eta_s: float | None) -> str:
 
 def resolve_suite(request: RunRequest, roots: list[Path]) -> Path:
     """The suite's path inside one of ``roots``; LaunchRefused for any other path."""
-    given = Path(request.suite)
+    return suite_under(request.suite, roots)
+
+
+def suite_under(suite: str, roots: list[Path]) -> Path:
+    """``suite`` (relative to a root, or absolute) as a path inside one of ``roots``;
+    LaunchRefused for any other path."""
+    given = Path(suite)
     for root in roots:
         base = root.resolve()
         try:
@@ -217,7 +272,7 @@ def resolve_suite(request: RunRequest, roots: list[Path]) -> Path:
         if candidate.exists():
             return candidate
     raise LaunchRefused(404, "unknown_suite",
-                        f"no suite {request.suite!r} under the server's suite root(s); give a "
+                        f"no suite {suite!r} under the server's suite root(s); give a "
                         "path relative to a root (assay serve --suites DIR)")
 
 
@@ -231,13 +286,32 @@ class Launcher:
         self.launches: dict[str, Launch] = {}
 
     async def start(self, request: RunRequest) -> Launch:
+        """A new run of the request's suite (:func:`assay.evaluate_async`)."""
         from assay.run.evaluate import evaluate_async
-        from assay.store.runs import RunStore
 
         path = resolve_suite(request, self.roots)
         self.policy.check(request, path)
         options = {**self.policy.options(), **{k: v for k, v in request.model_dump(
             exclude={"suite", "target"}).items() if v is not None}}
+        return await self._launch(lambda store, progress, on_start: evaluate_async(
+            path, target=request.target, store=store, progress=progress, on_start=on_start,
+            keep=False, **options))
+
+    async def resume(self, run: RunRecord) -> Launch:
+        """A stored run resumed as ``assay run --resume`` resumes it
+        (:func:`assay.resume_async`): a batch run's batches checked, collected once done."""
+        from assay.run.evaluate import resume_async
+
+        self.policy.check_resume(run, self.roots)
+        return await self._launch(lambda store, progress, on_start: resume_async(
+            run.id, store=store, progress=progress, on_start=on_start, keep=False))
+
+    async def _launch(self, make: Callable[[RunStore, Any, Callable[[RunRecord], None]],
+                                           Coroutine[Any, Any, EvaluationResult]]) -> Launch:
+        """The run ``make`` starts, in a task with its own store, its progress as events;
+        returned once the run is stored (its suite loaded and checked)."""
+        from assay.store.runs import RunStore
+
         created: asyncio.Future[RunRecord] = asyncio.get_running_loop().create_future()
         holder: dict[str, Launch] = {}
 
@@ -263,16 +337,10 @@ class Launcher:
         async def execute() -> None:
             store = RunStore(self.store_url)
             try:
-                result = await evaluate_async(path, target=request.target, store=store,
-                                              progress=_Relay(), on_start=on_start,
-                                              keep=False, **options)
-                summary = result.summary
+                result = await make(store, _Relay(), on_start)
                 if not created.done():
                     created.set_exception(LaunchRefused(500, "run_failed", "no run was made"))
-                self._finish("run_completed", {
-                    "status": RunStatus.COMPLETED.value, "passed": summary.passed,
-                    "pass_rate": summary.pass_rate, "mean_score": summary.mean_score,
-                    "gate_failures": summary.gate_failures}, holder)
+                self._finish(*_ended(result), holder)
             except asyncio.CancelledError:
                 self._finish("run_cancelled", {"status": RunStatus.INTERRUPTED.value}, holder)
                 raise

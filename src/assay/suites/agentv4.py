@@ -56,7 +56,7 @@ TOP_KEYS = ("name", "description", "version", "author", "tags", "license", "requ
             "input_files", "metadata", "evaluator")
 INFORMATION_KEYS = ("version", "author", "tags", "license", "requires", "category")
 """Top-level keys that describe the suite: kept in its metadata."""
-EXECUTION_KEYS = ("target", "evaluators", "assertions", "agent_timeout_s")
+EXECUTION_KEYS = ("target", "evaluators", "assertions", "agent_timeout_s", "batch")
 CASE_KEYS = ("id", "criteria", "expected_outcome", "input", "input_files", "expected_output",
              "assertions", "assert", "evaluators", "evaluator", "rubrics", "execution",
              "metadata", "conversation_id")
@@ -197,7 +197,8 @@ class V4Checker(_SuiteChecker):
             return Suite(name=name, description=description, source=self.path.absolute(),
                          target=target, judge_target=self._judge_model(target),
                          evaluators=evaluators, cases=cases, metadata=metadata,
-                         files=self._files(), agent_timeout_s=execution.get("agent_timeout_s"))
+                         files=self._files(), agent_timeout_s=execution.get("agent_timeout_s"),
+                         batch=execution.get("batch"))
         except ValidationError as exc:
             self.log.add((), f"cannot build the suite: {exc}")
             return None

@@ -69,7 +69,9 @@ __all__ = ["Problem", "SuiteError", "check_suite", "load_eval_yaml", "load_suite
 
 TOP_KEYS = ("description", "name", "dataset", "version", "execution", "evalcases", "cases",
             "evaluator", "target", "metadata", "scoring", "thresholds", "conversation", "agent")
-EXECUTION_KEYS = ("target", "evaluators", "agent_timeout_s")
+EXECUTION_KEYS = ("target", "evaluators", "agent_timeout_s", "batch")
+CASE_EXECUTION_KEYS = ("target", "evaluators")
+"""A case's own ``execution``: the agent timeout and batch are the run's, set for the suite."""
 CONVERSATION_KEYS = ("persona", "persona_context", "first_turn", "first_message", "user_context",
                      "scripted_messages", "max_turns")
 """Case keys that make a case a conversation with a simulated (or scripted) user."""
@@ -387,7 +389,8 @@ class _SuiteChecker:
                          cases=cases, metadata=metadata, scoring=scoring,
                          run_thresholds=thresholds, conversation=self.conversation,
                          agent=agent, files=self._files(),
-                         agent_timeout_s=execution.get("agent_timeout_s"))
+                         agent_timeout_s=execution.get("agent_timeout_s"),
+                         batch=execution.get("batch"))
         except ValidationError as exc:
             self.log.add((), f"cannot build the suite: {exc}")
             return None
@@ -498,6 +501,13 @@ class _SuiteChecker:
                 self.log.add((*where, "agent_timeout_s"), f"agent_timeout_s must be a "
                              f"positive number of seconds, not {timeout!r}",
                              f"{TIMEOUT_S.expected}, such as 600", value=True)
+        batch = raw.get("batch")
+        if isinstance(batch, bool):
+            out["batch"] = batch
+        elif batch is not None:  # null: not set, as for agent_timeout_s
+            self.log.add((*where, "batch"), f"batch must be true or false, not "
+                         f"{type_name(batch)} ({batch!r})", "true (the judge calls go "
+                         "through the providers' batch APIs) or false", value=True)
         return out
 
     def _target(self, data: dict[str, Any], path: PathKey) -> str | None:
@@ -611,7 +621,7 @@ class _SuiteChecker:
         case_input = self._files_read(raw, metadata, case_input)
         guidelines = self._strings(raw, "guidelines", path)
         context = self._strings(raw, "reference_context", path)
-        execution = self._execution(raw, path)
+        execution = self._execution(raw, path, CASE_EXECUTION_KEYS)
         evaluators = self._case_evaluators(raw, path, execution)
         self._weighted(raw, path, execution, evaluators)
         if len(self.log) > problems_before or case_id is None or case_input is None:

@@ -176,6 +176,10 @@ class Suite(BaseModel):
     agent_timeout_s: OptionalTimeoutS = Field(
         default=None, description="seconds one run of the agent may take, unless the run says "
         "otherwise (the file's execution.agent_timeout_s)")
+    batch: bool | None = Field(
+        default=None, description="the judge calls go through the providers' batch APIs, "
+        "unless the run says otherwise (the file's execution.batch; see RunConfig.batch). "
+        "How answers are sent, not what they mean: not in the fingerprint")
     conversation: ConversationSettings | None = Field(
         default=None, description="defaults for the suite's multi-turn cases")
     agent: AgentInfo | None = Field(

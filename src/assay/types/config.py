@@ -8,7 +8,7 @@ the judge engine retries are here too but are not part of what a result means.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -153,6 +153,15 @@ DEFAULT_AGENT_TIMEOUT_S = 600.0
 becomes that case's error instead of a run that never ends."""
 
 
+T = TypeVar("T")
+
+
+def run_else_suite(run: T, suite: T) -> T:
+    """The one precedence of a setting both a run (the CLI, Python, the REST API) and its
+    suite file give: the run's when it gives one, else the suite's."""
+    return run if run is not None else suite
+
+
 class RunThresholds(BaseModel):
     """A run's two independent dimensions, in percent and inclusive, and an error budget.
 
@@ -268,11 +277,12 @@ class RunConfig(BaseModel):
         default=False, description="one more judge call per failed case, which says the turn "
         "and behaviour that caused the failure and a fix to try (kept with the case; "
         "advice only, it changes no verdict); its cost counts with the judge's")
-    batch: bool = Field(
-        default=False, description="send the judge calls through the providers' batch APIs "
+    batch: bool | None = Field(
+        default=None, description="send the judge calls through the providers' batch APIs "
         "(OpenAI's Batch API, Anthropic's Message Batches) at half the price: the run is left "
         "waiting for batch, and a resume (assay run --resume) collects the answers and "
-        "completes it (see assay.run.batch)")
+        "completes it (see assay.run.batch). None: the suite's (execution.batch), else "
+        "False")
     batch_wait: bool = Field(
         default=False, description="with batch: wait for the batches, asking every "
         "batch_poll_s, and complete the run, instead of leaving it waiting")
@@ -308,11 +318,12 @@ class RunConfig(BaseModel):
 
     def settled(self, scoring: Scoring, thresholds: RunThresholds | None,
                 agent_timeout_s: float | None = None,
-                agent_judges: bool = False) -> RunConfig:
-        """This config with the suite's scoring, thresholds and agent timeout filled in where
-        it has none, then the scoring's defaults: what a run snapshots when it starts, so
-        later edits to the suite file do not move its pass criteria. ``agent_judges``: the
-        run sets the agent-judge options, which are the ``databricks`` policy's."""
+                agent_judges: bool = False, batch: bool | None = None) -> RunConfig:
+        """This config with the suite's scoring, thresholds, agent timeout and batch filled in
+        where it has none, then the scoring's defaults: what a run snapshots when it starts,
+        so later edits to the suite file do not move its pass criteria (nor make a resume of
+        a live run a batch one). ``agent_judges``: the run sets the agent-judge options,
+        which are the ``databricks`` policy's."""
         chosen: Scoring = self.scoring or scoring
         if agent_judges and chosen == "default":
             chosen = "databricks"
@@ -323,7 +334,7 @@ class RunConfig(BaseModel):
                 "scoring", code="invalid_scoring")
         given = self.run_thresholds.model_dump()
         suite = thresholds.model_dump() if thresholds is not None else {}
-        merged = {k: v if v is not None else suite.get(k) for k, v in given.items()}
+        merged = {k: run_else_suite(v, suite.get(k)) for k, v in given.items()}
         if chosen == "connexity":
             if merged["metrics_pass_threshold"] is None:
                 merged["metrics_pass_threshold"] = CONNEXITY_METRICS_THRESHOLD
@@ -331,8 +342,8 @@ class RunConfig(BaseModel):
                 merged["cases_pass_threshold"] = CONNEXITY_CASES_THRESHOLD
         return self.model_copy(update={
             "scoring": chosen, "run_thresholds": RunThresholds(**merged),
-            "agent_timeout_s": self.agent_timeout_s if self.agent_timeout_s is not None
-            else agent_timeout_s})
+            "agent_timeout_s": run_else_suite(self.agent_timeout_s, agent_timeout_s),
+            "batch": bool(run_else_suite(self.batch, batch))})
     # -- agent judges (Databricks Agent Evaluation / MLflow 3; see assay.run.policies.databricks) --------
     naming: Literal["databricks", "mlflow"] | None = Field(
         default=None, description="report results in Databricks Agent Evaluation's names "

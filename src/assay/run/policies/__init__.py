@@ -49,7 +49,7 @@ def settle(suite: Suite, config: RunConfig) -> tuple[Suite, RunConfig, ScoringPo
 
     config = with_sidecar(config, suite)
     config = config.settled(suite.scoring, suite.run_thresholds, suite.agent_timeout_s,
-                            agent_judges=active(config))
+                            agent_judges=active(config), batch=suite.batch)
     suite, config = policy_for(config).prepare(suite)
     return suite, config, policy_for(config)
 
