@@ -395,3 +395,37 @@ def test_a_jsonl_suites_sidecar_asks_for_batch(openai, tmp_path):  # noqa: F811
     with pytest.raises(SuiteError) as refused:
         assay.evaluate(folder / "cases.jsonl", store=tmp_path / "runs.db")
     assert f"{folder / 'cases.yaml'}:3:" in refused.value.message, refused.value.message
+
+
+
+def test_the_api_resumes_a_run_whose_judge_url_has_a_password(openai, tmp_path,  # noqa: F811
+                                                              monkeypatch):
+    """A run records its judge URL without the password; the server's own entry for that
+    judge, password and all, is what a resume runs with (it used to be refused as a judge
+    the server does not allow)."""
+    pytest.importorskip("fastapi")
+    import time
+
+    from tests.server_support import echo_suite, serve
+
+    monkeypatch.chdir(tmp_path)
+    echo_suite(tmp_path, 20, sleep=0.1)
+    judge = f"http://user:s3cret-pw@{openai.url.removeprefix('http://')}#gpt-4o-mini"
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path],
+               allowed_judge_models=[judge]) as served, served.client() as api:
+        started = api.post("/runs", json={"suite": "echo/EVAL.yaml", "concurrency": 1,
+                                          "judge_model": judge})
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        time.sleep(0.4)
+        assert api.post(f"/runs/{run_id}/cancel").status_code == 200
+        recorded = api.get(f"/runs/{run_id}").json()
+        assert recorded["status"] == "interrupted" and "s3cret-pw" not in json.dumps(recorded)
+        resumed = api.post(f"/runs/{run_id}/resume")
+        assert resumed.status_code == 202, resumed.text
+        assert "s3cret-pw" not in resumed.text
+        with api.stream("GET", f"/runs/{run_id}/stream") as response:
+            names = [line.removeprefix("event: ") for line in response.iter_lines()
+                     if line.startswith("event: ")]
+        assert names[-1] == "run_completed", names
+        assert api.get(f"/runs/{run_id}").json()["summary"]["cases"] == 20

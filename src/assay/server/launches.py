@@ -119,10 +119,12 @@ class LaunchPolicy:
         """Raise :class:`LaunchRefused` (403) for a judge model or target not allowed."""
         self._check_choices(request.judge_model, request.target, suite)
 
-    def check_resume(self, run: RunRecord, roots: list[Path]) -> None:
+    def check_resume(self, run: RunRecord, roots: list[Path]) -> str | None:
         """Raise :class:`LaunchRefused` unless this server could have started ``run``: its
         suite under the roots, its judge, target and targets file the server's, since a
-        resume runs what the run recorded."""
+        resume runs what the run recorded. Returns the judge model to resume with: the
+        server's own entry for the recorded judge, since a run records a judge URL without
+        its password and the server's entry still has it."""
         snapshot = run.config
         if not snapshot.suite_path:
             raise LaunchRefused(409, "not_resumable", f"run {run.id} has no suite file to run "
@@ -136,7 +138,14 @@ class LaunchPolicy:
                                 f"{_shown(recorded or 'found beside its suite')}; this server "
                                 "resumes only runs of its own targets file "
                                 f"({_shown(str(self.targets_file or 'found beside the suite'))})")
-        self._check_choices(snapshot.run.judge_model, snapshot.target_override, suite)
+        judge = snapshot.run.judge_model
+        if judge is not None and judge not in self.judge_models:
+            from assay.llm.models import display_model
+
+            judge = next((m for m in sorted(self.judge_models) if display_model(m) == judge),
+                         judge)
+        self._check_choices(judge, snapshot.target_override, suite)
+        return judge
 
     def _check_choices(self, judge_model: str | None, target: str | None,
                        suite: Path) -> None:
@@ -302,9 +311,10 @@ class Launcher:
         (:func:`assay.resume_async`): a batch run's batches checked, collected once done."""
         from assay.run.evaluate import resume_async
 
-        self.policy.check_resume(run, self.roots)
+        judge = self.policy.check_resume(run, self.roots)
         return await self._launch(lambda store, progress, on_start: resume_async(
-            run.id, store=store, progress=progress, on_start=on_start, keep=False))
+            run.id, store=store, progress=progress, on_start=on_start, keep=False,
+            judge_model=judge if judge != run.config.run.judge_model else None))
 
     async def _launch(self, make: Callable[[RunStore, Any, Callable[[RunRecord], None]],
                                            Coroutine[Any, Any, EvaluationResult]]) -> Launch:
