@@ -1,5 +1,6 @@
 """Providers in a targets file as AgentV spells them: ``azure`` with ``endpoint``, ``api_key``
-and ``model``; ``mock``; ``gemini`` and others through LiteLLM; and the coding agents
+and ``model``; ``mock``; ``gemini`` and others through LiteLLM (tested in
+tests/test_litellm_provider.py, which imports LiteLLM once); and the coding agents
 (claude-code, codex, copilot, pi) as commands with their usual command lines, run for real
 (as stand-in executables on PATH that record how they were called)."""
 
@@ -18,7 +19,6 @@ import pytest
 import assay
 from assay.llm import EngineConfig, JudgeEngine
 from assay.llm.providers.inline import InlineProvider
-from assay.llm.providers.litellm_provider import LiteLLMProvider
 from assay.targets.config import read_targets
 
 
@@ -90,26 +90,6 @@ async def test_an_azure_judge_target_resolves_with_its_own_key(tmp_path, mock_se
         "/openai/deployments/judge-dep/chat/completions?api-version=2024-12-01-preview")
     assert "k-1-judge-secret" not in engine.scrub("key k-1-judge-secret leaked")
     await engine.aclose()
-
-
-def test_gemini_and_others_go_through_litellm(tmp_path):
-    file = targets(tmp_path, """
-        targets:
-          - {name: gem, provider: gemini, api_key: g-key}
-          - {name: router, provider: openrouter, model: meta/llama-3, base_url: "http://x/api"}
-          - {name: plain, provider: google, model: gemini-2.0-flash}
-        """)
-    found = read_targets(file)
-    plain = found.require("plain").model_string()
-    assert plain == "litellm:gemini/gemini-2.0-flash"  # no key of its own: the environment's
-    engine = JudgeEngine(EngineConfig(cache_path=tmp_path / "c.db"))
-    gem = engine.resolve(found.require("gem").model_string())
-    assert isinstance(gem, InlineProvider) and isinstance(gem.inner, LiteLLMProvider)
-    assert gem.inner.spec.model == "gemini/gemini-2.5-flash"  # AgentV's default model
-    assert gem.inner.extra == {"api_key": "g-key"}
-    router = engine.resolve(found.require("router").model_string())
-    assert router.inner.spec.model == "openrouter/meta/llama-3"  # type: ignore[attr-defined]
-    assert router.inner.extra == {"api_base": "http://x/api"}  # type: ignore[attr-defined]
 
 
 def test_mock_provider(tmp_path):

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.test_cli_run import assay
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -35,6 +37,7 @@ def test_openai_endpoint_example_runs_against_a_compatible_server(tmp_path, mock
     assert "dummy" not in json.dumps(stored)
 
 
+@pytest.mark.slow  # validating loads the embedded model the quickstart judges with
 def test_quickstart_validates(tmp_path):
     project = tmp_path / "quickstart"
     shutil.copytree(EXAMPLES / "quickstart", project)

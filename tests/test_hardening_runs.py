@@ -442,6 +442,7 @@ def test_read_only_store_is_a_clear_error(tmp_path):
 # -- the embedded demo judge is named plainly in every summary --------------------------------
 
 
+@pytest.mark.slow  # the dry run loads the embedded model to check it
 def test_a_run_judged_by_the_demo_model_says_its_scores_are_not_meaningful(tmp_path):
     import assay
     from assay.llm.models import DEMO_MODEL_NOTE

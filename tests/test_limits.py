@@ -95,6 +95,27 @@ async def test_a_suite_with_no_turn_cap_still_ends_at_the_hard_cap():
     assert agent.calls == MAX_TURNS == execution.conversation.agent_turns
 
 
+async def test_each_message_is_made_plain_for_the_agent_once(monkeypatch):
+    """A round sends the agent the whole conversation: remaking every earlier message in
+    each round made a 1000-round conversation take seconds of bookkeeping alone."""
+    from assay.targets import conversation
+
+    made: list[str] = []
+    plain = conversation._plain
+
+    def counted(message: Message) -> Message:
+        made.append(message.role)
+        return plain(message)
+
+    monkeypatch.setattr(conversation, "_plain", counted)
+    agent = _Echo()
+    case = Case(id="long", conversation=ConversationSpec(
+        first_message="hi", scripted_messages=[f"m{i}" for i in range(60)]))
+    execution = await converse(agent, case, ConversationSettings(max_turns=50))
+    assert agent.calls == 50 == execution.conversation.agent_turns
+    assert len(made) == len(execution.messages) == 100
+
+
 @pytest.mark.parametrize(("field", "value", "expected"), [
     ("repeat", 10**9, "repeat: expected a whole number of runs from 1 to 1000, not"),
     ("concurrency", 10**7, "concurrency: expected a whole number of cases or calls in flight "

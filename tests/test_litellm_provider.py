@@ -8,8 +8,12 @@ import pytest
 
 from assay.judges import EvalContext, SemanticSimilarity
 from assay.llm import EngineConfig, JudgeEngine
+from assay.llm.providers.inline import InlineProvider
+from assay.llm.providers.litellm_provider import LiteLLMProvider
+from assay.targets.config import read_targets
 from assay.types.case import Case
 from assay.types.execution import Execution
+from tests.test_agentv_providers import targets
 
 # Set before LiteLLM is imported (by the fixture below): tell it, as the provider does, to use the
 # price map it ships instead of fetching one from GitHub.
@@ -84,3 +88,23 @@ def test_choosing_the_litellm_provider_downloads_nothing(tmp_path):
                           env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[0] == "0", done.stdout + done.stderr[-1000:]
+
+
+def test_gemini_and_others_go_through_litellm(tmp_path):
+    file = targets(tmp_path, """
+        targets:
+          - {name: gem, provider: gemini, api_key: g-key}
+          - {name: router, provider: openrouter, model: meta/llama-3, base_url: "http://x/api"}
+          - {name: plain, provider: google, model: gemini-2.0-flash}
+        """)
+    found = read_targets(file)
+    plain = found.require("plain").model_string()
+    assert plain == "litellm:gemini/gemini-2.0-flash"  # no key of its own: the environment's
+    engine = JudgeEngine(EngineConfig(cache_path=tmp_path / "c.db"))
+    gem = engine.resolve(found.require("gem").model_string())
+    assert isinstance(gem, InlineProvider) and isinstance(gem.inner, LiteLLMProvider)
+    assert gem.inner.spec.model == "gemini/gemini-2.5-flash"  # AgentV's default model
+    assert gem.inner.extra == {"api_key": "g-key"}
+    router = engine.resolve(found.require("router").model_string())
+    assert router.inner.spec.model == "openrouter/meta/llama-3"  # type: ignore[attr-defined]
+    assert router.inner.extra == {"api_base": "http://x/api"}  # type: ignore[attr-defined]

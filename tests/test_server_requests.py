@@ -259,6 +259,7 @@ def test_the_mock_servers_config_takes_only_json_types(other_server, change):
 
 # -- 6. a case page of bounded size ------------------------------------------------------------
 
+@pytest.mark.slow  # a run of one 60 MB case is written, then served
 def test_a_huge_case_page_is_small_and_says_what_it_cut(tmp_path):
     url = f"sqlite:///{tmp_path}/runs.db"
     run = write_huge_case(url)

@@ -336,6 +336,10 @@ def _called(messages: list[Message], tools: set[str]) -> bool:
 @dataclass
 class _State:
     transcript: list[Message] = field(default_factory=list)
+    plain: list[Message] = field(default_factory=list)
+    """The transcript as the agent is sent it, one message per transcript message: each is
+    made plain once, when it is added, so a long conversation's rounds do not each redo
+    every earlier one."""
     latencies: list[float] = field(default_factory=list)
     rounds: int = 0
     user_turns: int = 0
@@ -347,6 +351,11 @@ class _State:
     error_code: str | None = None
     cut: int | None = None
     """The agent round stopped by the time limit while it ran."""
+
+    def add(self, *messages: Message) -> None:
+        """Add ``messages`` to the transcript (and their plain form to what the agent sees)."""
+        self.transcript.extend(messages)
+        self.plain.extend(_plain(m) for m in messages)
 
 
 async def converse(agent: Target, case: Case, settings: ConversationSettings | None = None,
@@ -379,7 +388,7 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
         if remaining() <= 0:
             state.stop = "timeout"
             return False
-        history = [_plain(m) for m in state.transcript]
+        history = list(state.plain)
         deadline = asyncio.timeout(remaining())  # in this task: the agent's own
         try:  # TimeoutError is its error, not the conversation's deadline
             async with deadline:
@@ -405,10 +414,9 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
             state.stop, state.error_code = "agent_error", "target_failed"
             state.error = f"agent turn {state.rounds}: the agent answered nothing"
             return False
-        state.transcript.extend(
-            _turn(m, *((execution.latency_ms, _tokens(execution.usage))
-                       if i == len(produced) - 1 else ()))
-            for i, m in enumerate(produced))
+        state.add(*(_turn(m, *((execution.latency_ms, _tokens(execution.usage))
+                               if i == len(produced) - 1 else ()))
+                    for i, m in enumerate(produced)))
         if execution.latency_ms is not None:
             state.latencies.append(execution.latency_ms)
         if execution.usage is not None:
@@ -431,8 +439,7 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
     going = True
     if spec.first_turn == "agent":
         if spec.first_message is not None:
-            state.transcript.append(_turn(Message(role="assistant",
-                                                  content=spec.first_message)))
+            state.add(_turn(Message(role="assistant", content=spec.first_message)))
             state.rounds = 1
             if max_turns is not None and state.rounds >= max_turns:
                 state.stop, going = "max_turns", False
@@ -452,8 +459,8 @@ async def converse(agent: Target, case: Case, settings: ConversationSettings | N
         if reply.stop is not None or reply.text is None:
             state.stop = reply.stop or "user_ended"
             break
-        state.transcript.append(_turn(Message(role="user", content=reply.text),
-                                      reply.latency_ms, _tokens(reply.usage)))
+        state.add(_turn(Message(role="user", content=reply.text), reply.latency_ms,
+                        _tokens(reply.usage)))
         state.user_turns += 1
         going = await agent_turn()
     return _execution(case, state, (time.perf_counter() - wall) * 1000,
