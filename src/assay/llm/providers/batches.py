@@ -31,6 +31,7 @@ a results URL on another origin is refused, as a redirect there would be.
 from __future__ import annotations
 
 import uuid
+from abc import abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -142,7 +143,24 @@ def _iso_unix(batch: dict[str, Any]) -> float | None:
         return None
 
 
-class OpenAIBatches(BatchAPI):
+class _ProviderBatches(BatchAPI):
+    """What both providers' batch APIs do alike: a batch lives at ``batches/{id}``, and
+    cancelling it is a POST to its ``cancel``, answered by its status."""
+
+    batches: str
+    """The URL of the provider's batches collection."""
+
+    @abstractmethod
+    async def _json(self, method: str, url: str, timeout: float,
+                    body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A JSON request to the provider, with its own headers; the answer's object."""
+
+    async def cancel(self, batch_id: str, timeout: float) -> BatchStatus:
+        await self._json("POST", f"{self.batches}/{batch_id}/cancel", timeout)
+        return await self.status(batch_id, timeout)
+
+
+class OpenAIBatches(_ProviderBatches):
     """OpenAI's Batch API for an ``openai:`` model."""
 
     limits = BatchLimits(requests=50_000, bytes=200 * 1024 * 1024)
@@ -151,6 +169,7 @@ class OpenAIBatches(BatchAPI):
     def __init__(self, provider: OpenAIHTTPProvider) -> None:
         self.provider = provider
         self.base = provider.base_url
+        self.batches = f"{self.base}/batches"
         self.headers = {k: v for k, v in provider.headers.items()
                         if k.lower() != "content-type"}
 
@@ -186,12 +205,8 @@ class OpenAIBatches(BatchAPI):
                 return Lookup(batch["id"])
         return Lookup()
 
-    async def cancel(self, batch_id: str, timeout: float) -> BatchStatus:
-        await self._json("POST", f"{self.base}/batches/{batch_id}/cancel", timeout)
-        return await self.status(batch_id, timeout)
-
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
-        found = await self._json("GET", f"{self.base}/batches/{batch_id}", timeout)
+        found = await self._json("GET", f"{self.batches}/{batch_id}", timeout)
         state = str(found.get("status") or "unknown")
         errors = found.get("errors")
         detail = {"output_file_id": found.get("output_file_id"),
@@ -234,7 +249,7 @@ class OpenAIBatches(BatchAPI):
         return await fetch_object(method, url, headers, timeout, body)
 
 
-class AnthropicBatches(BatchAPI):
+class AnthropicBatches(_ProviderBatches):
     """Anthropic's Message Batches for an ``anthropic:`` model."""
 
     limits = BatchLimits(requests=100_000, bytes=256 * 1024 * 1024)
@@ -242,7 +257,7 @@ class AnthropicBatches(BatchAPI):
 
     def __init__(self, provider: AnthropicProvider) -> None:
         self.provider = provider
-        self.base = f"{provider.base_url}/v1/messages/batches"
+        self.base = self.batches = f"{provider.base_url}/v1/messages/batches"
         self.headers = provider.headers
 
     def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
@@ -268,12 +283,8 @@ class AnthropicBatches(BatchAPI):
                 return Lookup(batch_id)
         return Lookup(unsure=tuple(unsure))
 
-    async def cancel(self, batch_id: str, timeout: float) -> BatchStatus:
-        await self._json("POST", f"{self.base}/{batch_id}/cancel", timeout)
-        return await self.status(batch_id, timeout)
-
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
-        found = await self._json("GET", f"{self.base}/{batch_id}", timeout)
+        found = await self._json("GET", f"{self.batches}/{batch_id}", timeout)
         state = str(found.get("processing_status") or "unknown")
         return BatchStatus(batch_id, state, state in self.ended,
                            _counts(found.get("request_counts")),
