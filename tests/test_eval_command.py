@@ -203,8 +203,8 @@ def test_assay_run_takes_the_same_aliases(calculator, mock_server):
 def test_no_report_says_it_does_nothing(tmp_path, command):
     out = assay(tmp_path, command, "--help", env={"COLUMNS": "400", "NO_COLOR": "1"})
     assert out.returncode == 0, out.stderr
-    line = next(x for x in out.stdout.splitlines() if "--no-report" in x)
-    assert "does nothing" in line and "assay reports to no platform" in line
+    described = " ".join(out.stdout.split("--no-report", 1)[1].split("\n  -", 1)[0].split())
+    assert "does nothing" in described and "assay reports to no platform" in described
 
 
 # -- tool and input mocking -------------------------------------------------------------

@@ -27,6 +27,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 console = make_console()
 err_console = make_console(stderr=True)
