@@ -70,7 +70,7 @@ def main() -> None:
         peak = statistics.median(peak_kb(size) for _ in range(args.repeat))
         above = (peak - base) * 1024
         print(f"{mb:>6g}MB {peak / 1024:>8.0f}MB {above / 1e6:>13.0f}MB "
-              f"{above / size:>8.1f}x")
+              f"{above / size:>8.3f}x")
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import markdown_table
 
 from assay.judges.base import EvalContext
-from assay.llm.batch import BATCH_PRICE_FACTOR
 from assay.judges.registry import build
+from assay.llm.batch import BATCH_PRICE_FACTOR
 from assay.llm.engine import JudgeEngine
 from assay.llm.pricing import PriceSource, published_price
 from assay.llm.providers.custom import register_service

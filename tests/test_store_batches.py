@@ -237,6 +237,52 @@ def test_a_value_json_cannot_carry_is_bound_by_the_driver(tmp_path):
             ("blob", b"\x00\xff"), ("n", 2), ("nul", "a\x00b")]
 
 
+def test_only_a_batch_holding_a_huge_text_runs_with_a_small_page_cache(tmp_path):
+    """A huge value's overflow pages would fill SQLite's 2 MB page cache for nothing: the
+    batch holding it runs with a small one, and the connection gets its own back after; a
+    batch of ordinary rows touches no setting."""
+    from assay.store.writer import JSON_EACH_CHARS, LARGE_ROW_CACHE_KIB
+
+    path = tmp_path / "w.db"
+    _writer_on(path)
+    seen: list[tuple[str, int]] = []
+    conn = sqlite3.connect(path, check_same_thread=False)
+
+    def traced(statement: str) -> None:
+        if statement.startswith("INSERT"):
+            seen.append(("insert", conn.execute("PRAGMA cache_size").fetchone()[0]))
+        elif "cache_size=" in statement:  # a setting (this callback's own reads are not)
+            seen.append((statement, 0))
+
+    conn.set_trace_callback(traced)
+
+    class Pooled:  # the writer closes what it is given: a pool's connection stays open
+        def cursor(self):  # type: ignore[no-untyped-def]
+            return conn.cursor()
+
+        def commit(self) -> None:
+            conn.commit()
+
+        def rollback(self) -> None:
+            conn.rollback()
+
+        def close(self) -> None:
+            pass
+
+    writer, table = BatchWriter(Pooled), _Table("t")
+    writer.submit([(table, {"k": "small", "v": "x"})])
+    writer.wait()
+    assert [what for what, _ in seen] == ["insert"] and seen[0][1] == -2000
+    seen.clear()
+    huge = "y" * (JSON_EACH_CHARS + 1)
+    writer.submit([(table, {"k": "huge", "v": huge}), (table, {"k": "next", "v": "z"})])
+    writer.wait()
+    inserts = [size for what, size in seen if what == "insert"]
+    assert inserts and all(size == -LARGE_ROW_CACHE_KIB for size in inserts)
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == -2000
+    assert conn.execute("SELECT length(v) FROM t WHERE k = 'huge'").fetchone() == (len(huge),)
+
+
 @pytest.mark.timeout(30)
 def test_a_writer_thread_that_cannot_start_hands_nothing_over(tmp_path, monkeypatch):
     writer, table = _writer_on(tmp_path / "w.db")

@@ -49,6 +49,13 @@ again for each column's ``json_extract``, each time holding a parse of it: one 3
 cost some 480 MB in SQLite alone, where binding it costs a copy or two. Rows of a few KB,
 what nearly every batch holds, keep the one statement."""
 
+LARGE_ROW_CACHE_KIB = 16
+"""SQLite's page cache, in KiB, while the writer inserts a batch holding a text longer than
+:data:`JSON_EACH_CHARS`. A huge value goes to disk through overflow pages, each passing
+through the cache: at SQLite's default 2 MB that is 2 MB held for pages never read again, on
+top of the copies of the value SQLite needs anyway. Only such a batch runs with the small
+cache; every other keeps the default, which the tables' indexes use."""
+
 IDLE_SECONDS = 2.0
 """A writer with nothing to do for this long ends its thread; the next batch starts one."""
 
@@ -82,10 +89,10 @@ def _quoted(name: str) -> str:
 class _Statement:
     """One table's rows of a batch, ready to run on any thread."""
 
-    __slots__ = ("many", "params", "sql")
+    __slots__ = ("large", "many", "params", "sql")
 
-    def __init__(self, sql: str, params: Any, many: bool) -> None:
-        self.sql, self.params, self.many = sql, params, many
+    def __init__(self, sql: str, params: Any, many: bool, large: bool = False) -> None:
+        self.sql, self.params, self.many, self.large = sql, params, many, large
 
 
 class BatchWriter:
@@ -179,8 +186,9 @@ class BatchWriter:
         for (table, columns), rows in groups.items():
             source, params = self._params(rows)
             name = table if isinstance(table, str) else table.name
-            statements.append(_Statement(self._insert(name, columns, source), params,
-                                         many=source == "values"))
+            statements.append(_Statement(
+                self._insert(name, columns, source), params, many=source == "values",
+                large=source == "values" and not self._postgres and _holds_large(params)))
         return statements
 
     def _params(self, rows: list[dict[str, Any]]) -> tuple[str, Any]:
@@ -258,12 +266,13 @@ class BatchWriter:
         try:
             cursor = conn.cursor()
             try:
-                for statement in statements:
-                    if statement.many:
-                        cursor.executemany(statement.sql, statement.params)
-                    else:
-                        cursor.execute(statement.sql, (statement.params,))
-                conn.commit()
+                with _small_page_cache(cursor, any(s.large for s in statements)):
+                    for statement in statements:
+                        if statement.many:
+                            cursor.executemany(statement.sql, statement.params)
+                        else:
+                            cursor.execute(statement.sql, (statement.params,))
+                    conn.commit()
             except BaseException:
                 with contextlib.suppress(Exception):  # the first failure is the one to tell
                     conn.rollback()
@@ -272,6 +281,26 @@ class BatchWriter:
                 cursor.close()
         finally:
             conn.close()
+
+
+def _holds_large(rows: list[list[Any]]) -> bool:
+    """Whether a group's rows hold a text longer than :data:`JSON_EACH_CHARS`."""
+    return any(isinstance(v, str) and len(v) > JSON_EACH_CHARS for row in rows for v in row)
+
+
+@contextlib.contextmanager
+def _small_page_cache(cursor: Any, wanted: bool) -> Any:
+    """SQLite's page cache at :data:`LARGE_ROW_CACHE_KIB` inside the block when ``wanted``,
+    and as it was again after (a connection returns to its pool)."""
+    if not wanted:
+        yield
+        return
+    (before,) = cursor.execute("PRAGMA cache_size").fetchone()
+    cursor.execute(f"PRAGMA cache_size=-{LARGE_ROW_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        cursor.execute(f"PRAGMA cache_size={int(before)}")
 
 
 _WRITERS: weakref.WeakSet[BatchWriter] = weakref.WeakSet()
