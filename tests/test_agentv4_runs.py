@@ -5,6 +5,7 @@ failed (``--rerun-failed``)."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -175,6 +176,23 @@ def test_budget_usd_on_the_command_line_says_how_to_resume(tmp_path, mock_server
     assert "resume with: assay run --resume " in out.stdout
     run_id = out.stdout.split("resume with: assay run --resume ")[1].split()[0]
     again = assay_cli(tmp_path, "run", "--resume", run_id, "--cache", "off")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "cases 4" in again.stdout
+
+
+def test_the_resume_command_prints_a_store_path_with_brackets_as_it_runs(tmp_path, mock_server,
+                                                                          monkeypatch):
+    """A path with ``[draft]`` in it is printed as written, with no markup escape in it, so
+    the command copied from the terminal resumes the run."""
+    suite = priced_suite(tmp_path, mock_server.url, 4, monkeypatch)
+    (tmp_path / "[draft] runs").mkdir()
+    out = assay_cli(tmp_path, "run", suite.name, "--budget-usd", "0.05", "--cache", "off",
+                    "--store", "[draft] runs/runs.db")
+    assert out.returncode == 1, out.stdout + out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("resume with: "))
+    assert "\\" not in line and "[draft] runs/runs.db" in line, line
+    command = shlex.split(line.removeprefix("resume with: "))
+    again = assay_cli(tmp_path, *command[1:], "--cache", "off")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "cases 4" in again.stdout
 

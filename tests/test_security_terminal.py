@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from assay.report.safe_text import for_terminal, printable
+from assay.report.safe_text import for_terminal, plain_for_terminal, printable
 from assay.testing.mock_server import RunningServer
 from tests.assay_process import run_assay
 
@@ -133,3 +133,38 @@ def test_for_terminal_shows_every_payload_as_written(text: str) -> None:
     assert shown == printable(text)
     assert not any(c in shown for c in RAW_CONTROLS)
     assert printable("tab\tand\nnewline") == "tab\tand\nnewline"
+
+
+@pytest.mark.parametrize("text", [
+    "\x1b[2J", "\x9b31m", "a\rb", "\u202e", "[/]", "[red]x[/red]", "runs/[draft] x.yaml",
+    "x\\", ":x:",
+])
+def test_plain_for_terminal_shows_every_payload_as_written_where_markup_is_off(
+        text: str) -> None:
+    console = Console(record=True, emoji=False, width=200, force_terminal=False)
+    console.print(f"resume with: {plain_for_terminal(text)}", highlight=False, markup=False)
+    shown = console.export_text().rstrip("\n")
+    assert shown == "resume with: " + printable(text)
+    assert not any(c in shown for c in RAW_CONTROLS)
+
+
+def test_no_line_printed_without_markup_escapes_its_data_for_markup() -> None:
+    """Markup-escaped text printed with ``markup=False`` shows its backslashes: a resume
+    command with ``[draft]`` in a path would no longer run when copied. Such a line takes
+    :func:`plain_for_terminal`; every ``print(..., markup=False)`` in assay is checked."""
+    import ast
+
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "src" / "assay").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "print"):
+                continue
+            markup = {k.arg: k.value for k in node.keywords}.get("markup")
+            if not (isinstance(markup, ast.Constant) and markup.value is False):
+                continue
+            if any(isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)
+                   and inner.func.id == "for_terminal"
+                   for arg in node.args for inner in ast.walk(arg)):
+                found.append(f"{path.name}:{node.lineno}")
+    assert not found, found

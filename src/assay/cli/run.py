@@ -29,7 +29,7 @@ from assay.cli.app import (
     friendly_errors,
 )
 from assay.errors import ConfigError, EvaluationError
-from assay.report.safe_text import for_terminal
+from assay.report.safe_text import for_terminal, plain_for_terminal
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 NO_REPORT_HELP = ("Accepted for compatibility with uipath eval, and does nothing: UiPath's "
@@ -45,6 +45,16 @@ def store_url(option: str | None) -> str:
     from assay.store.runs import store_url as url_of
 
     return url_of(option)
+
+
+def store_option_of(runs: Any) -> str | None:
+    """What a command printed for the user to run next needs of ``runs`` (a RunStore) to
+    find its run: the store's URL as it may be shown, or None for the default store, which
+    that command opens by itself. Without it, ``resume with: assay run --resume ID`` after
+    ``--store elsewhere.db`` looked in the default store and found no run."""
+    from assay._util.user_paths import user_url
+
+    return None if runs.url == user_url(store_url(None)) else runs.display_url
 
 
 @app.command()
@@ -369,10 +379,10 @@ def _print_waiting(result: Any, runs: Any, resumed: bool) -> None:
         console.print(f"{progress.submitted} judge request(s) submitted in batches at the "
                       "batch price (half the live price)", highlight=False, markup=False)
     for line in progress.lines() if progress is not None else []:
-        console.print(for_terminal(line), highlight=False, markup=False, soft_wrap=True)
-    command = resume_command(result.run)
+        console.print(plain_for_terminal(line), highlight=False, markup=False, soft_wrap=True)
+    command = resume_command(result.run, store_option_of(runs))
     console.print(f"run {result.run_id} is waiting for batch (stored in {runs.display_url}); "
-                  f"collect the answers and complete it with: {for_terminal(command or '')}",
+                  f"collect the answers and complete it with: {plain_for_terminal(command or '')}",
                   highlight=False, markup=False, soft_wrap=True)
     if resumed:
         raise typer.Exit(EXIT_WAITING)
@@ -682,9 +692,9 @@ def _print_result(result: Any, runs: Any, after: Callable[[], bool] | None = Non
         for failure in result.summary.gate_failures:
             console.print(f"[red]gate failed[/]: {for_terminal(failure)}", highlight=False,
                           soft_wrap=True)  # one line, so a command it advises copies whole
-        command = resume_command(result.run)
+        command = resume_command(result.run, store_option_of(runs))
         if command:  # stopped with cases not run (its budget): the rest can still run
-            console.print(f"resume with: {for_terminal(command)}", highlight=False,
+            console.print(f"resume with: {plain_for_terminal(command)}", highlight=False,
                           soft_wrap=True, markup=False)
     elif judge_notes(result.run.config.judge_models):  # a pass on them is no judgement
         console.print("[green]all gates passed[/], but on a judge that is not a real one "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from assay.cli.app import EXIT_GATE_FAILED, app, console, err_console, friendly_errors
-from assay.cli.run import store_url
+from assay.cli.run import store_option_of, store_url
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def list_runs(
         print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
     console.print(runs_table(records))
-    for line in run_notes(records, runs.display_url if store else None):
+    for line in run_notes(records, store_option_of(runs)):
         console.print(line, highlight=False, soft_wrap=True)
 
 
@@ -79,7 +79,7 @@ def delete(
 ) -> None:
     """Delete a run and all it stored; a run waiting for batch has its batches cancelled at
     the providers first."""
-    from assay.report.safe_text import for_terminal
+    from assay.report.safe_text import for_terminal, plain_for_terminal
     from assay.run.delete import delete_run
     from assay.store.runs import RunStore
 
@@ -87,7 +87,7 @@ def delete(
     run = runs.run_record(run_id)
     done = delete_run(runs, run.id, force=force)
     for line in done.lines():
-        err_console.print(for_terminal(line), highlight=False, markup=False, soft_wrap=True)
+        err_console.print(plain_for_terminal(line), highlight=False, markup=False, soft_wrap=True)
     console.print(f"deleted run {for_terminal(run.id)}" if done.deleted else
                   f"run {for_terminal(run.id)} was already gone", highlight=False)
 
@@ -107,7 +107,7 @@ def show(
 ) -> None:
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
     from assay.report.rows import agentv_row
-    from assay.report.safe_text import for_terminal
+    from assay.report.safe_text import for_terminal, plain_for_terminal
     from assay.report.terminal import cases_table, chosen_cases, counts_text, note_lines
     from assay.run.display import run_display
     from assay.run.result import verdict_notes
@@ -119,7 +119,7 @@ def show(
     if not as_json:
         from assay.report.terminal import run_notes
 
-        for line in run_notes([run], runs.display_url if store else None):
+        for line in run_notes([run], store_option_of(runs)):
             err_console.print(line, highlight=False, soft_wrap=True)
     notes = verdict_notes(run)
     if summary_only:
@@ -148,7 +148,7 @@ def show(
         from assay.run.batch import progress_of
 
         for line in progress_of(runs, run.id).lines():
-            console.print(for_terminal(line), highlight=False, markup=False)
+            console.print(plain_for_terminal(line), highlight=False, markup=False)
     console.print(cases_table(records, run=run))
     if left_out:
         console.print(left_out, highlight=False)
@@ -339,7 +339,7 @@ def _analyse(runs: Any, result: Any, judge_model: str | None) -> None:
 
 def _print_causes(result: Any) -> None:
     """Why each regressed case regressed, a line each, after the comparison."""
-    from assay.report.safe_text import for_terminal
+    from assay.report.safe_text import plain_for_terminal
     from assay.types import numbers
 
     for case in result.test_case_comparisons:
@@ -353,5 +353,5 @@ def _print_causes(result: Any) -> None:
             where = "no single turn" if found.turn is None else f"turn {found.turn}"
             text = (f"{where}: {found.behaviour} {found.cause} Fix: {found.suggested_fix} "
                     f"(confidence {found.confidence})")
-        console.print(f"why {for_terminal(case.test_case_id)} regressed: {for_terminal(text)} "
+        console.print(f"why {plain_for_terminal(case.test_case_id)} regressed: {plain_for_terminal(text)} "
                       f"[cost {cost}]", highlight=False, markup=False, soft_wrap=True)

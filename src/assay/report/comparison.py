@@ -19,7 +19,7 @@ from rich.table import Table
 from assay.analysis.compare import Comparison
 from assay.analysis.significance import PairedComparison
 from assay.report.markdown import md_text
-from assay.report.safe_text import for_terminal
+from assay.report.safe_text import for_terminal, plain_for_terminal
 from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary
@@ -357,7 +357,7 @@ def print_comparison(console: Console, result: Comparison,
                   f"baseline {len(result.baseline_only_test_cases)}, only in the candidate "
                   f"{len(result.candidate_only_test_cases)}", highlight=False, markup=False)
     for metric in evaluator_rows(result):
-        console.print(f"  {for_terminal(metric.name)} ({metric.scale}): {metric.baseline} → "
+        console.print(f"  {plain_for_terminal(metric.name)} ({metric.scale}): {metric.baseline} → "
                       f"{metric.candidate} ({metric.change})", highlight=False, markup=False)
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {for_terminal(warning)}", highlight=False)
@@ -368,7 +368,7 @@ def print_comparison(console: Console, result: Comparison,
     gates = result.candidate_gates
     if gates.gate_failures:
         console.print("candidate's own gates failed: "
-                      + for_terminal("; ".join(gates.gate_failures)), highlight=False,
+                      + plain_for_terminal("; ".join(gates.gate_failures)), highlight=False,
                       markup=False)
     console.print(f"[dim]{for_terminal(thresholds_text(result))}[/]", highlight=False)
     style = "red" if result.exit_code(fail_on_thresholds) else "green"

@@ -8,6 +8,7 @@ control characters (C0 but newline and tab, DEL, C1, and the bidirectional overr
 reorder what is shown) become visible escapes such as ``\\x1b``, and markup is escaped. Known
 secrets are hidden first (:mod:`assay._util.redact`): a judge's answer that quotes a key shows a
 label in its place.
+:func:`plain_for_terminal` is the same for a line printed with ``markup=False``.
 :func:`make_console` builds consoles that do not turn ``:name:`` into emoji.
 """
 
@@ -25,8 +26,15 @@ from assay._util.redact import scrub
 def for_terminal(value: Any) -> str:
     """``value`` as Rich markup that prints exactly as written: control characters made
     visible, markup escaped, known secrets hidden. Use it for every piece of data put into a
-    printed line."""
-    return escape(printable(scrub(value if isinstance(value, str) else plain_text(value))))
+    line printed with markup (Rich's default)."""
+    return escape(plain_for_terminal(value))
+
+
+def plain_for_terminal(value: Any) -> str:
+    """``value`` for a line printed with ``markup=False``: control characters made visible,
+    known secrets hidden, and nothing escaped, since nothing is read as markup there (a
+    :func:`for_terminal` text would show a backslash before each ``[`` that opens a tag)."""
+    return printable(scrub(value if isinstance(value, str) else plain_text(value)))
 
 
 UNWRAPPED_WIDTH = 100_000
