@@ -1,4 +1,4 @@
-"""The batches a run's judge calls were submitted in (``assay run --batch``, migration 0010).
+"""The batches a run's judge calls were submitted in (``assay run --batch``, migrations 0010-0012).
 
 A batch run leaves its judge calls with the providers' batch APIs and the run waiting; what it
 needs to collect them later, in another process, is kept here: each batch's provider id and
@@ -12,7 +12,10 @@ token, the model, each request's custom id and cache key, in the :data:`SUBMITTI
 (:func:`record_batch_id`). A process that dies between the two leaves a submission whose id is
 not known, which the next resume looks for at the provider before anything is sent again
 (:mod:`assay.run.batch`); one found never sent is dropped (:func:`drop_intent`) and its
-requests go in a new batch.
+requests go in a new batch. Where the provider takes a batch's requests from a file uploaded
+first (OpenAI), the file's id is kept as soon as the upload answers
+(:func:`record_input_file`), before the batch is created: a submission found never sent whose
+file is kept is made a batch of that file, not uploaded again.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ class StoredBatch:
     collected: bool = False
     token: str | None = None
     """assay's own token of the submission (None for a batch kept before migration 0011)."""
+    input_file: str | None = None
+    """The provider's id of the file its requests were uploaded in (OpenAI's; None for
+    Anthropic's, and for a batch kept before migration 0012)."""
 
     @property
     def known(self) -> bool:
@@ -100,6 +106,20 @@ def record_batch_id(store: RunStore, run_id: str, token: str, batch_id: str) -> 
             batch_id=batch_id))
 
 
+def record_input_file(store: RunStore, run_id: str, token: str, file_id: str) -> None:
+    """The requests of the submission ``token`` were uploaded as the provider's file
+    ``file_id`` (the batch is not created yet): kept, so that the file is not uploaded again
+    nor left behind."""
+    from sqlalchemy import update
+
+    from assay.store import schema
+
+    table = schema.judge_batches
+    with store.transaction() as conn:
+        conn.execute(update(table).where(table.c.run_id == run_id,
+                                         table.c.batch_id == token).values(input_file=file_id))
+
+
 def drop_intent(store: RunStore, run_id: str, token: str) -> None:
     """Forget a submission the provider never took (its requests are collected again)."""
     from sqlalchemy import delete
@@ -134,7 +154,7 @@ def _batch(row: Any) -> StoredBatch:
                        requests=int(row["requests"]), submitted_at=float(row["submitted_at"]),
                        counts=dict(counts) if isinstance(counts, dict) else {},
                        checked_at=row["checked_at"], collected=bool(row["collected"]),
-                       token=row["token"])
+                       token=row["token"], input_file=row["input_file"])
 
 
 def batch_requests(store: RunStore, run_id: str, batch_id: str) -> list[BatchRequest]:
@@ -181,4 +201,5 @@ def mark_collected(store: RunStore, run_id: str, batch_ids: Sequence[str]) -> No
 
 
 __all__ = ["SUBMITTING", "BatchRequest", "StoredBatch", "batch_requests", "drop_intent",
-           "mark_collected", "record_batch_id", "record_intent", "run_batches", "update_batch"]
+           "mark_collected", "record_batch_id", "record_input_file", "record_intent",
+           "run_batches", "update_batch"]

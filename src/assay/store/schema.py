@@ -188,6 +188,9 @@ judge_batches = Table(
            doc="its answers were read and the run judged from them"),
     Column("token", String(64), doc="assay's own token of the submission (migration 0011): "
            "kept before the provider is asked, looked for there when its id is not known"),
+    Column("input_file", String(200), doc="the provider's id of the file its requests were "
+           "uploaded in (OpenAI; migration 0012): kept as soon as the upload answers, the "
+           "batch made of it by a resume, deleted once the run is judged"),
 )
 """The batches a run's judge calls were submitted in (``assay run --batch``). A row in the
 ``submitting`` state is a submission whose provider id is not known yet: its ``batch_id`` is

@@ -65,8 +65,8 @@ SCHEMA: tuple[str, ...] = (
     "CREATE TABLE judge_batches (\n\trun_id VARCHAR(40) NOT NULL, \n\tbatch_id VARCHAR(2"
     "00) NOT NULL, \n\tmodel VARCHAR(500) NOT NULL, \n\tstate VARCHAR(40) NOT NULL, \n\t"
     "requests INTEGER NOT NULL, \n\tcounts JSON, \n\tsubmitted_at FLOAT NOT NULL, \n\tc"
-    "hecked_at FLOAT, \n\tcollected BOOLEAN NOT NULL, \n\ttoken VARCHAR(64), \n\tPRIMA"
-    "RY KEY (run_id, batch_id)\n)",
+    "hecked_at FLOAT, \n\tcollected BOOLEAN NOT NULL, \n\ttoken VARCHAR(64), \n\tinput"
+    "_file VARCHAR(200), \n\tPRIMARY KEY (run_id, batch_id)\n)",
     "CREATE TABLE run_tags (\n\trun_id VARCHAR(40) NOT NULL, \n\ttag VARCHAR(200) NOT NUL"
     "L, \n\tPRIMARY KEY (run_id, tag)\n)",
     "CREATE INDEX ix_run_tags_tag ON run_tags (tag, run_id)",
