@@ -135,6 +135,28 @@ def test_a_request_that_errored_in_the_batch_is_sent_again_live(openai, tmp_path
     usage = done.summary.usage
     assert (usage.calls, usage.batch_calls) == (len(ROWS), len(ROWS) - 2)
     assert all(s.error is None for r in done.records for s in r.scores)
+    [batch] = run_batches(RunStore(f"sqlite:///{store}"), done.run_id)
+    made = openai.server.batch_api.batches[batch.batch_id].body
+    files = [made["input_file_id"], made["output_file_id"], made["error_file_id"]]
+    assert batch.input_file == files[0] and all(files)
+    assert sorted(openai.stats.files_deleted) == sorted(files)  # the run needs them no more
+    assert not set(files) & set(openai.server.batch_api.files)
+
+
+def test_a_file_that_cannot_be_deleted_is_a_note_never_a_lost_result(openai, tmp_path):
+    openai.configure(file_delete_status=403)
+    store = tmp_path / "runs.db"
+    done = assay.resume(_batch(store).run_id, store=store, data=ROWS)
+    assert done.run.status is RunStatus.COMPLETED and done.passed
+    assert done.summary.usage.batch_calls == len(ROWS)
+    assert all(s.error is None for r in done.records for s in r.scores)
+    [batch] = run_batches(RunStore(f"sqlite:///{store}"), done.run_id)
+    made = openai.server.batch_api.batches[batch.batch_id].body
+    [note] = [n for n in done.summary.notes if "could not be deleted" in n]
+    assert made["input_file_id"] in note and made["output_file_id"] in note
+    assert "HTTP 403" in note and KEY not in note
+    assert note in RunStore(f"sqlite:///{store}").run_record(done.run_id).summary.notes
+    assert openai.stats.files_deleted == []
 
 
 @pytest.mark.parametrize("end", ["expired", "failed", "cancelled"])
@@ -346,33 +368,43 @@ def test_an_existing_store_is_upgraded_and_runs_a_batch(openai, store_url):
     store.close()
 
 
-def _at_0010(url: str) -> None:
-    """The store at ``url`` as assay left it at revision 0010: batches without a token."""
+def _at(url: str, revision: str) -> None:
+    """The store at ``url`` as assay left it at ``revision``: batches without a token
+    (0010) or without an input file (0010, 0011)."""
     from sqlalchemy import create_engine, text
 
     from assay.store import migrations
 
+    dropped = {"0010_judge_batches": ("input_file", "token"),
+               "0011_judge_batch_tokens": ("input_file",)}[revision]
     engine = create_engine(url)
     with engine.begin() as conn:
-        conn.execute(text("ALTER TABLE judge_batches DROP COLUMN token"))
+        for column in dropped:
+            conn.execute(text(f"ALTER TABLE judge_batches DROP COLUMN {column}"))
         conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
-                          "SET version_num = '0010_judge_batches'"))
+                          f"SET version_num = '{revision}'"))
     engine.dispose()
 
 
-def test_a_run_waiting_in_a_0010_store_is_collected_after_the_upgrade(openai, store_url):
-    """A batch kept before submissions had tokens (0010) is a known batch: the upgrade adds
-    the column, and the resume collects the batch as before."""
+@pytest.mark.parametrize("revision", ["0010_judge_batches", "0011_judge_batch_tokens"])
+def test_a_run_waiting_in_an_older_store_is_collected_after_the_upgrade(openai, store_url,
+                                                                        revision):
+    """A batch kept before submissions had tokens (0010) or input files (0011) is a known
+    batch: the upgrade adds the columns, and the resume collects the batch as before and
+    deletes the files the provider names (its output), its input file not being known."""
     waiting = _batch(store_url)  # type: ignore[arg-type]
     assert waiting.waiting
-    _at_0010(store_url)
+    _at(store_url, revision)
     done = assay.resume(waiting.run_id, store=store_url, data=ROWS)
     assert done.run.status is RunStatus.COMPLETED and done.passed
     assert openai.stats.batches == 1 and openai.stats.requests == 0
     store = RunStore(store_url)
     [batch] = run_batches(store, done.run_id)
-    assert batch.known and batch.collected and batch.token is None  # kept by 0010
     store.close()
+    assert batch.known and batch.collected and batch.input_file is None
+    assert (batch.token is None) == (revision == "0010_judge_batches")
+    made = openai.server.batch_api.batches[batch.batch_id].body
+    assert openai.stats.files_deleted == [made["output_file_id"]]
 
 
 def test_the_sqlite_file_holds_no_request_body(openai, tmp_path):
@@ -399,6 +431,7 @@ def test_a_reask_of_an_invalid_batch_answer_goes_in_the_next_batch(openai, tmp_p
                              batch=True, store=store)
     again = assay.resume(waiting.run_id, store=store, data=rows)
     assert again.waiting and again.batch is not None and again.batch.submitted == 1
+    assert openai.stats.files_deleted == []  # the next round reads round one's answers again
     done = assay.resume(waiting.run_id, store=store, data=rows)
     assert done.run.status is RunStatus.COMPLETED
     first = next(r for r in done.records if r.case_id == "c0")
@@ -406,6 +439,7 @@ def test_a_reask_of_an_invalid_batch_answer_goes_in_the_next_batch(openai, tmp_p
     assert similarity.raw == 90 and similarity.usage.batch_calls == 2  # both asks
     assert openai.stats.requests == 0 and openai.stats.batches == 2
     assert done.summary.usage.batch_calls == len(ROWS) + 1
+    assert len(openai.stats.files_deleted) == 4  # each round's input and output, at the end
 
 
 @pytest.mark.drill

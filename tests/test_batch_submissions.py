@@ -35,9 +35,11 @@ OPENAI, ANTHROPIC = "openai:gpt-4o-mini", "anthropic:claude-3-5-haiku-latest"
 CASES = 5
 """The quickstart suite's cases: one judge request each."""
 
-KILL_HOOK = '''"""Loaded at start-up (PYTHONPATH): the process kills itself (SIGKILL) at the batch submit,
-just before the provider is asked (BATCH_KILL=before) or just after it answered, before the
-store records the batch id (BATCH_KILL=after)."""
+KILL_HOOK = '''"""Loaded at start-up (PYTHONPATH): the process kills itself (SIGKILL) at a request to the
+provider's batch API: the first it sends (BATCH_KILL=before: the upload of OpenAI's file, the
+creation of Anthropic's batch), the creation of the batch once the upload answered
+(BATCH_KILL=uploaded, OpenAI's) or just after that creation answered, before the store records
+the batch id (BATCH_KILL=after)."""
 
 import os
 import signal
@@ -45,19 +47,20 @@ import signal
 from assay.llm.providers import batches
 
 WHEN = os.environ["BATCH_KILL"]
+exchange = batches.exchange
 
 
-def _killing(original):
-    async def submit(self, *args, **kwargs):
-        if WHEN == "before":
-            os.kill(os.getpid(), signal.SIGKILL)
-        await original(self, *args, **kwargs)
+async def killing(method, url, *args, **kwargs):
+    creates = method == "POST" and url.endswith("/batches")
+    if method == "POST" and (WHEN == "before" or (WHEN == "uploaded" and creates)):
         os.kill(os.getpid(), signal.SIGKILL)
-    return submit
+    answer = await exchange(method, url, *args, **kwargs)
+    if WHEN == "after" and creates:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return answer
 
 
-for api in (batches.OpenAIBatches, batches.AnthropicBatches):
-    api.submit = _killing(api.submit)
+batches.exchange = killing
 '''
 
 
@@ -75,6 +78,7 @@ class Project:
                     "ASSAY_RUN_LEASE_S": "1"}
         self.common = ["--judge-model", judge, "--store", str(self.db)]
         server.server.batch_api.batches.clear()  # the session's server: no batch of another test
+        server.server.batch_api.files.clear()
 
     def killed(self, when: str) -> str:
         """Start ``assay run --batch`` as a process of its own, killed at the submit
@@ -107,6 +111,16 @@ class Project:
         assert done.returncode == expect, done.stdout + done.stderr
         assert KEY not in done.stdout + done.stderr
         return done.stdout
+
+    def resume_until_done(self, run_id: str) -> str:
+        """Resume until the run completes (at most three times); the last output."""
+        for _ in range(3):
+            done = run_assay(["run", "--resume", run_id, *self.common], cwd=self.root,
+                             env=self.env)
+            assert done.returncode in (0, 75), done.stdout + done.stderr
+            if done.returncode == 0:
+                return done.stdout
+        raise AssertionError("the run still waits after three resumes")
 
     def scores(self, run_id: str) -> list[Any]:
         store = RunStore(f"sqlite:///{self.db}")
@@ -157,6 +171,91 @@ def test_a_process_killed_before_the_provider_call_submits_once_on_resume(
     assert mock_server.stats.batches == 1 and mock_server.stats.batch_requests == CASES
     assert "all gates passed" in project.resume(run_id, 0)
     assert mock_server.stats.batches == 1 and mock_server.stats.requests == 0
+    _every_score(project.scores(run_id))
+
+
+@pytest.mark.drill
+def test_a_process_killed_after_its_upload_makes_the_batch_of_that_file_on_resume(
+        mock_server, tmp_path):
+    """Killed once OpenAI's upload of the requests answered, before the batch was created:
+    the file's id is in the store, so the resume makes the batch of that file; one upload,
+    one batch in all, the run's answers right, and once it completes the input and output
+    files are deleted at the provider."""
+    project = Project(tmp_path, mock_server, OPENAI)
+    run_id = project.killed("uploaded")
+    files = mock_server.server.batch_api.files
+    [uploaded] = files
+    assert (mock_server.stats.files_uploaded, mock_server.stats.batches) == (1, 0)
+    assert "all gates passed" in project.resume_until_done(run_id)
+    assert (mock_server.stats.files_uploaded, mock_server.stats.batches) == (1, 1)
+    assert mock_server.stats.batch_requests == CASES and mock_server.stats.requests == 0
+    _every_score(project.scores(run_id))
+    [made] = mock_server.server.batch_api.batches.values()
+    assert made.body["input_file_id"] == uploaded
+    output = made.body["output_file_id"]
+    assert sorted(mock_server.stats.files_deleted) == sorted([uploaded, output])
+    assert files == {}  # nothing left at the provider
+    store = RunStore(f"sqlite:///{project.db}")
+    [batch] = run_batches(store, run_id)
+    store.close()
+    assert batch.known and batch.input_file == uploaded and batch.collected
+
+
+def test_a_server_that_lists_no_batches_stops_the_resume_saying_what_to_do(
+        mock_server, tmp_path, monkeypatch):
+    """The batch was made but its id never came back, and the server answers 404 to the
+    listing of batches: nothing tells whether it made the batch, so nothing is sent again
+    (the run stops, the submission kept), with one message, from the library, the CLI and
+    the REST API alike: the run, the server, what could not be confirmed and what to do.
+    Once the server lists its batches, the resume finds the batch: one batch in all."""
+    pytest.importorskip("fastapi")
+    from tests.server_support import events, serve
+
+    project = Project(tmp_path, mock_server, OPENAI)
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.setenv(name, project.env[name])
+    monkeypatch.chdir(tmp_path)
+    mock_server.configure(batch_listing=False)
+    original = OpenAIBatches.submit
+
+    async def lost(self: OpenAIBatches, *args: Any, **kwargs: Any) -> str:
+        await original(self, *args, **kwargs)
+        raise ConnectionFailed("the connection dropped before the answer")
+
+    monkeypatch.setattr(OpenAIBatches, "submit", lost)
+    with pytest.raises(assay.EvaluationError) as stopped:
+        assay.evaluate(project.suite, judge_model=OPENAI, batch=True, store=project.db)
+    monkeypatch.setattr(OpenAIBatches, "submit", original)
+    assert stopped.value.code == "batch_unconfirmed"
+    message = stopped.value.message
+    [run_id] = _run_ids(project)
+    for said in (f"run {run_id}", "could not be confirmed", f"{mock_server.url}/batches",
+                 "HTTP 404", "Nothing was sent again", f"assay run --resume {run_id}",
+                 f"assay delete {run_id} --force"):
+        assert said in message, message
+    assert KEY not in message and mock_server.stats.batches == 1
+
+    resumed = run_assay(["run", "--resume", run_id, *project.common], cwd=tmp_path,
+                        env=project.env)
+    assert resumed.returncode != 0 and "Traceback" not in resumed.stderr
+    assert message in " ".join((resumed.stdout + resumed.stderr).split())
+    assert KEY not in resumed.stdout + resumed.stderr
+    with serve(f"sqlite:///{project.db}", suite_roots=[tmp_path],
+               allowed_judge_models=[OPENAI]) as served, served.client() as api:
+        launched = api.post(f"/runs/{run_id}/resume")
+        assert launched.status_code == 202, launched.text
+        name, last = events(api, launched.json()["stream"])[-1]
+        assert name == "run_failed" and last["error_message"] == message
+    assert mock_server.stats.batches == 1  # never sent again
+    store = RunStore(f"sqlite:///{project.db}")
+    [batch] = run_batches(store, run_id)
+    store.close()
+    assert not batch.known  # the submission is kept
+
+    mock_server.configure(batch_listing=True)  # (its stats start again)
+    assert "all gates passed" in project.resume_until_done(run_id)
+    assert mock_server.stats.batches == 0 and mock_server.stats.requests == 0
+    assert len(mock_server.server.batch_api.batches) == 1
     _every_score(project.scores(run_id))
 
 
@@ -254,6 +353,9 @@ def test_assay_delete_cancels_the_batches_of_a_waiting_run(mock_server, tmp_path
     assert f"cancelled batch {batch_id}" in deleted.stderr
     assert f"deleted run {run_id}" in deleted.stdout
     assert _cancelled(mock_server) == [batch_id] and _run_ids(project) == []
+    if judge == OPENAI:  # the file its requests were uploaded in is deleted too
+        uploaded = mock_server.server.batch_api.batches[batch_id].body["input_file_id"]
+        assert mock_server.stats.files_deleted == [uploaded]
 
 
 def test_a_cancel_that_fails_stops_the_delete_until_forced(mock_server, tmp_path):

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from assay.llm.types import ChatRequest, ChatResponse, ProviderError
+from assay.llm.types import ChatRequest, ChatResponse, ProviderError, RequestRejected
 
 BATCH_PRICE_FACTOR = 0.5
 """What a batched call costs against the same call made live (both providers: half)."""
@@ -40,6 +40,27 @@ class BatchPending(ProviderError):
     """The call was collected for a batch, not made: its judgement waits for the batch."""
 
     code = "batch_pending"
+
+
+class NoBatchListing(RequestRejected):
+    """The server answered HTTP 404 or 405 to the listing of its batches: a submission whose
+    batch id was never kept cannot be looked for there (an OpenAI-compatible server that
+    serves batches but does not list them)."""
+
+    code = "batch_listing_unavailable"
+
+    def __init__(self, url: str, status: int) -> None:
+        super().__init__(f"{url} answered HTTP {status} to the listing of batches",
+                         status=status)
+        self.url = url
+        """The listing's URL, its credentials hidden."""
+
+
+class InputFileGone(RequestRejected):
+    """The provider no longer has the uploaded file a batch was to be made of (HTTP 404):
+    its requests must be uploaded again."""
+
+    code = "batch_input_file_gone"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +119,31 @@ class BatchAPI(ABC):
         """How much of the provider's size limit ``entry`` takes: its JSON line."""
         return len(orjson.dumps(entry)) + 1
 
+    async def upload(self, entries: list[dict[str, Any]], token: str,
+                     timeout: float) -> str | None:
+        """Upload ``entries`` where the provider takes a batch's requests from a file made
+        first (OpenAI's Files API): the file's id, which the caller keeps before
+        :meth:`submit` makes the batch of it. None (no request made) where the requests go
+        with the batch itself (Anthropic)."""
+        return None
+
     @abstractmethod
-    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float) -> str:
+    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float,
+                     input_file: str | None = None) -> str:
         """Submit one batch (within :attr:`limits`) marked with assay's ``token`` where the
-        provider keeps one; return its id."""
+        provider keeps one; return its id. ``input_file``: the file :meth:`upload` made of
+        the entries, which the batch is made of (``entries`` are then not sent: ``[]`` will
+        do); :class:`InputFileGone` when the provider no longer has it."""
+
+    def files(self, status: BatchStatus) -> list[str]:
+        """The files at the provider that hold a finished batch's answers (OpenAI's output
+        and error files), deleted once the run is judged from them; none by default."""
+        return []
+
+    async def delete_file(self, file_id: str, timeout: float) -> None:
+        """Delete a file this API made or named (:meth:`upload`, :meth:`files`) at the
+        provider; a file already gone is deleted."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no files")
 
     @abstractmethod
     async def find(self, token: str, custom_ids: frozenset[str], since: float,
@@ -174,4 +216,5 @@ class BatchBook:
 
 
 __all__ = ["BATCH_PRICE_FACTOR", "BATCH_SLOT", "BatchAPI", "BatchAnswer", "BatchBook",
-           "BatchLimits", "BatchPending", "BatchStatus", "Collected", "Lookup", "Slot"]
+           "BatchLimits", "BatchPending", "BatchStatus", "Collected", "InputFileGone", "Lookup",
+           "NoBatchListing", "Slot"]

@@ -28,10 +28,23 @@ looked for at the provider before anything is sent again, at the start of step 1
 a retry of a failed submit: found, it is adopted as if its answer had come; found never taken,
 it is forgotten and its requests are collected and sent again; while a batch that may be it
 cannot be told yet (Anthropic's batches carry no token: only the custom ids of an ended
-batch's results prove it), the run waits. See :mod:`assay.llm.providers.batches`.
+batch's results prove it), the run waits. A server that does not list its batches cannot be
+asked: the resume fails saying so and what to do, the submission kept and nothing sent again
+(that could pay twice). See :mod:`assay.llm.providers.batches`.
+
+Where the requests go up as a file first (OpenAI), the file's id is kept as soon as the
+upload answers, before the batch is created: a submission found never taken whose file is
+kept is made a batch of that file (uploaded again only if the provider no longer has it), so
+no file is uploaded twice or left behind. Once the run is complete, the files of its batches
+(input, output, error) are deleted at the provider; one that cannot be is a note of the run,
+never a failure.
 
 A run deleted while it waits (:func:`cancel_batches`, through
-:func:`assay.run.delete.delete_run`) has its unfinished batches cancelled at the provider.
+:func:`assay.run.delete.delete_run`) has its unfinished batches cancelled at the provider,
+and the files it uploaded for them deleted.
+
+Every batch API request that fails in a passing way is tried again as the run's retry policy
+says (``max_attempts``, its backoff, a Retry-After up to ``max_retry_after_s``).
 
 A judge that asks twice in sequence (a claims judge, a re-ask of an invalid answer) thus
 takes one batch round per step. A provider without a batch API is refused before any call.
@@ -41,13 +54,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay.errors import ConfigError, EvaluationError
-from assay.llm.batch import BatchAPI, BatchBook, BatchStatus, Collected, Lookup
+from assay.llm.batch import (
+    BatchAPI,
+    BatchBook,
+    BatchStatus,
+    Collected,
+    InputFileGone,
+    Lookup,
+    NoBatchListing,
+)
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ProviderError
 from assay.store import batches as stored
@@ -56,14 +78,16 @@ from assay.store.runs import RunStore
 
 if TYPE_CHECKING:
     from assay.run.runner import Runner, RunOutcome
+    from assay.types.engine_config import RetryPolicy
 
 T = TypeVar("T")
 
 EXIT_WAITING = 75
 """``assay run --resume``'s exit code while a run still waits for its batches (sysexits'
 EX_TEMPFAIL: try again later)."""
-ATTEMPTS = 3
-"""Tries of one batch API request that failed in a passing way."""
+
+Finished = tuple[StoredBatch, BatchAPI, BatchStatus]
+"""A batch of the run that is done, with its provider's API and its status."""
 
 
 @dataclass
@@ -102,36 +126,42 @@ def progress_of(store: RunStore, run_id: str) -> BatchProgress:
 
 @dataclass
 class Cancelled:
-    """What :func:`cancel_batches` did: the batches cancelled, and those it could not cancel
-    (by batch id, or a submission's token when its id is not known) with why."""
+    """What :func:`cancel_batches` did: the batches cancelled, those it could not cancel (by
+    batch id, or a submission's token when its id is not known) with why, and the files it
+    could not delete at the provider with why."""
 
     cancelled: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    files_left: dict[str, str] = field(default_factory=dict)
 
 
 async def cancel_batches(store: RunStore, engine: JudgeEngine, run_id: str) -> Cancelled:
     """Cancel at its provider each batch of the run whose answers were not collected and
     which had not ended when last asked (the requests a provider has not run are then not
-    billed). A submission whose id was never kept is looked for first (as a resume does);
-    one that cannot be told yet is not cancelled (a batch not verifiably the run's is never
-    touched). A batch that could not be cancelled (provider down, key missing) is named in
-    :attr:`Cancelled.failed`; nothing is raised."""
+    billed), then delete the file its requests were uploaded in. A submission whose id was
+    never kept is looked for first (as a resume does); one that cannot be told yet is not
+    cancelled (a batch not verifiably the run's is never touched). A batch that could not be
+    cancelled (provider down, key missing) is named in :attr:`Cancelled.failed`, its file
+    kept; a file that could not be deleted, in :attr:`Cancelled.files_left`; nothing is
+    raised."""
     done = Cancelled()
     for batch in stored.run_batches(store, run_id, open_only=True):
         try:
-            batch_id = await _cancel_one(store, engine, run_id, batch)
+            api = _api(engine, batch.model)
+            batch_id = await _cancel_one(store, engine, run_id, api, batch)
         except EvaluationError as exc:
             done.failed[batch.batch_id] = engine.scrub(exc.message)
             continue
         if batch_id is not None:
             done.cancelled.append(batch_id)
+        if batch.input_file is not None:
+            done.files_left.update(await delete_files(engine, api, [batch.input_file]))
     return done
 
 
-async def _cancel_one(store: RunStore, engine: JudgeEngine, run_id: str,
+async def _cancel_one(store: RunStore, engine: JudgeEngine, run_id: str, api: BatchAPI,
                       batch: StoredBatch) -> str | None:
     """Cancel one batch unless it ended or was never taken; the id cancelled, else None."""
-    api = _api(engine, batch.model)
     if batch.state in api.ended:
         return None
     batch_id = batch.batch_id
@@ -169,7 +199,8 @@ async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine,
                            *, keep: bool, wait: bool, poll_s: float
                            ) -> tuple[RunOutcome | None, BatchProgress | None]:
     """The batch run's loop (see the module docstring): the run's outcome once it is
-    complete, else None and where its batches are (the run waits)."""
+    complete (its batches' files deleted at the provider, a note for each that could not
+    be), else None and where its batches are (the run waits)."""
     book = engine.batch
     assert book is not None, "a batch run's engine has a book"
     while True:
@@ -180,8 +211,9 @@ async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine,
             await asyncio.sleep(poll_s)
             continue
         outcome = await runner.run(run_id, keep=keep)
-        stored.mark_collected(store, run_id, read)
+        stored.mark_collected(store, run_id, [batch.batch_id for batch, _, _ in read])
         if not book.collected:
+            outcome.summary.notes += await _discard_files(engine, read)
             return outcome, None
         progress = await _submit(store, engine, run_id, book)
         if not wait:
@@ -189,16 +221,16 @@ async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine,
 
 
 async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
-                  book: BatchBook) -> tuple[BatchProgress | None, list[str]]:
+                  book: BatchBook) -> tuple[BatchProgress | None, list[Finished]]:
     """Ask the run's batches for their status: a progress while one is not done, else the
     answers of every batch of the run read into ``book`` (an earlier round's too: a judge
     that asks again in a later round, after an answer it did not accept, is given that
-    answer again, which was never cached) and the ids of the batches read."""
+    answer again, which was never cached) and the batches read."""
     unsure = await _settle(store, engine, run_id)
     found = [b for b in stored.run_batches(store, run_id) if b.known]
     if not found and not unsure:
         return None, []
-    statuses: list[tuple[StoredBatch, BatchAPI, BatchStatus]] = []
+    statuses: list[Finished] = []
     timeout = engine.config.retry.call_timeout_s
     for batch in found:
         api = _api(engine, batch.model)
@@ -222,13 +254,14 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
                     f"batch {batch.batch_id} ended {status.state} without its answer"
                     f"{': ' + str(status.detail['errors']) if status.detail.get('errors') else ''}")
                 book.failed[request.cache_key] = engine.scrub(str(why))
-    return None, [batch.batch_id for batch, _, _ in statuses]
+    return None, statuses
 
 
 async def _settle(store: RunStore, engine: JudgeEngine, run_id: str) -> list[StoredBatch]:
     """Look for each submission of the run whose batch id was never kept: adopted when
-    found, forgotten when the provider never took it (its requests are collected again);
-    those that cannot be told yet are returned (the run waits for them)."""
+    found; when the provider never took it, made a batch of the file its requests were
+    uploaded in if that is kept, else forgotten (its requests are collected again); those
+    that cannot be told yet are returned (the run waits for them)."""
     unsure = []
     for batch in stored.run_batches(store, run_id, open_only=True):
         if batch.known or batch.token is None:
@@ -236,6 +269,8 @@ async def _settle(store: RunStore, engine: JudgeEngine, run_id: str) -> list[Sto
         found = await _lookup(store, engine, run_id, batch)
         if found.batch_id is None and found.unsure:
             unsure.append(batch)
+        elif found.batch_id is None and batch.input_file is not None:
+            await _submit_uploaded(store, engine, run_id, batch)
         elif found.batch_id is None:
             stored.drop_intent(store, run_id, batch.token)
     return unsure
@@ -244,17 +279,41 @@ async def _settle(store: RunStore, engine: JudgeEngine, run_id: str) -> list[Sto
 async def _lookup(store: RunStore, engine: JudgeEngine, run_id: str,
                   batch: StoredBatch) -> Lookup:
     """Ask the provider for the submission ``batch`` (kept, its id not known); a batch found
-    is kept under its id at once."""
-    assert batch.token is not None
+    is kept under its id at once. A server that does not list its batches cannot answer: an
+    EvaluationError saying what to do (see :func:`unconfirmed`)."""
+    token = batch.token
+    assert token is not None
     api = _api(engine, batch.model)
-    custom_ids = frozenset(r.custom_id for r in stored.batch_requests(store, run_id, batch.token))
-    found = await _call(engine, f"looking for the batch of submission {batch.token}",
-                        functools.partial(api.find, batch.token, custom_ids,
-                                          batch.submitted_at,
-                                          engine.config.retry.call_timeout_s))
+    custom_ids = frozenset(r.custom_id for r in stored.batch_requests(store, run_id, token))
+
+    async def find() -> Lookup:
+        try:
+            return await api.find(token, custom_ids, batch.submitted_at,
+                                  engine.config.retry.call_timeout_s)
+        except NoBatchListing as exc:
+            raise EvaluationError("batch_unconfirmed",
+                                  engine.scrub(unconfirmed(run_id, batch, exc))) from None
+
+    found = await _call(engine, f"looking for the batch of submission {token}", find)
     if found.batch_id is not None:
-        stored.record_batch_id(store, run_id, batch.token, found.batch_id)
+        stored.record_batch_id(store, run_id, token, found.batch_id)
     return found
+
+
+def unconfirmed(run_id: str, batch: StoredBatch, exc: NoBatchListing) -> str:
+    """What a resume (or a delete) says of a submission whose batch id was never kept when
+    its server does not list batches: which run, server and submission, why nothing was
+    sent again, and what can be done."""
+    return (
+        f"run {run_id}: the submission {batch.token} ({batch.requests} request(s) to "
+        f"{batch.model}) could not be confirmed: the process that sent it stopped before the "
+        f"batch id was kept, and {exc.url} answered HTTP {exc.status} to the listing of "
+        "batches, so assay cannot tell whether that server made the batch. Nothing was sent "
+        "again (that could pay for it twice) and the submission is kept. To go on: point "
+        "the judge model at a server that lists its batches and resume again "
+        f"(assay run --resume {run_id}); or, once you know the server has no batch of it "
+        f"(its requests' custom ids start with '{batch.token}-'), or you accept paying for "
+        f"it twice, delete the run (assay delete {run_id} --force) and run the suite again")
 
 
 async def _submit(store: RunStore, engine: JudgeEngine, run_id: str,
@@ -282,26 +341,93 @@ async def _submit(store: RunStore, engine: JudgeEngine, run_id: str,
 
 async def _send(store: RunStore, engine: JudgeEngine, run_id: str, api: BatchAPI,
                 intent: StoredBatch, entries: list[dict[str, Any]]) -> None:
-    """Submit the batch kept as ``intent``; its id kept once the provider answers. A submit
-    that failed in a passing way (a timeout, a dropped connection: the provider may have
-    taken it) is tried again only once the provider, asked, has no batch of it; while that
-    cannot be told, the submission is left to a resume."""
+    """Submit the batch kept as ``intent``: its requests uploaded first where the provider
+    takes them from a file (its id kept at once), then the batch made (:func:`_create`)."""
+    token = intent.token
+    assert token is not None
+    uploaded = await _call(engine, f"uploading the requests of submission {token}",
+                           functools.partial(api.upload, entries, token,
+                                             engine.config.retry.call_timeout_s))
+    if uploaded is not None:
+        stored.record_input_file(store, run_id, token, uploaded)
+    try:
+        await _create(store, engine, run_id, api, intent, entries, uploaded)
+    except InputFileGone as exc:  # just uploaded: the provider lost it
+        raise EvaluationError("batch_failed", engine.scrub(
+            f"submitting a batch of {len(entries)} request(s) to {intent.model}: {exc}")
+        ) from None
+
+
+async def _submit_uploaded(store: RunStore, engine: JudgeEngine, run_id: str,
+                           intent: StoredBatch) -> None:
+    """Make the batch of the file a submission the provider never took was uploaded in (a
+    resume's: the process died between the upload and the batch); when the provider no
+    longer has the file, the submission is forgotten (its requests are collected again and
+    uploaded anew)."""
+    assert intent.token is not None and intent.input_file is not None
+    try:
+        await _create(store, engine, run_id, _api(engine, intent.model), intent, [],
+                      intent.input_file)
+    except InputFileGone:
+        stored.drop_intent(store, run_id, intent.token)
+
+
+async def _create(store: RunStore, engine: JudgeEngine, run_id: str, api: BatchAPI,
+                  intent: StoredBatch, entries: list[dict[str, Any]],
+                  input_file: str | None) -> None:
+    """Make the batch kept as ``intent`` (of ``input_file`` where there is one, else of
+    ``entries``); its id kept once the provider answers. A request that failed in a passing
+    way (a timeout, a dropped connection: the provider may have taken it) is tried again
+    only once the provider, asked, has no batch of it; while that cannot be told, the
+    submission is left to a resume. :class:`InputFileGone` is raised."""
     assert intent.token is not None
-    timeout = engine.config.retry.call_timeout_s
-    what = f"submitting a batch of {len(entries)} request(s) to {intent.model}"
-    for attempt in range(1, ATTEMPTS + 1):
+    policy = engine.config.retry
+    what = f"submitting a batch of {intent.requests} request(s) to {intent.model}"
+    for attempt in range(1, policy.max_attempts + 1):
         try:
-            batch_id = await api.submit(entries, intent.token, timeout)
+            batch_id = await api.submit(entries, intent.token, policy.call_timeout_s,
+                                        input_file)
+        except InputFileGone:
+            raise
         except ProviderError as exc:
-            if not exc.retryable or attempt == ATTEMPTS:
+            if not exc.retryable or attempt == policy.max_attempts:
                 raise EvaluationError("batch_failed", engine.scrub(f"{what}: {exc}")) from None
-            await asyncio.sleep(min(exc.retry_after or attempt, 30.0))
+            await asyncio.sleep(backoff_s(policy, attempt, exc))
             found = await _lookup(store, engine, run_id, intent)
             if found.batch_id is not None or found.unsure:
                 return
             continue
         stored.record_batch_id(store, run_id, intent.token, batch_id)
         return
+
+
+async def _discard_files(engine: JudgeEngine, finished: list[Finished]) -> list[str]:
+    """Delete at the provider the files of the run's batches (the input a submission
+    uploaded, the output and error files its answers were read from): the run is judged and
+    needs them no more. A file that could not be deleted is a note, never a failure."""
+    left: dict[str, str] = {}
+    for batch, api, status in finished:
+        ids = [batch.input_file] if batch.input_file else []
+        left.update(await delete_files(engine, api, ids + api.files(status)))
+    if not left:
+        return []
+    named = "; ".join(f"{file_id} ({why})" for file_id, why in left.items())
+    return [f"batch file(s) {named} could not be deleted at the provider; the results are "
+            "whole: delete them there (DELETE /v1/files/{id}) if they should not be kept"]
+
+
+async def delete_files(engine: JudgeEngine, api: BatchAPI, file_ids: list[str]
+                       ) -> dict[str, str]:
+    """Delete each file at the provider; those that could not be, with why (nothing is
+    raised: a file left behind costs its storage, never a result)."""
+    left = {}
+    for file_id in file_ids:
+        try:
+            await _call(engine, f"deleting file {file_id}", functools.partial(
+                api.delete_file, file_id, engine.config.retry.call_timeout_s))
+        except EvaluationError as exc:
+            left[file_id] = exc.message
+    return left
 
 
 def custom_id(token: str, index: int) -> str:
@@ -338,18 +464,32 @@ def _api(engine: JudgeEngine, model: str) -> BatchAPI:
 
 
 async def _call(engine: JudgeEngine, what: str, make: Callable[[], Awaitable[T]]) -> T:
-    """A batch API request, tried again when it failed in a passing way; an
-    :class:`EvaluationError` saying what was being done when it fails for good (no secret in
-    it)."""
-    for attempt in range(1, ATTEMPTS + 1):
+    """A batch API request, tried again when it failed in a passing way, as the engine's
+    retry policy says; an :class:`EvaluationError` saying what was being done when it fails
+    for good (no secret in it)."""
+    policy = engine.config.retry
+    for attempt in range(1, policy.max_attempts + 1):
         try:
             return await make()
         except ProviderError as exc:
-            if not exc.retryable or attempt == ATTEMPTS:
+            if not exc.retryable or attempt == policy.max_attempts:
                 raise EvaluationError("batch_failed", engine.scrub(f"{what}: {exc}")) from None
-            await asyncio.sleep(min(exc.retry_after or attempt, 30.0))
+            await asyncio.sleep(backoff_s(policy, attempt, exc))
     raise AssertionError("unreachable")
 
 
-__all__ = ["EXIT_WAITING", "BatchProgress", "Cancelled", "cancel_batches", "custom_id",
-           "judge_in_batches", "progress_of", "refuse_unbatchable"]
+def backoff_s(policy: RetryPolicy, attempt: int, exc: ProviderError) -> float:
+    """How long to wait before trying a batch API request again after ``attempt`` tries:
+    the judge engine's rule (a random wait up to ``backoff_base_s`` doubled per attempt, at
+    most ``backoff_max_s``; at least the provider's Retry-After, at most
+    ``max_retry_after_s``)."""
+    delay = random.uniform(0, min(policy.backoff_max_s,
+                                  policy.backoff_base_s * 2 ** (attempt - 1)))
+    if exc.retry_after is not None:
+        delay = max(delay, min(exc.retry_after, policy.max_retry_after_s))
+    return delay
+
+
+__all__ = ["EXIT_WAITING", "BatchProgress", "Cancelled", "backoff_s", "cancel_batches",
+           "custom_id", "delete_files", "judge_in_batches", "progress_of",
+           "refuse_unbatchable", "unconfirmed"]

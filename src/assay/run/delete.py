@@ -3,17 +3,18 @@
 A run waiting for batch (``assay run --batch``) has judge requests at OpenAI's Batch API or
 Anthropic's Message Batches, and the run store holds the only record of their ids. Deleting
 the run cancels those batches first (:func:`assay.run.batch.cancel_batches`: the requests a
-provider has not run yet are not billed), then deletes what the store holds
-(:func:`assay.store.queries.delete_run`). ``assay delete`` and the REST API's ``DELETE
-/runs/{id}`` both come here.
+provider has not run yet are not billed) and deletes the files their requests were uploaded
+in, then deletes what the store holds (:func:`assay.store.queries.delete_run`). ``assay
+delete`` and the REST API's ``DELETE /runs/{id}`` both come here.
 
 A batch that cannot be cancelled (the provider is down, the key is missing) **stops the
 delete**, with :class:`BatchesNotCancelled` naming each such batch by its id: deleting the run
 would throw away the last record of those ids, and with it the way to cancel them, while they
 run on and are billed. ``force`` deletes anyway (the batches then run to their end, at most
 24 hours, each request billed once), so a provider that stays down never blocks a delete for
-good; the result still names them. No key is ever part of what is said: the ids, the judge
-model and the provider's error, with every secret the engine knows hidden.
+good; the result still names them. A file that cannot be deleted does not stop the delete:
+it is named (:attr:`Deleted.files_left`). No key is ever part of what is said: the ids, the
+judge model and the provider's error, with every secret the engine knows hidden.
 """
 
 from __future__ import annotations
@@ -41,12 +42,17 @@ class Deleted:
     not_cancelled: dict[str, str] = field(default_factory=dict)
     """Batch id (a submission's token when its id is not known) -> why it could not be
     cancelled: left running at its provider (only with ``force``)."""
+    files_left: dict[str, str] = field(default_factory=dict)
+    """File id -> why it could not be deleted at the provider (an uploaded input file)."""
 
     def lines(self) -> list[str]:
-        """What to tell a person: the batches cancelled and those left running."""
+        """What to tell a person: the batches cancelled, those left running and the files
+        left at the provider."""
         found = [f"cancelled batch {b}" for b in self.cancelled]
         found += [f"batch {b} could not be cancelled ({why}); it runs to its end at the "
                   "provider" for b, why in self.not_cancelled.items()]
+        found += [f"file {f} could not be deleted at the provider ({why}); delete it there "
+                  "if it should not be kept" for f, why in self.files_left.items()]
         return found
 
 
@@ -79,7 +85,7 @@ async def delete_run_async(store: RunStore, run_id: str, *, force: bool = False)
     if done.failed and not force:
         raise BatchesNotCancelled(run_id, done.failed)
     gone = await asyncio.to_thread(queries.delete_run, store, run_id)
-    return Deleted(run_id, gone, done.cancelled, done.failed)
+    return Deleted(run_id, gone, done.cancelled, done.failed, done.files_left)
 
 
 def delete_run(store: RunStore, run_id: str, *, force: bool = False) -> Deleted:

@@ -1061,7 +1061,7 @@ class _Session:
                 for record in store.case_records(run_id):
                     with user_code("the on_record hook"):
                         on_record(record)
-            outcome.summary.notes = self.notes()
+            outcome.summary.notes = [*self.notes(), *outcome.summary.notes]
             # a run its budget stopped is left interrupted: a resume runs what it did not
             store.set_status(run_id, (RunStatus.INTERRUPTED if outcome.stopped
                                       else RunStatus.COMPLETED).value,

@@ -3,7 +3,8 @@
 Served by :class:`~assay.testing.mock_server.MockServer` beside its chat endpoints, in the
 providers' shapes, each request answered by the same deterministic answers as a live call:
 
-- ``POST /v1/files`` (multipart: ``purpose=batch``, ``file``), ``GET /v1/files/{id}/content``;
+- ``POST /v1/files`` (multipart: ``purpose=batch``, ``file``), ``GET /v1/files/{id}/content``,
+  ``DELETE /v1/files/{id}`` (``{id, object: file, deleted: true}``; 404 for no such file);
 - ``POST /v1/batches`` (``input_file_id``, ``endpoint`` ``/v1/chat/completions``,
   ``completion_window`` ``24h``, optional ``metadata``: at most 16 string pairs, keys of at
   most 64 characters, values of at most 512, returned with the batch), ``GET
@@ -24,7 +25,12 @@ A listing shows each batch as it is, without moving it on (only a status request
 How a batch ends is :class:`~assay.testing.mock_server.MockConfig`'s: ``batch_polls`` (status
 requests that find it in progress before it ends), ``batch_end`` (``completed``, or the whole
 batch ``expired``, ``failed``, ``cancelled``), ``batch_errored`` and ``batch_expired`` (the
-first requests of each batch that error, then expire).
+first requests of each batch that error, then expire). Its ``batch_listing`` False answers
+both listings with 404 (a server that does not list batches), ``file_delete_status`` answers
+every file delete with that error status, and ``batch_unavailable`` answers every batch API
+request with 503 (a provider that is down). The stats count the uploads
+(``files_uploaded``), the files deleted (``files_deleted``, their ids) and the batch API
+requests answered 503 (``batch_unavailable``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
     from assay.testing.mock_server import MockServer
 
 OPENAI_ENDPOINT = "/v1/chat/completions"
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """An Anthropic batch request's custom id."""
 
@@ -79,17 +87,29 @@ class BatchEndpoints:
         self.batches: dict[str, MockBatch] = {}
 
     def routes(self, app: web.Application) -> None:
-        app.router.add_post("/v1/files", self.upload)
-        app.router.add_get("/v1/files/{id}/content", self.content)
-        app.router.add_post("/v1/batches", self.create_openai)
-        app.router.add_get("/v1/batches", self.list_openai)
-        app.router.add_get("/v1/batches/{id}", self.retrieve)
-        app.router.add_post("/v1/batches/{id}/cancel", self.cancel)
-        app.router.add_post("/v1/messages/batches", self.create_anthropic)
-        app.router.add_get("/v1/messages/batches", self.list_anthropic)
-        app.router.add_get("/v1/messages/batches/{id}", self.retrieve)
-        app.router.add_post("/v1/messages/batches/{id}/cancel", self.cancel)
-        app.router.add_get("/v1/messages/batches/{id}/results", self.anthropic_results)
+        for method, path, handler in (
+                ("POST", "/v1/files", self.upload),
+                ("GET", "/v1/files/{id}/content", self.content),
+                ("DELETE", "/v1/files/{id}", self.delete_file),
+                ("POST", "/v1/batches", self.create_openai),
+                ("GET", "/v1/batches", self.list_openai),
+                ("GET", "/v1/batches/{id}", self.retrieve),
+                ("POST", "/v1/batches/{id}/cancel", self.cancel),
+                ("POST", "/v1/messages/batches", self.create_anthropic),
+                ("GET", "/v1/messages/batches", self.list_anthropic),
+                ("GET", "/v1/messages/batches/{id}", self.retrieve),
+                ("POST", "/v1/messages/batches/{id}/cancel", self.cancel),
+                ("GET", "/v1/messages/batches/{id}/results", self.anthropic_results)):
+            app.router.add_route(method, path, self._unless_down(handler))
+
+    def _unless_down(self, handler: Handler) -> Handler:
+        """``handler``, or HTTP 503 while the configuration has the batch APIs down."""
+        async def serve(request: web.Request) -> web.Response:
+            if self.server.config.batch_unavailable:
+                self.server.stats.batch_unavailable += 1
+                return _error("mock: the batch API is down", 503)
+            return await handler(request)
+        return serve
 
     # -- OpenAI -------------------------------------------------------------------------
 
@@ -111,6 +131,7 @@ class BatchEndpoints:
             return _error("'file' and purpose 'batch' are required")
         file_id = f"file-{uuid.uuid4().hex[:24]}"
         self.files[file_id] = content
+        self.server.stats.files_uploaded += 1
         return web.json_response({"id": file_id, "object": "file", "bytes": len(content),
                                   "created_at": int(time.time()), "filename": name,
                                   "purpose": "batch"})
@@ -120,6 +141,16 @@ class BatchEndpoints:
         if found is None:
             return _error("no such file", 404)
         return web.Response(body=found, content_type="application/octet-stream")
+
+    async def delete_file(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["id"]
+        status = self.server.config.file_delete_status
+        if status is not None:
+            return _error("mock: files cannot be deleted now", status)
+        if self.files.pop(file_id, None) is None:
+            return _error("no such file", 404)
+        self.server.stats.files_deleted.append(file_id)
+        return web.json_response({"id": file_id, "object": "file", "deleted": True})
 
     async def create_openai(self, request: web.Request) -> web.Response:
         try:
@@ -262,6 +293,8 @@ class BatchEndpoints:
                  before: str | None, extra: dict[str, Any]) -> web.Response:
         """A page of the ``kind`` batches, newest first: ``limit`` of them after (older
         than) the batch ``after`` names, or before (newer than) the one ``before`` names."""
+        if not self.server.config.batch_listing:
+            return _error("mock: this server does not list batches", 404)
         query = request.query
         try:
             limit = int(query.get("limit", "20"))

@@ -128,6 +128,15 @@ class MockConfig(BaseModel):
         default=0, ge=0, description="the first requests of each batch that error")
     batch_expired: int = Field(
         default=0, ge=0, description="the requests after those that expire")
+    batch_listing: bool = Field(
+        default=True, description="serve the listings of batches; False: answer them 404, "
+        "as an OpenAI-compatible server that does not list batches does")
+    file_delete_status: int | None = Field(
+        default=None, ge=400, le=599, description="answer every file delete with this HTTP "
+        "error status instead of deleting")
+    batch_unavailable: bool = Field(
+        default=False, description="answer every batch API request (files, batches) with "
+        "503, as a provider that is down does")
 
 
 @dataclass
@@ -151,6 +160,12 @@ class MockStats:
     """Batches created (OpenAI's and Anthropic's batch APIs)."""
     batch_requests: int = 0
     """Requests in those batches (not counted in ``requests``, the live calls)."""
+    files_uploaded: int = 0
+    """Files uploaded (OpenAI's ``POST /v1/files``)."""
+    files_deleted: list[str] = field(default_factory=list)
+    """The ids of the files deleted (``DELETE /v1/files/{id}``), in order."""
+    batch_unavailable: int = 0
+    """Batch API requests answered 503 (``MockConfig.batch_unavailable``)."""
     first_request_at: float | None = None
     """``time.monotonic()`` when the first request arrived. On Linux that clock is the
     system's, so a benchmark can set it against a client process's own times."""
@@ -199,6 +214,9 @@ class MockStats:
             "credentials": dict(self.credentials),
             "batches": self.batches,
             "batch_requests": self.batch_requests,
+            "files_uploaded": self.files_uploaded,
+            "files_deleted": list(self.files_deleted),
+            "batch_unavailable": self.batch_unavailable,
         }
 
 

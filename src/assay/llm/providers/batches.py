@@ -1,11 +1,13 @@
 """The providers' batch APIs: OpenAI's Batch API and Anthropic's Message Batches.
 
-OpenAI: the requests are a JSONL file uploaded to ``/v1/files`` (purpose ``batch``), each
-line ``{custom_id, method, url, body}``; ``POST /v1/batches`` (endpoint
-``/v1/chat/completions``, completion window ``24h``) starts the batch, ``GET
-/v1/batches/{id}`` reports it, and its ``output_file_id`` and ``error_file_id`` are read
-through ``/v1/files/{id}/content``, a line per request carrying its ``custom_id``. At most
-50,000 requests and 200 MB a file.
+OpenAI: the requests are a JSONL file uploaded to ``/v1/files`` (purpose ``batch``, named
+``assay-batch-{token}.jsonl``), each line ``{custom_id, method, url, body}``; ``POST
+/v1/batches`` (endpoint ``/v1/chat/completions``, completion window ``24h``) makes the batch
+of it (:meth:`OpenAIBatches.upload` and :meth:`OpenAIBatches.submit` are two steps, so the
+file's id is kept in between), ``GET /v1/batches/{id}`` reports it, and its ``output_file_id``
+and ``error_file_id`` are read through ``/v1/files/{id}/content``, a line per request carrying
+its ``custom_id``; ``DELETE /v1/files/{id}`` deletes each file once it is no longer needed. At
+most 50,000 requests and 200 MB a file.
 
 Anthropic: ``POST /v1/messages/batches`` with ``requests: [{custom_id, params}]``, ``GET
 /v1/messages/batches/{id}`` until its ``processing_status`` is ``ended``, then the JSONL at its
@@ -19,8 +21,10 @@ batch carries assay's token in its ``metadata`` (``assay_token``), so ``GET /v1/
 no metadata: ``GET /v1/messages/batches`` (newest first, a page of 1,000 after ``after_id``)
 gives those created since the submission with as many requests; one is adopted only once it
 has ended and its results' custom ids (each made with the token) are exactly the
-submission's, and while one that may be it still runs, nothing is sent. ``POST
-.../{id}/cancel`` cancels a batch (a run deleted while it waits).
+submission's, and while one that may be it still runs, nothing is sent. A server that answers
+404 or 405 to the listing (an OpenAI-compatible one that does not list batches) cannot be
+asked: :class:`~assay.llm.batch.NoBatchListing`. ``POST .../{id}/cancel`` cancels a batch (a
+run deleted while it waits).
 
 Every answer is turned into the OpenAI-shaped response the live call gives (Anthropic's
 through :func:`~assay.llm.providers.anthropic_http.from_anthropic`), so a judge reads a
@@ -41,7 +45,15 @@ import orjson
 from yarl import URL
 
 from assay._util.redact import redact_url
-from assay.llm.batch import BatchAnswer, BatchAPI, BatchLimits, BatchStatus, Lookup
+from assay.llm.batch import (
+    BatchAnswer,
+    BatchAPI,
+    BatchLimits,
+    BatchStatus,
+    InputFileGone,
+    Lookup,
+    NoBatchListing,
+)
 from assay.llm.providers.http_session import decode_json, exchange
 from assay.llm.types import BadResponse, ChatRequest, RequestRejected
 
@@ -55,6 +67,8 @@ OPENAI_DONE = frozenset({"completed", "failed", "expired", "cancelled"})
 OPENAI_ENDPOINT = "/v1/chat/completions"
 TOKEN_KEY = "assay_token"
 """The key of assay's token in an OpenAI batch's ``metadata``."""
+LISTING_UNSERVED = frozenset({404, 405})
+"""What a server that does not list its batches answers to the listing."""
 CLOCK_MARGIN_S = 600.0
 """How much earlier than the recorded submission a batch it made may say it was created (the
 provider's clock and this machine's differ)."""
@@ -101,7 +115,12 @@ async def pages(fetch: Callable[[str, str], Awaitable[dict[str, Any]]], url: str
     after: str | None = None
     while True:
         query = {"limit": str(limit), **({cursor: after} if after else {})}
-        page = await fetch("GET", f"{url}?{urlencode(query)}")
+        try:
+            page = await fetch("GET", f"{url}?{urlencode(query)}")
+        except RequestRejected as exc:
+            if after is None and exc.status in LISTING_UNSERVED:
+                raise NoBatchListing(redact_url(url), exc.status) from None
+            raise
         data = page.get("data")
         data = [b for b in data if isinstance(b, dict)] if isinstance(data, list) else []
         for batch in data:
@@ -177,23 +196,46 @@ class OpenAIBatches(_ProviderBatches):
         return {"custom_id": custom_id, "method": "POST", "url": OPENAI_ENDPOINT,
                 "body": self.provider.body(request)}
 
-    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float) -> str:
+    async def upload(self, entries: list[dict[str, Any]], token: str,
+                     timeout: float) -> str | None:
         content = b"".join(orjson.dumps(e) + b"\n" for e in entries)
         boundary = f"assay-{uuid.uuid4().hex}"
         body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
                 f"batch\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-                f"filename=\"assay-batch.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n"
-                ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
+                f"filename=\"assay-batch-{token}.jsonl\"\r\nContent-Type: application/jsonl"
+                "\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
         url = f"{self.base}/files"
         uploaded = decode_json(url, await exchange(
             "POST", url, body, {**self.headers,
                                 "Content-Type": f"multipart/form-data; boundary={boundary}"},
             timeout))
-        file_id = _id_of(uploaded, url, "an upload without a file id")
-        created = await self._json("POST", f"{self.base}/batches", timeout, {
-            "input_file_id": file_id, "endpoint": OPENAI_ENDPOINT,
-            "completion_window": "24h", "metadata": {TOKEN_KEY: token}})
-        return _id_of(created, f"{self.base}/batches", "without a batch id")
+        return _id_of(uploaded, url, "an upload without a file id")
+
+    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float,
+                     input_file: str | None = None) -> str:
+        if input_file is None:
+            input_file = await self.upload(entries, token, timeout)
+        try:
+            created = await self._json("POST", self.batches, timeout, {
+                "input_file_id": input_file, "endpoint": OPENAI_ENDPOINT,
+                "completion_window": "24h", "metadata": {TOKEN_KEY: token}})
+        except RequestRejected as exc:
+            if exc.status == 404:
+                raise InputFileGone(f"the input file {input_file} is gone: {exc}",
+                                    status=404) from None
+            raise
+        return _id_of(created, self.batches, "without a batch id")
+
+    def files(self, status: BatchStatus) -> list[str]:
+        return [f for f in (status.detail.get("output_file_id"),
+                            status.detail.get("error_file_id")) if isinstance(f, str) and f]
+
+    async def delete_file(self, file_id: str, timeout: float) -> None:
+        try:
+            await self._json("DELETE", f"{self.base}/files/{file_id}", timeout)
+        except RequestRejected as exc:
+            if exc.status != 404:  # already gone: what was asked for
+                raise
 
     async def find(self, token: str, custom_ids: frozenset[str], since: float,
                    timeout: float) -> Lookup:
@@ -218,10 +260,7 @@ class OpenAIBatches(_ProviderBatches):
 
     async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
         answers = []
-        for name in ("output_file_id", "error_file_id"):
-            file_id = status.detail.get(name)
-            if not isinstance(file_id, str) or not file_id:
-                continue
+        for file_id in self.files(status):
             url = f"{self.base}/files/{file_id}/content"
             payload = await exchange("GET", url, None, self.headers, timeout, RESULTS_MAX_BYTES)
             answers += [self._answer(line) for line in jsonl_lines(url, payload)]
@@ -263,7 +302,8 @@ class AnthropicBatches(_ProviderBatches):
     def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
         return {"custom_id": custom_id, "params": self.provider.body(request)}
 
-    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float) -> str:
+    async def submit(self, entries: list[dict[str, Any]], token: str, timeout: float,
+                     input_file: str | None = None) -> str:
         created = await self._json("POST", self.base, timeout, {"requests": entries})
         return _id_of(created, self.base, "without a batch id")
 
