@@ -321,10 +321,11 @@ def test_a_submit_whose_answer_was_lost_is_found_not_sent_again(mock_server, tmp
 # -- deleting a run that waits for batch --------------------------------------------------
 
 
-def _waiting(project: Project) -> str:
-    """A run of the project left waiting for its batch, still in progress at the provider."""
+def _waiting(project: Project, *options: str) -> str:
+    """A run of the project left waiting for its batch, still in progress at the provider
+    (``options``: more of ``assay run``'s)."""
     project.server.configure(batch_polls=1_000_000)
-    first = run_assay(["run", str(project.suite), "--batch", *project.common],
+    first = run_assay(["run", str(project.suite), "--batch", *project.common, *options],
                       cwd=project.root, env=project.env)
     assert first.returncode == 0, first.stdout + first.stderr
     return first.stdout.split("assay run --resume ")[1].split()[0]
@@ -359,24 +360,44 @@ def test_assay_delete_cancels_the_batches_of_a_waiting_run(mock_server, tmp_path
 
 
 def test_a_cancel_that_fails_stops_the_delete_until_forced(mock_server, tmp_path):
-    """The provider is down: the delete names the batch it could not cancel (never the key)
-    and keeps the run, the batch's only record; ``--force`` deletes it, naming the batch
-    left running."""
+    """The provider is down (503 to every batch API request): the delete, trying as often
+    as the run's retry policy says, names the batch it could not cancel (never the key) and
+    keeps the run, the batch's only record; ``--force`` deletes it, naming the batch left
+    running."""
     project = Project(tmp_path, mock_server, OPENAI)
-    run_id = _waiting(project)
+    run_id = _waiting(project, "--max-attempts", "2")
     [batch_id] = mock_server.server.batch_api.batches
-    env = {**project.env, "OPENAI_BASE_URL": _down()}
+    mock_server.configure(batch_unavailable=True)
     args = ["delete", run_id, "--store", str(project.db)]
-    refused = run_assay(args, cwd=tmp_path, env=env)
+    refused = run_assay(args, cwd=tmp_path, env=project.env)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert mock_server.stats.batch_unavailable == 2  # the cancel, tried twice
     said = " ".join((refused.stdout + refused.stderr).split())
     assert "batches_not_cancelled" in said and batch_id in said and "--force" in said
-    assert KEY not in said and _run_ids(project) == [run_id]
-    forced = run_assay([*args, "--force"], cwd=tmp_path, env=env)
+    assert "HTTP 503" in said and KEY not in said and _run_ids(project) == [run_id]
+    forced = run_assay([*args, "--force"], cwd=tmp_path, env=project.env)
     assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert mock_server.stats.batch_unavailable == 4
     assert f"batch {batch_id} could not be cancelled" in " ".join(forced.stderr.split())
     assert KEY not in forced.stdout + forced.stderr
     assert _run_ids(project) == [] and _cancelled(mock_server) == []
+    assert mock_server.stats.files_deleted == []  # a batch left running keeps its file
+
+
+def test_a_run_without_batches_is_deleted_without_a_judge_engine(tmp_path, monkeypatch):
+    """Nothing to cancel: no judge engine is built, so no judge setting of the environment
+    is read (a cache mode that is none would refuse one) and no response cache opened."""
+    from assay.run.delete import delete_run
+    from assay.testing.runs import write_run
+
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    run_id = write_run(store, 3)
+    monkeypatch.setenv("ASSAY_CACHE", "not-a-mode")
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path / "cache"))
+    deleted = delete_run(store, run_id)
+    assert deleted.deleted and deleted.lines() == [] and store.run_records() == []
+    store.close()
+    assert not (tmp_path / "cache").exists()
 
 
 def test_the_rest_api_delete_cancels_the_batches_and_refuses_when_it_cannot(
@@ -387,7 +408,7 @@ def test_the_rest_api_delete_cancels_the_batches_and_refuses_when_it_cannot(
     project = Project(tmp_path, mock_server, ANTHROPIC)
     for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
         monkeypatch.setenv(name, project.env[name])
-    kept, gone = _waiting(project), _waiting(project)
+    kept, gone = (_waiting(project, "--max-attempts", "2") for _ in range(2))
     first, second = mock_server.server.batch_api.batches
     with serve(f"sqlite:///{project.db}") as served, served.client() as api:
         deleted = api.delete(f"/runs/{gone}")

@@ -5,7 +5,9 @@ Anthropic's Message Batches, and the run store holds the only record of their id
 the run cancels those batches first (:func:`assay.run.batch.cancel_batches`: the requests a
 provider has not run yet are not billed) and deletes the files their requests were uploaded
 in, then deletes what the store holds (:func:`assay.store.queries.delete_run`). ``assay
-delete`` and the REST API's ``DELETE /runs/{id}`` both come here.
+delete`` and the REST API's ``DELETE /runs/{id}`` both come here. The provider is asked as the
+run's own retry policy says; a run without such batches is deleted without building a judge
+engine (nothing of the environment's judge settings is needed).
 
 A batch that cannot be cancelled (the provider is down, the key is missing) **stops the
 delete**, with :class:`BatchesNotCancelled` naming each such batch by its id: deleting the run
@@ -24,10 +26,13 @@ from dataclasses import dataclass, field
 
 from assay.errors import EvaluationError
 from assay.llm.build import build_engine
-from assay.run.batch import cancel_batches
+from assay.run.batch import Cancelled, cancel_batches
 from assay.run.sync import run_sync
 from assay.store import queries
+from assay.store.batches import run_batches
 from assay.store.runs import RunStore
+from assay.types.config import RunConfig
+from assay.types.records import RunRecord
 
 
 @dataclass
@@ -77,15 +82,24 @@ async def delete_run_async(store: RunStore, run_id: str, *, force: bool = False)
     run = await asyncio.to_thread(queries.deletable, store, run_id)
     if run is None:
         return Deleted(run_id, False)
-    engine = build_engine()  # a batch names its judge model; the keys are the environment's
-    try:
-        done = await cancel_batches(store, engine, run_id)
-    finally:
-        await engine.aclose()
+    done = await _cancel(store, run)
     if done.failed and not force:
         raise BatchesNotCancelled(run_id, done.failed)
     gone = await asyncio.to_thread(queries.delete_run, store, run_id)
     return Deleted(run_id, gone, done.cancelled, done.failed, done.files_left)
+
+
+async def _cancel(store: RunStore, run: RunRecord) -> Cancelled:
+    """Cancel the run's unfinished batches (:func:`cancel_batches`), with an engine built
+    only when it has some: a batch names its judge model, the keys are the environment's,
+    the retries the run's own; no response cache is opened."""
+    if not await asyncio.to_thread(run_batches, store, run.id, open_only=True):
+        return Cancelled()
+    engine = build_engine(RunConfig(retry=run.config.run.retry, cache="off"))
+    try:
+        return await cancel_batches(store, engine, run.id)
+    finally:
+        await engine.aclose()
 
 
 def delete_run(store: RunStore, run_id: str, *, force: bool = False) -> Deleted:
