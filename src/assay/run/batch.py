@@ -198,9 +198,10 @@ def refuse_unbatchable(engine: JudgeEngine, models: Iterable[str | None]) -> Non
 async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine, run_id: str,
                            *, keep: bool, wait: bool, poll_s: float
                            ) -> tuple[RunOutcome | None, BatchProgress | None]:
-    """The batch run's loop (see the module docstring): the run's outcome once it is
-    complete (its batches' files deleted at the provider, a note for each that could not
-    be), else None and where its batches are (the run waits)."""
+    """The batch run's loop (see the module docstring): the run's outcome once nothing
+    waits for a batch (its batches' files then deleted at the provider, a note for each that
+    could not be, unless its budget stopped it with cases not run, which a resume judges
+    from those batches), else None and where its batches are (the run waits)."""
     book = engine.batch
     assert book is not None, "a batch run's engine has a book"
     while True:
@@ -213,7 +214,8 @@ async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine,
         outcome = await runner.run(run_id, keep=keep)
         stored.mark_collected(store, run_id, [batch.batch_id for batch, _, _ in read])
         if not book.collected:
-            outcome.summary.notes += await _discard_files(engine, read)
+            if not outcome.stopped:  # a run its budget stopped may read them again
+                outcome.summary.notes += await _discard_files(engine, read)
             return outcome, None
         progress = await _submit(store, engine, run_id, book)
         if not wait:
