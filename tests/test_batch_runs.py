@@ -143,6 +143,20 @@ def test_a_request_that_errored_in_the_batch_is_sent_again_live(openai, tmp_path
     assert not set(files) & set(openai.server.batch_api.files)
 
 
+def test_a_run_stopped_once_its_batch_files_were_deleted_completes_on_resume(openai,
+                                                                             tmp_path):
+    """The process died after the files were deleted, before the run was stored complete:
+    its cases are stored, so the resume completes it, the files' absence no failure."""
+    store = tmp_path / "runs.db"
+    done = assay.resume(_batch(store).run_id, store=store, data=ROWS)
+    assert len(openai.stats.files_deleted) == 2
+    RunStore(f"sqlite:///{store}").set_status(done.run_id, RunStatus.INTERRUPTED.value)
+    again = assay.resume(done.run_id, store=store, data=ROWS)
+    assert again.run.status is RunStatus.COMPLETED and again.passed
+    assert _values(again) == _values(done)
+    assert openai.stats.requests == 0 and openai.stats.batches == 1
+
+
 def test_a_file_that_cannot_be_deleted_is_a_note_never_a_lost_result(openai, tmp_path):
     openai.configure(file_delete_status=403)
     store = tmp_path / "runs.db"

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay.errors import ConfigError, EvaluationError
 from assay.llm.batch import (
+    BatchAnswer,
     BatchAPI,
     BatchBook,
     BatchStatus,
@@ -71,7 +72,7 @@ from assay.llm.batch import (
     NoBatchListing,
 )
 from assay.llm.engine import JudgeEngine
-from assay.llm.types import ProviderError
+from assay.llm.types import ProviderError, RequestRejected
 from assay.store import batches as stored
 from assay.store.batches import BatchRequest, StoredBatch
 from assay.store.runs import RunStore
@@ -245,7 +246,9 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
         return BatchProgress(run_id, stored.run_batches(store, run_id, open_only=True)), []
     for batch, api, status in statuses:
         answers = await _call(engine, f"reading the results of batch {batch.batch_id}",
-                              functools.partial(api.results, status, timeout))
+                              functools.partial(_results, batch, api, status, timeout))
+        if answers is None:
+            continue
         given = {a.custom_id: a for a in answers}
         for request in stored.batch_requests(store, run_id, batch.batch_id):
             answer = given.get(request.custom_id)
@@ -257,6 +260,19 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
                     f"{': ' + str(status.detail['errors']) if status.detail.get('errors') else ''}")
                 book.failed[request.cache_key] = engine.scrub(str(why))
     return None, statuses
+
+
+async def _results(batch: StoredBatch, api: BatchAPI, status: BatchStatus,
+                   timeout: float) -> list[BatchAnswer] | None:
+    """The answers of a finished batch; None for one the run was judged from whose results
+    are gone at the provider (deleted once the run was complete: a process that died before
+    the run was stored complete leaves its cases stored, and nothing asks for them again)."""
+    try:
+        return await api.results(status, timeout)
+    except RequestRejected as exc:
+        if batch.collected and exc.status == 404:
+            return None
+        raise
 
 
 async def _settle(store: RunStore, engine: JudgeEngine, run_id: str) -> list[StoredBatch]:
@@ -308,9 +324,10 @@ def unconfirmed(run_id: str, batch: StoredBatch, exc: NoBatchListing) -> str:
     sent again, and what can be done."""
     return (
         f"run {run_id}: the submission {batch.token} ({batch.requests} request(s) to "
-        f"{batch.model}) could not be confirmed: the process that sent it stopped before the "
-        f"batch id was kept, and {exc.url} answered HTTP {exc.status} to the listing of "
-        "batches, so assay cannot tell whether that server made the batch. Nothing was sent "
+        f"{batch.model}) could not be confirmed: its batch id was never kept (the process "
+        "that sent it stopped, or the answer was lost) and "
+        f"{exc.url} answered HTTP {exc.status} to the listing of batches, so assay cannot "
+        "tell whether that server made the batch. Nothing was sent "
         "again (that could pay for it twice) and the submission is kept. To go on: point "
         "the judge model at a server that lists its batches and resume again "
         f"(assay run --resume {run_id}); or, once you know the server has no batch of it "
