@@ -449,3 +449,5 @@ def test_deleting_a_run_killed_before_its_batch_id_was_kept_cancels_that_batch(
     assert deleted.returncode == 0, deleted.stdout + deleted.stderr
     assert f"cancelled batch {batch_id}" in deleted.stderr
     assert _cancelled(mock_server) == [batch_id] and _run_ids(project) == []
+    uploaded = mock_server.server.batch_api.batches[batch_id].body["input_file_id"]
+    assert mock_server.stats.files_deleted == [uploaded]  # kept before the batch was made
