@@ -373,3 +373,15 @@ async def test_generic_llm_judge_fills_agentv_variables(engine_factory, mock_ser
     assert score.value == pytest.approx(similarity("Paris is the capital",
                                                    "the capital is Paris"))
     assert score.hits and score.misses
+
+
+def test_every_retry_waits_by_the_one_backoff_rule():
+    """Judge calls and batch API requests wait by ``RetryPolicy.wait_s``: a random wait up
+    to the base doubled per attempt, capped, and never less than a provider's Retry-After."""
+    from assay.types.engine_config import RetryPolicy
+
+    policy = RetryPolicy(backoff_base_s=0.5, backoff_max_s=3.0)
+    waits = [policy.wait_s(attempt) for attempt in (1, 2, 5) for _ in range(200)]
+    assert all(0 <= w <= 0.5 for w in waits[:200]) and all(0 <= w <= 1.0 for w in waits[200:400])
+    assert all(0 <= w <= 3.0 for w in waits[400:]) and max(waits[400:]) > 1.0
+    assert all(policy.wait_s(1, retry_after=7.0) == 7.0 for _ in range(20))

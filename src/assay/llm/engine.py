@@ -18,7 +18,6 @@ judge has accepted it (:meth:`JudgeEngine.remember`).
 from __future__ import annotations
 
 import asyncio
-import random
 import sqlite3
 import time
 from collections.abc import Callable
@@ -334,17 +333,14 @@ class JudgeEngine:
             if attempt >= policy.max_attempts:
                 raise RetriesExhausted(
                     f"{name}: {attempt} attempts failed; last: {failure}", failure, attempt)
-            delay = random.uniform(0, min(policy.backoff_max_s,
-                                          policy.backoff_base_s * 2 ** (attempt - 1)))
-            if retry_after is not None:
-                delay = max(delay, retry_after)
-                if retry_after >= deadline - time.monotonic():
-                    # The provider asks for a wait that outlasts the time bound: give up now
-                    # rather than sleep until the bound and give up then.
-                    raise RetriesExhausted(
-                        f"{name}: no answer within {policy.total_timeout_s:g}s: asked to wait "
-                        f"{retry_after:g}s ({attempt} attempts); last: {failure}",
-                        failure, attempt)
+            delay = policy.wait_s(attempt, retry_after)
+            if retry_after is not None and retry_after >= deadline - time.monotonic():
+                # The provider asks for a wait that outlasts the time bound: give up now
+                # rather than sleep until the bound and give up then.
+                raise RetriesExhausted(
+                    f"{name}: no answer within {policy.total_timeout_s:g}s: asked to wait "
+                    f"{retry_after:g}s ({attempt} attempts); last: {failure}",
+                    failure, attempt)
             delay = min(delay, max(0.0, deadline - time.monotonic()))
             if delay > 0:
                 await asyncio.sleep(delay)

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -411,7 +410,7 @@ async def _create(store: RunStore, engine: JudgeEngine, run_id: str, api: BatchA
         except ProviderError as exc:
             if not exc.retryable or attempt == policy.max_attempts:
                 raise EvaluationError("batch_failed", engine.scrub(f"{what}: {exc}")) from None
-            await asyncio.sleep(backoff_s(policy, attempt, exc))
+            await asyncio.sleep(policy.wait_s(attempt, _retry_after(policy, exc)))
             found = await _lookup(store, engine, run_id, intent)
             if found.batch_id is not None or found.unsure:
                 return
@@ -493,22 +492,15 @@ async def _call(engine: JudgeEngine, what: str, make: Callable[[], Awaitable[T]]
         except ProviderError as exc:
             if not exc.retryable or attempt == policy.max_attempts:
                 raise EvaluationError("batch_failed", engine.scrub(f"{what}: {exc}")) from None
-            await asyncio.sleep(backoff_s(policy, attempt, exc))
+            await asyncio.sleep(policy.wait_s(attempt, _retry_after(policy, exc)))
     raise AssertionError("unreachable")
 
 
-def backoff_s(policy: RetryPolicy, attempt: int, exc: ProviderError) -> float:
-    """How long to wait before trying a batch API request again after ``attempt`` tries:
-    the judge engine's rule (a random wait up to ``backoff_base_s`` doubled per attempt, at
-    most ``backoff_max_s``; at least the provider's Retry-After, at most
-    ``max_retry_after_s``)."""
-    delay = random.uniform(0, min(policy.backoff_max_s,
-                                  policy.backoff_base_s * 2 ** (attempt - 1)))
-    if exc.retry_after is not None:
-        delay = max(delay, min(exc.retry_after, policy.max_retry_after_s))
-    return delay
+def _retry_after(policy: RetryPolicy, exc: ProviderError) -> float | None:
+    """The provider's Retry-After, at most ``max_retry_after_s``, as the engine takes it."""
+    return None if exc.retry_after is None else min(exc.retry_after, policy.max_retry_after_s)
 
 
-__all__ = ["EXIT_WAITING", "BatchProgress", "Cancelled", "backoff_s", "cancel_batches",
+__all__ = ["EXIT_WAITING", "BatchProgress", "Cancelled", "cancel_batches",
            "custom_id", "delete_files", "judge_in_batches", "progress_of",
            "refuse_unbatchable", "unconfirmed"]

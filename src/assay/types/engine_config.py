@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -78,6 +79,15 @@ class RetryPolicy(BaseModel):
         description="malformed bodies (not JSON, no choices) one call accepts before it "
         "gives up: a proxy can garble an answer now and then, but a service that never "
         "speaks the protocol should fail in seconds, not after every attempt and backoff")
+
+    def wait_s(self, attempt: int, retry_after: float | None = None) -> float:
+        """How long to wait after ``attempt`` failed tries before the next: a random wait up
+        to ``backoff_base_s`` doubled per attempt, at most ``backoff_max_s`` (full jitter, so
+        many callers that failed together do not come back together), and at least the
+        provider's ``retry_after`` when it gave one. The one rule of every retry: judge
+        calls and batch API requests alike."""
+        delay = random.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1)))
+        return delay if retry_after is None else max(delay, retry_after)
 
 
 class EngineConfig(BaseModel):
