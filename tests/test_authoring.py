@@ -37,6 +37,25 @@ def test_init_makes_a_suite_that_runs(tmp_path):
     assert again.returncode == 2 and "never overwrites" in again.stderr
 
 
+def test_init_says_the_next_command_as_a_shell_runs_it(tmp_path):
+    """The folder is quoted for the shell (a name with a space, quote or ``;`` is one
+    argument), and no ``cd .`` when the folder is the current one."""
+    import shlex
+    import subprocess
+
+    named = "my suite; echo x's"
+    made = assay(tmp_path, "init", named)
+    assert made.returncode == 0, made.stderr
+    line = made.stdout.strip().splitlines()[-1]
+    assert line == f"next: cd {shlex.quote(named)} && assay run EVAL.yaml"
+    went = subprocess.run(["bash", "-c", line.removeprefix("next: ").replace(
+        "assay run EVAL.yaml", "pwd")], cwd=tmp_path, capture_output=True, text=True)
+    assert went.stdout.strip() == str(tmp_path / named)
+    (tmp_path / "here").mkdir()
+    made = assay(tmp_path / "here", "init")
+    assert made.stdout.strip().splitlines()[-1] == "next: assay run EVAL.yaml"
+
+
 # -- assay convert ----------------------------------------------------------------------------
 
 

@@ -47,12 +47,16 @@ def init(
                                      help="The folder to create (or an empty one)."),
 ) -> None:
     """Create a working suite, targets file, prompt and agent in a folder."""
+    import shlex
+
     from assay.authoring.scaffold import init as run_init
+    from assay.report.safe_text import plain_for_terminal
 
     for path in run_init(directory):
-        console.print(f"created {path}", highlight=False, markup=False)
-    console.print(f"next: cd {directory} && assay run EVAL.yaml", highlight=False,
-                  markup=False)
+        console.print(f"created {plain_for_terminal(path)}", highlight=False, markup=False)
+    here = directory.resolve() == Path.cwd().resolve()
+    go = "" if here else f"cd {plain_for_terminal(shlex.quote(str(directory)))} && "
+    console.print(f"next: {go}assay run EVAL.yaml", highlight=False, markup=False)
 
 
 @generate_app.command("rubrics")
