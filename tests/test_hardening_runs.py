@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -195,8 +196,9 @@ def test_sigterm_kills_agent_processes_marks_the_run_and_prints_the_hint(tmp_pat
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, out + err
-    assert "Resume with: assay run --resume" in err
     run = RunStore(store).run_records()[0]
+    # the store it was run with, or the command would look for the run in the default one
+    assert f"Resume with: assay run --resume {run.id} --store {shlex.quote(store)}" in err
     assert run.status.value == "interrupted"
     time.sleep(0.2)
     for pid in agents:

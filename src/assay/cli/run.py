@@ -338,19 +338,23 @@ def run(
         reports.close(keep=True)
         run_id = started.get("id")
         if run_id:
+            from assay.types.records import cli_resume_command
+
+            command = cli_resume_command(run_id, store_option_of(runs))
             err_console.print(
-                f"\n[yellow]stopped[/]: finished results of run {run_id} are stored. "
-                f"Resume with: assay run --resume {run_id}", highlight=False, soft_wrap=True)
+                f"\n[yellow]stopped[/]: finished results of run {for_terminal(run_id)} are "
+                f"stored. Resume with: {for_terminal(command)}", highlight=False,
+                soft_wrap=True)
         raise typer.Exit(stop.code) from None
     except EvaluationError as exc:
         reports.close(keep=True)
-        err_console.print(f"error [{exc.code}]: {exc.message}", highlight=False, markup=False,
-                          soft_wrap=True)
-        _store_hint(started.get("id"))
+        err_console.print(f"error [{exc.code}]: {plain_for_terminal(exc.message)}",
+                          highlight=False, markup=False, soft_wrap=True)
+        _store_hint(started.get("id"), runs)
         raise typer.Exit(EXIT_USAGE) from None
     except BaseException:
         reports.close(keep=True)
-        _store_hint(started.get("id"))
+        _store_hint(started.get("id"), runs)
         raise
     if result.estimate is not None:
         print_dry_run(result)
@@ -730,11 +734,14 @@ def print_dry_run(result: Any, label: str = "") -> None:
         console.print(f"  {model}: {n} call(s)", highlight=False, markup=False)
 
 
-def _store_hint(run_id: str | None) -> None:
+def _store_hint(run_id: str | None, runs: Any) -> None:
     if run_id:
-        err_console.print(f"run {run_id}: finished results are stored; resume with "
-                          f"'assay run --resume {run_id}' once the problem is fixed",
-                          highlight=False, markup=False, soft_wrap=True)
+        from assay.types.records import cli_resume_command
+
+        command = cli_resume_command(run_id, store_option_of(runs))
+        err_console.print(f"run {plain_for_terminal(run_id)}: finished results are stored; "
+                          f"resume with '{plain_for_terminal(command)}' once the problem is "
+                          "fixed", highlight=False, markup=False, soft_wrap=True)
 
 
 def _notice(message: str) -> None:

@@ -648,7 +648,13 @@ def resume_command(run: RunRecord, store: str | None = None) -> str | None:
     if function:
         where = f", store={store!r}" if store else ""
         return f"assay.resume({run.id!r}, target={function}{where})"
+    return cli_resume_command(run.id, store)
+
+
+def cli_resume_command(run_id: str, store: str | None = None) -> str:
+    """``assay run --resume RUN_ID`` (with ``--store`` when ``store`` is given), each part
+    quoted for the shell: the one way a printed resume command is written."""
     import shlex
 
     where = f" --store {shlex.quote(store)}" if store else ""
-    return f"assay run --resume {shlex.quote(run.id)}{where}"
+    return f"assay run --resume {shlex.quote(run_id)}{where}"
