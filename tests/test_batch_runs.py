@@ -505,3 +505,25 @@ def test_a_dry_run_of_a_batch_run_estimates_at_the_batch_price(openai, tmp_path,
     assert live.calls == batched.calls == len(ROWS) and live.cost > 0
     assert batched.cost == pytest.approx(live.cost / 2)
     assert openai.stats.requests == 0 and openai.stats.batch_requests == 0
+
+
+
+@pytest.mark.timeout(60)
+def test_a_budget_is_refused_for_a_batch_run_before_anything_is_spent(openai, tmp_path,
+                                                                       monkeypatch):
+    """A batch is billed for every request it is given, so a budget cannot bound one: it is
+    refused at once, for a new batch run and for the resume of a waiting one. (It used to
+    hang: the budget waited for the first case's cost, which a case waiting for its batch
+    never reports.)"""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4o-mini": [300.0, 300.0]}))
+    monkeypatch.setenv("ASSAY_PRICES", str(prices))
+    store = tmp_path / "runs.db"
+    with pytest.raises(ConfigError, match="--budget-usd cannot bound a batch run"):
+        _batch(store, concurrency=1, budget_usd=0.01)
+    assert openai.stats.batches == 0 and openai.stats.files_uploaded == 0
+    waiting = _batch(store)
+    with pytest.raises(ConfigError, match="--budget-usd cannot bound a batch run"):
+        assay.resume(waiting.run_id, store=store, data=ROWS, budget_usd=0.01)
+    done = assay.resume(waiting.run_id, store=store, data=ROWS)
+    assert done.run.status is RunStatus.COMPLETED and len(done.records) == len(ROWS)

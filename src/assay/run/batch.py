@@ -200,8 +200,8 @@ async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine,
                            ) -> tuple[RunOutcome | None, BatchProgress | None]:
     """The batch run's loop (see the module docstring): the run's outcome once nothing
     waits for a batch (its batches' files then deleted at the provider, a note for each that
-    could not be, unless its budget stopped it with cases not run, which a resume judges
-    from those batches), else None and where its batches are (the run waits)."""
+    could not be), else None and where its batches are (the run waits). A batch run has no
+    budget (refused before it starts), so its outcome never leaves cases unrun."""
     book = engine.batch
     assert book is not None, "a batch run's engine has a book"
     while True:
@@ -214,8 +214,7 @@ async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine,
         outcome = await runner.run(run_id, keep=keep)
         stored.mark_collected(store, run_id, [batch.batch_id for batch, _, _ in read])
         if not book.collected:
-            if not outcome.stopped:  # a run its budget stopped may read them again
-                outcome.summary.notes += await _discard_files(engine, read)
+            outcome.summary.notes += await _discard_files(engine, read)
             return outcome, None
         progress = await _submit(store, engine, run_id, book)
         if not wait:

@@ -901,6 +901,13 @@ class _Session:
             if self.config.executor == "ray":
                 raise ConfigError("--batch runs the judges in this process: leave out "
                                   "--executor ray", code="invalid_config")
+            if self.config.budget_usd:
+                raise ConfigError(
+                    "--budget-usd cannot bound a batch run: a batch is billed for every "
+                    "request it is given, and what each costs is known only once its answers "
+                    "are back. Price the run first with --dry-run (at the batch price), or "
+                    "run without batch (--no-batch, batch=False) to keep a budget",
+                    code="invalid_config")
             refuse_unbatchable(self.engine, models)
         if facts.simulated:
             models.add(self.simulator_model())
