@@ -412,8 +412,10 @@ def test_the_rest_api_delete_cancels_the_batches_and_refuses_when_it_cannot(
     first, second = mock_server.server.batch_api.batches
     with serve(f"sqlite:///{project.db}") as served, served.client() as api:
         deleted = api.delete(f"/runs/{gone}")
-        assert deleted.status_code == 204, deleted.text
+        assert deleted.status_code == 200, deleted.text
         assert _cancelled(mock_server) == [second]
+        assert deleted.json()["cancelled"] == [second] and deleted.json()["not_cancelled"] == {}
+        assert deleted.json()["lines"] == [f"cancelled batch {second}"]
         monkeypatch.setenv("ANTHROPIC_BASE_URL", _down().removesuffix("/v1"))
         refused = api.delete(f"/runs/{kept}")
         assert refused.status_code == 409, refused.text
@@ -421,7 +423,10 @@ def test_the_rest_api_delete_cancels_the_batches_and_refuses_when_it_cannot(
         assert first in refused.json()["detail"] and KEY not in refused.text
         assert api.get(f"/runs/{kept}").status_code == 200
         forced = api.delete(f"/runs/{kept}", params={"force": "true"})
-        assert forced.status_code == 204, forced.text
+        assert forced.status_code == 200, forced.text
+        assert list(forced.json()["not_cancelled"]) == [first]  # left running, and said so
+        assert any(first in line and "runs to its end" in line
+                   for line in forced.json()["lines"]) and KEY not in forced.text
     assert _run_ids(project) == [] and _cancelled(mock_server) == [second]
 
 

@@ -115,6 +115,19 @@ class ErrorBody(BaseModel):
     code: str
 
 
+class DeletedBody(BaseModel):
+    """What deleting a run did (``assay delete`` prints the same ``lines``)."""
+
+    run_id: str
+    cancelled: list[str] = Field(description="batches cancelled at their providers")
+    not_cancelled: dict[str, str] = Field(
+        description="batch id -> why it could not be cancelled: left running at its provider "
+        "and billed (only with force)")
+    files_left: dict[str, str] = Field(
+        description="file id -> why it could not be deleted at the provider")
+    lines: list[str] = Field(description="all of the above, as a person is told it")
+
+
 class ApiError(Exception):
     def __init__(self, status: int, code: str, detail: str) -> None:
         super().__init__(detail)
@@ -706,16 +719,18 @@ def create_app(settings: ServerSettings) -> FastAPI:
                                        notes=patch.notes)
         return _detail(require_run(run.id))
 
-    @app.delete("/runs/{run_id}", status_code=204, responses={**ERRORS, 409: {
+    @app.delete("/runs/{run_id}", response_model=DeletedBody, responses={**ERRORS, 409: {
         "model": ErrorBody}}, tags=["runs"])
     def delete_run(run_id: RunId, force: Annotated[bool, Query(description=(
             "delete even when a batch of the run could not be cancelled at its provider "
-            "(it then runs to its end)"))] = False) -> Response:
+            "(it then runs to its end)"))] = False) -> DeletedBody:
         """Delete a run and all it stored, its unfinished batches (a run waiting for batch)
         cancelled at their providers first. Refused while it is running (a run whose process
         died reads as interrupted, and can be deleted), while an unfinished rescore of it
         needs its executions, and, unless ``force``, when a batch could not be cancelled
-        (409 ``batches_not_cancelled``, naming the batches by id)."""
+        (409 ``batches_not_cancelled``, naming the batches by id). The answer says what was
+        done at the providers, as ``assay delete`` prints it: the batches cancelled, any
+        left running (``force``) and any uploaded file that could not be deleted."""
         from assay.run.delete import BatchesNotCancelled
         from assay.run.delete import delete_run as delete
 
@@ -727,7 +742,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
         if done.not_cancelled:
             log.warning("run %s deleted; batch(es) %s could not be cancelled and run to their "
                         "end", run.id, ", ".join(done.not_cancelled))
-        return Response(status_code=204)
+        return DeletedBody(run_id=run.id, cancelled=done.cancelled,
+                           not_cancelled=done.not_cancelled, files_left=done.files_left,
+                           lines=done.lines())
 
     @app.get("/runs/{run_id}/cases", response_model=CasePage, responses=ERRORS,
              tags=["cases"])
