@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import assay
+from assay._util.git import CI_BRANCH_VARIABLES, GitTree, git_tree
 from assay.analysis.compare import compare_stored
 from assay.store import queries
 from assay.store.runs import RunStore
@@ -50,6 +51,31 @@ def repo(tmp_path: Path) -> Path:
     _git(root, "add", "EVAL.yaml", "agent.py", ".assay/targets.yaml")
     _git(root, "commit", "-q", "-m", "suite")
     return root
+
+
+def test_the_tree_state_is_read_from_any_tree_in_any_state(repo, tmp_path, monkeypatch):
+    """Commit, branch and uncommitted changes as git tells them: none for a folder outside a
+    repository or a repository with no commit yet; on no branch, the branch CI names."""
+    for name in CI_BRANCH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert git_tree(outside) is None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _git(empty, "init", "-q")
+    assert git_tree(empty) is None
+    head = _git(repo, "rev-parse", "HEAD")
+    clean = GitTree(commit=head, branch="feature/fast-agent", dirty=False)
+    (repo / "notes.txt").write_text("untracked\n")
+    assert git_tree(repo / "EVAL.yaml") == git_tree(repo) == clean
+    (repo / "agent.py").write_text("changed\n")
+    assert git_tree(repo) == GitTree(commit=head, branch="feature/fast-agent", dirty=True)
+    _git(repo, "checkout", "-q", "--", "agent.py")
+    _git(repo, "checkout", "-q", "--detach")
+    assert git_tree(repo) == GitTree(commit=head, branch=None, dirty=False)
+    monkeypatch.setenv("GITHUB_HEAD_REF", "pr-branch")
+    assert git_tree(repo) == GitTree(commit=head, branch="pr-branch", dirty=False)
 
 
 def test_a_run_records_its_name_tags_notes_tree_and_agent_version(repo, tmp_path, monkeypatch):

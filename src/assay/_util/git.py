@@ -37,15 +37,29 @@ def _git(where: Path, *args: str) -> str | None:
 
 
 def git_tree(where: Path) -> GitTree | None:
-    """The state of the git working tree holding ``where`` (a file or folder), or None."""
+    """The state of the git working tree holding ``where`` (a file or folder), or None.
+
+    One ``git status`` gives all three (its header names the commit and the branch, and any
+    other line is a changed file): a run starts one process for it, not three."""
     folder = where if where.is_dir() else where.parent
-    commit = _git(folder, "rev-parse", "HEAD")
-    if not commit:
+    status = _git(folder, "status", "--porcelain=v2", "--branch", "--untracked-files=no")
+    if status is None:
         return None
-    branch = _git(folder, "symbolic-ref", "--short", "-q", "HEAD") or next(
-        (os.environ[name] for name in CI_BRANCH_VARIABLES if os.environ.get(name)), None)
-    status = _git(folder, "status", "--porcelain", "--untracked-files=no")
-    return GitTree(commit=commit, branch=branch or None, dirty=bool(status))
+    lines = status.splitlines()
+    header = {}
+    for line in lines:
+        if line.startswith("# "):
+            key, _, value = line[2:].partition(" ")
+            header[key] = value
+    commit = header.get("branch.oid", "(initial)")
+    if commit == "(initial)":  # no commit yet
+        return None
+    branch = header.get("branch.head", "(detached)")
+    if branch == "(detached)":
+        branch = next((os.environ[name] for name in CI_BRANCH_VARIABLES
+                       if os.environ.get(name)), "")
+    dirty = any(not line.startswith("#") for line in lines)
+    return GitTree(commit=commit, branch=branch or None, dirty=dirty)
 
 
 __all__ = ["GitTree", "git_tree"]
