@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -20,11 +21,17 @@ from tests.server_support import free_port
 from tests.trace_support import ROOT, trace_part
 
 pytestmark = pytest.mark.traces
-mlflow = trace_part("mlflow")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mlflow() -> ModuleType:
+    """MLflow, imported when a test here runs: imported with the module, it cost every test
+    process 0.75 s, the fast pass's too, which runs none of these tests."""
+    return trace_part("mlflow")
 
 
 @pytest.fixture
-def tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mlflow: ModuleType) -> str:
     """A tracking store with three traces of an agent made by ``@mlflow.trace`` and
     ``mlflow.start_span``: two answered, one failed."""
     monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
@@ -78,7 +85,8 @@ def test_mlflow_traces_become_executions_with_their_filter(tracking: str) -> Non
     assert read_traces(source, TraceQuery(since=4_000_000_000)) == []
 
 
-def test_a_run_of_mlflow_traces_is_written_back_once(tracking: str, tmp_path: Path) -> None:
+def test_a_run_of_mlflow_traces_is_written_back_once(tracking: str, tmp_path: Path,
+                                                    mlflow: ModuleType) -> None:
     store = f"sqlite:///{tmp_path}/runs.db"
     result = assay.evaluate(traces=f"mlflow:{tracking}#agent",
                             trace_filter="attributes.status = 'OK'", store=store,
