@@ -9,21 +9,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
-schemathesis = pytest.importorskip("schemathesis")
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-
-from assay.store.runs import RunStore  # noqa: E402
-from assay.testing.runs import write_run  # noqa: E402
-from assay.types.records import RunStatus  # noqa: E402
-from tests.server_support import serve  # noqa: E402
+from assay.store.runs import RunStore
+from assay.testing.runs import write_run
+from assay.types.records import RunStatus
+from tests.server_support import serve
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # Imported here, not with the module: every test process collects this module, and
+    # importing schemathesis cost each 0.3 s.
+    schemathesis = pytest.importorskip("schemathesis")
     root = tmp_path_factory.mktemp("fuzz")
     url = f"sqlite:///{root}/runs.db"
     store = RunStore(url)
