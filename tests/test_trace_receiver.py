@@ -15,7 +15,7 @@ from assay.run.sources.received import StoreSource
 from assay.run.sources.suite import read_traces
 from assay.store.runs import RunStore
 from assay.store.traces import list_traces, trace_spans
-from tests.server_support import serve
+from tests.server_support import TLS, serve
 from tests.trace_support import agent_trace, export, span
 
 TOKEN = "a-test-token-long-enough-to-be-a-secret"
@@ -26,7 +26,7 @@ def _post(base: str, body: bytes, *, content_type: str = "application/json",
     sent = {"content-type": content_type, **headers}
     if token:
         sent["authorization"] = f"Bearer {token}"
-    return httpx.post(base + "/v1/traces", content=body, headers=sent, timeout=60)
+    return httpx.post(base + "/v1/traces", content=body, headers=sent, timeout=60, verify=TLS)
 
 
 def _readings(url: str) -> dict[str, object]:
