@@ -19,6 +19,22 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cli_built_once() -> Iterator[None]:
+    """Typer's ``CliRunner`` builds the whole click command line from the app at every
+    ``invoke`` (20 ms: each command's signature and type hints read again); the tests invoke
+    it some thousand times in-process. Nothing adds a command once the app is imported, so
+    each app's command line is built once and invoked as often as the tests ask."""
+    import functools
+
+    import typer.testing
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer.testing, "_get_command",
+                      functools.cache(typer.testing._get_command))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets its own cache dir, no ambient judge model, keys, cache mode or store,
