@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from assay.calibration.files import load_labelled
@@ -33,6 +32,8 @@ def test_jsonl_csv_and_dataframe_load_with_kinds_read_from_the_data(tmp_path):
     pairs = load_labelled(write_jsonl(tmp_path / "pairs.jsonl", PAIRS))
     assert pairs.kind == "pairwise" and [i.label for i in pairs.items][:2] == ["1", "2"]
     assert pairs.items[0].line == 1 and pairs.items[0].output_2 == "no"
+    import pandas as pd  # here, not with the module: 0.4 s in every process that collects it
+
     frame = pd.DataFrame(VERDICTS)
     verdicts = load_labelled(frame)
     assert verdicts.kind == "binary" and verdicts.items[0].label == "fail"
