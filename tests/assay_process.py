@@ -57,6 +57,15 @@ PRELOAD = (
     "assay.judges.code.python_scorer",
     "assay.traces.summary",
     "assay.run.policies.catalog",
+    "assay.run.policies.default",
+    "assay.run.policies.dimensions",
+    "assay.run.policies.databricks",
+    "assay.suites.formats",
+    "assay.suites.paths",
+    "assay.judges.llm.semantic_similarity",
+    "assay.store.baselines",
+    "assay.targets.chat_model",
+    "rich._emoji_codes",
     "assay.suites.agentv4",
     "assay.suites.dataset",
     "assay.suites.evaljsonl",
@@ -74,7 +83,7 @@ PRELOAD = (
 """What the server imports before forking: the command and what most commands use (SciPy's
 statistics, which calibrate, align and compare import, took most of a second in each; the
 store's SQLAlchemy a quarter of one in each command that opens a store; the suite formats,
-judges, scoring policies and outputs a run loads, 20-30 ms of each run)."""
+judges, scoring policies and outputs a run loads, 20-40 ms of each run)."""
 
 _ROOT = Path(__file__).resolve().parent.parent
 
