@@ -406,3 +406,35 @@ def test_nothing_commits_after_a_failed_batch_until_the_caller_is_told(tmp_path)
     writer.submit([(table, {"k": "later", "v": 3})])
     writer.wait()
     assert stored() == [("later",), ("record",), ("scores",)]
+
+
+def test_a_store_collected_while_its_engine_is_built_does_not_hang_the_build(tmp_path,
+                                                                             monkeypatch):
+    """A store file whose schema is current gets its SQLAlchemy engine on a thread of its own.
+    A garbage collection that runs on that thread (while it imports SQLAlchemy's dialect)
+    and collects a store whose engine is not built yet used to wait there for that engine:
+    for itself, so the build never ended, and any thread importing the same module after it
+    hung too."""
+    import gc
+
+    import assay.store.runs as runs
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    RunStore(url).close()  # the file, at the current schema: the engine is built on a thread
+    go, built = threading.Event(), threading.Event()
+    build = runs._new_engine
+
+    def collected_first(*args, **kwargs):
+        go.wait(10)
+        gc.collect()  # as a collection triggered by the import would, on this thread
+        engine = build(*args, **kwargs)
+        built.set()
+        return engine
+
+    monkeypatch.setattr(runs, "_new_engine", collected_first)
+    store = RunStore(url)
+    assert store.direct
+    store.cycle = store  # only a garbage collection frees it
+    del store
+    go.set()
+    assert built.wait(20), "the engine's build waited for itself"

@@ -1109,6 +1109,16 @@ def _new_engine(url: str, memory: bool) -> Engine:
     return engine
 
 
+_building = threading.local()
+"""``active`` on the threads that build a store's engine (see :class:`_Connections`)."""
+
+
+def _dispose_built(future: concurrent.futures.Future[Engine]) -> None:
+    """Dispose of the engine ``future`` holds once it is built (a failed build opened none)."""
+    if future.exception() is None:
+        future.result().dispose()
+
+
 class _Connections:
     """A store's SQLAlchemy engine: built at once, or (a SQLite file opened by sqlite3
     alone) on a thread of its own, so that importing SQLAlchemy overlaps the run's first
@@ -1122,6 +1132,7 @@ class _Connections:
             return
 
         def run() -> None:
+            _building.active = True
             try:
                 self._future.set_result(build())
             except BaseException as exc:  # given to whoever asks for the engine
@@ -1141,7 +1152,13 @@ class _Connections:
 
     def dispose(self) -> None:
         """Close the pool's connections; an engine not built yet has none (it is waited for,
-        so that none is opened behind this)."""
+        so that none is opened behind this). On a thread that builds an engine (a garbage
+        collection there collected a store) nothing is waited for: the engine waited for may
+        be this thread's own, or be held up by the import this thread is in. It is disposed
+        of once it is built instead."""
+        if self._engine is None and getattr(_building, "active", False):
+            self._future.add_done_callback(_dispose_built)
+            return
         if self._engine is None:
             try:
                 self._engine = self._future.result()
