@@ -158,6 +158,28 @@ def test_cases_run_on_both_nodes_and_are_stored_as_a_local_run_stores_them(on_cl
     assert assay.compare(local.run_id, on_ray.run_id, store=store).exit_code() == 0
 
 
+@pytest.mark.timeout(120)
+def test_a_target_that_asks_for_a_resource_no_node_has_fails_clearly_never_hangs(
+        on_cluster, tmp_path):
+    """Ray keeps an actor no node can host pending for ever: the run would wait for ever
+    (and a Ctrl-C or a timeout then hung while closing, waiting for that actor)."""
+    from assay.errors import EvaluationError
+
+    (tmp_path / "targets.yaml").write_text(
+        "targets:\n  - name: boxed\n    provider: python\n"
+        f"    function: {Path(__file__).with_suffix('.py')}:noted_agent\n"
+        "    resources: {no_such_box: 1}\n")
+    started = time.monotonic()
+    with pytest.raises(EvaluationError, match=r"no live node of the Ray cluster offers "
+                       r"\{CPU: 1, no_such_box: 1\}|no live node of the Ray cluster offers "
+                       r"\{no_such_box: 1\}") as raised:
+        assay.evaluate(_rows(3), target="boxed", evaluators=["exact_match"],
+                       targets_file=str(tmp_path / "targets.yaml"), cache="off",
+                       store=f"sqlite:///{tmp_path / 'runs.db'}", executor="ray")
+    assert raised.value.code == "ray_resources"
+    assert time.monotonic() - started < 60 and _nodes(tmp_path) == set()
+
+
 def test_a_target_that_asks_for_a_resource_runs_where_it_is(on_cluster, tmp_path):
     (tmp_path / "targets.yaml").write_text(
         "targets:\n  - name: boxed\n    provider: python\n"

@@ -295,6 +295,18 @@ class RayExecutor(CaseExecutor):
                     if node.get("Alive"))
         return self.options.workers or max(1, int(alive // max(cpus, 1.0)))
 
+    def _unplaceable(self, resources: dict[str, float]) -> str | None:
+        """Why no live node of the cluster can run a worker asking ``resources`` (None when
+        one can): Ray would keep such an actor pending, and the run would wait for ever."""
+        wanted = {k: v for k, v in resources.items() if k != "memory" and v}
+        nodes = [n.get("Resources", {}) for n in self.ray.nodes() if n.get("Alive")]
+        if any(all(node.get(k, 0) >= v for k, v in wanted.items()) for node in nodes):
+            return None
+        asked = ", ".join(f"{k}: {v:g}" for k, v in sorted(wanted.items()))
+        return (f"no live node of the Ray cluster offers {{{asked}}} ({len(nodes)} live "
+                "node(s)): start a node with those resources (ray start --resources ...), or "
+                "change the target's resources")
+
     def _pool(self, resources: dict[str, float]) -> _Pool:
         key = tuple(sorted(resources.items()))
         pool = self.pools.get(key)
@@ -337,6 +349,12 @@ class RayExecutor(CaseExecutor):
         batch = self.pending.pop(key, [])
         if not batch:
             return
+        missing = self._unplaceable(resources)
+        if missing is not None:  # its actors would wait for a node for ever: each case says why
+            for job in batch:
+                if not job[4].done():
+                    job[4].set_exception(ConfigError(missing, code="ray_resources"))
+            return
         worker = self._pool(resources).pick()
         ref = worker.run_batch.remote(self.recipe, [job[:4] for job in batch])
         delivery = asyncio.ensure_future(self._deliver(ref, [job[4] for job in batch]))
@@ -374,8 +392,8 @@ class RayExecutor(CaseExecutor):
             return
         for pool in self.pools.values():
             for worker in pool.workers:
-                with contextlib.suppress(Exception):
-                    await worker.shutdown.remote()
+                with contextlib.suppress(Exception):  # a worker that never started: killed
+                    await asyncio.wait_for(worker.shutdown.remote(), SHUTDOWN_WAIT_S)
                 with contextlib.suppress(Exception):
                     ray.kill(worker)
         if self.recipe.limits is not None:
@@ -383,6 +401,11 @@ class RayExecutor(CaseExecutor):
                 ray.kill(self.recipe.limits)
         if self.started_ray:
             ray.shutdown()
+
+
+SHUTDOWN_WAIT_S = 10.0
+"""How long closing waits for a worker to stop on its own before it is killed: one whose
+node died (or was never found) would never answer."""
 
 
 def _batch_failed(exc: BaseException) -> Exception:
