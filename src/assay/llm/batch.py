@@ -142,8 +142,9 @@ class BatchAPI(ABC):
 
     async def delete_file(self, file_id: str, timeout: float) -> None:
         """Delete a file this API made or named (:meth:`upload`, :meth:`files`) at the
-        provider; a file already gone is deleted."""
-        raise NotImplementedError(f"{type(self).__name__} keeps no files")
+        provider; a file already gone is deleted. An API that keeps no files (Anthropic's
+        Message Batches take their requests in the body) names none, so has none to delete."""
+        return None
 
     @abstractmethod
     async def find(self, token: str, custom_ids: frozenset[str], since: float,
