@@ -6,6 +6,7 @@ resumes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -52,23 +53,39 @@ def _ray(args: list[str], env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
-def _kill(matching: str) -> int:
-    """SIGKILL every process whose command line holds ``matching``; how many."""
-    killed = 0
+def _processes() -> dict[int, tuple[int, bytes]]:
+    """Every process: its parent and its command line."""
+    found = {}
     for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
+        if not pid.isdigit():
             continue
         try:
+            stat = (Path("/proc") / pid / "stat").read_text()
             command = (Path("/proc") / pid / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if matching.encode() in command:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-    return killed
+        found[int(pid)] = (int(stat.rsplit(")", 1)[1].split()[1]), command)
+    return found
+
+
+def _kill(matching: str, *, with_children: bool = False) -> int:
+    """SIGKILL every process whose command line holds ``matching`` (and with ``with_children``
+    what they started: Ray's agents rename themselves, and outlive a killed raylet); how many
+    were matched."""
+    processes = _processes()
+    matched = {pid for pid, (_, command) in processes.items()
+               if matching.encode() in command and pid != os.getpid()}
+    doomed = set(matched)
+    while with_children:
+        children = {pid for pid, (parent, _) in processes.items()
+                    if parent in doomed and pid not in doomed}
+        if not children:
+            break
+        doomed |= children
+    for pid in doomed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return len(matched)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +109,7 @@ def cluster() -> Iterator[Cluster]:
               "--disable-usage-stats"], env)
         yield Cluster(address, env, temp)
     finally:
-        _kill(temp)
+        _kill(temp, with_children=True)
 
 
 @pytest.fixture
@@ -180,15 +197,19 @@ def test_a_target_that_asks_for_a_resource_no_node_has_fails_clearly_never_hangs
     assert time.monotonic() - started < 60 and _nodes(tmp_path) == set()
 
 
+@pytest.mark.timeout(120)
 def test_a_target_that_asks_for_a_resource_runs_where_it_is(on_cluster, tmp_path):
+    """One case a batch, so every worker of the pool is sent one: the cluster's one
+    ``agent_box`` hosts one worker, and a second one would wait (with its batches) for ever."""
     (tmp_path / "targets.yaml").write_text(
         "targets:\n  - name: boxed\n    provider: python\n"
         f"    function: {Path(__file__).with_suffix('.py')}:noted_agent\n"
         "    resources: {agent_box: 1, CPU: 0.5}\n")
     result = assay.evaluate(_rows(6), target="boxed", evaluators=["exact_match"],
                             targets_file=str(tmp_path / "targets.yaml"), cache="off",
-                            store=f"sqlite:///{tmp_path / 'runs.db'}", executor="ray")
-    assert result.passed
+                            store=f"sqlite:///{tmp_path / 'runs.db'}", executor="ray",
+                            concurrency=1)
+    assert result.passed and result.summary.cases == 6
     import ray
 
     ray.init(address=on_cluster.address, ignore_reinit_error=True, log_to_driver=False)

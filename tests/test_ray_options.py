@@ -65,3 +65,28 @@ def test_where_cases_run_does_not_make_runs_incomparable(tmp_path):
     from assay.analysis.diff import config_diff
 
     assert config_diff(local.run.config, config, {"a"}, {"a"}).run_config_changes == []
+
+
+HEAD = {"CPU": 1.0, "memory": 8e9}
+BOXED = {"CPU": 1.0, "memory": 8e9, "agent_box": 1.0}
+
+
+@pytest.mark.parametrize(("resources", "whole_cpus", "fit"), [
+    ({"CPU": 1.0}, True, 2),  # one a CPU
+    ({"CPU": 0.5}, False, 4),  # half a CPU each: two a node
+    ({"CPU": 0.5}, True, 2),  # a pool's default size counts whole CPUs
+    # the only agent_box holds one worker, whatever the CPUs: a second one would wait for
+    # ever, and so would the batches sent to it (this hung a run)
+    ({"agent_box": 1.0, "CPU": 0.5}, False, 1),
+    ({"agent_box": 1.0, "CPU": 0.5}, True, 1),
+    ({"GPU": 1.0}, False, 0),
+    ({"memory": 5e9}, False, 2),
+    ({"memory": 5e9, "CPU": 0.25}, False, 2),
+    ({"CPU": 0.0}, True, 2),
+])
+def test_a_pool_never_has_more_workers_than_the_live_nodes_host(resources, whole_cpus, fit):
+    from assay.run.ray_executor import UNBOUNDED, workers_that_fit
+
+    assert workers_that_fit([HEAD, BOXED], resources, whole_cpus=whole_cpus) == fit
+    assert workers_that_fit([HEAD, BOXED], {"CPU": 0.0}) == UNBOUNDED
+    assert workers_that_fit([], {"CPU": 1.0}) == 0

@@ -285,24 +285,31 @@ class RayExecutor(CaseExecutor):
 
     def capacity(self) -> int:
         """Cases in flight: each worker of the default pool runs the run's ``concurrency``."""
-        return self._workers(self.options.resources.get("CPU", 1.0)) * \
+        return self._workers(dict(self.options.resources) or {"CPU": 1.0}) * \
             max(1, self.recipe.config.concurrency)
 
-    def _workers(self, cpus: float) -> int:
-        """Workers of a pool whose each asks ``cpus``: ``ray.workers``, else as many as the
-        live nodes' CPUs hold (a node that died may linger in Ray's totals)."""
-        alive = sum(node["Resources"].get("CPU", 0) for node in self.ray.nodes()
-                    if node.get("Alive"))
-        return self.options.workers or max(1, int(alive // max(cpus, 1.0)))
+    def _live_nodes(self) -> list[dict[str, float]]:
+        """The resources of each live node (a node that died may linger in Ray's list)."""
+        return [n.get("Resources", {}) for n in self.ray.nodes() if n.get("Alive")]
+
+    def _workers(self, resources: dict[str, float]) -> int:
+        """Workers of a pool whose each asks ``resources``: ``ray.workers``, else one per CPU
+        the live nodes hold; never more than the live nodes can host at once. A worker Ray
+        cannot place stays pending, and the batches sent to it would wait for ever (two
+        workers asking for a node's only ``agent_box`` leave one of them pending)."""
+        nodes = self._live_nodes()
+        placeable = max(1, workers_that_fit(nodes, resources))
+        if self.options.workers:
+            return min(self.options.workers, placeable)
+        return max(1, min(placeable, workers_that_fit(nodes, resources, whole_cpus=True)))
 
     def _unplaceable(self, resources: dict[str, float]) -> str | None:
         """Why no live node of the cluster can run a worker asking ``resources`` (None when
         one can): Ray would keep such an actor pending, and the run would wait for ever."""
-        wanted = {k: v for k, v in resources.items() if k != "memory" and v}
-        nodes = [n.get("Resources", {}) for n in self.ray.nodes() if n.get("Alive")]
-        if any(all(node.get(k, 0) >= v for k, v in wanted.items()) for node in nodes):
+        nodes = self._live_nodes()
+        if workers_that_fit(nodes, resources) > 0:
             return None
-        asked = ", ".join(f"{k}: {v:g}" for k, v in sorted(wanted.items()))
+        asked = ", ".join(f"{k}: {v:g}" for k, v in sorted(_asked(resources).items()))
         return (f"no live node of the Ray cluster offers {{{asked}}} ({len(nodes)} live "
                 "node(s)): start a node with those resources (ray start --resources ...), or "
                 "change the target's resources")
@@ -314,7 +321,7 @@ class RayExecutor(CaseExecutor):
             ray = self.ray
             cpus = resources.get("CPU", 1.0)
             asked = {k: v for k, v in resources.items() if k not in ("CPU", "GPU", "memory")}
-            count = self._workers(cpus)
+            count = self._workers(resources)
             actor = ray.remote(CaseWorker).options(
                 num_cpus=cpus, num_gpus=resources.get("GPU", 0),
                 memory=resources.get("memory"), resources=asked or None,
@@ -403,6 +410,30 @@ class RayExecutor(CaseExecutor):
             ray.shutdown()
 
 
+def _asked(resources: dict[str, float]) -> dict[str, float]:
+    """What a worker asking ``resources`` takes from a node: one CPU unless it says."""
+    asked = {"CPU": 1.0, **resources}
+    return {k: v for k, v in asked.items() if v}
+
+
+def workers_that_fit(nodes: list[dict[str, float]], resources: dict[str, float], *,
+                     whole_cpus: bool = False) -> int:
+    """How many workers asking ``resources`` the ``nodes`` (their total resources) host at
+    once, each node holding as many as its scarcest asked resource allows. ``whole_cpus``
+    counts a fractional CPU as a whole one, for the default size of a pool: a worker runs
+    many cases at once, so more workers than CPUs would only compete for them."""
+    asked = _asked(resources)
+    if whole_cpus:
+        asked["CPU"] = max(asked.get("CPU", 0.0), 1.0)
+    if not asked:  # a worker that asks for nothing fits anywhere, any number of times
+        return UNBOUNDED
+    return sum(min(int(node.get(k, 0.0) / v + 1e-9) for k, v in asked.items())
+               for node in nodes)
+
+
+UNBOUNDED = 1 << 30
+"""What ``workers_that_fit`` says of workers that ask for no resource at all."""
+
 SHUTDOWN_WAIT_S = 10.0
 """How long closing waits for a worker to stop on its own before it is killed: one whose
 node died (or was never found) would never answer."""
@@ -415,4 +446,4 @@ def _batch_failed(exc: BaseException) -> Exception:
 
 
 __all__ = ["CaseWorker", "ClusterLimits", "RayExecutor", "Recipe", "forwarded_environment",
-           "ray_module"]
+           "ray_module", "workers_that_fit"]
