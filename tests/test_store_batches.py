@@ -438,3 +438,49 @@ def test_a_store_collected_while_its_engine_is_built_does_not_hang_the_build(tmp
     del store
     go.set()
     assert built.wait(20), "the engine's build waited for itself"
+
+
+def test_a_store_collected_with_rows_queued_while_its_engine_is_built_keeps_them(tmp_path,
+                                                                              monkeypatch):
+    """The same collection, of a store whose writer holds rows: the writer waits for the
+    engine that the collecting thread is building, so the store's last act (commit the rows,
+    then close) used to wait there for ever; now it waits on a thread of its own, and the
+    rows are kept."""
+    import gc
+
+    import assay.store.runs as runs
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    first = RunStore(url)
+    run = first.create_run("suite", {})
+    first.close()
+    go, built = threading.Event(), threading.Event()
+    build = runs._new_engine
+
+    def collected_first(*args, **kwargs):
+        go.wait(10)
+        gc.collect()  # as a collection triggered by the import would, on this thread
+        engine = build(*args, **kwargs)
+        built.set()
+        return engine
+
+    monkeypatch.setattr(runs, "_new_engine", collected_first)
+
+    def queue_a_row() -> None:  # in a frame of its own, which nothing inspects
+        store = RunStore(url, flush_seconds=3600)
+        assert store.direct
+        store.record_execution(run, "c0", 0, Execution(output="kept"))
+        store.flush(wait=False)  # the writer now waits for the engine
+        store.cycle = store  # only a garbage collection frees it
+
+    queue_a_row()
+    go.set()
+    assert built.wait(20), "the engine's build waited for the writer, which waited for it"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with sqlite3.connect(tmp_path / "runs.db") as db:
+            if db.execute("SELECT count(*) FROM executions").fetchone()[0] == 1:
+                break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the queued row was not committed")

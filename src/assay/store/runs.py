@@ -819,7 +819,15 @@ def _shut(writer: BatchWriter | None, connections: _Connections,
 
     No caller is left to raise to, so a batch that fails here is told on stderr, in the
     store's own words (secrets removed): silence would pass for results kept.
+
+    On a thread that builds a store's engine (a garbage collection there collected this
+    store) it is handed to a thread of its own: the writer may be waiting for the very
+    engine this thread is building, and waiting for the writer here would wait for ever.
     """
+    if getattr(_building, "active", False):
+        threading.Thread(target=_shut, args=(writer, connections, failed),
+                         name="assay-store-shut").start()
+        return
     if writer is not None:
         try:
             writer.wait()
