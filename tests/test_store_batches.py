@@ -408,6 +408,29 @@ def test_nothing_commits_after_a_failed_batch_until_the_caller_is_told(tmp_path)
     assert stored() == [("later",), ("record",), ("scores",)]
 
 
+def _collect_before_the_engine_is_built(monkeypatch) -> tuple[threading.Event,
+                                                             threading.Event]:
+    """(go, built): the engine of the next store opened is built once ``go`` is set, after a
+    garbage collection on the building thread (as one triggered by its imports would run);
+    ``built`` is set once it is."""
+    import gc
+
+    import assay.store.runs as runs
+
+    go, built = threading.Event(), threading.Event()
+    build = runs._new_engine
+
+    def collected_first(*args, **kwargs):
+        go.wait(10)
+        gc.collect()
+        engine = build(*args, **kwargs)
+        built.set()
+        return engine
+
+    monkeypatch.setattr(runs, "_new_engine", collected_first)
+    return go, built
+
+
 def test_a_store_collected_while_its_engine_is_built_does_not_hang_the_build(tmp_path,
                                                                              monkeypatch):
     """A store file whose schema is current gets its SQLAlchemy engine on a thread of its own.
@@ -415,23 +438,9 @@ def test_a_store_collected_while_its_engine_is_built_does_not_hang_the_build(tmp
     and collects a store whose engine is not built yet used to wait there for that engine:
     for itself, so the build never ended, and any thread importing the same module after it
     hung too."""
-    import gc
-
-    import assay.store.runs as runs
-
     url = f"sqlite:///{tmp_path}/runs.db"
     RunStore(url).close()  # the file, at the current schema: the engine is built on a thread
-    go, built = threading.Event(), threading.Event()
-    build = runs._new_engine
-
-    def collected_first(*args, **kwargs):
-        go.wait(10)
-        gc.collect()  # as a collection triggered by the import would, on this thread
-        engine = build(*args, **kwargs)
-        built.set()
-        return engine
-
-    monkeypatch.setattr(runs, "_new_engine", collected_first)
+    go, built = _collect_before_the_engine_is_built(monkeypatch)
     store = RunStore(url)
     assert store.direct
     store.cycle = store  # only a garbage collection frees it
@@ -446,25 +455,11 @@ def test_a_store_collected_with_rows_queued_while_its_engine_is_built_keeps_them
     engine that the collecting thread is building, so the store's last act (commit the rows,
     then close) used to wait there for ever; now it waits on a thread of its own, and the
     rows are kept."""
-    import gc
-
-    import assay.store.runs as runs
-
     url = f"sqlite:///{tmp_path}/runs.db"
     first = RunStore(url)
     run = first.create_run("suite", {})
     first.close()
-    go, built = threading.Event(), threading.Event()
-    build = runs._new_engine
-
-    def collected_first(*args, **kwargs):
-        go.wait(10)
-        gc.collect()  # as a collection triggered by the import would, on this thread
-        engine = build(*args, **kwargs)
-        built.set()
-        return engine
-
-    monkeypatch.setattr(runs, "_new_engine", collected_first)
+    go, built = _collect_before_the_engine_is_built(monkeypatch)
 
     def queue_a_row() -> None:  # in a frame of its own, which nothing inspects
         store = RunStore(url, flush_seconds=3600)
