@@ -28,7 +28,10 @@ batch ``expired``, ``failed``, ``cancelled``), ``batch_errored`` and ``batch_exp
 first requests of each batch that error, then expire). Its ``batch_listing`` False answers
 both listings with 404 (a server that does not list batches), ``file_delete_status`` answers
 every file delete with that error status, and ``batch_unavailable`` answers every batch API
-request with 503 (a provider that is down). The stats count the uploads
+request with 503 (a provider that is down). ``batch_body`` lays fields over every batch object
+answered (an unknown status, odd ``errors``, an id that is not one) and
+``batch_result_lines`` adds raw lines to every finished batch's results: a hostile provider.
+The stats count the uploads
 (``files_uploaded``), the files deleted (``files_deleted``, their ids) and the batch API
 requests answered 503 (``batch_unavailable``).
 """
@@ -218,16 +221,28 @@ class BatchEndpoints:
                 {"code": "mock_failed", "message": "mock: the batch failed", "line": None}]}
             body["request_counts"]["failed"] = len(outcomes)
             return
-        if out:
-            body["output_file_id"] = self._file(out)
+        extra = self._extra_lines(batch)
+        if out or extra:
+            body["output_file_id"] = self._file(out, extra)
         if errors:
             body["error_file_id"] = self._file(errors)
         body["request_counts"].update(completed=len(out), failed=len(errors))
 
-    def _file(self, lines: list[dict[str, Any]]) -> str:
+    def _file(self, lines: list[dict[str, Any]], extra: bytes = b"") -> str:
         file_id = f"file-{uuid.uuid4().hex[:24]}"
-        self.files[file_id] = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+        self.files[file_id] = b"".join(orjson.dumps(line) + b"\n" for line in lines) + extra
         return file_id
+
+    def _extra_lines(self, batch: MockBatch) -> bytes:
+        """The configuration's raw result lines for ``batch`` (``batch_result_lines``)."""
+        first = batch.requests[0][0] if batch.requests else ""
+        return b"".join(line.replace("$custom_id", first).encode() + b"\n"
+                        for line in self.server.config.batch_result_lines)
+
+    def _shown(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A batch object as the server answers with it: the configuration's
+        ``batch_body`` laid over it."""
+        return {**body, **self.server.config.batch_body}
 
     # -- Anthropic ----------------------------------------------------------------------
 
@@ -278,8 +293,8 @@ class BatchEndpoints:
             return _error("no such batch", 404)
         if batch.body["processing_status"] != "ended":
             return _error("the batch has not ended yet")
-        return web.Response(body=b"".join(orjson.dumps(r) + b"\n" for r in batch.results),
-                            content_type="application/binary")
+        return web.Response(body=b"".join(orjson.dumps(r) + b"\n" for r in batch.results)
+                            + self._extra_lines(batch), content_type="application/binary")
 
     # -- both ---------------------------------------------------------------------------
 
@@ -302,7 +317,7 @@ class BatchEndpoints:
             limit = 0
         if not 1 <= limit <= most:
             return _error(f"limit must be an integer from 1 to {most}")
-        found = [b.body for b in reversed(self.batches.values()) if b.kind == kind]
+        found = [self._shown(b.body) for b in reversed(self.batches.values()) if b.kind == kind]
         ids = [b["id"] for b in found]
         cursor, older = (query.get(after), True) if query.get(after) else \
             (query.get(before or "") if before else None, False)
@@ -325,7 +340,7 @@ class BatchEndpoints:
         stats = self.server.stats
         stats.batches += 1
         stats.batch_requests += len(batch.requests)
-        return web.json_response(batch.body)
+        return web.json_response(self._shown(batch.body))
 
     async def retrieve(self, request: web.Request) -> web.Response:
         batch = self._found(request)
@@ -338,7 +353,7 @@ class BatchEndpoints:
             elif batch.kind == "openai":
                 batch.body["status"] = "in_progress"
                 batch.body["in_progress_at"] = batch.body["in_progress_at"] or int(time.time())
-        return web.json_response(batch.body)
+        return web.json_response(self._shown(batch.body))
 
     async def cancel(self, request: web.Request) -> web.Response:
         batch = self._found(request)
@@ -351,7 +366,7 @@ class BatchEndpoints:
             else:
                 batch.body.update(processing_status="canceling",
                                   cancel_initiated_at=_iso(time.time()))
-        return web.json_response(batch.body)
+        return web.json_response(self._shown(batch.body))
 
     def _found(self, request: web.Request) -> MockBatch | None:
         batch = self.batches.get(request.match_info["id"])

@@ -137,6 +137,15 @@ class MockConfig(BaseModel):
     batch_unavailable: bool = Field(
         default=False, description="answer every batch API request (files, batches) with "
         "503, as a provider that is down does")
+    batch_result_lines: list[str] = Field(
+        default_factory=list, description="raw lines added at the end of every finished "
+        "batch's results (OpenAI's output file, Anthropic's results), as a broken or hostile "
+        "provider gives them; '$custom_id' in a line is the batch's first request's custom id")
+    batch_body: dict[str, Any] = Field(
+        default_factory=dict, description="fields laid over every batch object the server "
+        "answers with (created, retrieved, cancelled, listed), as a broken or hostile "
+        "provider reports them: an unknown status, odd 'errors', an id or file id that is "
+        "not an id; the batch itself goes on as if they were not there")
 
 
 @dataclass
@@ -156,6 +165,9 @@ class MockStats:
     credentials: Counter[str] = field(default_factory=Counter)
     """``name: value`` of every credential header (Authorization, api-key, x-api-key) that
     arrived, on any path: what a test checks to know a key never reached a server."""
+    paths: Counter[str] = field(default_factory=Counter)
+    """``METHOD path`` of every request that arrived, as the server saw the path (a test
+    checks that no request left the paths it meant)."""
     batches: int = 0
     """Batches created (OpenAI's and Anthropic's batch APIs)."""
     batch_requests: int = 0
@@ -262,6 +274,7 @@ class MockServer:
     async def _witness(self, request: web.Request, handler: Any) -> web.StreamResponse:
         """Count every request and the credentials it carries, whatever it asks for."""
         self.stats.arrived += 1
+        self.stats.paths[f"{request.method} {request.raw_path}"] += 1
         for name in CREDENTIAL_HEADERS:
             value = request.headers.get(name)
             if value is not None:
