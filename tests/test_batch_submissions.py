@@ -122,6 +122,23 @@ class Project:
                 return done.stdout
         raise AssertionError("the run still waits after three resumes")
 
+    def resume_fails_saying(self, run_id: str, message: str) -> None:
+        """``assay run --resume`` and the REST API's resume of ``run_id`` both fail with
+        ``message`` (what the library said), no traceback and no key."""
+        from tests.server_support import events, serve
+
+        resumed = run_assay(["run", "--resume", run_id, *self.common], cwd=self.root,
+                            env=self.env)
+        assert resumed.returncode != 0 and "Traceback" not in resumed.stderr
+        assert message in " ".join((resumed.stdout + resumed.stderr).split())
+        assert KEY not in resumed.stdout + resumed.stderr
+        with serve(f"sqlite:///{self.db}", suite_roots=[self.root],
+                   allowed_judge_models=[self.judge]) as served, served.client() as api:
+            launched = api.post(f"/runs/{run_id}/resume")
+            assert launched.status_code == 202, launched.text
+            name, last = events(api, launched.json()["stream"])[-1]
+            assert name == "run_failed" and last["error_message"] == message
+
     def scores(self, run_id: str) -> list[Any]:
         store = RunStore(f"sqlite:///{self.db}")
         try:
@@ -209,8 +226,6 @@ def test_a_server_that_lists_no_batches_stops_the_resume_saying_what_to_do(
     the REST API alike: the run, the server, what could not be confirmed and what to do.
     Once the server lists its batches, the resume finds the batch: one batch in all."""
     pytest.importorskip("fastapi")
-    from tests.server_support import events, serve
-
     project = Project(tmp_path, mock_server, OPENAI)
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.setenv(name, project.env[name])
@@ -235,17 +250,7 @@ def test_a_server_that_lists_no_batches_stops_the_resume_saying_what_to_do(
         assert said in message, message
     assert KEY not in message and mock_server.stats.batches == 1
 
-    resumed = run_assay(["run", "--resume", run_id, *project.common], cwd=tmp_path,
-                        env=project.env)
-    assert resumed.returncode != 0 and "Traceback" not in resumed.stderr
-    assert message in " ".join((resumed.stdout + resumed.stderr).split())
-    assert KEY not in resumed.stdout + resumed.stderr
-    with serve(f"sqlite:///{project.db}", suite_roots=[tmp_path],
-               allowed_judge_models=[OPENAI]) as served, served.client() as api:
-        launched = api.post(f"/runs/{run_id}/resume")
-        assert launched.status_code == 202, launched.text
-        name, last = events(api, launched.json()["stream"])[-1]
-        assert name == "run_failed" and last["error_message"] == message
+    project.resume_fails_saying(run_id, message)
     assert mock_server.stats.batches == 1  # never sent again
     store = RunStore(f"sqlite:///{project.db}")
     [batch] = run_batches(store, run_id)

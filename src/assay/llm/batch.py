@@ -97,9 +97,11 @@ class Lookup:
 
 @dataclass(slots=True)
 class BatchAnswer:
-    """One request's outcome: an OpenAI-shaped response, or why there is none."""
+    """One request's outcome: an OpenAI-shaped response, or why there is none. A results
+    line that names no request (not JSON, not an object, no ``custom_id``) is an answer
+    without a custom id, its error saying which line and what was wrong."""
 
-    custom_id: str
+    custom_id: str | None
     response: ChatResponse | None = None
     error: str | None = None
 
@@ -110,6 +112,9 @@ class BatchAPI(ABC):
     limits: BatchLimits
     ended: frozenset[str]
     """The provider's states of a batch that will change no more."""
+    states: frozenset[str]
+    """Every state the provider gives a batch: one that is none of them cannot be told to
+    end, so a run does not wait for it."""
 
     @abstractmethod
     def entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
@@ -189,6 +194,9 @@ class BatchBook:
         self._waiting: set[Slot] = set()
         self.answered = 0
         """Answers taken from batches this pass."""
+        self.problems: list[str] = []
+        """What was wrong with the batches' results as read this pass (a line that names
+        no request, an answer for a request never sent), for the run's notes."""
 
     def take(self, key: str) -> ChatResponse | None:
         """A finished batch's answer for ``key`` (to every judgement that asks for it: the

@@ -10,7 +10,10 @@ One loop, :func:`judge_in_batches`, is what a batch run and every resume of it d
    answer a judge did not accept is never cached) are read into the engine's
    :class:`BatchBook`: each
    request's answer under the cache key a live call has (a request that errored, expired or
-   was cancelled, or a whole batch that failed, is marked to be sent the ordinary way);
+   was cancelled, that the results answer twice differently or not at all, or a whole batch
+   that failed, is marked to be sent the ordinary way, and the completed run's notes say
+   why; a results line that names no request the batch was sent is left out, and named);
+   a batch in a state that is none of its provider's stops the resume, saying so;
 3. the runner runs: the agent runs as usual (its executions stored), each judge asks the
    engine, which answers from the cache, from the book (the judge validates the answer as a
    live one, and the engine caches it under its key: a re-run is free), live for a failed
@@ -59,6 +62,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
+
+from assay._util.control_chars import printable
 from assay.errors import ConfigError, EvaluationError
 from assay.llm.batch import (
     BatchAnswer,
@@ -214,6 +220,7 @@ async def judge_in_batches(runner: Runner, store: RunStore, engine: JudgeEngine,
         outcome = await runner.run(run_id, keep=keep)
         stored.mark_collected(store, run_id, [batch.batch_id for batch, _, _ in read])
         if not book.collected:
+            outcome.summary.notes += _problems(book)
             outcome.summary.notes += await _discard_files(engine, read)
             return outcome, None
         progress = await _submit(store, engine, run_id, book)
@@ -237,27 +244,93 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
         api = _api(engine, batch.model)
         status = await _call(engine, f"asking batch {batch.batch_id} for its status",
                              functools.partial(api.status, batch.batch_id, timeout))
+        _refuse_unknown_state(engine, run_id, batch, api, status)
         stored.update_batch(store, run_id, batch.batch_id, status.state, status.counts)
         batch.state, batch.counts = status.state, status.counts
         statuses.append((batch, api, status))
     if unsure or not all(status.done for _, _, status in statuses):
         return BatchProgress(run_id, stored.run_batches(store, run_id, open_only=True)), []
+    book.problems.clear()  # every batch of the run is read again
     for batch, api, status in statuses:
         answers = await _call(engine, f"reading the results of batch {batch.batch_id}",
                               functools.partial(_results, batch, api, status, timeout))
-        if answers is None:
-            continue
-        given = {a.custom_id: a for a in answers}
-        for request in stored.batch_requests(store, run_id, batch.batch_id):
-            answer = given.get(request.custom_id)
-            if answer is not None and answer.response is not None:
-                book.answers[request.cache_key] = answer.response
-            else:
-                why = answer.error if answer is not None else (
-                    f"batch {batch.batch_id} ended {status.state} without its answer"
-                    f"{': ' + str(status.detail['errors']) if status.detail.get('errors') else ''}")
-                book.failed[request.cache_key] = engine.scrub(str(why))
+        if answers is not None:
+            _read_answers(store, engine, run_id, book, batch, status, answers)
     return None, statuses
+
+
+def _refuse_unknown_state(engine: JudgeEngine, run_id: str, batch: StoredBatch, api: BatchAPI,
+                          status: BatchStatus) -> None:
+    """An EvaluationError when the provider reports a state of the batch that is none of its
+    own: nothing tells whether it will end, and a run that waits for it (``batch_wait``)
+    would wait for ever. The run is kept: a resume asks again."""
+    if status.state in api.states:
+        return
+    raise EvaluationError("batch_state_unknown", engine.scrub(printable(
+        f"run {run_id}: batch {batch.batch_id} ({batch.model}) is in the state "
+        f"{status.state[:80]!r}, which is none of its provider's "
+        f"({', '.join(sorted(api.states))}), so assay cannot tell whether it will end; the "
+        f"run is kept: resume it later (assay run --resume {run_id}), or delete it (assay "
+        f"delete {run_id})")))
+
+
+def _read_answers(store: RunStore, engine: JudgeEngine, run_id: str, book: BatchBook,
+                  batch: StoredBatch, status: BatchStatus, answers: list[BatchAnswer]) -> None:
+    """Put a finished batch's ``answers`` into ``book``: each request's answer under its
+    cache key, where the results give it exactly one answer; every other request is marked
+    to be sent the ordinary way, with why (no answer, an error, two answers that differ). A
+    line naming no request, or a request the batch was never sent, is left out and named
+    in :attr:`BatchBook.problems`."""
+    requests = stored.batch_requests(store, run_id, batch.batch_id)
+    sent = {r.custom_id for r in requests}
+    given: dict[str, list[BatchAnswer]] = {}
+    for answer in answers:
+        if answer.custom_id is None:
+            book.problems.append(engine.scrub(
+                f"batch {batch.batch_id}: {answer.error}; that line was left out"))
+        elif answer.custom_id not in sent:
+            book.problems.append(engine.scrub(
+                f"batch {batch.batch_id}: its results name custom_id "
+                f"{printable(answer.custom_id[:80])!r}, which it was never sent; that answer "
+                "was left out"))
+        else:
+            given.setdefault(answer.custom_id, []).append(answer)
+    for request in requests:
+        found = given.get(request.custom_id, [])
+        distinct = {orjson.dumps([a.response, a.error], option=orjson.OPT_SORT_KEYS)
+                    for a in found}
+        if len(distinct) == 1 and found[0].response is not None:
+            book.answers[request.cache_key] = found[0].response
+            continue
+        if len(distinct) > 1:
+            why = (f"answered {len(found)} times, differently, so neither answer was "
+                   "trusted")
+        elif found:
+            why = str(found[0].error)
+        else:
+            errors = status.detail.get("errors")
+            why = f"ended {status.state} without its answer{': ' + errors if errors else ''}"
+        book.failed[request.cache_key] = engine.scrub(printable(
+            f"batch {batch.batch_id}, custom_id {request.custom_id}: {why}"))
+
+
+MOST_SHOWN = 5
+"""How many of the batch problems of a run its notes show (the rest are counted)."""
+
+
+def _problems(book: BatchBook) -> list[str]:
+    """The run's notes on its batches' results: the requests sent live because their batch
+    gave no usable answer, with why, and what was wrong with the results themselves."""
+    notes = []
+    if book.failed:
+        reasons = list(book.failed.values())
+        more = f"; and {len(reasons) - MOST_SHOWN} more" if len(reasons) > MOST_SHOWN else ""
+        notes.append(f"{len(reasons)} judge request(s) got no usable answer from their batch "
+                     f"and were sent live: {'; '.join(reasons[:MOST_SHOWN])}{more}")
+    shown = book.problems[:MOST_SHOWN]
+    if len(book.problems) > MOST_SHOWN:
+        shown.append(f"and {len(book.problems) - MOST_SHOWN} more such problem(s)")
+    return notes + shown
 
 
 async def _results(batch: StoredBatch, api: BatchAPI, status: BatchStatus,

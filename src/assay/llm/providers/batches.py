@@ -29,11 +29,15 @@ run deleted while it waits).
 Every answer is turned into the OpenAI-shaped response the live call gives (Anthropic's
 through :func:`~assay.llm.providers.anthropic_http.from_anthropic`), so a judge reads a
 batch's answer exactly as a live one. The keys travel in the same headers as live calls, and
-a results URL on another origin is refused, as a redirect there would be.
+a results URL on another origin is refused, as a redirect there would be. A batch id or file
+id the provider gives goes into a URL only once it is checked to be an id
+(:func:`provider_id`), and a results line that cannot be read costs no other answer
+(:func:`result_lines`).
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -44,6 +48,7 @@ from urllib.parse import urlencode
 import orjson
 from yarl import URL
 
+from assay._util.control_chars import printable
 from assay._util.redact import redact_url
 from assay.llm.batch import (
     BatchAnswer,
@@ -64,25 +69,76 @@ if TYPE_CHECKING:
 RESULTS_MAX_BYTES = 1024 * 1024 * 1024
 """The largest results file read (a batch's answers: 50,000 judgements of a few KB each)."""
 OPENAI_DONE = frozenset({"completed", "failed", "expired", "cancelled"})
+OPENAI_STATES = OPENAI_DONE | {"validating", "in_progress", "finalizing", "cancelling"}
+"""Every state OpenAI's Batch API gives a batch."""
+ANTHROPIC_STATES = frozenset({"in_progress", "canceling", "ended"})
+"""Every ``processing_status`` Anthropic gives a message batch."""
+PROVIDER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,255}")
+"""What a batch id or file id the provider gives must be before it goes into a URL: a path
+segment that is only itself (no '/', '?', '#', '%', no '.' or '..', no control character)."""
 OPENAI_ENDPOINT = "/v1/chat/completions"
 TOKEN_KEY = "assay_token"
 """The key of assay's token in an OpenAI batch's ``metadata``."""
 LISTING_UNSERVED = frozenset({404, 405})
 """What a server that does not list its batches answers to the listing."""
+MAX_PAGES = 10_000
+"""The most pages of a listing of batches read (a million batches or more, newer than the
+submission looked for): past it, the listing is taken as one without end."""
 CLOCK_MARGIN_S = 600.0
 """How much earlier than the recorded submission a batch it made may say it was created (the
 provider's clock and this machine's differ)."""
 
 
-def jsonl_lines(url: str, payload: bytes) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL answer from ``url`` (blank lines skipped)."""
+class NotAnId(BadResponse):
+    """The provider gave, as the id of a batch or a file, a value that is not one: it is put
+    into no URL (it could name another resource of the provider, which assay would then
+    read or delete with the key). Trying again gives the same value: not retryable."""
+
+    code = "batch_bad_id"
+    retryable = False
+
+
+def provider_id(value: Any, what: str) -> str:
+    """``value``, an id the provider gave (``what`` says which), checked to be one
+    (:data:`PROVIDER_ID`) before it goes into a URL; :class:`NotAnId` naming it if not."""
+    if isinstance(value, str) and PROVIDER_ID.fullmatch(value):
+        return value
+    shown = printable(repr(value) if isinstance(value, str) else orjson.dumps(value).decode())
+    raise NotAnId(f"{what} {shown[:120]} is not an id (1-256 letters, digits, '_', '-', "
+                  "'.' or ':', starting with a letter or digit); assay puts no such value "
+                  "into a URL")
+
+
+class EndlessListing(BadResponse):
+    """A listing of batches that never ends (a page asked for twice, or more than
+    :data:`MAX_PAGES`): asking again gives the same, so not retryable."""
+
+    code = "batch_listing_endless"
+    retryable = False
+
+
+def result_lines(url: str, payload: bytes, answer: Callable[[dict[str, Any], str],
+                                                            BatchAnswer]) -> list[BatchAnswer]:
+    """The answers of a batch's JSONL results from ``url`` (blank lines skipped), ``answer``
+    reading each line that is an object naming its request (its ``custom_id``); a line that
+    is not is an answer without a custom id whose error says which line and what was wrong,
+    so that one bad line costs no other answer of the file."""
+    where = redact_url(url)
     found = []
-    for line in payload.splitlines():
-        if line.strip():
-            value = decode_json(url, line)
-            if not isinstance(value, dict):
-                raise BadResponse(f"{redact_url(url)}: a results line is not a JSON object")
-            found.append(value)
+    for n, line in enumerate(payload.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            found.append(BatchAnswer(None, error=f"line {n} of {where} is not JSON"))
+            continue
+        if not isinstance(value, dict):
+            found.append(BatchAnswer(None, error=f"line {n} of {where} is not a JSON object"))
+        elif not isinstance(value.get("custom_id"), str) or not value["custom_id"]:
+            found.append(BatchAnswer(None, error=f"line {n} of {where} names no custom_id"))
+        else:
+            found.append(answer(value, value["custom_id"]))
     return found
 
 
@@ -102,7 +158,7 @@ def _id_of(found: Any, url: str, what: str) -> str:
     value = found.get("id") if isinstance(found, dict) else None
     if not isinstance(value, str) or not value:
         raise BadResponse(f"{redact_url(url)} answered {what}")
-    return value
+    return provider_id(value, f"{redact_url(url)} answered the id")
 
 
 async def pages(fetch: Callable[[str, str], Awaitable[dict[str, Any]]], url: str, cursor: str,
@@ -113,6 +169,7 @@ async def pages(fetch: Callable[[str, str], Awaitable[dict[str, Any]]], url: str
     None when it does not say), a page of ``limit`` at a time, each next page after the last
     id of the one before (``cursor``: the query parameter naming it)."""
     after: str | None = None
+    seen: set[str] = set()
     while True:
         query = {"limit": str(limit), **({cursor: after} if after else {})}
         try:
@@ -131,12 +188,28 @@ async def pages(fetch: Callable[[str, str], Awaitable[dict[str, Any]]], url: str
         after = page.get("last_id") or (data[-1].get("id") if data else None)
         if not page.get("has_more") or not data or not isinstance(after, str):
             return
+        if after in seen or len(seen) >= MAX_PAGES:
+            raise EndlessListing(
+                f"{redact_url(url)} lists its batches without end (a page after "
+                f"{printable(after[:80])!r} {'again' if after in seen else f'past {MAX_PAGES} pages'}"
+                "); assay cannot tell from it whether a submission was made")
+        seen.add(after)
 
 
 def _counts(value: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         return {}
     return {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _errors_text(errors: Any) -> str | None:
+    """A batch's ``errors`` (OpenAI: ``{object: list, data: [...]}``) as one line, the first
+    three of them; whatever else a provider put there, as text; None for none."""
+    data = errors.get("data") if isinstance(errors, dict) else errors
+    if not data:
+        return None
+    items = data[:3] if isinstance(data, list) else [data]
+    return "; ".join(_error_text(e) for e in items)
 
 
 def _error_text(value: Any) -> str:
@@ -147,6 +220,13 @@ def _error_text(value: Any) -> str:
         kind = value.get("type") or value.get("code") or "error"
         return f"{kind}: {value.get('message') or ''}".strip()
     return str(value or "error")
+
+
+def _state(value: Any) -> str:
+    """A batch's state as its provider gave it, as text ("unknown" for none)."""
+    if isinstance(value, str) and value:
+        return value
+    return "unknown" if value is None or value == "" else orjson.dumps(value).decode()
 
 
 def _unix(batch: dict[str, Any]) -> float | None:
@@ -175,8 +255,13 @@ class _ProviderBatches(BatchAPI):
         """A JSON request to the provider, with its own headers; the answer's object."""
 
     async def cancel(self, batch_id: str, timeout: float) -> BatchStatus:
-        await self._json("POST", f"{self.batches}/{batch_id}/cancel", timeout)
+        await self._json("POST", self._batch_url(batch_id, "cancel"), timeout)
         return await self.status(batch_id, timeout)
+
+    def _batch_url(self, batch_id: str, *rest: str) -> str:
+        """The URL of the batch ``batch_id`` (or of ``rest`` below it), the id checked
+        (:func:`provider_id`)."""
+        return "/".join((self.batches, provider_id(batch_id, "the batch id"), *rest))
 
 
 class OpenAIBatches(_ProviderBatches):
@@ -184,6 +269,7 @@ class OpenAIBatches(_ProviderBatches):
 
     limits = BatchLimits(requests=50_000, bytes=200 * 1024 * 1024)
     ended = OPENAI_DONE
+    states = OPENAI_STATES
 
     def __init__(self, provider: OpenAIHTTPProvider) -> None:
         self.provider = provider
@@ -230,9 +316,13 @@ class OpenAIBatches(_ProviderBatches):
         return [f for f in (status.detail.get("output_file_id"),
                             status.detail.get("error_file_id")) if isinstance(f, str) and f]
 
+    def _file_url(self, file_id: str, *rest: str) -> str:
+        """The URL of the file ``file_id`` (or of ``rest`` below it), the id checked."""
+        return "/".join((self.base, "files", provider_id(file_id, "the file id"), *rest))
+
     async def delete_file(self, file_id: str, timeout: float) -> None:
         try:
-            await self._json("DELETE", f"{self.base}/files/{file_id}", timeout)
+            await self._json("DELETE", self._file_url(file_id), timeout)
         except RequestRejected as exc:
             if exc.status != 404:  # already gone: what was asked for
                 raise
@@ -242,33 +332,34 @@ class OpenAIBatches(_ProviderBatches):
         async for batch in pages(lambda m, u: self._json(m, u, timeout), f"{self.base}/batches",
                                  "after", 100, since, _unix):
             metadata = batch.get("metadata")
-            if isinstance(metadata, dict) and metadata.get(TOKEN_KEY) == token and \
-                    isinstance(batch.get("id"), str):
-                return Lookup(batch["id"])
+            if isinstance(metadata, dict) and metadata.get(TOKEN_KEY) == token:
+                return Lookup(provider_id(batch.get("id"), "the listed batch id of submission "
+                                          f"{token}"))
         return Lookup()
 
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
-        found = await self._json("GET", f"{self.batches}/{batch_id}", timeout)
-        state = str(found.get("status") or "unknown")
-        errors = found.get("errors")
-        detail = {"output_file_id": found.get("output_file_id"),
-                  "error_file_id": found.get("error_file_id")}
-        if isinstance(errors, dict) and errors.get("data"):
-            detail["errors"] = "; ".join(_error_text(e) for e in errors["data"][:3])
+        found = await self._json("GET", self._batch_url(batch_id), timeout)
+        state = _state(found.get("status"))
+        detail: dict[str, Any] = {
+            name: provider_id(found[name], f"batch {batch_id}'s {name}")
+            for name in ("output_file_id", "error_file_id") if found.get(name) is not None
+            and found.get(name) != ""}
+        errors = _errors_text(found.get("errors"))
+        if errors:
+            detail["errors"] = errors
         return BatchStatus(batch_id, state, state in self.ended,
                            _counts(found.get("request_counts")), detail)
 
     async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
         answers = []
         for file_id in self.files(status):
-            url = f"{self.base}/files/{file_id}/content"
+            url = self._file_url(file_id, "content")
             payload = await exchange("GET", url, None, self.headers, timeout, RESULTS_MAX_BYTES)
-            answers += [self._answer(line) for line in jsonl_lines(url, payload)]
+            answers += result_lines(url, payload, self._answer)
         return answers
 
     @staticmethod
-    def _answer(line: dict[str, Any]) -> BatchAnswer:
-        custom_id = str(line.get("custom_id"))
+    def _answer(line: dict[str, Any], custom_id: str) -> BatchAnswer:
         if line.get("error"):
             return BatchAnswer(custom_id, error=_error_text(line["error"]))
         response = line.get("response")
@@ -293,6 +384,7 @@ class AnthropicBatches(_ProviderBatches):
 
     limits = BatchLimits(requests=100_000, bytes=256 * 1024 * 1024)
     ended = frozenset({"ended"})
+    states = ANTHROPIC_STATES
 
     def __init__(self, provider: AnthropicProvider) -> None:
         self.provider = provider
@@ -313,19 +405,20 @@ class AnthropicBatches(_ProviderBatches):
         async for batch in pages(lambda m, u: self._json(m, u, timeout), self.base, "after_id",
                                  1000, since, _iso_unix):
             batch_id = batch.get("id")
-            if not isinstance(batch_id, str) or \
+            if not isinstance(batch_id, str) or not PROVIDER_ID.fullmatch(batch_id) or \
                     sum(_counts(batch.get("request_counts")).values()) != len(custom_ids):
-                continue
+                continue  # (a batch without an id could not be the submission's)
             status = await self.status(batch_id, timeout)
             if not status.done:
                 unsure.append(batch_id)
-            elif {a.custom_id for a in await self.results(status, timeout)} == custom_ids:
+            elif {a.custom_id for a in await self.results(status, timeout)
+                  if a.custom_id is not None} == custom_ids:
                 return Lookup(batch_id)
         return Lookup(unsure=tuple(unsure))
 
     async def status(self, batch_id: str, timeout: float) -> BatchStatus:
-        found = await self._json("GET", f"{self.batches}/{batch_id}", timeout)
-        state = str(found.get("processing_status") or "unknown")
+        found = await self._json("GET", self._batch_url(batch_id), timeout)
+        state = _state(found.get("processing_status"))
         return BatchStatus(batch_id, state, state in self.ended,
                            _counts(found.get("request_counts")),
                            {"results_url": found.get("results_url")})
@@ -340,12 +433,11 @@ class AnthropicBatches(_ProviderBatches):
                                   f"origin ({redact_url(url)}); assay does not send the key "
                                   "there")
         payload = await exchange("GET", url, None, self.headers, timeout, RESULTS_MAX_BYTES)
-        return [self._answer(line) for line in jsonl_lines(url, payload)]
+        return result_lines(url, payload, self._answer)
 
-    def _answer(self, line: dict[str, Any]) -> BatchAnswer:
+    def _answer(self, line: dict[str, Any], custom_id: str) -> BatchAnswer:
         from assay.llm.providers.anthropic_http import from_anthropic
 
-        custom_id = str(line.get("custom_id"))
         result = line.get("result")
         result = result if isinstance(result, dict) else {}
         kind = result.get("type")
@@ -357,7 +449,9 @@ class AnthropicBatches(_ProviderBatches):
                 return BatchAnswer(custom_id, error=str(exc))
         if kind == "errored":
             return BatchAnswer(custom_id, error=f"errored: {_error_text(result.get('error'))}")
-        return BatchAnswer(custom_id, error=f"{kind or 'no result'}")
+        return BatchAnswer(custom_id, error=f"the request {kind}" if kind in (
+            "canceled", "expired") else f"a result of type {printable(str(kind))[:40]!r}"
+            if kind else "no result")
 
     async def _json(self, method: str, url: str, timeout: float,
                     body: dict[str, Any] | None = None) -> dict[str, Any]:
