@@ -342,3 +342,21 @@ def test_a_results_file_larger_than_assay_reads_stops_the_resume_saying_so(
     assert mock_server.stats.requests == 0
     monkeypatch.setattr(batches, "RESULTS_MAX_BYTES", whole)
     assert _resumed(store, run_id).run.status is RunStatus.COMPLETED
+
+
+def test_a_batch_whose_results_are_gone_at_the_provider_is_sent_live_saying_so(
+        provider, mock_server, tmp_path):
+    """A finished batch whose results the provider no longer has (it keeps them for a
+    limited time; the run was resumed late) would stop every resume for good: its requests
+    are sent live, and the notes say why."""
+    gone = {"openai": {"output_file_id": "file-gone"}, "anthropic": {
+        "results_url": f"{mock_server.url}/messages/batches/msgbatch_gone/results"}}
+    store = tmp_path / "runs.db"
+    run_id = _waiting(store, provider)
+    mock_server.configure(batch_body=gone[provider])
+    done = _resumed(store, run_id)
+    assert done.run.status is RunStatus.COMPLETED
+    _every_score_given(done)
+    assert mock_server.stats.requests == len(ROWS)
+    assert "its results are gone at the provider" in _notes(done), done.summary.notes
+    assert f"{len(ROWS)} judge request(s) got no usable answer" in _notes(done)

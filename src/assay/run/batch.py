@@ -254,8 +254,12 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
     for batch, api, status in statuses:
         answers = await _call(engine, f"reading the results of batch {batch.batch_id}",
                               functools.partial(_results, batch, api, status, timeout))
-        if answers is not None:
-            _read_answers(store, engine, run_id, book, batch, status, answers)
+        if isinstance(answers, str):
+            _read_answers(store, engine, run_id, book, batch, [], answers)
+        elif answers is not None:
+            errors = status.detail.get("errors")
+            _read_answers(store, engine, run_id, book, batch, answers, f"ended {status.state} "
+                          f"without its answer{': ' + errors if errors else ''}")
     return None, statuses
 
 
@@ -275,10 +279,11 @@ def _refuse_unknown_state(engine: JudgeEngine, run_id: str, batch: StoredBatch, 
 
 
 def _read_answers(store: RunStore, engine: JudgeEngine, run_id: str, book: BatchBook,
-                  batch: StoredBatch, status: BatchStatus, answers: list[BatchAnswer]) -> None:
+                  batch: StoredBatch, answers: list[BatchAnswer], unanswered: str) -> None:
     """Put a finished batch's ``answers`` into ``book``: each request's answer under its
     cache key, where the results give it exactly one answer; every other request is marked
-    to be sent the ordinary way, with why (no answer, an error, two answers that differ). A
+    to be sent the ordinary way, with why (``unanswered`` for no answer, an error, two
+    answers that differ). A
     line naming no request, or a request the batch was never sent, is left out and named
     in :attr:`BatchBook.problems`."""
     requests = stored.batch_requests(store, run_id, batch.batch_id)
@@ -305,11 +310,8 @@ def _read_answers(store: RunStore, engine: JudgeEngine, run_id: str, book: Batch
         if len(distinct) > 1:
             why = (f"answered {len(found)} times, differently, so neither answer was "
                    "trusted")
-        elif found:
-            why = str(found[0].error)
         else:
-            errors = status.detail.get("errors")
-            why = f"ended {status.state} without its answer{': ' + errors if errors else ''}"
+            why = str(found[0].error) if found else unanswered
         book.failed[request.cache_key] = engine.scrub(printable(
             f"batch {batch.batch_id}, custom_id {request.custom_id}: {why}"))
 
@@ -334,16 +336,19 @@ def _problems(book: BatchBook) -> list[str]:
 
 
 async def _results(batch: StoredBatch, api: BatchAPI, status: BatchStatus,
-                   timeout: float) -> list[BatchAnswer] | None:
+                   timeout: float) -> list[BatchAnswer] | str | None:
     """The answers of a finished batch; None for one the run was judged from whose results
     are gone at the provider (deleted once the run was complete: a process that died before
-    the run was stored complete leaves its cases stored, and nothing asks for them again)."""
+    the run was stored complete leaves its cases stored, and nothing asks for them again);
+    why, for one not judged from yet whose results are gone (the provider keeps them for a
+    limited time): its requests are then sent the ordinary way, since no later resume could
+    read them either."""
     try:
         return await api.results(status, timeout)
     except RequestRejected as exc:
-        if batch.collected and exc.status == 404:
-            return None
-        raise
+        if exc.status != 404:
+            raise
+        return None if batch.collected else f"its results are gone at the provider ({exc})"
 
 
 async def _settle(store: RunStore, engine: JudgeEngine, run_id: str) -> list[StoredBatch]:
