@@ -159,7 +159,7 @@ def test_a_whole_batch_that_failed_is_sent_live_and_the_run_says_why(mock_server
     store = tmp_path / "runs.db"
     done = _resumed(store, _waiting(store, "openai"))
     assert done.run.status is RunStatus.COMPLETED and mock_server.stats.requests == len(ROWS)
-    assert "ended failed without its answer" in _notes(done)
+    assert "ended (failed) without its answer" in _notes(done)
     assert "mock: the batch failed" in _notes(done)
 
 

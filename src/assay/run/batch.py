@@ -258,7 +258,7 @@ async def _gather(store: RunStore, engine: JudgeEngine, run_id: str,
             _read_answers(store, engine, run_id, book, batch, [], answers)
         elif answers is not None:
             errors = status.detail.get("errors")
-            _read_answers(store, engine, run_id, book, batch, answers, f"ended {status.state} "
+            _read_answers(store, engine, run_id, book, batch, answers, f"ended ({status.state}) "
                           f"without its answer{': ' + errors if errors else ''}")
     return None, statuses
 
