@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -405,6 +406,34 @@ def test_delete_removes_a_run_and_refuses_a_running_one(tmp_path):
     store = RunStore(url)
     assert store.case_records(done) == [] and store.scores(done) == {}
     store.close()
+
+
+def test_of_concurrent_deletes_of_a_run_one_deletes_it_and_the_others_are_told_it_is_gone(
+        tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    runs = [write_run(store, 3, seed=i) for i in range(5)]
+    store.close()
+    with serve(url) as served:
+        for run in runs:
+            ready = threading.Barrier(6)
+            answers: list[httpx.Response] = []
+
+            def delete(run: str = run, ready: threading.Barrier = ready,
+                       answers: list[httpx.Response] = answers) -> None:
+                with served.client() as api:
+                    ready.wait()
+                    answers.append(api.delete(f"/runs/{run}"))
+
+            threads = [threading.Thread(target=delete) for _ in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            statuses = sorted(a.status_code for a in answers)
+            assert statuses == [200] + [404] * 5, statuses
+            for gone in (a for a in answers if a.status_code == 404):
+                assert _error(gone, 404)["code"] == "run_not_found"
 
 
 # -- auth, limits, headers -------------------------------------------------------------------

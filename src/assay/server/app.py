@@ -739,6 +739,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
             done = delete(store(), run.id, force=force)
         except (queries.RunInUse, BatchesNotCancelled) as exc:
             raise ApiError(409, exc.code, exc.message) from None
+        if not done.deleted:  # another request deleted it since it was found
+            raise ApiError(404, "run_not_found", f"Run not found: {run_id!r} (deleted by "
+                           "another request)")
         if done.not_cancelled:
             log.warning("run %s deleted; batch(es) %s could not be cancelled and run to their "
                         "end", run.id, ", ".join(done.not_cancelled))
