@@ -247,6 +247,31 @@ def test_a_run_request_takes_only_json_types(tmp_path, field, value):
         assert field in _error(client.post("/runs", json=body), 400, "invalid_parameter")
 
 
+@pytest.mark.parametrize(("content", "content_type", "said"), [
+    (b"{not json", "application/json", "is not JSON (Expecting property name enclosed in "
+     "double quotes at character 1)"),
+    (b'{"name": "x"} trailing', "application/json", "is not JSON (Extra data at character 14)"),
+    (b"\xff\xfe", "application/json", "is not JSON (Expecting value at character 0)"),
+    (b"", "application/json", "is empty"),
+    (b"[]", "application/json", "is a JSON array"),
+    (b"null", "application/json", "is a JSON null"),
+    (b'"name"', "application/json", "is a JSON string"),
+    (b'{"name": "x"}', "text/plain", "was not sent as JSON"),
+    (b'{"name": "x"}', None, "was not sent as JSON"),
+])
+def test_a_body_that_is_not_a_json_object_is_named_as_the_body_with_what_was_expected(
+        api, content, content_type, said):
+    client, run = api
+    for method, path in [("PATCH", f"/runs/{run}"), ("POST", f"/runs/{run}/labels"),
+                         ("POST", "/runs")]:
+        headers = {"content-type": content_type} if content_type else {}
+        detail = _error(client.request(method, path, content=content, headers=headers), 400,
+                        "invalid_parameter")
+        assert detail == (f"the request body {said}: expected a JSON object, sent with "
+                          "'Content-Type: application/json'"), (method, path, detail)
+    assert client.get(f"/runs/{run}").json()["name"] is None
+
+
 @pytest.mark.parametrize("change", [{"echo_headers": "yes"}, {"logprobs": 1},
                                     {"seed": "3"}, {"latency_ms": "5"}])
 def test_the_mock_servers_config_takes_only_json_types(other_server, change):

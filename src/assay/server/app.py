@@ -397,6 +397,41 @@ def _as_sent(openapi: dict[str, Any]) -> dict[str, Any]:
     return openapi
 
 
+BODY_EXPECTED = "a JSON object, sent with 'Content-Type: application/json'"
+
+
+def _problem(error: Any) -> str:
+    """One validation error as a person is told it: the parameter or body field by name,
+    what was wrong and what was given. A body that is not JSON, or not an object, is named as
+    the request body (with the character where its JSON breaks), not as a field."""
+    loc = [str(p) for p in error.get("loc", ())]
+    given = error.get("input")
+    if loc[:1] == ["body"]:
+        if error.get("type") == "json_invalid":
+            why = (error.get("ctx") or {}).get("error", "invalid JSON")
+            at = f" at character {loc[1]}" if len(loc) > 1 else ""
+            return f"the request body is not JSON ({why}{at}): expected {BODY_EXPECTED}"
+        if len(loc) == 1:
+            what = "is empty" if error.get("type") == "missing" else \
+                "was not sent as JSON" if isinstance(given, bytes) else \
+                f"is a JSON {_json_kind(given)}"
+            return f"the request body {what}: expected {BODY_EXPECTED}"
+    where = {"query": "query parameter", "path": "path parameter",
+             "body": "body field"}.get(loc[0] if loc else "", "parameter")
+    name = ".".join(loc[1:]) or "body"
+    shown = "" if isinstance(given, dict | list) or given is None else \
+        f" (got {str(given)[:80]!r})"
+    return f"{where} {name!r}: {error.get('msg', 'invalid')}{shown}"
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if isinstance(value, bool):
+        return "boolean"
+    return {list: "array", str: "string", int: "number", float: "number",
+            type(None): "null"}.get(type(value), "value")
+
+
 def _operation_id(route: APIRoute) -> str:
     """An operation's id: its handler's name (``list_runs``, ``compare_runs``)."""
     return route.name
@@ -469,16 +504,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = []
-        for error in exc.errors()[:5]:
-            loc = [str(p) for p in error.get("loc", ())]
-            where = {"query": "query parameter", "path": "path parameter",
-                     "body": "body field"}.get(loc[0] if loc else "", "parameter")
-            name = ".".join(loc[1:]) or "body"
-            given = error.get("input")
-            shown = "" if isinstance(given, dict | list) or given is None else \
-                f" (got {str(given)[:80]!r})"
-            problems.append(f"{where} {name!r}: {error.get('msg', 'invalid')}{shown}")
+        problems = [_problem(error) for error in exc.errors()[:5]]
         return JSONResponse({"detail": "; ".join(problems) or "invalid request",
                              "code": "invalid_parameter"}, status_code=400)
 
