@@ -4,6 +4,7 @@ and PostgreSQL in the marked pass): every endpoint, pagination, filters, 400/401
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -207,6 +208,71 @@ def test_text_search_takes_wildcards_literally(api, ids):
     assert {c["case_id"] for c in found} == {ODD_ID, "100%_done"}
     assert api.get(f"/runs/{odd}/cases", params={"q": "0%_d"}).json()["total"] == 1
     assert api.get(f"/runs/{odd}/cases", params={"q": "_x_"}).json()["total"] == 0
+
+
+LETTERED = ["ÉTÉ-1", "été-2", "Straße-3", "STRASSE-4", "ΣΟΦΊΑ-5", "plain-6"]
+"""Case ids, run names and suites whose letters are not all ASCII."""
+
+
+def _write_lettered(url: str) -> None:
+    store = RunStore(url)
+    for n, text in enumerate(LETTERED):
+        run = store.create_run(text, {"suite_name": text}, run_id=f"run-{n}")
+        store.annotate_run(run, name=f"name {text}", tags=None, notes=None)
+        for case_id in LETTERED:
+            record = CaseRecord(run_id=run, case_id=case_id, case=Case(id=case_id, input="q"),
+                                execution=Execution(input="q", output="a"),
+                                scores=[Score(name="exact", value=1.0, passed=True)],
+                                score=1.0, verdict=Verdict.PASS)
+            store.record_execution(run, case_id, 0, record.execution)
+            store.record_score(run, case_id, 0, record.scores[0])
+            store.record_case(record)
+        store.flush()
+        store.set_status(run, "completed", {"cases": len(LETTERED)})
+    store.close()
+
+
+@pytest.fixture(scope="module",
+                params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def lettered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) \
+        -> Iterator[httpx.Client]:
+    """A server over runs and cases named in letters beyond ASCII."""
+    with contextlib.ExitStack() as stack:
+        url = f"sqlite:///{tmp_path_factory.mktemp('letters')}/runs.db" \
+            if request.param == "sqlite" else stack.enter_context(fresh_database(postgres_url()))
+        _write_lettered(url)
+        served = stack.enter_context(serve(url))
+        yield stack.enter_context(served.client())
+
+
+@pytest.mark.parametrize(("query", "found"), [
+    ("été", {"ÉTÉ-1", "été-2"}), ("ÉTÉ", {"ÉTÉ-1", "été-2"}), ("straße", {"Straße-3"}),
+    ("STRASSE", {"STRASSE-4"}), ("σοφία", {"ΣΟΦΊΑ-5"}), ("PLAIN", {"plain-6"}),
+])
+def test_every_search_finds_its_text_in_any_case_beyond_ascii_and_finds_the_same(
+        lettered, query, found):
+    runs = lettered.get("/runs", params={"q": query}).json()["items"]
+    assert {r["suite"] for r in runs} == found
+    cases = lettered.get("/runs/run-0/cases", params={"q": query}).json()["items"]
+    assert {c["case_id"] for c in cases} == found
+    compared = lettered.get("/runs/compare", params={
+        "baseline_run_id": "run-0", "candidate_run_id": "run-1", "case_q": query}).json()
+    assert {c["test_case_id"] for c in compared["test_case_comparisons"]} == found
+
+
+PAIR = {"baseline_run_id": "run-0", "candidate_run_id": "run-1"}
+
+
+@pytest.mark.parametrize(("path", "name"), [
+    ("/runs", "q"), ("/runs/run-0/cases", "q"), ("/runs/run-0/export", "q"),
+    ("/runs/compare", "case_q"), ("/runs/compare/export", "case_q")])
+@pytest.mark.parametrize("text", ["a\nb", "\x1b[2J", "\t"])
+def test_every_search_refuses_a_control_character_naming_its_parameter(lettered, path, name,
+                                                                       text):
+    given = {**(PAIR if "compare" in path else {}), name: text}
+    body = _error(lettered.get(path, params=given), 400)
+    assert body["detail"].startswith(f"query parameter {name!r}: the search holds the "
+                                     "control character"), body
 
 
 def test_cases_sort_by_score_and_by_one_evaluators_value(api, ids):

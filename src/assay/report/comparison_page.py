@@ -49,6 +49,7 @@ from assay.report.views import RunListItem, list_item
 from assay.store.baselines import baseline_ids
 from assay.store.queries import RunItem, find_run
 from assay.store.runs import RunStore
+from assay.store.search import check_query, fold, needle
 from assay.types.records import RunRecord, RunStatus
 
 CASES_SHOWN = 1000
@@ -100,11 +101,17 @@ class CaseSelection:
     limit: int = CASES_SHOWN
     offset: int = 0
 
+    def __post_init__(self) -> None:
+        if self.text:
+            check_query(self.text)
+
     def select(self, cases: list[CaseComparison]) -> list[CaseComparison]:
-        """The cases that pass the filter, in this page's order (all pages)."""
-        needle = self.text.casefold()
+        """The cases that pass the filter, in this page's order (all pages). The text is
+        found in a case id in any case as a search of a run's cases finds it
+        (:func:`needle`), so both find the same cases."""
+        found = needle(self.text) if self.text else ""
         kept = [c for c in cases if (not self.statuses or c.status in self.statuses)
-                and (not needle or needle in c.test_case_id.casefold())]
+                and (not found or found in fold(c.test_case_id))]
         return sorted(kept, key=_ORDERS[self.order])
 
 

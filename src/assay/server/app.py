@@ -23,7 +23,7 @@ import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 from fastapi import Body, FastAPI, Query, Request
@@ -281,15 +281,25 @@ def _file_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:150]
 
 
+Filter = TypeVar("Filter", queries.RunFilter, queries.CaseFilter, CaseSelection)
+
+
 def _case_filter(verdict: list[str], evaluator: str | None,
                  evaluator_state: queries.EvaluatorState | None, q: str | None,
                  score_bin: int | None) -> queries.CaseFilter:
+    verdicts = _verdicts(verdict)
+    return _searching(lambda: queries.CaseFilter(
+        verdicts=verdicts, evaluator=evaluator, evaluator_state=evaluator_state,
+        text=q or None, score_bin=score_bin))
+
+
+def _searching(build: Callable[[], Filter], name: str = "q") -> Filter:
+    """A filter with a search (the query parameter ``name``); the filter's refusal of the
+    search (a control character) as the 400 naming it."""
     try:
-        return queries.CaseFilter(verdicts=_verdicts(verdict), evaluator=evaluator,
-                                  evaluator_state=evaluator_state, text=q or None,
-                                  score_bin=score_bin)
+        return build()
     except ConfigError as exc:
-        raise ApiError(400, "invalid_parameter", f"query parameter 'q': {exc.message}") \
+        raise ApiError(400, "invalid_parameter", f"query parameter {name!r}: {exc.message}") \
             from None
 
 
@@ -561,13 +571,15 @@ def create_app(settings: ServerSettings) -> FastAPI:
             branch: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
                 "the git branch the runs were made on"))] = None,
             q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
-                "text in the run's id, name, suite or notes (in any case)"))] = None,
+                "text in the run's id, name, suite or notes (in any case); plain text on one "
+                "line (a control character is refused)"),
+                json_schema_extra={"pattern": NO_CONTROL_CHARACTERS})] = None,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> RunPage:
         """Runs, newest first."""
-        where = queries.RunFilter(suite=suite, target=target, status=status,
-                                  since=_time(since), until=_time(until), tag=tag,
-                                  branch=branch, text=q or None)
+        where = _searching(lambda: queries.RunFilter(
+            suite=suite, target=target, status=status, since=_time(since), until=_time(until),
+            tag=tag, branch=branch, text=q or None))
         items, total = queries.list_runs(store(), where, limit, offset)
         return RunPage(items=[list_item(item) for item in items], total=total, limit=limit,
                        offset=offset)
@@ -598,7 +610,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
                 "per-case statuses to keep: regression, error, improvement, unchanged "
                 "(repeat the parameter, or separate with commas)"))] = [],  # noqa: B006
             case_q: Annotated[str | None, Query(max_length=MAX_TEXT, description=(
-                "keep the cases whose id holds this text (in any case)"))] = None,
+                "keep the cases whose id holds this text (in any case, as the search of a "
+                "run's cases finds it); plain text on one line (a control character is "
+                "refused)"), json_schema_extra={"pattern": NO_CONTROL_CHARACTERS})] = None,
             case_sort: CaseOrder = CaseOrder.STATUS,
             case_limit: Annotated[int, Query(ge=1, le=CASES_SHOWN)] = CASES_SHOWN,
             case_offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
@@ -614,9 +628,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         per-case rows come a page at a time (``case_limit`` from ``case_offset``, filtered by
         ``case_status`` and ``case_q``); a comparison of finished runs is computed once and
         kept for the pages that follow."""
-        page = CaseSelection(statuses=tuple(_statuses(case_status)), text=case_q or "",
-                             order=case_sort, limit=10**9 if every_case else case_limit,
-                             offset=case_offset)
+        statuses = tuple(_statuses(case_status))
+        page = _searching(lambda: CaseSelection(
+            statuses=statuses, text=case_q or "", order=case_sort,
+            limit=10**9 if every_case else case_limit, offset=case_offset), "case_q")
         given = {k: v for k, v in {
             "max_pass_rate_drop": max_pass_rate_drop, "max_avg_score_drop": max_avg_score_drop,
             "max_latency_increase_pct": max_latency_increase_pct}.items() if v is not None}
@@ -659,7 +674,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
             allow_different_evaluators: bool = False, allow_different_judge: bool = False,
             allow_different_scoring: bool = False,
             case_status: Annotated[list[str], Query()] = [],  # noqa: B006
-            case_q: Annotated[str | None, Query(max_length=MAX_TEXT)] = None,
+            case_q: Annotated[str | None, Query(max_length=MAX_TEXT, json_schema_extra={
+                "pattern": NO_CONTROL_CHARACTERS})] = None,
             case_sort: CaseOrder = CaseOrder.STATUS) -> StreamingResponse:
         """The per-case rows of ``GET /runs/compare`` (the same parameters, every page), as
         CSV or JSON: each case's status and both runs' pass, score (0-100) and latency."""

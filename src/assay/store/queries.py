@@ -187,7 +187,12 @@ class RunFilter:
     tag: str | None = None
     branch: str | None = None
     text: str | None = None
-    """Text in the run's id, name, suite or notes (in any case)."""
+    """Text in the run's id, name, suite or notes (in any case, as :func:`search.needle`
+    folds it; a control character is a ConfigError here, before any query)."""
+
+    def __post_init__(self) -> None:
+        if self.text:
+            check_query(self.text)
 
 
 @dataclass
@@ -284,7 +289,7 @@ def list_runs(store: RunStore, where: RunFilter, limit: int = 50,
     if where.branch is not None:
         conditions.append(_config_path(store.dialect, "git", "branch") == where.branch)
     if where.text:
-        pattern = f"%{_like_escaped(where.text.casefold())}%"
+        pattern = f"%{_like_escaped(needle(where.text))}%"
         conditions.append(or_(*(func.lower(column).like(pattern, escape="\\") for column in (
             runs.c.id, runs.c.name, runs.c.suite, runs.c.notes))))
     with store.transaction() as conn:

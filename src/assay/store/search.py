@@ -55,7 +55,7 @@ def search_text(case_id: str, case_input: Any, expected: Any, output: Any,
               for f in (case_id, case_input, expected, output, error)]
     if SECRETS.found_in(SEPARATOR.join(fields)):  # rarely: asked once for all five fields
         fields = [SECRETS.scrub(f) for f in fields]
-    return SEPARATOR.join(f[:FIELD_CHARS] for f in fields).lower().replace("\x00", " ")
+    return fold(SEPARATOR.join(f[:FIELD_CHARS] for f in fields)).replace("\x00", " ")
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
@@ -76,7 +76,13 @@ def needle(query: str) -> str:
     """A user's query as it is matched against :func:`search_text` (checked by
     :func:`check_query` first)."""
     check_query(query)
-    return query.lower()
+    return fold(query)
 
 
-__all__ = ["FIELD_CHARS", "check_query", "needle", "search_text"]
+def fold(text: str) -> str:
+    """Text as every search compares it, in any case: lower-cased (as SQL ``lower()`` on
+    both databases, and the static report's ``toLowerCase``)."""
+    return text.lower()
+
+
+__all__ = ["FIELD_CHARS", "check_query", "fold", "needle", "search_text"]
