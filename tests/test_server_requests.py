@@ -220,6 +220,29 @@ def test_a_nul_in_any_parameter_is_a_400_naming_it(api, path, params):
     assert (next(iter(params)) if params else "path") in detail
 
 
+@pytest.mark.parametrize(("method", "path", "params", "named", "takes"), [
+    ("GET", "/runs", {"suit": "chat"}, "suit", "branch, limit, offset, q, since, status, "
+     "suite, tag, target, until"),
+    ("GET", "/runs/{run}/cases", {"verdict": "fail", "serch": "x"}, "serch", "evaluator, "
+     "evaluator_state, limit, offset, q, score_bin, sort, verdict"),
+    ("GET", "/runs/{run}", {"limit": "5"}, "limit", "none"),
+    ("GET", "/runs/compare", {"baseline_run_id": "{run}", "candidate_run_id": "{run}",
+                              "max_score_drop": "1"}, "max_score_drop", "allow_different_cases"),
+    ("DELETE", "/runs/{run}", {"froce": "true"}, "froce", "force"),
+    ("GET", "/runs/{run}/cases", {"\x1b[2J": "1"}, "\\x1b[2J", "evaluator"),
+])
+def test_a_query_parameter_the_operation_does_not_take_is_a_400_naming_it(
+        api, method, path, params, named, takes):
+    client, run = api
+    given = {k: v.replace("{run}", run) for k, v in params.items()}
+    detail = _error(client.request(method, path.replace("{run}", run), params=given), 400,
+                    "invalid_parameter")
+    assert detail.startswith(f"query parameter '{named}': not a parameter of "), detail
+    assert takes in detail.split("; it takes ")[1], detail
+    assert "every_case" not in detail
+    assert client.get(f"/runs/{run}").status_code == 200
+
+
 def test_a_plain_search_still_finds_its_cases(api):
     client, run = api
     found = client.get(f"/runs/{run}/cases", params={"q": "case-00000"}).json()

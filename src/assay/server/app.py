@@ -26,8 +26,9 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
@@ -442,6 +443,32 @@ def _json_kind(value: Any) -> str:
             type(None): "null"}.get(type(value), "value")
 
 
+def _known_parameters(request: Request) -> None:
+    """A query parameter the operation does not take is a 400 naming it and those it takes:
+    a misspelt filter (``suit=chat``) would otherwise be ignored, and the answer read as
+    filtered when it is not."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or not route.include_in_schema:
+        return
+    taken = _taken(route.dependant)
+    unknown = [name for name in request.query_params if name not in taken]
+    if unknown:
+        shown = sorted(name for name, documented in taken.items() if documented)
+        raise ApiError(400, "invalid_parameter", (
+            f"query parameter {unknown[0][:80]!r}: not a parameter of "
+            f"{route.name}; it takes " + (", ".join(shown) or "none")))
+
+
+def _taken(dependant: Dependant) -> dict[str, bool]:
+    """The query parameters a handler and what it depends on take, by the names a request
+    gives them -> whether the API's document shows it."""
+    found = {p.alias: bool(getattr(p.field_info, "include_in_schema", True))
+             for p in dependant.query_params}
+    for inner in dependant.dependencies:
+        found.update(_taken(inner))
+    return found
+
+
 def _operation_id(route: APIRoute) -> str:
     """An operation's id: its handler's name (``list_runs``, ``compare_runs``)."""
     return route.name
@@ -470,7 +497,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         holder.close()
 
     app = FastAPI(title="assay", version=__version__, docs_url=None, redoc_url=None,
-                  lifespan=lifespan, generate_unique_id_function=_operation_id, description=(
+                  lifespan=lifespan, generate_unique_id_function=_operation_id,
+                  dependencies=[Depends(_known_parameters)], description=(
                       "Runs, cases, comparisons and baselines of an assay run store. Every "
                       "error is JSON with 'detail' and 'code'. Send 'Authorization: Bearer "
                       "TOKEN' when the server has a token (ASSAY_SERVER_TOKEN)."))
