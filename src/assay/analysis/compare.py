@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -107,15 +107,19 @@ class IncomparableRuns(EvaluationError):
     def __init__(self, differences: list[Difference], nothing_shared: bool = False) -> None:
         self.differences = differences
         self.reasons = [d.text for d in differences]
-        if nothing_shared:
-            self.detail = ("the runs share no case, so there is nothing to compare: "
-                           + "; ".join(self.reasons))
-        else:
-            flags = ", ".join(dict.fromkeys(
-                "--" + d.allow.replace("_", "-") for d in differences))
-            self.detail = (f"the runs are not comparable: {'; '.join(self.reasons)}. Compare "
-                           f"them anyway with {flags}")
+        self.nothing_shared = nothing_shared
+        self.detail = self.said(lambda allow: "--" + allow.replace("_", "-"))
         super().__init__("incomparable_runs", self.detail)
+
+    def said(self, option: Callable[[str], str]) -> str:
+        """The refusal, naming each option that allows a difference as ``option`` writes it
+        (the CLI's ``--allow-different-cases``, the REST API's ``allow_different_cases=true``)."""
+        if self.nothing_shared:
+            return "the runs share no case, so there is nothing to compare: " + "; ".join(
+                self.reasons)
+        options = ", ".join(dict.fromkeys(option(d.allow) for d in self.differences))
+        return (f"the runs are not comparable: {'; '.join(self.reasons)}. Compare them "
+                f"anyway with {options}")
 
 
 # -- options and results ------------------------------------------------------------------

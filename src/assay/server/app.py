@@ -678,7 +678,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         except RunNotCompleted as exc:
             raise ApiError(400, "not_comparable", exc.detail) from None
         except IncomparableRuns as exc:
-            raise ApiError(400, "incomparable_runs", exc.detail) from None
+            raise ApiError(400, "incomparable_runs",
+                           exc.said(lambda allow: f"{allow}=true")) from None
         except (ConfigError, ValueError) as exc:
             raise ApiError(400, "invalid_parameter", str(exc)) from None
 
