@@ -407,3 +407,55 @@ def test_only_credentials_become_secrets_not_the_words_around_them(tmp_path: Pat
                   "headers": {"X-Client": "assay-cli", "X-Api-Key": "literal-key-0123456789"}},
                  tmp_path)
     assert scrub("assay-cli sent literal-key-0123456789") == "assay-cli sent ***"
+
+
+def test_an_internal_error_quoting_a_key_is_logged_with_it_hidden_by_the_http_server_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn logs the traceback of an error the app answered 500 again, with the error's
+    message: the key the message quotes is hidden there as in assay's own log."""
+    import logging
+    import threading
+    import time
+
+    import httpx
+    import uvicorn
+
+    from assay.server.app import create_app
+    from assay.server.settings import ServerSettings
+    from tests.server_support import free_port
+
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    app = create_app(ServerSettings(store_url=f"sqlite:///{tmp_path}/runs.db"))
+
+    def failing() -> None:  # an error no handler expects, quoting the key
+        raise RuntimeError(f"the provider answered: invalid key {OPENAI_KEY}")
+
+    app.add_api_route("/failing", failing)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    logged: list[str] = []
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            logged.append(logging.Formatter().format(record))
+
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    handlers = [(logging.getLogger(name), Kept()) for name in ("uvicorn.error", "assay.server")]
+    for logger, handler in handlers:
+        logger.addHandler(handler)
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{port}/failing")
+    finally:  # uvicorn logs the error after the answer is sent: once it has stopped
+        server.should_exit = True
+        thread.join(timeout=30)
+        for logger, handler in handlers:
+            logger.removeHandler(handler)
+    assert answer.status_code == 500 and OPENAI_KEY not in answer.text
+    said = "\n".join(logged)
+    assert said.count("RuntimeError: the provider answered: invalid key "
+                      "${{ OPENAI_API_KEY }}") == 2, said
+    assert leaks(said, OPENAI_KEY) == []

@@ -104,6 +104,8 @@ from assay.types.records import RunRecord, RunStatus, Verdict, resume_command
 log = scrubbed_logger("assay.server")
 
 MAX_PAGE = 500
+SERVER_LOGGERS = ("uvicorn.error", "uvicorn.access")
+"""The loggers of the HTTP server that runs the app: they hide known secrets too."""
 OTLP_PATH = "/v1/traces"
 RunId = Annotated[str, PathParam(min_length=1, max_length=200)]
 MAX_TEXT = 500
@@ -479,6 +481,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     settings.check()
     register_environment()  # the keys this server's environment holds are never served
     register(url_secrets(settings.store_url))
+    for name in SERVER_LOGGERS:  # the server logs an error's traceback again, as raised
+        scrubbed_logger(name)
     holder = StoreHolder(settings.store_url)
     launcher = Launcher(settings.store_url, settings.suite_roots,
                         LaunchPolicy(settings.judge_models, settings.targets_file))
