@@ -122,6 +122,44 @@ def test_the_api_lists_shows_and_deletes_an_unreadable_run(store_url):
         assert api.get("/runs").json()["total"] == 2
 
 
+@pytest.mark.parametrize(("table", "column", "value", "said"), [
+    ("executions", "execution", '{"latency_ms": "fast"}', "latency_ms: Input should be a valid "
+     "number"),
+    ("executions", "execution", "[1, 2]", "Input should be a valid dictionary"),
+    ("scores", "score", '{"name": "correctness", "value": "high"}', "value: Input should be"),
+])
+def test_a_case_whose_rows_cannot_be_read_is_named_and_the_others_are_served(
+        store_url, table, column, value, said):
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    store = RunStore(store_url)
+    run = write_run(store, 3, seed=1)
+    other = write_run(store, 3, seed=2)
+    store.close()
+    engine = create_engine(store_url)
+    cast = "CAST(:value AS json)" if engine.dialect.name == "postgresql" else ":value"
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE {table} SET {column} = {cast} WHERE run_id = :run AND "
+                          "case_id = 'case-000001'"), {"value": value, "run": run})
+    engine.dispose()
+    with serve(store_url) as served, served.client() as api:
+        one = {"case_id": "case-000001"}
+        for path, params in [(f"/runs/{run}/case", one),
+                             (f"/runs/{run}/case/value", {**one, "pointer": "/record"}),
+                             ("/runs/compare/case", {**one, "baseline_run_id": other,
+                                                     "candidate_run_id": run})]:
+            refused = api.get(path, params=params)
+            assert refused.status_code == 409, (path, refused.text)
+            body = refused.json()
+            assert body["code"] == "case_unreadable" and body["detail"].startswith(
+                f"case 'case-000001' (repeat 0) of run {run} cannot be read: "), body
+            assert said in body["detail"] and "Traceback" not in refused.text
+        assert api.get(f"/runs/{run}/case", params={"case_id": "case-000002"}).status_code \
+            == 200
+        assert api.get(f"/runs/{other}/case", params=one).status_code == 200
+
+
 def test_a_run_row_with_an_unknown_status_is_named_too(tmp_path: Path):
     url = f"sqlite:///{tmp_path}/runs.db"
     store = RunStore(url)

@@ -96,7 +96,7 @@ from assay.server.security import ScrubbingMiddleware, SecurityMiddleware, docum
 from assay.server.settings import ServerSettings
 from assay.store import baselines, labels, queries
 from assay.store.errors import StoreError
-from assay.store.runs import RecordRejected, RunStore, RunUnreadable
+from assay.store.runs import RecordRejected, RunStore, Unreadable
 from assay.store.traces import append_spans
 from assay.types.config import Tag
 from assay.types.records import RunRecord, RunStatus, Verdict, resume_command
@@ -540,8 +540,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return JSONResponse({"detail": exc.message, "code": "store_unavailable"},
                             status_code=503)
 
-    @app.exception_handler(RunUnreadable)
-    async def _unreadable(_request: Request, exc: RunUnreadable) -> JSONResponse:
+    @app.exception_handler(Unreadable)
+    async def _unreadable(_request: Request, exc: Unreadable) -> JSONResponse:
         return JSONResponse({"detail": exc.message, "code": exc.code}, status_code=409)
 
     @app.exception_handler(RequestValidationError)

@@ -35,6 +35,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from assay.errors import ConfigError, EvaluationError
 from assay.store import schema
 from assay.store.runs import (
+    CaseUnreadable,
     RunStore,
     _case_record,
     lease_deadline,
@@ -662,8 +663,16 @@ def _verdict(value: str) -> Verdict:
 
 
 def case_record(store: RunStore, run_id: str, case_id: str, repeat: int) -> CaseRecord | None:
-    """One case of a run with everything stored for it, or None."""
+    """One case of a run with everything stored for it, or None; :class:`CaseUnreadable`
+    when a row of it cannot be read (its other rows, and the run's other cases, still can)."""
     store.flush()
+    try:
+        return _read_case(store, run_id, case_id, repeat)
+    except ValueError as exc:  # not JSON, or not the record it should be
+        raise CaseUnreadable(run_id, case_id, repeat, exc) from None
+
+
+def _read_case(store: RunStore, run_id: str, case_id: str, repeat: int) -> CaseRecord | None:
     cr, ex, sc = schema.case_results, schema.executions, schema.scores
     key = (cr.c.run_id == run_id, cr.c.case_id == case_id, cr.c.repeat == repeat)
     with store.transaction() as conn:

@@ -978,7 +978,14 @@ def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
         notes=row.get("notes") or None)
 
 
-class RunUnreadable(StoreError):
+class Unreadable(StoreError):
+    """Stored rows that cannot be read (hand-edited, damaged, or of another program); the
+    store and everything else in it are fine."""
+
+    code = "unreadable"
+
+
+class RunUnreadable(Unreadable):
     """A run whose stored row cannot be read; the store and its other runs are fine."""
 
     def __init__(self, run: RunRecord) -> None:
@@ -986,6 +993,17 @@ class RunUnreadable(StoreError):
                          "not affected; delete this one to remove it from the store")
         self.code = "run_unreadable"
         self.run_id = run.id
+
+
+class CaseUnreadable(Unreadable):
+    """A case whose stored rows (its result, its execution or a score) cannot be read; the
+    run's other cases are fine."""
+
+    def __init__(self, run_id: str, case_id: str, repeat: int, error: ValueError) -> None:
+        super().__init__(f"case {case_id!r} (repeat {repeat}) of run {run_id} cannot be read: "
+                         f"{_problem(error)}. The run's other cases are not affected")
+        self.code = "case_unreadable"
+        self.run_id = run_id
 
 
 def readable(run: RunRecord) -> RunRecord:
@@ -1020,13 +1038,18 @@ def _field(kind: Any, value: Any, name: str, problems: list[str]) -> Any:
         if isinstance(kind, type) and issubclass(kind, BaseModel):
             return kind.model_validate(value)
         return kind(value)
-    except ValidationError as exc:
-        problems.append(f"{name}: " + "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-            for e in exc.errors()[:3]))
     except (ValueError, TypeError) as exc:
-        problems.append(f"{name}: {printable(str(exc))[:200]}")
+        problems.append(f"{name}: {_problem(exc)}")
     return None
+
+
+def _problem(error: ValueError | TypeError) -> str:
+    """Why a stored value cannot be read, in a line: each field a model refused (the first
+    three), or the error's message."""
+    if isinstance(error, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+                         for e in error.errors()[:3])
+    return printable(str(error).splitlines()[0] if str(error) else type(error).__name__)[:200]
 
 
 class RunLease:
