@@ -122,33 +122,44 @@ def test_the_api_lists_shows_and_deletes_an_unreadable_run(store_url):
         assert api.get("/runs").json()["total"] == 2
 
 
-@pytest.mark.parametrize(("table", "column", "value", "said"), [
+BAD_CASES = [
     ("executions", "execution", '{"latency_ms": "fast"}', "latency_ms: Input should be a valid "
      "number"),
-    ("executions", "execution", "[1, 2]", "Input should be a valid dictionary"),
+    ("executions", "execution", '{"input": "q", "error": 5}', "error: Input should be a valid "
+     "string"),
     ("scores", "score", '{"name": "correctness", "value": "high"}', "value: Input should be"),
-])
-def test_a_case_whose_rows_cannot_be_read_is_named_and_the_others_are_served(
-        store_url, table, column, value, said):
-    pytest.importorskip("fastapi")
-    from tests.server_support import serve
+]
+"""A case's row as a hand edit or another program leaves it, and what is said of it."""
 
-    store = RunStore(store_url)
-    run = write_run(store, 3, seed=1)
+
+def _bad_case(url: str, table: str, column: str, value: str) -> tuple[str, str]:
+    """Two runs of three cases, case-000001 of the second with ``value`` in its row."""
+    store = RunStore(url)
     other = write_run(store, 3, seed=2)
+    run = write_run(store, 3, seed=1)
     store.close()
-    engine = create_engine(store_url)
+    engine = create_engine(url)
     cast = "CAST(:value AS json)" if engine.dialect.name == "postgresql" else ":value"
     with engine.begin() as conn:
         conn.execute(text(f"UPDATE {table} SET {column} = {cast} WHERE run_id = :run AND "
                           "case_id = 'case-000001'"), {"value": value, "run": run})
     engine.dispose()
+    return run, other
+
+
+@pytest.mark.parametrize(("table", "column", "value", "said"), BAD_CASES)
+def test_a_case_whose_rows_cannot_be_read_is_named_and_the_others_are_served(
+        store_url, table, column, value, said):
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    run, other = _bad_case(store_url, table, column, value)
     with serve(store_url) as served, served.client() as api:
         one = {"case_id": "case-000001"}
+        pair = {"baseline_run_id": other, "candidate_run_id": run}
         for path, params in [(f"/runs/{run}/case", one),
                              (f"/runs/{run}/case/value", {**one, "pointer": "/record"}),
-                             ("/runs/compare/case", {**one, "baseline_run_id": other,
-                                                     "candidate_run_id": run})]:
+                             ("/runs/compare/case", {**one, **pair}), ("/runs/compare", pair)]:
             refused = api.get(path, params=params)
             assert refused.status_code == 409, (path, refused.text)
             body = refused.json()
@@ -158,6 +169,20 @@ def test_a_case_whose_rows_cannot_be_read_is_named_and_the_others_are_served(
         assert api.get(f"/runs/{run}/case", params={"case_id": "case-000002"}).status_code \
             == 200
         assert api.get(f"/runs/{other}/case", params=one).status_code == 200
+
+
+@pytest.mark.parametrize(("table", "column", "value", "said"), BAD_CASES[1:])
+def test_show_and_compare_name_a_case_that_cannot_be_read_in_one_line(
+        tmp_path, table, column, value, said):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    run, other = _bad_case(url, table, column, value)
+    for args in (["show", run], ["compare", other, run]):
+        done = run_assay([*args, "--store", url], cwd=tmp_path, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"error [case_unreadable]: case 'case-000001' (repeat 0) "
+                                      f"of run {run} cannot be read: "), done.stderr
+        assert said in done.stderr and "Traceback" not in done.stderr
+    assert run_assay(["show", other, "--store", url], cwd=tmp_path, timeout=120).returncode == 0
 
 
 def test_a_run_row_with_an_unknown_status_is_named_too(tmp_path: Path):

@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import orjson
 import pydantic_core
@@ -713,8 +713,11 @@ class RunStore:
         records = []
         for row in self._case_rows(run_id):
             key = (row["case_id"], row["repeat"])
-            records.append(_case_record(run_id, row, executions.get(key),
-                                        scores.get(key, {})))
+            try:
+                records.append(_case_record(run_id, row, executions.get(key),
+                                            scores.get(key, {})))
+            except ValueError as exc:
+                raise CaseUnreadable(run_id, *key, exc) from None
         return records
 
     def executions(self, run_id: str, *,
@@ -731,7 +734,8 @@ class RunStore:
         with self.transaction() as conn:
             rows = conn.execute(select(ex.c.case_id, ex.c.repeat, column.label("execution"))
                                 .where(ex.c.run_id == run_id)).fetchall()
-        return {(r.case_id, r.repeat): Execution.model_validate(r.execution) for r in rows}
+        return {(r.case_id, r.repeat): _stored(Execution, r.execution, run_id, r.case_id,
+                                               r.repeat) for r in rows}
 
     def scores(self, run_id: str, *,
                light: bool = False) -> dict[tuple[str, int], dict[str, Score]]:
@@ -750,8 +754,8 @@ class RunStore:
                                 .where(sc.c.run_id == run_id)).fetchall()
         found: dict[tuple[str, int], dict[str, Score]] = {}
         for r in rows:
-            found.setdefault((r.case_id, r.repeat), {})[r.evaluator] = Score.model_validate(
-                r.score)
+            found.setdefault((r.case_id, r.repeat), {})[r.evaluator] = _stored(
+                Score, r.score, run_id, r.case_id, r.repeat)
         return found
 
     def _without(self, column: Any, paths: Sequence[tuple[str, ...]]) -> Any:
@@ -978,6 +982,9 @@ def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
         notes=row.get("notes") or None)
 
 
+Stored = TypeVar("Stored", Execution, Score)
+
+
 class Unreadable(StoreError):
     """Stored rows that cannot be read (hand-edited, damaged, or of another program); the
     store and everything else in it are fine."""
@@ -1001,9 +1008,18 @@ class CaseUnreadable(Unreadable):
 
     def __init__(self, run_id: str, case_id: str, repeat: int, error: ValueError) -> None:
         super().__init__(f"case {case_id!r} (repeat {repeat}) of run {run_id} cannot be read: "
-                         f"{_problem(error)}. The run's other cases are not affected")
+                         f"{_problem(error)}. The store's other rows are intact")
         self.code = "case_unreadable"
         self.run_id = run_id
+
+
+def _stored(kind: type[Stored], value: Any, run_id: str, case_id: str, repeat: int) -> Stored:
+    """A case's stored execution or score as its record; :class:`CaseUnreadable` naming the
+    case when it is not one."""
+    try:
+        return kind.model_validate(value)
+    except ValueError as exc:
+        raise CaseUnreadable(run_id, case_id, repeat, exc) from None
 
 
 def readable(run: RunRecord) -> RunRecord:
