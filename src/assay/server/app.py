@@ -445,12 +445,18 @@ def _json_kind(value: Any) -> str:
             type(None): "null"}.get(type(value), "value")
 
 
+PROBE_PATHS = frozenset({"/health"})
+"""Paths a load balancer or orchestrator probes, often with a query string of its own (a
+cache buster): they take no parameter, and refuse none."""
+
+
 def _known_parameters(request: Request) -> None:
     """A query parameter the operation does not take is a 400 naming it and those it takes:
     a misspelt filter (``suit=chat``) would otherwise be ignored, and the answer read as
     filtered when it is not."""
     route = request.scope.get("route")
-    if not isinstance(route, APIRoute) or not route.include_in_schema:
+    if not isinstance(route, APIRoute) or not route.include_in_schema or \
+            route.path in PROBE_PATHS:
         return
     taken = _taken(route.dependant)
     unknown = [name for name in request.query_params if name not in taken]
