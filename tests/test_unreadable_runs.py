@@ -195,3 +195,54 @@ def test_a_run_row_with_an_unknown_status_is_named_too(tmp_path: Path):
     assert [r.id for r in found] == [run_id]
     assert "status" in (found[0].unreadable or "") and "exploded" in (found[0].unreadable or "")
     store.close()
+
+
+NOT_JSON = [("executions", "execution", "its execution is not JSON"),
+            ("scores", "score", "its score is not JSON"),
+            ("case_results", "row", "its result row is not JSON")]
+"""A case's row whose text is not JSON at all (SQLite's JSON columns take any text)."""
+
+
+def _not_json_case(tmp_path: Path, table: str, column: str) -> tuple[str, str, str]:
+    url = f"sqlite:///{tmp_path}/runs.db"
+    run, other = _bad_case(url, table, column, "not json {")
+    return url, run, other
+
+
+@pytest.mark.parametrize(("table", "column", "said"), NOT_JSON)
+def test_a_case_whose_row_is_not_json_is_named_by_show_and_compare(tmp_path, table, column,
+                                                                   said):
+    """Not JSON used to end `assay show` in a traceback, and `assay compare` in "the run
+    store failed ... Results written before this point are kept", as if a write had failed."""
+    url, run, other = _not_json_case(tmp_path, table, column)
+    for args in (["show", run], ["compare", other, run]):
+        done = run_assay([*args, "--store", url], cwd=tmp_path, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"error [case_unreadable]: case 'case-000001' (repeat 0) "
+                                      f"of run {run} cannot be read: {said} ("), done.stderr
+        assert "Traceback" not in done.stderr and "written before" not in done.stderr
+    assert run_assay(["show", other, "--store", url], cwd=tmp_path, timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize(("table", "column", "said"), NOT_JSON)
+def test_a_case_whose_row_is_not_json_is_named_by_the_api(tmp_path, table, column, said):
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    url, run, other = _not_json_case(tmp_path, table, column)
+    with serve(url) as served, served.client() as api:
+        one = {"case_id": "case-000001"}
+        for path, params in [(f"/runs/{run}/case", one),
+                             ("/runs/compare", {"baseline_run_id": other,
+                                                "candidate_run_id": run})]:
+            refused = api.get(path, params=params)
+            assert refused.status_code == 409, (path, refused.text)
+            assert refused.json()["code"] == "case_unreadable", refused.text
+            assert said in refused.json()["detail"], refused.text
+        listed = api.get(f"/runs/{run}/cases")  # the page's SQL meets the text: said so
+        assert listed.status_code == 409 and listed.json()["code"] == "rows_not_json", \
+            listed.text
+        assert "written before" not in listed.text
+        assert api.get(f"/runs/{run}/case", params={"case_id": "case-000002"}).status_code \
+            == 200
+        assert api.get(f"/runs/{other}/cases").status_code == 200

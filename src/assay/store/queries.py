@@ -41,6 +41,7 @@ from assay.store.runs import (
     lease_deadline,
     read_run,
     run_columns,
+    stored_model,
     with_tags,
 )
 from assay.store.search import check_query, needle
@@ -681,10 +682,10 @@ def _read_case(store: RunStore, run_id: str, case_id: str, repeat: int) -> CaseR
             return None
         stored = conn.execute(select(ex.c.execution).where(
             ex.c.run_id == run_id, ex.c.case_id == case_id, ex.c.repeat == repeat)).first()
-        scores = {s.evaluator: Score.model_validate(s.score) for s in conn.execute(
+        scores = {s.evaluator: stored_model(Score, s.score) for s in conn.execute(
             select(sc.c.evaluator, sc.c.score).where(
                 sc.c.run_id == run_id, sc.c.case_id == case_id, sc.c.repeat == repeat))}
-    execution = None if stored is None else Execution.model_validate(stored.execution)
+    execution = None if stored is None else stored_model(Execution, stored.execution)
     return _case_record(run_id, dict(row._mapping), execution, scores)
 
 

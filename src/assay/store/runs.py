@@ -731,9 +731,14 @@ class RunStore:
         self.flush()
         ex = schema.executions
         column = self._without(ex.c.execution, LIGHT_EXECUTION) if light else ex.c.execution
-        with self.transaction() as conn:
-            rows = conn.execute(select(ex.c.case_id, ex.c.repeat, column.label("execution"))
-                                .where(ex.c.run_id == run_id)).fetchall()
+        try:
+            with self.transaction() as conn:
+                rows = conn.execute(select(ex.c.case_id, ex.c.repeat, column.label("execution"))
+                                    .where(ex.c.run_id == run_id)).fetchall()
+        except RowsNotJSON:
+            if not light:
+                raise
+            return self.executions(run_id)  # read whole: the row is named
         return {(r.case_id, r.repeat): _stored(Execution, r.execution, run_id, r.case_id,
                                                r.repeat) for r in rows}
 
@@ -748,10 +753,15 @@ class RunStore:
         self.flush()
         sc = schema.scores
         column = self._without(sc.c.score, LIGHT_SCORE) if light else sc.c.score
-        with self.transaction() as conn:
-            rows = conn.execute(select(sc.c.case_id, sc.c.repeat, sc.c.evaluator,
-                                       column.label("score"))
-                                .where(sc.c.run_id == run_id)).fetchall()
+        try:
+            with self.transaction() as conn:
+                rows = conn.execute(select(sc.c.case_id, sc.c.repeat, sc.c.evaluator,
+                                           column.label("score"))
+                                    .where(sc.c.run_id == run_id)).fetchall()
+        except RowsNotJSON:
+            if not light:
+                raise
+            return self.scores(run_id)  # read whole: the row is named
         found: dict[tuple[str, int], dict[str, Score]] = {}
         for r in rows:
             found.setdefault((r.case_id, r.repeat), {})[r.evaluator] = _stored(
@@ -808,9 +818,13 @@ LIGHT_SCORE = (("details", "judge_request"), ("details", "judge_answer"),
 
 
 def _failure(display_url: str, hidden: dict[str, str], exc: BaseException) -> StoreError:
-    """The store's error for a failed statement or batch, with no secret of the URL in it."""
+    """The store's error for a failed statement or batch, with no secret of the URL in it.
+    A statement that met stored text that is not JSON (SQLite's JSON functions refuse it) is
+    :class:`RowsNotJSON`: the store works, a row in it does not read."""
     orig = getattr(exc, "orig", None) or exc
     reason = (str(orig).splitlines() or [type(orig).__name__])[0]
+    if reason.strip() == SQLITE_NOT_JSON:
+        return RowsNotJSON(display_url)
     return StoreError(
         f"the run store {display_url} failed: {scrub(reason, hidden)}. Results written "
         "before this point are kept and readable.")
@@ -884,14 +898,36 @@ def _without_nul(values: dict[str, Any]) -> dict[str, Any]:
 _LONG_INTEGER = re.compile(r"\d{19}")
 
 
+class NotJSON:
+    """A JSON column's stored text that is not JSON (a hand edit, another program, a damaged
+    file; SQLite's JSON columns take any text). Read as this instead of raising, so that the
+    one row is named (:class:`CaseUnreadable`) and a query's other rows are still read. It
+    is neither a string nor a container: a reader that does not look for it fails loudly
+    on it, as on the decode error it stands for, instead of reading its characters."""
+
+    __slots__ = ("problem", "text")
+
+    def __init__(self, text: str, problem: str) -> None:
+        self.text = text
+        self.problem = problem
+
+    def __repr__(self) -> str:
+        return f"NotJSON({self.problem})"
+
+
 def _json_load(text: str | bytes) -> Any:
     """orjson for speed; the standard library when the text may hold an integer of 64 bits
-    or more (agents do return them), which orjson would read back as a rounded float."""
-    if _LONG_INTEGER.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
-        import json
+    or more (agents do return them), which orjson would read back as a rounded float. Text
+    that is not JSON is :class:`NotJSON`."""
+    decoded = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    try:
+        if _LONG_INTEGER.search(decoded):
+            import json
 
-        return json.loads(text)
-    return orjson.loads(text)
+            return json.loads(text)
+        return orjson.loads(text)
+    except ValueError as exc:  # orjson's and json's decode errors are both ValueErrors
+        return NotJSON(decoded, printable(str(exc).splitlines()[0] if str(exc) else "?")[:120])
 
 
 def run_columns() -> list[Any]:
@@ -992,6 +1028,21 @@ class Unreadable(StoreError):
     code = "unreadable"
 
 
+SQLITE_NOT_JSON = "malformed JSON"
+"""What SQLite's JSON functions say of text that is not JSON."""
+
+
+class RowsNotJSON(Unreadable):
+    """A statement met a stored row whose JSON is not JSON; the store and its other rows
+    are fine. A run's own reads name the case (:class:`CaseUnreadable`)."""
+
+    def __init__(self, display_url: str) -> None:
+        super().__init__(f"a row of the run store {display_url} is not JSON (written by "
+                         "another program, edited by hand, or the file is damaged); the "
+                         "store's other rows are intact: `assay show RUN_ID` names the case")
+        self.code = "rows_not_json"
+
+
 class RunUnreadable(Unreadable):
     """A run whose stored row cannot be read; the store and its other runs are fine."""
 
@@ -1017,9 +1068,17 @@ def _stored(kind: type[Stored], value: Any, run_id: str, case_id: str, repeat: i
     """A case's stored execution or score as its record; :class:`CaseUnreadable` naming the
     case when it is not one."""
     try:
-        return kind.model_validate(value)
+        return stored_model(kind, value)
     except ValueError as exc:
         raise CaseUnreadable(run_id, case_id, repeat, exc) from None
+
+
+def stored_model(kind: type[Stored], value: Any) -> Stored:
+    """A stored execution or score as its record; ValueError saying why when it is not one
+    (its text not JSON, or JSON of another shape)."""
+    if isinstance(value, NotJSON):
+        raise ValueError(f"its {kind.__name__.lower()} is not JSON ({value.problem})")
+    return kind.model_validate(value)
 
 
 def readable(run: RunRecord) -> RunRecord:
@@ -1104,6 +1163,10 @@ def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,
     """A case record from its stored parts. Rows written by assay before typed records held
     an AgentV-shaped result row instead of the case; the case is rebuilt from what it kept."""
     data = row["row"] or {}
+    if isinstance(data, NotJSON):
+        raise ValueError(f"its result row is not JSON ({data.problem})")
+    if not isinstance(data, dict):
+        raise ValueError(f"its result row is a JSON {type(data).__name__}, not an object")
     if "case" in data:
         case = Case.model_validate(data["case"])
         target = data.get("target")
