@@ -243,6 +243,10 @@ def test_a_case_whose_row_is_not_json_is_named_by_the_api(tmp_path, table, colum
         assert listed.status_code == 409 and listed.json()["code"] == "rows_not_json", \
             listed.text
         assert "written before" not in listed.text
+        exported = api.get(f"/runs/{run}/export")  # refused before the file starts
+        assert exported.status_code == 409 and exported.json()["code"] == "rows_not_json", \
+            exported.text
+        assert api.get(f"/runs/{other}/export").status_code == 200
         assert api.get(f"/runs/{run}/case", params={"case_id": "case-000002"}).status_code \
             == 200
         assert api.get(f"/runs/{other}/cases").status_code == 200

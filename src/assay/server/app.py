@@ -880,15 +880,23 @@ def create_app(settings: ServerSettings) -> FastAPI:
         where = _case_filter(verdict, evaluator, evaluator_state, q, score_bin)
         names = sorted(run.summary.evaluators) if run.summary else []
 
+        def page(offset: int) -> tuple[list[Any], int]:
+            return queries.case_page(store(), run.id, where, sort, EXPORT_PAGE, offset,
+                                     preview=EXPORT_CHARS)
+
+        # The first page is read before the answer starts: a store that cannot serve the
+        # run's cases (a row that is not JSON, a database gone) is then the error it is,
+        # with its status, instead of a file that ends early.
+        first = page(0)
+
         def rows() -> Iterator[dict[str, Any]]:
-            offset = 0
+            offset, (items, total) = 0, first
             while True:
-                items, total = queries.case_page(store(), run.id, where, sort, EXPORT_PAGE,
-                                                 offset, preview=EXPORT_CHARS)
                 yield from (export.case_row(item, names) for item in items)
                 offset += EXPORT_PAGE
                 if not items or offset >= total:
                     return
+                items, total = page(offset)
 
         return _file(format, export.case_columns(names), rows(), f"{run.id}-cases")
 
