@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from assay.store.runs import RunStore
-from assay.testing.runs import HOSTILE, write_run
+from assay.testing.runs import HOSTILE, store_case, write_run
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.records import CaseRecord, RunStatus, Verdict
@@ -220,13 +220,11 @@ def _write_lettered(url: str) -> None:
         run = store.create_run(text, {"suite_name": text}, run_id=f"run-{n}")
         store.annotate_run(run, name=f"name {text}", tags=None, notes=None)
         for case_id in LETTERED:
-            record = CaseRecord(run_id=run, case_id=case_id, case=Case(id=case_id, input="q"),
-                                execution=Execution(input="q", output="a"),
-                                scores=[Score(name="exact", value=1.0, passed=True)],
-                                score=1.0, verdict=Verdict.PASS)
-            store.record_execution(run, case_id, 0, record.execution)
-            store.record_score(run, case_id, 0, record.scores[0])
-            store.record_case(record)
+            store_case(store, CaseRecord(
+                run_id=run, case_id=case_id, case=Case(id=case_id, input="q"),
+                execution=Execution(input="q", output="a"),
+                scores=[Score(name="exact", value=1.0, passed=True)], score=1.0,
+                verdict=Verdict.PASS))
         store.flush()
         store.set_status(run, "completed", {"cases": len(LETTERED)})
     store.close()

@@ -149,7 +149,8 @@ def write_run(store: RunStore, cases: int, *, suite: str = "math", quality: floa
     return run_id
 
 
-def _store_case(store: RunStore, record: CaseRecord) -> None:
+def store_case(store: RunStore, record: CaseRecord) -> None:
+    """Queue ``record`` with its execution and scores, as a run stores a finished case."""
     store.record_execution(record.run_id, record.case_id, record.repeat, record.execution)
     for s in record.scores:
         store.record_score(record.run_id, record.case_id, record.repeat, s)
@@ -194,7 +195,7 @@ def write_connexity_run(store: RunStore, run_id: str = "run-connexity") -> str:
                                             messages=turns, latency_ms=160.0),
                         scores=[score], score=score.value, verdict=Verdict.FAIL,
                         overall_score=score.raw if isinstance(score.raw, float) else None)
-    _store_case(store, record)
+    store_case(store, record)
     store.flush()
     builder = SummaryBuilder()
     builder.add(record)
@@ -255,7 +256,7 @@ def write_traced_run(store: RunStore, run_id: str = "run-traced") -> str:
         score = run_sync(evaluator.score(case, execution, EvalContext(None)))  # type: ignore[arg-type]
         record = CaseRecord(run_id=run_id, case_id=case_id, case=case, execution=execution,
                             scores=[score], score=score.value, verdict=_verdict(score.value))
-        _store_case(store, record)
+        store_case(store, record)
         builder.add(record)
     store.flush()
     store.set_status(run_id, RunStatus.COMPLETED.value, builder.build().model_dump(
@@ -263,8 +264,8 @@ def write_traced_run(store: RunStore, run_id: str = "run-traced") -> str:
     return run_id
 
 
-__all__ = ["EVALUATORS", "HOSTILE", "make_case", "traced_execution", "write_connexity_run",
-           "write_run", "write_traced_run"]
+__all__ = ["EVALUATORS", "HOSTILE", "make_case", "store_case", "traced_execution",
+           "write_connexity_run", "write_run", "write_traced_run"]
 
 
 
