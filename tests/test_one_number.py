@@ -199,3 +199,51 @@ def test_a_rate_is_a_percent_and_a_missing_value_a_dash():
     assert numbers.p_value(0.00001) == "< 0.0001" and numbers.p_value(0.03123) == "0.0312"
     assert numbers.plain(0.833333333) == "0.833333" and numbers.plain(3) == "3"
     assert numbers.count(12345) == "12,345"
+
+
+OUTCOMES = {"judge": "error judge_output_invalid", "context": "n/a", "exact": "1.000"}
+"""An evaluator that erred, one that did not apply and one that scored, as every surface
+says them: an error is never shown as a missing figure."""
+
+
+def _outcomes_run(url: str) -> str:
+    """A completed run of one case with the three kinds of score of :data:`OUTCOMES`."""
+    from assay.testing.runs import store_case
+    from assay.types.execution import Execution
+    from assay.types.records import Case, CaseRecord
+    from assay.types.score import Score
+    from assay.types.verdict import Verdict
+
+    store = RunStore(url)
+    try:
+        run_id = store.create_run("outcomes", {"suite_name": "outcomes"})
+        scores = [Score.failed("judge", "judge_output_invalid", "the answer was not JSON"),
+                  Score.not_applicable("context", "the case has no context"),
+                  Score(name="exact", value=1.0, passed=True)]
+        store_case(store, CaseRecord(run_id=run_id, case_id="c1", case=Case(id="c1", input="q"),
+                                     execution=Execution(output="a"), scores=scores, score=1.0,
+                                     verdict=Verdict.ERROR))
+        store.flush()
+        store.set_status(run_id, "completed", None)
+    finally:
+        store.close()
+    return run_id
+
+
+def test_an_evaluators_error_and_skip_read_the_same_on_every_surface(tmp_path):
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _outcomes_run(url)
+    text = _cli("show", run_id, "--store", url)
+    for name, shown in OUTCOMES.items():
+        assert f"{name}: {shown}" in text, text
+    _cli("report", run_id, "--html", str(tmp_path / "report.html"), "--store", url)
+    data = json.loads(_match(r'<script type="application/json" id="assay-data">(.*?)</script>',
+                             (tmp_path / "report.html").read_text(encoding="utf-8")))
+    assert data["cases"][0]["display"]["scores"] == OUTCOMES
+    with serve(url) as served, served.client() as client:
+        row = client.get(f"/runs/{run_id}/cases").json()["items"][0]
+        assert row["display"]["scores"] == OUTCOMES
+        case = client.get(f"/runs/{run_id}/case", params={"case_id": "c1"}).json()
+        names = [s["name"] for s in case["record"]["scores"]]
+        shown = [s["value"] for s in case["display"]["scores"]]
+        assert dict(zip(names, shown, strict=True)) == OUTCOMES

@@ -302,11 +302,7 @@ def run_notes(runs: list[RunRecord], store: str | None = None) -> list[str]:
 
 
 def _score_cell(score: Any) -> str:
-    if score.error is not None:
-        return f"{score.name}: error {score.error.code}"
-    if score.skipped is not None:
-        return f"{score.name}: n/a"
-    return f"{score.name}: {numbers.score(score.value)}"
+    return f"{score.name}: {score.shown}"
 
 
 NOT_PASSED = frozenset({Verdict.FAIL, Verdict.BORDERLINE, Verdict.ERROR})

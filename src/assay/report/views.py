@@ -102,7 +102,8 @@ class CaseRowDisplay(BaseModel):
     score: str = Field(description="the case score, on its run's policy's scale")
     latency: str
     scores: dict[str, str] = Field(default_factory=dict,
-                                   description="each evaluator's value (0-1)")
+                                   description="each evaluator's outcome: its value (0-1), "
+                                   "'error CODE' or 'n/a'")
 
 
 class ShownCaseRow(CaseRow):
@@ -115,7 +116,7 @@ def shown_rows(rows: list[CaseRow], scale: Scale) -> list[ShownCaseRow]:
     """A page of cases with their figures shown, case scores on ``scale`` (the run's)."""
     return [ShownCaseRow(**dict(row), display=CaseRowDisplay(
         score=scale.shown(row.score), latency=numbers.milliseconds(row.latency_ms),
-        scores={name: numbers.score(cell.value) for name, cell in row.scores.items()}))
+        scores={name: cell.shown for name, cell in row.scores.items()}))
         for row in rows]
 
 
@@ -144,7 +145,7 @@ class CaseDisplay(BaseModel):
 
 
 def _score_display(score: Score) -> ScoreDisplay:
-    return ScoreDisplay(value=numbers.score(score.value),
+    return ScoreDisplay(value=score.shown,
                         latency=numbers.milliseconds(score.latency_ms),
                         parts=[_score_display(part) for part in score.parts])
 

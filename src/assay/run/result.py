@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from assay._util.user_paths import user_path
 from assay.run.display import RunDisplay, run_display, scale_for
-from assay.types import numbers
 from assay.types.config import RecordedRunConfig
 from assay.types.json import dump_json
 from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary, Verdict
@@ -315,13 +314,7 @@ def _row(record: CaseRecord) -> dict[str, Any]:
 
 
 def _cell(score: Score | None) -> str:
-    if score is None:
-        return ""
-    if score.error is not None:
-        return f"error {score.error.code}"
-    if score.skipped is not None:
-        return "n/a"
-    return numbers.score(score.value)
+    return "" if score is None else score.shown
 
 
 def _short(text: str, limit: int = 160) -> str:

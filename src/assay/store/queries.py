@@ -103,6 +103,12 @@ class ScoreCell(_View):
     passed: bool | None = None
     error_code: str | None = None
 
+    @property
+    def shown(self) -> str:
+        """The score as every surface shows it (:attr:`assay.types.Score.shown`)."""
+        return numbers.outcome(self.value, self.error_code if self.state == "error" else None,
+                               self.state == "skipped")
+
 
 class CaseRow(_View):
     """A case in a page of cases: enough to list, sort and pick it."""

@@ -17,7 +17,9 @@ all show numbers through these functions, so the same figure reads the same ever
 - a p-value has four decimals, and below that says so: ``0.0312``, ``< 0.0001``;
 - a value on a scale assay does not define (a measurement, an aggregate named by another
   framework's key, which its criteria compare) keeps its own digits, six at most: ``12.5``;
-- a missing value is ``-``, never ``0`` or ``nan``.
+- a missing value is ``-``, never ``0`` or ``nan``;
+- an evaluator's outcome on a case is its score (``0.850``), ``error CODE`` when it erred, or
+  ``n/a`` when it did not apply: an error is never shown as a missing figure.
 
 Each surface labels its figures; the web UI shows the strings the API sends (made here), so
 the browser never formats a figure itself.
@@ -48,6 +50,22 @@ def percent_points(delta: float | None) -> str:
 def score(value: float | None) -> str:
     """A 0-1 score, or a coefficient: ``0.85`` -> ``0.850``."""
     return f"{value:.3f}" if _ok(value) else MISSING
+
+
+NOT_APPLICABLE = "n/a"
+
+
+def outcome(value: float | None, error_code: str | None = None, skipped: bool = False) -> str:
+    """An evaluator's outcome on a case: ``0.850``, ``error judge_output_invalid`` or ``n/a``.
+
+    Every surface that shows one score of a case (the terminal, reports, the API's display
+    fields) says it this way, so an error reads as an error everywhere, never as ``-``.
+    """
+    if error_code is not None:
+        return f"error {error_code}"
+    if skipped:
+        return NOT_APPLICABLE
+    return score(value)
 
 
 def score_delta(delta: float | None) -> str:

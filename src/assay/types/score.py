@@ -12,6 +12,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay.types import numbers
 from assay.types.base import JSONValue, _Model
 from assay.types.usage import Usage
 from assay.types.verdict import BORDERLINE_AT, PASS_AT, Verdict, band
@@ -104,6 +105,12 @@ class Score(_Model):
         if self.value is not None:
             return ScoreState.VALUE
         return ScoreState.ERROR if self.error is not None else ScoreState.SKIPPED
+
+    @property
+    def shown(self) -> str:
+        """The score as every surface shows it: ``0.850``, ``error CODE`` or ``n/a``."""
+        return numbers.outcome(self.value, None if self.error is None else self.error.code,
+                               self.skipped is not None)
 
     @property
     def ok(self) -> bool:
