@@ -24,6 +24,7 @@ suite with problems: :func:`load_eval_yaml` raises :class:`SuiteError` carrying 
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
 from collections.abc import Hashable, Iterator
@@ -351,6 +352,13 @@ class _SuiteChecker:
     def base_dir(self) -> Path:
         return self.evaluators.base_dir
 
+    @functools.cached_property
+    def source_file(self) -> str:
+        """The suite file's absolute path, as each case's source names it (made once: a
+        suite of many cases would otherwise ask the file system for the directory each
+        time)."""
+        return str(self.path.absolute())
+
     def suite(self, data: Any) -> Suite | None:
         if data is None:
             self.log.add((), "the file is empty", "a mapping with 'evalcases'")
@@ -663,7 +671,7 @@ class _SuiteChecker:
         mark = self.seen_ids.get(case.id)
         return SuiteCase(case=case, target=target,
                          evaluators=evaluators if isinstance(evaluators, list) else None,
-                         source=SourceLocation(file=str(self.path.absolute()), line=mark.line)
+                         source=SourceLocation(file=self.source_file, line=mark.line)
                          if mark is not None and mark.line else None)
 
     def _case_info(self, raw: dict[str, Any], path: PathKey) -> dict[str, Any]:
