@@ -433,20 +433,46 @@ def _collect_before_the_engine_is_built(monkeypatch) -> tuple[threading.Event,
 
 def test_a_store_collected_while_its_engine_is_built_does_not_hang_the_build(tmp_path,
                                                                              monkeypatch):
-    """A store file whose schema is current gets its SQLAlchemy engine on a thread of its own.
-    A garbage collection that runs on that thread (while it imports SQLAlchemy's dialect)
-    and collects a store whose engine is not built yet used to wait there for that engine:
-    for itself, so the build never ended, and any thread importing the same module after it
-    hung too."""
+    """A store file whose schema is current gets its SQLAlchemy engine when first asked for,
+    on the thread that asks. A garbage collection that runs on that thread (while it imports
+    SQLAlchemy's dialect) and collects another store whose engine is not built yet used to
+    wait there for that engine: for itself, so the build never ended, and any thread
+    importing the same module after it hung too. The collected store's engine is now never
+    built (nothing asked for it), and the build goes on."""
     url = f"sqlite:///{tmp_path}/runs.db"
-    RunStore(url).close()  # the file, at the current schema: the engine is built on a thread
+    RunStore(url).close()  # the file, at the current schema: the engine is built when needed
     go, built = _collect_before_the_engine_is_built(monkeypatch)
-    store = RunStore(url)
-    assert store.direct
-    store.cycle = store  # only a garbage collection frees it
-    del store
+    first, other = RunStore(url), RunStore(url)
+    assert first.direct and other.direct
+    other.cycle = other  # only a garbage collection frees it
+    del other
+    asker = threading.Thread(target=lambda: first.engine, daemon=True)
+    asker.start()
     go.set()
     assert built.wait(20), "the engine's build waited for itself"
+    asker.join(20)
+    assert not asker.is_alive()
+    first.close()
+
+
+def test_a_store_whose_engine_is_never_asked_for_never_builds_one(tmp_path, monkeypatch):
+    """Opening a current SQLite store imports nothing of SQLAlchemy: a run's first statements
+    are made with sqlite3 alone, and the engine is built when the first write needs it, which
+    a store closed before any write never does. A closed store's engine is refused."""
+    import assay.store.runs as runs
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    RunStore(url).close()
+    builds: list[str] = []
+    monkeypatch.setattr(runs, "_new_engine", lambda *a: builds.append("built"))
+    store = RunStore(url)
+    assert store.direct
+    run_id = store.create_run("suite", {})
+    assert store.run_record(run_id).id == run_id
+    store.close()
+    assert builds == []
+    with pytest.raises(StoreError, match="closed"):
+        store.engine  # noqa: B018
 
 
 def test_a_store_collected_with_rows_queued_while_its_engine_is_built_keeps_them(tmp_path,

@@ -6,8 +6,9 @@ Importing SQLAlchemy takes a tenth of a second or more, about what a whole 600-c
 two steps (:class:`assay.store.runs.RunStore`): here, the recorded revision is read (and an
 empty file given every table, under the same ``BEGIN IMMEDIATE`` lock the migrations take, so
 any number of processes may open a new store at once) and the statements a run makes before
-its first call (creating the run, reading it back) are made; SQLAlchemy is imported on a
-thread of its own meanwhile, for the result rows and everything else. A store at another
+its first call (creating the run, reading it back) are made; SQLAlchemy is imported when
+something first needs it (the writer's first commit of result rows, once the run's first calls
+are out), for the result rows and everything else. A store at another
 revision (older, or newer than this assay) is left to :mod:`assay.store.migrations`.
 
 :data:`SCHEMA` is what SQLAlchemy's ``create_all`` of :mod:`assay.store.schema` writes for
