@@ -195,7 +195,10 @@ def test_a_batch_in_a_state_assay_does_not_know_stops_the_resume_saying_so(
     mock_server.configure(batch_body={STATE_FIELD[provider]: state})
     with pytest.raises(assay.EvaluationError) as stopped:
         assay.resume(run_id, store=store, data=ROWS)
-    [batch] = run_batches(RunStore(f"sqlite:///{store}"), run_id)
+    runs = RunStore(f"sqlite:///{store}")
+    [batch] = run_batches(runs, run_id)
+    assert runs.run_record(run_id).status is RunStatus.WAITING  # its batch is still there
+    runs.close()
     message = stopped.value.message
     assert stopped.value.code == "batch_state_unknown"
     assert batch.batch_id in message and said in message and "none of its provider's" \
@@ -335,7 +338,10 @@ def test_a_results_file_larger_than_assay_reads_stops_the_resume_saying_so(
     monkeypatch.setattr(batches, "RESULTS_MAX_BYTES", 64)
     with pytest.raises(assay.EvaluationError) as stopped:
         _resumed(store, run_id)
-    [batch] = run_batches(RunStore(f"sqlite:///{store}"), run_id)
+    runs = RunStore(f"sqlite:///{store}")
+    [batch] = run_batches(runs, run_id)
+    assert runs.run_record(run_id).status is RunStatus.WAITING  # its batch is still there
+    runs.close()
     message = stopped.value.message
     assert f"reading the results of batch {batch.batch_id}" in message, message
     assert "64" in message and KEY not in message

@@ -1183,10 +1183,19 @@ class _Session:
         return notes
 
     def _mark(self, run_id: str | None, status: RunStatus) -> None:
+        """Leave a run that stopped ``status``: waiting instead, when it has batches at its
+        providers still to collect (whatever stopped this process, a resume collects them
+        and ``assay delete`` cancels them; failed would say there is nothing to wait for)."""
         if run_id is None or self.store is None:
             return
         with contextlib.suppress(EvaluationError):
             self.store.flush()
+        if self.batches():
+            from assay.store.batches import run_batches
+
+            with contextlib.suppress(EvaluationError):
+                if run_batches(self.store, run_id, open_only=True):
+                    status = RunStatus.WAITING
         with contextlib.suppress(EvaluationError):
             self.store.set_status(run_id, status.value)
 
