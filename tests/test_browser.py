@@ -139,6 +139,8 @@ def test_runs_to_run_to_case_to_compare(browser, demo, tmp_path):
     assert page.locator("#evaluators tbody tr").count() == 3
     first = page.locator("#cases tbody tr").first.locator(".badge").first.inner_text()
     assert first == "error"  # problems first
+    errors = page.locator("#cases tbody td.num .b-error").all_inner_texts()
+    assert errors and all(re.fullmatch(r"error [a-z_]+", e) for e in errors), errors
     _shot(page, tmp_path, "run")
 
     page.fill("#case-search", HOSTILE_CASE)

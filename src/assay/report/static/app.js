@@ -802,8 +802,9 @@
 
   function cell(score, text) {
     if (!score) return h("span", { class: "muted" }, "");
-    if (score.state === "error") return h("span", { class: "badge b-error", title: score.error_code || "error" }, "error");
-    if (score.state === "skipped") return badge("n/a", "skipped");
+    // The outcome as the API says it (assay.types.numbers.outcome): "error CODE", "n/a".
+    if (score.state === "error") return h("span", { class: "badge b-error", title: text }, text);
+    if (score.state === "skipped") return badge(text, "skipped");
     return h("span", { class: score.passed === false ? "delta-neg" : score.passed ? "delta-pos" : "" }, text);
   }
 
