@@ -16,6 +16,7 @@ from assay.store import queries
 from assay.store.errors import StoreError
 from assay.store.runs import RunStore
 from assay.testing.runs import write_run
+from assay.types.records import RunStatus
 from tests.assay_process import run_assay
 
 BAD_SUMMARY = '{"cases": "many"}'
@@ -123,8 +124,8 @@ def test_the_api_lists_shows_and_deletes_an_unreadable_run(store_url):
 
 
 BAD_CASES = [
-    ("executions", "execution", '{"latency_ms": "fast"}', "latency_ms: Input should be a valid "
-     "number"),
+    ("executions", "execution", '{"latency_ms": "fast"}', "its execution's latency_ms holds "
+     "the text 'fast', not a number"),
     ("executions", "execution", '{"input": "q", "error": 5}', "error: Input should be a valid "
      "string"),
     ("scores", "score", '{"name": "correctness", "value": "high"}', "value: Input should be"),
@@ -239,14 +240,202 @@ def test_a_case_whose_row_is_not_json_is_named_by_the_api(tmp_path, table, colum
             assert refused.status_code == 409, (path, refused.text)
             assert refused.json()["code"] == "case_unreadable", refused.text
             assert said in refused.json()["detail"], refused.text
-        listed = api.get(f"/runs/{run}/cases")  # the page's SQL meets the text: said so
-        assert listed.status_code == 409 and listed.json()["code"] == "rows_not_json", \
-            listed.text
-        assert "written before" not in listed.text
-        exported = api.get(f"/runs/{run}/export")  # refused before the file starts
-        assert exported.status_code == 409 and exported.json()["code"] == "rows_not_json", \
-            exported.text
+        # the page's SQL meets the text, and the case is looked for to be named; the
+        # export is refused before its file starts
+        for path in (f"/runs/{run}/cases", f"/runs/{run}/export"):
+            refused = api.get(path)
+            assert refused.status_code == 409, (path, refused.text)
+            assert refused.json()["code"] == "case_unreadable", refused.text
+            assert said in refused.json()["detail"] and "case-000001" in refused.text
+            assert "written before" not in refused.text
         assert api.get(f"/runs/{other}/export").status_code == 200
         assert api.get(f"/runs/{run}/case", params={"case_id": "case-000002"}).status_code \
             == 200
         assert api.get(f"/runs/{other}/cases").status_code == 200
+
+
+NOT_NUMBERS = [
+    ("case_results", "score", "its score column holds the text 'abc', not a number"),
+    ("case_results", "created_at", "its created_at column holds the text 'abc', not a number"),
+    ("case_results", "repeat", "its repeat column holds the text 'abc', not a whole number"),
+    ("scores", "value", "its value column holds the text 'abc', not a number"),
+    ("scores", "repeat", "its repeat column holds the text 'abc', not a whole number"),
+    ("executions", "repeat", "its repeat column holds the text 'abc', not a whole number"),
+]
+"""A number column of a case's rows holding text (SQLite lets a REAL or INTEGER column hold
+'abc'), and what is said of it. Before, a page of cases answered 500, a histogram counted the
+text in its last bin, and a damaged repeat left the case read without its execution or
+scores."""
+
+JSON_NUMBERS = [
+    ("executions", "execution", '{"input": "q", "latency_ms": "fast"}',
+     "its execution's latency_ms holds the text 'fast', not a number"),
+    ("case_results", "row", '{"case": {"id": "case-000001", "input": "q"}, '
+     '"overall_score": "big"}', "its result row's overall_score holds the text 'big', not a "
+     "number"),
+]
+"""A number a page of cases reads from a JSON column, holding text: SQLite's cast read it as
+0, PostgreSQL's failed the page as a store failure."""
+
+
+def _number_as_text(tmp_path: Path, table: str, column: str, case: str = "case-000001",
+                    cases: int = 3) -> tuple[str, str, str]:
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    other = write_run(store, cases, seed=2)
+    run = write_run(store, cases, seed=1)
+    store.close()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE {table} SET {column} = 'abc' WHERE run_id = :run AND "
+                          "case_id = :case"), {"run": run, "case": case})
+    engine.dispose()
+    return url, run, other
+
+
+def _refused_naming(answer, run: str, said: str, case: str = "case-000001") -> None:  # type: ignore[no-untyped-def]
+    assert answer.status_code == 409, (answer.request.url, answer.text)
+    body = answer.json()
+    assert body["code"] == "case_unreadable", body
+    assert body["detail"].startswith(f"case {case!r} (repeat "), body
+    assert f"of run {run} cannot be read: {said}" in body["detail"], body
+    assert "Traceback" not in answer.text
+
+
+def _every_reader_refuses(url: str, run: str, other: str, said: str,
+                          histograms: bool) -> None:
+    """The REST API's readers of a run's cases (the web UI's data) name the case and the
+    column (409); the other run is served."""
+    from tests.server_support import serve
+
+    with serve(url) as served, served.client() as api:
+        one = {"case_id": "case-000001"}
+        for path, params in [(f"/runs/{run}/cases", {}),
+                             (f"/runs/{run}/cases", {"sort": "-score"}),
+                             (f"/runs/{run}/cases", {"sort": "latency"}),
+                             (f"/runs/{run}/export", {}),
+                             (f"/runs/{run}/case", one),
+                             ("/runs/compare", {"baseline_run_id": other,
+                                                "candidate_run_id": run})]:
+            _refused_naming(api.get(path, params=params), run, said)
+        shown = api.get(f"/runs/{run}/histograms")
+        if histograms:
+            _refused_naming(shown, run, said)
+        else:  # what it counts is readable
+            assert shown.status_code == 200, shown.text
+        for path in (f"/runs/{other}/cases", f"/runs/{other}/export",
+                     f"/runs/{other}/histograms"):
+            assert api.get(path).status_code == 200, path
+
+
+@pytest.mark.parametrize(("table", "column", "said"), NOT_NUMBERS)
+def test_a_number_column_holding_text_is_named_by_the_api(tmp_path, table, column, said):
+    pytest.importorskip("fastapi")
+    url, run, other = _number_as_text(tmp_path, table, column)
+    _every_reader_refuses(url, run, other, said, histograms=column in ("score", "value"))
+
+
+@pytest.mark.parametrize(("table", "column", "value", "said"), JSON_NUMBERS)
+def test_a_json_number_holding_text_is_named_by_the_api(store_url, table, column, value,
+                                                        said):
+    pytest.importorskip("fastapi")
+    run, other = _bad_case(store_url, table, column, value)
+    _every_reader_refuses(store_url, run, other, said, histograms=False)
+
+
+def _cli_refuses(url: str, run: str, other: str, said: str, tmp_path: Path,
+                 case: str = "case-000001") -> None:
+    """show, compare and the report's file name the case and the column in one line (exit
+    2), and leave no file behind."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for args in (["show", run], ["show", run, "--json"], ["compare", other, run],
+                 ["report", run, "--html", str(out / "report.html")]):
+        done = run_assay([*args, "--store", url], cwd=tmp_path, timeout=120)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.startswith(f"error [case_unreadable]: case {case!r} (repeat "), \
+            done.stderr
+        assert f"of run {run} cannot be read: {said}" in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert list(out.iterdir()) == []
+    assert run_assay(["report", other, "--html", str(out / "other.html"), "--store", url],
+                     cwd=tmp_path, timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize(("table", "column", "said"), NOT_NUMBERS)
+def test_a_number_column_holding_text_is_named_by_the_cli(tmp_path, table, column, said):
+    url, run, other = _number_as_text(tmp_path, table, column)
+    _cli_refuses(url, run, other, said, tmp_path)
+
+
+LATE = "case-000550"
+"""A case the export's second page holds (its pages are of 500)."""
+
+
+@pytest.mark.parametrize(("table", "column", "said"), [
+    ("executions", "execution", "its execution is not JSON ("),
+    ("case_results", "score", "its score column holds the text 'abc', not a number"),
+    ("scores", "repeat", "its repeat column holds the text 'abc', not a whole number"),
+])
+def test_an_export_meeting_an_unreadable_row_after_its_first_page_is_refused_up_front(
+        tmp_path, table, column, said):
+    """The export used to read its first page only before it answered: a row further on cut
+    the file short after a 200."""
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    url, run, other = _number_as_text(tmp_path, table, column, case=LATE, cases=600)
+    with serve(url) as served, served.client() as api:
+        for params in ({}, {"sort": "case"}, {"format": "json"}, {"q": "case-00055"}):
+            _refused_naming(api.get(f"/runs/{run}/export", params=params), run, said, LATE)
+        kept = api.get(f"/runs/{run}/export", params={"q": "case-000002"})  # not the case
+        assert kept.status_code == 200 and "case-000002" in kept.text, kept.text[:300]
+        whole = api.get(f"/runs/{other}/export", params={"format": "json"})
+        assert whole.status_code == 200 and len(whole.json()) == 600
+        first = api.get(f"/runs/{run}/cases", params={"sort": "case"})  # does not hold it
+        assert first.status_code == 200, first.text
+    _cli_refuses(url, run, other, said, tmp_path, case=LATE)
+
+
+@pytest.mark.postgres
+def test_an_export_meeting_a_json_number_holding_text_later_is_refused_on_postgres():
+    """PostgreSQL's JSON holds only JSON, but a number in it may be text: its cast failed
+    the export's second page as a store failure."""
+    pytest.importorskip("fastapi")
+    from tests.postgres_support import fresh_database, postgres_url
+
+    with fresh_database(postgres_url()) as url:
+        _late_latency_refused(url)
+
+
+def _late_latency_refused(store_url: str) -> None:
+    from tests.server_support import serve
+
+    store = RunStore(store_url)
+    run = write_run(store, 600, seed=1)
+    store.close()
+    engine = create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE executions SET execution = CAST(:value AS json) WHERE "
+                          "run_id = :run AND case_id = :case"),
+                     {"value": '{"input": "q", "latency_ms": "fast"}', "run": run,
+                      "case": LATE})
+    engine.dispose()
+    with serve(store_url) as served, served.client() as api:
+        _refused_naming(api.get(f"/runs/{run}/export"), run,
+                        "its execution's latency_ms holds the text 'fast'", LATE)
+
+
+def test_a_running_run_whose_lease_is_text_is_named(tmp_path: Path):
+    """A lease that is not a number was read as no lease at all."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run_id = write_run(store, 1, status=RunStatus.RUNNING)
+    with store.transaction() as conn:
+        conn.execute(text("UPDATE runs SET lease_expires_at = 'soon'"))
+    found = store.run_records()
+    assert "lease_expires_at: its column holds the text 'soon', not a number" in (
+        found[0].unreadable or ""), found[0]
+    with pytest.raises(StoreError, match=f"run {run_id} cannot be read: lease_expires_at"):
+        store.run_record(run_id)
+    store.close()

@@ -884,9 +884,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
             return queries.case_page(store(), run.id, where, sort, EXPORT_PAGE, offset,
                                      preview=EXPORT_CHARS)
 
-        # The first page is read before the answer starts: a store that cannot serve the
-        # run's cases (a row that is not JSON, a database gone) is then the error it is,
-        # with its status, instead of a file that ends early.
+        # Before the answer starts, the rows the file would hold are checked (a row that is
+        # not JSON, a number that is not one) and the first page is read (a database gone):
+        # each is then the error it is, with its status, instead of a file that ends early.
+        queries.check_cases(store(), run.id, where)
         first = page(0)
 
         def rows() -> Iterator[dict[str, Any]]:

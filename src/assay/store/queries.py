@@ -9,6 +9,7 @@ user (a search, a case id) reaches SQL only as a bound parameter, with LIKE wild
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,6 +20,7 @@ from sqlalchemy import (
     Integer,
     Text,
     and_,
+    bindparam,
     case,
     cast,
     delete,
@@ -35,13 +37,25 @@ from sqlalchemy.sql.elements import ColumnElement
 from assay.errors import ConfigError, EvaluationError
 from assay.store import schema
 from assay.store.runs import (
+    CASE_RESULT,
+    CASE_ROWS,
+    EXECUTION,
+    SCORE,
+    CaseTable,
     CaseUnreadable,
+    RowsNotJSON,
     RunStore,
+    Unreadable,
     _case_record,
+    check_row,
+    json_number_sql,
     lease_deadline,
+    not_number_sql,
     read_run,
+    repeat_sql,
     run_columns,
     stored_model,
+    unreadable_sql,
     with_tags,
 )
 from assay.store.search import check_query, needle
@@ -515,14 +529,15 @@ def _keys_by_evaluator(conn: Any, run_id: str, conditions: list[ColumnElement[bo
     return _keys_by_value(conn, conditions, joined, sc.c.value, descending, limit, offset)
 
 
-def _keys_by_latency(conn: Any, run_id: str, conditions: list[ColumnElement[bool]],
+def _keys_by_latency(conn: Any, dialect: str, conditions: list[ColumnElement[bool]],
                      descending: bool, limit: int,
                      offset: int) -> tuple[list[tuple[str, int]], int]:
     """A page ordered by the agent's latency (cases without one last)."""
     cr, ex = schema.case_results, schema.executions
     joined = cr.outerjoin(ex, and_(ex.c.run_id == cr.c.run_id, ex.c.case_id == cr.c.case_id,
                                    ex.c.repeat == cr.c.repeat))
-    return _keys_by_value(conn, conditions, joined, ex.c.execution["latency_ms"].as_float(),
+    return _keys_by_value(conn, conditions, joined,
+                          json_number_sql(ex.c.execution, "latency_ms", dialect),
                           descending, limit, offset)
 
 
@@ -549,7 +564,21 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
 
     Two steps: the page's keys from the indexes (see :func:`_segments`), then what the page
     shows for those keys only (a huge output is cut to a preview of ``preview`` characters
-    in the database)."""
+    in the database).
+
+    A row that cannot be read is :class:`CaseUnreadable` naming its case; one whose text is
+    not JSON stops the database's JSON functions first, and is then looked for
+    (:func:`check_cases`) to be named."""
+    try:
+        return _case_page(store, run_id, where, sort, limit, offset, cache, preview)
+    except RowsNotJSON:
+        check_cases(store, run_id, where)
+        raise
+
+
+def _case_page(store: RunStore, run_id: str, where: CaseFilter, sort: CaseSort, limit: int,
+               offset: int, cache: CountCache | None,
+               preview: int) -> tuple[list[CaseRow], int]:
     store.flush()
     cr, ex, sc = schema.case_results, schema.executions, schema.scores
     conditions = _case_conditions(run_id, where)
@@ -558,7 +587,7 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
             keys, total = _keys_by_evaluator(conn, run_id, conditions, where.evaluator,
                                              sort is CaseSort.SCORE_DESC, limit, offset)
         elif sort in (CaseSort.LATENCY, CaseSort.LATENCY_DESC):
-            keys, total = _keys_by_latency(conn, run_id, conditions,
+            keys, total = _keys_by_latency(conn, store.dialect, conditions,
                                            sort is CaseSort.LATENCY_DESC, limit, offset)
         else:
             cache_key = (run_id, repr(where), sort.value)
@@ -578,24 +607,26 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
             for found_row in conn.execute(select(
                     cr.c.case_id, cr.c.repeat, cr.c.verdict, cr.c.score, cr.c.created_at,
                     cr.c.row["target"].as_string().label("target"),
-                    cr.c.row["overall_score"].as_float().label("overall_score"),
+                    cr.c.row["overall_score"].label("overall_score"),
                     _preview(cr.c.row["case"]["input"], preview).label("input_preview"),
                     _preview(cr.c.row["case"]["expected_output"], preview).label(
                         "expected_preview")).where(
                     cr.c.run_id == run_id, cr.c.case_id.in_(ids))):
-                rows[(found_row.case_id, found_row.repeat)] = found_row
+                rows[(found_row.case_id, found_row.repeat)] = _read(CASE_RESULT, run_id,
+                                                                    found_row)
             for e in conn.execute(select(
                     ex.c.case_id, ex.c.repeat,
                     _preview(ex.c.execution["output"], preview).label("output"),
                     ex.c.execution["error"].as_string().label("error"),
-                    ex.c.execution["latency_ms"].as_float().label("latency_ms")).where(
+                    ex.c.execution["latency_ms"].label("latency_ms")).where(
                     ex.c.run_id == run_id, ex.c.case_id.in_(ids))):
-                executions[(e.case_id, e.repeat)] = e
+                executions[(e.case_id, e.repeat)] = _read(EXECUTION, run_id, e)
             for s in conn.execute(select(
                     sc.c.case_id, sc.c.repeat, sc.c.evaluator, sc.c.value, sc.c.error_code,
                     sc.c.passed, _preview(sc.c.score["rationale"], preview).label("rationale"),
                     _preview(sc.c.score["error"]["message"], preview).label("message")).where(
                     sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
+                _read(SCORE, run_id, s)
                 state = "value" if s.value is not None else \
                     "error" if s.error_code is not None else "skipped"
                 cells.setdefault((s.case_id, s.repeat), {})[s.evaluator] = ScoreCell(
@@ -612,17 +643,56 @@ def case_page(store: RunStore, run_id: str, where: CaseFilter,
         verdict = _verdict(r.verdict)
         scored = cells.get(key, {})
         failing = None if verdict is Verdict.PASS else failing_evaluator(scored)
-        page.append(CaseRow(
-            case_id=r.case_id, repeat=r.repeat, verdict=verdict, score=r.score,
-            target=r.target, input_preview=_shorten(r.input_preview, preview),
-            expected_preview=_shorten(r.expected_preview, preview),
-            output_preview=_shorten(found.output if found is not None else None, preview),
-            target_error=None if found is None else (_shorten(found.error, 500) or None),
-            latency_ms=None if found is None else found.latency_ms, finished_at=r.created_at,
-            scores=scored, failing_evaluator=failing,
-            rationale_preview="" if failing is None else reasons.get((*key, failing), ""),
-            overall_score=r.overall_score))
+        try:
+            page.append(CaseRow(
+                case_id=r.case_id, repeat=r.repeat, verdict=verdict, score=r.score,
+                target=r.target, input_preview=_shorten(r.input_preview, preview),
+                expected_preview=_shorten(r.expected_preview, preview),
+                output_preview=_shorten(found.output if found is not None else None, preview),
+                target_error=None if found is None else (_shorten(found.error, 500) or None),
+                latency_ms=None if found is None else found.latency_ms,
+                finished_at=r.created_at, scores=scored, failing_evaluator=failing,
+                rationale_preview="" if failing is None else reasons.get((*key, failing), ""),
+                overall_score=r.overall_score))
+        except ValueError as exc:  # a field of another type than assay writes
+            raise CaseUnreadable(run_id, r.case_id, r.repeat, exc) from None
     return page, total
+
+
+def _read(part: CaseTable, run_id: str, row: Any) -> Any:
+    """A row of a page as read, or :class:`CaseUnreadable` naming its case when it holds
+    what cannot be read (:func:`~assay.store.runs.check_row`)."""
+    try:
+        check_row(part, row._mapping)
+    except ValueError as exc:
+        raise CaseUnreadable(run_id, row.case_id, row.repeat, exc) from None
+    return row
+
+
+def check_cases(store: RunStore, run_id: str, where: CaseFilter) -> None:
+    """:class:`CaseUnreadable` naming the first case kept by ``where`` one of whose rows
+    cannot be read (:func:`~assay.store.runs.check_row`), looked for in the database
+    (:func:`~assay.store.runs.unreadable_sql`) without reading the run: what a reader that
+    cannot stop halfway (an export, whose file is under way) asks before it starts.
+
+    A case's execution and scores are looked for by case id alone, so that one whose
+    ``repeat`` is damaged (and would match no case) is found too."""
+    store.flush()
+    cr = schema.case_results
+    conditions = _case_conditions(run_id, where)
+    filtered = len(conditions) > 1
+    with store.transaction() as conn:
+        for part in CASE_ROWS:
+            table = schema.metadata.tables[part.table]
+            scope = conditions if table is cr else [table.c.run_id == run_id]
+            if filtered and table is not cr:
+                scope.append(table.c.case_id.in_(select(cr.c.case_id).where(*conditions)))
+            found = conn.execute(select(
+                table.c.case_id, *(table.c[name] for name in part.numbers),
+                table.c[part.json]).where(*scope, unreadable_sql(part, store.dialect))
+                .limit(1)).first()
+            if found is not None:
+                _read(part, run_id, found)
 
 
 def failing_evaluator(cells: dict[str, ScoreCell]) -> str | None:
@@ -680,19 +750,33 @@ def case_record(store: RunStore, run_id: str, case_id: str, repeat: int) -> Case
 
 
 def _read_case(store: RunStore, run_id: str, case_id: str, repeat: int) -> CaseRecord | None:
-    cr, ex, sc = schema.case_results, schema.executions, schema.scores
-    key = (cr.c.run_id == run_id, cr.c.case_id == case_id, cr.c.repeat == repeat)
+    rows_of, executions_of, scores_of = _case_statements(store.dialect)
+    key = {"run_id": run_id, "case_id": case_id, "repeat": repeat}
     with store.transaction() as conn:
-        row = conn.execute(select(cr).where(*key)).first()
-        if row is None:
+        rows = [dict(r._mapping) for r in conn.execute(rows_of, key)]
+        if not rows:
             return None
-        stored = conn.execute(select(ex.c.execution).where(
-            ex.c.run_id == run_id, ex.c.case_id == case_id, ex.c.repeat == repeat)).first()
-        scores = {s.evaluator: stored_model(Score, s.score) for s in conn.execute(
-            select(sc.c.evaluator, sc.c.score).where(
-                sc.c.run_id == run_id, sc.c.case_id == case_id, sc.c.repeat == repeat))}
-    execution = None if stored is None else stored_model(Execution, stored.execution)
-    return _case_record(run_id, dict(row._mapping), execution, scores)
+        stored = [stored_model(Execution, e._mapping) for e in conn.execute(executions_of, key)]
+        scores = {s.evaluator: stored_model(Score, s._mapping)
+                  for s in conn.execute(scores_of, key)}
+    records = [_case_record(run_id, row, stored[0] if stored else None, scores)
+               for row in rows]
+    return records[0]
+
+
+@functools.cache
+def _case_statements(dialect: str) -> tuple[Any, Any, Any]:
+    """The statements that read one case's result, execution and scores (built once: a
+    case is read on every click). A row of the case whose repeat is damaged is read with
+    it (:func:`~assay.store.runs.repeat_sql`), to be named instead of missed."""
+    cr, ex, sc = schema.case_results, schema.executions, schema.scores
+
+    def key(table: Any) -> tuple[Any, ...]:
+        return (table.c.run_id == bindparam("run_id"), table.c.case_id == bindparam("case_id"),
+                repeat_sql(table, bindparam("repeat"), dialect))
+
+    return (select(cr).where(*key(cr)), select(ex.c.repeat, ex.c.execution).where(*key(ex)),
+            select(sc.c.repeat, sc.c.evaluator, sc.c.value, sc.c.score).where(*key(sc)))
 
 
 def metric_score_rows(store: RunStore, run_id: str) -> list[list[dict[str, Any]]]:
@@ -721,20 +805,41 @@ def bin_of(column: Any, bins: int = BINS) -> Any:
     return case((column >= 1.0, bins - 1), else_=cast(column * bins, Integer))
 
 
+def _bin_or_not(column: Any, bins: int, dialect: str) -> Any:
+    """:func:`bin_of` a value, or -1 for one that is not a number (SQLite lets a number
+    column hold text, which would fall in the last bin): counted as what it is instead."""
+    return case((not_number_sql(column, dialect), -1), else_=bin_of(column, bins))
+
+
 def histograms(store: RunStore, run_id: str, bins: int = BINS) -> Histograms:
-    """The run's case scores and each evaluator's values in ``bins`` equal bins over [0, 1]."""
+    """The run's case scores and each evaluator's values in ``bins`` equal bins over [0, 1];
+    :class:`CaseUnreadable` naming a case whose score or value is not a number."""
     store.flush()
+    try:
+        return _histograms(store, run_id, bins)
+    except _NotANumber:
+        check_cases(store, run_id, CaseFilter())  # names the case
+        raise Unreadable(f"a score of run {run_id} is not a number") from None
+
+
+class _NotANumber(Exception):
+    """A histogram met a value that is not a number (:func:`check_cases` names its case)."""
+
+
+def _histograms(store: RunStore, run_id: str, bins: int) -> Histograms:
     cr, sc = schema.case_results, schema.scores
     edges = [numbers.score(i / bins) for i in range(bins + 1)]
     result = Histograms(bins=bins, cases=[0] * bins,
                         bin_labels=[f"{edges[i]} to {edges[i + 1]}" for i in range(bins)])
     with store.transaction() as conn:
-        for b, n in conn.execute(select(bin_of(cr.c.score, bins), func.count()).where(
+        for b, n in conn.execute(select(_bin_or_not(cr.c.score, bins, store.dialect),
+                                        func.count()).where(
                 cr.c.run_id == run_id, cr.c.score.is_not(None)).group_by(literal_column("1"))):
             result.cases[_bin(b, bins)] += n
         result.case_errors = int(conn.execute(select(func.count()).where(
             cr.c.run_id == run_id, cr.c.score.is_(None))).scalar_one())
-        for name, b, n in conn.execute(select(sc.c.evaluator, bin_of(sc.c.value, bins),
+        for name, b, n in conn.execute(select(sc.c.evaluator,
+                                              _bin_or_not(sc.c.value, bins, store.dialect),
                                               func.count())
                                        .where(sc.c.run_id == run_id, sc.c.value.is_not(None))
                                        .group_by(sc.c.evaluator, literal_column("2"))):
@@ -749,4 +854,6 @@ def histograms(store: RunStore, run_id: str, bins: int = BINS) -> Histograms:
 
 
 def _bin(value: Any, bins: int) -> int:
+    if value == -1:
+        raise _NotANumber
     return max(0, min(bins - 1, int(float(value))))

@@ -739,8 +739,7 @@ class RunStore:
             if not light:
                 raise
             return self.executions(run_id)  # read whole: the row is named
-        return {(r.case_id, r.repeat): _stored(Execution, r.execution, run_id, r.case_id,
-                                               r.repeat) for r in rows}
+        return {(r.case_id, r.repeat): _stored(Execution, r._mapping, run_id) for r in rows}
 
     def scores(self, run_id: str, *,
                light: bool = False) -> dict[tuple[str, int], dict[str, Score]]:
@@ -756,7 +755,7 @@ class RunStore:
         try:
             with self.transaction() as conn:
                 rows = conn.execute(select(sc.c.case_id, sc.c.repeat, sc.c.evaluator,
-                                           column.label("score"))
+                                           sc.c.value, column.label("score"))
                                     .where(sc.c.run_id == run_id)).fetchall()
         except RowsNotJSON:
             if not light:
@@ -765,7 +764,7 @@ class RunStore:
         found: dict[tuple[str, int], dict[str, Score]] = {}
         for r in rows:
             found.setdefault((r.case_id, r.repeat), {})[r.evaluator] = _stored(
-                Score, r.score, run_id, r.case_id, r.repeat)
+                Score, r._mapping, run_id)
         return found
 
     def _without(self, column: Any, paths: Sequence[tuple[str, ...]]) -> Any:
@@ -930,6 +929,130 @@ def _json_load(text: str | bytes) -> Any:
         return NotJSON(decoded, printable(str(exc).splitlines()[0] if str(exc) else "?")[:120])
 
 
+_NUMBERS = (int, float)
+
+
+def stored_number(value: Any, name: str, *, whole: bool = False) -> Any:
+    """A number read from the store, as it is; ValueError naming ``name`` (and what it holds)
+    when the row holds anything else. SQLite lets a REAL or INTEGER column, and a JSON
+    field, hold any text (a hand edit, another program): such a value is never read as 0 or
+    left out, and never reaches a reader's arithmetic. The one rule for every number a case's
+    or a run's rows hold (:data:`CASE_ROWS`); None is no value, which is not this rule's to
+    refuse."""
+    if value is None or (type(value) in _NUMBERS and (not whole or type(value) is int)):
+        return value
+    shown = f"the text {printable(value[:40])!r}" if isinstance(value, str) else \
+        f"{type(value).__name__} {printable(repr(value))[:40]}"
+    raise ValueError(f"its {name} holds {shown}, not {'a whole number' if whole else 'a number'}")
+
+
+class CaseTable:
+    """What every reader reads of one table of a case's rows, checked by one rule: its JSON
+    column is JSON (:class:`NotJSON`), and its numbers are numbers (:func:`stored_number`),
+    ``repeat`` a whole one. :func:`check_row` reads a row by it; :func:`unreadable_sql` finds
+    such a row in the database without reading it, for a reader that must know before it
+    starts (an export)."""
+
+    __slots__ = ("json", "json_numbers", "numbers", "table")
+
+    def __init__(self, table: str, json: str, numbers: tuple[str, ...],
+                 json_numbers: tuple[str, ...]) -> None:
+        self.table = table
+        self.json = json
+        self.numbers = numbers
+        self.json_numbers = json_numbers
+
+
+CASE_RESULT = CaseTable("case_results", "row", ("repeat", "score", "created_at"),
+                        ("overall_score",))
+EXECUTION = CaseTable("executions", "execution", ("repeat",), ("latency_ms",))
+SCORE = CaseTable("scores", "score", ("repeat", "value"), ())
+CASE_ROWS = (CASE_RESULT, EXECUTION, SCORE)
+"""A case's rows, and the numbers of each that some reader reads (a page of cases reads the
+JSON ones in the database): its result, its execution, its scores."""
+
+
+def check_row(part: CaseTable, row: Mapping[Any, Any]) -> None:
+    """ValueError saying why a row of ``part`` cannot be read: ``row`` holds (under their
+    names) the numbers that were read of it, and its JSON column or JSON numbers when they
+    were (as data: :class:`NotJSON` when the text is not JSON)."""
+    for name in part.numbers:
+        if name in row:
+            stored_number(row[name], f"{name} column", whole=name == "repeat")
+    # Not .get(): a SQLAlchemy row's get() of a name it lacks costs seven times as much.
+    data = row[part.json] if part.json in row else None  # noqa: SIM401
+    if isinstance(data, NotJSON):
+        raise ValueError(f"its {_JSON_NAMES[part.json]} is not JSON ({data.problem})")
+    for name in part.json_numbers:
+        if name in row:
+            stored_number(row[name], f"{_JSON_NAMES[part.json]}'s {name}")
+        elif isinstance(data, dict):
+            stored_number(data.get(name), f"{_JSON_NAMES[part.json]}'s {name}")
+
+
+_JSON_NAMES = {"row": "result row", "execution": "execution", "score": "score"}
+
+
+def unreadable_sql(part: CaseTable, dialect: str) -> Any:
+    """SQL true for a row of ``part`` that :func:`check_row` refuses, read in the database
+    (no row leaves it): on SQLite, JSON text that is not JSON and a number column or JSON
+    number holding anything else; on PostgreSQL, whose columns hold only their type and
+    JSON, a JSON number that is not one."""
+    from sqlalchemy import case, func, literal, or_
+
+    from assay.store import schema
+
+    table = schema.metadata.tables[part.table]
+    data = table.c[part.json]
+    if dialect == "sqlite":
+        found: list[Any] = [func.json_valid(data) == 0]
+        found += [func.typeof(table.c.repeat) != "integer"]
+        found += [not_number_sql(table.c[name], dialect) for name in part.numbers
+                  if name != "repeat"]
+        found += [func.coalesce(case((func.json_valid(data) == 1,
+                                      func.json_type(data, f"$.{name}"))), "null").not_in(
+            ("integer", "real", "null")) for name in part.json_numbers]
+        return or_(*found)
+    if not part.json_numbers:
+        return literal(False)
+    return or_(*(func.coalesce(func.json_typeof(data[name]), "null").not_in(
+        ("number", "null")) for name in part.json_numbers))
+
+
+def repeat_sql(table: Any, repeat: Any, dialect: str) -> Any:
+    """SQL true for a case's rows of ``repeat`` in ``table`` and, on SQLite, for those whose
+    repeat is not a whole number: a reader of one case reads them too, and
+    :func:`check_row` names them, instead of reading the case without them."""
+    from sqlalchemy import func, or_
+
+    if dialect == "sqlite":
+        return or_(table.c.repeat == repeat, func.typeof(table.c.repeat) != "integer")
+    return table.c.repeat == repeat
+
+
+def not_number_sql(column: Any, dialect: str) -> Any:
+    """SQL true for a number column's value that :func:`stored_number` refuses (on SQLite
+    only: PostgreSQL's number columns hold numbers)."""
+    from sqlalchemy import func, literal
+
+    if dialect == "sqlite":
+        return func.typeof(column).not_in(("integer", "real", "null"))
+    return literal(False)
+
+
+def json_number_sql(data: Any, name: str, dialect: str) -> Any:
+    """A JSON number field as SQL to sort by, none of whose values is read as 0: on SQLite
+    the value as stored (text sorts after every number), on PostgreSQL the number, or NULL
+    when it is not one (which a cast would refuse with the whole query). The row itself is
+    read by :func:`check_row`."""
+    from sqlalchemy import Float, case, func
+
+    if dialect == "sqlite":
+        return func.json_extract(data, f"$.{name}", type_=Float)
+    return case((func.json_typeof(data[name]) == "number", data[name].as_float()),
+                else_=None)
+
+
 def run_columns() -> list[Any]:
     """What :func:`read_run` reads of a run row: its JSON as text, decoded there, so that a
     value that is not JSON is one run's problem instead of failing the whole query."""
@@ -1006,8 +1129,8 @@ def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
         else None
     abandoned = False
     if status is RunStatus.RUNNING and now is not None and created is not None:
-        lease = row.get("lease_expires_at")
-        if (lease if isinstance(lease, int | float) else created + DEFAULT_LEASE_S) < now:
+        lease = _field(float, row.get("lease_expires_at"), "lease_expires_at", problems)
+        if (created + DEFAULT_LEASE_S if lease is None else lease) < now:
             status, abandoned = RunStatus.INTERRUPTED, True
     return RunRecord.model_construct(
         id=str(row.get("id")), suite=str(row.get("suite")),
@@ -1064,21 +1187,22 @@ class CaseUnreadable(Unreadable):
         self.run_id = run_id
 
 
-def _stored(kind: type[Stored], value: Any, run_id: str, case_id: str, repeat: int) -> Stored:
+def _stored(kind: type[Stored], row: Mapping[Any, Any], run_id: str) -> Stored:
     """A case's stored execution or score as its record; :class:`CaseUnreadable` naming the
     case when it is not one."""
     try:
-        return stored_model(kind, value)
+        return stored_model(kind, row)
     except ValueError as exc:
-        raise CaseUnreadable(run_id, case_id, repeat, exc) from None
+        raise CaseUnreadable(run_id, row["case_id"], row["repeat"], exc) from None
 
 
-def stored_model(kind: type[Stored], value: Any) -> Stored:
-    """A stored execution or score as its record; ValueError saying why when it is not one
-    (its text not JSON, or JSON of another shape)."""
-    if isinstance(value, NotJSON):
-        raise ValueError(f"its {kind.__name__.lower()} is not JSON ({value.problem})")
-    return kind.model_validate(value)
+def stored_model(kind: type[Stored], row: Mapping[Any, Any]) -> Stored:
+    """A stored execution or score as its record, from its row (its JSON column and what
+    else was read of it); ValueError saying why when it is not one (its text not JSON, a
+    number that is not one, or JSON of another shape)."""
+    part = EXECUTION if kind is Execution else SCORE
+    check_row(part, row)
+    return kind.model_validate(row[part.json])
 
 
 def readable(run: RunRecord) -> RunRecord:
@@ -1107,9 +1231,7 @@ def _field(kind: Any, value: Any, name: str, problems: list[str]) -> Any:
         return None
     try:
         if kind is float:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"expected a number, got {type(value).__name__}")
-            return float(value)
+            return float(stored_number(value, "column"))
         if isinstance(kind, type) and issubclass(kind, BaseModel):
             return kind.model_validate(value)
         return kind(value)
@@ -1162,9 +1284,8 @@ def _case_record(run_id: str, row: dict[str, Any], execution: Execution | None,
                  scores: dict[str, Score]) -> CaseRecord:
     """A case record from its stored parts. Rows written by assay before typed records held
     an AgentV-shaped result row instead of the case; the case is rebuilt from what it kept."""
+    check_row(CASE_RESULT, row)
     data = row["row"] or {}
-    if isinstance(data, NotJSON):
-        raise ValueError(f"its result row is not JSON ({data.problem})")
     if not isinstance(data, dict):
         raise ValueError(f"its result row is a JSON {type(data).__name__}, not an object")
     if "case" in data:
