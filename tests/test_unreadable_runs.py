@@ -439,3 +439,26 @@ def test_a_running_run_whose_lease_is_text_is_named(tmp_path: Path):
     with pytest.raises(StoreError, match=f"run {run_id} cannot be read: lease_expires_at"):
         store.run_record(run_id)
     store.close()
+
+
+@pytest.mark.parametrize(("column", "value", "said"), [
+    ("execution", "not json {", "its execution is not JSON"),
+    ("execution", "[1, 2]", "its execution is a JSON array, not a JSON object"),
+    ("repeat", "first", "its repeat column holds the text 'first'")])
+def test_a_resume_that_retries_errors_names_an_execution_it_cannot_read(tmp_path, column,
+                                                                        value, said):
+    """Retrying a run's errors reads every execution to find the agent's failures: one that
+    could not be read ended the resume in an AttributeError traceback."""
+    from assay.store.runs import CaseUnreadable
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    run, _ = _bad_case(url, "executions", column, value)
+    store = RunStore(url)
+    try:
+        with pytest.raises(CaseUnreadable) as refused:
+            store.forget_errors(run)
+        assert "case 'case-000001'" in refused.value.message and said in \
+            refused.value.message, refused.value.message
+        assert store.score_count(run) > 0  # nothing was deleted
+    finally:
+        store.close()

@@ -575,12 +575,14 @@ class RunStore:
             keys = conn.execute(select(schema.scores.c.case_id, schema.scores.c.repeat).where(
                 and_(schema.scores.c.run_id == run_id,
                      schema.scores.c.error_code.is_not(None)))).fetchall()
-            failed = [tuple(k) for k in conn.execute(
+            # An execution that cannot be read is named, never taken for one that did not
+            # fail (nor one that did): which it was, the store no longer says.
+            failed = [(k.case_id, k.repeat) for k in conn.execute(
                 select(schema.executions.c.case_id, schema.executions.c.repeat,
                        schema.executions.c.execution).where(
                     schema.executions.c.run_id == run_id)).fetchall()
-                if (k[2] or {}).get("error") is not None]
-            cases = {tuple(k) for k in keys} | {(k[0], k[1]) for k in failed}
+                if _stored(Execution, k._mapping, run_id).error is not None]
+            cases = {tuple(k) for k in keys} | set(failed)
             for case_id, repeat in cases:
                 where = (schema.case_results.c.run_id == run_id,
                          schema.case_results.c.case_id == case_id,
@@ -590,7 +592,7 @@ class RunStore:
                     schema.case_search.c.run_id == run_id,
                     schema.case_search.c.case_id == case_id,
                     schema.case_search.c.repeat == repeat)))
-            for case_id, repeat, _ in failed:
+            for case_id, repeat in failed:
                 conn.execute(delete(schema.executions).where(and_(
                     schema.executions.c.run_id == run_id,
                     tuple_(schema.executions.c.case_id, schema.executions.c.repeat)
@@ -1202,7 +1204,20 @@ def stored_model(kind: type[Stored], row: Mapping[Any, Any]) -> Stored:
     number that is not one, or JSON of another shape)."""
     part = EXECUTION if kind is Execution else SCORE
     check_row(part, row)
-    return kind.model_validate(row[part.json])
+    data = row[part.json]
+    if not isinstance(data, dict):
+        raise ValueError(f"its {_JSON_NAMES[part.json]} is {_json_kind(data)}, not a JSON "
+                         "object")
+    return kind.model_validate(data)
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words: ``a JSON array``, ``a JSON string``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    return {list: "a JSON array", str: "a JSON string"}.get(type(value), "a JSON number")
 
 
 def readable(run: RunRecord) -> RunRecord:
