@@ -1217,7 +1217,9 @@ def _json_kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a JSON boolean"
-    return {list: "a JSON array", str: "a JSON string"}.get(type(value), "a JSON number")
+    if isinstance(value, list):
+        return "a JSON array"
+    return "a JSON string" if isinstance(value, str) else "a JSON number"
 
 
 def readable(run: RunRecord) -> RunRecord:
