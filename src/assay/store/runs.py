@@ -726,48 +726,42 @@ class RunStore:
                    light: bool = False) -> dict[tuple[str, int], Execution]:
         if run_id in self._fresh:
             return {}
-        from sqlalchemy import select
-
-        from assay.store import schema
-
-        self.flush()
-        ex = schema.executions
-        column = self._without(ex.c.execution, LIGHT_EXECUTION) if light else ex.c.execution
-        try:
-            with self.transaction() as conn:
-                rows = conn.execute(select(ex.c.case_id, ex.c.repeat, column.label("execution"))
-                                    .where(ex.c.run_id == run_id)).fetchall()
-        except RowsNotJSON:
-            if not light:
-                raise
-            return self.executions(run_id)  # read whole: the row is named
+        rows = self._run_rows(run_id, "executions", "execution", (), LIGHT_EXECUTION, light)
         return {(r.case_id, r.repeat): _stored(Execution, r._mapping, run_id) for r in rows}
 
     def scores(self, run_id: str, *,
                light: bool = False) -> dict[tuple[str, int], dict[str, Score]]:
         if run_id in self._fresh:
             return {}
-        from sqlalchemy import select
-
-        from assay.store import schema
-
-        self.flush()
-        sc = schema.scores
-        column = self._without(sc.c.score, LIGHT_SCORE) if light else sc.c.score
-        try:
-            with self.transaction() as conn:
-                rows = conn.execute(select(sc.c.case_id, sc.c.repeat, sc.c.evaluator,
-                                           sc.c.value, column.label("score"))
-                                    .where(sc.c.run_id == run_id)).fetchall()
-        except RowsNotJSON:
-            if not light:
-                raise
-            return self.scores(run_id)  # read whole: the row is named
+        rows = self._run_rows(run_id, "scores", "score", ("evaluator", "value"), LIGHT_SCORE,
+                               light)
         found: dict[tuple[str, int], dict[str, Score]] = {}
         for r in rows:
             found.setdefault((r.case_id, r.repeat), {})[r.evaluator] = _stored(
                 Score, r._mapping, run_id)
         return found
+
+    def _run_rows(self, run_id: str, table: str, json: str, columns: tuple[str, ...],
+                   light_paths: Sequence[tuple[str, ...]], light: bool) -> list[Any]:
+        """A run's rows of ``table``: case id, repeat, ``columns`` and its JSON column
+        ``json`` (with ``light``, without the members at ``light_paths``). A light read that
+        meets a row that is not JSON reads again whole, so that the row's case is named."""
+        from sqlalchemy import select
+
+        from assay.store import schema
+
+        self.flush()
+        found = getattr(schema, table)
+        column = self._without(found.c[json], light_paths) if light else found.c[json]
+        try:
+            with self.transaction() as conn:
+                return list(conn.execute(select(
+                    found.c.case_id, found.c.repeat, *(found.c[c] for c in columns),
+                    column.label(json)).where(found.c.run_id == run_id)).fetchall())
+        except RowsNotJSON:
+            if not light:
+                raise
+            return self._run_rows(run_id, table, json, columns, light_paths, False)
 
     def _without(self, column: Any, paths: Sequence[tuple[str, ...]]) -> Any:
         """A JSON column with the members at ``paths`` removed, in the database."""
