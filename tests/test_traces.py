@@ -431,3 +431,39 @@ def test_spans_typed_tool_are_tool_calls() -> None:
     assert (lookup.name, lookup.args, lookup.output, lookup.duration_ms) == (
         "lookup", {"city": "Paris"}, "sunny", 500.0)
     assert (search.name, search.args, search.output) == ("search", {"q": "x"}, "found")
+
+
+def test_an_otlp_file_with_values_not_of_their_type_reads_each_bad_span_as_a_note(tmp_path):
+    """A file export's typed values were read unchecked: a pair that is not an object, an
+    intValue that is not a number and a token count of infinity ended the read in a
+    TypeError, a ValueError and an OverflowError."""
+    from assay.run.sources.base import TraceQuery
+    from assay.run.sources.files import FileSource
+    from assay.run.sources.suite import read_traces
+
+    def otlp_span(name: str, attributes: list[Any]) -> dict[str, Any]:
+        return {"traceId": "ab" * 16, "spanId": f"{len(name):016x}", "name": name,
+                "startTimeUnixNano": "1700000000000000000",
+                "endTimeUnixNano": "1700000001000000000", "attributes": attributes}
+
+    spans = [otlp_span("agent", [
+                 {"key": "input.value", "value": {"stringValue": "q"}},
+                 {"key": "output.value", "value": {"stringValue": "a"}},
+                 {"key": "llm.token_count.prompt", "value": {"doubleValue": "Infinity"}},
+                 {"key": "llm.token_count.completion", "value": {"intValue": "5"}}]),
+             otlp_span("pair", [7]),
+             otlp_span("a number", [{"key": "n", "value": {"intValue": "many"}}])]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    (case,) = read_traces(FileSource(path, "otlp"), TraceQuery())
+    reading = case.reading
+    assert reading.execution.output == "a"
+    assert reading.execution.usage is not None
+    assert reading.execution.usage.completion_tokens == 5
+    notes = "\n".join(reading.notes)
+    assert "span 'pair' attributes[0]: expected an object with a text \"key\" and a typed " \
+        "\"value\", not int 7" in notes
+    assert "span 'a number' attributes['n'].intValue: expected a 64-bit integer, not 'many'" \
+        in notes
+    assert "1 token count(s) are not counts and were not counted, first span 'agent' " \
+        "llm.token_count.prompt 'Infinity'" in notes

@@ -14,6 +14,7 @@ the field stays empty.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,7 +157,11 @@ def _latency(root: Span | None, notes: list[str]) -> float | None:
 def _usage(spans: Sequence[Span], notes: list[str]) -> TokenUsage | None:
     """The tokens of the spans that count them and have no descendant that does (a parent
     that sums its children's tokens is not counted twice)."""
-    counted = {id(s): c for s in spans if (c := _tokens(s)) is not None}
+    unreadable: list[str] = []
+    counted = {id(s): c for s in spans if (c := _tokens(s, unreadable)) is not None}
+    if unreadable:
+        notes.append(f"{len(unreadable)} token count(s) are not counts and were not "
+                     f"counted, first {unreadable[0]}")
     if not counted:
         notes.append("no token counts: no span has " + ", ".join(
             (*PROMPT_TOKEN_KEYS[:2], *COMPLETION_TOKEN_KEYS[:2], MLFLOW_TOKENS)))
@@ -181,23 +186,39 @@ def _usage(spans: Sequence[Span], notes: list[str]) -> TokenUsage | None:
     return TokenUsage(prompt_tokens=prompt, completion_tokens=completion)
 
 
-def _tokens(span: Span) -> tuple[int, int] | None:
+def _tokens(span: Span, unreadable: list[str]) -> tuple[int, int] | None:
+    """The span's (prompt, completion) tokens, None when it counts none; a count that is
+    not one (text, a fraction, infinity) adds nothing and is listed in ``unreadable``."""
     attributes = span.attributes
     usage = _parsed(attributes.get(MLFLOW_TOKENS))
     if isinstance(usage, Mapping):
-        return _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
-    prompt = next((attributes[k] for k in PROMPT_TOKEN_KEYS if k in attributes), None)
-    completion = next((attributes[k] for k in COMPLETION_TOKEN_KEYS if k in attributes), None)
-    if prompt is None and completion is None:
-        return None
-    return _count(prompt), _count(completion)
+        keys = [f"{MLFLOW_TOKENS}.input_tokens", f"{MLFLOW_TOKENS}.output_tokens"]
+        values = [usage.get("input_tokens"), usage.get("output_tokens")]
+    else:
+        keys = [next((k for k in group if k in attributes), group[0])
+                for group in (PROMPT_TOKEN_KEYS, COMPLETION_TOKEN_KEYS)]
+        values = [attributes.get(k) for k in keys]
+        if values == [None, None]:
+            return None
+    prompt, completion = (_count(v, span, k, unreadable) for k, v in zip(keys, values,
+                                                                         strict=True))
+    return prompt, completion
 
 
-def _count(value: Any) -> int:
-    try:
-        return max(0, int(value))
-    except (TypeError, ValueError):
+def _count(value: Any, span: Span, key: str, unreadable: list[str]) -> int:
+    """A token count as a whole number of tokens; 0 for none, and for one that is not a
+    count, which is listed (an error is never read as a zero unsaid)."""
+    if value is None:
         return 0
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except (ValueError, OverflowError):
+            number = math.nan
+        if number.is_integer() and number >= 0:
+            return int(number)
+    unreadable.append(f"span {span.name[:80]!r} {key} {str(value)[:40]!r}")
+    return 0
 
 
 def _error(root: Span | None) -> str | None:

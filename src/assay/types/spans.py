@@ -19,13 +19,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay._util.limits import MAX_DEPTH, depth_message
 from assay.errors import EvaluationError
 
 
@@ -179,29 +181,141 @@ def from_otlp(export: Mapping[str, Any]) -> list[Span]:
     return spans
 
 
-def otlp_attributes(pairs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """``[{"key": k, "value": {"stringValue": v}}, ...]`` -> ``{k: v}``."""
-    return {str(p["key"]): otlp_value(p.get("value") or {}) for p in pairs}
+def otlp_attributes(pairs: Any, where: str = "attributes", depth: int = 0) -> dict[str, Any]:
+    """``[{"key": k, "value": {"stringValue": v}}, ...]`` -> ``{k: v}``.
+
+    Every pair is checked: an exporter's attributes are input from outside, and a pair that
+    is not ``{"key": text, "value": {...}}`` is a :class:`TraceFormatError` naming where it
+    is and what was expected, never a ``TypeError`` from deep inside. A key given twice keeps
+    its last value, as OpenTelemetry's SDK does."""
+    if not isinstance(pairs, list | tuple):
+        raise TraceFormatError(f"{where}: expected a list of {{\"key\", \"value\"}} objects, "
+                               f"not {_kind_of(pairs)}")
+    found: dict[str, Any] = {}
+    for index, pair in enumerate(pairs):
+        # dict before Mapping: parsed JSON is dicts, and an ABC's check is slow
+        key = pair.get("key") if isinstance(pair, dict | Mapping) else None
+        if not isinstance(key, str):
+            raise TraceFormatError(f"{where}[{index}]: expected an object with a text \"key\" "
+                                   f"and a typed \"value\", not {_kind_of(pair)}")
+        value = pair.get("value")
+        text = value.get("stringValue") if isinstance(value, dict) else None
+        # most values are text: taken as they are, the place named only for one that is not
+        found[key] = text if isinstance(text, str) else \
+            otlp_value(value, f"{where}[{key[:80]!r}]", depth)
+    return found
 
 
-def otlp_value(value: Mapping[str, Any]) -> Any:
-    """One typed OTLP value (``AnyValue``) as a plain value; an empty one is None."""
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "boolValue" in value:
-        flag = value["boolValue"]
-        return flag if isinstance(flag, bool) else str(flag).lower() == "true"
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
-    if "arrayValue" in value:
-        return [otlp_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
-    if "kvlistValue" in value:
-        return otlp_attributes((value["kvlistValue"] or {}).get("values", []))
-    if "bytesValue" in value:
-        return value["bytesValue"]
+def otlp_value(value: Any, where: str = "value", depth: int = 0) -> Any:
+    """One typed OTLP value (``AnyValue``) as a plain value; an empty one is None. A value
+    that is not of the type it says is a :class:`TraceFormatError` naming ``where``; so is
+    one nested more than :data:`~assay._util.limits.MAX_DEPTH` deep. A double that is not
+    finite (``NaN``, ``Infinity``) is kept as that text, which JSON can hold."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TraceFormatError(f"{where}: expected a typed value such as "
+                               f"{{\"stringValue\": ...}}, not {_kind_of(value)}")
+    if depth > MAX_DEPTH:
+        raise TraceFormatError(f"{where[:120]}...: {depth_message()}")
+    for key, read in _TYPED:
+        if key in value:
+            return read(value[key], f"{where}.{key}", depth)
     return None
+
+
+def _string(value: Any, where: str, depth: int) -> str:
+    if not isinstance(value, str):
+        raise TraceFormatError(f"{where}: expected text, not {_kind_of(value)}")
+    return value
+
+
+def _bool(value: Any, where: str, depth: int) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise TraceFormatError(f"{where}: expected true or false, not {_kind_of(value)}")
+
+
+INT64 = range(-(2 ** 63), 2 ** 63)
+_INTEGER = re.compile(r"[+-]?\d{1,20}")
+
+
+def _int(value: Any, where: str, depth: int) -> int:
+    """A 64-bit integer, as a number or as its decimal text (OTLP JSON writes int64 as text)."""
+    text = isinstance(value, str) and _INTEGER.fullmatch(value.strip())
+    if text or (isinstance(value, float) and value.is_integer()):  # a JSON writer's 5.0 too
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value in INT64:
+        return value
+    raise TraceFormatError(f"{where}: expected a 64-bit integer, not {_kind_of(value)}")
+
+
+def _double(value: Any, where: str, depth: int) -> float | str:
+    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return finite_or_text(float(value))
+    if isinstance(value, str):
+        try:
+            return finite_or_text(float(value))
+        except ValueError:
+            pass
+    raise TraceFormatError(f"{where}: expected a number, not {_kind_of(value)}")
+
+
+def finite_or_text(value: float) -> float | str:
+    """A double as stored: a finite one as it is, ``NaN`` and the infinities as OTLP JSON
+    writes them (JSON has no number for them, and a store would keep null instead)."""
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _array(value: Any, where: str, depth: int) -> list[Any]:
+    values = _values(value, where)
+    return [otlp_value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(values)]
+
+
+def _kvlist(value: Any, where: str, depth: int) -> dict[str, Any]:
+    return otlp_attributes(_values(value, where), where, depth + 1)
+
+
+def _values(value: Any, where: str) -> list[Any]:
+    """The ``values`` list of an ``arrayValue`` or ``kvlistValue`` (none: empty)."""
+    if value is None:
+        return []
+    values = value.get("values", []) if isinstance(value, Mapping) else value
+    if values is None:
+        return []
+    if not isinstance(values, list):
+        raise TraceFormatError(f"{where}: expected {{\"values\": [...]}}, not "
+                               f"{_kind_of(value)}")
+    return values
+
+
+_TYPED: tuple[tuple[str, Callable[[Any, str, int], Any]], ...] = (
+    ("stringValue", _string), ("boolValue", _bool), ("intValue", _int),
+    ("doubleValue", _double), ("arrayValue", _array), ("kvlistValue", _kvlist),
+    ("bytesValue", _string))
+"""Each field of an ``AnyValue`` and how its content is read, in the order looked for."""
+
+
+def _kind_of(value: Any) -> str:
+    """What a value is, for a message: its type, and the value itself when it is short (a
+    megabyte sent is not echoed back, nor copied to be measured)."""
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    if isinstance(value, str | bytes) and len(value) > 40:
+        return f"{'text' if isinstance(value, str) else name} of {len(value)} characters"
+    if isinstance(value, Mapping | list | tuple):
+        return f"a {name} of {len(value)} item(s)"
+    shown = repr(value)
+    if len(shown) > 40:
+        return f"a {name}"
+    return shown if isinstance(value, str) else f"{name} {shown}"
 
 
 def otlp_id(value: Any) -> str | None:
@@ -314,14 +428,14 @@ def from_dict(raw: Mapping[str, Any], where: str = "span") -> Span:
     for key in ("span_id", "parent_id"):
         data[key] = otlp_id(data.get(key))
     for key in ("start_time", "end_time"):
-        data[key] = to_seconds(data.get(key))
+        data[key] = _time(data.get(key), f"{where} {key}")
     if "kind" in data:
         data["kind"] = _kind(data["kind"])
     for key in ("attributes", "events"):
         if key in data and data[key] is None:
             del data[key]
     if isinstance(data.get("attributes"), list):
-        data["attributes"] = otlp_attributes(data["attributes"])
+        data["attributes"] = otlp_attributes(data["attributes"], f"{where} attributes")
     if moved:
         attributes = data.get("attributes")
         data["attributes"] = {**moved, **attributes} if isinstance(attributes, Mapping) \
@@ -336,7 +450,8 @@ def from_dict(raw: Mapping[str, Any], where: str = "span") -> Span:
             status = status.get("status_code", status.get("code", "unset"))
         data["status"] = _status(status)
     if isinstance(data.get("events"), list):
-        data["events"] = [_dict_event(e) for e in data["events"]]
+        data["events"] = [_dict_event(e, f"{where} events[{i}]")
+                          for i, e in enumerate(data["events"])]
     try:
         return Span.model_validate(data)
     except ValidationError as exc:
@@ -345,24 +460,43 @@ def from_dict(raw: Mapping[str, Any], where: str = "span") -> Span:
         raise TraceFormatError(f"{where}: {problems}") from None
 
 
-def _dict_event(event: Any) -> Any:
+def _dict_event(event: Any, where: str = "event") -> Any:
     if not isinstance(event, Mapping):
         return event
     out = dict(event)
     for key in ("timestamp", "timeUnixNano", "time_unix_nano"):
         if key in out:
-            out["time"] = to_seconds(out.pop(key))
+            out["time"] = _time(out.pop(key), f"{where} {key}")
     if isinstance(out.get("attributes"), list):
-        out["attributes"] = otlp_attributes(out["attributes"])
+        out["attributes"] = otlp_attributes(out["attributes"], f"{where} attributes")
     return out
+
+
+def _time(value: Any, where: str) -> float | None:
+    """:func:`to_seconds`, its error saying which span and field the time is."""
+    try:
+        return to_seconds(value)
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"{where}: {exc.message}") from None
 
 
 def to_seconds(value: Any) -> float | None:
     """Seconds from seconds, milli-, micro- or nanoseconds (told apart by size) or ISO text.
 
     Epoch times now are about 1.7e9 s, 1.7e12 ms, 1.7e15 us and 1.7e18 ns, so the unit is
-    unambiguous; small numbers (relative times) are taken as seconds.
+    unambiguous; small numbers (relative times) are taken as seconds. A time that is not
+    finite (``1e400`` is infinity) is a :class:`TraceFormatError`: no store can keep it.
     """
+    try:
+        seconds = _seconds(value)
+    except OverflowError:  # an integer too large for any float
+        seconds = math.inf
+    if seconds is not None and not math.isfinite(seconds):
+        raise TraceFormatError(f"span time {_kind_of(value)} is not a finite number")
+    return seconds
+
+
+def _seconds(value: Any) -> float | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -374,10 +508,10 @@ def to_seconds(value: Any) -> float | None:
             try:
                 return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
             except ValueError:
-                raise TraceFormatError(f"span time {value!r} is not a number or ISO time") \
-                    from None
+                raise TraceFormatError(f"span time {_kind_of(value)} is not a number or ISO "
+                                       "time") from None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TraceFormatError(f"span time {value!r} is not a number or ISO time")
+        raise TraceFormatError(f"span time {_kind_of(value)} is not a number or ISO time")
     magnitude = abs(value)
     if magnitude >= 1e17:
         return int(value) / 1_000_000_000 if isinstance(value, int) else value / 1e9
@@ -386,8 +520,6 @@ def to_seconds(value: Any) -> float | None:
     if magnitude >= 1e11:
         return value / 1e3
     return float(value)
-
-
 
 
 # -- what a whole trace says ---------------------------------------------------------------
