@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import gzip
+import json
 import secrets
 
 import httpx
@@ -179,3 +180,161 @@ def test_without_the_token_nothing_is_stored(tmp_path):
         assert refused.status_code == 401
         assert _post(served.url, orjson.dumps(export(*spans)), token=TOKEN).status_code == 200
     assert len(list_traces(RunStore(url))) == 1
+
+
+def _with(base: dict[str, object], **fields: object) -> dict[str, object]:
+    return {**base, **fields}
+
+
+def _typed(key: str, value: object) -> list[dict[str, object]]:
+    return [{"key": "input.value", "value": {"stringValue": "q"}}, {"key": key, "value": value}]
+
+
+def test_malformed_values_and_times_reject_their_span_alone_naming_the_field(
+        tmp_path, capfd):
+    """Each span here is wrong in one field: it is rejected alone with the field and what was
+    expected (the receiver answered 500 for most), and the batch's good trace is stored."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    good_id, good = agent_trace("q", "a")
+    base = span(secrets.token_hex(16), "bad")
+    bad = [
+        _with(base, attributes=_typed("n", {"intValue": "abc"})),
+        _with(base, attributes=_typed("n", {"intValue": "9" * 5000})),
+        _with(base, attributes=[5]),
+        _with(base, attributes=[{"value": {"stringValue": "no key"}}]),
+        _with(base, attributes=_typed("a", {"arrayValue": {"values": 5}})),
+        _with(base, attributes=_typed("k", {"kvlistValue": {"values": [5]}})),
+        _with(base, attributes=_typed("d", {"doubleValue": "abc"})),
+        _with(base, events=[{"name": "e", "attributes": [7]}]),
+        _with(base, startTimeUnixNano="1.0e400"),
+        _with(base, startTimeUnixNano="-5000000000"),
+    ]
+    with serve(url) as served:
+        response = _post(served.url, orjson.dumps(export(*good, *bad)))
+        assert response.status_code == 200, response.text
+        partial = response.json()["partialSuccess"]
+        assert partial["rejectedSpans"] == str(len(bad))
+        message = partial["errorMessage"]
+        for said in ("attributes['n'].intValue: expected a 64-bit integer, not 'abc'",
+                     "not text of 5000 characters",
+                     "attributes[0]: expected an object with a text \"key\"",
+                     "(and 5 more)"):
+            assert said in message, message
+        one_by_one = [_post(served.url, orjson.dumps(export(s))).json()["partialSuccess"]
+                      ["errorMessage"] for s in bad[4:]]
+        assert "arrayValue: expected {\"values\": [...]}" in one_by_one[0]
+        assert "kvlistValue[0]: expected an object with a text \"key\"" in one_by_one[1]
+        assert "doubleValue: expected a number, not 'abc'" in one_by_one[2]
+        assert "events[0] attributes[0]: expected an object" in one_by_one[3]
+        assert "start_time: span time '1.0e400' is not a finite number" in one_by_one[4]
+        assert "startTimeUnixNano is -5e+09 s since 1970: expected a time OTLP can say" \
+            in one_by_one[5]
+        # a resource or scope list of the wrong shape refuses the request, naming it
+        resource = _post(served.url, orjson.dumps(
+            {"resourceSpans": [{"resource": 5, "scopeSpans": []}]}))
+        assert resource.status_code == 400
+        assert "resourceSpans[0].resource is not an object" in resource.json()["detail"]
+        scopes = _post(served.url, orjson.dumps({"resourceSpans": [{"scopeSpans": 5}]}))
+        assert scopes.status_code == 400
+        assert "resourceSpans[0].scopeSpans is not a list" in scopes.json()["detail"]
+    assert "Traceback" not in capfd.readouterr().err
+    assert [t.trace_id for t in list_traces(RunStore(url))] == [good_id]
+
+
+def test_ids_that_are_not_otlp_ids_are_rejected_and_never_become_case_ids(tmp_path):
+    """A trace id is a case id once judged: one that is a path, holds a NUL, a newline or an
+    escape, or is not 16 bytes of hex, is rejected naming the field (it was stored)."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    good_id, good = agent_trace("q", "a")
+    hostile = ["../../etc/passwd", "a\x00b\n\x1b[31m", "abc", "0x" + "f" * 40, 12345]
+    bad = [span(h, "agent", **{"input.value": "q", "output.value": "a"})  # type: ignore[arg-type]
+           for h in hostile]
+    bad.append(span(secrets.token_hex(16), "agent", span_id="zz" * 8))
+    bad.append(span(secrets.token_hex(16), "agent", parent="../x"))
+    with serve(url) as served:
+        response = _post(served.url, orjson.dumps(export(*good, *bad)))
+        assert response.status_code == 200, response.text
+        partial = response.json()["partialSuccess"]
+        assert partial["rejectedSpans"] == str(len(bad))
+        assert "traceId '../../etc/passwd' is not an id: expected 32 hex digits (16 bytes)" \
+            in partial["errorMessage"]
+        assert "traceId 'a\\x00b\\n\\x1b[31m' is not an id" in partial["errorMessage"]
+        last = [_post(served.url, orjson.dumps(export(s))).json()["partialSuccess"]
+                ["errorMessage"] for s in bad[-2:]]
+        assert "spanId 'zzzzzzzzzzzzzzzz' is not an id: expected 16 hex digits" in last[0]
+        assert "parentSpanId '../x' is not an id" in last[1]
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+            ExportTraceServiceResponse,
+        )
+
+        request = ExportTraceServiceRequest()
+        short = request.resource_spans.add().scope_spans.add().spans.add()
+        short.trace_id, short.span_id, short.name = b"\x01\x02\x03", b"\x01" * 8, "short"
+        answer = _post(served.url, request.SerializeToString(),
+                       content_type="application/x-protobuf")
+        partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+        assert partial.rejected_spans == 1
+        assert "traceId '010203' is not an id" in partial.error_message
+    assert [t.trace_id for t in list_traces(RunStore(url))] == [good_id]
+
+
+def test_a_span_nested_too_deep_is_rejected_alone_and_the_batch_is_stored(tmp_path):
+    """Values nested 300 deep, plain or typed, refused the whole batch when it was stored
+    (its good spans lost with it): now that span alone is rejected."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    good_id, good = agent_trace("q", "a")
+    deep: object = "x"
+    for _ in range(300):
+        deep = {"a": deep}
+    plain = _with(span(secrets.token_hex(16), "plain"), attributes={"deep": deep})
+    typed: object = {"stringValue": "x"}
+    for _ in range(300):
+        typed = {"arrayValue": {"values": [typed]}}
+    nested = _with(span(secrets.token_hex(16), "typed"),
+                   attributes=[{"key": "d", "value": typed}])
+    body = json.dumps(export(*good, plain, nested)).encode()  # deeper than orjson writes
+    with serve(url) as served:
+        response = _post(served.url, body)
+    assert response.status_code == 200, response.text
+    partial = response.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "2"
+    assert "span 'plain': its attribute values: values nest more than 100 deep" in \
+        partial["errorMessage"]
+    assert "values nest more than 100 deep" in partial["errorMessage"].split(";")[1]
+    assert [t.trace_id for t in list_traces(RunStore(url))] == [good_id]
+
+
+def test_not_finite_doubles_are_kept_as_text_and_a_count_that_is_not_one_is_said(tmp_path):
+    """NaN and infinity were stored as null (a value lost unsaid), from protobuf too; a token
+    count of infinity is not counted and the case says so."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    trace_id = secrets.token_hex(16)
+    root = _with(span(trace_id, "agent"), attributes=[
+        {"key": "input.value", "value": {"stringValue": "q"}},
+        {"key": "output.value", "value": {"stringValue": "a"}},
+        {"key": "quality", "value": {"doubleValue": "NaN"}},
+        {"key": "llm.token_count.prompt", "value": {"doubleValue": "Infinity"}}])
+    with serve(url) as served:
+        assert _post(served.url, orjson.dumps(export(root))).status_code == 200
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(
+            OTLPSpanExporter(endpoint=served.url + "/v1/traces")))
+        with provider.get_tracer("test").start_as_current_span("sdk") as sdk:
+            sdk.set_attribute("ratio", float("-inf"))
+            sdk_trace = format(sdk.get_span_context().trace_id, "032x")
+        provider.shutdown()
+    store = RunStore(url)
+    (stored,), _, _ = trace_spans(store, trace_id)
+    assert stored.attributes["quality"] == "NaN"
+    assert stored.attributes["llm.token_count.prompt"] == "Infinity"
+    assert trace_spans(store, sdk_trace)[0][0].attributes["ratio"] == "-Infinity"
+    reading = _readings(url)[trace_id].reading  # type: ignore[attr-defined]
+    assert reading.execution.usage.prompt_tokens == 0
+    assert any("1 token count(s) are not counts and were not counted, first span 'agent' "
+               "llm.token_count.prompt 'Infinity'" in n for n in reading.notes), reading.notes
+

@@ -17,6 +17,7 @@ exporters meanwhile.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,15 +25,30 @@ from typing import Any
 
 import orjson
 
+from assay._util.limits import depth_message, too_deep
 from assay.store.traces import ReceivedSpan
 from assay.traces.reader import CUT_ATTRIBUTE
-from assay.types.spans import KINDS, STATUSES, Span, TraceFormatError, from_dict, otlp_id
+from assay.types.spans import (
+    KINDS,
+    STATUSES,
+    Span,
+    TraceFormatError,
+    finite_or_text,
+    from_dict,
+    otlp_id,
+)
 
 MAX_ATTRIBUTE_CHARS = 1_000_000
 """The longest attribute value stored whole; a longer one is cut (and the cut is listed)."""
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 MAX_REASONS = 5
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+"""OTLP's ids: a trace's is 16 bytes, a span's 8, written in hex; all zero is no id."""
+_HEX = re.compile("[0-9a-f]+")
+LATEST_TIME = (2 ** 64 - 1) / 1e9
+"""The latest time OTLP can say: its times are 64-bit nanoseconds since 1970 (to 2554)."""
 
 
 class OtlpRefused(Exception):
@@ -177,6 +193,8 @@ def _proto_value(value: Any) -> Any:
         return _proto_attributes(value.kvlist_value.values)
     if which == "bytes_value":
         return value.bytes_value.hex()
+    if which == "double_value":
+        return finite_or_text(value.double_value)
     return getattr(value, which)
 
 
@@ -196,9 +214,11 @@ def _decode_json(body: bytes) -> Decoded:
     for r, resource in enumerate(data.get("resourceSpans") or data.get("resource_spans") or []):
         if not isinstance(resource, Mapping):
             raise OtlpRefused(400, "invalid_otlp", f"resourceSpans[{r}] is not an object")
-        service = _json_service(resource)
+        service = _json_service(resource, f"resourceSpans[{r}].resource")
         scopes = resource.get("scopeSpans") or resource.get("scope_spans") or []
-        for s, scope in enumerate(scopes if isinstance(scopes, list) else []):
+        if not isinstance(scopes, list):
+            raise OtlpRefused(400, "invalid_otlp", f"resourceSpans[{r}].scopeSpans is not a list")
+        for s, scope in enumerate(scopes):
             spans = scope.get("spans") if isinstance(scope, Mapping) else None
             if not isinstance(spans, list):
                 raise OtlpRefused(400, "invalid_otlp",
@@ -209,16 +229,28 @@ def _decode_json(body: bytes) -> Decoded:
                     continue
                 _add(decoded, otlp_id(raw.get("traceId", raw.get("trace_id"))),
                      otlp_id(raw.get("spanId", raw.get("span_id"))), service,
-                     lambda raw=raw: from_dict(raw, f"span {raw.get('name', '?')!r}"))
+                     lambda raw=raw: from_dict(raw, f"span {_name(raw)}"))
     return decoded
 
 
-def _json_service(resource: Mapping[str, Any]) -> str | None:
-    attributes = (resource.get("resource") or {}).get("attributes") or []
-    for pair in attributes if isinstance(attributes, list) else []:
+def _name(raw: Mapping[str, Any]) -> str:
+    """A span's name for a message, cut short (a name can be megabytes long)."""
+    return repr(str(raw.get("name", "?"))[:80])
+
+
+def _json_service(resource: Mapping[str, Any], where: str) -> str | None:
+    """The resource's ``service.name`` when it is text; a resource that is not an object is
+    refused, naming it."""
+    found = resource.get("resource") or {}
+    attributes = found.get("attributes") or [] if isinstance(found, Mapping) else None
+    if not isinstance(attributes, list):
+        raise OtlpRefused(400, "invalid_otlp", f"{where} is not an object with an "
+                          "'attributes' list")
+    for pair in attributes:
         if isinstance(pair, Mapping) and pair.get("key") == "service.name":
-            value = pair.get("value") or {}
-            return str(value.get("stringValue")) if isinstance(value, Mapping) else None
+            value = pair.get("value")
+            text = value.get("stringValue") if isinstance(value, Mapping) else None
+            return text if isinstance(text, str) else None
     return None
 
 
@@ -227,23 +259,59 @@ def _json_service(resource: Mapping[str, Any]) -> str | None:
 
 def _add(decoded: Decoded, trace_id: str | None, span_id: str | None, service: Any,
          build: Any) -> None:
-    """Add the span ``build`` makes, or reject it saying why."""
+    """Add the span ``build`` makes, or reject it saying why: the one rule both encodings'
+    spans pass, so what is stored has OTLP's ids and values a store and a reader can take."""
     if not trace_id or not trace_id.strip("0"):
         decoded.reject("a span has no trace id")
         return
     if not span_id or not span_id.strip("0"):
-        decoded.reject(f"a span of trace {trace_id[:64]} has no span id")
-        return
-    if len(trace_id) > 64 or len(span_id) > 64:
-        decoded.reject("a span's trace or span id is longer than 64 characters")
+        decoded.reject(f"a span of trace {_shown(trace_id)} has no span id")
         return
     try:
         span = build()
     except TraceFormatError as exc:
         decoded.reject(exc.message)
         return
+    problem = _id_problem("traceId", trace_id, TRACE_ID_BYTES) or \
+        _id_problem("spanId", span_id, SPAN_ID_BYTES) or \
+        (_id_problem("parentSpanId", span.parent_id, SPAN_ID_BYTES) if span.parent_id
+         else None)
+    problem = problem or _time_problem(span)
+    if problem is None and (too_deep(span.attributes) or too_deep(span.events)):
+        problem = f"its attribute values: {depth_message()}"
+    if problem is not None:
+        decoded.reject(f"span {_shown(span.name)}: {problem}")
+        return
     decoded.spans.append(ReceivedSpan(trace_id, _bounded(span),
                                       str(service) if service is not None else None))
+
+
+def _id_problem(name: str, value: str, size: int) -> str | None:
+    """What is wrong with an id of ``size`` bytes (None: nothing). OTLP's ids are hex of a
+    fixed length, so a stored trace id (a case id, once judged) is never a path, a control
+    character or text for a terminal."""
+    if len(value) == 2 * size and _HEX.fullmatch(value) and value.strip("0"):
+        return None
+    return (f"{name} {_shown(value)} is not an id: expected {2 * size} hex digits "
+            f"({size} bytes), not all zero")
+
+
+def _time_problem(span: Span) -> str | None:
+    """What is wrong with the span's times (None: nothing): each is one OTLP can say, so a
+    trace's start orders, windows and shows as a date."""
+    times = [("startTimeUnixNano", span.start_time), ("endTimeUnixNano", span.end_time),
+             *((f"events[{i}].timeUnixNano", event.get("time"))
+               for i, event in enumerate(span.events))]
+    for name, seconds in times:
+        if isinstance(seconds, int | float) and not 0 <= seconds <= LATEST_TIME:
+            return (f"{name} is {seconds:g} s since 1970: expected a time OTLP can say, "
+                    "64-bit nanoseconds since 1970 (before the year 2554)")
+    return None
+
+
+def _shown(text: str) -> str:
+    """Text from the request in a message: quoted, its control characters escaped, cut."""
+    return repr(text[:80]) + ("..." if len(text) > 80 else "")
 
 
 def _bounded(span: Span) -> Span:
