@@ -338,3 +338,37 @@ def test_not_finite_doubles_are_kept_as_text_and_a_count_that_is_not_one_is_said
     assert any("1 token count(s) are not counts and were not counted, first span 'agent' "
                "llm.token_count.prompt 'Infinity'" in n for n in reading.notes), reading.notes
 
+
+def test_a_body_that_stops_arriving_is_answered_408_and_a_client_that_leaves_is_no_error(
+        tmp_path, capfd):
+    """A client that never finishes sending held its request open for ever (no answer); one
+    that left half-way ended in a traceback in the server's log."""
+    import socket
+    import time
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    head = (b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+            b"\r\nContent-Length: 1000\r\n\r\n{\"resourceSpans\"")
+    with serve(url, body_idle_s=1.0) as served:
+        host, port = served.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as left:
+            left.sendall(head)
+        time.sleep(0.5)
+        with socket.create_connection((host, int(port))) as stalled:
+            stalled.settimeout(20)
+            stalled.sendall(head)
+            started = time.monotonic()
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                chunk = stalled.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        assert time.monotonic() - started < 10
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        detail = orjson.loads(answer.split(b"\r\n\r\n", 1)[1])
+        assert detail["code"] == "request_timeout"
+        assert "nothing came for 1 s after 16 bytes of the 1000 promised" in detail["detail"]
+        _, spans = agent_trace("q", "a")
+        assert _post(served.url, orjson.dumps(export(*spans))).status_code == 200
+    assert "Traceback" not in capfd.readouterr().err

@@ -519,7 +519,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(SecurityMiddleware, token=settings.token,
                        max_body_bytes=settings.max_body_bytes,
                        allowed_hosts=settings.allowed_hosts,
-                       body_limits={OTLP_PATH: settings.max_trace_bytes})
+                       body_limits={OTLP_PATH: settings.max_trace_bytes},
+                       body_idle_s=settings.body_idle_s)
 
     histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
     comparison_cache = ComparisonCache()

@@ -9,6 +9,7 @@ A refusal is a JSON body ``{"detail": ..., "code": ...}`` like every other error
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -17,7 +18,7 @@ from urllib.parse import parse_qsl
 
 from assay._util.control_chars import printable
 from assay._util.redact import scrub_json_bytes
-from assay.server.settings import host_key
+from assay.server.settings import BODY_IDLE_SECONDS, host_key
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -61,8 +62,10 @@ class SecurityMiddleware:
 
     def __init__(self, app: ASGIApp, token: str | None, max_body_bytes: int,
                  allowed_hosts: frozenset[str] | None,
-                 body_limits: dict[str, int] | None = None) -> None:
+                 body_limits: dict[str, int] | None = None,
+                 body_idle_s: float = BODY_IDLE_SECONDS) -> None:
         self.app = app
+        self.body_idle_s = body_idle_s
         self.token = token
         self.max_body_bytes = max_body_bytes
         self.allowed_hosts = allowed_hosts
@@ -109,17 +112,24 @@ class SecurityMiddleware:
         body = bytearray()
         more = True
         while more:  # bodies are small: read whole, counting, before the app sees any
-            message = await receive()
-            if message["type"] != "http.request":
-                await self.app(scope, _replay(None, message, receive), self._with_headers(send))
+            try:
+                message = await asyncio.wait_for(receive(), self.body_idle_s)
+            except TimeoutError:
+                await send_error(send, 408, "request_timeout",
+                                 f"the request body stopped arriving: nothing came for "
+                                 f"{self.body_idle_s:g} s after {len(body)} bytes"
+                                 + (f" of the {length} promised" if length else ""),
+                                 [(b"connection", b"close")])
                 return
+            if message["type"] != "http.request":  # the client left before its body came
+                return  # whole: nothing to answer, and nothing half-sent reaches the app
             body += message.get("body", b"")
             more = bool(message.get("more_body", False))
             if len(body) > limit:
                 await send_error(send, 413, "body_too_large",
                                  f"the request body is over the limit of {limit} bytes")
                 return
-        await self.app(scope, _replay(bytes(body), None, receive), self._with_headers(send))
+        await self.app(scope, _replay(bytes(body), receive), self._with_headers(send))
 
     def _public(self, path: str) -> bool:
         return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES) or \
@@ -229,11 +239,10 @@ def _is_json(start: Message) -> bool:
                == b"application/json" for k, v in start.get("headers", []))
 
 
-def _replay(body: bytes | None, first: Message | None, receive: Receive) -> Receive:
-    """A receive that gives the body read already (or the message that came instead), then
-    passes on to the client's (a disconnect, for a streamed answer)."""
-    pending: list[Message] = [first] if first is not None else [
-        {"type": "http.request", "body": body or b"", "more_body": False}]
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the body read already, then passes on to the client's (a
+    disconnect, for a streamed answer)."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
     async def replayed() -> Message:
         if pending:

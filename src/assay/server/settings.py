@@ -18,6 +18,11 @@ MAX_TRACE_BYTES = 16 << 20
 """The largest OTLP export accepted at ``/v1/traces`` (compressed, and again once
 decompressed): an exporter's batch of 512 spans with long prompts fits."""
 
+BODY_IDLE_SECONDS = 30.0
+"""How long a request body may go without a byte before the request is answered 408: a
+client that never finishes sending (or a Content-Length that promises more than comes) holds
+a connection and a handler for no longer than this."""
+
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 """The names a server without a token answers to, besides the address it is bound to."""
 
@@ -78,6 +83,8 @@ class ServerSettings:
     max_body_bytes: int = MAX_BODY_BYTES
     max_trace_bytes: int = MAX_TRACE_BYTES
     """The largest OTLP export ``POST /v1/traces`` takes (``--max-trace-bytes``)."""
+    body_idle_s: float = BODY_IDLE_SECONDS
+    """How long a request body may go without a byte before it is refused (408)."""
     allow_runs: bool = True
     allowed_judge_models: list[str] = field(default_factory=list)
     """Judge models a run request may name (``--allow-judge-model``), besides the default."""
