@@ -148,3 +148,46 @@ def test_suite_paths_are_read_beside_the_test_file(pytester: pytest.Pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests/agent", "-v")
     result.assert_outcomes(passed=1)
     assert "test_case[france] PASSED" in result.stdout.str()
+
+
+def test_failures_show_data_with_its_escapes_made_visible_and_any_evaluator_form(
+        pytester: pytest.Pytester):
+    """A case id, an evaluator's name and its rationale come from the suite and the agent:
+    their terminal escapes reached pytest's output raw (a screen cleared, a window titled).
+    An evaluator given by its type name failed with AttributeError after judging."""
+    pytester.makefile(".yaml", EVAL=textwrap.dedent('''
+        evalcases:
+          - id: "red\\x1b[31mcase"
+            input: q
+            expected_output: a
+            execution:
+              evaluators:
+                - name: "has\\x1b]0;title\\x07"
+                  type: contains
+                  search_text: "zz\\x1b[2J"
+    '''))
+    pytester.makepyfile(test_suite=textwrap.dedent('''
+        import pytest
+        from assay import Case
+        from assay.integrations.pytest_plugin import assert_case, assert_passes, suite_cases
+
+        @pytest.mark.parametrize("item", suite_cases("EVAL.yaml"))
+        def test_case(item):
+            assert_case(item, store=":memory:", target=lambda q: "out")
+
+        def test_by_name():
+            assert_passes("exact_match", Case(id="c", expected_output="Paris"), "Paris")
+
+        def test_by_name_failing():
+            assert_passes({"type": "contains", "search_text": "Paris\\x1b[2J"},
+                          Case(id="d"), "Rome")
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=1, failed=2)
+    text = result.stdout.str()
+    assert "\x1b" not in text
+    assert "case red\\x1b[31mcase fail (score 0.000)" in text
+    assert "has\\x1b]0;title\\x07 scored 0.000" in text
+    assert "'zz\\x1b[2J' not found" in text
+    assert "'Paris\\x1b[2J' not found" in text
+    assert "AttributeError" not in text

@@ -40,11 +40,20 @@ from assay.errors import EvaluationError
 from assay.types import numbers
 
 
+def shown(text: str) -> str:
+    """A message for pytest to print: case ids, evaluator names, rationales and error texts
+    come from suites, agents and models, so control characters (terminal escapes) are made
+    visible and known secrets hidden, as everywhere assay puts data on a terminal."""
+    from assay.report.safe_text import plain_for_terminal
+
+    return plain_for_terminal(text)
+
+
 class JudgeError(EvaluationError):
     """A judgement that could not be made: reported by pytest as an error, not a failure."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(code, message)
+        super().__init__(code, shown(message))
 
 
 @dataclass
@@ -103,7 +112,7 @@ def check_score(score: Any, threshold: float | None = None) -> Any:
         return score
     passed = score.passed if threshold is None else score.value >= threshold
     if not passed:
-        raise AssertionError(_explain(score, threshold))
+        raise AssertionError(shown(_explain(score, threshold)))
     return score
 
 
@@ -123,7 +132,9 @@ def _judging() -> Iterator[None]:
 def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
                   judge_model: str | None = None, threshold: float | None = None) -> Any:
     """Judge ``output`` (an answer, or an :class:`~assay.Execution`) for ``case`` and assert
-    the evaluator passes it. Returns the Score."""
+    ``evaluator`` (an evaluator, its type name, a ``{"type": ...}`` dict or a scorer
+    function) passes it. Returns the Score."""
+    from assay.run.evaluate import as_evaluator
     from assay.run.score import score as judge
     from assay.types.case import Case
     from assay.types.execution import Execution
@@ -133,9 +144,10 @@ def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
     execution = output if isinstance(output, Execution) else Execution(
         input=case.input, output=output)
     kwargs = {"judge_model": judge_model} if judge_model else {}
-    with _judging():
-        result = judge(evaluator, case, execution, **kwargs)
-    return check_score(result, threshold if threshold is not None else evaluator.threshold)
+    with _judging():  # a type name, a dict or a scorer function is built as a run builds it
+        built = as_evaluator(evaluator, "assert_passes evaluator")
+        result = judge(built, case, execution, **kwargs)
+    return check_score(result, threshold if threshold is not None else built.threshold)
 
 
 @dataclass(frozen=True)
@@ -145,8 +157,8 @@ class SuiteItem:
     suite: Any
     item: Any
 
-    def __repr__(self) -> str:
-        return self.item.case.id
+    def __repr__(self) -> str:  # pytest shows it in a failing test's arguments
+        return shown(self.item.case.id)
 
 
 def suite_cases(path: str | Path, **options: Any) -> list[Any]:
@@ -194,8 +206,8 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
                 for line in _failures(record, len(result.records), result.reason)]
     problems += [f"gate failed: {g}" for g in result.summary.gate_failures]
     if problems or not result.passed:
-        raise AssertionError("\n".join(problems or [f"case {param.item.case.id} did not "
-                                                     f"pass: {result.reason}"]))
+        raise AssertionError(shown("\n".join(problems or [
+            f"case {param.item.case.id} did not pass: {result.reason}"])))
     return result.records[0]
 
 
