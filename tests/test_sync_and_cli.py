@@ -31,6 +31,27 @@ async def test_sync_score_inside_a_running_event_loop(mock_model, mock_server, t
     assert mock_server.stats.requests == 1
 
 
+def test_score_takes_a_dict_for_a_case_and_names_an_argument_it_cannot_take():
+    """A dict case was an AttributeError; an answer given where the Execution goes was a
+    pydantic error about a SuiteCase; None was judged as an error score of a target that
+    'failed' (no recorded output), an error never made by the agent."""
+    import pytest
+
+    from assay.errors import ConfigError
+
+    judged = assay.score(assay.ExactMatch(), {"id": "a", "expected_output": "Paris"},
+                         {"output": "Paris"})
+    assert judged.value == 1.0 and judged.verdict.value == "pass"
+    for execution, said in (("Paris", "execution: a str is not an Execution"),
+                            (None, "execution: a NoneType is not an Execution"),
+                            ({"output": "x", "latency": "soon"}, "execution: latency")):
+        with pytest.raises(ConfigError, match=re.escape(said)) as raised:
+            assay.score(assay.ExactMatch(), Case(id="a", expected_output="Paris"), execution)
+        assert raised.value.code == "invalid_argument"
+    with pytest.raises(ConfigError, match=re.escape("case: id: Input should be a valid string")):
+        assay.score(assay.ExactMatch(), {"id": 5}, Execution(output="Paris"))
+
+
 def _run(args: list[str], env_extra: dict[str, str] | None = None,
          cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **(env_extra or {})}

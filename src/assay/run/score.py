@@ -9,8 +9,12 @@ stored.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from assay.errors import ConfigError
 from assay.judges.base import Evaluator
 from assay.llm.engine import JudgeEngine
 from assay.run.evaluate import judge_case_async
@@ -32,9 +36,32 @@ async def score_async(evaluator: Evaluator, case: Case, execution: Execution, *,
     policy (None: the default one).
     ``judge_model`` judges an evaluator that names no model; ``engine`` is one to share
     (else one is built from ``config`` and closed)."""
+    case = _given(Case, case, "case", "a Case (assay.Case(id=..., expected_output=...))")
+    execution = _given(Execution, execution, "execution",
+                       "an Execution (assay.Execution(output=...))")
     record = await judge_case_async([evaluator], case, execution, config=config,
                                     engine=engine, judge_model=judge_model)
     return CaseScore.of(record.scores[0], record.verdict, record.score)
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def _given(model: type[Model], value: Any, name: str, expected: str) -> Model:
+    """``value`` as ``model``: one already, or a dict of its fields; anything else (an
+    answer given where its Execution goes, None) is a ConfigError naming the argument and
+    what it takes, instead of an error deep in the run or a verdict of a missing output."""
+    if isinstance(value, model):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return model.model_validate(value)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or name}: {e['msg']}"
+                                 for e in exc.errors()[:3])
+            raise ConfigError(f"{name}: {problems}", code="invalid_argument") from None
+    raise ConfigError(f"{name}: a {type(value).__name__} is not {expected} or a dict of its "
+                      "fields", code="invalid_argument")
 
 
 def score(evaluator: Evaluator, case: Case, execution: Execution, **kwargs: Any) -> CaseScore:
