@@ -6,6 +6,7 @@ import concurrent.futures
 import gzip
 import json
 import secrets
+import zlib
 
 import httpx
 import orjson
@@ -372,3 +373,40 @@ def test_a_body_that_stops_arriving_is_answered_408_and_a_client_that_leaves_is_
         _, spans = agent_trace("q", "a")
         assert _post(served.url, orjson.dumps(export(*spans))).status_code == 200
     assert "Traceback" not in capfd.readouterr().err
+
+
+def _protobuf_export(trace_id: str, name: str) -> bytes:
+    """An ExportTraceServiceRequest of one span, as the SDK's exporter serialises one."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    one = request.resource_spans.add().scope_spans.add().spans.add()
+    one.trace_id, one.span_id, one.name = bytes.fromhex(trace_id), secrets.token_bytes(8), name
+    one.start_time_unix_nano, one.end_time_unix_nano = 1_790_000_000 * 10**9, 1_790_000_001 * 10**9
+    return request.SerializeToString()
+
+
+def test_every_member_of_a_gzip_body_is_read_and_data_after_it_is_refused(tmp_path):
+    """Concatenated gzip members are one gzip body (and concatenated protobuf messages one
+    message): the spans after the first member were dropped while the answer said every span
+    was taken. Anything after the data is refused, not ignored."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    first, second = secrets.token_hex(16), secrets.token_hex(16)
+    body = gzip.compress(_protobuf_export(first, "a")) + \
+        gzip.compress(_protobuf_export(second, "b"))
+    with serve(url) as served:
+        response = _post(served.url, body, content_type="application/x-protobuf",
+                         **{"content-encoding": "gzip"})
+        assert response.status_code == 200, response.text
+        _, more = agent_trace("q", "a")
+        trailing = _post(served.url, gzip.compress(orjson.dumps(export(*more))) + b"junk",
+                         **{"content-encoding": "gzip"})
+        assert trailing.status_code == 400
+        assert "not valid gzip data" in trailing.json()["detail"]
+        deflated = _post(served.url, zlib.compress(orjson.dumps(export(*more))) + b"x",
+                         **{"content-encoding": "deflate"})
+        assert deflated.status_code == 400
+        assert "1 bytes after the end of its deflate data" in deflated.json()["detail"]
+    assert {t.trace_id for t in list_traces(RunStore(url))} == {first, second}

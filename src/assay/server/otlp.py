@@ -91,7 +91,9 @@ def media_type(content_type: str | None) -> str:
 
 def decompressed(body: bytes, encoding: str | None, limit: int) -> bytes:
     """The body as sent before ``Content-Encoding`` (gzip, deflate or none), refused when it
-    decompresses past ``limit`` bytes (a small body can inflate to gigabytes)."""
+    decompresses past ``limit`` bytes (a small body can inflate to gigabytes). Every member
+    of a gzip body is read (members may be concatenated); anything after the data is
+    refused, never dropped unsaid."""
     name = (encoding or "identity").strip().lower()
     if name in ("", "identity"):
         return body
@@ -99,9 +101,21 @@ def decompressed(body: bytes, encoding: str | None, limit: int) -> bytes:
         raise OtlpRefused(415, "unsupported_encoding",
                           f"Content-Encoding {name[:40]!r} is not supported: send gzip, "
                           "deflate or none")
+    out = bytearray()
+    rest = _inflate(body, name, limit, out)
+    while rest:
+        if name != "gzip":
+            raise OtlpRefused(400, "invalid_otlp", f"the body has {len(rest)} bytes after "
+                              f"the end of its {name} data")
+        rest = _inflate(rest, name, limit, out)
+    return bytes(out)
+
+
+def _inflate(data: bytes, name: str, limit: int, out: bytearray) -> bytes:
+    """One gzip member (or zlib stream) of ``data`` inflated onto ``out``; what follows it."""
     inflater = zlib.decompressobj(wbits=47 if name == "gzip" else 15)  # 47: gzip or zlib
     try:
-        out = inflater.decompress(body, limit + 1)
+        out += inflater.decompress(data, limit + 1 - len(out))
     except zlib.error as exc:
         raise OtlpRefused(400, "invalid_otlp",
                           f"the body is not valid {name} data: {exc}") from None
@@ -111,7 +125,7 @@ def decompressed(body: bytes, encoding: str | None, limit: int) -> bytes:
                           "bytes (assay serve --max-trace-bytes)")
     if not inflater.eof:
         raise OtlpRefused(400, "invalid_otlp", f"the body's {name} data is cut short")
-    return out
+    return inflater.unused_data
 
 
 def decode(body: bytes, kind: str) -> Decoded:
