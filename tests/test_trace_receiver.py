@@ -410,3 +410,19 @@ def test_every_member_of_a_gzip_body_is_read_and_data_after_it_is_refused(tmp_pa
         assert deflated.status_code == 400
         assert "1 bytes after the end of its deflate data" in deflated.json()["detail"]
     assert {t.trace_id for t in list_traces(RunStore(url))} == {first, second}
+
+
+def test_a_rejection_quotes_the_request_cut_short_and_with_its_escapes_visible(tmp_path):
+    """An unknown field's name came back whole in the answer, escapes and all: five spans
+    with a 2 MB key made a 10 MB answer, which an exporter may log to a terminal."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    key = "\x1b[2J" + "k" * 2_000_000
+    hostile = [_with(span(secrets.token_hex(16), "n"), **{key: 1}) for _ in range(5)]
+    with serve(url) as served:
+        response = _post(served.url, orjson.dumps(export(*hostile)))
+    assert response.status_code == 200
+    assert len(response.content) < 5 * 1000
+    message = response.json()["partialSuccess"]["errorMessage"]
+    assert "\x1b" not in message
+    assert message.startswith("span 'n': \\x1b[2Jkkk")
+    assert response.json()["partialSuccess"]["rejectedSpans"] == "5"

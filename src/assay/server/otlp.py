@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from assay._util.control_chars import printable
 from assay._util.limits import depth_message, too_deep
 from assay.store.traces import ReceivedSpan
 from assay.traces.reader import CUT_ATTRIBUTE
@@ -43,6 +44,7 @@ MAX_ATTRIBUTE_CHARS = 1_000_000
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 MAX_REASONS = 5
+MAX_REASON_CHARS = 300
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
 """OTLP's ids: a trace's is 16 bytes, a span's 8, written in hex; all zero is no id."""
@@ -68,9 +70,14 @@ class Decoded:
     reasons: list[str] = field(default_factory=list)
 
     def reject(self, reason: str) -> None:
+        """Count a rejected span; keep the first reasons, each cut short with its control
+        characters made visible: a reason may quote the request (a key megabytes long, an
+        escape), and the answer goes back to an exporter that may log it."""
         self.rejected += 1
         if len(self.reasons) < MAX_REASONS:
-            self.reasons.append(reason)
+            cut = reason if len(reason) <= MAX_REASON_CHARS else \
+                reason[:MAX_REASON_CHARS] + "..."
+            self.reasons.append(printable(cut))
 
     def message(self) -> str:
         more = self.rejected - len(self.reasons)
