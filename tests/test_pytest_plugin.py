@@ -191,3 +191,52 @@ def test_failures_show_data_with_its_escapes_made_visible_and_any_evaluator_form
     assert "'zz\\x1b[2J' not found" in text
     assert "'Paris\\x1b[2J' not found" in text
     assert "AttributeError" not in text
+
+
+def test_an_agent_that_fails_fails_its_test_and_a_judge_that_fails_is_an_error(
+        pytester: pytest.Pytester):
+    """An agent that raised, or answered what cannot be judged, was reported as an
+    'ERROR (judge) ... could not judge': an error that says nothing about the agent, when it
+    said everything. It is a failed test, with why."""
+    pytester.makefile(".yaml", EVAL=CONTAINS_PARIS + textwrap.dedent('''
+        evalcases:
+          - id: france
+            input: capital of France?
+    '''))
+    pytester.makepyfile(test_agent=textwrap.dedent('''
+        import pytest
+        from assay import Case, ExactMatch
+        from assay.integrations.pytest_plugin import assert_case, assert_passes, suite_cases
+
+        def crash(question):
+            raise RuntimeError("the agent crashed")
+
+        class Unprintable:
+            def __str__(self):
+                raise RuntimeError("no text")
+
+        @pytest.mark.parametrize("item", suite_cases("EVAL.yaml"))
+        def test_crashing_agent(item):
+            assert_case(item, store=":memory:", target=crash)
+
+        @pytest.mark.parametrize("item", suite_cases("EVAL.yaml"))
+        def test_unjudgeable_answer(item):
+            assert_case(item, store=":memory:", target=lambda q: Unprintable())
+
+        def test_unjudgeable_output():
+            assert_passes(ExactMatch(), Case(id="a", expected_output="Paris"), Unprintable())
+
+        def test_judge_unreachable():
+            assert_passes({"type": "semantic_similarity"}, Case(id="b", expected_output="x"),
+                          "x", judge_model="http://127.0.0.1:9/v1#judge")
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(failed=3, errors=1)
+    text = result.stdout.str()
+    assert "case france: the agent failed [target_failed]: agent function raised " \
+        "RuntimeError: the agent crashed" in text
+    assert "case france: the agent failed [invalid_output]: agent output is not JSON data: " \
+        "a Unprintable object" in text
+    assert "case a: the agent failed [invalid_output]" in text
+    assert "ERROR (judge) test_agent.py::test_judge_unreachable" in text
+    assert "ERROR (judge) test_agent.py::test_crashing" not in text

@@ -126,10 +126,12 @@ def test_assert_passes_judges_an_output_as_a_run_does(output: Any) -> None:
     assert found.verdict is Verdict.PASS
 
 
-def test_assert_passes_reports_an_output_that_is_not_data_as_the_cases_error() -> None:
+def test_assert_passes_fails_on_an_output_that_is_not_data_saying_why() -> None:
+    """The case's error is the agent's (its output cannot be judged): a failed test, not
+    a judge's ERROR."""
     cyclic: list[Any] = []
     cyclic.append(cyclic)
-    with pytest.raises(JudgeError, match="invalid_output"):
+    with pytest.raises(AssertionError, match=r"the agent failed \[invalid_output\]"):
         assert_passes(build({"type": "exact_match"}), assay.Case(id="a", expected_output="x"),
                       cyclic)
 
@@ -171,7 +173,7 @@ def test_assert_case_keeps_the_suites_agent_timeout() -> None:
 
     suite = Suite(name="s", evaluators=[build({"type": "contains", "search_text": "x"})],
                   cases=[SuiteCase(case=assay.Case(id="a", input="q"))], agent_timeout_s=0.1)
-    with pytest.raises(JudgeError, match=r"agent timeout of 0\.1s"):
+    with pytest.raises(AssertionError, match=r"the agent failed .*agent timeout of 0\.1s"):
         assert_case(_item(suite), store=":memory:", target=slow)
 
 
@@ -261,7 +263,8 @@ def test_assert_case_keeps_the_runs_agent_retries() -> None:
 
     suite = Suite(name="s", evaluators=[build({"type": "contains", "search_text": "x"})],
                   cases=[SuiteCase(case=assay.Case(id="a", input="q"))])
-    with pytest.raises(JudgeError, match="agent function raised RuntimeError: flaky"):
+    with pytest.raises(AssertionError,
+                       match=r"the agent failed .*agent function raised RuntimeError: flaky"):
         assert_case(_item(suite), store=":memory:", target=flaky)
     calls.clear()
     assert assert_case(_item(suite), store=":memory:", target=flaky,

@@ -13,7 +13,8 @@
         assert_case(item)          # the suite's target and evaluators, for that case
 
 A failed judgement fails the test with a message naming the evaluator, its score, the
-threshold and the judge's rationale. A judgement that could not be made (the judge was
+threshold and the judge's rationale; so does an agent that failed (it raised, timed out or
+answered what is not data), with why. A judgement that could not be made (the judge was
 unreachable, its answer unusable) is reported as an ERROR, not as a failed assertion: it says
 nothing about the agent. The terminal summary lists each test's judge calls, cost and latency;
 judge answers come from assay's response cache, so re-running unchanged tests is free.
@@ -135,19 +136,37 @@ def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
     ``evaluator`` (an evaluator, its type name, a ``{"type": ...}`` dict or a scorer
     function) passes it. Returns the Score."""
     from assay.run.evaluate import as_evaluator
-    from assay.run.score import score as judge
+    from assay.run.score import score_record_async
+    from assay.run.sync import run_sync
     from assay.types.case import Case
     from assay.types.execution import Execution
+    from assay.types.score import CaseScore
 
     if not isinstance(case, Case):
         case = Case.model_validate(case)
     execution = output if isinstance(output, Execution) else Execution(
         input=case.input, output=output)
-    kwargs = {"judge_model": judge_model} if judge_model else {}
     with _judging():  # a type name, a dict or a scorer function is built as a run builds it
         built = as_evaluator(evaluator, "assert_passes evaluator")
-        result = judge(built, case, execution, **kwargs)
+        record = run_sync(score_record_async(built, case, execution,
+                                             judge_model=judge_model or None))
+    result = CaseScore.of(record.scores[0], record.verdict, record.score)
+    failed = _agent_failure(record, f"case {record.case_id}")
+    if failed is not None:
+        _record(result)
+        raise AssertionError(shown(failed))
     return check_score(result, threshold if threshold is not None else built.threshold)
+
+
+def _agent_failure(record: Any, which: str) -> str | None:
+    """Why the agent failed the case (it raised, timed out, answered what is not data), or
+    None. Its scores' errors are then the agent's, not a judge's: the test fails, never an
+    ERROR that "says nothing about the agent"."""
+    error = record.execution.error
+    if error is None:
+        return None
+    code = record.execution.error_code or "target_failed"
+    return f"{which}: the agent failed [{code}]: {error}"
 
 
 @dataclass(frozen=True)
@@ -191,7 +210,8 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
     evaluator selection and agent timeout. ``options`` are a run's (``store=``,
     ``judge_model=``, ``repeat=``, ``agent_retries=``, ``retry=``...). The case passes when
     every run of it (each repeat) has a passing verdict by the suite's scoring policy and the
-    run meets its gates. Every evaluator error is a JudgeError; a failure names each failing
+    run meets its gates. An evaluator error is a JudgeError, unless the agent failed (a
+    failure, saying why); a failure names each failing
     repeat with its verdict and failing evaluators, and every failed gate; a case that
     nothing scored (every evaluator not applicable, or only measuring) fails. Returns the
     first repeat's record. A suite's ``execution.batch`` is the one setting not followed: a
@@ -214,14 +234,19 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
 def _failures(record: Any, repeats: int, reason: str) -> list[str]:
     """What failed in one run of a case (a heading and its failing evaluators), or nothing
     when it passed; a JudgeError for an evaluator that could not judge."""
+    which = f"case {record.case_id}" + (f", repeat {record.repeat + 1} of {repeats}"
+                                        if repeats > 1 else "")
+    failed = _agent_failure(record, which)
+    if failed is not None:
+        for score in record.scores:
+            _record(score)
+        return [failed]
     problems = []
     for score in record.scores:
         try:
             check_score(score)
         except AssertionError as exc:
             problems.append(str(exc))
-    which = f"case {record.case_id}" + (f", repeat {record.repeat + 1} of {repeats}"
-                                        if repeats > 1 else "")
     if record.score is None:  # nothing scored it: not applicable, or only measured
         return [f"{which} was not scored: {reason}"]
     if record.verdict.value != "pass":

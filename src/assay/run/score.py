@@ -22,6 +22,7 @@ from assay.run.sync import run_sync
 from assay.types.case import Case
 from assay.types.config import RunConfig
 from assay.types.execution import Execution
+from assay.types.records import CaseRecord
 from assay.types.score import CaseScore
 
 
@@ -36,12 +37,23 @@ async def score_async(evaluator: Evaluator, case: Case, execution: Execution, *,
     policy (None: the default one).
     ``judge_model`` judges an evaluator that names no model; ``engine`` is one to share
     (else one is built from ``config`` and closed)."""
+    record = await score_record_async(evaluator, case, execution, engine=engine,
+                                      judge_model=judge_model, config=config)
+    return CaseScore.of(record.scores[0], record.verdict, record.score)
+
+
+async def score_record_async(evaluator: Evaluator, case: Case, execution: Execution, *,
+                             engine: JudgeEngine | None = None,
+                             judge_model: str | None = None,
+                             config: RunConfig | None = None) -> CaseRecord:
+    """:func:`score_async`'s judgement as the case's whole record: the execution as the run
+    read it too, for a caller that must tell an agent's failure (``execution.error``) from
+    a judge's (the pytest plugin)."""
     case = _given(Case, case, "case", "a Case (assay.Case(id=..., expected_output=...))")
     execution = _given(Execution, execution, "execution",
                        "an Execution (assay.Execution(output=...))")
-    record = await judge_case_async([evaluator], case, execution, config=config,
-                                    engine=engine, judge_model=judge_model)
-    return CaseScore.of(record.scores[0], record.verdict, record.score)
+    return await judge_case_async([evaluator], case, execution, config=config,
+                                  engine=engine, judge_model=judge_model)
 
 
 Model = TypeVar("Model", bound=BaseModel)
