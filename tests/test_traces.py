@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -467,3 +468,21 @@ def test_an_otlp_file_with_values_not_of_their_type_reads_each_bad_span_as_a_not
         in notes
     assert "1 token count(s) are not counts and were not counted, first span 'agent' " \
         "llm.token_count.prompt 'Infinity'" in notes
+
+
+def test_a_trace_file_that_is_a_device_or_too_large_is_refused_not_read_for_ever(
+        tmp_path, monkeypatch):
+    """``otlp:/dev/zero`` was read until memory ran out: a trace file is read only when it
+    is a regular file, and at most :data:`MAX_FILE_BYTES` of it."""
+    from assay.run.sources import files
+    from assay.run.sources.base import SourceError, TraceQuery
+    from assay.run.sources.files import FileSource
+
+    with pytest.raises(SourceError, match="not a regular file"):
+        list(FileSource(Path("/dev/zero"), "otlp").traces(TraceQuery()))
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"resourceSpans": []}) + " " * 64)
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 32)
+    with pytest.raises(SourceError, match="larger than") as refused:
+        list(FileSource(path, "otlp").traces(TraceQuery()))
+    assert str(path) in str(refused.value)

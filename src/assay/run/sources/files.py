@@ -13,6 +13,8 @@ tool span).
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,11 @@ LANGFUSE_KINDS = {"GENERATION": "LLM", "TOOL": "TOOL", "RETRIEVER": "RETRIEVER",
                   "SPAN": "CHAIN", "EVENT": "CHAIN", "EVALUATOR": "EVALUATOR",
                   "GUARDRAIL": "GUARDRAIL"}
 """Langfuse observation types as OpenInference span kinds."""
+
+MAX_FILE_BYTES = 512 << 20
+"""The largest trace file read (512 MiB): it is parsed whole, and its spans take several
+times its size in memory. A larger export goes in parts, or to ``assay serve``'s OTLP
+receiver, which takes spans a request at a time."""
 
 
 class FileSource:
@@ -49,9 +56,18 @@ class FileSource:
 
     def _load(self) -> Any:
         try:
-            text = self.path.read_bytes()
+            with self.path.open("rb") as fh:
+                # Not a regular file (a device, a pipe) may never end: never read one.
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise SourceError(self.name, "is not a regular file: give a trace "
+                                      "export file")
+                text = fh.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise SourceError(self.name, f"cannot be read: {exc.strerror or exc}") from None
+        if len(text) > MAX_FILE_BYTES:
+            raise SourceError(self.name, f"is larger than the {MAX_FILE_BYTES >> 20} MiB a "
+                              "trace file may be: split the export, or send its spans to "
+                              "assay serve's OTLP receiver (POST /v1/traces)")
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
