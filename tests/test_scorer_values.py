@@ -209,3 +209,17 @@ def test_the_pytest_plugin_fails_a_case_no_evaluator_applied_to(tmp_path) -> Non
     (item,) = suite_cases(tmp_path / "EVAL.yaml")
     with pytest.raises(AssertionError, match=r"case a was not scored: .*no evaluator applied"):
         assert_case(item.values[0])
+
+
+def test_suite_cases_takes_the_column_mapping_a_run_takes(tmp_path):
+    """``suite_cases`` took any keyword and ignored it: a data file's column mapping was
+    dropped without a word. It takes the mapping ``evaluate`` takes, and refuses the rest."""
+    from assay.integrations.pytest_plugin import suite_cases
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"q": "2+2", "a": "4"}\n', encoding="utf-8")
+    (item,) = suite_cases(path, columns={"input": "q", "expected_output": "a"})
+    assert item.values[0].item.case.input == "2+2"
+    assert item.values[0].item.case.expected_output == "4"
+    with pytest.raises(TypeError, match="colums"):
+        suite_cases(path, colums={"input": "q"})  # type: ignore[call-arg]

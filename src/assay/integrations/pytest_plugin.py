@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,13 +180,15 @@ class SuiteItem:
         return shown(self.item.case.id)
 
 
-def suite_cases(path: str | Path, **options: Any) -> list[Any]:
+def suite_cases(path: str | Path, *, columns: Mapping[str, str] | None = None) -> list[Any]:
     """A suite's cases as pytest parameters (ids are case ids), for ``parametrize``. A
     relative ``path`` is read from the folder of the test file that calls this, as an import
-    is, so the tests collect from any directory (``pytest examples/pytest`` from the root)."""
+    is, so the tests collect from any directory (``pytest examples/pytest`` from the root).
+    ``columns`` maps case fields to a data file's columns, as :func:`assay.evaluate` takes
+    it."""
     from assay.run.evaluate import load_data
 
-    suite = load_data(beside_caller(path))
+    suite = load_data(beside_caller(path), columns=columns)
     return [pytest.param(SuiteItem(suite, item), id=item.case.id)
             for item in suite.iter_cases()]
 
