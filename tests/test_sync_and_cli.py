@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import assay
 from assay import Case, EngineConfig, Execution, JudgeEngine, SemanticSimilarity
 from tests.assay_process import run_assay
@@ -109,3 +111,14 @@ def test_cli_judge_bad_input_is_one_clear_line_and_exit_2(tmp_path):
     bad = _run(["judge", "-e", "a", "-a", "b", "--prompt", str(prompt), "--model",
                 "fake:x"], env)
     assert bad.returncode == 2 and "{{Gold}}" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("data", ["", "  "])
+def test_an_empty_suite_path_is_no_data_not_the_current_directory(tmp_path, monkeypatch, data):
+    """``evaluate("")`` searched the current directory for suites (``Path("")`` is ``.``) and
+    said "no eval sets found" there."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(assay.ConfigError) as refused:
+        assay.evaluate(data, evaluators=["exact_match"], store=tmp_path / "runs.db")
+    assert refused.value.code == "missing_suite"
+    assert "the path given is empty" in refused.value.message

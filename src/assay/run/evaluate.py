@@ -560,8 +560,10 @@ def load_data(data: Data, *, columns: Mapping[str, str] | None = None,
 
     if isinstance(data, ConversationSimulator):
         return data.suite()
-    if data is None:
-        raise ConfigError("no data: give a suite path, a list of rows or a DataFrame",
+    if data is None or (isinstance(data, str) and not data.strip()):
+        # An empty path is no path: Path("") is the current directory, searched for suites.
+        raise ConfigError("no data: give a suite path, a list of rows or a DataFrame"
+                          + (" (the path given is empty)" if data is not None else ""),
                           code="missing_suite")
     if isinstance(data, str | Path):
         path = user_path(data)
