@@ -13,7 +13,6 @@ The kind is given (``kind=``) or read from the data: rows with a second output a
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -32,7 +31,7 @@ from assay.calibration.items import (
     refuse_duplicate_ids,
 )
 from assay.calibration.sets import read_json, read_json_lines
-from assay.suites.dataset import csv_cell
+from assay.suites.dataset import csv_records
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "id": ("id", "case_id", "item_id"),
@@ -219,22 +218,8 @@ def _texts(value: Any, where: Where, field_name: str) -> list[str]:
 
 
 def _csv_rows(path: Path) -> list[tuple[Where, dict[str, Any]]]:
-    rows = []
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            for row in reader:
-                where = Where(str(path), line=reader.line_num)
-                if None in row:
-                    raise CalibrationDataError(f"{where.at()}: more cells than header columns")
-                rows.append((where, {k: csv_cell(v) for k, v in row.items()}))
-    except FileNotFoundError:
-        raise CalibrationDataError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise CalibrationDataError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    except csv.Error as exc:
-        raise CalibrationDataError(f"{path}: not a CSV file: {exc}") from None
-    return rows
+    return [(Where(str(path), line=line), row)
+            for line, row in csv_records(path, CalibrationDataError)]
 
 
 def _unmissing(row: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import csv
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -437,23 +437,46 @@ def _unmissing(value: Any) -> Any:
 
 
 def _csv_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """CSV rows; a cell holding a JSON object or array (a list of chunks, messages) is
-    parsed, and an empty cell is None."""
+    """CSV rows, each with its line (see :func:`csv_records`)."""
+    for line, row in csv_records(path, DatasetError):
+        yield {"__line__": line, **row}
+
+
+def csv_records(path: Path, error: Callable[[str], Exception]
+                ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, row) for each row of a CSV file: the one way assay reads a CSV a person gives
+    it (a dataset suite, a labelled set, a run's labels). Cells are read by :func:`csv_cell`.
+
+    A byte-order mark (Excel's "CSV UTF-8" starts with one) is not part of the first
+    column's name. A quote never closed is an error at the line where its row starts, not the
+    rest of the file swallowed into one cell; so is a row with more cells than the header.
+    Every problem is raised as ``error(message)``, the message naming the file and the line.
+    """
+    start = 1  # the line where the row being read starts
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            for row in reader:
-                out: dict[str, Any] = {"__line__": reader.line_num}
-                for key, cell in row.items():
-                    if key is None:
-                        raise DatasetError(f"{path}:{reader.line_num}: more cells than "
-                                           "header columns")
-                    out[key] = csv_cell(cell)
-                yield out
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle, strict=True)
+            _ = reader.fieldnames  # the header, read before the first row
+            while True:
+                start = reader.line_num + 1
+                row = next(reader, None)
+                if row is None:
+                    return
+                if None in row:
+                    raise error(f"{path} line {reader.line_num}: more cells than header "
+                                "columns")
+                yield reader.line_num, {key: csv_cell(cell) for key, cell in row.items()}
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: a directory, not a CSV file") from None
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise error(f"{path}: not UTF-8 text ({exc.reason})") from None
     except csv.Error as exc:
-        raise DatasetError(f"{path}: not a CSV file: {exc}") from None
+        unclosed = "unexpected end of data" in str(exc)
+        raise error(f"{path} line {start}: not a CSV row: "
+                    + ("a quoted cell is never closed (a \" with no closing \")" if unclosed
+                       else str(exc))) from None
 
 
 def csv_cell(cell: str | None) -> Any:
