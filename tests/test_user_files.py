@@ -75,3 +75,51 @@ def test_a_quote_never_closed_is_named_at_its_row_not_read_as_the_rest_of_the_fi
     done = assay(tmp_path, "calibrate", str(labels), "--judge", "exact_match", "--store",
                  f"sqlite:///{tmp_path}/runs.db")
     one_line_error(done, f"labels.csv line {line}: not a CSV row")
+
+
+# -- assay convert -----------------------------------------------------------------------------
+
+
+def test_a_jsonl_suite_with_a_line_separator_in_a_string_converts_back_to_yaml(tmp_path):
+    """JSON leaves U+2028 unescaped (assay convert writes it so); cutting lines with
+    str.splitlines broke the case in two and the command died with a traceback."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text('description: d\nevalcases:\n  - id: a\n    input: "one\\u2028two"\n'
+                     '    expected_output: x\n    evaluators:\n      - name: c\n'
+                     '        type: contains\n        search_text: x\n', encoding="utf-8")
+    done = assay(tmp_path, "convert", str(suite))
+    assert done.returncode == 0, done.stderr
+    assert "\u2028" in (tmp_path / "suite-cases.jsonl").read_text(encoding="utf-8")
+    back = tmp_path / "back.yaml"
+    done = assay(tmp_path, "convert", str(tmp_path / "suite-cases.jsonl"), "--out", str(back))
+    assert done.returncode == 0, done.stderr
+    import yaml
+
+    assert yaml.safe_load(back.read_text(encoding="utf-8"))["evalcases"][0]["input"] == \
+        "one\u2028two"
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    (b'{"eval_id": "a", "score": 1}\nnot json\n', "results.jsonl line 2: not JSON"),
+    (b'{"eval_id": "a", "score": 1}\n[1, 2]\n',
+     "results.jsonl line 2: expected a JSON object, not list"),
+    (b'{"eval_id": "a", "score": 1}\n\xff\xfe\n', "results.jsonl: not UTF-8 text"),
+])
+def test_a_results_file_with_a_bad_line_is_refused_naming_it(tmp_path, lines, expected):
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(lines)
+    done = assay(tmp_path, "convert", str(results))
+    one_line_error(done, expected)
+    assert not (tmp_path / "results.eval.yaml").exists()
+
+
+def test_a_results_row_with_a_line_separator_converts(tmp_path):
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"eval_id": "a", "score": 1, "output": "x\u2028y"},
+                                  ensure_ascii=False) + "\n", encoding="utf-8")
+    done = assay(tmp_path, "convert", str(results))
+    assert done.returncode == 0, done.stderr
+    import yaml
+
+    assert yaml.safe_load((tmp_path / "results.eval.yaml").read_text(encoding="utf-8"))[
+        "output"] == "x\u2028y"

@@ -24,6 +24,7 @@ from assay._util.user_paths import user_path
 from assay.authoring.versions import CONVERTERS, first_difference, meaning, version_of
 from assay.errors import ConfigError
 from assay.report.outputs import check_outputs, write_atomic
+from assay.suites.evaljsonl import json_lines
 from assay.suites.model import Suite
 
 CASE_KEYS = ("evalcases", "cases")
@@ -145,9 +146,7 @@ def _document(source: Path, suffix: str) -> dict[str, Any]:
 
     sidecar = sidecar_of(source)
     rest = yaml.safe_load(sidecar.read_text(encoding="utf-8")) if sidecar else {}
-    cases = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()
-             if line.strip()]
-    return {**(rest or {}), "evalcases": cases}
+    return {**(rest or {}), "evalcases": [row for _, row in _rows(source)]}
 
 
 def _same_meaning(before: Suite, after: Suite, written: list[Path]) -> None:
@@ -200,15 +199,45 @@ def _jsonl_to_yaml(source: Path, outputs: _Outputs, inputs: Mapping[Path, str]) 
 
 
 def _looks_like_results(source: Path) -> bool:
-    for line in source.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                return False
-            return isinstance(row, dict) and "eval_id" in row and "score" in row \
-                and "id" not in row
+    """Whether the file's first line is a results row (``eval_id`` and ``score``, no
+    ``id``); its lines are read as every JSONL file is (:func:`_rows`)."""
+    for _, line in json_lines(_text_of(source)):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(row, dict) and "eval_id" in row and "score" in row \
+            and "id" not in row
     return False
+
+
+def _text_of(source: Path) -> str:
+    """A file's text, or an error naming it."""
+    try:
+        return source.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})",
+                          code="invalid_suite") from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot be read: {exc.strerror or exc}",
+                          code="invalid_suite") from None
+
+
+def _rows(source: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line, object) for each line of a JSONL file; a line that is not a JSON object is an
+    error naming the file and the line."""
+    rows = []
+    for number, line in json_lines(_text_of(source)):
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            raise ConfigError(f"{source} line {number}: not JSON: {exc}",
+                              code="invalid_suite") from None
+        if not isinstance(row, dict):
+            raise ConfigError(f"{source} line {number}: expected a JSON object, not "
+                              f"{type(row).__name__}", code="invalid_suite")
+        rows.append((number, row))
+    return rows
 
 
 def _results_to_yaml(source: Path, outputs: _Outputs) -> Path:
@@ -216,8 +245,7 @@ def _results_to_yaml(source: Path, outputs: _Outputs) -> Path:
 
     output = outputs.path
     outputs.check({source: "the results file"})
-    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    rows = [row for _, row in _rows(source)]
     write_atomic(output, b"".join(row_yaml(row, i == 0) for i, row in enumerate(rows)),
                  outputs.label)
     return output

@@ -55,6 +55,7 @@ from assay.calibration.items import (
     pairwise_label,
     score_label,
 )
+from assay.suites.evaljsonl import json_lines
 
 DATA = Path(__file__).parent / "data"
 
@@ -113,11 +114,7 @@ def read_json_lines(path: Path) -> list[tuple[int, Any]]:
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise CalibrationDataError(f"{path}: cannot be read: {exc}") from None
     rows = []
-    # Split on newlines only: str.splitlines would also break a record at a form feed or a
-    # NEL inside one of its strings.
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
+    for number, line in json_lines(text):
         try:
             rows.append((number, json.loads(line)))
         except ValueError as exc:

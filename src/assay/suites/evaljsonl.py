@@ -37,6 +37,16 @@ def sidecar_of(path: Path) -> Path | None:
     return None
 
 
+def json_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of each non-blank line of JSON-lines text: the one rule for where
+    a line ends. Only a newline ends one: :meth:`str.splitlines` would also cut a record at a
+    U+2028, a NEL or a form feed inside one of its strings, which JSON writers (assay's own
+    results among them) leave unescaped."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            yield number, line
+
+
 CHUNK_CASES = 2000
 
 
@@ -126,16 +136,14 @@ def read_eval_jsonl(path: Path) -> Loaded:
     source = SourceMap(Mark(file, None, None))
     problems: list[Problem] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         return Loaded(None, source, [Problem(file, None, None, f"cannot read file: {reason}")])
     document: dict[str, Any] = _sidecar(path, source, problems)
     cases: list[Any] = []
     source.keys[("evalcases",)] = source.values[("evalcases",)] = Mark(file, None, None)
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, line in json_lines(text):
         case, problem = parse_case_line(line, file, number)
         if problem is not None:
             problems.append(problem)
