@@ -123,3 +123,36 @@ def test_a_results_row_with_a_line_separator_converts(tmp_path):
 
     assert yaml.safe_load((tmp_path / "results.eval.yaml").read_text(encoding="utf-8"))[
         "output"] == "x\u2028y"
+
+
+# -- assay init --------------------------------------------------------------------------------
+
+
+def test_init_never_writes_through_a_link_to_nothing(tmp_path):
+    """A link to nothing does not 'exist': it passed the check, and the suite was written
+    wherever the link pointed."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    elsewhere = tmp_path / "elsewhere.yaml"
+    (folder / "EVAL.yaml").symlink_to(elsewhere)
+    done = assay(tmp_path, "init", str(folder))
+    one_line_error(done, "EVAL.yaml", "never overwrites")
+    assert not elsewhere.exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["EVAL.yaml"]
+
+
+def test_init_refuses_a_folder_of_its_files_that_is_a_link_out(tmp_path):
+    folder, outside = tmp_path / "project", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / "prompts").symlink_to(outside)
+    done = assay(tmp_path, "init", str(folder))
+    one_line_error(done, "prompts is a link")
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in folder.iterdir()) == ["prompts"]
+
+
+def test_init_into_a_path_under_a_file_is_an_error_not_a_traceback(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    done = assay(tmp_path, "init", str(tmp_path / "afile" / "sub"))
+    one_line_error(done, "Not a directory")

@@ -9,6 +9,7 @@ never overwritten: a folder that already holds any of them is refused.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from assay.errors import ConfigError
@@ -87,18 +88,51 @@ targets:
 
 
 def init(directory: Path) -> list[Path]:
-    """Write the starter files into ``directory`` (created if needed); returns them."""
+    """Write the starter files into ``directory`` (created if needed); returns them.
+
+    Nothing is written unless every file can be: a folder that holds any of them (a symbolic
+    link among them, even one to nothing, which writing would follow out of the folder), or
+    whose ``prompts`` or ``.assay`` is a link or no folder, is refused first. Each file is
+    created new (never through a link, never over a file that appeared meanwhile); if one
+    cannot be, those already made are removed and the error names the file.
+    """
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"{directory} exists and is not a directory", code="invalid_output")
-    taken = [directory / name for name in FILES if (directory / name).exists()]
+    _refuse_taken(directory)
+    written: list[Path] = []
+    try:
+        for name, text in FILES.items():
+            path = directory / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _create(path, text)
+            written.append(path)
+    except OSError as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
+        where = exc.filename if exc.filename is not None else directory
+        raise ConfigError(f"cannot write {where}: {exc.strerror or exc}; none of the files "
+                          "was kept", code="invalid_output") from None
+    return written
+
+
+def _refuse_taken(directory: Path) -> None:
+    """Refuse a folder where a starter file, or a folder one goes in, is already taken."""
+    taken = [directory / name for name in FILES if os.path.lexists(directory / name)]
     if taken:
         raise ConfigError(f"{directory} already holds {', '.join(str(p) for p in taken)}; "
                           "assay init never overwrites files (use a new folder)",
                           code="invalid_output")
-    written = []
-    for name, text in FILES.items():
-        path = directory / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    for folder in sorted({Path(name).parent for name in FILES} - {Path(".")}):
+        path = directory / folder
+        if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+            raise ConfigError(f"{path} is {'a link' if path.is_symlink() else 'a file'}; "
+                              "assay init writes only into folders of its own (use a new "
+                              "folder)", code="invalid_output")
+
+
+def _create(path: Path, text: str) -> None:
+    """A new file holding ``text``: never a link followed, never an existing file replaced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
