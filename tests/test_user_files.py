@@ -156,3 +156,41 @@ def test_init_into_a_path_under_a_file_is_an_error_not_a_traceback(tmp_path):
     (tmp_path / "afile").write_text("x")
     done = assay(tmp_path, "init", str(tmp_path / "afile" / "sub"))
     one_line_error(done, "Not a directory")
+
+
+# -- assay calibrate --judge FILE ----------------------------------------------------------------
+
+
+def alias_bomb(levels: int) -> str:
+    """An exact_match judge whose 'expected' is ten lists of ten... ``levels`` deep: a few
+    lines that expand to 10**levels values."""
+    doc = 'type: exact_match\nexpected:\n  - &a0 [' + ", ".join(['"lol"'] * 10) + "]\n"
+    for i in range(1, levels):
+        doc += f"  - &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n"
+    return doc
+
+
+LABELS_JSONL = ('{"output": "a", "reference": "a", "label": "pass"}\n'
+                '{"output": "b", "reference": "a", "label": "fail"}\n')
+
+
+@pytest.mark.parametrize(("judge", "expected"), [
+    # Nine levels filled gigabytes and never ended; six (a million values) is enough to show
+    # the file is read without the bound.
+    (alias_bomb(6), "aliases expand the document"),
+    ("type: exact_match\ntype: contains\n", "duplicate key 'type'"),
+])
+def test_a_judge_file_is_read_as_a_suite_file_is(tmp_path, judge, expected):
+    (tmp_path / "labels.jsonl").write_text(LABELS_JSONL)
+    (tmp_path / "judge.yaml").write_text(judge)
+    done = assay(tmp_path, "calibrate", "labels.jsonl", "--judge", "judge.yaml", "--store",
+                 f"sqlite:///{tmp_path}/runs.db", "--resamples", "0")
+    one_line_error(done, "--judge judge.yaml:", expected)
+
+
+def test_inline_judge_json_nested_past_the_bound_is_an_error_not_a_traceback(tmp_path):
+    (tmp_path / "labels.jsonl").write_text(LABELS_JSONL)
+    deep = '{"type": "exact_match", "expected": ' + "[" * 3000 + "]" * 3000 + "}"
+    done = assay(tmp_path, "calibrate", "labels.jsonl", "--judge", deep, "--store",
+                 f"sqlite:///{tmp_path}/runs.db", "--resamples", "0")
+    one_line_error(done, "--judge: values nest more than")

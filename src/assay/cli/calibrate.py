@@ -197,20 +197,21 @@ def _judge(judge: str | None, files: dict[Path, str]) -> Any:
     it is added to ``files``."""
     if judge is None:
         return None
+    from assay._util.limits import depth_message, too_deep
+
     text = judge.strip()
     if text.startswith("{"):
         try:
             value = json.loads(text)
         except ValueError as exc:
             raise ConfigError(f"--judge: not JSON: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"--judge: {depth_message()}") from None
+        if too_deep(value):
+            raise ConfigError(f"--judge: {depth_message()}")
     elif user_path(text).is_file():
-        import yaml
-
         files[user_path(text)] = "the judge file"
-        try:
-            value = yaml.safe_load(user_path(text).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ConfigError(f"--judge {text}: cannot be read: {exc}") from None
+        value = _judge_file(user_path(text), text)
     elif text.replace("_", "").isalnum():
         return text
     else:
@@ -219,6 +220,21 @@ def _judge(judge: str | None, files: dict[Path, str]) -> Any:
         raise ConfigError(f"--judge {text}: expected one evaluator config, a mapping with a "
                           "'type' (such as {\"type\": \"pairwise\"})")
     return value
+
+
+def _judge_file(path: Path, shown: str) -> Any:
+    """The judge file's one document, read as a suite file is: bounded in depth and in what
+    its aliases expand to (a file of nested aliases would otherwise fill the memory when the
+    judge's config is hashed), a key given twice refused."""
+    from assay._util.yaml_source import YamlSyntaxError, load_yaml_file
+
+    try:
+        loaded = load_yaml_file(path, shown)
+    except YamlSyntaxError as exc:
+        raise ConfigError(f"--judge {exc.problem}") from None
+    if loaded.problems:
+        raise ConfigError(f"--judge {loaded.problems[0]}")
+    return loaded.data
 
 
 def _print_sets(as_json: bool) -> None:
