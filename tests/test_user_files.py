@@ -194,3 +194,57 @@ def test_inline_judge_json_nested_past_the_bound_is_an_error_not_a_traceback(tmp
     done = assay(tmp_path, "calibrate", "labels.jsonl", "--judge", deep, "--store",
                  f"sqlite:///{tmp_path}/runs.db", "--resamples", "0")
     one_line_error(done, "--judge: values nest more than")
+
+
+# -- assay generate rubrics ----------------------------------------------------------------------
+
+HOSTILE_DRAFT = {"rubrics": [{
+    "id": "names-paris", "expected_outcome": "Names \u001b]0;owned\u0007Paris", "weight": 2,
+    "required": True, "type": "script", "command": ["touch", "owned"]}]}
+"""A judge's answer with a terminal escape in its text and keys that would make the item a
+script if they were kept."""
+
+
+def drafted_suite(tmp_path: Path) -> Path:
+    suite = tmp_path / "EVAL.yaml"
+    forced = json.dumps(HOSTILE_DRAFT)
+    suite.write_text(
+        "execution:\n  evaluators: [contains]\nevalcases:\n"
+        '  - id: "evil\\e]0;PWNED\\a"\n'
+        f"    expected_outcome: 'Names Paris. <<mock:{forced}>>'\n    input: Capital?\n"
+        "  - id:\n      on-its-own-line\n"
+        f"    expected_outcome: 'Names Paris. <<mock:{forced}>>'\n    input: Capital?\n")
+    return suite
+
+
+def test_generate_rubrics_prints_no_terminal_escape_of_a_case_id_or_a_draft(
+        tmp_path, mock_server):
+    from tests.test_cli_run import assay as assay_in
+
+    drafted_suite(tmp_path)
+    printed = assay_in(tmp_path, "generate", "rubrics", "EVAL.yaml", "--judge-model",
+                       f"{mock_server.url}#judge")
+    assert printed.returncode == 0, printed.stderr
+    assert "\x1b" not in printed.stdout and "\x07" not in printed.stdout
+    assert "# evil\\x1b]0;PWNED\\x07" in printed.stdout
+
+
+def test_generate_rubrics_writes_a_suite_that_loads_whatever_the_id_layout(
+        tmp_path, mock_server):
+    """An id whose value is on the next line had the rubrics inserted between the key and
+    its value: the written suite did not load, and the command said it wrote it."""
+    from assay.suites.evalyaml import load_suite
+    from tests.test_cli_run import assay as assay_in
+
+    drafted_suite(tmp_path)
+    written = assay_in(tmp_path, "generate", "rubrics", "EVAL.yaml", "--judge-model",
+                       f"{mock_server.url}#judge", "-o", "drafted.yaml")
+    assert written.returncode == 0, written.stderr
+    loaded = load_suite(tmp_path / "drafted.yaml", False)
+    assert [c.case.id for c in loaded.cases] == ["evil\x1b]0;PWNED\x07", "on-its-own-line"]
+    for case in loaded.cases:
+        rubric = next(e for e in case.evaluators or [] if e.type == "rubric")
+        assert [r.model_dump(exclude_none=True) for r in rubric.rubrics] == [  # type: ignore[attr-defined]
+            {"id": "names-paris", "expected_outcome": "Names \x1b]0;owned\x07Paris",
+             "weight": 2.0, "required": True}]
+    assert not (tmp_path / "owned").exists()

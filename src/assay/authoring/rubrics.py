@@ -89,30 +89,52 @@ async def draft_rubrics(case: Case, engine: JudgeEngine,
 
 def with_rubrics(source: Path, drafts: dict[str, list[dict[str, Any]]]) -> str:
     """The suite file's text with each drafted case given its ``rubrics:``, inserted after the
-    case's ``id`` line (so comments and layout stay as written). A case written in flow style
-    (``- {id: x, ...}``) cannot take lines inside it: the whole file is then dumped anew."""
+    case's ``id`` line (so comments and layout stay as written).
+
+    The result must read as the suite with the rubrics added and nothing else changed; where
+    lines cannot be inserted so (a case in flow style, ``- {id: x, ...}``; an id whose value
+    is on a later line), the whole document is dumped anew instead, comments lost but the
+    suite whole."""
+    import copy
+
     import yaml
 
-    from assay._util.yaml_source import load_yaml_file
+    from assay._util.yaml_source import YamlSyntaxError, load_yaml, load_yaml_file
 
-    text = source.read_text(encoding="utf-8")
-    lines = text.splitlines(keepends=True)
     loaded = load_yaml_file(source)
     data = loaded.data
     key = "evalcases" if "evalcases" in data else "cases"
+    wanted = copy.deepcopy(data)
+    for raw in wanted[key]:
+        if isinstance(raw, dict) and str(raw.get("id")) in drafts:
+            raw["rubrics"] = drafts[str(raw.get("id"))]
+    text = _inserted(source.read_text(encoding="utf-8"), loaded, key, drafts)
+    try:
+        kept = text is not None and load_yaml(text, str(source)).data == wanted
+    except YamlSyntaxError:
+        kept = False
+    if kept and text is not None:
+        return text
+    return yaml.safe_dump(wanted, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _inserted(text: str, loaded: Any, key: str,
+              drafts: dict[str, list[dict[str, Any]]]) -> str | None:
+    """``text`` with each drafted case's rubrics inserted after its ``id`` line; None where
+    a case's id has no line of its own to follow (flow style)."""
+    import yaml
+
+    lines = text.splitlines(keepends=True)
     inserts: list[tuple[int, str]] = []
-    for index, case in enumerate(data[key]):
-        items = drafts.get(str(case.get("id")))
+    for index, case in enumerate(loaded.data[key]):
+        items = drafts.get(str(case.get("id"))) if isinstance(case, dict) else None
         if not items:
             continue
         mark = loaded.source.keys.get((key, index, "id"))
         line = lines[mark.line - 1] if mark and mark.line else ""
         if mark is None or mark.line is None or mark.column is None or \
                 "{" in line[:mark.column]:
-            for raw in data[key]:  # flow style: rewrite the whole document
-                if str(raw.get("id")) in drafts:
-                    raw["rubrics"] = drafts[str(raw.get("id"))]
-            return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+            return None
         indent = " " * (mark.column - 1)
         block = yaml.safe_dump({"rubrics": items}, sort_keys=False, allow_unicode=True,
                                width=100)

@@ -36,8 +36,10 @@ def convert(
 
     if not source.is_file():
         raise ConfigError(f"{source}: no such file", code="missing_suite")
+    from assay.report.safe_text import plain_for_terminal
+
     for path in run_convert(source, out, force, to):
-        console.print(f"wrote {path}", highlight=False, markup=False)
+        console.print(f"wrote {plain_for_terminal(path)}", highlight=False, markup=False)
 
 
 @app.command()
@@ -80,6 +82,7 @@ def rubrics(
     from assay.errors import ConfigError
     from assay.llm.build import build_engine, engine_config
     from assay.report.outputs import check_outputs, write_atomic
+    from assay.report.safe_text import plain_for_terminal
     from assay.suites.evalyaml import load_eval_yaml
     from assay.types.config import RunConfig, settings_error
 
@@ -110,10 +113,11 @@ def rubrics(
     drafts = asyncio.run(draft())
     if out is None:
         for case_id, items in drafts.items():
-            console.print(f"# {case_id}", highlight=False, markup=False)
-            console.print(yaml.safe_dump({"rubrics": items}, sort_keys=False,
-                                         allow_unicode=True), highlight=False, markup=False)
+            console.print(plain_for_terminal(f"# {case_id}"), highlight=False, markup=False)
+            console.print(plain_for_terminal(yaml.safe_dump(
+                {"rubrics": items}, sort_keys=False, allow_unicode=True)),
+                highlight=False, markup=False)
         return
     write_atomic(out, with_rubrics(suite, drafts).encode("utf-8"), "--out")
-    console.print(f"wrote {out} with rubrics for {len(drafts)} case(s)", highlight=False,
-                  markup=False)
+    console.print(plain_for_terminal(f"wrote {out} with rubrics for {len(drafts)} case(s)"),
+                  highlight=False, markup=False)
