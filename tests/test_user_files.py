@@ -248,3 +248,37 @@ def test_generate_rubrics_writes_a_suite_that_loads_whatever_the_id_layout(
             {"id": "names-paris", "expected_outcome": "Names \x1b]0;owned\x07Paris",
              "weight": 2.0, "required": True}]
     assert not (tmp_path / "owned").exists()
+
+
+# -- human labels over the REST API ----------------------------------------------------------
+
+
+def test_a_label_of_an_error_score_never_counts_as_agreement(tmp_path):
+    """The viewer offers no label box on an error; the API took ``agrees: true`` on one and
+    counted it as the judge agreeing with a person."""
+    pytest.importorskip("fastapi")
+    from assay.store.runs import RunStore
+    from assay.testing.runs import write_run
+    from tests.server_support import serve
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run = write_run(store, 14)  # case 13's agent failed: every score of it is an error
+    store.close()
+    errored = {"case_id": "case-000013", "evaluator": "correctness", "author": "alice"}
+    with serve(url) as served, served.client() as api:
+        for body in ({"agrees": True}, {"agrees": False}):
+            refused = api.post(f"/runs/{run}/labels", json={**errored, **body})
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["code"] == "invalid_label"
+            assert "an error (target_failed)" in refused.text
+        given = api.post(f"/runs/{run}/labels", json={**errored, "agrees": False,
+                                                      "value": True})
+        assert given.status_code == 201, given.text
+        scored = api.post(f"/runs/{run}/labels", json={
+            "case_id": "case-000001", "evaluator": "correctness", "agrees": True,
+            "author": "alice"})
+        assert scored.status_code == 201, scored.text
+        agreement = api.get(f"/runs/{run}/agreement").json()
+    assert [(a["labelled"], a["agreed"], a["without_verdict"], a["agreement_text"])
+            for a in agreement] == [(1, 1, 1, "100.0%")]

@@ -112,6 +112,11 @@ def add_label(store: RunStore, run_id: str, case_id: str, repeat: int, evaluator
         names = ", ".join(s.name for s in record.scores) or "none"
         raise ConfigError(f"case {case_id!r} has no score from {evaluator!r} (its scores: "
                           f"{names})", code="score_not_found")
+    if score.value is None and (agrees or value is None):
+        state = f"an error ({score.error.code})" if score.error is not None else "skipped"
+        raise ConfigError(f"the score from {evaluator!r} of case {case_id!r} is {state}: it "
+                          "has no verdict to agree or disagree with; give the value it should "
+                          "have had (agrees false, with value)", code="invalid_label")
     label = HumanLabel(
         id=time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(4),
         run_id=run_id, case_id=case_id, repeat=repeat, evaluator=evaluator, agrees=agrees,
@@ -154,8 +159,11 @@ class LabelAgreement(BaseModel):
     """How often a judge's verdicts agree with the people who labelled them, in a run."""
 
     evaluator: str
-    labelled: int
+    labelled: int = Field(description="labelled scores that had a verdict: what the share "
+                          "is of")
     agreed: int
+    without_verdict: int = Field(default=0, description="labelled scores that were errors or "
+                                 "skips: no verdict to agree with, so not in the share")
     agreement: float | None = None
     agreement_text: str = "-"
 
@@ -166,14 +174,18 @@ def agreement(store: RunStore, run_id: str) -> list[LabelAgreement]:
 
     tally: dict[str, list[int]] = {}
     for label in current_labels(store, run_id):
-        counts = tally.setdefault(label.evaluator, [0, 0])
+        counts = tally.setdefault(label.evaluator, [0, 0, 0])
+        if label.judge_value is None and label.judge_passed is None:
+            counts[2] += 1  # an error or a skip: never an agreement, never a disagreement
+            continue
         counts[0] += 1
         counts[1] += label.agrees
     found = []
-    for name, (labelled, agreed) in sorted(tally.items()):
+    for name, (labelled, agreed, without) in sorted(tally.items()):
         share = agreed / labelled if labelled else None
         found.append(LabelAgreement(evaluator=name, labelled=labelled, agreed=agreed,
-                                    agreement=share, agreement_text=numbers.percent(share)))
+                                    without_verdict=without, agreement=share,
+                                    agreement_text=numbers.percent(share)))
     return found
 
 
