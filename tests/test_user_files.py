@@ -282,3 +282,26 @@ def test_a_label_of_an_error_score_never_counts_as_agreement(tmp_path):
         agreement = api.get(f"/runs/{run}/agreement").json()
     assert [(a["labelled"], a["agreed"], a["without_verdict"], a["agreement_text"])
             for a in agreement] == [(1, 1, 1, "100.0%")]
+
+
+# -- calibration statistics on degenerate judgements ------------------------------------------
+
+
+@pytest.mark.parametrize("raw", [float("nan"), float("inf"), float("-inf")])
+def test_an_ordinal_judge_rating_that_is_no_number_is_an_error_counted_not_a_crash(raw):
+    """Rounding a NaN rating raised, and the whole report of a finished judge run was lost."""
+    from assay.calibration.analysis import analyse
+    from assay.calibration.items import LabelledItem, LabelledSet
+    from assay.calibration.key import JudgeIdentity
+    from assay.types.score import Score
+
+    items = [LabelledItem(id=str(i), label=label) for i, label in enumerate([1, 3, 5, 2])]
+    labelled = LabelledSet(name="x", kind="ordinal", items=items, scale=(1, 5))
+    scores = [Score(name="j", value=0.5, raw=raw), Score(name="j", value=0.5, raw=3),
+              Score(name="j", value=1.0, raw=5), Score.failed("j", "judge_output_invalid", "x")]
+    report = analyse(labelled, list(zip(items, scores, strict=True)),
+                     JudgeIdentity(key="k", name="j", type="rating"),
+                     passes=lambda s: bool(s.passed), report_id="r", resamples=50)
+    assert (report.counts.scored, report.counts.errors, report.counts.skipped) == (2, 2, 0)
+    assert report.counts.error_codes == {"no_rating": 1, "judge_output_invalid": 1}
+    assert report.statistics["accuracy"].value == 1.0

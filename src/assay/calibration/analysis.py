@@ -19,6 +19,7 @@ Statistics per kind:
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -183,8 +184,9 @@ def judge_label(labelled: LabelledSet, score: Score,
         return ("pass" if passes(score) else "fail"), None
     if labelled.kind == "ordinal":
         raw = score.raw
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or labelled.scale is None:
-            return None, "no_rating"
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or \
+                not math.isfinite(raw) or labelled.scale is None:
+            return None, "no_rating"  # NaN or infinity: no rating, not a crash
         rating = int(raw + 0.5) if raw >= 0 else -int(-raw + 0.5)  # half up, not to even
         low, high = labelled.scale
         if not low <= rating <= high:
