@@ -305,3 +305,26 @@ def test_an_ordinal_judge_rating_that_is_no_number_is_an_error_counted_not_a_cra
     assert (report.counts.scored, report.counts.errors, report.counts.skipped) == (2, 2, 0)
     assert report.counts.error_codes == {"no_rating": 1, "judge_output_invalid": 1}
     assert report.statistics["accuracy"].value == 1.0
+
+
+# -- --limit -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "text", "bad"), [
+    ("labels.csv", LABELS_CSV + '3,"never closed,x,x,pass\n', 4),
+    ("labels.jsonl", '{"id": 1, "output": "a", "reference": "a", "label": "pass"}\n'
+                     '{"id": 2, "output": "b", "reference": "a", "label": "fail"}\n'
+                     "not JSON: the file goes on for millions of lines\n", 3),
+])
+def test_limit_reads_the_labelled_file_no_further_than_it_needs(tmp_path, name, text, bad):
+    """``--limit 2`` of a file of millions of rows read and held every row before keeping
+    two (minutes and gigabytes); a row past the limit is now never read at all."""
+    labels = tmp_path / name
+    labels.write_text(text, encoding="utf-8")
+    assert [i.id for i in load_labelled(labels, limit=2).items] == ["1", "2"]
+    done = assay(tmp_path, "calibrate", name, "--judge", "exact_match", "--limit", "2",
+                 "--store", f"sqlite:///{tmp_path}/runs.db", "--resamples", "0", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"]["scored"] == 2
+    with pytest.raises(CalibrationDataError, match=f"line {bad}"):
+        load_labelled(labels)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -67,31 +68,39 @@ def parse_scale(value: Any) -> tuple[float, float] | None:
     return low_f, high_f
 
 
-def rows_of(data: Any) -> tuple[str, list[tuple[Where, dict[str, Any]]]]:
-    """(name of the source, rows each with where it comes from) for any accepted data."""
+def rows_of(data: Any, limit: int | None = None
+            ) -> tuple[str, list[tuple[Where, dict[str, Any]]]]:
+    """(name of the source, rows each with where it comes from) for any accepted data; the
+    first ``limit`` rows when given, a file read no further than they are (``--limit 10`` of
+    a file of millions of rows neither waits for nor holds the rest)."""
+    if limit is not None and limit < 1:
+        raise CalibrationDataError(f"limit {limit}: expected at least 1 item")
     if isinstance(data, str | Path):
         path = Path(data)
         suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
         suffix = suffix.lower()
         if suffix in (".jsonl", ".jsonl.gz"):
-            rows = [(Where(str(path), line=n), r) for n, r in read_json_lines(path)]
+            rows = [(Where(str(path), line=n), r) for n, r in read_json_lines(path, limit)]
         elif suffix in (".json", ".json.gz"):
             found = read_json(path)
             if not isinstance(found, list):
                 raise CalibrationDataError(f"{path}: expected a JSON list of rows")
-            rows = [(Where(str(path), record=i), r) for i, r in enumerate(found, 1)]
+            rows = [(Where(str(path), record=i), r)
+                    for i, r in enumerate(found[:limit], 1)]
         elif suffix == ".csv":
-            rows = _csv_rows(path)
+            rows = [(Where(str(path), line=line), row) for line, row in
+                    islice(csv_records(path, CalibrationDataError), limit)]
         else:
             raise CalibrationDataError(f"{path}: unsupported labelled file {suffix or path.name!r};"
                                        " expected .jsonl, .json or .csv")
         return str(path), rows
     if type(data).__name__ == "DataFrame" and hasattr(data, "to_dict"):
-        records = data.to_dict(orient="records")
+        records = (data if limit is None else data.head(limit)).to_dict(orient="records")
         return "dataframe", [(Where("dataframe", record=i), _unmissing(r))
                              for i, r in enumerate(records, 1)]
     if isinstance(data, Iterable) and not isinstance(data, bytes | Mapping):
-        return "rows", [(Where("rows", record=i), r) for i, r in enumerate(data, 1)]
+        return "rows", [(Where("rows", record=i), r)
+                        for i, r in enumerate(islice(data, limit), 1)]
     raise CalibrationDataError(f"labelled data of type {type(data).__name__} is not accepted: "
                                "give a set name, a .jsonl/.json/.csv file, a list of dicts or "
                                "a pandas DataFrame")
@@ -106,11 +115,9 @@ def load_labelled(data: Any, *, kind: Kind | None = None, label: str = "label",
     bounds = parse_scale(scale)
     if kind == "ordinal" and bounds is None:
         raise CalibrationDataError("kind 'ordinal' needs the labels' scale, such as 1-5")
-    source, rows = rows_of(data)
+    source, rows = rows_of(data, limit)
     if not rows:
         raise CalibrationDataError(f"{source}: no rows")
-    if limit is not None:
-        rows = rows[:limit]
     mapping = _mapping(columns)
     fields = [_fields(row, where, mapping, label) for where, row in rows]
     chosen: Kind = kind or _infer(fields)
@@ -215,11 +222,6 @@ def _texts(value: Any, where: Where, field_name: str) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
     raise CalibrationDataError(f"{where.at(field_name)}: expected text or a list of texts")
-
-
-def _csv_rows(path: Path) -> list[tuple[Where, dict[str, Any]]]:
-    return [(Where(str(path), line=line), row)
-            for line, row in csv_records(path, CalibrationDataError)]
 
 
 def _unmissing(row: dict[str, Any]) -> dict[str, Any]:

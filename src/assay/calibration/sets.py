@@ -104,8 +104,9 @@ def read_json(path: Path) -> Any:
         raise CalibrationDataError(f"{path}: not JSON: {exc}") from None
 
 
-def read_json_lines(path: Path) -> list[tuple[int, Any]]:
-    """(line number, value) for each non-blank line of a JSON-lines file, gzipped or not."""
+def read_json_lines(path: Path, limit: int | None = None) -> list[tuple[int, Any]]:
+    """(line number, value) for each non-blank line of a JSON-lines file, gzipped or not;
+    the first ``limit`` of them when given (the rest are not parsed)."""
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         text = raw.decode("utf-8")
@@ -113,8 +114,10 @@ def read_json_lines(path: Path) -> list[tuple[int, Any]]:
         raise CalibrationDataError(f"{path}: no such file") from None
     except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise CalibrationDataError(f"{path}: cannot be read: {exc}") from None
-    rows = []
+    rows: list[tuple[int, Any]] = []
     for number, line in json_lines(text):
+        if limit is not None and len(rows) >= limit:
+            break
         try:
             rows.append((number, json.loads(line)))
         except ValueError as exc:
