@@ -328,3 +328,34 @@ def test_limit_reads_the_labelled_file_no_further_than_it_needs(tmp_path, name, 
     assert json.loads(done.stdout)["counts"]["scored"] == 2
     with pytest.raises(CalibrationDataError, match=f"line {bad}"):
         load_labelled(labels)
+
+
+# -- secrets in what align writes --------------------------------------------------------------
+
+SECRET = "sk-proj-Secret0123456789abcdefXYZ"
+
+
+def test_align_never_writes_a_known_secret_its_labelled_items_quote(tmp_path):
+    """The aligned judge's examples and the report's disagreements quote labelled items; an
+    agent output holding the environment's key was written into --output, --report and the
+    --json print as it was."""
+    rows = [{"id": str(i), "input": f"q{i}", "output": f"key is {SECRET} number {i}",
+             "label": "pass" if i % 2 else "fail", "rationale": f"it printed {SECRET}"}
+            for i in range(10)]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "judge.yaml").write_text('type: llm_judge\nprompt: "{{candidate_answer}}"\n')
+    env = {**os.environ, "ASSAY_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": SECRET}
+    env.pop("ASSAY_JUDGE_MODEL", None)
+    common = ("align", "labels.jsonl", "--judge", "judge.yaml", "--judge-model", "fake:judge",
+              "--store", f"sqlite:///{tmp_path}/runs.db", "--resamples", "0")
+    written = run_assay([*common, "-o", "aligned.yaml", "--report", "report.json"],
+                        cwd=tmp_path, env=env, timeout=240)
+    assert written.returncode == 0, written.stderr
+    printed = run_assay([*common, "--json"], cwd=tmp_path, env=env, timeout=240)
+    assert printed.returncode == 0, printed.stderr
+    aligned = (tmp_path / "aligned.yaml").read_text()
+    assert "key is ${{ OPENAI_API_KEY }}" in aligned  # the examples are there, the key is not
+    for text in (aligned, (tmp_path / "report.json").read_text(), printed.stdout,
+                 written.stdout, written.stderr):
+        assert SECRET not in text
+    json.loads(printed.stdout)

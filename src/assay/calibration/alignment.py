@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util.redact import scrub_data, scrub_json
 from assay.calibration.agreement import (
     Bootstrap,
     Statistic,
@@ -95,7 +96,15 @@ class AlignmentReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return self.model_dump_json(indent=indent)
+        """The report as JSON, known secrets hidden: its disagreements and the aligned
+        judge's examples quote the labelled items, where an agent's output may hold one."""
+        return scrub_json(self.model_dump_json(indent=indent))
+
+    def judge_config(self) -> dict[str, Any]:
+        """The aligned judge's evaluator config as it is written to a file, known secrets
+        hidden (its examples quote labelled items)."""
+        config: dict[str, Any] = scrub_data(self.judge)
+        return config
 
 
 class RevisedGuidance(JudgeAnswer):

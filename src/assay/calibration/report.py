@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util.redact import scrub_json
 from assay.calibration.agreement import Statistic
 from assay.calibration.key import JudgeIdentity
 from assay.types import numbers
@@ -183,7 +184,9 @@ class CalibrationReport(_Model):
                 if name in self.statistics}
 
     def to_json(self, indent: int | None = 2) -> str:
-        return self.model_dump_json(indent=indent)
+        """The report as JSON, known secrets hidden: what ``--json`` prints and ``--output``
+        writes (the store scrubs its own rows)."""
+        return scrub_json(self.model_dump_json(indent=indent))
 
 
 def figure(name: str, value: float | None) -> str:

@@ -112,7 +112,7 @@ def align(
          [*text_lines(report), f"stored in {_shown(store_url(store))}"])
     try:  # after the report is shown: a failure here loses none of it
         if output is not None:
-            write_atomic(output, _config_text(report.judge, output), "--output")
+            write_atomic(output, _config_text(report.judge_config(), output), "--output")
         if report_file is not None:
             write_atomic(report_file, report.to_json().encode(), "--report")
     except EvaluationError as exc:
