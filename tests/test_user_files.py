@@ -359,3 +359,16 @@ def test_align_never_writes_a_known_secret_its_labelled_items_quote(tmp_path):
                  written.stdout, written.stderr):
         assert SECRET not in text
     json.loads(printed.stdout)
+
+
+def test_compare_reads_results_files_whose_outputs_hold_a_line_separator(tmp_path):
+    """assay writes results JSONL with U+2028 unescaped in an output; ``assay compare`` of
+    two such files cut the row there and refused the file as invalid JSON."""
+    for name, score in (("a.jsonl", 1.0), ("b.jsonl", 0.9)):
+        (tmp_path / name).write_text("".join(
+            json.dumps({"eval_id": f"c{i}", "score": score, "verdict": "pass",
+                        "output": "one\u2028two\u0085three"}, ensure_ascii=False) + "\n"
+            for i in range(3)), encoding="utf-8")
+    done = assay(tmp_path, "compare", "a.jsonl", "b.jsonl")
+    assert "invalid JSON" not in done.stderr, done.stderr
+    assert "average score dropped 10.0 pt" in done.stdout, (done.stdout, done.stderr)

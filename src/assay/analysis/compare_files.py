@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from assay._util.jsonlines import json_lines
 from assay.analysis.compare import CompareOptions, Comparison, compare_records
 from assay.errors import ConfigError
 from assay.types.case import Case
@@ -57,9 +58,7 @@ def read_result_rows(path: Path) -> list[dict[str, Any]]:
         raise ConfigError(f"{path}: cannot read: {exc}", code="invalid_results") from None
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in json_lines(text):
         where = f"{path}:{number}"
         try:
             row = json.loads(line)

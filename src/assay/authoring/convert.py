@@ -20,11 +20,11 @@ from typing import Any
 
 import yaml
 
+from assay._util.jsonlines import json_lines
 from assay._util.user_paths import user_path
 from assay.authoring.versions import CONVERTERS, first_difference, meaning, version_of
 from assay.errors import ConfigError
 from assay.report.outputs import check_outputs, write_atomic
-from assay.suites.evaljsonl import json_lines
 from assay.suites.model import Suite
 
 CASE_KEYS = ("evalcases", "cases")

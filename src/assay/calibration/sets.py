@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay._util.jsonlines import json_lines
 from assay.calibration.items import (
     Anchor,
     CalibrationDataError,
@@ -55,7 +56,6 @@ from assay.calibration.items import (
     pairwise_label,
     score_label,
 )
-from assay.suites.evaljsonl import json_lines
 
 DATA = Path(__file__).parent / "data"
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay._util.jsonlines import json_lines
 from assay._util.limits import DEPTH_EXPECTED, depth_message, too_deep
 from assay._util.yaml_source import (
     Loaded,
@@ -35,16 +36,6 @@ def sidecar_of(path: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
-
-
-def json_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) of each non-blank line of JSON-lines text: the one rule for where
-    a line ends. Only a newline ends one: :meth:`str.splitlines` would also cut a record at a
-    U+2028, a NEL or a form feed inside one of its strings, which JSON writers (assay's own
-    results among them) leave unescaped."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            yield number, line
 
 
 CHUNK_CASES = 2000

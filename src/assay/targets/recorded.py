@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from assay._util.jsonlines import json_lines
 from assay.errors import ConfigError
 from assay.targets.base import RecordedOutput
 from assay.targets.config import FieldSpec, TargetConfig
@@ -47,13 +48,11 @@ def jsonl_rows(path: Path, what: str) -> Iterator[tuple[str, Any]]:
     """(``file:line``, value) for each non-blank line of a JSONL file a target reads; a file
     that cannot be read or a line that is not JSON is a ConfigError saying where."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{what} {path}: {exc.strerror or exc}",
                           code="invalid_target") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, line in json_lines(text):
         try:
             row = json.loads(line)
         except ValueError as exc:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay._util.jsonlines import json_lines
 from assay._util.limits import MAX_DEPTH, depth_message
 from assay.errors import EvaluationError
 
@@ -89,9 +90,9 @@ def _parse_text(text: str | bytes) -> Any:
         return json.loads(text)
     except ValueError:
         pass
-    lines = text.splitlines()
     try:
-        return [json.loads(line) for line in lines if line.strip()]
+        lines = json_lines(text) if isinstance(text, str) else enumerate(text.splitlines())
+        return [json.loads(line) for _, line in lines if line.strip()]
     except ValueError:
         raise TraceFormatError("trace: text that is neither JSON nor JSON Lines") from None
 
