@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from assay.store.runs import RunStore
@@ -827,6 +828,10 @@ def test_labels_given_on_case_pages_calibrate_the_judge(browser, tmp_path, mock_
         page.wait_for_selector("#agreement")
         row = page.locator("#agreement tr[data-evaluator='graded']").inner_text()
         assert "75.0%" in row and f"assay calibrate --run {run.run_id}" in row
+        api = httpx.get(f"{served.url}/runs/{run.run_id}/agreement").json()
+        shown = page.locator("#agreement tr[data-evaluator='graded'] td.no-verdict")
+        assert shown.inner_text() == str(next(a["without_verdict"] for a in api
+                                              if a["evaluator"] == "graded"))
         _shot(page, tmp_path, "run-agreement")
         watch.clean()
     done = run_assay(["calibrate", "--run", run.run_id, "--store", url, "--json",

@@ -735,9 +735,9 @@
   function agreementPanel(run, agreement) {
     if (!agreement.length) return null;
     return h("div", { class: "panel", id: "agreement" }, h("h2", {}, "Judges and people"),
-      h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", { class: "num" }, "Labelled"), h("th", { class: "num" }, "Agreed"), h("th", { class: "num" }, "Agreement"), h("th", {}, "Calibrate it"))),
+      h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", { class: "num" }, "Labelled"), h("th", { class: "num" }, "Agreed"), h("th", { class: "num" }, "Agreement"), h("th", { class: "num", title: "labelled scores that were errors or skips: no verdict to agree with, so not in the agreement" }, "No verdict"), h("th", {}, "Calibrate it"))),
         h("tbody", {}, agreement.map((a) => h("tr", { "data-evaluator": a.evaluator }, h("td", {}, a.evaluator), h("td", { class: "num" }, fmt.int(a.labelled)), h("td", { class: "num" }, fmt.int(a.agreed)),
-          h("td", { class: "num" }, a.agreement_text), h("td", {}, h("code", {}, `assay calibrate --run ${run.id} --evaluator ${a.evaluator}`))))))),
+          h("td", { class: "num" }, a.agreement_text), h("td", { class: "num no-verdict" }, fmt.int(a.without_verdict || 0)), h("td", {}, h("code", {}, `assay calibrate --run ${run.id} --evaluator ${a.evaluator}`))))))),
       h("p", { class: "muted" }, "The latest label of each score counts. Label a score on its case's page."));
   }
 
