@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from assay._util.validation import field_problems
 from assay.errors import ConfigError
 from assay.judges.base import Evaluator
 from assay.llm.engine import JudgeEngine
@@ -69,9 +70,8 @@ def _given(model: type[Model], value: Any, name: str, expected: str) -> Model:
         try:
             return model.model_validate(value)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or name}: {e['msg']}"
-                                 for e in exc.errors()[:3])
-            raise ConfigError(f"{name}: {problems}", code="invalid_argument") from None
+            raise ConfigError(f"{name}: {field_problems(exc, name, 3)}",
+                              code="invalid_argument") from None
     raise ConfigError(f"{name}: a {type(value).__name__} is not {expected} or a dict of its "
                       "fields", code="invalid_argument")
 

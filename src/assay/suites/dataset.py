@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from assay._util.gc_pause import gc_paused
+from assay._util.validation import field_problems
 from assay.errors import ConfigError
 from assay.suites.model import Suite, SuiteCase
 from assay.types.case import Case
@@ -310,7 +311,7 @@ def _case(values: dict[str, Any], index: int, source: Path | None,
             "custom_inputs": values.get("custom_inputs"),
             "expected_output_key": values.get("expected_output_key", "expected_output")})
     except ValidationError as exc:
-        raise DatasetError(f"{where}: {_problems(exc)}") from None
+        raise DatasetError(f"{where}: {field_problems(exc)}") from None
     execution = None
     if any(k in values for k in EXECUTION_FIELDS):
         try:
@@ -323,7 +324,7 @@ def _case(values: dict[str, Any], index: int, source: Path | None,
                 latency_ms=values.get("latency_ms"),
                 custom_outputs=values.get("custom_outputs"))
         except (ValidationError, ValueError) as exc:
-            detail = _problems(exc) if isinstance(exc, ValidationError) else str(exc)
+            detail = field_problems(exc) if isinstance(exc, ValidationError) else str(exc)
             raise DatasetError(f"{where}: {detail}") from None
     return SuiteCase(case=case, execution=execution,
                      source=SourceLocation(file=str(source), line=line) if source else None)
@@ -390,7 +391,7 @@ def tool_call_messages(raw: Any, where: str) -> list[Message]:
         call_message = Message.model_validate({"role": "assistant", "content": None,
                                                "tool_calls": calls})
     except ValidationError as exc:
-        raise DatasetError(f"{where}, column tool_calls: {_problems(exc)}") from None
+        raise DatasetError(f"{where}, column tool_calls: {field_problems(exc)}") from None
     return [call_message, *replies] if calls else replies
 
 
@@ -401,12 +402,7 @@ def _messages(raw: Any, where: str, column: str) -> list[Message]:
         return [m if isinstance(m, Message) else Message.model_validate(m) for m in raw]
     except ValidationError as exc:
         raise DatasetError(f"{where}, column {column}: not chat messages "
-                           f"({{role, content}}): {_problems(exc)}") from None
-
-
-def _problems(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                     for e in exc.errors()[:5])
+                           f"({{role, content}}): {field_problems(exc)}") from None
 
 
 def _unique(case_id: str, seen: dict[str, int]) -> str:

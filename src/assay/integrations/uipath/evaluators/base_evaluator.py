@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from assay._util.validation import field_problems
 from assay.integrations.uipath.models.models import (
     BaseEvaluationResult,
     EvaluationResultDto,
@@ -128,7 +129,7 @@ class BaseEvaluator(BaseModel, Generic[C, K, J]):
         except ValidationError as exc:
             raise UiPathEvaluationError(
                 "FAILED_TO_VALIDATE_EVALUATOR_CONFIG", "Invalid evaluator config",
-                _problems(exc), SYSTEM) from None
+                field_problems(exc), SYSTEM) from None
         if not getattr(validated, "name", "x") and cls.default_config_name:
             validated.name = cls.default_config_name  # type: ignore[attr-defined]
         return validated
@@ -207,7 +208,7 @@ class BaseEvaluator(BaseModel, Generic[C, K, J]):
         except ValidationError as exc:
             raise UiPathEvaluationError(
                 "CANNOT_VALIDATE_EVALUATION_CRITERIA", "Invalid evaluation criteria",
-                f"evaluator {self.id!r}: {_problems(exc)}", USER) from None
+                f"evaluator {self.id!r}: {field_problems(exc)}", USER) from None
 
     def validate_justification(self, details: Any) -> Any:
         """``details`` as the evaluator's justification type (text when it declares str)."""
@@ -220,7 +221,7 @@ class BaseEvaluator(BaseModel, Generic[C, K, J]):
             except ValidationError as exc:
                 raise UiPathEvaluationError(
                     "CANNOT_CONVERT_JUSTIFICATION", "Invalid justification",
-                    _problems(exc), SYSTEM) from None
+                    field_problems(exc), SYSTEM) from None
         return details
 
     async def _timed(self, execution: WorkloadExecution, criteria: Any) -> BaseEvaluationResult:
@@ -250,15 +251,10 @@ def execution_of(agent_execution: Any, workload_execution: Any) -> WorkloadExecu
             return WorkloadExecution.model_validate(execution)
         except ValidationError as exc:
             raise UiPathEvaluationError("INVALID_ACTUAL_OUTPUT", "Invalid execution",
-                                        _problems(exc), USER) from None
+                                        field_problems(exc), USER) from None
     raise UiPathEvaluationError(
         "INVALID_ACTUAL_OUTPUT", "Invalid execution",
         f"expected an AgentExecution (WorkloadExecution), got {type(execution).__name__}", USER)
-
-
-def _problems(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                     for e in exc.errors()[:5])
 
 
 __all__ = ["BaseEvaluationCriteria", "BaseEvaluator", "BaseEvaluatorConfig",
