@@ -258,3 +258,27 @@ def test_every_band_has_the_same_edges(value, verdict):
     if value is not None:
         said.add(verdict_band(Score(name="x", value=value)))
     assert said == {verdict}
+
+
+# -- one cost --------------------------------------------------------------------------------
+
+
+def test_a_fully_cached_rerun_costs_a_known_nothing_in_the_run_and_its_comparison(
+        tmp_path, mock_server, monkeypatch):
+    """Calls answered from the cache cost $0: the run says ``$0.0000`` for its judge, so its
+    estimated cost (what ``assay compare`` and the reports show) is $0 too, not "unknown"."""
+    monkeypatch.setenv("OPENAI_BASE_URL", mock_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    store = f"sqlite:///{tmp_path / 'cost.db'}"
+    runs = [assay.evaluate(_rows(), target=lambda question: question,
+                           evaluators=["semantic_similarity"], store=store,
+                           judge_model="openai:gpt-4o-mini") for _ in range(2)]
+    first, cached = (run.summary for run in runs)
+    assert first.usage.calls > 0 and first.estimated_cost_usd
+    assert (cached.usage.calls, cached.usage.cached_calls) == (0, first.usage.calls)
+    assert cached.estimated_cost_usd == 0.0
+    compared = assay.compare(runs[0].run_id, runs[1].run_id, store=store)
+    assert compared.aggregate.cost_delta_usd == round(-first.estimated_cost_usd, 6)
+    shown = CliRunner().invoke(cli_app, ["compare", runs[0].run_id, runs[1].run_id,
+                                         "--store", store])
+    assert "unknown" not in shown.output and "$0.0000" in shown.output, shown.output

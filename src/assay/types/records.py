@@ -475,8 +475,10 @@ class SummaryBuilder:
         agent = self.agent_usage.model_copy()
         if agent.calls and not self.agent_costs:
             agent.cost = None  # no agent reported a cost: unknown, not free
+        # A usage counts when it spent or saved something: calls answered from the cache
+        # cost nothing, a known $0 (a fully cached re-run is free, not of unknown cost).
         costs = [u.cost for u in (self.usage, agent, self.simulator_usage)
-                 if u.cost is not None and (u.calls or u.cost)]
+                 if u.cost is not None and (u.calls or u.cached_calls or u.cost)]
         return RunSummary(
             cases=self.cases, scored=self.scored,
             mean_score=self.score_total / self.scored if self.scored else None,
