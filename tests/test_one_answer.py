@@ -282,3 +282,16 @@ def test_a_fully_cached_rerun_costs_a_known_nothing_in_the_run_and_its_compariso
     shown = CliRunner().invoke(cli_app, ["compare", runs[0].run_id, runs[1].run_id,
                                          "--store", store])
     assert "unknown" not in shown.output and "$0.0000" in shown.output, shown.output
+
+
+def test_latencies_of_0_and_1_ms_are_compared_as_numbers_not_as_pass_fail(tmp_path):
+    """Which paired test a figure takes is the figure's, not its values': agent latencies
+    that happen to be 0 and 1 ms are numbers (Wilcoxon), never pass/fail (McNemar)."""
+    store = f"sqlite:///{tmp_path / 'latency.db'}"
+    runs = [assay.evaluate(
+        [{"id": f"q{i}", "input": "q", "output": "a", "latency_ms": float((i + shift) % 2)}
+         for i in range(12)], evaluators=["contains"], store=store) for shift in (0, 1)]
+    compared = assay.compare(runs[0].run_id, runs[1].run_id, store=store)
+    latency = compared.significance["latency"]
+    assert (latency.kind, latency.method) == ("numeric", "wilcoxon_exact"), latency
+    assert compared.significance["cases"].kind == "binary"

@@ -395,8 +395,8 @@ def compare_records(baseline: RunRecord, candidate: RunRecord,
             metric_rows[0].extend(metric_values(r) for r in a[case_id])
             metric_rows[1].extend(metric_values(r) for r in b[case_id])
     level = options.require_significance or DEFAULT_ALPHA
-    significance = {name: paired_compare(base, cand).at_level(level)
-                    for name, (base, cand) in pairs.items()}
+    significance = {name: paired_compare(base, cand, kind=_PAIR_KINDS.get(name, "auto"))
+                    .at_level(level) for name, (base, cand) in pairs.items()}
     latency = pairs.get("latency", ([], []))
     details = policy.regressions(base_figures, cand_figures,
                                  LatencyPairs(latency[0], latency[1]), options.thresholds)
@@ -629,6 +629,12 @@ def _by_case(records: Sequence[CaseRecord]) -> dict[str, list[CaseRecord]]:
     for record in records:
         grouped[record.case_id].append(record)
     return dict(grouped)
+
+
+_PAIR_KINDS: dict[str, Literal["binary", "numeric"]] = {
+    "cases": "binary", "score": "numeric", "latency": "numeric"}
+"""The test each paired figure takes whatever its values: a latency of 0 or 1 ms or a score
+of 0 or 1 is a number, never a pass/fail (a metric's test still follows its values)."""
 
 
 def _pair(pair: tuple[list[float], list[float]], x: float | None, y: float | None) -> None:
