@@ -337,6 +337,26 @@ def test_a_sidecar_of_run_options_makes_jsonl_data_rows_and_only_then(tmp_path):
         assay.evaluate(rows)
 
 
+@pytest.mark.parametrize(("sidecar", "said"), [
+    ("execution:\n  evaluators:\n    - type: contains\n", "not under execution:"),
+    ("evaluator:\n  - type: contains\n", "unknown key(s) 'evaluator'"),
+    ("description: rows\n", "sets no run option"),
+    ("evaluators: [\n", "invalid YAML"),
+    ("- evaluators\n", "expected a mapping of run options")])
+def test_a_sidecar_beside_a_csv_file_that_is_not_read_is_an_error(tmp_path, sidecar, said):
+    """A CSV file's ``<name>.yaml`` that is not its run options (AgentV's shape, a typo) was
+    ignored: the run went on with no evaluator, or without the sidecar's settings."""
+    (tmp_path / "rows.csv").write_text("id,input,output\na,q,Paris\n")
+    (tmp_path / "rows.yaml").write_text(sidecar)
+    with pytest.raises(ConfigError) as refused:
+        assay.evaluate(tmp_path / "rows.csv")
+    assert "rows.yaml" in str(refused.value) and said in str(refused.value)
+    for command in (("run",), ("validate",)):
+        done = run_assay([*command, "rows.csv"], cwd=tmp_path, timeout=120)
+        shown = done.stdout + done.stderr
+        assert done.returncode == 2 and said in shown and "Traceback" not in shown, shown
+
+
 def test_legacy_metric_functions_receive_row_fields_by_name():
     seen: dict[str, Any] = {}
 

@@ -150,10 +150,24 @@ def suite_from_file(path: Path, *, columns: Mapping[str, str] | None = None) -> 
         raise DatasetError(f"{path}: unsupported data file {suffix!r}; expected .csv, "
                            ".parquet or .jsonl")
     suite = suite_from_rows(rows, name=path.stem, columns=columns, source=path.resolve())
+    if suffix != ".jsonl":  # a JSONL file's other sidecar makes it AgentV's (never here)
+        _refuse_a_sidecar_not_read(path)
     sidecar = data_sidecar(path)
     if sidecar is not None:
         suite = _with_sidecar(suite, sidecar)
     return suite
+
+
+def _refuse_a_sidecar_not_read(path: Path) -> None:
+    """A ``<name>.yaml`` beside a CSV or Parquet file that is not its run options is an
+    error, never ignored: its evaluators (or a typo in one key) would silently not judge."""
+    from assay.suites.evaljsonl import sidecar_of
+
+    sidecar = sidecar_of(path)
+    reason = None if sidecar is None else _not_run_options(sidecar)
+    if reason is not None:
+        raise DatasetError(f"{reason} (it sits beside {path.name}, whose run options it "
+                           "would hold)")
 
 
 SIDECAR_OPTIONS = ("naming", "judges", "global_guidelines", "request_from_messages",
@@ -169,18 +183,29 @@ def data_sidecar(path: Path) -> Path | None:
     from assay.suites.evaljsonl import sidecar_of
 
     sidecar = sidecar_of(path)
-    if sidecar is None:
-        return None
+    return sidecar if sidecar is not None and _not_run_options(sidecar) is None else None
+
+
+def _not_run_options(sidecar: Path) -> str | None:
+    """Why ``sidecar`` is not a data file's run options, or None when it is."""
     from assay._util.yaml_source import load_yaml_file
     from assay.errors import EvaluationError
 
     try:  # the bounded loader: a hostile sidecar cannot blow up memory
         data = load_yaml_file(sidecar).data
-    except EvaluationError:
-        return None
-    if isinstance(data, dict) and all(k in SIDECAR_KEYS for k in data) and \
-            any(k in data for k in (*SIDECAR_OPTIONS, "evaluators")):
-        return sidecar
+    except EvaluationError as exc:
+        return exc.message
+    if not isinstance(data, dict):
+        return f"{sidecar}: expected a mapping of run options, not {type(data).__name__}"
+    unknown = [str(k) for k in data if k not in SIDECAR_KEYS]
+    if unknown:
+        hint = " (a data file's evaluators go at the top level, not under execution:)" \
+            if "execution" in data else ""
+        return (f"{sidecar}: unknown key(s) {', '.join(map(repr, unknown))} for a data "
+                f"file's sidecar; expected: {', '.join(SIDECAR_KEYS)}{hint}")
+    if not any(k in data for k in (*SIDECAR_OPTIONS, "evaluators")):
+        return (f"{sidecar}: sets no run option; expected evaluators or one of "
+                f"{', '.join(SIDECAR_OPTIONS)}")
     return None
 
 
