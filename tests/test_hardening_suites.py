@@ -703,3 +703,19 @@ def test_requiring_a_target_from_a_broken_file_lists_the_files_problems(tmp_path
     with pytest.raises(ConfigError, match=rf"(?s)'agent' is not defined in {targets}.*"
                                           rf"{targets}:2:5: target has no name"):
         found.require("agent")
+
+
+@pytest.mark.parametrize(("execution", "said"), [
+    ("evaluator:\n  - type: contains\n", "1:1: evaluator must be one evaluator type's name, "
+     "not a list"),
+    ("execution:\n  evaluators:\n    - type: [contains]\n",
+     "3:7: type must be an evaluator type's name, not a list"),
+    ("execution:\n  evaluators:\n    - type: {name: contains}\n",
+     "3:7: type must be an evaluator type's name, not a mapping")])
+def test_an_evaluator_type_that_is_not_a_name_is_said_so_without_a_python_repr(
+        tmp_path: Path, execution: str, said: str) -> None:
+    (tmp_path / "s.jsonl").write_text('{"id": "a", "input": "q"}\n')
+    (tmp_path / "s.yaml").write_text(execution)
+    code, out = cli("validate", str(tmp_path / "s.jsonl"))
+    assert code == 2 and has(out, said), out
+    assert "[{" not in out and "['" not in out and "{'" not in out, out

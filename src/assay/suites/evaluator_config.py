@@ -87,6 +87,11 @@ class EvaluatorBuilder:
                          "type: one of " + ", ".join(self.known()))
             self._check_weight(raw, path)
             return None
+        if not isinstance(kind, str):
+            self.log.add((*path, "type"), f"type must be an evaluator type's name, not "
+                         f"{type_name(kind)}", "type: one of " + ", ".join(self.known()))
+            self._check_weight(raw, path)
+            return None
         if evaluator_class(kind) is None:
             self.log.add((*path, "type"), f"unknown evaluator type {kind!r}",
                          "one of " + ", ".join(self.known()), value=True)

@@ -551,6 +551,11 @@ class _SuiteChecker:
         kind = data.get("evaluator")
         if kind is None:
             return None
+        if not isinstance(kind, str):
+            self.log.add((*path, "evaluator"), "evaluator must be one evaluator type's name, "
+                         f"not {type_name(kind)}", "evaluator: TYPE (a list of evaluators "
+                         "goes under execution: evaluators:)")
+            return False
         if evaluator_class(kind) is None:
             self.log.add((*path, "evaluator"), f"unknown evaluator type {kind!r}",
                          "one of " + ", ".join(self.evaluators.known()), value=True)
