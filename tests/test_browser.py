@@ -1107,6 +1107,25 @@ def test_the_trend_chart_draws_a_line_per_suite_and_a_click_opens_its_run(browse
         _rendered(page, f"#/run/{runs['chat'][3]}")
 
 
+def test_the_trend_charts_time_ticks_never_repeat_a_label(browser, tmp_path):
+    """Runs made a few seconds apart put ticks under a minute apart: each tick names its
+    second, so no two ticks read the same clock time."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    now = time.time()
+    for k in range(4):
+        write_run(store, 3, suite="quick", seed=k, created_at=now - 90 + 30 * k)
+    store.close()
+    with serve(url) as served:
+        page = browser.new_page()
+        page.goto(served.url + "/#/runs")
+        page.wait_for_selector("#runs-chart canvas")
+        ticks = [t for t in page.evaluate(
+            "document.querySelector('#runs-chart').uplot.axes[0]._values") if t]
+        page.close()
+    assert len(ticks) > 2 and len(set(ticks)) == len(ticks), ticks
+
+
 def test_a_score_with_no_pass_or_fail_of_its_own_is_not_shown_as_passed(browser, tmp_path):
     from assay.types.case import Case
     from assay.types.execution import Execution

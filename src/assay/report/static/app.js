@@ -519,9 +519,12 @@
   }
 
   // A time axis tick in UTC, as the page writes times: a day at midnight, else the hour.
-  function utcTick(ts, i) {
+  // A tick's label: the clock to the minute, or to the second when ticks are under a minute
+  // apart (runs made in one sitting would otherwise read "10:59, 10:59, 11:00, 11:00").
+  function utcTick(ts, i, step) {
     const iso = new Date(ts * 1000).toISOString();
-    return iso.slice(11, 16) === "00:00" ? iso.slice(0, 10) : (i ? "" : iso.slice(0, 10) + " ") + iso.slice(11, 16);
+    const clock = step && step < 60 ? iso.slice(11, 19) : iso.slice(11, 16);
+    return iso.slice(11, 19) === "00:00:00" ? iso.slice(0, 10) : (i ? "" : iso.slice(0, 10) + " ") + clock;
   }
 
   // The suites' colours, brighter on a dark page.
@@ -553,7 +556,7 @@
       cursor: { points: { size: 11 }, drag: { x: true, y: false }, focus: { prox: 24 } },
       focus: { alpha: 0.35 },
       scales: { x: { time: true }, y: { range: [0, 1] } },
-      axes: [Object.assign({}, axis, { values: (u, splits) => splits.map(utcTick) }), Object.assign({}, axis, { size: 44, values: (u, splits) => splits.map((v) => Math.round(v * 100) + "%") })],
+      axes: [Object.assign({}, axis, { values: (u, splits) => splits.map((v, i) => utcTick(v, i, splits.length > 1 ? splits[1] - splits[0] : 0)) }), Object.assign({}, axis, { size: 44, values: (u, splits) => splits.map((v) => Math.round(v * 100) + "%") })],
       series: [{}].concat(suites.map((suite, k) => ({ label: suite, stroke: colors[k], width: 2, spanGaps: true, points: { show: true, size: 7, fill: colors[k] } }))),
       hooks: { setCursor: [show] },
     }, data);
