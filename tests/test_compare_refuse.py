@@ -149,3 +149,30 @@ def test_compare_command_refuses_with_exit_2_and_allows_on_request(store_url):
     assert len(data["test_case_comparisons"]) == 8
     assert len(data["baseline_only_test_cases"]) == 52
     assert [d["kind"] for d in data["differences"]] == ["incomplete", "cases"]
+
+
+def test_changed_evaluators_are_named_briefly_never_as_whole_settings():
+    """Evaluators added, removed or changed are named with what changed: a long prompt is
+    said to have changed, not printed, and no setting reads as a Python repr."""
+    from assay.types.records import EvaluatorSpec, RunSnapshot
+
+    prompt = "Grade the answer. " * 40
+
+    def run(run_id: str, *specs: EvaluatorSpec) -> RunRecord:
+        return RunRecord(id=run_id, suite="suite", status=RunStatus.COMPLETED, created_at=0,
+                         config=RunSnapshot(evaluators=list(specs)))
+
+    before = run("A", EvaluatorSpec(name="quality", type="llm_judge",
+                                    params={"prompt": prompt, "threshold": 0.8}),
+                 EvaluatorSpec(name="city", type="contains", params={"search_text": "Paris"}))
+    after = run("B", EvaluatorSpec(name="quality", type="llm_judge",
+                                   params={"prompt": prompt + "Be strict.", "threshold": 0.7}),
+                EvaluatorSpec(name="exact", type="exact_match"))
+    with pytest.raises(IncomparableRuns) as info:
+        compare_records(before, after, _records(SIXTY), _records(SIXTY))
+    message = info.value.message
+    assert "evaluators.quality: prompt (changed), threshold: 0.8 → 0.7" in message, message
+    assert "evaluators.city removed (contains)" in message, message
+    assert "evaluators.exact added (exact_match)" in message, message
+    assert "Grade the answer" not in message and "{'" not in message, message
+    assert len(message) < 600, message

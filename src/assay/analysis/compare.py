@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.analysis.diff import ConfigDiff, config_diff
+from assay.analysis.diff import ConfigDiff, brief_value, config_diff
 from assay.analysis.significance import PairedComparison, paired_compare
 from assay.errors import ConfigError, EvaluationError
 from assay.run.policies import policy_for
@@ -325,22 +325,20 @@ def differences(baseline: RunRecord, candidate: RunRecord, base_cases: set[str],
             parts.append(f"only in the candidate: {_named(cand_cases - base_cases)}")
         add("cases", "; ".join(parts), "allow_different_cases")
     for change in diff.judge_settings_changed:
-        add("evaluators", f"evaluator changed ({change.field}: {_shown(change.old_value)} → "
-                          f"{_shown(change.new_value)})", "allow_different_evaluators")
+        add("evaluators", f"evaluator changed ({change.described()})",
+            "allow_different_evaluators")
     for label, model in (("judge model changed", diff.judge_model_changed),
                          ("simulated user's model changed", diff.simulator_model_changed)):
         if model is not None:
-            add("judge", f"{label} ({model.field}: {_shown(model.old_value)} → "
-                         f"{_shown(model.new_value)})", "allow_different_judge")
+            add("judge", f"{label} ({model.described()})", "allow_different_judge")
     for change in diff.run_config_changes:
         if change.field.startswith(RULER_SETTINGS):
-            add("scoring", f"verdict settings changed ({change.field}: "
-                           f"{_shown(change.old_value)} → {_shown(change.new_value)})",
+            add("scoring", f"verdict settings changed ({change.described()})",
                 "allow_different_scoring")
     if diff.scoring_changed is not None:
         change = diff.scoring_changed
-        add("scoring", f"scoring changed ({_shown(change.old_value)} → "
-                       f"{_shown(change.new_value)})", "allow_different_scoring")
+        add("scoring", f"scoring changed ({brief_value(change.old_value)} → "
+                       f"{brief_value(change.new_value)})", "allow_different_scoring")
     return found
 
 
@@ -655,10 +653,6 @@ def _named(keys: set[str]) -> str:
     shown = ", ".join(repr(key) for key in sorted(keys)[:EXAMPLES])
     more = len(keys) - EXAMPLES
     return shown + (f" and {more} more" if more > 0 else "")
-
-
-def _shown(value: Any) -> str:
-    return "none" if value is None else str(value)
 
 
 __all__ = ["CaseComparison", "CompareOptions", "CompareThresholds", "Comparison",

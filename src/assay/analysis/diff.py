@@ -39,6 +39,54 @@ class FieldChange(_Diff):
     old_value: Any = None
     new_value: Any = None
 
+    def described(self) -> str:
+        """The change in a line a person reads: a setting's short values, or which keys of
+        a mapping (an evaluator's settings) changed; never whole prompts or Python reprs."""
+        old, new = self.old_value, self.new_value
+        if isinstance(old, dict) and isinstance(new, dict):
+            keys = _changed_keys(old, new)
+            parts = [_key_change(key, _at(old, key), _at(new, key))
+                     for key in keys[:MAX_KEYS_SHOWN]]
+            more = len(keys) - MAX_KEYS_SHOWN
+            return f"{self.field}: {', '.join(parts)}" + (f" and {more} more" if more > 0
+                                                          else "")
+        present = new if old is None else old if new is None else None
+        if isinstance(present, dict):  # an evaluator only one run has
+            kind = present.get("type")
+            return f"{self.field} {'added' if old is None else 'removed'}" + \
+                (f" ({brief_value(kind)})" if _short(kind) and kind is not None else "")
+        return _key_change(self.field, old, new)
+
+
+def _key_change(key: str, old: Any, new: Any) -> str:
+    """``key: old → new`` when both are short, else the key alone (``prompt``)."""
+    if _short(old) and _short(new):
+        return f"{key}: {brief_value(old)} → {brief_value(new)}"
+    return f"{key} (changed)"
+
+
+MAX_KEYS_SHOWN = 6
+"""Changed keys a description names before it says how many more."""
+
+BRIEF_CHARS = 60
+"""The longest value a description shows whole; a longer one is named, not shown."""
+
+
+def _at(value: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _short(value: Any) -> bool:
+    return not isinstance(value, dict | list) and len(_shown(value)) <= BRIEF_CHARS
+
+
+def brief_value(value: Any) -> str:
+    """``value`` as JSON text (a string as it is), cut at :data:`BRIEF_CHARS`."""
+    text = _shown(value)
+    return text if len(text) <= BRIEF_CHARS else text[:BRIEF_CHARS - 1] + "…"
+
 
 class PromptDiff(_Diff):
     """The agent's system prompt, line by line."""
@@ -106,19 +154,6 @@ class ConfigDiff(_Diff):
             "judge_settings_changed", "simulator_model_changed", "scoring_changed",
             "run_config_changes", "target_config_changes", "identity_changes")) or \
             self.prompt_diff.changed or self.tools_diff.changed
-
-    def incomparability(self) -> list[str]:
-        """Why results of the two runs are not measured with the same ruler."""
-        reasons = []
-        for label, change in (("judge model changed", self.judge_model_changed),
-                              ("scoring changed", self.scoring_changed),
-                              ("simulated user's model changed", self.simulator_model_changed)):
-            if change is not None:
-                reasons.append(f"{label} ({change.field}: {_shown(change.old_value)} → "
-                               f"{_shown(change.new_value)})")
-        reasons.extend(f"judge settings changed ({c.field}: {_shown(c.old_value)} → "
-                       f"{_shown(c.new_value)})" for c in self.judge_settings_changed)
-        return reasons
 
 
 def _shown(value: Any) -> str:
