@@ -295,3 +295,16 @@ def test_latencies_of_0_and_1_ms_are_compared_as_numbers_not_as_pass_fail(tmp_pa
     latency = compared.significance["latency"]
     assert (latency.kind, latency.method) == ("numeric", "wilcoxon_exact"), latency
     assert compared.significance["cases"].kind == "binary"
+
+
+def test_a_rescore_of_a_run_is_not_said_to_have_changed_its_suite(tmp_path):
+    """A rescore judges the run's own stored outputs: comparing the two (or two rescores of
+    one run) must not warn that the suite changed, which it did not."""
+    store = f"sqlite:///{tmp_path / 'rescore.db'}"
+    first = assay.evaluate(_rows(), target=quick_agent, evaluators=["contains"], store=store)
+    again = [assay.rescore(first.run_id, store=store) for _ in range(2)]
+    for baseline, candidate in ((first.run_id, again[0].run_id),
+                                (again[0].run_id, again[1].run_id)):
+        compared = assay.compare(baseline, candidate, store=store)
+        assert compared.exit_code() == 0, compared.verdict.reasons
+        assert not any("suite changed" in w for w in compared.warnings), compared.warnings

@@ -611,7 +611,7 @@ def _warnings(baseline: RunRecord, candidate: RunRecord, diff: ConfigDiff,
         versions = f"{eval_set.baseline_version or '?'} → {eval_set.candidate_version or '?'}"
         warnings.append(f"Eval config versions differ ({versions}): "
                         f"{len(eval_set.removed)} removed, {len(eval_set.added)} added.")
-    elif eval_set.version_changed:
+    elif eval_set.version_changed and not _judged_the_same_outputs(baseline, candidate):
         warnings.append(f"the suite changed between the runs ({eval_set.baseline_version} → "
                         f"{eval_set.candidate_version})")
     if diff.prompt_diff.changed:
@@ -620,6 +620,16 @@ def _warnings(baseline: RunRecord, candidate: RunRecord, diff: ConfigDiff,
     if diff.tools_diff.changed:
         warnings.append("the agent's tools changed")
     return warnings
+
+
+def _judged_the_same_outputs(baseline: RunRecord, candidate: RunRecord) -> bool:
+    """Whether one run re-judged the other's stored outputs (``assay rescore``), or both
+    re-judged one run's: their suites' fingerprints differ only because a rescore's cases
+    carry the recorded outputs, so "the suite changed" would be false."""
+    def source(run: RunRecord) -> str:
+        return str((run.config.model_extra or {}).get("rescored_from") or run.id)
+
+    return source(baseline) == source(candidate)
 
 
 def _by_case(records: Sequence[CaseRecord]) -> dict[str, list[CaseRecord]]:
