@@ -147,3 +147,48 @@ def test_generate_rubrics(tmp_path, mock_server):
         ("names-paris", 2.0, True), ("one-sentence", 1.0, False)]
     unknown = assay(tmp_path, "generate", "rubrics", "EVAL.yaml", "--case", "nope")
     assert unknown.returncode == 2 and "--case nope: not a case" in unknown.stderr
+
+
+def test_generate_rubrics_keeps_the_drafts_when_one_case_fails(tmp_path, mock_server):
+    suite = tmp_path / "EVAL.yaml"
+    suite.write_text(textwrap.dedent(f"""
+        evalcases:
+          - id: capital
+            expected_outcome: 'Names Paris. <<mock:{json.dumps(DRAFT)}>>'
+            input: What is the capital of France?
+          - id: nonsense
+            expected_outcome: 'Anything. <<mock-raw:no rubrics here, only prose>>'
+            input: y
+          - id: river
+            expected_outcome: 'Names the Seine. <<mock:{json.dumps(DRAFT)}>>'
+            input: Which river runs through Paris?
+        """))
+    model = f"{mock_server.url}#judge"
+    printed = assay(tmp_path, "generate", "rubrics", "EVAL.yaml", "--judge-model", model)
+    assert printed.returncode == 1, printed.stderr
+    assert "# capital" in printed.stdout and "# river" in printed.stdout
+    assert "# nonsense" not in printed.stdout
+    assert "case 'nonsense': the judge gave no usable rubrics" in printed.stderr
+    written = assay(tmp_path, "generate", "rubrics", "EVAL.yaml", "--judge-model", model,
+                    "-o", "drafted.yaml")
+    assert written.returncode == 1, written.stderr
+    assert "case 'nonsense'" in written.stderr and "1 case(s) have no rubrics" in written.stderr
+    drafted = load_suite(tmp_path / "drafted.yaml", False)
+    rubrics = {c.case.id: [e for e in c.evaluators or [] if e.type == "rubric"]
+               for c in drafted.cases}
+    assert [len(r) for r in rubrics.values()] == [1, 0, 1]
+    assert [i.id for i in rubrics["river"][0].rubrics] == [  # type: ignore[attr-defined]
+        "names-paris", "one-sentence"]
+
+
+def test_generate_rubrics_writes_nothing_when_every_case_fails(tmp_path, mock_server):
+    (tmp_path / "EVAL.yaml").write_text(textwrap.dedent("""
+        evalcases:
+          - id: nonsense
+            expected_outcome: 'Anything. <<mock-raw:prose>>'
+            input: y
+        """))
+    out = assay(tmp_path, "generate", "rubrics", "EVAL.yaml", "--judge-model",
+                f"{mock_server.url}#judge", "-o", "drafted.yaml")
+    assert out.returncode == 1 and "case 'nonsense'" in out.stderr
+    assert not (tmp_path / "drafted.yaml").exists()

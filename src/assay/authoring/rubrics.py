@@ -7,11 +7,15 @@ to 6 items, each ``{id, expected_outcome, weight, required}``. The items are val
 unique slugs, weights above 0) and re-asked within the engine's bounds. They are drafts for a
 person to read: the suite file is never edited in place; the items are printed, or written
 into a copy of the suite (:func:`with_rubrics`), keeping the rest of the file as written.
+A case the judge gives no usable rubrics costs only its own draft: :func:`draft_suite` keeps
+every other case's and names each failed case with the reason.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +70,26 @@ class DraftRubrics(JudgeAnswer):
         return items
 
 
+@dataclass(frozen=True)
+class SuiteDrafts:
+    """What the judge drafted for a suite's cases: each case's items, or why it has none.
+
+    ``drafted`` and ``failed`` keep the cases' order; a case is in exactly one of them."""
+
+    drafted: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+class DraftFailed(ConfigError):
+    """The judge gave no usable rubrics for one case (an error it answered, or answers that
+    never validated within the engine's re-asks)."""
+
+
 async def draft_rubrics(case: Case, engine: JudgeEngine,
                         model: str | None = None) -> list[dict[str, Any]]:
     """Rubric items for ``case``, as suite-file mappings (known secrets a judge's answer
-    quotes are hidden: the drafts are written into the suite file)."""
+    quotes are hidden: the drafts are written into the suite file); :class:`DraftFailed`
+    when the judge gave none that validate."""
     user = (f"[[ ## question ## ]]\n{delimit('question', case.question())}\n\n"
             f"[[ ## expected_outcome ## ]]\n"
             f"{delimit('expected_outcome', chr(10).join(case.expected_outcomes))}\n\n"
@@ -80,11 +100,24 @@ async def draft_rubrics(case: Case, engine: JudgeEngine,
                                   name="rubrics")
     if result.value is None:
         assert result.error is not None
-        raise ConfigError(f"case {case.id!r}: the judge gave no usable rubrics: "
+        raise DraftFailed(f"case {case.id!r}: the judge gave no usable rubrics: "
                           f"{result.error.message}", code=result.error.code)
     drafted: list[dict[str, Any]] = scrub_data([item.model_dump()
                                                 for item in result.value.rubrics])
     return drafted
+
+
+async def draft_suite(cases: Sequence[Case], engine: JudgeEngine,
+                      model: str | None = None) -> SuiteDrafts:
+    """Every case's draft, one case at a time; a case whose draft fails is named with the
+    reason and the others' drafts are kept, so one bad answer never costs the rest."""
+    drafts = SuiteDrafts()
+    for case in cases:
+        try:
+            drafts.drafted[case.id] = await draft_rubrics(case, engine, model)
+        except DraftFailed as exc:
+            drafts.failed[case.id] = exc.message
+    return drafts
 
 
 def with_rubrics(source: Path, drafts: dict[str, list[dict[str, Any]]]) -> str:

@@ -5,10 +5,14 @@ library does the work: :mod:`assay.authoring.convert`, :mod:`assay.authoring.sca
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from assay.cli.app import app, console, friendly_errors
+
+if TYPE_CHECKING:
+    from assay.authoring.rubrics import SuiteDrafts
 
 generate_app = typer.Typer(help="Draft suite content with the judge model.",
                            no_args_is_help=True)
@@ -78,7 +82,7 @@ def rubrics(
     import yaml
     from pydantic import ValidationError
 
-    from assay.authoring.rubrics import draft_rubrics, with_rubrics
+    from assay.authoring.rubrics import draft_suite, with_rubrics
     from assay.errors import ConfigError
     from assay.llm.build import build_engine, engine_config
     from assay.report.outputs import check_outputs, write_atomic
@@ -103,21 +107,41 @@ def rubrics(
         check_outputs({"--out": out},
                       {**engine_config(options).input_files(), **loaded.input_files()})
 
-    async def draft() -> dict[str, list[dict[str, object]]]:
+    async def draft() -> SuiteDrafts:
         engine = build_engine(options)
         try:
-            return {c.case.id: await draft_rubrics(c.case, engine) for c in wanted}
+            return await draft_suite([c.case for c in wanted], engine)
         finally:
             await engine.aclose()
 
     drafts = asyncio.run(draft())
     if out is None:
-        for case_id, items in drafts.items():
+        for case_id, items in drafts.drafted.items():
             console.print(plain_for_terminal(f"# {case_id}"), highlight=False, markup=False)
             console.print(plain_for_terminal(yaml.safe_dump(
                 {"rubrics": items}, sort_keys=False, allow_unicode=True)),
                 highlight=False, markup=False)
+    elif drafts.drafted:
+        write_atomic(out, with_rubrics(suite, drafts.drafted).encode("utf-8"), "--out")
+        console.print(plain_for_terminal(f"wrote {out} with rubrics for "
+                                         f"{len(drafts.drafted)} case(s)"),
+                      highlight=False, markup=False)
+    _report_failed(drafts, out)
+
+
+def _report_failed(drafts: SuiteDrafts, out: Path | None) -> None:
+    """Each case the judge drafted nothing for, named with the reason on stderr, and exit 1:
+    the drafts made for the other cases were printed or written first."""
+    from assay.cli.app import EXIT_GATE_FAILED, err_console
+    from assay.report.safe_text import for_terminal
+
+    if not drafts.failed:
         return
-    write_atomic(out, with_rubrics(suite, drafts).encode("utf-8"), "--out")
-    console.print(plain_for_terminal(f"wrote {out} with rubrics for {len(drafts)} case(s)"),
-                  highlight=False, markup=False)
+    for message in drafts.failed.values():
+        err_console.print(f"[bold red]error[/] {for_terminal(message)}", highlight=False,
+                          soft_wrap=True)
+    kept = (f"; the other {len(drafts.drafted)} case(s)' drafts were "
+            f"{'printed' if out is None else 'written'}" if drafts.drafted else "")
+    err_console.print(for_terminal(f"{len(drafts.failed)} case(s) have no rubrics{kept}"),
+                      highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_GATE_FAILED)
