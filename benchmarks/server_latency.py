@@ -121,6 +121,8 @@ def main() -> None:
                 "q": "answer"})),
             ("cases, text search, no match", lambda: (cases, {
                 "q": f"zz{rng.randrange(10**6)}"})),
+            ("cases, text search, beyond ASCII, no match", lambda: (cases, {
+                "q": f"STRAẞE-{rng.randrange(10**6)}"})),
         ]
         if args.only:
             endpoints = [e for e in endpoints if any(t in e[0] for t in args.only)]

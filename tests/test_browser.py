@@ -302,6 +302,32 @@ def test_the_static_report_works_from_disk_offline(browser, demo, tmp_path):
     watch.clean()
 
 
+@pytest.mark.parametrize(("query", "found"), [
+    ("STRASSE", {"Stra\u00dfe-3", "STRASSE-4"}), ("stra\u00dfe", {"Stra\u00dfe-3", "STRASSE-4"}),
+    ("plain", {"plain-6", "\uff30\uff2c\uff21\uff29\uff2e-7"}), ("FILE", {"\ufb01le-8"}),
+    ("\u03c3\u03bf\u03c6\u03af\u03b1", {"\u03a3\u039f\u03a6\u038a\u0391-5"}),
+])
+def test_the_static_reports_search_folds_text_as_the_servers(browser, tmp_path, query, found):
+    """The static report searches its cases in the browser as the server's search does
+    (NFKC and Unicode's case folding): ``STRASSE`` finds ``Stra\u00dfe``."""
+    from assay.report.html import write_html
+    from tests.test_server_api import _write_lettered
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    _write_lettered(url)
+    store = RunStore(url)
+    report = tmp_path / "report.html"
+    write_html(store, store.run_record("run-0"), report)
+    store.close()
+    page = _page(browser, offline=True)
+    page.goto(report.as_uri())
+    page.wait_for_selector("#cases tbody tr")
+    page.fill("#case-search", query)
+    page.press("#case-search", "Enter")
+    expect(page.locator("#cases tbody tr")).to_have_count(len(found))
+    assert set(page.locator("#cases tbody tr a").all_inner_texts()) == found
+
+
 def _conversation_run(url: str, cause: Any = None,
                       conversation: Any = None) -> tuple[str, str]:
     """A stored run of one conversation case scored by the multi-metric (Connexity) judge,

@@ -210,7 +210,8 @@ def test_text_search_takes_wildcards_literally(api, ids):
     assert api.get(f"/runs/{odd}/cases", params={"q": "_x_"}).json()["total"] == 0
 
 
-LETTERED = ["ÉTÉ-1", "été-2", "Straße-3", "STRASSE-4", "ΣΟΦΊΑ-5", "plain-6"]
+LETTERED = ["ÉTÉ-1", "été-2", "Straße-3", "STRASSE-4", "ΣΟΦΊΑ-5", "plain-6", "\uff30\uff2c\uff21\uff29\uff2e-7",
+            "ﬁle-8"]
 """Case ids, run names and suites whose letters are not all ASCII."""
 
 
@@ -244,8 +245,10 @@ def lettered(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 @pytest.mark.parametrize(("query", "found"), [
-    ("été", {"ÉTÉ-1", "été-2"}), ("ÉTÉ", {"ÉTÉ-1", "été-2"}), ("straße", {"Straße-3"}),
-    ("STRASSE", {"STRASSE-4"}), ("σοφία", {"ΣΟΦΊΑ-5"}), ("PLAIN", {"plain-6"}),
+    ("été", {"ÉTÉ-1", "été-2"}), ("ÉTÉ", {"ÉTÉ-1", "été-2"}),
+    ("straße", {"Straße-3", "STRASSE-4"}), ("STRASSE", {"Straße-3", "STRASSE-4"}),
+    ("\uff33\uff34\uff32\uff21ẞ\uff25", {"Straße-3", "STRASSE-4"}), ("σοφία", {"ΣΟΦΊΑ-5"}), ("ΣΟΦΊΑ", {"ΣΟΦΊΑ-5"}),
+    ("PLAIN", {"plain-6", "\uff30\uff2c\uff21\uff29\uff2e-7"}), ("\uff50\uff4c\uff41\uff49\uff4e-7", {"\uff30\uff2c\uff21\uff29\uff2e-7"}), ("FILE", {"ﬁle-8"}),
 ])
 def test_every_search_finds_its_text_in_any_case_beyond_ascii_and_finds_the_same(
         lettered, query, found):

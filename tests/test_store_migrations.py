@@ -396,6 +396,47 @@ def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
     store.close()
 
 
+def test_upgrading_folds_the_search_text_that_was_only_lower_cased(new_store):
+    """Cases stored while searches only lower-cased are found by the caseless search after
+    the upgrade: ``STRASSE`` finds ``Straße``, ``plain`` a full-width ``\uff30\uff2c\uff21\uff29\uff2e``."""
+    from assay.store import queries
+    from assay.testing.runs import store_case
+    from assay.types.case import Case
+    from assay.types.execution import Execution
+    from assay.types.records import CaseRecord, Verdict
+
+    url = new_store()
+    store = RunStore(url)
+    run_id = store.create_run("suite", {})
+    ids = ["Straße-1", "\uff30\uff2c\uff21\uff29\uff2e-2", "ascii-3"]
+    for case_id in ids:
+        store_case(store, CaseRecord(
+            run_id=run_id, case_id=case_id, case=Case(id=case_id, input="ﬁle"),
+            execution=Execution(input="ﬁle", output="a"), scores=[Score(name="x", value=1.0)],
+            score=1.0, verdict=Verdict.PASS))
+    store.close()
+    engine = create_engine(url)
+    with engine.begin() as conn:  # the text as it was kept before 0013: lower-cased
+        for case_id in ids:
+            conn.execute(text("UPDATE case_search SET text = :t WHERE case_id = :c"),
+                         {"t": f"{case_id}\nﬁle\n\na\n".lower(), "c": case_id})
+        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
+                          "SET version_num = '0012_judge_batch_files'"))
+    engine.dispose()
+    store = RunStore(url)
+    assert _versions(url) == [migrations.revisions()[-1]]
+
+    def found(query: str) -> list[str]:
+        return sorted(r.case_id for r in queries.case_page(
+            store, run_id, queries.CaseFilter(text=query), limit=100)[0])
+
+    assert found("STRASSE") == ["Straße-1"]
+    assert found("plain") == ["\uff30\uff2c\uff21\uff29\uff2e-2"]
+    assert found("FILE") == sorted(ids)
+    assert found("ASCII-3") == ["ascii-3"]
+    store.close()
+
+
 def test_the_sqlite_schema_of_a_new_store_is_what_create_all_writes():
     """A new SQLite file gets its tables from ``sqlite_direct.SCHEMA`` (sqlite3 alone): the
     statements SQLAlchemy compiles from the schema the code uses, one for one."""

@@ -26,6 +26,7 @@ from assay._version import __version__
 from assay.errors import ConfigError
 from assay.store import queries
 from assay.store.runs import RunStore
+from assay.store.search import casefold_table
 from assay.types.records import RunRecord
 
 MAX_CASES = 5000
@@ -96,6 +97,7 @@ def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> 
         "histograms": queries.histograms(store, run.id).model_dump(mode="json"),
         "cases": [r.model_dump(mode="json") for r in shown_rows(rows, scale_for(run))],
         "details": details,
+        "fold": casefold_table(),
     }
 
 

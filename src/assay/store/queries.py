@@ -58,7 +58,7 @@ from assay.store.runs import (
     unreadable_sql,
     with_tags,
 )
-from assay.store.search import check_query, needle
+from assay.store.search import check_query, fold, needle
 from assay.types import numbers
 from assay.types.execution import Execution
 from assay.types.records import (
@@ -263,10 +263,6 @@ def _config_path(dialect: str, *path: str) -> Any:
     return value
 
 
-def _like_escaped(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _target_column(dialect: str) -> Any:
     """The run's target as SQL: ``target_override``, else ``target``."""
     return _config_field(dialect, "target_override", "target")
@@ -310,18 +306,33 @@ def list_runs(store: RunStore, where: RunFilter, limit: int = 50,
         conditions.append(runs.c.id.in_(select(tags.c.run_id).where(tags.c.tag == where.tag)))
     if where.branch is not None:
         conditions.append(_config_path(store.dialect, "git", "branch") == where.branch)
-    if where.text:
-        pattern = f"%{_like_escaped(needle(where.text))}%"
-        conditions.append(or_(*(func.lower(column).like(pattern, escape="\\") for column in (
-            runs.c.id, runs.c.name, runs.c.suite, runs.c.notes))))
+    newest = (runs.c.created_at.desc(), runs.c.id.desc())
     with store.transaction() as conn:
-        total = conn.execute(select(func.count()).select_from(runs).where(
-            and_(true_(), *conditions))).scalar_one()
-        rows = with_tags(conn, conn.execute(select(*run_columns()).where(
-            and_(true_(), *conditions)).order_by(runs.c.created_at.desc(), runs.c.id.desc())
-            .limit(limit).offset(offset)).fetchall())
+        if where.text:  # the page's runs picked from the matches, which are counted here
+            matches = _runs_holding(conn, conditions, where.text)
+            total = len(matches)
+            page = select(*run_columns()).where(runs.c.id.in_(matches[offset:offset + limit]))
+        else:
+            total = conn.execute(select(func.count()).select_from(runs).where(
+                and_(true_(), *conditions))).scalar_one()
+            page = select(*run_columns()).where(and_(true_(), *conditions)).offset(offset)
+        rows = with_tags(conn, conn.execute(page.order_by(*newest).limit(limit)).fetchall())
         baselines = {r.run_id for r in conn.execute(select(schema.baselines.c.run_id))}
     return [RunItem.of(read_run(r, now), baselines) for r in rows], int(total)
+
+
+def _runs_holding(conn: Connection, conditions: list[ColumnElement[bool]],
+                  text: str) -> list[str]:
+    """The ids of the runs meeting ``conditions`` whose id, name, suite or notes hold
+    ``text``, newest first. Matched here as :func:`search.fold` folds both, not by SQL's
+    ``lower()``: neither database folds as Unicode does (``STRASSE`` is ``Straße``), and a
+    store holds far fewer runs than cases, so reading their short columns costs little."""
+    runs = schema.runs
+    found = needle(text)
+    rows = conn.execute(select(runs.c.id, runs.c.name, runs.c.suite, runs.c.notes).where(
+        and_(true_(), *conditions)).order_by(runs.c.created_at.desc(), runs.c.id.desc()))
+    return [row.id for row in rows if any(
+        isinstance(value, str) and found in fold(value) for value in row)]
 
 
 def true_() -> ColumnElement[bool]:

@@ -57,7 +57,7 @@ from assay.errors import ConfigError
 from assay.store import sqlite_direct
 from assay.store.errors import StoreError
 from assay.store.revisions import revisions
-from assay.store.search import fold, search_text
+from assay.store.search import search_text
 from assay.store.writer import BatchWriter, EncodedJSON, json_each_works
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -1328,16 +1328,6 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
     sqlite_direct.pragmas(cursor)
     cursor.close()
-    # SQLite's own lower() changes only ASCII letters, so a search lower-cased in Python
-    # (search.fold) would never find "ÉTUDE": lower() is that fold, as PostgreSQL's is
-    # Unicode's.
-    dbapi_conn.create_function("lower", 1, _lower, deterministic=True)
-
-
-def _lower(value: Any) -> Any:
-    """SQL ``lower()`` on SQLite: text lower-cased as :func:`assay.store.search.fold` does;
-    anything else (NULL, a number, bytes) as SQLite's own leaves it."""
-    return fold(value) if isinstance(value, str) else value
 
 
 def _new_engine(url: str, memory: bool) -> Engine:

@@ -3,19 +3,25 @@
 Searching 100,000 cases by reading every case's and execution's JSON takes seconds; scanning
 short rows takes a fraction of that. So each stored case has a row in ``case_search``: its
 case id, input, expected output, the agent's output and error, each cut to
-:data:`FIELD_CHARS` characters, lower-cased. A search is a substring match of the lower-cased
-query in that text (the same on SQLite and PostgreSQL: plain LIKE on lower-cased text). What
-lies beyond the first :data:`FIELD_CHARS` characters of a field, and what the case row does not
-hold (tool calls, retrieved context, scores), is not searched.
+:data:`FIELD_CHARS` characters, folded by :func:`fold`. A search is a substring match of the
+folded query in that text: the text is folded in Python when it is written and the query when
+it is asked, so the database compares folded text alone (plain LIKE, the same on SQLite and
+PostgreSQL, neither of which folds text as Unicode does). What lies beyond the first
+:data:`FIELD_CHARS` characters of a field, and what the case row does not hold (tool calls,
+retrieved context, scores), is not searched.
 
-Migration ``0006`` fills it for cases stored before it, with this same function. A row is
+Migration ``0006`` fills it for cases stored before it, with this same function, and
+``0013`` folds again the text that ``0006`` and the writes before ``0013`` only lower-cased. A row is
 written with its case row and deleted with it (a resume that runs a case again writes it
 anew).
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
+import unicodedata
 from typing import Any
 
 import pydantic_core
@@ -80,9 +86,29 @@ def needle(query: str) -> str:
 
 
 def fold(text: str) -> str:
-    """Text as every search compares it, in any case: lower-cased (as SQL ``lower()`` on
-    both databases, and the static report's ``toLowerCase``)."""
-    return text.lower()
+    """Text as every search compares it, caseless in Unicode's sense: compatibility forms
+    normalised (NFKC: a full-width A, U+FF21, is ``a``, the ligature ``ﬁ`` is ``fi``), then case
+    folded (``str.casefold``: ``Straße`` and ``STRASSE`` are both ``strasse``), then normalised
+    again, as casefolding can undo NFKC. ``fold(fold(t)) == fold(t)``, and the fold of
+    lower-cased text is the fold of the text (so text only lower-cased folds to the same).
+
+    The one rule: the stored case text, the query, the run list's search and a comparison's
+    case search all fold here, never in SQL; the static report's search in the browser folds
+    with :func:`casefold_table`, made here from the same folding."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and casefold is lower() there
+        return text.lower()
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
-__all__ = ["FIELD_CHARS", "check_query", "fold", "needle", "search_text"]
+@functools.cache
+def casefold_table() -> dict[str, str]:
+    """The characters (in NFKC) whose case folding is not their lower case, each with its
+    folding (``ß``: ``ss``, the final sigma: the sigma, Cherokee's small letters: their capitals): with
+    it, a page folds as :func:`fold` does, lower-casing every other character (the static
+    report searches its cases in the browser, where JavaScript has ``toLowerCase`` and
+    NFKC but no case folding). Some 270 characters; computed once (a quarter of a second)."""
+    return {c: c.casefold() for c in map(chr, range(0x80, sys.maxunicode + 1))
+            if c.casefold() != c.lower() and unicodedata.is_normalized("NFKC", c)}
+
+
+__all__ = ["FIELD_CHARS", "casefold_table", "check_query", "fold", "needle", "search_text"]

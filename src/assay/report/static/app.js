@@ -185,14 +185,24 @@
     throw new Failure(404, "not available in a static report");
   }
 
+  // Text as the server's searches fold it (store/search.fold: NFKC, then Unicode's case
+  // folding): JavaScript lower-cases, and the characters whose folding is not their lower
+  // case come with the report (STATIC.fold, made by the server from the same folding).
+  function fold(text) {
+    const table = STATIC.fold || {};
+    let out = "";
+    for (const c of String(text).normalize("NFKC")) out += Object.hasOwn(table, c) ? table[c] : c.toLowerCase();
+    return out.normalize("NFKC");
+  }
+
   // The embedded comparison, its rows kept in the order the server gave them (regressions
   // first), filtered and paged as the server would.
   function staticComparison(params) {
     const cmp = STATIC.comparison;
     const statuses = [].concat(params.case_status || []);
-    const q = String(params.case_q || "").toLowerCase();
+    const q = fold(params.case_q || "");
     const keep = cmp.case_rows.map((r, i) => i).filter((i) => (!statuses.length || statuses.includes(cmp.case_rows[i].status)) &&
-      (!q || cmp.case_rows[i].case_id.toLowerCase().includes(q)));
+      (!q || fold(cmp.case_rows[i].case_id).includes(q)));
     const offset = Number(params.case_offset || 0), limit = Number(params.case_limit || 100);
     const page = keep.slice(offset, offset + limit);
     return Object.assign({}, cmp, { case_rows: page.map((i) => cmp.case_rows[i]), test_case_comparisons: page.map((i) => cmp.test_case_comparisons[i]),
@@ -215,8 +225,8 @@
       });
     }
     if (params.q) {
-      const q = String(params.q).toLowerCase();
-      rows = rows.filter((r) => [r.case_id, r.input_preview, r.output_preview, r.target_error || ""].some((t) => String(t).toLowerCase().includes(q)));
+      const q = fold(params.q);
+      rows = rows.filter((r) => [r.case_id, r.input_preview, r.output_preview, r.target_error || ""].some((t) => fold(t).includes(q)));
     }
     const sort = params.sort || "problems";
     const value = (r) => (params.evaluator && r.scores[params.evaluator] ? r.scores[params.evaluator].value : r.score);
