@@ -255,6 +255,46 @@ def test_a_plain_search_still_finds_its_cases(api):
     assert 0 < found["total"] < 12
 
 
+LOOKALIKES = [("c\u0430se-000001", "c\\u0430se-000001"),  # a Cyrillic a
+              ("case-000001\u200b", "case-000001\\u200b"),  # a zero-width space
+              ("\u202ecase-000001", "\\u202ecase-000001"),  # a right-to-left override
+              ("case-00000\uff11", "case-00000\\uff11")]  # a full-width 1
+
+
+@pytest.mark.parametrize(("given", "shown"), LOOKALIKES)
+def test_a_404_shows_a_look_alike_id_escaped_never_as_the_id_that_exists(api, given, shown):
+    client, run = api
+    answers = [
+        (client.get(f"/runs/{run}/case", params={"case_id": given}), "case_not_found"),
+        (client.get("/runs/compare/case", params={
+            "baseline_run_id": run, "candidate_run_id": run, "case_id": given}),
+         "case_not_found"),
+        (client.post(f"/runs/{run}/labels", json={
+            "case_id": given, "evaluator": "exact", "agrees": True, "author": "me"}),
+         "case_not_found"),
+        (client.get(f"/runs/{given}"), "run_not_found"),
+        (client.get("/runs/compare", params={"baseline_run_id": given,
+                                              "candidate_run_id": run}), "run_not_found"),
+        (client.get(f"/runs/{run}/case/value", params={
+            "case_id": "case-000001", "pointer": f"/{given}"}), "value_not_found"),
+    ]
+    assert client.get(f"/runs/{run}/case", params={"case_id": "case-000001"}).status_code == 200
+    for answer, code in answers:
+        detail = _error(answer, 404, code)
+        assert detail.isascii(), detail
+        if code != "run_not_found" or "compare" not in str(answer.url):
+            assert shown in detail, detail
+
+
+def test_every_echoed_value_is_cut_and_escaped_by_one_rule():
+    from assay._util.control_chars import quoted
+
+    assert quoted("plain-id") == "'plain-id'"
+    assert quoted("\u0430\u200b\x1b\u202e\U0001f600") == "'\\u0430\\u200b\\x1b\\u202e\\U0001f600'"
+    assert quoted("x" * 100) == repr("x" * 80) + "..."
+    assert quoted("\u0430" * 100, 3) == "'\\u0430\\u0430\\u0430'..."
+
+
 # -- 5. strict request bodies ------------------------------------------------------------------
 
 

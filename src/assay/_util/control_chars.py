@@ -30,6 +30,18 @@ def printable(value: Any) -> str:
     return _CONTROL.sub(_visible, text)
 
 
+def quoted(value: Any, limit: int = 80) -> str:
+    """A value from outside (an id or a parameter a request gave, a name in a file) as a
+    message quotes it: in quotes, cut to ``limit`` characters (``...`` after the closing
+    quote says so), and every character that is not printable ASCII shown as its escape
+    (``\\x1b``, ``\\u0430``, ``\\u200b``). A Cyrillic ``\\u0430`` for an ``a``, a zero-width
+    space or a bidirectional control would otherwise make a message read as if it named what
+    exists (``Run not found: 'abc'``) or reorder the message around it; escaped, the
+    difference shows. The one quoting of every message that echoes such a value."""
+    text = value if isinstance(value, str) else plain_text(value)
+    return ascii(text[:limit]) + ("..." if len(text) > limit else "")
+
+
 def plain_text(value: Any) -> str:
     """``value`` as a person reads it: a list of plain values as ``a, b, c``, a mapping of
     them as ``key: value, key: value``, anything nested as JSON; other values as ``str``

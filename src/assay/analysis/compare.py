@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util.control_chars import quoted
 from assay.analysis.diff import ConfigDiff, brief_value, config_diff
 from assay.analysis.significance import PairedComparison, paired_compare
 from assay.errors import ConfigError, EvaluationError
@@ -70,7 +71,7 @@ class RunNotFound(EvaluationError):
 
     def __init__(self, role: str, run_id: str) -> None:
         self.detail = f"{role.capitalize()} run not found"
-        super().__init__("run_not_found", f"{self.detail}: no run {run_id!r}")
+        super().__init__("run_not_found", f"{self.detail}: no run {quoted(run_id)}")
         self.role = role
         self.run_id = run_id
 

@@ -37,6 +37,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from assay._util.control_chars import quoted
 from assay._util.redact import (
     register,
     register_environment,
@@ -255,9 +256,8 @@ class StoreHolder:
 
 
 def _bad_value(name: str, value: str, expected: str) -> ApiError:
-    shown = value if len(value) <= 80 else value[:80] + "…"
     return ApiError(400, "invalid_parameter",
-                    f"query parameter {name!r}: {shown!r} is not {expected}")
+                    f"query parameter {name!r}: {quoted(value)} is not {expected}")
 
 
 def _time(value: datetime | None) -> float | None:
@@ -433,8 +433,8 @@ def _problem(error: Any) -> str:
              "body": "body field"}.get(loc[0] if loc else "", "parameter")
     name = ".".join(loc[1:]) or "body"
     shown = "" if isinstance(given, dict | list) or given is None else \
-        f" (got {str(given)[:80]!r})"
-    return f"{where} {name!r}: {error.get('msg', 'invalid')}{shown}"
+        f" (got {quoted(str(given))})"
+    return f"{where} {quoted(name)}: {error.get('msg', 'invalid')}{shown}"
 
 
 def _json_kind(value: Any) -> str:
@@ -463,7 +463,7 @@ def _known_parameters(request: Request) -> None:
     if unknown:
         shown = sorted(name for name, documented in taken.items() if documented)
         raise ApiError(400, "invalid_parameter", (
-            f"query parameter {unknown[0][:80]!r}: not a parameter of "
+            f"query parameter {quoted(unknown[0])}: not a parameter of "
             f"{route.name}; it takes " + (", ".join(shown) or "none")))
 
 
@@ -533,7 +533,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     def require_run(run_id: str) -> RunRecord:
         run = queries.find_run(store(), run_id)
         if run is None:
-            raise ApiError(404, "run_not_found", f"Run not found: {run_id!r}")
+            raise ApiError(404, "run_not_found", f"Run not found: {quoted(run_id)}")
         return run
 
     # -- errors -----------------------------------------------------------------------------
@@ -742,7 +742,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         found = [queries.case_record(store(), require_run(run_id).id, case_id, repeat)
                  for run_id in (baseline_run_id, candidate_run_id)]
         if found[0] is None and found[1] is None:
-            raise ApiError(404, "case_not_found", f"Case not found: {case_id!r} (repeat "
+            raise ApiError(404, "case_not_found", f"Case not found: {quoted(case_id)} (repeat "
                            f"{repeat}) in neither run")
         return case_sides(case_id, found[0], found[1])
 
@@ -822,7 +822,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         except (queries.RunInUse, BatchesNotCancelled) as exc:
             raise ApiError(409, exc.code, exc.message) from None
         if not done.deleted:  # another request deleted it since it was found
-            raise ApiError(404, "run_not_found", f"Run not found: {run_id!r} (deleted by "
+            raise ApiError(404, "run_not_found", f"Run not found: {quoted(run_id)} (deleted by "
                            "another request)")
         if done.not_cancelled:
             log.warning("run %s deleted; batch(es) %s could not be cancelled and run to their "
@@ -930,7 +930,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         record = queries.case_record(store(), run.id, case_id, repeat)
         if record is None:
             raise ApiError(404, "case_not_found",
-                           f"Case not found: {case_id!r} (repeat {repeat}) in run {run.id}")
+                           f"Case not found: {quoted(case_id)} (repeat {repeat}) in run "
+                           f"{quoted(run.id)}")
         detail = case_detail(record, run)
         text = detail.model_dump_json()
         scrubbed = scrub_json(text)
@@ -954,7 +955,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             found = value_at(data, pointer)
         except KeyError:
             raise ApiError(404, "value_not_found", f"the case page has no value at pointer "
-                           f"{pointer[:200]!r}") from None
+                           f"{quoted(pointer, 200)}") from None
         text = found if isinstance(found, str) else orjson.dumps(
             found, option=orjson.OPT_INDENT_2).decode()
         return CaseValue(pointer=pointer, length=len(text), offset=offset,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
+from assay._util.control_chars import quoted
 from assay._util.redact import scrub, scrub_json
 from assay.errors import EvaluationError
 from assay.types import numbers
@@ -95,11 +96,10 @@ class LaunchRefused(Exception):
 
 def _shown(value: str) -> str:
     """A value from a request as an error message quotes it: credentials in a URL hidden,
-    cut short."""
+    cut short, anything but printable ASCII escaped (:func:`quoted`)."""
     from assay.llm.models import display_model
 
-    shown = display_model(value)
-    return repr(shown if len(shown) <= 80 else shown[:80] + "…")
+    return quoted(display_model(value))
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ def suite_under(suite: str, roots: list[Path]) -> Path:
         if candidate.exists():
             return candidate
     raise LaunchRefused(404, "unknown_suite",
-                        f"no suite {suite!r} under the server's suite root(s); give a "
+                        f"no suite {quoted(suite)} under the server's suite root(s); give a "
                         "path relative to a root (assay serve --suites DIR)")
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from assay._util.control_chars import printable
+from assay._util.control_chars import printable, quoted
 from assay._util.limits import depth_message, too_deep
 from assay.store.traces import ReceivedSpan
 from assay.traces.reader import CUT_ATTRIBUTE
@@ -92,7 +92,7 @@ def media_type(content_type: str | None) -> str:
     if found == JSON:
         return JSON
     raise OtlpRefused(415, "unsupported_media_type",
-                      f"Content-Type {found[:80]!r} is not an OTLP trace export: send "
+                      f"Content-Type {quoted(found)} is not an OTLP trace export: send "
                       f"{PROTOBUF} or {JSON}")
 
 
@@ -106,7 +106,7 @@ def decompressed(body: bytes, encoding: str | None, limit: int) -> bytes:
         return body
     if name not in ("gzip", "deflate"):
         raise OtlpRefused(415, "unsupported_encoding",
-                          f"Content-Encoding {name[:40]!r} is not supported: send gzip, "
+                          f"Content-Encoding {quoted(name, 40)} is not supported: send gzip, "
                           "deflate or none")
     out = bytearray()
     rest = _inflate(body, name, limit, out)
@@ -286,7 +286,7 @@ def _add(decoded: Decoded, trace_id: str | None, span_id: str | None, service: A
         decoded.reject("a span has no trace id")
         return
     if not span_id or not span_id.strip("0"):
-        decoded.reject(f"a span of trace {_shown(trace_id)} has no span id")
+        decoded.reject(f"a span of trace {quoted(trace_id)} has no span id")
         return
     try:
         span = build()
@@ -301,7 +301,7 @@ def _add(decoded: Decoded, trace_id: str | None, span_id: str | None, service: A
     if problem is None and (too_deep(span.attributes) or too_deep(span.events)):
         problem = f"its attribute values: {depth_message()}"
     if problem is not None:
-        decoded.reject(f"span {_shown(span.name)}: {problem}")
+        decoded.reject(f"span {quoted(span.name)}: {problem}")
         return
     decoded.spans.append(ReceivedSpan(trace_id, _bounded(span),
                                       str(service) if service is not None else None))
@@ -313,7 +313,7 @@ def _id_problem(name: str, value: str, size: int) -> str | None:
     character or text for a terminal."""
     if len(value) == 2 * size and _HEX.fullmatch(value) and value.strip("0"):
         return None
-    return (f"{name} {_shown(value)} is not an id: expected {2 * size} hex digits "
+    return (f"{name} {quoted(value)} is not an id: expected {2 * size} hex digits "
             f"({size} bytes), not all zero")
 
 
@@ -328,11 +328,6 @@ def _time_problem(span: Span) -> str | None:
             return (f"{name} is {seconds:g} s since 1970: expected a time OTLP can say, "
                     "64-bit nanoseconds since 1970 (before the year 2554)")
     return None
-
-
-def _shown(text: str) -> str:
-    """Text from the request in a message: quoted, its control characters escaped, cut."""
-    return repr(text[:80]) + ("..." if len(text) > 80 else "")
 
 
 def _bounded(span: Span) -> Span:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from assay._util.control_chars import printable
+from assay._util.control_chars import quoted
 from assay._util.redact import scrub_json_bytes
 from assay.server.settings import BODY_IDLE_SECONDS, host_key
 
@@ -191,7 +191,7 @@ def _holding_nul(scope: Scope) -> str | None:
         return None
     for name, value in parse_qsl(query, keep_blank_values=True):
         if "\x00" in name or "\x00" in value:
-            return f"query parameter {printable(name)[:80]!r}"
+            return f"query parameter {quoted(name)}"
     return None
 
 

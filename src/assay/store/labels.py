@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy import select
 
+from assay._util.control_chars import quoted
 from assay._util.redact import scrub
 from assay._util.times import iso_utc
 from assay.errors import ConfigError
@@ -105,16 +106,19 @@ def add_label(store: RunStore, run_id: str, case_id: str, repeat: int, evaluator
 
     record = case_record(store, run_id, case_id, repeat)
     if record is None:
-        raise ConfigError(f"run {run_id} has no case {case_id!r} (repeat {repeat})",
+        raise ConfigError(f"run {quoted(run_id)} has no case {quoted(case_id)} (repeat "
+                          f"{repeat})",
                           code="case_not_found")
     score: Score | None = record.score_named(evaluator)
     if score is None:
         names = ", ".join(s.name for s in record.scores) or "none"
-        raise ConfigError(f"case {case_id!r} has no score from {evaluator!r} (its scores: "
+        raise ConfigError(f"case {quoted(case_id)} has no score from {quoted(evaluator)} (its "
+                          f"scores: "
                           f"{names})", code="score_not_found")
     if score.value is None and (agrees or value is None):
         state = f"an error ({score.error.code})" if score.error is not None else "skipped"
-        raise ConfigError(f"the score from {evaluator!r} of case {case_id!r} is {state}: it "
+        raise ConfigError(f"the score from {quoted(evaluator)} of case {quoted(case_id)} is "
+                          f"{state}: it "
                           "has no verdict to agree or disagree with; give the value it should "
                           "have had (agrees false, with value)", code="invalid_label")
     label = HumanLabel(
