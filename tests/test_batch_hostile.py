@@ -366,3 +366,50 @@ def test_a_batch_whose_results_are_gone_at_the_provider_is_sent_live_saying_so(
     assert mock_server.stats.requests == len(ROWS)
     assert "its results are gone at the provider" in _notes(done), done.summary.notes
     assert f"{len(ROWS)} judge request(s) got no usable answer" in _notes(done)
+
+
+def test_a_results_file_is_read_a_line_at_a_time_never_whole(mock_server, monkeypatch):
+    """A results file (up to a gigabyte at the provider) is read a line at a time: reading
+    40 MB of results, whose answers are small, holds a few megabytes at most, and every
+    answer and every bad line is still read; an over-long line is one bad line."""
+    import asyncio
+    import tracemalloc
+
+    from assay.llm.batch import BatchStatus
+    from assay.llm.build import build_engine
+    from assay.llm.providers import batches
+    from assay.types.config import RunConfig
+
+    monkeypatch.setenv("OPENAI_BASE_URL", mock_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    padding = "p" * 20_000  # read, then dropped: what a line holds besides the answer
+    lines = [orjson.loads(_answer_line("openai", f"c{i}", f"answer {i}")) for i in range(2_000)]
+    body = b"".join(orjson.dumps({**line, "padding": padding}) + b"\n" for line in lines)
+    body += b"not json\n" + b"x" * 300_000 + b"\n" + orjson.dumps(lines[0])  # no last newline
+    mock_server.server.batch_api.files["file-big"] = body
+    monkeypatch.setattr(batches, "RESULT_LINE_MAX_BYTES", 100_000, raising=False)
+    engine = build_engine(RunConfig(judge_model=JUDGES["openai"]))
+    api = engine.resolve(JUDGES["openai"]).batch_api()
+    assert api is not None
+    status = BatchStatus("batch-big", "completed", True, {}, {"output_file_id": "file-big"})
+
+    async def read() -> list[Any]:
+        try:
+            return await api.results(status, 60)
+        finally:
+            await engine.aclose()
+
+    tracemalloc.start()
+    try:
+        answers = asyncio.run(read())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(body) > 40_000_000 and peak < 12_000_000, f"{peak:,} bytes at the peak"
+    assert [a.response["choices"][0]["message"]["content"] for a in answers[:2000]] == [
+        f"answer {i}" for i in range(2000)]
+    assert [a.error for a in answers[2000:-1]] == [
+        f"line 2001 of {mock_server.url}/files/file-big/content is not JSON",
+        f"line 2002 of {mock_server.url}/files/file-big/content is longer than 100,000 "
+        "bytes"]
+    assert answers[-1].custom_id == "c0" and answers[-1].response is not None

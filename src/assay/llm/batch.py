@@ -17,6 +17,7 @@ API and Anthropic's Message Batches both bill half.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -168,8 +169,14 @@ class BatchAPI(ABC):
         """The batch's status now."""
 
     @abstractmethod
+    def answers(self, status: BatchStatus, timeout: float) -> AsyncIterator[BatchAnswer]:
+        """The answers of a finished batch as its results are read, a line at a time (a
+        request it has no line for is not in them): a results file may be a gigabyte, and
+        is never held whole."""
+
     async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
-        """The answers of a finished batch (a request it has no line for is not in them)."""
+        """Every answer of a finished batch (see :meth:`answers`)."""
+        return [found async for found in self.answers(status, timeout)]
 
 
 @dataclass(slots=True)

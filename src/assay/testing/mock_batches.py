@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from assay.testing.mock_server import MockServer
 
 OPENAI_ENDPOINT = "/v1/chat/completions"
-Handler = Callable[[web.Request], Awaitable[web.Response]]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """An Anthropic batch request's custom id."""
 
@@ -75,6 +75,23 @@ class MockBatch:
 def _error(message: str, status: int = 400) -> web.Response:
     return web.json_response({"error": {"message": message, "type": "invalid_request_error"}},
                              status=status)
+
+
+SENT_CHUNK = 64 * 1024
+
+
+async def _sent(request: web.Request, body: bytes, content_type: str) -> web.StreamResponse:
+    """``body`` sent a chunk at a time, each written once the client took the one before, as
+    a provider serves a results file: a file of a gigabyte is never copied whole into the
+    server's send buffer."""
+    response = web.StreamResponse(headers={"Content-Type": content_type})
+    response.content_length = len(body)
+    await response.prepare(request)
+    view = memoryview(body)
+    for start in range(0, len(body), SENT_CHUNK):
+        await response.write(view[start:start + SENT_CHUNK])
+    await response.write_eof()
+    return response
 
 
 def _iso(seconds: float) -> str:
@@ -107,7 +124,7 @@ class BatchEndpoints:
 
     def _unless_down(self, handler: Handler) -> Handler:
         """``handler``, or HTTP 503 while the configuration has the batch APIs down."""
-        async def serve(request: web.Request) -> web.Response:
+        async def serve(request: web.Request) -> web.StreamResponse:
             if self.server.config.batch_unavailable:
                 self.server.stats.batch_unavailable += 1
                 return _error("mock: the batch API is down", 503)
@@ -139,11 +156,11 @@ class BatchEndpoints:
                                   "created_at": int(time.time()), "filename": name,
                                   "purpose": "batch"})
 
-    async def content(self, request: web.Request) -> web.Response:
+    async def content(self, request: web.Request) -> web.StreamResponse:
         found = self.files.get(request.match_info["id"])
         if found is None:
             return _error("no such file", 404)
-        return web.Response(body=found, content_type="application/octet-stream")
+        return await _sent(request, found, "application/octet-stream")
 
     async def delete_file(self, request: web.Request) -> web.Response:
         file_id = request.match_info["id"]
@@ -287,14 +304,14 @@ class BatchEndpoints:
         batch.body.update(processing_status="ended", ended_at=_iso(time.time()),
                           results_url=f"{origin}/v1/messages/batches/{batch.body['id']}/results")
 
-    async def anthropic_results(self, request: web.Request) -> web.Response:
+    async def anthropic_results(self, request: web.Request) -> web.StreamResponse:
         batch = self.batches.get(request.match_info["id"])
         if batch is None or batch.kind != "anthropic":
             return _error("no such batch", 404)
         if batch.body["processing_status"] != "ended":
             return _error("the batch has not ended yet")
-        return web.Response(body=b"".join(orjson.dumps(r) + b"\n" for r in batch.results)
-                            + self._extra_lines(batch), content_type="application/binary")
+        return await _sent(request, b"".join(orjson.dumps(r) + b"\n" for r in batch.results)
+                           + self._extra_lines(batch), "application/binary")
 
     # -- both ---------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ id the provider gives goes into a URL only once it is checked to be an id
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from abc import abstractmethod
@@ -59,7 +60,12 @@ from assay.llm.batch import (
     Lookup,
     NoBatchListing,
 )
-from assay.llm.providers.http_session import decode_json, exchange
+from assay.llm.providers.http_session import (
+    DEFAULT_MAX_BYTES,
+    decode_json,
+    exchange,
+    exchange_lines,
+)
 from assay.llm.types import BadResponse, ChatRequest, RequestRejected
 
 if TYPE_CHECKING:
@@ -67,7 +73,10 @@ if TYPE_CHECKING:
     from assay.llm.providers.openai_http import OpenAIHTTPProvider
 
 RESULTS_MAX_BYTES = 1024 * 1024 * 1024
-"""The largest results file read (a batch's answers: 50,000 judgements of a few KB each)."""
+"""The largest results file read (a batch's answers: 50,000 judgements of a few KB each). It
+is read a line at a time, never held whole."""
+RESULT_LINE_MAX_BYTES = DEFAULT_MAX_BYTES
+"""The longest line of a results file read: one answer, held to a live answer's bound."""
 OPENAI_DONE = frozenset({"completed", "failed", "expired", "cancelled"})
 OPENAI_STATES = OPENAI_DONE | {"validating", "in_progress", "finalizing", "cancelling"}
 """Every state OpenAI's Batch API gives a batch."""
@@ -117,29 +126,49 @@ class EndlessListing(BadResponse):
     retryable = False
 
 
-def result_lines(url: str, payload: bytes, answer: Callable[[dict[str, Any], str],
-                                                            BatchAnswer]) -> list[BatchAnswer]:
-    """The answers of a batch's JSONL results from ``url`` (blank lines skipped), ``answer``
-    reading each line that is an object naming its request (its ``custom_id``); a line that
-    is not is an answer without a custom id whose error says which line and what was wrong,
-    so that one bad line costs no other answer of the file."""
+async def result_lines(url: str, lines: AsyncIterator[bytes | None],
+                       answer: Callable[[dict[str, Any], str], BatchAnswer]
+                       ) -> AsyncIterator[BatchAnswer]:
+    """The answers of a batch's JSONL results from ``url``, read a line at a time as
+    :func:`~assay.llm.providers.http_session.exchange_lines` gives them (blank lines
+    skipped), ``answer`` reading each line that is an object naming its request (its
+    ``custom_id``); a line that is not (or is longer than :data:`RESULT_LINE_MAX_BYTES`) is
+    an answer without a custom id whose error says which line and what was wrong, so that
+    one bad line costs no other answer of the file."""
     where = redact_url(url)
-    found = []
-    for n, line in enumerate(payload.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            found.append(BatchAnswer(None, error=f"line {n} of {where} is not JSON"))
-            continue
-        if not isinstance(value, dict):
-            found.append(BatchAnswer(None, error=f"line {n} of {where} is not a JSON object"))
-        elif not isinstance(value.get("custom_id"), str) or not value["custom_id"]:
-            found.append(BatchAnswer(None, error=f"line {n} of {where} names no custom_id"))
-        else:
-            found.append(answer(value, value["custom_id"]))
-    return found
+    n = 0
+    async for line in lines:
+        n += 1
+        if line is None:
+            yield BatchAnswer(None, error=f"line {n} of {where} is longer than "
+                                          f"{RESULT_LINE_MAX_BYTES:,} bytes")
+        elif line.strip():
+            yield _result_line(line, n, where, answer)
+
+
+def _result_line(line: bytes, n: int, where: str,
+                 answer: Callable[[dict[str, Any], str], BatchAnswer]) -> BatchAnswer:
+    """The answer of line ``n`` of a results file (see :func:`result_lines`)."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return BatchAnswer(None, error=f"line {n} of {where} is not JSON")
+    if not isinstance(value, dict):
+        return BatchAnswer(None, error=f"line {n} of {where} is not a JSON object")
+    if not isinstance(value.get("custom_id"), str) or not value["custom_id"]:
+        return BatchAnswer(None, error=f"line {n} of {where} names no custom_id")
+    return answer(value, value["custom_id"])
+
+
+async def read_results(url: str, headers: dict[str, str], timeout: float,
+                       answer: Callable[[dict[str, Any], str], BatchAnswer]
+                       ) -> AsyncIterator[BatchAnswer]:
+    """The answers of the results file at ``url``, streamed: the file is never held whole
+    (it may be a gigabyte), only the line being read."""
+    async with contextlib.aclosing(exchange_lines(
+            "GET", url, headers, timeout, RESULTS_MAX_BYTES, RESULT_LINE_MAX_BYTES)) as lines:
+        async for found in result_lines(url, lines, answer):
+            yield found
 
 
 async def fetch_object(method: str, url: str, headers: dict[str, str], timeout: float,
@@ -350,13 +379,11 @@ class OpenAIBatches(_ProviderBatches):
         return BatchStatus(batch_id, state, state in self.ended,
                            _counts(found.get("request_counts")), detail)
 
-    async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
-        answers = []
+    async def answers(self, status: BatchStatus, timeout: float) -> AsyncIterator[BatchAnswer]:
         for file_id in self.files(status):
             url = self._file_url(file_id, "content")
-            payload = await exchange("GET", url, None, self.headers, timeout, RESULTS_MAX_BYTES)
-            answers += result_lines(url, payload, self._answer)
-        return answers
+            async for found in read_results(url, self.headers, timeout, self._answer):
+                yield found
 
     @staticmethod
     def _answer(line: dict[str, Any], custom_id: str) -> BatchAnswer:
@@ -411,8 +438,7 @@ class AnthropicBatches(_ProviderBatches):
             status = await self.status(batch_id, timeout)
             if not status.done:
                 unsure.append(batch_id)
-            elif {a.custom_id for a in await self.results(status, timeout)
-                  if a.custom_id is not None} == custom_ids:
+            elif await self._custom_ids(status, timeout) == custom_ids:
                 return Lookup(batch_id)
         return Lookup(unsure=tuple(unsure))
 
@@ -423,17 +449,22 @@ class AnthropicBatches(_ProviderBatches):
                            _counts(found.get("request_counts")),
                            {"results_url": found.get("results_url")})
 
-    async def results(self, status: BatchStatus, timeout: float) -> list[BatchAnswer]:
+    async def answers(self, status: BatchStatus, timeout: float) -> AsyncIterator[BatchAnswer]:
         url = status.detail.get("results_url")
         if not isinstance(url, str) or not url:
-            return []
+            return
         here, there = URL(self.base), URL(url)
         if (there.scheme, there.host, there.port) != (here.scheme, here.host, here.port):
             raise RequestRejected(f"the results of batch {status.batch_id} are at another "
                                   f"origin ({redact_url(url)}); assay does not send the key "
                                   "there")
-        payload = await exchange("GET", url, None, self.headers, timeout, RESULTS_MAX_BYTES)
-        return result_lines(url, payload, self._answer)
+        async for found in read_results(url, self.headers, timeout, self._answer):
+            yield found
+
+    async def _custom_ids(self, status: BatchStatus, timeout: float) -> set[str]:
+        """The custom ids a finished batch's results name (its answers read and let go)."""
+        return {found.custom_id async for found in self.answers(status, timeout)
+                if found.custom_id is not None}
 
     def _answer(self, line: dict[str, Any], custom_id: str) -> BatchAnswer:
         from assay.llm.providers.anthropic_http import from_anthropic

@@ -17,6 +17,7 @@ import contextlib
 import email.utils
 import time
 import weakref
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING
 
 import orjson
@@ -130,9 +131,53 @@ async def exchange(method: str, url: str, data: bytes | None, headers: dict[str,
     """One HTTP request (``data``: its body, None for none) and the answer's body, read up to
     ``max_bytes``, under the rules of :func:`post_json_value`: redirects within the origin
     only, ``timeout`` over the whole call, every failure a ProviderError."""
+    async with _answered(method, url, data, headers, timeout) as resp:
+        return await _read_bounded(resp, max_bytes or DEFAULT_MAX_BYTES)
+
+
+async def exchange_lines(method: str, url: str, headers: dict[str, str], timeout: float,
+                         max_bytes: int, max_line: int) -> AsyncGenerator[bytes | None, None]:
+    """:func:`exchange` for an answer read a line at a time (a JSON Lines file of any size
+    in bounded memory): each line as it arrives, without its newline (only a newline ends a
+    line, as :mod:`assay._util.jsonlines` says), or None for one longer than ``max_line``
+    bytes, which is dropped as it arrives. More than ``max_bytes`` in all fails the call with
+    :class:`ResponseTooLarge`. Close it (``contextlib.aclosing``) when leaving it early, so
+    its connection is let go at once."""
+    async with _answered(method, url, None, headers, timeout) as resp:
+        declared = resp.content_length
+        if declared is not None and declared > max_bytes:
+            raise ResponseTooLarge(_too_large(declared, max_bytes))
+        pending = bytearray()
+        size, overlong = 0, False
+        async for chunk in resp.content.iter_chunked(64 * 1024):
+            size += len(chunk)
+            if size > max_bytes:
+                raise ResponseTooLarge(_too_large(size, max_bytes, at_least=True))
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                overlong = overlong or len(pending) + end - start > max_line
+                yield None if overlong else \
+                    bytes(pending) + chunk[start:end] if pending else chunk[start:end]
+                pending.clear()
+                overlong, start = False, end + 1
+            overlong = overlong or len(pending) + len(chunk) - start > max_line
+            if overlong:
+                pending.clear()
+            else:
+                pending += chunk[start:]
+        if pending or overlong:
+            yield None if overlong else bytes(pending)
+
+
+@contextlib.asynccontextmanager
+async def _answered(method: str, url: str, data: bytes | None, headers: dict[str, str],
+                    timeout: float) -> AsyncIterator[aiohttp.ClientResponse]:
+    """The successful answer to one request, open while its body is read: redirects
+    followed within the origin only, an error status raised as its ProviderError,
+    ``timeout`` over the whole call (the body's reading too), and every failure of the
+    connection, while asking or while reading, a ProviderError."""
     import aiohttp
 
-    limit = max_bytes or DEFAULT_MAX_BYTES
     url, headers = split_credentials(url, headers)
     deadline = time.monotonic() + timeout
     try:
@@ -151,7 +196,8 @@ async def exchange(method: str, url: str, data: bytes | None, headers: dict[str,
                 if resp.status >= 400:
                     payload = await _read_bounded(resp, ERROR_BODY_BYTES, truncate=True)
                     raise status_error(resp.status, resp.headers.get("Retry-After"), payload)
-                return await _read_bounded(resp, limit)
+                yield resp
+                return
         raise RequestRejected(f"{redact_url(url)} redirected more than {MAX_REDIRECTS} "
                               "times; point the model at the address that answers")
     except ProviderError:
