@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -1150,6 +1151,40 @@ def test_the_trend_charts_time_ticks_never_repeat_a_label(browser, tmp_path):
             "document.querySelector('#runs-chart').uplot.axes[0]._values") if t]
         page.close()
     assert len(ticks) > 2 and len(set(ticks)) == len(ticks), ticks
+
+
+def test_ids_that_hide_or_reorder_text_read_as_the_terminal_shows_them(browser, tmp_path):
+    """A case id holding a bidirectional override or a zero-width space is shown with the
+    character escaped, on the run's page and the case's, as ``assay show`` prints it."""
+    from assay.report.safe_text import printable
+    from assay.types.case import Case
+    from assay.types.execution import Execution
+    from assay.types.records import CaseRecord, Verdict
+    from assay.types.score import Score
+
+    hostile = ["x\u202ey.txt", "a\u200bb"]
+
+    def write(store: RunStore) -> str:
+        run = write_run(store, 1, seed=1)
+        for case_id in hostile:
+            record = CaseRecord(run_id=run, case_id=case_id, case=Case(id=case_id, input="q"),
+                                execution=Execution(input="q", output="a\u2066b"),
+                                scores=[Score(name="s", value=1.0)], score=1.0,
+                                verdict=Verdict.PASS)
+            store.record_execution(run, case_id, 0, record.execution)
+            store.record_score(run, case_id, 0, record.scores[0])
+            store.record_case(record)
+        return run
+
+    with _one_run(browser, tmp_path, write) as (served, page, run_id):
+        page.goto(f"{served}/#/run/{run_id}")
+        page.wait_for_selector("#cases tbody tr")
+        shown = page.locator("#cases").inner_text()
+        for case_id in hostile:
+            assert printable(case_id) in shown and case_id not in shown, shown
+        page.goto(f"{served}/#/case/{run_id}?case_id={quote(hostile[0])}")
+        expect(page.locator("h1")).to_have_text(printable(hostile[0]))
+        assert "a\\u2066b" in page.locator("#agent-output").inner_text()
 
 
 def test_a_score_with_no_pass_or_fail_of_its_own_is_not_shown_as_passed(browser, tmp_path):

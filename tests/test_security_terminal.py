@@ -168,3 +168,19 @@ def test_no_line_printed_without_markup_escapes_its_data_for_markup() -> None:
                    for arg in node.args for inner in ast.walk(arg)):
                 found.append(f"{path.name}:{node.lineno}")
     assert not found, found
+
+
+def test_the_web_ui_makes_the_same_characters_visible_as_the_terminal() -> None:
+    """One rule for what hides or reorders text: the web UI's ``CONTROL`` is the class
+    :func:`printable` uses, written the same way, and zero-width characters are in it (an id
+    with one read as the id without it)."""
+    import re
+
+    from assay._util.control_chars import CONTROL_CLASS
+
+    app = (Path(__file__).resolve().parents[1] / "src" / "assay" / "report" / "static" /
+           "app.js").read_text(encoding="utf-8")
+    found = re.search(r"const CONTROL = /(\[.*?\])/g;", app)
+    assert found is not None and found.group(1) == CONTROL_CLASS
+    assert printable("a\u200bb\ufeff\u2060x\u202ey\u2028") == \
+        "a\\u200bb\\ufeff\\u2060x\\u202ey\\u2028"

@@ -14,7 +14,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+CONTROL_CLASS = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+"""What is shown as an escape: C0 and C1 controls (not tab or newline), bidirectional marks,
+embeddings, overrides and isolates, zero-width characters, line and paragraph separators and
+the byte-order mark, each of which hides or reorders text around it. Written with escapes
+so the web UI's ``CONTROL`` (``report/static/app.js``) is this very class, character for
+character (a test compares them)."""
+
+_CONTROL = re.compile(CONTROL_CLASS)
 
 
 def _visible(match: re.Match[str]) -> str:

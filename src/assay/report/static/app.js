@@ -37,9 +37,20 @@
   function add(el, children) {
     for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
-      el.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+      el.appendChild(child instanceof Node ? child : document.createTextNode(visible(child)));
     }
     return el;
+  }
+
+  // Characters that hide or reorder the text around them (controls, bidirectional overrides,
+  // zero-width characters) are shown as escapes, as the terminal shows them, so an id with
+  // one never reads as another: the very class of assay/_util/control_chars.py.
+  const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+  function visible(value) {
+    return String(value).replace(CONTROL, (c) => {
+      const code = c.charCodeAt(0);
+      return code < 0x100 ? "\\x" + code.toString(16).padStart(2, "0") : "\\u" + code.toString(16).padStart(4, "0");
+    });
   }
 
   const SVG = "http://www.w3.org/2000/svg";
@@ -50,7 +61,7 @@
     }
     for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
-      el.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+      el.appendChild(child instanceof Node ? child : document.createTextNode(visible(child)));
     }
     return el;
   }
