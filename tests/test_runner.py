@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from assay.judges import Contains, ExactMatch, SemanticSimilarity
+from assay.llm.engine import JudgeEngine
 from assay.report.rows import agentv_row
 from assay.run.runner import Runner, case_verdict
 from assay.store import schema
@@ -18,6 +19,7 @@ from assay.targets import Target
 from assay.types.case import Case
 from assay.types.config import Gates, RunConfig
 from assay.types.execution import Execution
+from assay.types.score import Score
 
 
 class EchoTarget(Target):
@@ -246,3 +248,86 @@ def test_whether_an_evaluator_is_a_dataset_metric_is_asked_once_per_class(monkey
                             evaluators=["exact_match", "contains"], store=":memory:")
     assert result.summary.cases == 200
     assert len(checks) <= 2, f"{len(checks)} protocol checks for 200 cases"
+
+
+
+class GrowingExecutor:
+    """A CaseExecutor in this process whose capacity grows to ``grown`` once ``grow_after``
+    cases are done (a cluster a node joined), counting the cases in flight at once. A case
+    ``plan`` names stalls (``stall``) or raises (``fail``)."""
+
+    def __init__(self, first: int, grown: int, grow_after: int,
+                 plan: dict[str, str] | None = None) -> None:
+        self.slots, self.grown, self.grow_after = first, grown, grow_after
+        self.plan = plan or {}
+        self.done = self.in_flight = self.peak = 0
+        self.tasks: set[asyncio.Task[object]] = set()
+
+    def capacity(self) -> int:
+        return self.slots
+
+    async def run_case(self, item: SuiteCase, repeat: int, execution: Execution | None,
+                       have: dict[str, Score]) -> tuple[Execution, dict[str, Score]]:
+        self.tasks.add(asyncio.current_task())  # type: ignore[arg-type]
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            if self.plan.get(item.case.id) == "fail":
+                raise RuntimeError("the cluster broke")
+            await asyncio.sleep(3600 if self.plan.get(item.case.id) == "stall" else 0.01)
+        finally:
+            self.in_flight -= 1
+        self.done += 1
+        if self.done == self.grow_after:
+            self.slots = self.grown
+        return (Execution(input=item.case.input, output=str(item.case.input)),
+                {"exact_match": Score(name="exact_match", value=1.0)})
+
+
+def _elsewhere(executor: GrowingExecutor, store: RunStore, engine: JudgeEngine,
+               cases: int = 30) -> Runner:
+    suite = Suite(name="demo", evaluators=[ExactMatch()], cases=[
+        SuiteCase(case=Case(id=f"case-{i}", input=f"answer {i}", expected_output=f"answer {i}"))
+        for i in range(cases)])
+    return Runner(suite, lambda _n: EchoTarget(), engine, store, RunConfig(),
+                  executor=executor)
+
+
+async def test_a_run_keeps_more_cases_in_flight_when_its_executor_grows(tmp_path: Path,
+                                                                        engine_factory):
+    """A cluster that a node joined runs more cases at once: the runner adds slots when its
+    executor's capacity grows (it never removes one), and every case is stored once."""
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    executor = GrowingExecutor(first=2, grown=5, grow_after=4)
+    run_id = store.create_run("demo", {})
+    result = await _elsewhere(executor, store, engine_factory()).run(run_id)
+    assert result.summary.cases == 30 and result.summary.verdicts == {"pass": 30}
+    assert executor.peak == 5
+    assert _count(store, schema.case_results, run_id) == 30
+
+
+@pytest.mark.parametrize("ending", ["error", "cancel"])
+async def test_slots_added_as_the_executor_grows_end_as_the_first_ones_do(
+        tmp_path: Path, engine_factory, ending):
+    """One slot; its first case done, the capacity grows to three. The first slot's next
+    case waits for ever; a slot added later raises (or the run is cancelled): the run raises
+    that at once, not when the first slot ends, and no slot is left running."""
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    later = "fail" if ending == "error" else "stall"
+    executor = GrowingExecutor(first=1, grown=3, grow_after=1, plan={
+        "case-1": "stall", "case-2": later, "case-3": later})
+    run = asyncio.ensure_future(_elsewhere(executor, store, engine_factory(), cases=4).run(
+        store.create_run("demo", {})))
+    if ending == "error":
+        with pytest.raises(RuntimeError, match="the cluster broke"):
+            await asyncio.wait_for(run, 10)
+    else:
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if executor.in_flight == 3:
+                break
+        assert executor.in_flight == 3  # the first slot and the two added
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    assert len(executor.tasks) == 3 and all(task.done() for task in executor.tasks)

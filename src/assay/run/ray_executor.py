@@ -5,7 +5,9 @@ Users who outgrow one machine already run Ray (a ``ray start`` on a few hosts, K
 Anyscale); assay runs on it rather than on a scheduler of its own:
 
 - **Workers** are Ray actors (:class:`CaseWorker`), one per CPU of the cluster by default,
-  placed by Ray (a target's ``resources: {GPU: 1}`` asks for what its cases need). Each
+  placed by Ray (a target's ``resources: {GPU: 1}`` asks for what its cases need). A pool
+  grows onto nodes that join while the run runs (an autoscaler's, or a ``ray start
+  --address``), looked for at most every :data:`LOOK_EVERY_S`, and never shrinks. Each
   builds, once, the same runner a local run has (:func:`assay.run.evaluate.case_runner`:
   the run's targets, judges, engine and response cache, and no store) and runs the cases it
   is sent in batches, concurrently.
@@ -31,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +54,12 @@ TARGET_PREFIX = "target:"
 """How the limits actor names a target's runs, beside judge model names."""
 BATCH_WAIT_S = 0.005
 """How long a batch waits for more cases before it is sent (cases arrive together)."""
+LOOK_EVERY_S = 5.0
+"""How long the live nodes the executor knows stay its answer before it reads them again
+(when a batch is sent), to grow its pools onto nodes that joined. Reading them is a round
+trip to Ray's GCS that grows with the cluster, too dear for every batch; a node an
+autoscaler adds takes tens of seconds to come up, so noticing it a few seconds late costs
+nothing."""
 
 
 def ray_module() -> Any:
@@ -222,13 +232,21 @@ class CaseWorker:
 class _Pool:
     """The workers of one resource request, and where the next batch goes."""
 
-    workers: list[Any]
+    actor: Any
+    """Ray's actor class of these workers, with their options: it makes more of them."""
+    workers: list[Any] = field(default_factory=list)
     next: int = 0
 
     def pick(self) -> Any:
         worker = self.workers[self.next % len(self.workers)]
         self.next += 1
         return worker
+
+    def grow(self, count: int) -> None:
+        """Start workers until the pool has ``count`` (it never loses one: a worker whose
+        node died is Ray's to restart)."""
+        while len(self.workers) < count:
+            self.workers.append(self.actor.remote())
 
 
 class RayExecutor(CaseExecutor):
@@ -247,6 +265,14 @@ class RayExecutor(CaseExecutor):
         self.flushers: dict[tuple[tuple[str, float], ...], asyncio.Task[None]] = {}
         self.deliveries: set[asyncio.Task[None]] = set()
         self.started_ray = False
+        self.nodes: list[dict[str, float]] = []
+        """The resources of each live node, as last read (see :data:`LOOK_EVERY_S`)."""
+        self.looked = -math.inf
+        """When (by :attr:`clock`) the live nodes were last read."""
+        self.clock: Callable[[], float] = time.monotonic
+        """Seconds, for when to read the live nodes again."""
+        self.slots = 0
+        """Cases in flight the default pool runs: it only grows (:meth:`capacity`)."""
 
     # -- the cluster ---------------------------------------------------------------------
 
@@ -276,6 +302,7 @@ class RayExecutor(CaseExecutor):
                                   f": {type(exc).__name__}: {exc}", code="ray_unreachable") \
                     from None
             self.started_ray = True
+        self._look(now=True)
         config = self.recipe.config
         limits_cls = ray.remote(num_cpus=0)(ClusterLimits)
         self.recipe.limits = limits_cls.remote(
@@ -284,20 +311,39 @@ class RayExecutor(CaseExecutor):
             self.options.target_concurrency)
 
     def capacity(self) -> int:
-        """Cases in flight: each worker of the default pool runs the run's ``concurrency``."""
-        return self._workers(dict(self.options.resources) or {"CPU": 1.0}) * \
-            max(1, self.recipe.config.concurrency)
+        """Cases in flight: each worker of the default pool runs the run's ``concurrency``.
+        It grows when the pool does (nodes joined) and never shrinks; the runner asks after
+        every case, so it is a number kept, not a look at the cluster."""
+        return max(1, self.slots)
 
-    def _live_nodes(self) -> list[dict[str, float]]:
-        """The resources of each live node (a node that died may linger in Ray's list)."""
-        return [n.get("Resources", {}) for n in self.ray.nodes() if n.get("Alive")]
+    def _look(self, *, now: bool = False) -> list[dict[str, float]]:
+        """The live nodes' resources, read again when the last reading is older than
+        :data:`LOOK_EVERY_S` (or ``now``); a new reading grows every pool (and the run's
+        capacity) to what the nodes hold now."""
+        if not now and self.clock() - self.looked < LOOK_EVERY_S:
+            return self.nodes
+        # a node that died may linger in Ray's list
+        self.nodes = [n.get("Resources", {}) for n in self.ray.nodes() if n.get("Alive")]
+        self.looked = self.clock()
+        for key, pool in self.pools.items():
+            pool.grow(self._workers(dict(key)))
+        default = self._default_resources()
+        pooled = self.pools.get(_key(default))
+        workers = len(pooled.workers) if pooled is not None else self._workers(default)
+        self.slots = max(self.slots, workers * max(1, self.recipe.config.concurrency))
+        return self.nodes
+
+    def _default_resources(self) -> dict[str, float]:
+        """What a worker asks for when its case's target asks nothing (one CPU unless
+        ``ray.resources`` says)."""
+        return dict(self.options.resources) or {"CPU": 1.0}
 
     def _workers(self, resources: dict[str, float]) -> int:
         """Workers of a pool whose each asks ``resources``: ``ray.workers``, else one per CPU
         the live nodes hold; never more than the live nodes can host at once. A worker Ray
         cannot place stays pending, and the batches sent to it would wait for ever (two
         workers asking for a node's only ``agent_box`` leave one of them pending)."""
-        nodes = self._live_nodes()
+        nodes = self.nodes
         placeable = max(1, workers_that_fit(nodes, resources))
         if self.options.workers:
             return min(self.options.workers, placeable)
@@ -305,8 +351,11 @@ class RayExecutor(CaseExecutor):
 
     def _unplaceable(self, resources: dict[str, float]) -> str | None:
         """Why no live node of the cluster can run a worker asking ``resources`` (None when
-        one can): Ray would keep such an actor pending, and the run would wait for ever."""
-        nodes = self._live_nodes()
+        one can): Ray would keep such an actor pending, and the run would wait for ever. The
+        nodes last read answer; a no is checked on a fresh reading (a node may have joined)."""
+        if workers_that_fit(self._look(), resources) > 0:
+            return None
+        nodes = self._look(now=True)
         if workers_that_fit(nodes, resources) > 0:
             return None
         asked = ", ".join(f"{k}: {v:g}" for k, v in sorted(_asked(resources).items()))
@@ -315,27 +364,27 @@ class RayExecutor(CaseExecutor):
                 "change the target's resources")
 
     def _pool(self, resources: dict[str, float]) -> _Pool:
-        key = tuple(sorted(resources.items()))
+        key = _key(resources)
         pool = self.pools.get(key)
         if pool is None:
             ray = self.ray
             cpus = resources.get("CPU", 1.0)
             asked = {k: v for k, v in resources.items() if k not in ("CPU", "GPU", "memory")}
-            count = self._workers(resources)
             actor = ray.remote(CaseWorker).options(
                 num_cpus=cpus, num_gpus=resources.get("GPU", 0),
                 memory=resources.get("memory"), resources=asked or None,
                 max_restarts=-1, max_task_retries=-1,
                 max_concurrency=max(1, self.recipe.config.concurrency))
-            pool = self.pools[key] = _Pool([actor.remote() for _ in range(count)])
+            pool = self.pools[key] = _Pool(actor)
+            pool.grow(self._workers(resources))
         return pool
 
     # -- cases -----------------------------------------------------------------------------
 
     async def run_case(self, item: SuiteCase, repeat: int, execution: Execution | None,
                        have: dict[str, Score]) -> tuple[Execution, dict[str, Score]]:
-        resources = self.target_resources(item) or dict(self.options.resources) or {"CPU": 1.0}
-        key = tuple(sorted(resources.items()))
+        resources = self.target_resources(item) or self._default_resources()
+        key = _key(resources)
         done: asyncio.Future[tuple[Execution, dict[str, Score]]] = \
             asyncio.get_running_loop().create_future()
         batch = self.pending.setdefault(key, [])
@@ -408,6 +457,11 @@ class RayExecutor(CaseExecutor):
                 ray.kill(self.recipe.limits)
         if self.started_ray:
             ray.shutdown()
+
+
+def _key(resources: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    """A pool's key: the resources its workers ask for, in order."""
+    return tuple(sorted(resources.items()))
 
 
 def _asked(resources: dict[str, float]) -> dict[str, float]:

@@ -15,7 +15,7 @@ import contextlib
 import copy
 import fnmatch
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -180,6 +180,37 @@ class CaseExecutor(Protocol):
                        have: dict[str, Score]) -> tuple[Execution, dict[str, Score]]: ...
 
 
+class Slots:
+    """A run's case slots, each a task pulling cases, awaited as ``asyncio.gather`` awaits
+    tasks, but open to more while they run (an executor's capacity that grows): ``ended``
+    fails with the first slot's error (or cancellation) as soon as it happens, else is done
+    when every slot, added late or not, has ended."""
+
+    def __init__(self, slot: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        self.slot = slot
+        self.tasks: list[asyncio.Future[None]] = []
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def fill(self, count: int) -> None:
+        """Start slots until there are ``count`` (none is ever removed)."""
+        while len(self.tasks) < count and not self.ended.done():
+            task = asyncio.ensure_future(self.slot())
+            task.add_done_callback(self._ended)
+            self.tasks.append(task)
+        if not self.tasks and not self.ended.done():  # no slot: nothing to wait for
+            self.ended.set_result(None)
+
+    def _ended(self, task: asyncio.Future[None]) -> None:
+        if self.ended.done():
+            return
+        if task.cancelled():
+            self.ended.set_exception(asyncio.CancelledError())
+        elif task.exception() is not None:
+            self.ended.set_exception(task.exception())  # type: ignore[arg-type]
+        elif all(t.done() for t in self.tasks):
+            self.ended.set_result(None)
+
+
 class Runner:
     """Runs one suite into one run: ``store`` None keeps nothing (a dry run, or a case judged
     on its own)."""
@@ -224,9 +255,10 @@ class Runner:
     async def run(self, run_id: str, keep: bool = True) -> RunOutcome:
         """Run (or resume) ``run_id``; results already in the store are not redone.
 
-        A fixed pool of ``concurrency`` workers pulls (case, repeat) pairs from an iterator,
-        so memory does not grow with the number of cases. Records are reported to
-        ``on_record`` and summarised; with ``keep`` they are also returned.
+        A pool of ``concurrency`` workers (an executor's ``capacity()``, more as it grows)
+        pulls (case, repeat) pairs from an iterator, so memory does not grow with the number
+        of cases. Records are reported to ``on_record`` and summarised; with ``keep`` they
+        are also returned.
         """
         total = count_cases(self.suite, self.config) * self.config.repeat
         store = self.store
@@ -291,22 +323,25 @@ class Runner:
                 if budget is not None:
                     budget.done(record_cost(record))
                 report(record)
+                if self.executor is not None:  # a cluster that grew runs more at once
+                    slots.fill(min(self.executor.capacity(), max(total, 1)))
 
         async def flusher(store: RunStore) -> None:
             while True:
                 await asyncio.sleep(store.flush_seconds)
                 store.flush(wait=False)
 
-        slots = self.executor.capacity() if self.executor else self.config.concurrency
-        workers = [asyncio.ensure_future(worker()) for _ in range(min(slots, max(total, 1)))]
+        slots = Slots(worker)
+        slots.fill(min(self.executor.capacity() if self.executor else self.config.concurrency,
+                       max(total, 1)))
         timer = asyncio.ensure_future(flusher(store)) if store else None
         try:
             with gc_relaxed():
-                await asyncio.gather(*workers)
+                await slots.ended
         except BaseException:
-            for task in workers:
+            for task in slots.tasks:
                 task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.gather(*slots.tasks, return_exceptions=True)
             raise
         finally:
             if timer is not None:
