@@ -98,18 +98,21 @@ def cluster() -> Iterator[Cluster]:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
            "PYTHONPATH": str(ROOT), "RAY_health_check_period_ms": "500",
            "RAY_health_check_failure_threshold": "4", "RAY_health_check_timeout_ms": "1000"}
-    port = _free_port()
+    port, client_port = _free_port(), _free_port()
     address = f"127.0.0.1:{port}"
     try:
+        # the head's Ray Client server: a port of its own (not 10001, which another
+        # cluster on the host may hold), by which it is found to be stopped
         _ray(["start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
               "--num-cpus", "1", "--include-dashboard=false", "--disable-usage-stats",
-              "--temp-dir", temp], env)
+              "--ray-client-server-port", str(client_port), "--temp-dir", temp], env)
         _ray(["start", "--address", address, "--node-ip-address", "127.0.0.1", "--num-cpus",
               "1", "--node-name", "worker-b", "--resources", '{"agent_box": 1}',
               "--disable-usage-stats"], env)
         yield Cluster(address, env, temp)
     finally:
         _kill(temp, with_children=True)
+        _kill(f"--port={client_port} ")  # it outlives the head, and names no temp dir
 
 
 @pytest.fixture
@@ -309,3 +312,83 @@ def test_a_worker_node_killed_mid_run_loses_and_duplicates_nothing(on_cluster, t
     result = done["result"]
     assert result.summary.cases == 24 and result.passed
     assert _stored(store, result.run_id) == (24, 24, 24)
+
+
+def patient_agent(question: str) -> str:
+    """An agent that takes up to a second, until the test has seen what it waits for (a
+    file ``enough`` beside the notes), and notes the node and process it ran on."""
+    import ray
+
+    enough = Path(os.environ[NODES]) / "enough"
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and not enough.exists():
+        time.sleep(0.05)
+    where = {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+    (Path(os.environ[NODES]) / f"{question}.json").write_text(json.dumps(where))
+    return f"answer to {question}"
+
+
+def _late_node(deadline: float) -> str | None:
+    """The id of the live node named late-node, once the run's Ray sees it."""
+    import ray
+
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # Ray not joined yet, or already left
+            for node in ray.nodes():
+                if node.get("Alive") and node.get("NodeName") == "late-node":
+                    return str(node["NodeID"])
+        time.sleep(0.2)
+    return None
+
+
+@pytest.mark.timeout(300)
+def test_a_run_grows_onto_a_node_that_joins_while_it_runs(on_cluster, tmp_path, monkeypatch):
+    """A node started with ``ray start --address`` mid-run gets workers of the run's pool,
+    the run keeps more cases in flight, and cases run on it; nothing is lost or doubled."""
+    from assay.run.ray_executor import RayExecutor
+
+    seen: dict[str, Any] = {}
+    close = RayExecutor.close
+
+    async def noted_close(self: RayExecutor) -> None:  # what the run had, before it stops
+        seen["where"], seen["capacity"] = await self.where(), self.capacity()
+        await close(self)
+
+    monkeypatch.setattr(RayExecutor, "close", noted_close)
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    rows = _rows(400)
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        done["result"] = assay.evaluate(rows, target=patient_agent, evaluators=["exact_match"],
+                                        store=store, cache="off", executor="ray",
+                                        concurrency=2)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    late = None
+    try:
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "nodes").glob("*.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the run is running on the head and worker-b
+        _ray(["start", "--address", on_cluster.address, "--node-ip-address", "127.0.0.1",
+              "--num-cpus", "2", "--node-name", "late-node", "--disable-usage-stats"],
+             on_cluster.env)
+        deadline = time.monotonic() + 120
+        late = _late_node(deadline)
+        while late is not None and late not in _nodes(tmp_path) and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        (tmp_path / "nodes" / "enough").touch()  # the rest of the cases run at once
+        thread.join(timeout=240)
+        _kill("--node-name=late-node", with_children=True)
+    assert not thread.is_alive()
+    result = done["result"]
+    assert result.summary.cases == 400 and result.passed
+    assert _stored(store, result.run_id) == (400, 400, 400)
+    assert late is not None and late in _nodes(tmp_path)  # cases ran on the new node
+    # the pool grew: a worker on each of the head and worker-b, two on the new node
+    assert len(seen["where"]) == 4
+    assert sum(w["node"] == late for w in seen["where"]) == 2
+    assert seen["capacity"] == 4 * 2

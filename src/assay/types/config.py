@@ -192,7 +192,8 @@ class RayOptions(BaseModel):
         "tools take it, else a new local Ray for this process")
     workers: Concurrency | None = Field(
         default=None, description="worker actors that run cases, never more than the live "
-        "nodes host at once; None: one per CPU the cluster has")
+        "nodes host at once (more are started as nodes join); None: one per CPU the cluster "
+        "has")
     batch_size: Concurrency = Field(
         default=16, description="cases sent to a worker at once (at most the run's concurrency, "
         "so batches spread over the workers)")
