@@ -426,3 +426,79 @@ def test_a_rejection_quotes_the_request_cut_short_and_with_its_escapes_visible(t
     assert "\x1b" not in message
     assert message.startswith("span 'n': \\x1b[2Jkkk")
     assert response.json()["partialSuccess"]["rejectedSpans"] == "5"
+
+
+def test_a_span_sent_again_is_taken_once_and_a_changed_one_is_rejected_naming_its_ids(
+        store_url):
+    """A different span under a stored span's trace and span ids was dropped unsaid and
+    counted as taken; the same span again is taken and stored once."""
+    trace_id = secrets.token_hex(16)
+    root = span(trace_id, "agent", **{"input.value": "q", "output.value": "a"})
+    tool = span(trace_id, "tool", parent=str(root["spanId"]))
+    changed_root = _with(root, status={"code": 2}, attributes=[
+        {"key": "output.value", "value": {"stringValue": "b"}}])
+    changed_tool = _with(tool, name="tool, renamed")
+    with serve(store_url) as served:
+        assert _post(served.url, orjson.dumps(export(root))).json() == {}
+        again = _post(served.url, orjson.dumps(export(root)))  # an exporter retrying
+        assert again.status_code == 200 and again.json() == {}
+        # a changed span of a stored one; a new span, a changed copy and the same again in
+        # one batch
+        clash = _post(served.url, orjson.dumps(export(changed_root, tool, changed_tool, tool)))
+        assert clash.status_code == 200, clash.text
+        partial = clash.json()["partialSuccess"]
+        assert partial["rejectedSpans"] == "2"
+        for changed in (changed_root, changed_tool):
+            assert (f"of trace {trace_id} with span id {changed['spanId']} conflicts with the "
+                    "stored span") in partial["errorMessage"], partial["errorMessage"]
+        both = _post(served.url, orjson.dumps(export(root, tool)))  # both as stored: taken
+        assert both.status_code == 200 and both.json() == {}
+    store = RunStore(store_url)
+    stored, total, _ = trace_spans(store, trace_id)
+    assert total == 2
+    assert [(s.name, s.attributes.get("output.value")) for s in stored] == [
+        ("agent", "a"), ("tool", None)]
+    (row,) = list_traces(store)
+    assert row.has_error is False  # the rejected span's error status is not the trace's
+
+
+def test_the_stock_exporter_sending_a_changed_span_again_is_told_it_conflicts(tmp_path):
+    """The SDK's exporter (protobuf) sends a span, then the same span again (taken), then a
+    span changed under the same ids (rejected in the answer's partial success)."""
+    import requests
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    kept = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(kept))
+    with provider.get_tracer("test").start_as_current_span("agent") as root:
+        root.set_attribute("output.value", "4")
+    (sent,) = kept.get_finished_spans()
+    changed = ReadableSpan(
+        name=sent.name, context=sent.context, parent=sent.parent, resource=sent.resource,
+        attributes={"output.value": "5"}, kind=sent.kind, status=sent.status,
+        start_time=sent.start_time, end_time=sent.end_time,
+        instrumentation_scope=sent.instrumentation_scope)
+    session = requests.Session()
+    answers: list[requests.Response] = []
+    session.hooks["response"].append(lambda response, *_, **__: answers.append(response))
+    with serve(url) as served:
+        exporter = OTLPSpanExporter(endpoint=served.url + "/v1/traces", session=session)
+        for one in (sent, sent, changed):
+            assert exporter.export([one]) is SpanExportResult.SUCCESS
+    partials = [ExportTraceServiceResponse.FromString(a.content).partial_success
+                for a in answers]
+    assert [p.rejected_spans for p in partials] == [0, 0, 1]
+    trace_id = format(sent.context.trace_id, "032x")
+    span_id = format(sent.context.span_id, "016x")
+    assert (f"span 'agent' of trace {trace_id} with span id {span_id} conflicts with the "
+            "stored span") in partials[2].error_message
+    (stored,), _, _ = trace_spans(RunStore(url), trace_id)
+    assert stored.attributes["output.value"] == "4"

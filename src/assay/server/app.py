@@ -98,7 +98,6 @@ from assay.server.settings import ServerSettings
 from assay.store import baselines, labels, queries
 from assay.store.errors import StoreError
 from assay.store.runs import RecordRejected, RunStore, Unreadable
-from assay.store.traces import append_spans
 from assay.types.config import Tag
 from assay.types.records import RunRecord, RunStatus, Verdict, resume_command
 
@@ -1020,7 +1019,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         """The OTLP/HTTP trace receiver: an ``ExportTraceServiceRequest`` as protobuf or
         JSON, gzip-compressed or not, as any OpenTelemetry exporter sends it (point
         ``OTEL_EXPORTER_OTLP_ENDPOINT`` at this server). Spans are stored grouped by trace; a
-        span that cannot be (no trace id) is counted in ``partialSuccess``, the others kept."""
+        span that cannot be (no trace id; a different span stored under its ids) is counted in
+        ``partialSuccess``, the others kept."""
         try:
             kind = otlp.media_type(request.headers.get("content-type"))
             body = otlp.decompressed(await request.body(),
@@ -1030,7 +1030,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         except otlp.OtlpRefused as exc:
             raise ApiError(exc.status, exc.code, exc.detail) from None
         try:
-            await asyncio.to_thread(append_spans, store(), decoded.spans)
+            await asyncio.to_thread(otlp.store_spans, store(), decoded)
         except RecordRejected as exc:
             raise ApiError(400, "invalid_otlp", f"the spans cannot be stored: {exc}") \
                 from None

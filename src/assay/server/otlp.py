@@ -9,7 +9,8 @@ Bad input is answered, never raised: a body that is not a request of the type it
 naming what is wrong; a body over the limit (compressed or once decompressed) is 413; a span
 the store cannot take (no trace id, no span id, a time that is not a time) is rejected alone,
 counted in the answer's ``partialSuccess`` with the first reasons, and the batch's other spans
-are stored. An attribute value longer than :data:`MAX_ATTRIBUTE_CHARS` is cut to that length
+are stored. A span sent again is taken when it is the span stored under its ids (an exporter
+retrying) and rejected, naming both ids, when it differs from it. An attribute value longer than :data:`MAX_ATTRIBUTE_CHARS` is cut to that length
 and the span lists it under ``assay.cut_attributes``, so one huge prompt cannot fill the
 store. Decoding and storing run on a worker thread: the server keeps answering other
 exporters meanwhile.
@@ -27,7 +28,8 @@ import orjson
 
 from assay._util.control_chars import printable, quoted
 from assay._util.limits import depth_message, too_deep
-from assay.store.traces import ReceivedSpan
+from assay.store.runs import RunStore
+from assay.store.traces import ReceivedSpan, append_spans
 from assay.traces.reader import CUT_ATTRIBUTE
 from assay.types.spans import (
     KINDS,
@@ -138,6 +140,17 @@ def _inflate(data: bytes, name: str, limit: int, out: bytearray) -> bytes:
 def decode(body: bytes, kind: str) -> Decoded:
     """The spans of an export request in ``kind`` (protobuf or JSON)."""
     return _decode_protobuf(body) if kind == PROTOBUF else _decode_json(body)
+
+
+def store_spans(store: RunStore, decoded: Decoded) -> None:
+    """Store the decoded spans; each that a different span stored under its ids holds back
+    is rejected, naming the ids (a span is sent again only unchanged: which of the two is
+    the trace's cannot be told). RecordRejected, nothing stored, as
+    :func:`~assay.store.traces.append_spans` says."""
+    for clash in append_spans(store, decoded.spans):
+        decoded.reject(f"span {quoted(clash.span.name)} of trace {clash.trace_id} with span "
+                       f"id {clash.span.span_id} conflicts with the stored span of those ids "
+                       "(a span sent again must be unchanged); the stored span is kept")
 
 
 def answer(decoded: Decoded, kind: str) -> tuple[bytes, str]:

@@ -1,10 +1,11 @@
 """Traces in the run store: spans the OTLP receiver took in, grouped by trace, and what the
 online evaluations decided of each.
 
-Spans are appended, never changed: a batch is one transaction, a span sent again (an exporter
-retrying after a timeout) is the same (trace, span) key and is skipped, and each trace's row
-is brought up to date in the same transaction (received times, earliest start, whether a span
-failed), so a reader sees a batch whole or not at all. Every span is stored as the
+Spans are appended, never changed: a batch is one transaction, and each trace's row is
+brought up to date in the same transaction (received times, earliest start, whether a span
+failed), so a reader sees a batch whole or not at all. A span sent again (an exporter retrying
+after a timeout) is the same (trace, span) key: the same span again is taken and not stored
+twice, a different one is handed back as a conflict, never dropped unsaid and never counted. Every span is stored as the
 :class:`~assay.types.spans.Span` it was normalised to, scrubbed of known secrets like every
 stored row (:func:`assay.store.runs.encode`).
 """
@@ -17,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import and_, case, func, literal, or_, select
+from sqlalchemy import Text, and_, case, cast, func, literal, or_, select
 
 from assay.store import schema
-from assay.store.runs import RecordRejected, RunStore, _without_nul, encode
+from assay.store.runs import RecordRejected, RunStore, _json_load, _without_nul, encode
 from assay.types.spans import Span
 
 MAX_TRACE_SPANS = 10_000
@@ -53,19 +54,71 @@ class TraceRow:
 
 
 def append_spans(store: RunStore, spans: Sequence[ReceivedSpan],
-                 now: float | None = None) -> None:
-    """Store ``spans`` in one transaction (a span already stored is skipped).
+                 now: float | None = None) -> list[ReceivedSpan]:
+    """Store ``spans`` in one transaction; the spans not stored because a different span is
+    stored under their (trace, span) ids (the same span again is taken, not stored twice).
     RecordRejected, nothing stored, when a span cannot be stored as JSON."""
     if not spans:
-        return
+        return []
     now = time.time() if now is None else now
     rows = [_span_row(s, now) for s in spans]
     if store.dialect == "postgresql":
         rows = [_without_nul(r) for r in rows]
+    keyed: dict[tuple[str, str], list[int]] = {}
+    for index, row in enumerate(rows):
+        keyed.setdefault((row["trace_id"], row["span_id"]), []).append(index)
+    firsts = [rows[indexes[0]] for indexes in keyed.values()]
     with store.transaction() as conn:
-        conn.execute(_insert(store.dialect, schema.trace_spans).on_conflict_do_nothing(
-            index_elements=["trace_id", "span_id"]), rows)
-        conn.execute(_trace_upsert(store.dialect), list(_trace_rows(spans, now)))
+        every_new = _insert_new(conn, store.dialect, firsts) == len(rows)  # none sent twice
+        clashing = set() if every_new else _clashing(conn, rows, keyed)
+        taken = [s for i, s in enumerate(spans) if i not in clashing]
+        if taken:
+            conn.execute(_trace_upsert(store.dialect), list(_trace_rows(taken, now)))
+    return [spans[i] for i in sorted(clashing)]
+
+
+def _insert_new(conn: Any, dialect: str, rows: Sequence[dict[str, Any]]) -> int:
+    """Insert the rows whose key is not stored; how many were (-1: not known). SQLite counts
+    an executemany's rows; psycopg does not, so PostgreSQL returns a sequence number for
+    each (SQLite would send the rows as a slower multi-row insert to return them)."""
+    statement = _insert(dialect, schema.trace_spans).on_conflict_do_nothing(
+        index_elements=["trace_id", "span_id"])
+    if dialect == "postgresql":
+        return len(conn.execute(statement.returning(schema.trace_spans.c.seq), rows).all())
+    return int(conn.execute(statement, rows).rowcount)
+
+
+def _clashing(conn: Any, rows: Sequence[dict[str, Any]],
+              keyed: dict[tuple[str, str], list[int]]) -> set[int]:
+    """Which rows differ from the span stored under their key (this batch's first of the key,
+    or one stored before it). Read only when a key was stored already or sent twice: when
+    the count of rows inserted is every row's (or is not known), nothing is read."""
+    stored = _stored(conn, list(keyed))
+    return {i for key, indexes in keyed.items() for i in indexes
+            if not _same(str(rows[i]["span"]), stored.get(key))}
+
+
+def _same(sent: str, stored: str | None) -> bool:
+    """Whether a span's JSON is the stored one's: the same text (a retry sends the same
+    span), else the same data (its attributes in another order)."""
+    return stored is not None and (sent == stored or _json_load(sent) == _json_load(stored))
+
+
+def _stored(conn: Any, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The stored span of each (trace, span) key, as the JSON text stored. Asked as a trace
+    id among the keys' and a span id among theirs (what the unique index answers, where a
+    list of pairs is a scan in SQLite); a row of another pair that matches is left out."""
+    table = schema.trace_spans
+    wanted = set(keys)
+    found: dict[tuple[str, str], str] = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        rows = conn.execute(select(table.c.trace_id, table.c.span_id,
+                                   cast(table.c.span, Text)).where(
+            table.c.trace_id.in_({t for t, _ in chunk}),
+            table.c.span_id.in_({s for _, s in chunk})))
+        found.update(((t, s), span) for t, s, span in rows if (t, s) in wanted)
+    return found
 
 
 def _span_row(received: ReceivedSpan, now: float) -> dict[str, Any]:
