@@ -7,10 +7,12 @@ import gzip
 import json
 import secrets
 import zlib
+from typing import Any
 
 import httpx
 import orjson
 import pytest
+import requests
 
 from assay.run.sources.base import TraceQuery
 from assay.run.sources.received import StoreSource
@@ -29,6 +31,23 @@ def _post(base: str, body: bytes, *, content_type: str = "application/json",
     if token:
         sent["authorization"] = f"Bearer {token}"
     return httpx.post(base + "/v1/traces", content=body, headers=sent, timeout=60, verify=TLS)
+
+
+def _status(answer: httpx.Response | requests.Response) -> Any:
+    """The ``google.rpc.Status`` an error answer to a protobuf request is, said as such."""
+    from google.rpc.status_pb2 import Status
+
+    assert answer.headers["content-type"] == "application/x-protobuf", answer.headers
+    return Status.FromString(answer.content)
+
+
+def _reason(status: Any) -> tuple[str, str]:
+    """The assay error code and domain a Status carries in its ``ErrorInfo``."""
+    from google.rpc.error_details_pb2 import ErrorInfo
+
+    info = ErrorInfo()
+    assert status.details[0].Unpack(info)
+    return info.reason, info.domain
 
 
 def _readings(url: str) -> dict[str, object]:
@@ -109,8 +128,9 @@ def test_bad_bodies_are_clear_errors_and_the_receiver_keeps_answering(tmp_path):
             assert ok.result().status_code == 200
         for answer in answers:
             assert answer.status_code == 400
-            assert answer.json()["code"] == "invalid_otlp"
-            assert "ExportTraceServiceRequest" in answer.json()["detail"]
+            status = _status(answer)
+            assert _reason(status) == ("INVALID_OTLP", "assay")
+            assert "ExportTraceServiceRequest" in status.message
         not_json = _post(served.url, b"{not json")
         assert not_json.status_code == 400 and "not JSON" in not_json.json()["detail"]
         wrong = _post(served.url, b'{"resourceSpans": 3}')
@@ -502,3 +522,50 @@ def test_the_stock_exporter_sending_a_changed_span_again_is_told_it_conflicts(tm
             "stored span") in partials[2].error_message
     (stored,), _, _ = trace_spans(RunStore(url), trace_id)
     assert stored.attributes["output.value"] == "4"
+
+
+def test_an_error_answer_to_a_protobuf_export_is_a_protobuf_status(tmp_path):
+    """Every refusal of a protobuf export was JSON, which an OTLP exporter cannot read:
+    OTLP/HTTP answers it a google.rpc.Status in protobuf, whatever refused it (the token and
+    size checks before the receiver, the receiver itself). A JSON export's stay JSON."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    kept = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(kept))
+    with provider.get_tracer("test").start_as_current_span("agent"):
+        pass
+    session = requests.Session()
+    answers: list[requests.Response] = []
+    session.hooks["response"].append(lambda response, *_, **__: answers.append(response))
+    protobuf = "application/x-protobuf"
+    with serve(url, token=TOKEN, max_trace_bytes=4096) as served:
+        refused = OTLPSpanExporter(endpoint=served.url + "/v1/traces", session=session)
+        assert refused.export(kept.get_finished_spans()) is SpanExportResult.FAILURE
+        (unauthorized,) = answers
+        assert unauthorized.status_code == 401
+        status = _status(unauthorized)
+        assert status.code == 16  # UNAUTHENTICATED
+        assert "a bearer token is required" in status.message
+        assert _reason(status) == ("UNAUTHORIZED", "assay")
+        not_protobuf = _post(served.url, b"\xff" * 20, content_type=protobuf, token=TOKEN)
+        assert not_protobuf.status_code == 400
+        status = _status(not_protobuf)
+        assert status.code == 3  # INVALID_ARGUMENT
+        assert "is not an OTLP ExportTraceServiceRequest in protobuf" in status.message
+        too_big = _post(served.url, b"\x00" * 5000, content_type=protobuf, token=TOKEN)
+        assert too_big.status_code == 413
+        assert "the limit is 4096" in _status(too_big).message
+        said_nothing = httpx.post(served.url + "/v1/traces", content=b"\xff" * 20,
+                                  headers={"authorization": f"Bearer {TOKEN}"})
+        assert said_nothing.status_code == 400 and _status(said_nothing).code == 3
+        json_refused = _post(served.url, b"{not json", token=TOKEN)
+        assert json_refused.status_code == 400
+        assert json_refused.headers["content-type"] == "application/json"
+        assert json_refused.json()["code"] == "invalid_otlp"
+        assert _post(served.url, b"{}").json()["code"] == "unauthorized"
+        assert httpx.get(served.url + "/runs").json()["code"] == "unauthorized"

@@ -509,7 +509,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
                   lifespan=lifespan, generate_unique_id_function=_operation_id,
                   dependencies=[Depends(_known_parameters)], description=(
                       "Runs, cases, comparisons and baselines of an assay run store. Every "
-                      "error is JSON with 'detail' and 'code'. Send 'Authorization: Bearer "
+                      "error is JSON with 'detail' and 'code' (an OTLP export sent as protobuf "
+                      "is answered a protobuf google.rpc.Status). Send 'Authorization: Bearer "
                       "TOKEN' when the server has a token (ASSAY_SERVER_TOKEN)."))
     app.openapi = lambda: app.openapi_schema or _documented(app)  # type: ignore[method-assign]
     app.state.settings = settings
@@ -520,6 +521,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
                        allowed_hosts=settings.allowed_hosts,
                        body_limits={OTLP_PATH: settings.max_trace_bytes},
                        body_idle_s=settings.body_idle_s)
+    app.add_middleware(otlp.ProtobufErrors, path=OTLP_PATH)  # outermost: every refusal
 
     histogram_cache: dict[tuple[str, float | None], queries.Histograms] = {}
     comparison_cache = ComparisonCache()
@@ -1012,15 +1014,18 @@ def create_app(settings: ServerSettings) -> FastAPI:
     # -- traces ---------------------------------------------------------------------------
 
     @app.post(OTLP_PATH, tags=["traces"], responses={
-        **ERRORS, 415: {"model": ErrorBody}, 200: {"content": {
-            otlp.PROTOBUF: {}, otlp.JSON: {}},
-            "description": "an ExportTraceServiceResponse, in the request's encoding"}})
+        **{code: {"model": ErrorBody, "content": {otlp.PROTOBUF: {}}, "description":
+                  "the error in the request's encoding: JSON, or a protobuf google.rpc.Status"}
+           for code in (*ERRORS, 415)},
+        200: {"content": {otlp.PROTOBUF: {}, otlp.JSON: {}},
+              "description": "an ExportTraceServiceResponse, in the request's encoding"}})
     async def receive_traces(request: Request) -> Response:
         """The OTLP/HTTP trace receiver: an ``ExportTraceServiceRequest`` as protobuf or
         JSON, gzip-compressed or not, as any OpenTelemetry exporter sends it (point
         ``OTEL_EXPORTER_OTLP_ENDPOINT`` at this server). Spans are stored grouped by trace; a
         span that cannot be (no trace id; a different span stored under its ids) is counted in
-        ``partialSuccess``, the others kept."""
+        ``partialSuccess``, the others kept. An error answer is in the request's encoding too:
+        JSON, or a protobuf ``google.rpc.Status`` (:class:`otlp.ProtobufErrors`)."""
         try:
             kind = otlp.media_type(request.headers.get("content-type"))
             body = otlp.decompressed(await request.body(),

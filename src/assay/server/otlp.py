@@ -28,6 +28,7 @@ import orjson
 
 from assay._util.control_chars import printable, quoted
 from assay._util.limits import depth_message, too_deep
+from assay.server.security import ASGIApp, Message, Receive, Scope, Send, rewriting_json
 from assay.store.runs import RunStore
 from assay.store.traces import ReceivedSpan, append_spans
 from assay.traces.reader import CUT_ATTRIBUTE
@@ -88,14 +89,83 @@ class Decoded:
 
 def media_type(content_type: str | None) -> str:
     """The request's media type, protobuf or JSON; 415 for anything else."""
+    found = _media(content_type)
+    if found not in (PROTOBUF, JSON):
+        raise OtlpRefused(415, "unsupported_media_type",
+                          f"Content-Type {quoted(found)} is not an OTLP trace export: send "
+                          f"{PROTOBUF} or {JSON}")
+    return found
+
+
+def _media(content_type: str | None) -> str:
+    """The media type a Content-Type names, protobuf's two names as one; none is protobuf
+    (what an exporter that says nothing sends)."""
     found = (content_type or PROTOBUF).split(";")[0].strip().lower()
-    if found in (PROTOBUF, "application/protobuf"):
-        return PROTOBUF
-    if found == JSON:
-        return JSON
-    raise OtlpRefused(415, "unsupported_media_type",
-                      f"Content-Type {quoted(found)} is not an OTLP trace export: send "
-                      f"{PROTOBUF} or {JSON}")
+    return PROTOBUF if found == "application/protobuf" else found
+
+
+GRPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 408: 4, 409: 10, 413: 8, 421: 7, 429: 8,
+              500: 13, 501: 12, 503: 14, 504: 4}
+"""The ``google.rpc.Code`` of an HTTP error status (the reverse of the mapping google.rpc's
+codes document): INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND,
+DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED, INTERNAL, UNIMPLEMENTED, UNAVAILABLE; another
+4xx is INVALID_ARGUMENT, another 5xx UNKNOWN."""
+
+
+class ProtobufErrors:
+    """Every error answer to a protobuf request at ``path`` as a protobuf ``google.rpc.Status``
+    with ``Content-Type: application/x-protobuf``, as OTLP/HTTP says: the JSON error
+    (``{"detail", "code"}``) is encoded again here, the one place every refusal passes
+    (the token, host and size checks before routing, the receiver, the error handlers). A
+    JSON request keeps its JSON errors; so does every request when google.rpc's classes
+    (googleapis-common-protos) are not installed."""
+
+    def __init__(self, app: ASGIApp, path: str) -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != self.path or \
+                _media(_header(scope, b"content-type")) != PROTOBUF:
+            await self.app(scope, receive, send)
+            return
+        await rewriting_json(self.app, scope, receive, send, _as_status)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _as_status(start: Message, body: bytes) -> bytes:
+    """An error's JSON body as a ``google.rpc.Status`` (its message the detail, the assay
+    code in an ``ErrorInfo``), ``start`` saying protobuf; any other body as it is."""
+    status = int(start["status"])
+    if status < 400:
+        return body
+    try:
+        from google.rpc.code_pb2 import INVALID_ARGUMENT, UNKNOWN
+        from google.rpc.error_details_pb2 import ErrorInfo
+        from google.rpc.status_pb2 import Status
+    except ImportError:
+        return body
+    try:
+        error = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        error = None
+    detail = error.get("detail") if isinstance(error, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    answer = Status(code=GRPC_CODES.get(status, INVALID_ARGUMENT if status < 500 else UNKNOWN),
+                    message=detail if isinstance(detail, str) else
+                    body.decode("utf-8", "replace"))
+    if isinstance(code, str):
+        answer.details.add().Pack(ErrorInfo(reason=code.upper(), domain="assay"))
+    start["headers"] = [*(h for h in start.get("headers", [])
+                          if h[0].lower() != b"content-type"),
+                        (b"content-type", PROTOBUF.encode())]
+    return answer.SerializeToString()
 
 
 def decompressed(body: bytes, encoding: str | None, limit: int) -> bytes:

@@ -4,7 +4,8 @@ what every JSON answer passes through: the scrub of known secrets.
 
 These are plain ASGI middleware so that they apply before routing, to every path (a request
 for an unknown path is refused for a missing token too, and answers nothing about the store).
-A refusal is a JSON body ``{"detail": ..., "code": ...}`` like every other error.
+A refusal is a JSON body ``{"detail": ..., "code": ...}`` like every other error (one to an
+OTLP export in protobuf is encoded again as a ``google.rpc.Status``: ``otlp.ProtobufErrors``).
 """
 
 from __future__ import annotations
@@ -198,8 +199,7 @@ def _holding_nul(scope: Scope) -> str | None:
 class ScrubbingMiddleware:
     """Every JSON answer with the secrets the process knows hidden in its strings (see
     :mod:`assay._util.redact`): the one place a response body leaves the application, whichever
-    route or error handler made it. A body is held until it is whole (a JSON answer is sent in
-    one piece anyway) and its length set again when the scrub changed it."""
+    route or error handler made it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -208,30 +208,44 @@ class ScrubbingMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        start: Message | None = None
-        chunks: list[bytes] = []
+        await rewriting_json(self.app, scope, receive, send,
+                             lambda _start, body: scrub_json_bytes(body))
 
-        async def scrubbed(message: Message) -> None:
-            nonlocal start
-            if message["type"] == "http.response.start" and _is_json(message):
-                start = message
-                return
-            if message["type"] != "http.response.body" or start is None:
-                await send(message)
-                return
-            chunks.append(message.get("body", b""))
-            if message.get("more_body", False):
-                return
-            whole = b"".join(chunks)
-            body = scrub_json_bytes(whole)
-            if body is not whole:
-                start["headers"] = [*(h for h in start.get("headers", [])
-                                      if h[0].lower() != b"content-length"),
-                                    (b"content-length", str(len(body)).encode())]
-            await send(start)
-            await send({"type": "http.response.body", "body": body})
 
-        await self.app(scope, receive, scrubbed)
+JsonRewrite = Callable[[Message, bytes], bytes]
+"""What a JSON answer becomes: given its ``http.response.start`` message (whose headers it
+may change) and its whole body, the body to send (the same object: unchanged)."""
+
+
+async def rewriting_json(app: ASGIApp, scope: Scope, receive: Receive, send: Send,
+                         rewrite: JsonRewrite) -> None:
+    """Run ``app`` with every JSON answer it sends passed through ``rewrite``: the body is
+    held until it is whole (a JSON answer is sent in one piece anyway) and its length set
+    again when the rewrite changed it. Other answers pass as they are sent."""
+    start: Message | None = None
+    chunks: list[bytes] = []
+
+    async def rewritten(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start" and _is_json(message):
+            start = message
+            return
+        if message["type"] != "http.response.body" or start is None:
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        whole = b"".join(chunks)
+        body = rewrite(start, whole)
+        if body is not whole:
+            start["headers"] = [*(h for h in start.get("headers", [])
+                                  if h[0].lower() != b"content-length"),
+                                (b"content-length", str(len(body)).encode())]
+        await send(start)
+        await send({"type": "http.response.body", "body": body})
+
+    await app(scope, receive, rewritten)
 
 
 def _is_json(start: Message) -> bool:
