@@ -569,3 +569,57 @@ def test_an_error_answer_to_a_protobuf_export_is_a_protobuf_status(tmp_path):
         assert json_refused.json()["code"] == "invalid_otlp"
         assert _post(served.url, b"{}").json()["code"] == "unauthorized"
         assert httpx.get(served.url + "/runs").json()["code"] == "unauthorized"
+
+
+def test_a_kind_outside_otlps_span_kinds_rejects_its_span_alone_naming_the_field(tmp_path):
+    """A span's kind was taken as sent: a number outside SpanKind (0 to 5) was stored as no
+    kind, a name outside it as a kind no reader knows. Now that span alone is rejected, from
+    JSON and protobuf; the kinds OTLP has, and the SDK's exporter sends, are stored."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+    )
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.trace import SpanKind
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    trace_id = secrets.token_hex(16)
+    good = [_with(span(trace_id, f"k{kind}"), kind=kind)
+            for kind in (0, 2, 5, "SPAN_KIND_CLIENT")]
+    bad = [_with(span(secrets.token_hex(16), "bad"), kind=kind)
+           for kind in (6, -1, 2**40, True, 2.5, "SPAN_KIND_BOGUS")]
+    request = ExportTraceServiceRequest.FromString(_protobuf_export(secrets.token_hex(16), "p"))
+    request.resource_spans[0].scope_spans[0].spans[0].kind = 9  # proto3 enums are open
+    with serve(url) as served:
+        response = _post(served.url, orjson.dumps(export(*good, *bad)))
+        assert response.status_code == 200, response.text
+        partial = response.json()["partialSuccess"]
+        assert partial["rejectedSpans"] == str(len(bad))
+        assert ("span 'bad': kind 6 is not an OTLP SpanKind: expected 0 to 5 "
+                "(SPAN_KIND_UNSPECIFIED, INTERNAL, SERVER, CLIENT, PRODUCER or CONSUMER)"
+                in partial["errorMessage"]), partial["errorMessage"]
+        assert "kind -1 is not an OTLP SpanKind" in partial["errorMessage"]
+        last = _post(served.url, orjson.dumps(export(bad[-1]))).json()["partialSuccess"]
+        assert "kind 'SPAN_KIND_BOGUS' is not an OTLP SpanKind" in last["errorMessage"]
+        answer = _post(served.url, request.SerializeToString(),
+                       content_type="application/x-protobuf")
+        rejected = ExportTraceServiceResponse.FromString(answer.content).partial_success
+        assert rejected.rejected_spans == 1
+        assert "span 'p': kind 9 is not an OTLP SpanKind" in rejected.error_message
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(
+            OTLPSpanExporter(endpoint=served.url + "/v1/traces")))
+        tracer = provider.get_tracer("test")
+        for kind in SpanKind:  # each in a trace of its own
+            with tracer.start_as_current_span(kind.name, kind=kind):
+                pass
+        provider.shutdown()
+    store = RunStore(url)
+    assert [s.kind for s in trace_spans(store, trace_id)[0]] == [
+        None, "server", "consumer", "client"]
+    others = [t.trace_id for t in list_traces(store) if t.trace_id != trace_id]
+    sdk_kinds = {s.name: s.kind for t in others for s in trace_spans(store, t)[0]}
+    assert sdk_kinds == {k.name: k.name.lower() for k in SpanKind}
+    assert len(others) == len(SpanKind)  # nothing rejected is stored

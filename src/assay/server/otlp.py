@@ -7,13 +7,14 @@ store, grouped by trace (:mod:`assay.store.traces`).
 
 Bad input is answered, never raised: a body that is not a request of the type it says is 400
 naming what is wrong; a body over the limit (compressed or once decompressed) is 413; a span
-the store cannot take (no trace id, no span id, a time that is not a time) is rejected alone,
-counted in the answer's ``partialSuccess`` with the first reasons, and the batch's other spans
-are stored. A span sent again is taken when it is the span stored under its ids (an exporter
-retrying) and rejected, naming both ids, when it differs from it. An attribute value longer than :data:`MAX_ATTRIBUTE_CHARS` is cut to that length
-and the span lists it under ``assay.cut_attributes``, so one huge prompt cannot fill the
-store. Decoding and storing run on a worker thread: the server keeps answering other
-exporters meanwhile.
+the store cannot take (no trace id, no span id, a time that is not a time, a kind that is
+not one of OTLP's SpanKind) is rejected alone, counted in the answer's ``partialSuccess``
+with the first reasons, and the batch's other spans are stored. A span sent again is taken
+when it is the span stored under its ids (an exporter retrying) and rejected, naming both
+ids, when it differs from it. An attribute value longer than :data:`MAX_ATTRIBUTE_CHARS` is
+cut to that length and the span lists it under ``assay.cut_attributes``, so one huge prompt
+cannot fill the store. Decoding and storing run on a worker thread: the server keeps
+answering other exporters meanwhile.
 """
 
 from __future__ import annotations
@@ -264,7 +265,7 @@ def _decode_protobuf(body: bytes) -> Decoded:
         service = _proto_attributes(resource.resource.attributes).get("service.name")
         for scope in resource.scope_spans:
             for span in scope.spans:
-                _add(decoded, span.trace_id.hex(), span.span_id.hex(), service,
+                _add(decoded, span.trace_id.hex(), span.span_id.hex(), service, span.kind,
                      lambda s=span: _proto_span(s))
     return decoded
 
@@ -333,7 +334,7 @@ def _decode_json(body: bytes) -> Decoded:
                     continue
                 _add(decoded, otlp_id(raw.get("traceId", raw.get("trace_id"))),
                      otlp_id(raw.get("spanId", raw.get("span_id"))), service,
-                     lambda raw=raw: from_dict(raw, f"span {_name(raw)}"))
+                     raw.get("kind"), lambda raw=raw: from_dict(raw, f"span {_name(raw)}"))
     return decoded
 
 
@@ -362,9 +363,10 @@ def _json_service(resource: Mapping[str, Any], where: str) -> str | None:
 
 
 def _add(decoded: Decoded, trace_id: str | None, span_id: str | None, service: Any,
-         build: Any) -> None:
-    """Add the span ``build`` makes, or reject it saying why: the one rule both encodings'
-    spans pass, so what is stored has OTLP's ids and values a store and a reader can take."""
+         kind: Any, build: Any) -> None:
+    """Add the span ``build`` makes (``kind`` its kind as sent), or reject it saying why: the
+    one rule both encodings' spans pass, so what is stored has OTLP's ids and values a store
+    and a reader can take."""
     if not trace_id or not trace_id.strip("0"):
         decoded.reject("a span has no trace id")
         return
@@ -380,7 +382,7 @@ def _add(decoded: Decoded, trace_id: str | None, span_id: str | None, service: A
         _id_problem("spanId", span_id, SPAN_ID_BYTES) or \
         (_id_problem("parentSpanId", span.parent_id, SPAN_ID_BYTES) if span.parent_id
          else None)
-    problem = problem or _time_problem(span)
+    problem = problem or _kind_problem(kind, span) or _time_problem(span)
     if problem is None and (too_deep(span.attributes) or too_deep(span.events)):
         problem = f"its attribute values: {depth_message()}"
     if problem is not None:
@@ -398,6 +400,18 @@ def _id_problem(name: str, value: str, size: int) -> str | None:
         return None
     return (f"{name} {quoted(value)} is not an id: expected {2 * size} hex digits "
             f"({size} bytes), not all zero")
+
+
+def _kind_problem(sent: Any, span: Span) -> str | None:
+    """What is wrong with the span's kind as ``sent`` (None: nothing): OTLP's SpanKind is 0 to
+    5, or in JSON its name, so a number outside it is not turned into no kind and a name
+    outside it is not stored as a kind no reader knows."""
+    if sent is None or (isinstance(sent, int) and not isinstance(sent, bool) and sent in KINDS) \
+            or (isinstance(sent, str) and span.kind in KINDS.values()):
+        return None
+    shown = repr(sent) if isinstance(sent, int | float) else quoted(sent)
+    return (f"kind {shown} is not an OTLP SpanKind: expected 0 to 5 (SPAN_KIND_UNSPECIFIED, "
+            "INTERNAL, SERVER, CLIENT, PRODUCER or CONSUMER)")
 
 
 def _time_problem(span: Span) -> str | None:
