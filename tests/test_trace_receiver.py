@@ -623,3 +623,25 @@ def test_a_kind_outside_otlps_span_kinds_rejects_its_span_alone_naming_the_field
     sdk_kinds = {s.name: s.kind for t in others for s in trace_spans(store, t)[0]}
     assert sdk_kinds == {k.name: k.name.lower() for k in SpanKind}
     assert len(others) == len(SpanKind)  # nothing rejected is stored
+
+
+def test_a_server_without_protobuf_names_an_extra_that_exists(monkeypatch):
+    """Without opentelemetry-proto a protobuf export is refused naming what to install: an
+    extra assay has, which holds that package."""
+    import re
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    from assay.server import otlp
+
+    monkeypatch.setitem(sys.modules,
+                        "opentelemetry.proto.collector.trace.v1.trace_service_pb2", None)
+    with pytest.raises(otlp.OtlpRefused) as refused:
+        otlp._decode_protobuf(b"")
+    found = re.search(r"install assay\[([a-z-]+)\]", refused.value.detail)
+    assert found is not None, refused.value.detail
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                            .read_text(encoding="utf-8"))["project"]
+    extra = project["optional-dependencies"].get(found.group(1), [])
+    assert any(d.startswith("opentelemetry-proto") for d in extra), (found.group(1), extra)

@@ -252,7 +252,7 @@ def _decode_protobuf(body: bytes) -> Decoded:
         )
     except ImportError:
         raise OtlpRefused(415, "protobuf_unavailable",
-                          "this server cannot read protobuf exports: install assay[otlp] "
+                          "this server cannot read protobuf exports: install assay[server] "
                           f"(opentelemetry-proto), or send {JSON}") from None
     request = ExportTraceServiceRequest()
     try:
