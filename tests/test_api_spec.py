@@ -171,3 +171,15 @@ def test_bodies_take_what_their_document_allows_and_refuse_null_and_other_types(
             answer = client.post(f"/runs/{cand}/labels", json={**body, "repeat": repeat})
             assert answer.status_code == status, (repeat, answer.text)
         assert client.patch(f"/runs/{cand}", json={"is_baseline": None}).status_code == 400
+
+
+def test_the_trace_receivers_refusals_are_documented(spec, tmp_path):
+    """A server without a token answers a request for another host 421, at ``/v1/traces``
+    as everywhere; the receiver's document lists it (and the 408 of a body that stops)."""
+    with serve(f"sqlite:///{tmp_path}/runs.db") as running, running.client() as client:
+        answer = client.post("/v1/traces", content=b"{}",
+                             headers={"content-type": "application/json",
+                                      "host": "attacker.example"})
+    assert answer.status_code == 421, answer.text
+    _conforms(spec, "/v1/traces", "post", answer)
+    assert "408" in spec["paths"]["/v1/traces"]["post"]["responses"]

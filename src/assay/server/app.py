@@ -1016,7 +1016,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @app.post(OTLP_PATH, tags=["traces"], responses={
         **{code: {"model": ErrorBody, "content": {otlp.PROTOBUF: {}}, "description":
                   "the error in the request's encoding: JSON, or a protobuf google.rpc.Status"}
-           for code in (*ERRORS, 415)},
+           for code in (*ERRORS, 408, 415, 421)},
         200: {"content": {otlp.PROTOBUF: {}, otlp.JSON: {}},
               "description": "an ExportTraceServiceResponse, in the request's encoding"}})
     async def receive_traces(request: Request) -> Response:
