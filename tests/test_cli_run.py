@@ -176,6 +176,27 @@ def test_resume_with_retry_errors_recomputes_failed_judgements(project, mock_ser
         == (0,)
 
 
+def test_a_resume_names_a_finished_case_whose_repeat_is_damaged(project, mock_server):
+    """`assay run --resume` ran such a case again, silently, beside its damaged row."""
+    done = assay(project, "run", "EVAL.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = _run_id(done.stdout)
+    db = sqlite3.connect(project / ".assay" / "runs.db")
+    db.execute("UPDATE runs SET status = 'interrupted'")
+    db.execute("UPDATE case_results SET repeat = 'first' WHERE case_id = 'fr'")
+    db.commit()
+    requests = mock_server.stats.requests
+    resumed = assay(project, "run", "--resume", run_id)
+    assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+    assert resumed.stderr == (
+        f"error [case_unreadable]: case 'fr' (repeat first) of run {run_id} cannot be read: "
+        "its repeat column holds the text 'first', not a whole number. The store's other "
+        "rows are intact\n"), resumed.stderr
+    assert mock_server.stats.requests == requests
+    assert db.execute("SELECT status FROM runs").fetchone() == ("interrupted",)
+    assert db.execute("SELECT COUNT(*) FROM case_results").fetchone() == (3,)
+
+
 def test_output_to_a_pipe_is_never_wrapped_mid_phrase(project, mock_server):
     long_name = "capitals of " + " and ".join(["France", "Japan", "Kenya"] * 8)
     (project / "EVAL.yaml").write_text(SUITE.replace("description: capitals",

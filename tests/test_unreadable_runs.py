@@ -462,3 +462,55 @@ def test_a_resume_that_retries_errors_names_an_execution_it_cannot_read(tmp_path
         assert store.score_count(run) > 0  # nothing was deleted
     finally:
         store.close()
+
+
+def _damaged_key(store: Path, run_id: str, value: object) -> None:
+    """The stored result row of ``run_id``'s one finished case, its ``repeat`` set to
+    ``value``; NULL needs the column's NOT NULL gone first, as another program's table
+    could lack it."""
+    import sqlite3
+
+    db = sqlite3.connect(store)
+    if value is None:
+        db.execute("PRAGMA writable_schema = ON")
+        db.execute("UPDATE sqlite_master SET sql = replace(sql, 'repeat INTEGER NOT NULL', "
+                   "'repeat INTEGER') WHERE name = 'case_results'")
+        db.commit()
+        db.close()
+        db = sqlite3.connect(store)
+    assert db.execute("UPDATE case_results SET repeat = ? WHERE run_id = ?",
+                      (value, run_id)).rowcount == 1
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("first", "its repeat column holds the text 'first', not a whole number"),
+    (None, "its repeat column holds NULL, not a whole number"),
+    (0.5, "its repeat column holds float 0.5, not a whole number")])
+def test_a_resume_names_a_finished_case_whose_repeat_is_damaged(tmp_path, value, said):
+    """The resume's list of finished cases read such a row as a key no case has: the case
+    ran again, silently, beside its damaged row."""
+    from assay.store.runs import CaseUnreadable
+    from tests.test_evaluate import ROWS, agent
+    from tests.test_resume_and_default_store import stopped_after_one
+
+    store = tmp_path / "runs.db"
+    run_id = stopped_after_one(store, evaluators=["exact_match"])
+    _damaged_key(store, run_id, value)
+    url = f"sqlite:///{store}"
+    before = RunStore(url).run_record(run_id)
+    for retry_errors in (False, True):
+        with pytest.raises(CaseUnreadable) as refused:
+            assay.resume(run_id, data=ROWS, store=store, target=agent,
+                         retry_errors=retry_errors)
+        message = refused.value.message
+        assert message.startswith("case 'fr' (repeat ") and \
+            f"of run {run_id} cannot be read: {said}" in message, message
+    kept = RunStore(url)
+    assert kept.run_record(run_id) == before  # not marked running, failed or anything else
+    with kept.transaction() as conn:
+        assert conn.execute(text("SELECT COUNT(*) FROM case_results")).scalar_one() == 1
+    with pytest.raises(CaseUnreadable, match=said):
+        kept.case_keys(run_id)
+    kept.close()

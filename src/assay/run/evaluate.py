@@ -321,6 +321,9 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     suite, config, policy, given = _reopened(
         run_store, stored, data, target, evaluators, on_warning, concurrency=concurrency,
         judge_model=judge_model, cache=cache, budget_usd=budget_usd, wait=wait)
+    # A stored case that cannot be told finished is named before the run is touched (its
+    # status, its error scores), not once it is running again.
+    run_store.case_keys(stored.id)
     if retry_errors:
         forgotten = run_store.forget_errors(stored.id)
         if on_notice:

@@ -692,7 +692,9 @@ class RunStore:
                 row=encode({**(found[0] or {}), "cause_analysis": analysis})))
 
     def case_keys(self, run_id: str) -> set[tuple[str, int]]:
-        """The (case id, repeat) pairs whose case record is stored."""
+        """The (case id, repeat) pairs whose case record is stored: what a resume does not
+        run again. A row whose repeat is not a whole number (:func:`check_row`) would match
+        no case, and its case would silently run again: it is :class:`CaseUnreadable`."""
         if run_id in self._fresh:
             return set()
         from sqlalchemy import select
@@ -700,10 +702,18 @@ class RunStore:
         from assay.store import schema
 
         self.flush()
+        table = schema.case_results
         with self.transaction() as conn:
-            return {(r[0], r[1]) for r in conn.execute(
-                select(schema.case_results.c.case_id, schema.case_results.c.repeat).where(
-                    schema.case_results.c.run_id == run_id))}
+            rows = conn.execute(select(table.c.case_id, table.c.repeat).where(
+                table.c.run_id == run_id)).fetchall()
+        keys = set()
+        for case_id, repeat in rows:
+            try:
+                check_row(CASE_RESULT, {"repeat": repeat})
+            except ValueError as exc:
+                raise CaseUnreadable(run_id, case_id, repeat, exc) from None
+            keys.add((case_id, repeat))
+        return keys
 
     def case_records(self, run_id: str, *, light: bool = False) -> list[CaseRecord]:
         """Every case record of a run, in the order the cases finished. ``light`` leaves out
@@ -928,18 +938,29 @@ def _json_load(text: str | bytes) -> Any:
 _NUMBERS = (int, float)
 
 
-def stored_number(value: Any, name: str, *, whole: bool = False) -> Any:
+def stored_number(value: Any, name: str, *, whole: bool = False,
+                  required: bool = False) -> Any:
     """A number read from the store, as it is; ValueError naming ``name`` (and what it holds)
     when the row holds anything else. SQLite lets a REAL or INTEGER column, and a JSON
     field, hold any text (a hand edit, another program): such a value is never read as 0 or
     left out, and never reaches a reader's arithmetic. The one rule for every number a case's
     or a run's rows hold (:data:`CASE_ROWS`); None is no value, which is not this rule's to
-    refuse."""
-    if value is None or (type(value) in _NUMBERS and (not whole or type(value) is int)):
+    refuse unless the number is ``required`` (a case's repeat, part of its key: a row
+    without one belongs to no case)."""
+    if (value is None and not required) or \
+            (type(value) in _NUMBERS and (not whole or type(value) is int)):
         return value
-    shown = f"the text {printable(value[:40])!r}" if isinstance(value, str) else \
-        f"{type(value).__name__} {printable(repr(value))[:40]}"
-    raise ValueError(f"its {name} holds {shown}, not {'a whole number' if whole else 'a number'}")
+    raise ValueError(f"its {name} holds {_shown(value)}, not "
+                     f"{'a whole number' if whole else 'a number'}")
+
+
+def _shown(value: Any) -> str:
+    """A stored value that is not what its column should hold, as an error names it."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return f"the text {printable(value[:40])!r}"
+    return f"{type(value).__name__} {printable(repr(value))[:40]}"
 
 
 class CaseTable:
@@ -974,7 +995,8 @@ def check_row(part: CaseTable, row: Mapping[Any, Any]) -> None:
     were (as data: :class:`NotJSON` when the text is not JSON)."""
     for name in part.numbers:
         if name in row:
-            stored_number(row[name], f"{name} column", whole=name == "repeat")
+            key = name == "repeat"  # part of the case's key: never absent
+            stored_number(row[name], f"{name} column", whole=key, required=key)
     # Not .get(): a SQLAlchemy row's get() of a name it lacks costs seven times as much.
     data = row[part.json] if part.json in row else None  # noqa: SIM401
     if isinstance(data, NotJSON):
