@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from assay.store.runs import RunStore
 from assay.testing.runs import HOSTILE, write_run
@@ -1132,6 +1133,28 @@ def test_the_trend_chart_draws_a_line_per_suite_and_a_click_opens_its_run(browse
         page.keyboard.press("ArrowLeft")  # the latest run
         page.keyboard.press("Enter")
         _rendered(page, f"#/run/{runs['chat'][3]}")
+
+
+def test_the_trend_chart_leaves_out_a_run_whose_start_cannot_be_read(browser, tmp_path):
+    """Such a run came as started at 0 and was drawn at 1970, squeezing the other runs into
+    the chart's right edge; it is listed, named unreadable, and has no place in time."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    now = time.time()
+    bad, *good = [write_run(store, 12, seed=k, created_at=now - (3 - k) * 86400)
+                  for k in range(3)]
+    with store.transaction() as conn:
+        conn.execute(text("UPDATE runs SET created_at = 'yesterday' WHERE id = :id"),
+                     {"id": bad})
+    store.close()
+    for _, served, page in _in_each_scheme(browser, url):
+        page.goto(served.url + "/#/runs")
+        page.wait_for_selector("#runs-chart canvas")
+        drawn = page.evaluate("(() => { const box = document.querySelector('#runs-chart');"
+                              " return [box.uplotRuns.map((r) => r.id),"
+                              " Math.min(...box.uplot.data[0])]; })()")
+        assert sorted(drawn[0]) == sorted(good) and drawn[1] > now - 4 * 86400, drawn
+        assert page.locator(f"#runs tr[data-run='{bad}']").count() == 1
 
 
 def test_the_trend_charts_time_ticks_never_repeat_a_label(browser, tmp_path):

@@ -6,6 +6,7 @@ PostgreSQL."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -514,3 +515,66 @@ def test_a_resume_names_a_finished_case_whose_repeat_is_damaged(tmp_path, value,
     with pytest.raises(CaseUnreadable, match=said):
         kept.case_keys(run_id)
     kept.close()
+
+
+CREATED_SAID = "created_at: its column holds the text 'yesterday', not a number"
+
+
+def _created_as_text(tmp_path: Path) -> tuple[str, str, str]:
+    """Two runs, the first's created_at then holding text (SQLite's REAL column takes it)."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    bad = write_run(store, 2, seed=1, created_at=1_000_000.0)
+    good = write_run(store, 2, seed=2, created_at=1_000_100.0)
+    with store.transaction() as conn:
+        conn.execute(text("UPDATE runs SET created_at = 'yesterday' WHERE id = :id"),
+                     {"id": bad})
+    store.close()
+    return url, bad, good
+
+
+def test_a_run_whose_created_at_is_text_is_named_and_never_dated_1970(tmp_path):
+    """Such a run was named unreadable, yet listed as started at 0 (1970-01-01)."""
+    url, bad, good = _created_as_text(tmp_path)
+    store = RunStore(url)
+    assert {r.id: (r.created_at, r.unreadable) for r in store.run_records()} == {
+        bad: (None, CREATED_SAID), good: (1_000_100.0, None)}
+    items = {i.id: i for i in queries.list_runs(store, queries.RunFilter())[0]}
+    assert items[bad].created_at is None and CREATED_SAID in (items[bad].unreadable or "")
+    found = queries.find_run(store, bad)
+    assert found is not None and found.created_at is None
+    with pytest.raises(StoreError, match=f"run {bad} cannot be read: {CREATED_SAID}"):
+        store.run_record(bad)
+    # a date range cannot say that a start it cannot read is in it
+    for where in (queries.RunFilter(since=0.0), queries.RunFilter(until=2e9)):
+        assert [i.id for i in queries.list_runs(store, where)[0]] == [good]
+    store.close()
+
+
+def test_the_api_lists_a_run_whose_created_at_is_text_without_a_date(tmp_path):
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    url, bad, good = _created_as_text(tmp_path)
+    with serve(url) as served, served.client() as api:
+        listed = {r["id"]: r for r in api.get("/runs").json()["items"]}
+        assert listed[bad]["created_at"] is None and listed[bad]["created"] is None
+        assert CREATED_SAID in listed[bad]["unreadable"]
+        assert listed[good]["created"] == "1970-01-12T13:48:20Z"
+        detail = api.get(f"/runs/{bad}").json()
+        assert detail["created_at"] is None and detail["created"] is None, detail
+        assert detail["duration"] == "-" and CREATED_SAID in detail["unreadable"]
+
+
+def test_assay_runs_lists_a_run_whose_created_at_is_text_without_a_date(tmp_path):
+    url, bad, _ = _created_as_text(tmp_path)
+    env = {**os.environ, "COLUMNS": "200", "TZ": "UTC"}
+    listed = run_assay(["runs", "--store", url], cwd=tmp_path, env=env, timeout=120)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if bad in line and "│" in line)
+    assert "unreadable" in row and "1970-01-01" not in row and " - " in row, listed.stdout
+    assert f"unreadable {bad}: {CREATED_SAID}" in listed.stdout
+    assert "1970-01-12 13:48" in listed.stdout  # the other run's start
+    as_json = {r["id"]: r for r in json.loads(run_assay(
+        ["runs", "--json", "--store", url], cwd=tmp_path, env=env, timeout=120).stdout)}
+    assert as_json[bad]["created_at"] is None and CREATED_SAID in as_json[bad]["unreadable"]

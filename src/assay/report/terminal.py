@@ -274,6 +274,7 @@ def runs_table(runs: list[RunRecord]) -> Table:
         s = r.summary
         status = "unreadable" if r.unreadable else status_text(r.status)
         table.add_row(for_terminal(r.id), for_terminal(r.suite), status,
+                      numbers.MISSING if r.created_at is None else
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
                       "" if s is None else str(s.cases),
                       "" if s is None else run_display(s).mean_score,

@@ -37,7 +37,7 @@ def _display(run: RunRecord | RunItem) -> RunDisplay | None:
 class _Times(BaseModel):
     """A run's times in ISO 8601 (UTC) beside its epoch seconds."""
 
-    created_at: float
+    created_at: float | None
     finished_at: float | None = None
 
     @computed_field(description="created_at in ISO 8601, UTC")  # type: ignore[prop-decorator]
@@ -183,7 +183,8 @@ class CaseDetail(BaseModel):
 def run_detail(run: RunRecord, target: str | None, baseline_id: str | None = None,
                running_here: bool = False, resume_command: str | None = None,
                family: RunFamily | None = None) -> RunDetail:
-    took = None if run.finished_at is None else (run.finished_at - run.created_at) * 1000
+    took = None if run.finished_at is None or run.created_at is None else \
+        (run.finished_at - run.created_at) * 1000
     return RunDetail(**run.model_dump(), target=target,
                      pass_rate=None if run.summary is None else run.summary.pass_rate,
                      display=_display(run), duration=numbers.milliseconds(took),

@@ -154,7 +154,8 @@ class RunItem(_View):
     id: str
     suite: str
     status: RunStatus
-    created_at: float
+    created_at: float | None = Field(description=(
+        "null only when the stored value cannot be read, which ``unreadable`` names"))
     finished_at: float | None = None
     target: str | None = None
     summary: RunSummary | None = None
@@ -295,6 +296,9 @@ def list_runs(store: RunStore, where: RunFilter, limit: int = 50,
         conditions.append(runs.c.suite == where.suite)
     if where.status is not None:
         conditions.append(_status_condition(where.status, now))
+    if where.since is not None or where.until is not None:
+        # a start that is not a number (stored_number's rule) is not known to be in range
+        conditions.append(~not_number_sql(runs.c.created_at, store.dialect))
     if where.since is not None:
         conditions.append(runs.c.created_at >= where.since)
     if where.until is not None:

@@ -1141,7 +1141,7 @@ def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
     summary_data = _decoded(row.get("summary"), "summary", problems)
     summary = None if summary_data is None else _field(RunSummary, summary_data, "summary",
                                                        problems)
-    created = _field(float, row.get("created_at"), "created_at", problems)
+    created = _field(float, row.get("created_at"), "created_at", problems, required=True)
     finished = row.get("finished_at")
     finished = _field(float, finished, "finished_at", problems) if finished is not None \
         else None
@@ -1152,7 +1152,7 @@ def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
             status, abandoned = RunStatus.INTERRUPTED, True
     return RunRecord.model_construct(
         id=str(row.get("id")), suite=str(row.get("suite")),
-        status=status or RunStatus.FAILED, created_at=created or 0.0, finished_at=finished,
+        status=status or RunStatus.FAILED, created_at=created, finished_at=finished,
         config=config or RunSnapshot(), summary=summary,
         unreadable="; ".join(problems) or None, abandoned=abandoned,
         name=row.get("name") or None, tags=list(row.get("tags") or []),
@@ -1258,13 +1258,15 @@ def _decoded(text: Any, name: str, problems: list[str]) -> Any:
         return None
 
 
-def _field(kind: Any, value: Any, name: str, problems: list[str]) -> Any:
-    """``value`` as ``kind``; None (and a problem naming the field) when it is not one."""
-    if value is None:
+def _field(kind: Any, value: Any, name: str, problems: list[str],
+           required: bool = False) -> Any:
+    """``value`` as ``kind``; None (and a problem naming the field) when it is not one, or
+    when it is None and ``required`` (a number every run has: :func:`stored_number`)."""
+    if value is None and not required:
         return None
     try:
         if kind is float:
-            return float(stored_number(value, "column"))
+            return float(stored_number(value, "column", required=required))
         if isinstance(kind, type) and issubclass(kind, BaseModel):
             return kind.model_validate(value)
         return kind(value)

@@ -617,7 +617,9 @@ class RunRecord(_Record):
     id: str
     suite: str
     status: RunStatus
-    created_at: float
+    created_at: float | None = Field(description=(
+        "when the run started (epoch seconds); null only when the stored value cannot be "
+        "read, which ``unreadable`` names"))
     finished_at: float | None = None
     name: str | None = None
     tags: list[str] = Field(default_factory=list)

@@ -503,7 +503,8 @@
   // keys moving between runs) opens it, dragging zooms into a stretch of time.
   function runsChart(items) {
     const suites = Array.from(new Set(items.map((r) => r.suite))).slice(0, SUITE_COLORS.length);
-    const runs = items.filter((r) => r.pass_rate !== null && r.pass_rate !== undefined && suites.includes(r.suite)).sort((a, b) => a.created_at - b.created_at);
+    // a run whose start cannot be read (created_at null, named by its row) has no place in time
+    const runs = items.filter((r) => r.pass_rate !== null && r.pass_rate !== undefined && r.created_at !== null && suites.includes(r.suite)).sort((a, b) => a.created_at - b.created_at);
     if (!runs.length || !window.uPlot) return null;
     const colors = suiteColors();
     const tip = h("div", { class: "chart-tip", role: "status", hidden: true });
