@@ -188,6 +188,30 @@ def test_cli_lists_sets_prints_reports_and_sets_exit_codes(tmp_path, mock_model)
     assert clobber.returncode == 2 and "input" in clobber.stderr
 
 
+def test_alpha_on_one_labelled_item_is_undefined_in_the_report_and_its_json(tmp_path,
+                                                                             mock_model):
+    """One item the judge and the human disagree on: alpha was printed as 0.000."""
+    labelled = tmp_path / "one.jsonl"
+    labelled.write_text(json.dumps({"response": "answer 1", "label": 1}) + "\n")
+    said = "undefined: fewer than two items have two ratings to compare"
+    common = ["calibrate", str(labelled), "--judge",
+              '{"type": "llm_judge", "prompt": "{{candidate_answer}}"}', "--judge-model",
+              mock_model, "--store", f"sqlite:///{tmp_path}/runs.db", "--resamples", "50"]
+    shown = assay(tmp_path, *common, "-o", "report.json")
+    assert shown.returncode == 0, shown.stderr
+    assert "accuracy                     0.0%" in shown.stdout  # they disagree
+    assert f"Krippendorff's alpha         {said}\n" in shown.stdout, shown.stdout
+    as_json = assay(tmp_path, *common, "--json")
+    for report in (json.loads(as_json.stdout),
+                   json.loads((tmp_path / "report.json").read_text())):
+        alpha = report["statistics"]["alpha"]
+        assert alpha["value"] is None and alpha["undefined"] == said, alpha
+        assert alpha["low"] is None and alpha["high"] is None
+    stored = calibrations.latest(open_store(f"sqlite:///{tmp_path}/runs.db"),
+                                 report["judge"]["key"])
+    assert stored is not None and stored.report.statistics["alpha"].undefined == said
+
+
 SUITE = '''
 description: capitals
 execution:

@@ -245,6 +245,38 @@ def test_alpha_without_two_ratings_per_item_is_undefined():
     assert "two ratings" in str(krippendorff_alpha([[1, None], [None, 2]]))
 
 
+ONE_ITEM = "undefined: fewer than two items have two ratings to compare"
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+def test_alpha_on_one_pairable_item_is_undefined_not_zero(level):
+    """Its formula gives 0 on one item's ratings, whatever they are: that was reported."""
+    assert krippendorff_alpha([[0, 1]], level) == ONE_ITEM
+    assert krippendorff_alpha([[0, 1], [1, None], [None, 0]], level) == ONE_ITEM
+    assert krippendorff_alpha([[0, 1], [1, 1]], level) == pytest.approx(0.0)  # two: a value
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+def test_a_resample_of_one_pairable_item_has_no_alpha(level):
+    """A resample that drew one item again and again gave a negative alpha, which went into
+    the interval; now it is undefined there, in the batch form as in the single one."""
+    rel = Reliability(np.array([[0, 1], [1, 1], [0, 0], [1, None]], dtype=float), level)
+    draws = np.array([[0, 0, 0, 0], [1, 1, 3, 3], [0, 1, 2, 3], [2, 3, 0, 0]])
+    single = [rel.alpha(d) for d in draws]
+    assert single[:2] == [ONE_ITEM, ONE_ITEM] and not isinstance(single[2], str)
+    _same(rel.alpha_batch(Resamples(draws)), single)
+    found = Bootstrap(4, resamples=20, seed=0)
+    found.draws = np.array([[0, 0, 0, 0]] * 12 + [[0, 1, 2, 3]] * 8)
+    found.sample = Resamples(found.draws)
+    stat = found.estimate("alpha", rel.alpha, rel.alpha_batch)
+    assert stat.low is None and stat.note == "no interval: undefined in 12 of 20 resamples"
+    one = Bootstrap(4, resamples=20, seed=0)
+    only = Reliability(np.array([[0, 1], [1, None], [None, 0], [1, None]], dtype=float), level)
+    assert np.isnan(only.alpha_batch(one.sample)).all()
+    stat = one.estimate("alpha", only.alpha, only.alpha_batch)
+    assert stat.value is None and stat.undefined == ONE_ITEM and stat.low is None
+
+
 # -- the bootstrap ------------------------------------------------------------------------------
 
 

@@ -17,7 +17,9 @@ the outer product of its margins over ``n``, ``w`` disagreement weights):
 - Krippendorff's alpha: ``1 - (n-1) * sum(o_ck d_ck) / sum(n_c n_k d_ck)`` over the
   coincidence matrix ``o`` of pairable values (any number of raters, missing values allowed),
   with ``d`` nominal (0/1), ordinal (cumulative ranks) or interval (squared difference).
-  Undefined when the pairable values do not vary.
+  Undefined when fewer than two items have two ratings (one item's ratings give 0, or a
+  resample's one item repeated a negative figure: neither says anything of agreement), or
+  when the pairable values do not vary.
 - Spearman's rho, Kendall's tau-b and Pearson's r come from scipy; undefined when either side
   is constant.
 
@@ -282,6 +284,10 @@ def batch_share(mask: np.ndarray, hit: np.ndarray, sample: Resamples) -> np.ndar
 
 # -- Krippendorff's alpha -------------------------------------------------------------------
 
+TOO_FEW_UNITS = "undefined: fewer than two items have two ratings to compare"
+"""Why alpha has no value on one pairable item (or none): its formula gives 0 there (or, on
+one item counted several times, a negative number), which says nothing of agreement."""
+
 
 class Reliability:
     """Ratings of units by raters (a units x raters array, NaN where a rater gave none),
@@ -328,13 +334,13 @@ class Reliability:
     def alpha(self, indices: np.ndarray | None = None) -> Value:
         """Krippendorff's alpha over the units (a resample of unit indices, or all)."""
         np = numpy()
-        if self.units == 0:
-            return "undefined: no item has two ratings to compare"
+        if self.units < 2:
+            return TOO_FEW_UNITS
         size = len(self.m)
         weights = np.ones(size) if indices is None else \
             np.bincount(indices, minlength=size).astype(float)
-        if float(weights @ (self.m > 0)) == 0:
-            return "undefined: no item has two ratings to compare"
+        if int(np.count_nonzero((weights > 0) & (self.m > 0))) < 2:
+            return TOO_FEW_UNITS
         if self.level == "interval":
             n = float(weights @ self.m)
             s1, s2 = float(weights @ self.s1), float(weights @ self.s2)
@@ -352,10 +358,16 @@ class Reliability:
         return 1.0 - (n - 1) * float((observed * distance).sum()) / expected
 
     def alpha_batch(self, sample: Resamples) -> np.ndarray:
-        """Alpha of every resample of units (NaN where undefined)."""
+        """Alpha of every resample of units (NaN where undefined, as :meth:`alpha` says)."""
         np = numpy()
-        if self.units == 0:
+        if self.units < 2:
             return np.full(len(sample), np.nan)
+        found = self._alpha_batch(sample)
+        distinct = np.count_nonzero((sample.weights > 0) & (self.m > 0), axis=1)
+        return np.where(distinct >= 2, found, np.nan)
+
+    def _alpha_batch(self, sample: Resamples) -> np.ndarray:
+        np = numpy()
         weights = sample.weights
         if self.level == "interval":
             n = weights @ self.m
