@@ -18,12 +18,14 @@ A measurement, not a test: nothing here passes or fails.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -58,6 +60,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextlib.contextmanager
+def served(url: str, timeout: float = 60) -> Iterator[httpx.Client]:
+    """``assay serve`` on ``url`` in a process of its own, and a client of it once it
+    answers; the server is stopped when the block ends."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "assay", "serve", "--store", url,
+                               "--port", str(port), "--no-runs"], cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=timeout)
+        for _ in range(300):
+            try:
+                if client.get("/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield client
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def measure(client: httpx.Client, make: object, requests: int, warmup: int = 5) -> list[float]:
     times = []
     for i in range(warmup + requests):
@@ -86,19 +110,8 @@ def main() -> None:
     path = args.keep or Path(tmp.name) / "runs.db"
     url = args.store or f"sqlite:///{path}"
     run_id = build(url, args.cases)
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "assay", "serve", "--store", url,
-                               "--port", str(port), "--no-runs"], cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     rng = random.Random(0)
-    try:
-        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
-        for _ in range(300):
-            try:
-                if client.get("/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+    with served(url) as client:
         cases = f"/runs/{run_id}/cases"
         deep = max(0, args.cases - 50)
         endpoints = [
@@ -133,10 +146,7 @@ def main() -> None:
             times = sorted(measure(client, make, args.requests))
             p95 = statistics.quantiles(times, n=20)[18] if len(times) >= 20 else times[-1]
             print(f"| {name} | {statistics.median(times):.1f} | {p95:.1f} | {times[-1]:.1f} |")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        tmp.cleanup()
+    tmp.cleanup()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import re
 import threading
@@ -881,25 +882,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
         run = require_run(run_id)
         where = _case_filter(verdict, evaluator, evaluator_state, q, score_bin)
         names = sorted(run.summary.evaluators) if run.summary else []
-
-        def page(offset: int) -> tuple[list[Any], int]:
-            return queries.case_page(store(), run.id, where, sort, EXPORT_PAGE, offset,
-                                     preview=EXPORT_CHARS)
-
         # Before the answer starts, the rows the file would hold are checked (a row that is
         # not JSON, a number that is not one) and the first page is read (a database gone):
         # each is then the error it is, with its status, instead of a file that ends early.
         queries.check_cases(store(), run.id, where)
-        first = page(0)
+        pages = queries.case_pages(store(), run.id, where, sort, EXPORT_PAGE,
+                                   preview=EXPORT_CHARS)
+        first = next(pages, [])
 
         def rows() -> Iterator[dict[str, Any]]:
-            offset, (items, total) = 0, first
-            while True:
+            for items in itertools.chain([first], pages):
                 yield from (export.case_row(item, names) for item in items)
-                offset += EXPORT_PAGE
-                if not items or offset >= total:
-                    return
-                items, total = page(offset)
 
         return _file(format, export.case_columns(names), rows(), f"{run.id}-cases")
 

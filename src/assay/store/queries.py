@@ -10,7 +10,7 @@ user (a search, a case id) reaches SQL only as a bound parameter, with LIKE wild
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -457,11 +457,25 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
 
 @dataclass
 class _Segment:
-    """A part of a sort that one index reads in order: its rows, and their order."""
+    """A part of a sort that one index reads in order: its rows, and their order (each
+    column with whether it descends). ``nullable``: the first column may be NULL in it, and
+    the database puts those rows first or last (see :func:`_without_nulls`)."""
 
     key: Any
     condition: ColumnElement[bool] | None
-    order: list[Any]
+    columns: list[tuple[Any, bool]]
+    nullable: bool = False
+
+    @property
+    def order(self) -> list[Any]:
+        return [c.desc() if descending else c for c, descending in self.columns]
+
+    def where(self, conditions: list[ColumnElement[bool]]) -> list[ColumnElement[bool]]:
+        return conditions if self.condition is None else [*conditions, self.condition]
+
+
+def _ordered(columns: Sequence[Any], descending: bool = False) -> list[tuple[Any, bool]]:
+    return [(c, descending) for c in columns]
 
 
 def _segments(sort: CaseSort, where: CaseFilter) -> tuple[Any, list[_Segment]]:
@@ -475,22 +489,22 @@ def _segments(sort: CaseSort, where: CaseFilter) -> tuple[Any, list[_Segment]]:
     if sort is CaseSort.PROBLEMS:
         wanted = [v for v in VERDICT_ORDER if not where.verdicts or v in where.verdicts]
         # A text search scans the search table: once for all verdicts, not once for each.
-        return cr.c.verdict if where.text else None, [_Segment(v.value, cr.c.verdict == v.value, [cr.c.score, *key])
-                      for v in wanted]
+        return cr.c.verdict if where.text else None, [
+            _Segment(v.value, cr.c.verdict == v.value, _ordered([cr.c.score, *key]),
+                     nullable=True) for v in wanted]
     if sort is CaseSort.SCORE:
-        return None, [_Segment(0, cr.c.score.is_not(None), [cr.c.score, *key]),
-                      _Segment(1, cr.c.score.is_(None), key)]
+        return None, [_Segment(0, cr.c.score.is_not(None), _ordered([cr.c.score, *key])),
+                      _Segment(1, cr.c.score.is_(None), _ordered(key))]
     if sort is CaseSort.SCORE_DESC:
-        return None, [_Segment(0, cr.c.score.is_not(None),
-                               [c.desc() for c in (cr.c.score, *key)]),
-                      _Segment(1, cr.c.score.is_(None), key)]
+        return None, [_Segment(0, cr.c.score.is_not(None), _ordered([cr.c.score, *key], True)),
+                      _Segment(1, cr.c.score.is_(None), _ordered(key))]
     if sort is CaseSort.FINISHED:
-        return None, [_Segment(0, None, [cr.c.created_at, *key])]
+        return None, [_Segment(0, None, _ordered([cr.c.created_at, *key]))]
     if sort is CaseSort.FINISHED_DESC:
-        return None, [_Segment(0, None, [c.desc() for c in (cr.c.created_at, *key)])]
+        return None, [_Segment(0, None, _ordered([cr.c.created_at, *key], True))]
     if sort is CaseSort.CASE_DESC:
-        return None, [_Segment(0, None, [c.desc() for c in key])]
-    return None, [_Segment(0, None, key)]
+        return None, [_Segment(0, None, _ordered(key, True))]
+    return None, [_Segment(0, None, _ordered(key))]
 
 
 CountCache = dict[tuple[Any, ...], dict[Any, int]]
@@ -510,10 +524,9 @@ def _page_keys(conn: Any, conditions: list[ColumnElement[bool]], sort: CaseSort,
         if group is None:  # each segment counted on its own
             counts = {}
             for segment in segments:
-                where_ = conditions if segment.condition is None else \
-                    [*conditions, segment.condition]
-                counts[segment.key] = int(conn.execute(
-                    select(func.count()).select_from(cr).where(*where_)).scalar_one())
+                counts[segment.key] = int(conn.execute(select(func.count()).select_from(cr)
+                                                       .where(*segment.where(conditions)))
+                                          .scalar_one())
         else:  # a column that the index is in order of: one pass, no sorting
             counts = {k: int(n) for k, n in conn.execute(
                 select(group, func.count()).select_from(cr).where(*conditions)
@@ -525,11 +538,9 @@ def _page_keys(conn: Any, conditions: list[ColumnElement[bool]], sort: CaseSort,
         start = max(0, offset - total)
         wanted = limit - len(keys)
         if wanted > 0 and start < count:
-            where_ = conditions if segment.condition is None else \
-                [*conditions, segment.condition]
             keys += [(r.case_id, r.repeat) for r in conn.execute(
-                select(cr.c.case_id, cr.c.repeat).where(*where_).order_by(*segment.order)
-                .limit(wanted).offset(start))]
+                select(cr.c.case_id, cr.c.repeat).where(*segment.where(conditions))
+                .order_by(*segment.order).limit(wanted).offset(start))]
         total += count
     return keys, total, counts
 
@@ -595,7 +606,6 @@ def _case_page(store: RunStore, run_id: str, where: CaseFilter, sort: CaseSort, 
                offset: int, cache: CountCache | None,
                preview: int) -> tuple[list[CaseRow], int]:
     store.flush()
-    cr, ex, sc = schema.case_results, schema.executions, schema.scores
     conditions = _case_conditions(run_id, where)
     with store.transaction() as conn:
         if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
@@ -613,42 +623,156 @@ def _case_page(store: RunStore, run_id: str, where: CaseFilter, sort: CaseSort, 
                 cache[cache_key] = counts
                 while len(cache) > 1024:
                     cache.pop(next(iter(cache)))
-        ids = sorted({case_id for case_id, _ in keys})
-        rows: dict[tuple[str, int], Any] = {}
-        executions: dict[tuple[str, int], Any] = {}
-        cells: dict[tuple[str, int], dict[str, ScoreCell]] = {}
-        reasons: dict[tuple[str, int, str], str] = {}
-        if ids:
-            for found_row in conn.execute(select(
-                    cr.c.case_id, cr.c.repeat, cr.c.verdict, cr.c.score, cr.c.created_at,
-                    cr.c.row["target"].as_string().label("target"),
-                    cr.c.row["overall_score"].label("overall_score"),
-                    _preview(cr.c.row["case"]["input"], preview).label("input_preview"),
-                    _preview(cr.c.row["case"]["expected_output"], preview).label(
-                        "expected_preview")).where(
-                    cr.c.run_id == run_id, cr.c.case_id.in_(ids))):
-                rows[(found_row.case_id, found_row.repeat)] = _read(CASE_RESULT, run_id,
-                                                                    found_row)
-            for e in conn.execute(select(
-                    ex.c.case_id, ex.c.repeat,
-                    _preview(ex.c.execution["output"], preview).label("output"),
-                    ex.c.execution["error"].as_string().label("error"),
-                    ex.c.execution["latency_ms"].label("latency_ms")).where(
-                    ex.c.run_id == run_id, ex.c.case_id.in_(ids))):
-                executions[(e.case_id, e.repeat)] = _read(EXECUTION, run_id, e)
-            for s in conn.execute(select(
-                    sc.c.case_id, sc.c.repeat, sc.c.evaluator, sc.c.value, sc.c.error_code,
-                    sc.c.passed, _preview(sc.c.score["rationale"], preview).label("rationale"),
-                    _preview(sc.c.score["error"]["message"], preview).label("message")).where(
-                    sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
-                _read(SCORE, run_id, s)
-                state = "value" if s.value is not None else \
-                    "error" if s.error_code is not None else "skipped"
-                cells.setdefault((s.case_id, s.repeat), {})[s.evaluator] = ScoreCell(
-                    state=state, value=s.value, passed=s.passed if state == "value" else None,
-                    error_code=s.error_code)
-                reasons[(s.case_id, s.repeat, s.evaluator)] = _shorten(
-                    s.message if state == "error" else s.rationale, preview)
+        return _page_rows(conn, run_id, keys, preview), total
+
+
+def case_pages(store: RunStore, run_id: str, where: CaseFilter,
+               sort: CaseSort = CaseSort.PROBLEMS, limit: int = 500,
+               preview: int = PREVIEW_CHARS) -> Iterator[list[CaseRow]]:
+    """Every case :func:`case_page` would list (the same rows, in the same order), a page of
+    ``limit`` at a time, for a reader of them all (an export).
+
+    Each page is read after the last one's key (keyset paging: ``WHERE (value, case id,
+    repeat) > last ORDER BY ... LIMIT n``), from where the index left off, instead of by an
+    offset, which reads and drops every row before it: a whole run costs in proportion to its
+    size, not to its square. A row that cannot be read is :class:`CaseUnreadable`, as in
+    :func:`case_page` (a reader that must not stop halfway asks :func:`check_cases` first)."""
+    try:
+        yield from _case_pages(store, run_id, where, sort, limit, preview)
+    except RowsNotJSON:
+        check_cases(store, run_id, where)
+        raise
+
+
+def _case_pages(store: RunStore, run_id: str, where: CaseFilter, sort: CaseSort, limit: int,
+                preview: int) -> Iterator[list[CaseRow]]:
+    cr = schema.case_results
+    conditions = _case_conditions(run_id, where)
+    for source, segment in _keyset_segments(sort, where, store.dialect):
+        last: tuple[Any, ...] | None = None
+        while True:
+            store.flush()
+            query = select(cr.c.case_id, cr.c.repeat, *(
+                c.label(f"order_{i}") for i, (c, _) in enumerate(segment.columns))) \
+                .select_from(source).where(*segment.where(conditions))
+            with store.transaction() as conn:
+                found = conn.execute(_after(query, segment, last).order_by(*segment.order)
+                                     .limit(limit)).fetchall()
+                page = _page_rows(conn, run_id, [(r[0], r[1]) for r in found], preview)
+            if page:
+                yield page
+            if len(found) < limit:
+                break
+            last = tuple(found[-1][2:])
+
+
+def _keyset_segments(sort: CaseSort, where: CaseFilter,
+                     dialect: str) -> list[tuple[Any, _Segment]]:
+    """``sort`` as :func:`case_page` orders it, in segments whose every order column holds a
+    value (what a keyset needs), each with the rows it reads from: a nullable segment is
+    split where the database puts its NULLs (:func:`_without_nulls`), and a sort by a value
+    of another table (an evaluator's, the latency) is its cases with the value, then those
+    without, by key, as :func:`_keys_by_value` orders them."""
+    cr = schema.case_results
+    if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
+        sc = schema.scores
+        joined = cr.outerjoin(sc, and_(sc.c.run_id == cr.c.run_id,
+                                       sc.c.case_id == cr.c.case_id,
+                                       sc.c.repeat == cr.c.repeat,
+                                       sc.c.evaluator == where.evaluator))
+        return _by_value(joined, sc.c.value, sort is CaseSort.SCORE_DESC)
+    if sort in (CaseSort.LATENCY, CaseSort.LATENCY_DESC):
+        ex = schema.executions
+        joined = cr.outerjoin(ex, and_(ex.c.run_id == cr.c.run_id,
+                                       ex.c.case_id == cr.c.case_id,
+                                       ex.c.repeat == cr.c.repeat))
+        return _by_value(joined, json_number_sql(ex.c.execution, "latency_ms", dialect),
+                         sort is CaseSort.LATENCY_DESC)
+    return [(cr, part) for segment in _segments(sort, where)[1]
+            for part in _without_nulls(segment, dialect)]
+
+
+def _by_value(joined: Any, value: Any, descending: bool) -> list[tuple[Any, _Segment]]:
+    """The order of :func:`_keys_by_value` as two segments: the cases with a value, by it
+    (then by key, ascending), then the cases without one, by key."""
+    cr = schema.case_results
+    key = [cr.c.case_id, cr.c.repeat]
+    return [(joined, _Segment(0, value.is_not(None), [(value, descending), *_ordered(key)])),
+            (joined, _Segment(1, value.is_(None), _ordered(key)))]
+
+
+def _without_nulls(segment: _Segment, dialect: str) -> list[_Segment]:
+    """A segment whose first order column may be NULL, as two without: its NULL rows (by the
+    other columns) and the rest, in the order the database sorts them: SQLite puts NULL
+    before every value, PostgreSQL after."""
+    if not segment.nullable:
+        return [segment]
+    (column, descending), rest = segment.columns[0], segment.columns[1:]
+    condition = [] if segment.condition is None else [segment.condition]
+    nulls = _Segment(segment.key, and_(*condition, column.is_(None)), rest)
+    values = _Segment(segment.key, and_(*condition, column.is_not(None)), segment.columns)
+    return [nulls, values] if (dialect == "sqlite") != descending else [values, nulls]
+
+
+def _after(query: Any, segment: _Segment, last: tuple[Any, ...] | None) -> Any:
+    """``query`` kept to the rows of ``segment`` after ``last`` (the order values of the
+    previous page's last row; None: from the first). One direction throughout is one row
+    comparison, which an index seeks to; mixed directions are spelt out."""
+    if last is None:
+        return query
+    columns = [c for c, _ in segment.columns]
+    directions = {descending for _, descending in segment.columns}
+    if len(directions) == 1:
+        row, bound = tuple_(*columns), tuple_(*(literal(v) for v in last))
+        return query.where(row < bound if directions.pop() else row > bound)
+    beyond = []
+    for i, (column, descending) in enumerate(segment.columns):
+        ties = [c == v for c, v in zip(columns[:i], last[:i], strict=False)]
+        beyond.append(and_(*ties, column < last[i] if descending else column > last[i]))
+    return query.where(or_(*beyond))
+
+
+def _page_rows(conn: Connection, run_id: str, keys: list[tuple[str, int]],
+               preview: int) -> list[CaseRow]:
+    """What a page of cases shows of the cases ``keys``, in their order, read for those keys
+    only (a huge output is cut to a preview of ``preview`` characters in the database)."""
+    cr, ex, sc = schema.case_results, schema.executions, schema.scores
+    ids = sorted({case_id for case_id, _ in keys})
+    rows: dict[tuple[str, int], Any] = {}
+    executions: dict[tuple[str, int], Any] = {}
+    cells: dict[tuple[str, int], dict[str, ScoreCell]] = {}
+    reasons: dict[tuple[str, int, str], str] = {}
+    if ids:
+        for found_row in conn.execute(select(
+                cr.c.case_id, cr.c.repeat, cr.c.verdict, cr.c.score, cr.c.created_at,
+                cr.c.row["target"].as_string().label("target"),
+                cr.c.row["overall_score"].label("overall_score"),
+                _preview(cr.c.row["case"]["input"], preview).label("input_preview"),
+                _preview(cr.c.row["case"]["expected_output"], preview).label(
+                    "expected_preview")).where(
+                cr.c.run_id == run_id, cr.c.case_id.in_(ids))):
+            rows[(found_row.case_id, found_row.repeat)] = _read(CASE_RESULT, run_id,
+                                                                found_row)
+        for e in conn.execute(select(
+                ex.c.case_id, ex.c.repeat,
+                _preview(ex.c.execution["output"], preview).label("output"),
+                ex.c.execution["error"].as_string().label("error"),
+                ex.c.execution["latency_ms"].label("latency_ms")).where(
+                ex.c.run_id == run_id, ex.c.case_id.in_(ids))):
+            executions[(e.case_id, e.repeat)] = _read(EXECUTION, run_id, e)
+        for s in conn.execute(select(
+                sc.c.case_id, sc.c.repeat, sc.c.evaluator, sc.c.value, sc.c.error_code,
+                sc.c.passed, _preview(sc.c.score["rationale"], preview).label("rationale"),
+                _preview(sc.c.score["error"]["message"], preview).label("message")).where(
+                sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
+            _read(SCORE, run_id, s)
+            state = "value" if s.value is not None else \
+                "error" if s.error_code is not None else "skipped"
+            cells.setdefault((s.case_id, s.repeat), {})[s.evaluator] = ScoreCell(
+                state=state, value=s.value, passed=s.passed if state == "value" else None,
+                error_code=s.error_code)
+            reasons[(s.case_id, s.repeat, s.evaluator)] = _shorten(
+                s.message if state == "error" else s.rationale, preview)
     page = []
     for key in keys:
         r = rows.get(key)
@@ -671,7 +795,7 @@ def _case_page(store: RunStore, run_id: str, where: CaseFilter, sort: CaseSort, 
                 overall_score=r.overall_score))
         except ValueError as exc:  # a field of another type than assay writes
             raise CaseUnreadable(run_id, r.case_id, r.repeat, exc) from None
-    return page, total
+    return page
 
 
 def _read(part: CaseTable, run_id: str, row: Any) -> Any:
