@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from assay.calibration.agreement import (
+    TOO_FEW_ITEMS,
     Bootstrap,
     Reliability,
     Resamples,
@@ -316,3 +317,16 @@ def test_bootstrap_says_when_there_is_no_interval():
     undefined = Bootstrap(3, resamples=10).estimate(
         "kappa", lambda i: cohen_kappa(np.zeros(3, dtype=int), np.zeros(3, dtype=int), 2))
     assert undefined.value is None and undefined.undefined and undefined.low is None
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_kappa_on_one_item_is_undefined_not_zero(weights):
+    """One item's labels are its own marginals, so chance agreement equals what was seen and
+    kappa read 0.000 (disagreeing) whatever the item; a resample that drew one item again and
+    again did the same inside the interval. Both are undefined now."""
+    assert cohen_kappa(np.array([0]), np.array([1]), 2, weights) == TOO_FEW_ITEMS
+    assert not isinstance(cohen_kappa(np.array([0, 1]), np.array([1, 1]), 2, weights), str)
+    human, judge = np.array([0, 1, 1, 0]), np.array([1, 1, 0, 0])
+    draws = np.array([[0, 0, 0, 0], [0, 1, 2, 3], [2, 2, 2, 2]])
+    found = batch_kappa(human, judge, 2, Resamples(draws), weights)
+    assert np.isnan(found[0]) and np.isnan(found[2]) and not np.isnan(found[1])

@@ -194,12 +194,19 @@ def accuracy(human: np.ndarray, judge: np.ndarray) -> Value:
     return float((human == judge).mean())
 
 
+TOO_FEW_ITEMS = "undefined: fewer than two items to compare"
+"""Why kappa has no value on one item: its marginals are that item's own labels, so chance
+agreement equals what was observed and the formula gives 0 (or nothing), whatever the item."""
+
+
 def cohen_kappa(human: np.ndarray, judge: np.ndarray, k: int,
                 weights: Weights | None = None) -> Value:
     """Cohen's kappa of two raters over ``k`` ordered labels (codes 0..k-1)."""
     np = numpy()
     if len(human) == 0:
         return "no items"
+    if len(human) < 2:
+        return TOO_FEW_ITEMS
     observed = confusion(human, judge, k).astype(float)
     total = observed.sum()
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / total
@@ -263,7 +270,8 @@ def batch_kappa(human: np.ndarray, judge: np.ndarray, k: int, sample: Resamples,
     w = (distance > 0).astype(float) if weights is None else \
         distance if weights == "linear" else distance ** 2
     chance = (w * expected).sum(axis=(1, 2))
-    chance = np.where(chance > 1e-12, chance, 0.0)
+    # a resample of one item drawn again and again says nothing, as one item does not
+    chance = np.where((chance > 1e-12) & ((sample.weights > 0).sum(axis=1) >= 2), chance, 0.0)
     return 1.0 - ratio((w * observed).sum(axis=(1, 2)), chance)
 
 
