@@ -80,3 +80,19 @@ def test_a_command_that_reads_runs_from_a_missing_store_says_so_and_creates_noth
     with pytest.raises(StoreError, match="no run store at"):
         assay.compare("r1", "r2", store=url)
     assert not typo.parent.exists()  # no directory, no empty store left behind
+
+
+def test_a_look_alike_run_id_is_shown_escaped_by_every_command(tmp_path):
+    """A Cyrillic letter for a Latin one made ``assay show`` say "no run '...'" as if it had
+    asked for the id that exists; every command that names a missing run escapes it as the
+    REST API and ``assay compare`` do (``_util.control_chars.quoted``)."""
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    s = RunStore(store)
+    real = write_run(s, 2, seed=1)
+    s.close()
+    look_alike = real[:-1] + "\u0430"  # CYRILLIC SMALL LETTER A
+    for command in (["show", look_alike], ["delete", look_alike],
+                    ["annotate", look_alike, "--name", "x"]):
+        done = run_assay([*command, "--store", store], timeout=120)
+        assert done.returncode != 0, done.stdout
+        assert "\\u0430" in done.stderr and "\u0430" not in done.stderr, (command, done.stderr)

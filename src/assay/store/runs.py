@@ -43,7 +43,7 @@ import orjson
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
-from assay._util.control_chars import printable
+from assay._util.control_chars import printable, quoted
 from assay._util.redact import (
     redact_url,
     register,
@@ -149,7 +149,7 @@ def kept_in_memory(run_id: str, looked_in: str) -> str | None:
         return None
     where = ("pass its result (or store=result.store) instead of the id" if kept()
              is not None else "it went with its result")
-    return (f"run {run_id!r} was kept in memory (store=':memory:'), not in {looked_in}: "
+    return (f"run {quoted(run_id)} was kept in memory (store=':memory:'), not in {looked_in}: "
             f"{where}. Runs are kept on disk unless store=':memory:' is given")
 
 
@@ -639,7 +639,7 @@ class RunStore:
     def _no_run(self, run_id: str) -> str:
         """Why ``run_id`` is not here: a run this process kept in memory is named as such."""
         return kept_in_memory(run_id, self.display_url) or \
-            f"no run {run_id!r} in {self.display_url}; list runs with 'assay runs'"
+            f"no run {quoted(run_id)} in {self.display_url}; list runs with 'assay runs'"
 
     def has_run(self, run_id: str) -> bool:
         """Whether a run has exactly this id (a new run may not take it)."""
