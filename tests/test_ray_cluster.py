@@ -126,13 +126,21 @@ def on_cluster(cluster: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     return cluster
 
 
+def _note(question: str, node: str) -> None:
+    """Note where a case ran, whole or not at all: the test reads the notes while cases still
+    run, and a half-written file would read as empty."""
+    noted = Path(os.environ[NODES]) / f"{question}.json"
+    partial = noted.with_suffix(f".{os.getpid()}.part")
+    partial.write_text(json.dumps({"node": node, "pid": os.getpid()}))
+    partial.replace(noted)
+
+
 def noted_agent(question: str) -> str:
     """An agent that takes a moment and notes the node and process it ran on."""
     import ray
 
     time.sleep(0.3)
-    where = {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
-    (Path(os.environ[NODES]) / f"{question}.json").write_text(json.dumps(where))
+    _note(question, ray.get_runtime_context().get_node_id())
     return f"answer to {question}"
 
 
@@ -323,8 +331,7 @@ def patient_agent(question: str) -> str:
     deadline = time.monotonic() + 1.0
     while time.monotonic() < deadline and not enough.exists():
         time.sleep(0.05)
-    where = {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
-    (Path(os.environ[NODES]) / f"{question}.json").write_text(json.dumps(where))
+    _note(question, ray.get_runtime_context().get_node_id())
     return f"answer to {question}"
 
 
