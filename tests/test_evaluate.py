@@ -398,3 +398,24 @@ def test_a_rescore_keeps_the_judge_its_run_had_from_its_suite(tmp_path):
     assert again.run.config.judge_models == first.run.config.judge_models == \
         ["fake:suites-judge"]
     assert assay.compare(first.run_id, again.run_id, store=store).comparable
+
+
+def test_the_latency_metrics_are_the_figures_every_surface_shows():
+    """``result.metrics`` gave the p95 of a five-case run as its slowest case (the rule of a
+    case's turns) while the summary, the terminal and the reports show none under 20
+    executions, and its p50 from a second computation: one run, two answers."""
+    import time
+
+    from assay.run.display import run_display
+
+    def timed(question: str) -> str:
+        time.sleep(0.002 * (1 + len(question) % 5))
+        return ANSWERS[question]
+
+    rows = [dict(row, id=f"{row['id']}{i}") for i in range(2) for row in ROWS]
+    result = assay.evaluate(rows, target=timed, evaluators=[ExactMatch()],
+                            gates=Gates(max_failed=None))
+    s, m = result.summary, result.metrics
+    assert (m["latency_p50_ms"], m["latency_p95_ms"]) == (s.latency_p50_ms, s.latency_p95_ms)
+    assert m["latency_p95_ms"] is None and run_display(s).latency_p95 == "-"
+    assert s.latency.p95_ms is None  # the run's one rule for a p95: none under 20 values

@@ -155,7 +155,7 @@ class EvaluationResult:
             "target_errors": s.target_errors, "judge_calls": s.usage.calls,
             "judge_cached_calls": s.usage.cached_calls,
             "judge_tokens": s.usage.total_tokens, "judge_cost": s.usage.cost,
-            "latency_p50_ms": s.latency.p50_ms, "latency_p95_ms": s.latency.p95_ms,
+            "latency_p50_ms": s.latency_p50_ms, "latency_p95_ms": s.latency_p95_ms,
         }
         for name, e in s.evaluators.items():
             out[f"{name}/mean"] = e.mean
