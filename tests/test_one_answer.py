@@ -8,6 +8,7 @@ incomparable). Identical runs (A/A) never regress, whatever their agent.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -247,7 +248,9 @@ def test_assay_aggregate_is_what_a_run_reports(tmp_path):
 
 
 @pytest.mark.parametrize(("value", "verdict"), [
-    (0.8, "pass"), (0.7999, "borderline"), (0.6, "borderline"), (0.5999, "fail"), (None, "error")])
+    (0.8, "pass"), (0.7999, "borderline"), (0.6, "borderline"), (0.5999, "fail"), (None, "error"),
+    (0.7999999999999999, "pass"), (0.5999999999999999, "borderline")])  # 0.8 and 0.6 off by a
+# floating-point rounding error, as a mean makes them: (0.7 + 0.8 + 0.9) / 3
 def test_every_band_has_the_same_edges(value, verdict):
     from assay.analysis.compare_files import _band
     from assay.testing.runs import _verdict
@@ -258,6 +261,64 @@ def test_every_band_has_the_same_edges(value, verdict):
     if value is not None:
         said.add(verdict_band(Score(name="x", value=value)))
     assert said == {verdict}
+
+
+@assay.scorer
+def at_seven(outputs: str) -> float:
+    """A judge that always says 0.7."""
+    return 0.7
+
+
+@assay.scorer
+def at_eight(outputs: str) -> float:
+    """A judge that always says 0.8."""
+    return 0.8
+
+
+@assay.scorer
+def at_nine(outputs: str) -> float:
+    """A judge that always says 0.9."""
+    return 0.9
+
+
+def test_a_score_on_its_edge_in_decimals_is_on_it_on_every_surface(tmp_path):
+    """0.7, 0.8 and 0.9 average 0.8, which binary floating point makes 0.7999999999999999:
+    the case, whose score reads 0.800 everywhere, passes everywhere (it was borderline), and
+    a run whose mean score is that meets a gate of 0.8 (it failed "mean score 0.800 is below
+    the gate 0.800")."""
+    store = f"sqlite:///{tmp_path / 'edge.db'}"
+    result = assay.evaluate([{"id": "q", "input": "q", "output": "a"}],
+                            evaluators=[at_seven, at_eight, at_nine], store=store,
+                            gates={"min_mean_score": 0.8})
+    record = result.records[0]
+    assert record.score == (0.7 + 0.8 + 0.9) / 3 != 0.8  # the premise: a rounding error off
+    assert (record.verdict, result.passed) == (Verdict.PASS, True), result.reason
+    shown = CliRunner().invoke(cli_app, ["show", result.run_id, "--store", store])
+    assert re.search(r"│ q\s+│ 0\.800 │ pass\s+│", shown.output), shown.output
+    assert "gate pass" in shown.output
+    with serve(store) as served, served.client() as client:
+        row = client.get(f"/runs/{result.run_id}/cases").json()["items"][0]
+        detail = client.get(f"/runs/{result.run_id}").json()
+    assert (row["verdict"], row["display"]["score"]) == ("pass", "0.800")
+    assert (detail["summary"]["passed"], detail["display"]["pass_rate"]) == (True, "100.0%")
+
+
+@assay.scorer
+def says_good(outputs: str) -> bool:
+    """Passes an output that says "good"."""
+    return outputs == "good"
+
+
+def test_a_pass_rate_on_its_threshold_in_decimals_meets_it(tmp_path):
+    """29 of 100 executions passed: 29.0%, which floating point made 28.999999999999996, so
+    the cases dimension of 29% failed ("29.0% ... below the threshold 29.0%"). Met."""
+    rows = [{"id": f"q{i}", "input": "q", "output": "good" if i < 29 else "bad"}
+            for i in range(100)]
+    result = assay.evaluate(rows, evaluators=[says_good], store=f"sqlite:///{tmp_path / 'r.db'}",
+                            gates={"max_failed": None},
+                            run_thresholds={"cases_pass_threshold": 29})
+    assert result.display.cases_dimension == result.display.cases_threshold == "29.0%"
+    assert result.summary.cases_passed is True and result.passed, result.reason
 
 
 # -- one cost --------------------------------------------------------------------------------

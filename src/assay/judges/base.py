@@ -30,6 +30,7 @@ from assay.types.case import AgentInfo, Case
 from assay.types.execution import Execution
 from assay.types.records import EvaluatorSpec
 from assay.types.score import Score
+from assay.types.verdict import reaches
 
 
 @dataclass
@@ -148,7 +149,9 @@ class Evaluator(BaseModel):
         return score.passed if score.passed is not None else self.verdict(score.value)
 
     def verdict(self, value: float) -> bool:
-        return value >= self.threshold
+        """Whether ``value`` passes: at or above :attr:`threshold`, as every threshold is held
+        (:func:`assay.types.verdict.reaches`)."""
+        return reaches(value, self.threshold)
 
 
 def script_files(script: str | list[str] | None, cwd: str | None, what: str

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunRecord, RunSummary
 from assay.types.score import Score
+from assay.types.verdict import exceeds
 
 CONNEXITY_SCALE = 5
 
@@ -238,7 +239,7 @@ def dimensions(summary: RunSummary) -> list[DimensionLine]:
         lines.append(DimensionLine(
             name="errors over all executions", value=numbers.percent(rate),
             threshold="at most " + numbers.percent(summary.max_error_rate),
-            passed=None if rate is None else rate <= summary.max_error_rate))
+            passed=None if rate is None else not exceeds(rate, summary.max_error_rate)))
     if lines and summary.latency_p50_ms is not None:
         lines.append(DimensionLine(
             name="agent latency, p50 (p95)",

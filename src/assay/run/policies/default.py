@@ -23,6 +23,7 @@ from assay.run.policies.dimensions import dimension_failures
 from assay.types import numbers
 from assay.types.records import RunSummary, Verdict
 from assay.types.score import Score
+from assay.types.verdict import reaches
 
 if TYPE_CHECKING:
     from assay.judges.base import Evaluator
@@ -81,7 +82,7 @@ def count_gate_failures(summary: RunSummary, config: RunConfig) -> list[str]:
             f"{summary.evaluator_errors} evaluator score(s) could not be computed, "
             f"{unscored} case(s) left with no score (allowed {gates.max_errors} errors)")
     if gates.min_mean_score is not None and (
-            summary.mean_score is None or summary.mean_score < gates.min_mean_score):
+            summary.mean_score is None or not reaches(summary.mean_score, gates.min_mean_score)):
         failures.append(f"mean score {numbers.score(summary.mean_score)} is below the gate "
                         f"{numbers.score(gates.min_mean_score)}")
     return failures

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from assay.types import numbers
 from assay.types.records import RunSummary
+from assay.types.verdict import exceeds, reaches
 
 if TYPE_CHECKING:
     from assay.types.config import RunConfig
@@ -29,13 +30,13 @@ def dimension_failures(summary: RunSummary, config: RunConfig) -> list[str]:
     failures: list[str] = []
     metrics = summary.weighted_metrics_score_pct
     if thresholds.metrics_pass_threshold is not None and metrics is not None:
-        summary.metrics_passed = metrics >= thresholds.metrics_pass_threshold
+        summary.metrics_passed = reaches(metrics, thresholds.metrics_pass_threshold)
         if not summary.metrics_passed:
             failures.append(f"metrics dimension: mean score {numbers.points(metrics)} is below "
                             f"the threshold {numbers.points(thresholds.metrics_pass_threshold)}")
     cases = summary.cases_pass_rate_pct
     if thresholds.cases_pass_threshold is not None and cases is not None:
-        summary.cases_passed = cases >= thresholds.cases_pass_threshold
+        summary.cases_passed = reaches(cases, thresholds.cases_pass_threshold)
         if not summary.cases_passed:
             failures.append(
                 f"cases dimension: {numbers.percent(cases / 100)} of "
@@ -44,7 +45,7 @@ def dimension_failures(summary: RunSummary, config: RunConfig) -> list[str]:
                 f"{numbers.percent(thresholds.cases_pass_threshold / 100)}")
     rate = summary.error_rate
     if thresholds.max_error_rate is not None and rate is not None and \
-            rate > thresholds.max_error_rate:
+            exceeds(rate, thresholds.max_error_rate):
         failures.append(f"error rate {numbers.percent(rate)} is above the budget "
                         f"{numbers.percent(thresholds.max_error_rate)}")
     return failures
