@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 import assay
 from assay.analysis.compare import IncomparableRuns
 from assay.cli import app as cli_app
+from assay.report.comparison import case_rows
 from assay.store.runs import RunStore
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -97,9 +98,11 @@ def api(stored: str) -> Iterator[httpx.Client]:
         yield client
 
 
-def answers(stored: str, api: httpx.Client, policy: str, pair: str) -> list[dict[str, Any]]:
-    """What each surface says of one pair: its exit code, verdict and counts."""
-    base, cand = f"{policy}-base", f"{policy}-{pair}"
+def answers(stored: str, api: httpx.Client, policy: str, pair: str,
+            runs: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+    """What each surface says of one pair (``runs``, else the policy's baseline and its
+    ``pair`` candidate): its exit code, verdict and counts."""
+    base, cand = runs or (f"{policy}-base", f"{policy}-{pair}")
     found = []
     done = CliRunner().invoke(cli_app, ["compare", base, cand, "--store", stored, "--json"])
     if done.exit_code == 2:
@@ -319,6 +322,38 @@ def test_a_pass_rate_on_its_threshold_in_decimals_meets_it(tmp_path):
                             run_thresholds={"cases_pass_threshold": 29})
     assert result.display.cases_dimension == result.display.cases_threshold == "29.0%"
     assert result.summary.cases_passed is True and result.passed, result.reason
+
+
+def _moved_run(store: str, scores: dict[str, float]) -> str:
+    """A run whose case ``id`` the judge scores ``scores[id]`` (read from its output)."""
+    rows = [{"id": case_id, "input": "q", "output": str(value)}
+            for case_id, value in scores.items()]
+    return assay.evaluate(rows, evaluators=[output_as_score], store=store,
+                          gates={"max_failed": None}).run_id
+
+
+@assay.scorer(name="judge")
+def output_as_score(outputs: str) -> float:
+    """A judge whose score is the output, read as a number."""
+    return float(outputs)
+
+
+def test_a_case_that_moved_exactly_the_change_that_counts_moved_on_every_surface(tmp_path):
+    """Under the default policy a case regresses or improves on a move of at least 10 points
+    (0.1). 0.57 -> 0.47 and 0.14 -> 0.24 are such moves, and every surface shows their change
+    as -10.0 pt and +10.0 pt, but floating point made them 9.999999999999993 and
+    9.999999999999998 points: both were "unchanged". They move, on every surface."""
+    store = f"sqlite:///{tmp_path / 'moved.db'}"
+    base = _moved_run(store, {"down": 0.57, "up": 0.14, "still": 0.5})
+    cand = _moved_run(store, {"down": 0.47, "up": 0.24, "still": 0.5})
+    with serve(store) as served, served.client() as client:
+        said = answers(store, client, "", "", runs=(base, cand))
+    assert said[0] == said[1] == said[2], said
+    assert said[0]["counts"] == (1, 1, 1, 0) and said[0]["exit"] == 0, said
+    compared = assay.compare(base, cand, store=store)
+    rows = {row.case_id: (row.status, row.change) for row in case_rows(compared)}
+    assert rows == {"down": ("regression", "-10.0 pt"), "up": ("improvement", "+10.0 pt"),
+                    "still": ("unchanged", "+0.0 pt")}
 
 
 # -- one cost --------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary, Verdict, case_latency
 from assay.types.score import Score
+from assay.types.verdict import exceeds, reaches
 
 if TYPE_CHECKING:
     from assay.judges.base import Evaluator
@@ -249,10 +250,10 @@ class ScoringPolicy(ABC):
         if self.case_change is None or before.score is None or after.score is None:
             return "unchanged"
         change = after.score - before.score
-        limit = self.case_change
-        if change < -limit or (self.case_change_inclusive and change <= -limit):
+        moved = reaches if self.case_change_inclusive else exceeds
+        if moved(-change, self.case_change):
             return "regression"
-        if change > limit or (self.case_change_inclusive and change >= limit):
+        if moved(change, self.case_change):
             return "improvement"
         return "unchanged"
 
@@ -273,12 +274,12 @@ def run_regressions(before: RunFigures, after: RunFigures, pairs: LatencyPairs,
     """
     found: list[Reason] = []
     b, c = before.pass_rate, after.pass_rate
-    if b is not None and c is not None and round(b - c, 10) > t.max_pass_rate_drop:
+    if b is not None and c is not None and exceeds(b - c, t.max_pass_rate_drop):
         found.append(Reason(check="pass_rate", significance="cases",
                             text=f"pass rate dropped {numbers.percent_points(b - c).lstrip('+')} "
                                  f"({numbers.percent(b)} → {numbers.percent(c)})"))
     b, c = before.avg_score, after.avg_score
-    if b is not None and c is not None and round(b - c, 10) > t.max_avg_score_drop:
+    if b is not None and c is not None and exceeds(b - c, t.max_avg_score_drop):
         found.append(Reason(check="avg_score", significance="score",
                             text=f"average score dropped {numbers.points_delta(b - c).lstrip('+')} "
                                  f"({numbers.points(b)} → {numbers.points(c)})"))
@@ -287,7 +288,7 @@ def run_regressions(before: RunFigures, after: RunFigures, pairs: LatencyPairs,
         found.append(slower)
     b, c = before.cost_usd, after.cost_usd
     if t.max_cost_increase_pct is not None and b is not None and c is not None and b > 0 and \
-            (c - b) / b > t.max_cost_increase_pct:
+            exceeds((c - b) / b, t.max_cost_increase_pct):
         found.append(Reason(check="cost", text=f"cost rose {numbers.percent((c - b) / b)} "
                                                 f"({numbers.usd(b)} → {numbers.usd(c)})"))
     return found
@@ -303,7 +304,8 @@ def latency_regressed(before: RunFigures, after: RunFigures, pairs: LatencyPairs
     if b is None or c is None or b <= 0:
         return None
     increase = c - b
-    if increase / b <= t.max_latency_increase_pct or increase <= t.latency_floor_ms:
+    if not exceeds(increase / b, t.max_latency_increase_pct) or \
+            not exceeds(increase, t.latency_floor_ms):
         return None
     diffs = [y - x for x, y in zip(pairs.baseline, pairs.candidate, strict=True)]
     noise = None
