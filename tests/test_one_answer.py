@@ -356,6 +356,37 @@ def test_a_case_that_moved_exactly_the_change_that_counts_moved_on_every_surface
                     "still": ("unchanged", "+0.0 pt")}
 
 
+def test_a_score_that_passed_its_evaluator_passes_assert_passes(tmp_path):
+    """``assert_passes`` says what a run of the case says of the evaluator: a score that its
+    evaluator passed by its own rule (low is good here) passes, and one it failed whatever
+    its value (a required check, expected outcomes not met) fails. It held every value
+    against the threshold instead, so the first failed and the second passed."""
+    from assay.integrations.pytest_plugin import assert_passes
+    from assay.types.score import Score
+
+    @assay.scorer(name="harm")
+    def low_is_good(outputs: str) -> Score:
+        return Score(name="harm", value=0.1, passed=True, rationale="hardly any harm")
+
+    @assay.scorer(name="outcomes")
+    def outcome_unmet(outputs: str) -> Score:
+        return Score(name="outcomes", value=0.9, passed=False, rationale="one outcome unmet")
+
+    run = assay.evaluate([{"id": "c", "input": "q", "output": "a"}],
+                         evaluators=[low_is_good, outcome_unmet],
+                         store=f"sqlite:///{tmp_path / 'p.db'}")
+    assert {name: (e.passed, e.failed) for name, e in run.summary.evaluators.items()} == \
+        {"harm": (1, 0), "outcomes": (0, 1)}
+    case = Case(id="c", input="q")
+    assert assert_passes(low_is_good, case, "a").passed is True
+    with pytest.raises(AssertionError, match=r"outcomes scored 0\.900"):
+        assert_passes(outcome_unmet, case, "a")
+    # a threshold given is the evaluator's for this judgement, as a suite's would be
+    with pytest.raises(AssertionError, match=r"at_seven scored 0\.700 \(threshold 0\.800\)"):
+        assert_passes(at_seven, case, "a")
+    assert assert_passes(at_seven, case, "a", threshold=0.7).passed is True
+
+
 # -- one cost --------------------------------------------------------------------------------
 
 

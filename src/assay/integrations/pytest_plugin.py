@@ -39,6 +39,7 @@ import pytest
 from assay._util.control_chars import printable
 from assay.errors import EvaluationError
 from assay.types import numbers
+from assay.types.verdict import reaches
 
 
 def shown(text: str) -> str:
@@ -103,15 +104,22 @@ def _explain(score: Any, threshold: float | None) -> str:
 
 def check_score(score: Any, threshold: float | None = None) -> Any:
     """Fail (AssertionError) on a failing score, raise JudgeError on an error score; return
-    the score when it passes (or did not apply)."""
+    the score when it passes (or did not apply, or only measured: a measurement counts in no
+    verdict).
+
+    A score passes as its run shows it passing: by its own ``passed``, which its evaluator
+    set at its threshold and by its own rules (a required rubric item that failed, a
+    ``pass_if``, expected outcomes not met); only a score with no pass of its own is held
+    against ``threshold``, as its evaluator would hold it."""
     _record(score)
     if score.error is not None:
         raise JudgeError(score.error.code,
                          f"{score.name} could not judge: [{score.error.code}] "
                          f"{score.error.message}")
-    if score.skipped is not None:
+    if score.value is None:
         return score
-    passed = score.passed if threshold is None else score.value >= threshold
+    passed = score.passed if score.passed is not None else \
+        threshold is not None and reaches(score.value, threshold)
     if not passed:
         raise AssertionError(shown(_explain(score, threshold)))
     return score
@@ -134,7 +142,8 @@ def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
                   judge_model: str | None = None, threshold: float | None = None) -> Any:
     """Judge ``output`` (an answer, or an :class:`~assay.Execution`) for ``case`` and assert
     ``evaluator`` (an evaluator, its type name, a ``{"type": ...}`` dict or a scorer
-    function) passes it. Returns the Score."""
+    function) passes it, as a run of that case shows the evaluator passing or failing it;
+    ``threshold`` has the evaluator judge at it instead of its own. Returns the Score."""
     from assay.run.evaluate import as_evaluator
     from assay.run.score import score_record_async
     from assay.run.sync import run_sync
@@ -148,6 +157,8 @@ def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
         input=case.input, output=output)
     with _judging():  # a type name, a dict or a scorer function is built as a run builds it
         built = as_evaluator(evaluator, "assert_passes evaluator")
+        if threshold is not None:  # the evaluator judges at it, as a suite's threshold: does
+            built = built.model_copy(update={"threshold": threshold})
         record = run_sync(score_record_async(built, case, execution,
                                              judge_model=judge_model or None))
     result = CaseScore.of(record.scores[0], record.verdict, record.score)
@@ -155,7 +166,7 @@ def assert_passes(evaluator: Any, case: Any, output: Any = None, *,
     if failed is not None:
         _record(result)
         raise AssertionError(shown(failed))
-    return check_score(result, threshold if threshold is not None else built.threshold)
+    return check_score(result, built.threshold)
 
 
 def _agent_failure(record: Any, which: str) -> str | None:
