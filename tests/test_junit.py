@@ -122,6 +122,24 @@ def test_a_target_failure_is_an_error(tmp_path):
     assert error is not None and "exact [target_failed]" in (error.text or "")
 
 
+def test_a_case_no_evaluator_applied_to_is_skipped_neither_a_pass_nor_an_error(tmp_path):
+    """Every surface counts a case whose evaluators all did not apply as skipped; JUnit wrote
+    it as a test that passed (and ``skipped="0"``), which CI counts as a pass."""
+    rows = [_row("c5", [Score.not_applicable("context", "the case has no retrieved context")]),
+            _row("c6", [Score(name="exact", value=1.0, passed=True)])]
+    assert [row["verdict"] for row in rows] == ["skipped", "pass"]
+    write_junit(tmp_path / "j.xml", "suite", rows, "run-1")
+    root = _parse(tmp_path / "j.xml")
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped")] == \
+        ["2", "0", "0", "1"]
+    skipped = _case(root, "c5").find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == "not applicable: context: the case has no retrieved context"
+    assert _case(root, "c6").find("skipped") is None
+
+
 def test_time_timestamp_and_location(tmp_path):
     located = _row("c4", [Score(name="e", value=1.0, passed=True)], latency_ms=1500.0,
                    file="suites/EVAL.yaml", line=42)

@@ -214,6 +214,12 @@ def _evaluator_failures(row: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
+def _skip_reasons(row: dict[str, Any]) -> list[str]:
+    """Why no evaluator applied to a skipped case: each evaluator's reason."""
+    return [f"{e.get('name')}: {e.get('skipped')}" for e in row.get("evaluator_results") or []
+            if e.get("skipped")] or ["no evaluator applied"]
+
+
 def _properties(suite: ET.Element, summary: RunSummary) -> None:
     """The run's figures as the suite's ``<properties>``, shown as every surface shows them
     (:func:`assay.run.display.run_display`); a figure the run has none of is left out."""
@@ -235,9 +241,11 @@ def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
     A case in which any evaluator could not score is an ``<error>`` naming each such
     evaluator with its error code and message (an error is never a pass); otherwise a case
     whose verdict is fail is a ``<failure>`` naming the evaluators that failed, with their
-    score, threshold and rationale. Borderline passes, as it does the run's gate, with its
-    verdict in system-out. Cases carry their time, timestamp and, when the row knows them,
-    the ``file`` and ``line`` they were defined at. With the run's ``summary``, the suite's
+    score, threshold and rationale, and one whose verdict is skipped (no evaluator applied)
+    is ``<skipped>`` with their reasons: neither a pass nor an error, as every surface counts
+    it. Borderline passes, as it does the run's gate, with its verdict in system-out. Cases
+    carry their time, timestamp and, when the row knows them, the ``file`` and ``line`` they
+    were defined at. With the run's ``summary``, the suite's
     ``<properties>`` hold its figures (pass rate, mean score, latency, cost, dimensions), and
     case scores are on its policy's scale, as every surface shows them. Every piece of text is
     made safe for XML 1.0, so that no case id or judge answer can break the document.
@@ -245,12 +253,13 @@ def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
     scale = scale_for(summary)
     errors = {id(r): _evaluator_errors(r) for r in rows}
     failed = {id(r): r.get("verdict") == "fail" and not errors[id(r)] for r in rows}
+    skipped = {id(r) for r in rows if r.get("verdict") == "skipped" and not errors[id(r)]}
     stamps = [str(r["timestamp"]) for r in rows if r.get("timestamp")]
     root = ET.Element("testsuites")
     suite = _element(
         root, "testsuite", name=suite_name, tests=len(rows),
         failures=sum(failed.values()), errors=sum(1 for v in errors.values() if v),
-        skipped=0, time=f"{sum(_seconds(r) for r in rows):.3f}",
+        skipped=len(skipped), time=f"{sum(_seconds(r) for r in rows):.3f}",
         timestamp=_junit_timestamp(timestamp or (min(stamps) if stamps else None)), id=run_id)
     if summary is not None:
         _properties(suite, summary)
@@ -274,6 +283,10 @@ def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
                      "\n".join(line for _, line in failing)
                      or f"the case score {score} is below the pass band",
                      message=f"failed: {names} (case score {score})"[:500], type="fail")
+        elif id(row) in skipped:
+            reasons = _skip_reasons(row)
+            _element(case, "skipped", "\n".join(reasons),
+                     message=f"not applicable: {reasons[0]}"[:500])
         _element(case, "system-out",
                  f"verdict {row.get('verdict')}, score {score}\n{row.get('reasoning') or ''}")
     write_atomic(path, ET.tostring(root, encoding="utf-8", xml_declaration=True), "--junit")
