@@ -188,7 +188,8 @@ class RunItem(_View):
 
 class Histograms(_View):
     """Score distributions of a run in ten bins of width 0.1 (a 1.0 falls in the last), with
-    errors and skips counted beside them, never in a bin."""
+    errors, skips and measurements counted beside them, never in a bin, as a run's summary
+    counts them (:class:`~assay.types.records.EvaluatorTally`)."""
 
     bins: int = 10
     bin_labels: list[str] = Field(default_factory=list, description="each bin's range, "
@@ -197,7 +198,10 @@ class Histograms(_View):
     case_errors: int = 0
     evaluators: dict[str, list[int]] = Field(default_factory=dict)
     evaluator_errors: dict[str, int] = Field(default_factory=dict)
-    evaluator_skips: dict[str, int] = Field(default_factory=dict)
+    evaluator_skips: dict[str, int] = Field(default_factory=dict, description="not "
+                                            "applicable (measurements not counted)")
+    evaluator_measurements: dict[str, int] = Field(
+        default_factory=dict, description="measurements: values off the 0-1 scale, in no bin")
 
 
 @dataclass
@@ -983,13 +987,23 @@ def _histograms(store: RunStore, run_id: str, bins: int) -> Histograms:
                                        .where(sc.c.run_id == run_id, sc.c.value.is_not(None))
                                        .group_by(sc.c.evaluator, literal_column("2"))):
             result.evaluators.setdefault(name, [0] * bins)[_bin(b, bins)] += n
-        for name, errors, count in conn.execute(select(
-                sc.c.evaluator, func.count(sc.c.error_code), func.count()).where(
+        for name, errors, measured, count in conn.execute(select(
+                sc.c.evaluator, func.count(sc.c.error_code),
+                func.count(case((measurement_sql(sc.c.error_code, sc.c.score), 1))),
+                func.count()).where(
                 sc.c.run_id == run_id, sc.c.value.is_(None)).group_by(sc.c.evaluator)):
             result.evaluators.setdefault(name, [0] * bins)
             result.evaluator_errors[name] = int(errors)
-            result.evaluator_skips[name] = int(count - errors)
+            result.evaluator_skips[name] = int(count - errors - measured)
+            if measured:
+                result.evaluator_measurements[name] = int(measured)
     return result
+
+
+def measurement_sql(error_code: Any, score: Any) -> ColumnElement[bool]:
+    """Whether a stored score with no value is a measurement (:attr:`Score.measurement`:
+    its ``details`` say so), as SQL: counted apart from skips, as a run's summary counts it."""
+    return and_(error_code.is_(None), score["details"]["measurement"].as_boolean())
 
 
 def _bin(value: Any, bins: int) -> int:

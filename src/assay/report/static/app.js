@@ -732,7 +732,8 @@
       h("div", { class: "hist-grid" },
         h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} without a score)`), histogram(hist.cases, hist.bin_labels, "#1d2433", "case scores", binLink(""), state.evaluator ? null : state.score_bin)),
         Object.entries(hist.evaluators).map(([name, bins]) => h("figure", {},
-          h("figcaption", {}, `${name} (${fmt.int(hist.evaluator_errors[name] || 0)} errors, ${fmt.int(hist.evaluator_skips[name] || 0)} skipped)`),
+          h("figcaption", {}, `${name} (${fmt.int(hist.evaluator_errors[name] || 0)} errors, ${fmt.int(hist.evaluator_skips[name] || 0)} skipped` +
+            ((hist.evaluator_measurements || {})[name] ? `, ${fmt.int(hist.evaluator_measurements[name])} measured)` : ")")),
           histogram(bins, hist.bin_labels, "#3451b2", name, binLink(name), state.evaluator === name ? state.score_bin : null)))));
 
     return h("div", { class: "wide" },
