@@ -199,6 +199,11 @@ def test_a_rate_is_a_percent_and_a_missing_value_a_dash():
     assert numbers.p_value(0.00001) == "< 0.0001" and numbers.p_value(0.03123) == "0.0312"
     assert numbers.plain(0.833333333) == "0.833333" and numbers.plain(3) == "3"
     assert numbers.count(12345) == "12,345"
+    # a zero has no sign, whichever way arithmetic made it
+    assert numbers.score(-0.0) == numbers.score(0.0) == "0.000"
+    assert numbers.percent(-0.0) == "0.0%" and numbers.points(-0.0) == "0.0 /100"
+    assert numbers.score_delta(-0.0001) == numbers.score_delta(0.0) == "+0.000"
+    assert numbers.usd(-0.0) == "$0.0000" and numbers.plain(-0.0) == "0"
 
 
 OUTCOMES = {"judge": "error judge_output_invalid", "context": "n/a", "exact": "1.000"}
@@ -247,3 +252,26 @@ def test_an_evaluators_error_and_skip_read_the_same_on_every_surface(tmp_path):
         names = [s["name"] for s in case["record"]["scores"]]
         shown = [s["value"] for s in case["display"]["scores"]]
         assert dict(zip(names, shown, strict=True)) == OUTCOMES
+
+
+def test_a_score_of_negative_zero_reads_as_zero_on_every_surface(tmp_path):
+    """A scorer may return -0.0 (``0 * -1``): its score is 0, and a database keeps no sign of
+    zero, so the API's page of cases said ``0.000`` while ``assay show`` and the API's case
+    page, which read the score as recorded, said ``-0.000``."""
+    import assay
+
+    @assay.scorer(name="signed")
+    def signed_zero(outputs: str) -> float:
+        return -0.0
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = assay.evaluate([{"id": "c1", "input": "q", "output": "a"}],
+                            evaluators=[signed_zero], store=url)
+    assert str(result.records[0].scores[0].value) == "-0.0"  # the premise
+    text = _cli("show", result.run_id, "--store", url)
+    assert "signed: 0.000" in text and "-0.000" not in text, text
+    with serve(url) as served, served.client() as client:
+        row = client.get(f"/runs/{result.run_id}/cases").json()["items"][0]
+        case = client.get(f"/runs/{result.run_id}/case", params={"case_id": "c1"}).json()
+    assert row["display"]["scores"] == {"signed": "0.000"}
+    assert [s["value"] for s in case["display"]["scores"]] == ["0.000"]

@@ -308,8 +308,10 @@ def compare(
         if cause_analysis:
             _print_causes(result)
         if exit_rule == "agentv":  # the last line is the verdict the exit code gives
+            from assay.types import numbers
+
             mean = agentv_summary(result, threshold)["meanDelta"]
-            shown = "-" if mean is None else f"{mean:+.3f}"
+            shown = numbers.score_delta(mean)
             console.print(f"AgentV's mean delta (errored rows at their written score): {shown}",
                           highlight=False)
             failed = fails(result, "agentv")

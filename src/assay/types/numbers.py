@@ -18,6 +18,9 @@ all show numbers through these functions, so the same figure reads the same ever
 - a value on a scale assay does not define (a measurement, an aggregate named by another
   framework's key, which its criteria compare) keeps its own digits, six at most: ``12.5``;
 - a missing value is ``-``, never ``0`` or ``nan``;
+- a zero has no sign: ``-0.0`` (which arithmetic makes: ``0 * -1``, a tiny drop rounded) reads
+  ``0.000`` as ``0.0`` does, as a stored value does (a database keeps no sign of zero), and a
+  change that rounds to nothing reads ``+0.000``;
 - an evaluator's outcome on a case is its score (``0.850``), ``error CODE`` when it erred, or
   ``n/a`` when it did not apply: an error is never shown as a missing figure.
 
@@ -39,17 +42,17 @@ def _ok(value: float | None) -> TypeGuard[float]:
 
 def percent(fraction: float | None) -> str:
     """A 0-1 fraction as a percent: ``0.85`` -> ``85.0%``."""
-    return f"{fraction * 100:.1f}%" if _ok(fraction) else MISSING
+    return f"{fraction * 100:z.1f}%" if _ok(fraction) else MISSING
 
 
 def percent_points(delta: float | None) -> str:
     """A change of a 0-1 fraction in percentage points: ``-0.025`` -> ``-2.5 pt``."""
-    return f"{delta * 100:+.1f} pt" if _ok(delta) else MISSING
+    return f"{delta * 100:+z.1f} pt" if _ok(delta) else MISSING
 
 
 def score(value: float | None) -> str:
     """A 0-1 score, or a coefficient: ``0.85`` -> ``0.850``."""
-    return f"{value:.3f}" if _ok(value) else MISSING
+    return f"{value:z.3f}" if _ok(value) else MISSING
 
 
 NOT_APPLICABLE = "n/a"
@@ -70,24 +73,24 @@ def outcome(value: float | None, error_code: str | None = None, skipped: bool = 
 
 def score_delta(delta: float | None) -> str:
     """A change of a 0-1 score: ``-0.05`` -> ``-0.050``."""
-    return f"{delta:+.3f}" if _ok(delta) else MISSING
+    return f"{delta:+z.3f}" if _ok(delta) else MISSING
 
 
 def points(value: float | None, scale: float = 100) -> str:
     """A score on a 0-``scale`` scale: ``85`` -> ``85.0 /100``."""
-    return f"{value:.1f} /{scale:g}" if _ok(value) else MISSING
+    return f"{value:z.1f} /{scale:g}" if _ok(value) else MISSING
 
 
 def points_delta(delta: float | None) -> str:
     """A change of a score on a 0-100 scale: ``-5`` -> ``-5.0 pt``."""
-    return f"{delta:+.1f} pt" if _ok(delta) else MISSING
+    return f"{delta:+z.1f} pt" if _ok(delta) else MISSING
 
 
 def milliseconds(value: float | None) -> str:
     """A duration given in milliseconds: ``243.4`` -> ``243 ms``; ``12400`` -> ``12.4 s``."""
     if not _ok(value):
         return MISSING
-    return f"{value:.0f} ms" if abs(value) < 10_000 else f"{value / 1000:.1f} s"
+    return f"{value:z.0f} ms" if abs(value) < 10_000 else f"{value / 1000:z.1f} s"
 
 
 def milliseconds_delta(delta: float | None) -> str:
@@ -112,8 +115,8 @@ def usd(value: float | None) -> str:
     if not _ok(value):
         return MISSING
     if abs(value) >= 1:
-        return f"${value:,.2f}"
-    return f"${value:.6f}" if 0 < abs(value) < 0.0001 else f"${value:.4f}"
+        return f"${value:z,.2f}"
+    return f"${value:z.6f}" if 0 < abs(value) < 0.0001 else f"${value:z.4f}"
 
 
 def cost(value: float | None) -> str:
@@ -135,14 +138,14 @@ def p_value(p: float | None) -> str:
     """A test's p-value: ``0.03123`` -> ``0.0312``; ``0.00001`` -> ``< 0.0001``."""
     if not _ok(p):
         return MISSING
-    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+    return "< 0.0001" if p < 0.0001 else f"{p:z.4f}"
 
 
 def plain(value: float | None) -> str:
     """A value on a scale assay does not define, with its own digits: ``12.5``, ``0.8333``."""
     if isinstance(value, int) and not isinstance(value, bool):
         return count(value)
-    return f"{value:.6g}" if _ok(value) else MISSING
+    return f"{value:z.6g}" if _ok(value) else MISSING
 
 
 def count(value: int | None) -> str:
