@@ -235,6 +235,28 @@ def _outcomes_run(url: str) -> str:
     return run_id
 
 
+def _uipath_cells(url: str, run_id: str) -> dict[str, str]:
+    """The cells of the case's row in the results table ``assay eval`` (UiPath's) prints."""
+    from rich.console import Console
+
+    from assay.report.uipath_console import results_table
+    from assay.types.records import RunSummary
+
+    store = RunStore(url)
+    try:
+        records = store.case_records(run_id)
+    finally:
+        store.close()
+    console = Console(width=200, record=True, color_system=None)
+    console.print(results_table(records, RunSummary()))
+    lines = console.export_text().splitlines()
+    header = next(line for line in lines if line.startswith("┃ Evaluation"))
+    row = next(line for line in lines if line.lstrip("│ ").startswith("c1"))
+    names = [cell.strip() for cell in header.strip("│┃ ").split("┃")][1:]
+    cells = [cell.strip() for cell in row.strip("│ ").split("│")][1:]
+    return dict(zip(names, cells, strict=True))
+
+
 def test_an_evaluators_error_and_skip_read_the_same_on_every_surface(tmp_path):
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     run_id = _outcomes_run(url)
@@ -245,6 +267,7 @@ def test_an_evaluators_error_and_skip_read_the_same_on_every_surface(tmp_path):
     data = json.loads(_match(r'<script type="application/json" id="assay-data">(.*?)</script>',
                              (tmp_path / "report.html").read_text(encoding="utf-8")))
     assert data["cases"][0]["display"]["scores"] == OUTCOMES
+    assert _uipath_cells(url, run_id) == OUTCOMES
     with serve(url) as served, served.client() as client:
         row = client.get(f"/runs/{run_id}/cases").json()["items"][0]
         assert row["display"]["scores"] == OUTCOMES

@@ -3,9 +3,10 @@ and an Average row with each evaluator's dataset score.
 
 The dataset score is the evaluator's dataset-level metric when it has one (a classification
 evaluator's precision or F-score, an exact match's accuracy over its aggregators), else the
-mean of its values over the cases, as UiPath's ``reduce_scores`` gives. Errors are shown as
-``error`` and left out of the mean (never averaged in as 0, as UiPath does); a cell is ``-``
-where the evaluator did not apply to that evaluation.
+mean of its values over the cases, as UiPath's ``reduce_scores`` gives. A cell is the
+evaluator's outcome as every surface shows it (:attr:`assay.types.Score.shown`): its score,
+``error CODE`` when it erred (left out of the mean, never averaged in as 0, as UiPath does),
+``n/a`` when it did not apply; ``-`` where it did not judge that evaluation at all.
 
 The table's shape is UiPath's (its title, the Evaluation column, one column per evaluator,
 the Average row), which someone moving from ``uipath eval`` reads without learning a new
@@ -55,12 +56,12 @@ def results_table(records: Sequence[CaseRecord], summary: RunSummary,
         cells: list[str] = [for_terminal(label)]
         for ident in order:
             score = record.score_named(ident)
-            if score is None or score.skipped is not None:
-                cells.append("-")
+            if score is None:
+                cells.append(numbers.MISSING)
             elif score.error is not None:
-                cells.append("[magenta]error[/]")
+                cells.append(f"[magenta]{for_terminal(score.shown)}[/]")
             else:
-                cells.append(numbers.score(score.value))
+                cells.append(score.shown)
         table.add_row(*cells)
     table.add_section()
     averages = evaluator_averages(summary)
