@@ -214,6 +214,13 @@ def test_a_target_that_raises_or_returns_non_data_is_that_cases_error(mock_model
     ([{"id": "a", "input": "x"}, {"id": "a", "input": "y"}], "row 1: duplicate id 'a'"),
     ([], "the data has no rows"),
     (["not a dict"], "row 0: a str, not a dict"),
+    # a recorded latency that is no duration stopped the run in its summary with a traceback
+    ([{"id": "a", "input": "x", "output": "y", "latency_ms": float("nan")}],
+     "row 0: latency_ms: Input should be a finite number"),
+    ([{"id": "a", "input": "x", "output": "y", "latency_ms": float("inf")}],
+     "row 0: latency_ms: Input should be a finite number"),
+    ([{"id": "a", "input": "x", "output": "y", "latency_ms": -5}],
+     "row 0: latency_ms: Input should be greater than or equal to 0"),
 ])
 def test_bad_rows_name_the_row_and_column(rows, message):
     with pytest.raises(ConfigError) as info:

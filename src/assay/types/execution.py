@@ -49,7 +49,10 @@ class Execution(_Model):
     messages: list[Message] = Field(default_factory=list)
     trace: list[Span] = Field(default_factory=list)
     retrieved_context: list[RetrievedDocument] = Field(default_factory=list)
-    latency_ms: float | None = None
+    latency_ms: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False,
+        description="how long the agent took, in milliseconds: a finite number, never below 0 "
+        "(a NaN or a negative figure from a data row would poison every latency statistic)")
     usage: TokenUsage | None = None
     error: str | None = None
     error_code: str | None = Field(
