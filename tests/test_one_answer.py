@@ -230,7 +230,7 @@ def test_an_http_agent_against_itself_never_regresses(tmp_path, mock_server):
         second = assay.evaluate(_rows(), target="bot", evaluators=["contains"], store=store,
                                 targets_file=str(tmp_path / "targets.yaml"), cache="off")
         result = assay.compare(first.run_id, second.run_id, store=store)
-        assert result.exit_code() == 0, result.verdict.reasons
+        assert not result.verdict.regression_detected, result.verdict.reasons
 
 
 # -- one aggregation, one band ---------------------------------------------------------------
@@ -433,5 +433,33 @@ def test_a_rescore_of_a_run_is_not_said_to_have_changed_its_suite(tmp_path):
     for baseline, candidate in ((first.run_id, again[0].run_id),
                                 (again[0].run_id, again[1].run_id)):
         compared = assay.compare(baseline, candidate, store=store)
-        assert compared.exit_code() == 0, compared.verdict.reasons
+        assert not compared.verdict.regression_detected, compared.verdict.reasons
         assert not any("suite changed" in w for w in compared.warnings), compared.warnings
+
+
+def test_a_candidate_that_failed_any_gate_of_its_own_fails_the_comparison(tmp_path):
+    """`assay compare` printed "candidate's own gates failed: 1 case(s) failed" and then
+    "no regression" with exit 0: only Connexity's run dimensions counted as its own gates.
+    Any gate the run failed (here ``max_failed``) fails the comparison, on every surface,
+    unless --no-fail-on-thresholds."""
+    from assay.types.config import Gates
+
+    store = f"sqlite:///{tmp_path / 'gates.db'}"
+    rows = [{"id": f"q{i}", "input": f"q{i}", "output": "yes" if i else "no",
+             "expected_output": "yes"} for i in range(4)]
+    first, second = (assay.evaluate(rows, evaluators=["exact_match"], store=store,
+                                    gates=Gates(max_failed=0)) for _ in range(2))
+    assert not second.passed and second.summary.gate_failures
+    compared = assay.compare(first.run_id, second.run_id, store=store)
+    assert not compared.verdict.regression_detected and compared.exit_code() == 1
+    assert compared.headline().startswith("no regression, but the candidate failed its own")
+    assert compared.exit_code(fail_on_thresholds=False) == 0
+    shown = CliRunner().invoke(cli_app, ["compare", first.run_id, second.run_id,
+                                         "--store", store])
+    assert shown.exit_code == 1, shown.output
+    assert "candidate's own gates failed: " in shown.output
+    assert shown.output.strip().splitlines()[-1].startswith("no regression, but")
+    with serve(store) as served, served.client() as client:
+        answer = client.get("/runs/compare", params={"baseline_run_id": first.run_id,
+                                                     "candidate_run_id": second.run_id}).json()
+    assert answer["exit_status"] == 1 and answer["headline_text"].startswith("no regression, but")

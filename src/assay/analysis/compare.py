@@ -220,6 +220,15 @@ class CandidateGates(BaseModel):
     passed: bool | None = None
     gate_failures: list[str] = Field(default_factory=list)
 
+    @property
+    def failed(self) -> bool:
+        """Whether the candidate failed a gate of its own: any of them (``max_failed``, a
+        pass rate, a cost, Connexity's run dimensions), as every surface lists them under
+        "the candidate's own gates failed". Reading only the run dimensions here once
+        printed that list above an exit 0 and "no regression"."""
+        return bool(self.gate_failures) or self.metrics_passed is False \
+            or self.cases_passed is False
+
 
 class Comparison(BaseModel):
     """Everything a comparison of two runs found; :meth:`exit_code` is every surface's."""
@@ -251,10 +260,7 @@ class Comparison(BaseModel):
         gates; else 0. (A refused comparison never gets here: it is exit 2.)"""
         if self.verdict.regression_detected:
             return 1
-        gates = self.candidate_gates
-        if fail_on_thresholds and (gates.metrics_passed is False or gates.cases_passed is False):
-            return 1
-        return 0
+        return 1 if fail_on_thresholds and self.candidate_gates.failed else 0
 
     def headline(self, fail_on_thresholds: bool = True) -> str:
         """The verdict in one line, as every surface states it."""
