@@ -292,10 +292,11 @@ def compare(
         result = compare_stored(runs, baseline, candidate, options)
         if cause_analysis:
             _analyse(runs, result, judge_model)
-    if as_json:
+    failed = fails(result, exit_rule, fail_on_thresholds)  # type: ignore[arg-type]
+    if as_json:  # exit_code is the process's, under the rule it was given
         print(json.dumps({**result.model_dump(mode="json"),
                           "headline": result.headline(fail_on_thresholds),
-                          "exit_code": result.exit_code(fail_on_thresholds),
+                          "exit_rule": exit_rule, "exit_code": EXIT_GATE_FAILED if failed else 0,
                           "agentv": agentv_summary(result, threshold)}, indent=2))
     elif markdown:
         from assay.report.comparison import comparison_markdown
@@ -314,7 +315,6 @@ def compare(
             shown = numbers.score_delta(mean)
             console.print(f"AgentV's mean delta (errored rows at their written score): {shown}",
                           highlight=False)
-            failed = fails(result, "agentv")
             console.print(f"[{'red' if failed else 'green'}]"
                           f"{'regression' if failed else 'no regression'} by AgentV's rule "
                           f"(mean delta {shown} is {'' if failed else 'not '}negative)[/]",
@@ -324,7 +324,7 @@ def compare(
         from assay.report.github import append_step_summary
 
         append_step_summary(comparison_markdown(result, fail_on_thresholds), inputs)
-    if fails(result, exit_rule, fail_on_thresholds):  # type: ignore[arg-type]
+    if failed:
         raise typer.Exit(EXIT_GATE_FAILED)
 
 
