@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -69,6 +70,35 @@ def test_lenient_extraction():
     assert extract_json('{"a": 1}') == {"a": 1}
     with pytest.raises(ValueError, match="no JSON object"):
         extract_json("no json here")
+
+
+@pytest.mark.parametrize("answer", [
+    "```" + " " * 40_000 + "x",          # an open fence, then whitespace: was quadratic
+    '{"a":' * 200_000,                   # objects nested without end, one per start
+    ('{"a":' * 900 + "x") * 200,         # nests just short of the decoder's limit, again
+    "[" * 1_000_000,                     # deeper than the decoder recurses
+])
+def test_extraction_is_bounded_in_time_and_finds_nothing_in_hostile_answers(answer):
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="no JSON object"):
+        extract_json(answer)
+    assert time.perf_counter() - started < 2  # was minutes, or a RecursionError
+
+
+def test_extraction_still_finds_an_object_inside_a_broken_one_after_prose():
+    assert extract_json('The code { x } and: {"a": {"score": 1} oops') == {"score": 1}
+    assert extract_json("```json   \n" + '{"score": 2}' + "\n\n```") == {"score": 2}
+
+
+async def test_an_answer_nested_past_the_decoder_is_invalid_and_re_asked_not_a_crash(
+        engine_factory, mock_server):
+    engine = engine_factory(reasks=1)
+    case, execution = _pair("<<mock-raw:" + "[" * 5_000 + ">>")
+    score = await SemanticSimilarity().evaluate(case, execution, EvalContext(engine))
+    assert score.error is not None and score.error.code == "judge_output_invalid"
+    assert "2 asks" in score.error.message and "Recursion" not in score.error.message
+    assert score.usage.calls == 2  # both calls counted: their cost is not lost
+    assert score.details is not None and score.details["raw_output"].startswith("[[[")
 
 
 def test_requests_per_mode():

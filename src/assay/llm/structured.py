@@ -16,6 +16,7 @@ What is echoed back in a re-ask and what is kept of a raw answer are bounded in 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 import time
@@ -40,7 +41,17 @@ from assay.types.usage import Usage
 T = TypeVar("T", bound=BaseModel)
 
 _MODES: tuple[StructuredMode, ...] = ("json_schema", "tools", "prompt")
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+_FENCE = re.compile(r"```(?:json)?(.*?)```", re.S)
+"""A fenced block. No ``\\s*`` before the body: it and the lazy body both match whitespace,
+so an opening fence followed by a long run of it and no closing fence took quadratic time
+(a minute for 100,000 spaces, with the event loop blocked); the body is stripped instead."""
+_OBJECT_START = re.compile(r"\{(?=\s*[\"}])")
+"""Where a JSON object can start: ``{`` before a key or a ``}``, as the decoder requires."""
+MAX_OBJECT_STARTS = 100
+"""How many such places the lenient search tries in one candidate. Each try may read to the
+end of the text or down to the decoder's recursion limit, so an answer of nested ``{"a":``
+without end took seconds per 100 KB; an answer whose object is not among the first hundred
+is asked for again."""
 _LONG_INTEGER = re.compile(r"\d{19}")
 """orjson turns integers beyond 64 bits into (rounded) floats; such answers take the slow path."""
 REASK_ECHO_CHARS = 4000
@@ -248,7 +259,11 @@ def _with_instruction(messages: list[dict[str, Any]], instruction: str
 
 
 def extract_json(text: str) -> Any:
-    """The first JSON object in ``text``: fenced, bare, or surrounded by prose."""
+    """The first JSON object in ``text``: fenced, bare, or surrounded by prose.
+
+    Bounded in time whatever the text: linear in its length, with at most
+    :data:`MAX_OBJECT_STARTS` places tried per candidate. Nesting deeper than the decoder can
+    go is no object (a ValueError, as for any other text that holds none)."""
     if not _LONG_INTEGER.search(text):
         try:
             return orjson.loads(text)  # the common case: the whole answer is the JSON
@@ -261,14 +276,14 @@ def extract_json(text: str) -> Any:
     decoder = json.JSONDecoder(strict=False)  # tolerate raw newlines inside strings
     for candidate in candidates:
         try:
-            return json.loads(candidate, strict=False)
-        except ValueError:
+            return decoder.decode(candidate)
+        except (ValueError, RecursionError):
             pass
-        for start in (i for i, ch in enumerate(candidate) if ch == "{"):
+        for start in itertools.islice(_OBJECT_START.finditer(candidate), MAX_OBJECT_STARTS):
             try:
-                value, _ = decoder.raw_decode(candidate, start)
+                value, _ = decoder.raw_decode(candidate, start.start())
                 return value
-            except ValueError:
+            except (ValueError, RecursionError):  # the decoder recurses: no object here
                 continue
     raise ValueError(f"no JSON object found in the answer: {text[:200]!r}")
 
