@@ -101,6 +101,35 @@ async def test_an_answer_nested_past_the_decoder_is_invalid_and_re_asked_not_a_c
     assert score.details is not None and score.details["raw_output"].startswith("[[[")
 
 
+@pytest.mark.parametrize("word", ["Infinity", "-Infinity", "NaN", "1e999"])
+async def test_a_judge_number_that_is_no_number_is_re_asked(engine_factory, mock_server, word):
+    from assay.judges.agent.custom import CustomJudge
+
+    answers = [f'{{"rationale": "r", "result": {word}}}', '{"rationale": "r", "result": 2}']
+    judge = CustomJudge(name="c", instructions="Rate {{ response }} from 1 to 5.")
+    score = await judge.evaluate(Case(id="x"), Execution(
+        output=f"<<mock-seq:{json.dumps(answers)}>>"), EvalContext(engine_factory()))
+    assert score.ok and score.value == 0.0  # Infinity passed at once, NaN failed
+    assert score.details is not None and score.details["score"] == 2
+    assert score.usage.calls == 2
+
+
+async def test_a_services_own_infinity_is_no_score_either(engine_factory):
+    from assay.judges.agent.custom import CustomJudge
+
+    async def service(request: dict[str, Any]) -> dict[str, Any]:
+        call = {"id": "1", "type": "function", "function": {
+            "name": "f", "arguments": {"rationale": "r", "result": float("inf")}}}
+        return {"choices": [{"message": {"role": "assistant", "tool_calls": [call]}}]}
+
+    judge = CustomJudge(name="c", instructions="Rate {{ response }} from 1 to 5.",
+                        model=register_service("inf-service", service))
+    score = await judge.evaluate(Case(id="x"), Execution(output="x"),
+                                 EvalContext(engine_factory(cache_mode="off", reasks=0)))
+    assert score.error is not None and score.error.code == "judge_output_invalid"
+    assert "finite number" in score.error.message  # was a pass
+
+
 def test_requests_per_mode():
     schema = {"type": "object", "properties": {"score": {"type": "number"}}}
     msgs = [{"role": "user", "content": "hi"}]
