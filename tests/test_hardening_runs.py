@@ -487,3 +487,53 @@ def test_repeats_draw_new_agent_answers_and_new_judgements(tmp_path, mock_server
         assert done.returncode == 0, done.stdout + done.stderr
         # 2 cases x 3 repeats: 6 agent calls and 6 judge calls, none served from a cache
         assert mock_server.stats.requests == 12, concurrency
+
+
+# -- JSON nested deeper than the decoder recurses ---------------------------------------------
+
+DEEP = "[" * 100_000  # past the standard library's decoder, which raised RecursionError
+
+
+def test_an_agent_answer_nested_past_the_json_decoder_is_judged_as_its_text(tmp_path):
+    import assay
+    from tests.test_agentv4 import cli_agent
+
+    cli_agent(tmp_path, DEEP)
+    suite = tmp_path / "EVAL.yaml"
+    suite.write_text(json.dumps({"target": "agent", "tests": [{
+        "id": "deep", "input": "q", "assertions": [
+            {"type": "is-json", "name": "json"},
+            {"type": "contains", "value": "[[[", "name": "brackets"}]}]}))
+    record = assay.evaluate(suite).records[0]
+    assert record.execution.error is None  # was "the target failed: RecursionError: ..."
+    assert record.execution.output == DEEP
+    scores = {s.name: s for s in record.scores}
+    assert scores["json"].value == 0 and scores["json"].misses == ["Output is not valid JSON"]
+    assert scores["brackets"].value == 1
+
+
+def test_a_trace_whose_answer_nests_past_the_json_decoder_is_judged_not_the_run_stopped(
+        tmp_path):
+    import orjson
+
+    import assay
+    from tests.trace_support import agent_trace, export
+
+    deep_id, deep_spans = agent_trace("q1", DEEP, start=1_790_000_000)
+    plain_id, plain_spans = agent_trace("q2", "Paris", start=1_790_000_100)
+    path = tmp_path / "export.json"
+    path.write_bytes(orjson.dumps(export(*deep_spans, *plain_spans)))
+    result = assay.evaluate(traces=str(path), store=":memory:", evaluators=[
+        {"type": "contains", "search_text": "[[[", "name": "brackets"}])  # raised
+    verdicts = {r.case_id: r.verdict.value for r in result.records}
+    assert verdicts == {deep_id: "pass", plain_id: "fail"}
+
+
+@pytest.mark.parametrize("reader", [
+    "assay.targets.inputs:parse_output", "assay.types.spans:mlflow_value",
+    "assay.traces.reader:_parsed", "assay.judges.llm.connexity:_json_text"])
+def test_readers_that_fall_back_to_text_keep_deep_json_as_text(reader):
+    import importlib
+
+    module, name = reader.split(":")
+    assert getattr(importlib.import_module(module), name)(DEEP) == DEEP

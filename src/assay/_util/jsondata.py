@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 import re
 from typing import Any
@@ -192,3 +193,19 @@ def same_data(left: Any, right: Any) -> bool:
             isinstance(left, int | float) != isinstance(right, int | float):
         return False
     return bool(left == right)
+
+
+def loads(text: str | bytes, **options: Any) -> Any:
+    """``json.loads(text, **options)``, with text nested deeper than the decoder can go a
+    ValueError, as any other text that is not JSON is.
+
+    The standard library's decoder recurses and raises RecursionError past Python's recursion
+    limit (``[`` a thousand times). Every reader of what an agent, a judge or a trace sent
+    tries JSON and falls back on ValueError (keeping the text as text, or saying the text is
+    not JSON), so the RecursionError went past it: an agent's answer became a failed target,
+    and a trace file's run stopped outright.
+    """
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise ValueError("JSON nested deeper than the decoder can read") from None

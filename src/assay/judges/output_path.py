@@ -23,7 +23,6 @@ or over HTTP return text, and a key can only be looked up in a structure.
 
 from __future__ import annotations
 
-import json
 import re
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
@@ -32,6 +31,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
+from assay._util import jsondata
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.llm.templates import as_text
@@ -110,7 +110,7 @@ def _parse_json(value: Any, side: Side) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return jsondata.loads(value)
     except ValueError:
         raise EvaluationError(
             f"invalid_{side}_output",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay._util import jsondata
 from assay._util.gc_pause import gc_paused
 from assay._util.validation import field_problems
 from assay.errors import ConfigError
@@ -247,7 +247,7 @@ def looks_like_rows(path: Path) -> bool:
         with path.open(encoding="utf-8") as handle:
             for line in handle:
                 if line.strip():
-                    first = json.loads(line)
+                    first = jsondata.loads(line)
                     return isinstance(first, dict) and any(k not in CASE_KEYS for k in first)
     except (OSError, ValueError):
         return False
@@ -507,7 +507,7 @@ def csv_cell(cell: str | None) -> Any:
     stripped = cell.strip()
     if stripped[:1] in ("[", "{"):
         try:
-            return json.loads(stripped)
+            return jsondata.loads(stripped)
         except ValueError:
             return cell
     return cell
@@ -519,7 +519,7 @@ def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = jsondata.loads(line)
             except ValueError as exc:
                 raise DatasetError(f"{path}:{number}: not JSON: {exc}") from None
             if not isinstance(row, dict):

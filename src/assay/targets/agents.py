@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from assay._util import jsondata
 from assay._util.processes import StartFailed, run_program
 from assay.errors import ConfigError
 from assay.targets.base import Target
@@ -166,7 +167,7 @@ def _events(stdout: str) -> list[dict[str, Any]]:
         if not line.startswith("{"):
             continue
         try:
-            value = json.loads(line)
+            value = jsondata.loads(line)
         except ValueError:
             continue
         if isinstance(value, dict):

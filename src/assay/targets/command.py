@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from assay._util import jsondata
 from assay._util.processes import StartFailed, run_program
 from assay.errors import ConfigError
 from assay.targets.base import Target, current_sample
@@ -263,7 +264,7 @@ def read_output_file(path: Path, case: Case, latency_ms: float,
             f"the command exited with status 0 but its answer file {{OUTPUT_FILE}} could not "
             f"be read: {reason}"))
     try:
-        data: Any = json.loads(text)
+        data: Any = jsondata.loads(text)
     except ValueError:
         data = None
     if not isinstance(data, dict):

@@ -7,10 +7,10 @@ JSON, and messages are OpenAI-style dicts.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
+from assay._util import jsondata
 from assay.types.case import Case, CaseInput
 from assay.types.json import dump_json
 from assay.types.messages import Message
@@ -47,7 +47,7 @@ def parse_output(text: str) -> Any:
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
-            return json.loads(stripped)
+            return jsondata.loads(stripped)
         except ValueError:
             pass
     return stripped

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay._util import jsondata
 from assay.types.execution import Execution, TokenUsage
 from assay.types.spans import Span
 
@@ -113,7 +114,7 @@ def _parsed(value: Any) -> Any:
     other text as it is."""
     if isinstance(value, str) and value[:1] in ("{", "[", '"'):
         try:
-            return json.loads(value)
+            return jsondata.loads(value)
         except ValueError:
             return value
     return value

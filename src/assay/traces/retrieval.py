@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util import jsondata
 from assay.traces.tools import _text
 from assay.types.execution import Execution, RetrievedDocument
 from assay.types.spans import Span, span_type
@@ -111,7 +111,7 @@ def _query(value: Any) -> str | None:
         return None
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = jsondata.loads(value)
         except ValueError:
             return value
         if isinstance(parsed, dict):
@@ -147,7 +147,7 @@ def _raw_documents(span: Span) -> list[Any]:
         output = attributes.get(key)
         if isinstance(output, str):
             try:
-                output = json.loads(output)
+                output = jsondata.loads(output)
             except ValueError:
                 continue
         if isinstance(output, Mapping) and isinstance(output.get("documents"), list):
@@ -167,7 +167,7 @@ def _metadata(raw: Mapping[str, Any]) -> dict[str, Any]:
     metadata = raw.get("metadata")
     if isinstance(metadata, str):
         try:
-            metadata = json.loads(metadata)
+            metadata = jsondata.loads(metadata)
         except ValueError:
             metadata = {"metadata": metadata}
     return dict(metadata) if isinstance(metadata, Mapping) else {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import (
@@ -11,6 +10,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay._util import jsondata
 from assay._util.jsondata import NotJSONData, as_json_data
 from assay.types.base import JSONValue, _Model
 from assay.types.case import CaseInput
@@ -82,7 +82,7 @@ class Execution(_Model):
         trace = data.get("trace")
         if isinstance(trace, str | bytes) and trace[:1] in ("{", b"{"):
             try:
-                trace = json.loads(trace)
+                trace = jsondata.loads(trace)
             except ValueError:
                 return data  # the trace validator says what is wrong with it
         if isinstance(trace, dict) and isinstance(trace.get("info"), dict) and \

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay._util import jsondata
 from assay._util.jsonlines import json_lines
 from assay._util.limits import MAX_DEPTH, depth_message
 from assay.errors import EvaluationError
@@ -87,7 +88,7 @@ def normalize_trace(obj: Any) -> list[Span]:
 
 def _parse_text(text: str | bytes) -> Any:
     try:
-        return json.loads(text)
+        return jsondata.loads(text)
     except ValueError:
         pass
     try:
@@ -382,7 +383,7 @@ def mlflow_value(value: Any) -> Any:
     text that is not JSON is kept as it is."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return jsondata.loads(value)
         except ValueError:
             return value
     return value
@@ -569,7 +570,7 @@ def _decoded(text: str) -> Any:
         return None
     if stripped[:1] in ('"', "{", "["):
         try:
-            return json.loads(stripped)
+            return jsondata.loads(stripped)
         except ValueError:
             return text
     return text

@@ -21,7 +21,6 @@ trace as JSON in its prompt instead.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from assay._util import jsondata
 from assay.llm.engine import JudgeEngine
 from assay.llm.structured import StructuredResult, ask_structured, bounded
 from assay.llm.types import ChatRequest, ProviderError, RequestRejected
@@ -106,7 +106,7 @@ class TraceReader:
     def call(self, name: str, raw_arguments: Any) -> Any:
         """Run tool ``name``; an unknown tool or bad arguments are the call's error."""
         try:
-            arguments = json.loads(raw_arguments) if isinstance(raw_arguments, str) and \
+            arguments = jsondata.loads(raw_arguments) if isinstance(raw_arguments, str) and \
                 raw_arguments.strip() else raw_arguments or {}
         except ValueError:
             return {"error": "the arguments are not JSON"}

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from assay._util import jsondata
 from assay._util.limits import Calls, TimeoutS
 from assay._util.processes import StartFailed, run_program
 from assay.errors import EvaluationError
@@ -112,7 +113,7 @@ def _parse_stdout(stdout: bytes, stderr: bytes, what: str) -> dict[str, Any]:
     lines = [line for line in text.splitlines() if line.strip()]
     for candidate in (text, lines[-1] if lines else ""):
         try:
-            value = json.loads(candidate)
+            value = jsondata.loads(candidate)
         except ValueError:
             continue
         if isinstance(value, dict):

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from assay._util import jsondata
 from assay.judges.base import EvalContext, Evaluator
 from assay.judges.registry import register
 from assay.types.case import Case
@@ -101,7 +102,7 @@ class TextAssertion(Evaluator):
         check, value = self.check, self.value
         if check == "is-json":
             try:  # JSON.parse's JSON: NaN and Infinity are not
-                json.loads(answer, parse_constant=_not_json)
+                jsondata.loads(answer, parse_constant=_not_json)
             except ValueError:
                 return False, "Output is not valid JSON"
             return True, "Output is valid JSON"

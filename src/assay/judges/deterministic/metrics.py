@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay._util import jsondata
 from assay._util.jsondata import same_data
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext, Evaluator
@@ -106,7 +107,7 @@ def _structured(value: Any, what: str) -> Any:
         return value
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            decoded = jsondata.loads(value)
         except ValueError:
             decoded = None
         if isinstance(decoded, dict | list):

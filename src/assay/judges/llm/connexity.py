@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal, cast
 
 from pydantic import Field, create_model, field_validator, model_validator
 
+from assay._util import jsondata
 from assay.judges.base import EvalContext
 from assay.judges.llm.answers import JudgeAnswer, WholeNumber
 from assay.judges.llm.base import DATA_NOT_INSTRUCTIONS, LLMEvaluator
@@ -95,7 +96,7 @@ def _compact(value: Any) -> str:
 def _json_text(text: str) -> str:
     """Text that holds JSON, re-written compactly (``", "`` and ``": "``); other text as is."""
     try:
-        return _compact(json.loads(text))
+        return _compact(jsondata.loads(text))
     except ValueError:
         return text
 

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
+from assay._util import jsondata
 from assay._util.jsondata import same_data
 from assay.errors import EvaluationError
 from assay.judges.base import EvalContext
@@ -185,7 +186,7 @@ def as_object(value: Any) -> dict[str, Any] | None:
     """A JSON object from a dict or a string holding one; None for anything else."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = jsondata.loads(value)
         except ValueError:
             return None
     return value if isinstance(value, dict) else None
