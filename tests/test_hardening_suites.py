@@ -136,6 +136,58 @@ def test_deep_nesting_in_a_uipath_eval_set_is_an_error(tmp_path: Path) -> None:
     assert "Traceback" not in out
 
 
+# -- surrogate code points -------------------------------------------------------------------
+# JSON and PyYAML decode a "\ud800" escape to a code point no text can be encoded with: the
+# suite was read, then fingerprinting its cases failed with a traceback (validate and run).
+
+
+def test_a_lone_surrogate_in_a_jsonl_case_is_a_located_error(tmp_path: Path) -> None:
+    suite = tmp_path / "s.jsonl"
+    suite.write_text('{"id": "ok", "input": "x\\ud83d\\ude00"}\n'  # a pair: one character
+                     '{"id": "a\\ud800", "input": "x"}\n'
+                     '{"id": "b", "input": "x", "metadata": {"k": ["\\udfff"]}}\n')
+    for code, out in (cli("validate", str(suite)), run_cli(tmp_path, str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:2: text at $.id holds the surrogate code point \\ud800",
+                   f"{suite}:3: text at $.metadata.k[0] holds the surrogate code point "
+                   "\\udfff"), out
+        assert "Traceback" not in out and f"{suite}:1:" not in out
+
+
+def test_a_lone_surrogate_in_a_jsonl_dataset_row_is_a_located_error(tmp_path: Path) -> None:
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text('{"question": "q\\ud800", "expected": "x"}\n')  # a dataset's columns
+    code, out = cli("validate", str(dataset))
+    assert code == 2, out
+    assert has(out, f"{dataset}:1: text at $.question holds the surrogate code point "
+               "\\ud800"), out
+    assert "Traceback" not in out and "UnicodeEncodeError" not in out
+
+
+def test_a_surrogate_escape_in_a_yaml_suite_is_a_located_error(tmp_path: Path) -> None:
+    suite = write(tmp_path, "s.yaml", """
+        evalcases:
+          - id: a
+            input: "hi \\ud83d\\ude00"
+            expected_output: hi
+        """)
+    for code, out in (cli("validate", str(suite)), run_cli(tmp_path, str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:3:12: text holds the surrogate code point \\ud83d"), out
+        assert "Traceback" not in out
+
+
+def test_a_lone_surrogate_in_a_uipath_eval_set_is_an_error(tmp_path: Path) -> None:
+    eval_set = tmp_path / "evaluations" / "eval-sets" / "s.json"
+    eval_set.parent.mkdir(parents=True)
+    eval_set.write_text('{"evaluations": [{"id": "a", "inputs": {"q": "\\ud800"}}]}')
+    code, out = run_cli(tmp_path, str(eval_set))
+    assert code == 2, out
+    assert has(out, f"{eval_set}: text at $.evaluations[0].inputs.q holds the surrogate "
+               "code point \\ud800"), out
+    assert "Traceback" not in out
+
+
 def test_composites_nested_too_deep_are_a_located_error(tmp_path: Path) -> None:
     suite = write(tmp_path, "composite.yaml", f"""
         execution:

@@ -54,12 +54,21 @@ def as_json_data(value: Any) -> Any:
 
 
 def _text(value: str, path: str) -> str:
-    """``value``, unless it holds an unpaired surrogate. Checked in place: encoding the text
-    to find out made a copy of it (30 MB for a 30 MB answer), and ASCII text (most of it)
-    needs no look at all."""
-    if not value.isascii() and _SURROGATE.search(value) is not None:
+    """``value``, unless it holds an unpaired surrogate."""
+    if unpaired_surrogate(value) is not None:
         raise NotJSONData(path, "text with unpaired surrogates (not valid Unicode)")
     return value
+
+
+def unpaired_surrogate(text: str) -> str | None:
+    """The first code point of ``text`` that UTF-8 cannot encode (an unpaired surrogate, as a
+    JSON or YAML ``\\ud800`` escape makes one), written as its escape; None when there is
+    none. Checked in place: encoding the text to find out made a copy of it (30 MB for a 30 MB
+    answer), and ASCII text (most of it) needs no look at all."""
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    return None if found is None else f"\\u{ord(found[0]):04x}"
 
 
 def _convert(value: Any, path: str, depth: int, active: set[int]) -> Any:

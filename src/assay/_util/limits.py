@@ -9,10 +9,13 @@ exhaust memory long after it was read. The bounds are far above what a suite nee
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
+
+from assay._util.jsondata import unpaired_surrogate
 
 MAX_DEPTH = 100
 """How deep lists and mappings may nest in a suite file (a case, an expected output...)."""
@@ -46,6 +49,58 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
             if isinstance(child, dict | list):
                 stack.append((child, depth + 1))
     return False
+
+
+SURROGATE_EXPECTED = "valid Unicode text: \\ud800-\\udfff escapes only as pairs"
+YAML_SURROGATE_EXPECTED = "a character written as itself, or as a \\UXXXXXXXX escape"
+"""YAML's ``\\u`` escapes stand for code points, not UTF-16 units: no surrogate is valid."""
+
+
+def surrogate_message(escape: str, where: str | None = None) -> str:
+    """What a suite file is told of text holding a surrogate code point (``escape``) not
+    paired into a character, found at ``where`` (a JSON path) when the problem's line
+    alone does not say."""
+    return f"text{f' at {where}' if where else ''} holds the surrogate code point " \
+        f"{escape}, which is not valid Unicode on its own"
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def json_surrogate_problem(text: str, value: Any) -> tuple[str, str] | None:
+    """(the problem, what was expected) when ``value``, decoded from the JSON ``text``, holds
+    a surrogate code point on its own; None when it holds none. Looked for only when the text
+    holds a surrogate's escape, the one way JSON writes one (so the common case, a file with
+    none, costs a search of its text, not a walk of every value)."""
+    found = surrogate_in(value) if _SURROGATE_ESCAPE.search(text) else None
+    return None if found is None else (surrogate_message(found[1], found[0]),
+                                       SURROGATE_EXPECTED)
+
+
+def surrogate_in(value: Any) -> tuple[str, str] | None:
+    """(where, which) for the first text, value or key, in ``value`` that holds an unpaired
+    surrogate: ``$.input[2]`` and ``\\ud800``. None when there is none.
+
+    A JSON file may write one as an escape (``"\\ud800"``), and its decoder keeps it; nothing
+    can then encode the text as UTF-8, so fingerprinting, storing or writing the case failed
+    with a traceback long after the file was read. Iterative, as :func:`too_deep`."""
+    stack: list[tuple[Any, str]] = [(value, "$")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            found = unpaired_surrogate(item)
+            if found is not None:
+                return where, found
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                found = unpaired_surrogate(key) if isinstance(key, str) else None
+                if found is not None:
+                    return f"{where} (a key)", found
+                stack.append((child, f"{where}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in reversed(
+                list(enumerate(item))))
+    return None
 
 
 # -- numeric limits -------------------------------------------------------------------------

@@ -28,7 +28,15 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import Reader, ReaderError
 
-from assay._util.limits import DEPTH_EXPECTED, MAX_ALIAS_VALUES, MAX_DEPTH, depth_message
+from assay._util.jsondata import unpaired_surrogate
+from assay._util.limits import (
+    DEPTH_EXPECTED,
+    MAX_ALIAS_VALUES,
+    MAX_DEPTH,
+    YAML_SURROGATE_EXPECTED,
+    depth_message,
+    surrogate_message,
+)
 from assay.errors import EvaluationError
 
 PathKey = tuple[Hashable, ...]
@@ -331,7 +339,9 @@ class _Walker:
             if value is not _UNBUILT:
                 build = False  # an alias of a value built already: only locate its parts
             elif type(node) is ScalarNode:
-                return node.value if node.tag == _STR else self.loader.construct_object(node)
+                if node.tag == _STR:
+                    return node.value if node.value.isascii() else self._text(node)
+                return self.loader.construct_object(node)
             elif not _plain(node):
                 value = self.loader.construct_object(node, deep=True)
                 build = False
@@ -340,6 +350,9 @@ class _Walker:
             seen: dict[Hashable, tuple[Mark, bool]] = {}
             keys, values, file = self.source.keys, self.source.values, self.file
             for key_node, value_node in node.value:
+                if type(key_node) is ScalarNode and key_node.tag == _STR and \
+                        not key_node.value.isascii():
+                    self._text(key_node)
                 key = _key(self.loader, key_node)
                 key_mark = _mark(file, key_node)
                 is_merged = id(key_node) in merged
@@ -369,6 +382,17 @@ class _Walker:
             if build:
                 self.built[node] = value = items
         return value
+
+    def _text(self, node: ScalarNode) -> str:
+        """A text scalar's value; one holding an unpaired surrogate (a ``"\\ud800"``
+        escape) stops the file, located, as a character YAML does not allow does: no such
+        text can be encoded, so every later step (a fingerprint, the store, a report) would
+        fail on it with a traceback."""
+        unpaired = unpaired_surrogate(node.value)
+        if unpaired is not None:
+            raise _LimitExceeded(Problem.at(_mark(self.file, node), surrogate_message(unpaired),
+                                            YAML_SURROGATE_EXPECTED))
+        return str(node.value)
 
 
 def _plain(node: Node) -> bool:

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from assay._util import jsondata
 from assay._util.gc_pause import gc_paused
+from assay._util.limits import json_surrogate_problem
 from assay._util.validation import field_problems
 from assay.errors import ConfigError
 from assay.suites.model import Suite, SuiteCase
@@ -524,6 +525,9 @@ def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
                 raise DatasetError(f"{path}:{number}: not JSON: {exc}") from None
             if not isinstance(row, dict):
                 raise DatasetError(f"{path}:{number}: a row must be a JSON object")
+            unpaired = json_surrogate_problem(line, row)
+            if unpaired is not None:
+                raise DatasetError(f"{path}:{number}: {unpaired[0]}")
             yield {**row, "__line__": number}
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assay._util.jsonlines import json_lines
-from assay._util.limits import DEPTH_EXPECTED, depth_message, too_deep
+from assay._util.limits import DEPTH_EXPECTED, depth_message, json_surrogate_problem, too_deep
 from assay._util.yaml_source import (
     Loaded,
     Mark,
@@ -52,6 +52,9 @@ def parse_case_line(line: str, file: str, number: int) -> tuple[Any, Problem | N
         return None, Problem(file, number, None, depth_message(), DEPTH_EXPECTED)
     if too_deep(case):
         return None, Problem(file, number, None, depth_message(), DEPTH_EXPECTED)
+    unpaired = json_surrogate_problem(line, case)
+    if unpaired is not None:
+        return None, Problem(file, number, None, *unpaired)
     return case, None
 
 

@@ -53,7 +53,7 @@ from typing import Any
 
 from pydantic import AliasChoices, ValidationError
 
-from assay._util.limits import DEPTH_EXPECTED, depth_message, too_deep
+from assay._util.limits import DEPTH_EXPECTED, depth_message, json_surrogate_problem, too_deep
 from assay._util.redact import scrubbed_logger
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator
@@ -172,6 +172,9 @@ def read_json(path: Path) -> Any:
         deep = True
     if deep:
         raise _fail("invalid_json", str(path), f"{depth_message()} (expected: {DEPTH_EXPECTED})")
+    unpaired = json_surrogate_problem(text, data)
+    if unpaired is not None:
+        raise _fail("invalid_json", str(path), "{} (expected: {})".format(*unpaired))
     return data
 
 
