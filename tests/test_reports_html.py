@@ -142,6 +142,16 @@ def test_markdown_text_is_inert():
     assert md_text("x" * 500, limit=10) == "x" * 10 + "…"
 
 
+def test_markdown_text_shows_reordering_and_hidden_characters_as_the_terminal_does():
+    from assay._util.control_chars import printable
+
+    value = "invoice\u202egnp.exe\u200b\u2066x\ufeff"
+    text = md_text(value)
+    assert not any(c in text for c in "\u202e\u200b\u2066\ufeff")  # they passed through
+    # Rendered, the cell reads as the terminal line does: each as its escape.
+    assert text.replace("\\\\", "\\") == printable(value)
+
+
 def test_the_markdown_summary_has_the_figures_and_the_problem_cases(stored):
     url, run = stored
     store = RunStore(url)

@@ -2,8 +2,11 @@
 
 Markdown renders inline HTML and links, so every value that came from data goes through
 :func:`md_text`: HTML's special characters become entities, Markdown's punctuation is escaped,
-line breaks and control characters are flattened, and long text is cut. A case id that reads
-``<img src=x onerror=...>`` or ``[click](javascript:...)`` shows as those characters.
+line breaks are flattened, every other control character is shown as its escape by the rule
+the terminal and the web UI use (:func:`~assay._util.control_chars.printable`: bidirectional
+overrides and zero-width characters too, which reorder or hide what a pull-request comment
+shows), and long text is cut. A case id that reads ``<img src=x onerror=...>`` or
+``[click](javascript:...)`` shows as those characters.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from assay._util.control_chars import printable
 from assay._util.redact import scrub
 from assay.run.display import run_display, scale_for
 from assay.store import queries
@@ -19,7 +23,8 @@ from assay.store.runs import RunStore
 from assay.types.records import RunRecord
 
 PROBLEMS_SHOWN = 20
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_LINE_BREAKS = re.compile(r"[\t\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+")
+"""What ends a line (or a cell) somewhere: flattened to a space, so a value stays one line."""
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()!|~#])")
 """What Markdown reads as markup inside a line (emphasis, code, links, images, cells); the
 characters that matter only at a line's start cannot be there, as every value sits mid-line."""
@@ -29,7 +34,7 @@ def md_text(value: Any, limit: int = 200) -> str:
     """``value`` as inert Markdown text on one line (table-cell safe), known secrets hidden
     (see :mod:`assay._util.redact`)."""
     text = "" if value is None else scrub(str(value))
-    text = _CONTROL.sub(" ", text).strip()
+    text = printable(_LINE_BREAKS.sub(" ", text)).strip()
     if len(text) > limit:
         text = text[:limit] + "…"
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
