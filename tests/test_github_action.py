@@ -171,6 +171,9 @@ def test_annotations_are_escaped_so_data_cannot_end_a_command():
                       "a%2Cb%3Ac%25%0A%3A%3Awarning%3A%3Ax error")
     assert message == "the agent failed: boom%0A::error::fake"  # on the same line: text
     assert escape_data("50%\r\n") == "50%25%0D%0A" and escape_property("a:b,c") == "a%3Ab%2Cc"
+    # an escape sequence or a bidirectional override would act on the job's log
+    assert escape_data("a\x1b[2Jb\u202ec") == "a\\x1b[2Jb\\u202ec"
+    assert escape_property("\x1b]0;t\x07") == "\\x1b]0;t\\x07"
 
 
 @pytest.mark.process

@@ -6,7 +6,7 @@ command that writes Markdown (``assay compare``, ``assay report --markdown``) ap
 too when the variable is set, so a workflow needs no step of its own for it. Annotations are
 workflow commands on standard output: their text is escaped as GitHub reads it (``%``, line
 breaks, and in properties ``:`` and ``,``), so a case's hostile id or output cannot end a
-command early or start another.
+command early or start another, and other control characters are shown as escapes.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from assay._util.control_chars import printable
 from assay._util.redact import scrub
 from assay.errors import ConfigError
 from assay.types import numbers
@@ -44,8 +45,11 @@ def append_step_summary(markdown: str, inputs: Mapping[Path, str] | None = None)
 
 
 def escape_data(text: str) -> str:
-    """A workflow command's message, escaped as GitHub unescapes it."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message, escaped as GitHub unescapes it, with every other
+    control character shown as its escape (``\x1b``) as the terminal shows it: the job's
+    log is a terminal too, and an escape sequence or a bidirectional override in a case's
+    id or output would act on it."""
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:
