@@ -287,3 +287,20 @@ def test_verdict_bands(value, passed, blocking, band):
 def test_errors_and_skips_have_their_own_verdicts():
     assert verdict_band(Score.failed("s", "x", "y")) == "error"
     assert verdict_band(Score.not_applicable("s", "no context")) == "skipped"
+
+
+async def test_the_target_proxy_refuses_a_body_nested_past_the_decoder(engine_factory):
+    """A script's body nested deeper than the JSON decoder goes raised RecursionError in the
+    proxy: a 500 and a traceback in the run's log instead of the proxy's 400."""
+    import aiohttp
+
+    from assay.llm.target_proxy import target_proxy
+
+    async with target_proxy(engine_factory(), None, 2) as (env, state):
+        headers = {"Authorization": f"Bearer {env['ASSAY_TARGET_PROXY_TOKEN']}"}
+        async with aiohttp.ClientSession() as session, session.post(
+                env["ASSAY_TARGET_PROXY_URL"] + "/invoke", data=b"[" * 100_000,
+                headers=headers) as answer:
+            assert answer.status == 400, await answer.text()
+            assert (await answer.json()) == {"error": "the body is not a JSON object"}
+    assert state.calls == 0

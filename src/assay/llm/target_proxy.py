@@ -23,7 +23,6 @@ script ends, whatever happened.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
+from assay._util import jsondata
 from assay.llm.engine import JudgeEngine
 from assay.llm.types import ChatRequest, ProviderError
 from assay.types.usage import Usage
@@ -142,7 +142,7 @@ class _Refused(Exception):
 
 async def _body(request: web.Request) -> dict[str, Any]:
     try:
-        body = json.loads(await request.read() or b"{}")
+        body = jsondata.loads(await request.read() or b"{}")
     except (ValueError, web.HTTPRequestEntityTooLarge):
         raise _Refused(400, "the body is not a JSON object") from None
     if not isinstance(body, dict):
