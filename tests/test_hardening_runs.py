@@ -537,3 +537,23 @@ def test_readers_that_fall_back_to_text_keep_deep_json_as_text(reader):
 
     module, name = reader.split(":")
     assert getattr(importlib.import_module(module), name)(DEEP) == DEEP
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["compare", "deep.jsonl", "deep.jsonl"], "deep.jsonl:1:1: invalid JSON: JSON nested deeper"),
+    (["calibrate", "deep.jsonl", "--judge", "exact_match"], "deep.jsonl line 1: not JSON: JSON "
+     "nested deeper"),
+    (["run", "suite.jsonl", "--target", "replay", "--targets", "targets.yaml"],
+     "deep.jsonl:1: invalid JSON: JSON nested deeper"),
+])
+def test_files_nested_past_the_json_decoder_are_located_errors(tmp_path, args, message):
+    """Results files to compare, calibration sets and a recorded target's outputs went to the
+    standard library's decoder as they were: a RecursionError traceback, exit 1."""
+    (tmp_path / "deep.jsonl").write_text(DEEP + "\n")
+    (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "x", "expected_output": "y"}\n')
+    (tmp_path / "suite.yaml").write_text("evaluators:\n  - type: exact_match\n")
+    (tmp_path / "targets.yaml").write_text(
+        "targets:\n  - name: replay\n    provider: recorded\n    path: deep.jsonl\n")
+    done = run_assay(args, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert message in done.stderr, done.stderr

@@ -216,5 +216,6 @@ def loads(text: str | bytes, **options: Any) -> Any:
     """
     try:
         return json.loads(text, **options)
-    except RecursionError:
-        raise ValueError("JSON nested deeper than the decoder can read") from None
+    except RecursionError:  # a JSONDecodeError, so readers that locate one locate this too
+        raise json.JSONDecodeError("JSON nested deeper than the decoder can read",
+                                   text if isinstance(text, str) else "", 0) from None

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any, AnyStr
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
+from assay._util import jsondata
+
 REDACTED = "***"
 """What stands for a password or a secret query value in a shown URL."""
 
@@ -253,7 +255,7 @@ class Secrets:
         if not self.found_in(text):
             return text
         try:
-            data = json.loads(text)
+            data = jsondata.loads(text)
         except ValueError:  # not JSON after all: hide what a text scrub finds
             return self.scrub(text)
         tail = text[len(text.rstrip()):]

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from assay._util import jsondata
 from assay._util.jsonlines import json_lines
 from assay.analysis.compare import CompareOptions, Comparison, compare_records
 from assay.errors import ConfigError
@@ -61,7 +62,7 @@ def read_result_rows(path: Path) -> list[dict[str, Any]]:
     for number, line in json_lines(text):
         where = f"{path}:{number}"
         try:
-            row = json.loads(line)
+            row = jsondata.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{where}:{exc.colno}: invalid JSON: {exc.msg}",
                               code="invalid_results") from None

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from assay._util import jsondata
 from assay._util.jsonlines import json_lines
 from assay._util.user_paths import user_path
 from assay.authoring.versions import CONVERTERS, first_difference, meaning, version_of
@@ -203,7 +204,7 @@ def _looks_like_results(source: Path) -> bool:
     ``id``); its lines are read as every JSONL file is (:func:`_rows`)."""
     for _, line in json_lines(_text_of(source)):
         try:
-            row = json.loads(line)
+            row = jsondata.loads(line)
         except ValueError:
             return False
         return isinstance(row, dict) and "eval_id" in row and "score" in row \
@@ -229,7 +230,7 @@ def _rows(source: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
     for number, line in json_lines(_text_of(source)):
         try:
-            row = json.loads(line)
+            row = jsondata.loads(line)
         except (ValueError, RecursionError) as exc:
             raise ConfigError(f"{source} line {number}: not JSON: {exc}",
                               code="invalid_suite") from None

@@ -36,7 +36,6 @@ Manual), ``llmbar`` (both, 419)
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay._util import jsondata
 from assay._util.jsonlines import json_lines
 from assay.calibration.items import (
     Anchor,
@@ -95,7 +95,7 @@ def read_json(path: Path) -> Any:
     """A JSON document from a file, gzipped or not; an error naming the file if unreadable."""
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        return json.loads(raw)
+        return jsondata.loads(raw)
     except FileNotFoundError:
         raise CalibrationDataError(f"{path}: no such file") from None
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -119,7 +119,7 @@ def read_json_lines(path: Path, limit: int | None = None) -> list[tuple[int, Any
         if limit is not None and len(rows) >= limit:
             break
         try:
-            rows.append((number, json.loads(line)))
+            rows.append((number, jsondata.loads(line)))
         except ValueError as exc:
             raise CalibrationDataError(f"{path} line {number}: not JSON: {exc}") from None
     return rows

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from assay._util import jsondata
 from assay.cli.app import app, cache_option, console, err_console, friendly_errors
 from assay.errors import ConfigError
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def _maybe_json(text: str) -> Any:
     """Parse JSON when the text is JSON, else keep the text."""
     try:
-        return json.loads(text)
+        return jsondata.loads(text)
     except ValueError:
         return text
 

@@ -26,13 +26,13 @@ never by a run whose judges it cannot price.
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from assay._util import jsondata
 from assay.errors import ConfigError
 
 MILLION = 1_000_000
@@ -164,7 +164,7 @@ def _from_env() -> dict[str, Price]:
     if not path:
         return {}
     try:
-        data = json.loads(Path(path).read_text())
+        data = jsondata.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(f"ASSAY_PRICES={path}: cannot read it as JSON ({exc})",
                           code="invalid_prices") from None

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy import select
 
+from assay._util import jsondata
 from assay._util.control_chars import quoted
 from assay._util.redact import scrub
 from assay._util.times import iso_utc
@@ -145,7 +146,7 @@ def labels(store: RunStore, run_id: str, case_id: str | None = None,
         where.append(hl.c.repeat == repeat)
     with store.transaction() as conn:
         rows = conn.execute(select(hl).where(*where).order_by(hl.c.created_at, hl.c.id))
-        return [HumanLabel.model_validate({**r._mapping, "value": json.loads(r.value)
+        return [HumanLabel.model_validate({**r._mapping, "value": jsondata.loads(r.value)
                                            if r.value else None}) for r in rows]
 
 

@@ -34,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from assay._util import jsondata
 from assay.errors import ConfigError, EvaluationError
 from assay.store import schema
 from assay.store.runs import (
@@ -862,10 +863,9 @@ def _shorten(text: str | None, limit: int = PREVIEW_CHARS) -> str:
     if not text or text == "null":
         return ""
     if text.startswith('"') and text.endswith('"') and len(text) < limit * 4:
-        import json
 
         try:
-            decoded = json.loads(text)
+            decoded = jsondata.loads(text)
         except ValueError:
             decoded = None
         if isinstance(decoded, str):
@@ -931,12 +931,11 @@ def metric_score_rows(store: RunStore, run_id: str) -> list[list[dict[str, Any]]
     with store.transaction() as conn:
         rows = conn.execute(select(cast(found, Text)).where(
             sc.c.run_id == run_id, sc.c.value.is_not(None))).fetchall()
-    import json
 
     decoded = []
     for (text,) in rows:
         if text and text != "null":
-            value = json.loads(text)
+            value = jsondata.loads(text)
             if isinstance(value, list):
                 decoded.append(value)
     return decoded

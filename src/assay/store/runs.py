@@ -43,6 +43,7 @@ import orjson
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+from assay._util import jsondata
 from assay._util.control_chars import printable, quoted
 from assay._util.redact import (
     redact_url,
@@ -927,9 +928,8 @@ def _json_load(text: str | bytes) -> Any:
     decoded = text if isinstance(text, str) else text.decode("utf-8", "replace")
     try:
         if _LONG_INTEGER.search(decoded):
-            import json
 
-            return json.loads(text)
+            return jsondata.loads(text)
         return orjson.loads(text)
     except ValueError as exc:  # orjson's and json's decode errors are both ValueErrors
         return NotJSON(decoded, printable(str(exc).splitlines()[0] if str(exc) else "?")[:120])

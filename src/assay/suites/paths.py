@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ast
 import glob
-import json
 from pathlib import Path
 from typing import Any
 
+from assay._util import jsondata
 from assay._util.user_paths import user_path
 from assay.errors import ConfigError
 
@@ -90,7 +90,7 @@ def parse_input_overrides(text: str) -> dict[str, dict[str, Any]]:
     (``ast.literal_eval``) also takes."""
     value: Any
     try:
-        value = json.loads(text)
+        value = jsondata.loads(text)
     except ValueError:
         try:
             value = ast.literal_eval(text.strip())

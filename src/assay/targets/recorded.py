@@ -10,13 +10,13 @@ replaces an earlier one (the last attempt wins).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from assay._util import jsondata
 from assay._util.jsonlines import json_lines
 from assay.errors import ConfigError
 from assay.targets.base import RecordedOutput
@@ -54,7 +54,7 @@ def jsonl_rows(path: Path, what: str) -> Iterator[tuple[str, Any]]:
                           code="invalid_target") from None
     for number, line in json_lines(text):
         try:
-            row = json.loads(line)
+            row = jsondata.loads(line)
         except ValueError as exc:
             raise ConfigError(f"{path}:{number}: invalid JSON: {exc}",
                               code="invalid_target") from None

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util import jsondata
 from assay._util.jsondata import same_data
 from assay.types.execution import Execution
 from assay.types.json import dump_json
@@ -66,7 +66,7 @@ def parse_args(value: Any) -> dict[str, Any]:
     if not isinstance(value, str):
         return {}
     try:
-        parsed = json.loads(value)
+        parsed = jsondata.loads(value)
     except ValueError:
         try:
             parsed = ast.literal_eval(value)
@@ -85,7 +85,7 @@ def parse_output(value: Any) -> str | None:
         return None
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            parsed = jsondata.loads(value)
         except ValueError:
             return value
         if isinstance(parsed, dict) and "content" in parsed:

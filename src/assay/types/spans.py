@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -93,7 +92,7 @@ def _parse_text(text: str | bytes) -> Any:
         pass
     try:
         lines = json_lines(text) if isinstance(text, str) else enumerate(text.splitlines())
-        return [json.loads(line) for _, line in lines if line.strip()]
+        return [jsondata.loads(line) for _, line in lines if line.strip()]
     except ValueError:
         raise TraceFormatError("trace: text that is neither JSON nor JSON Lines") from None
 

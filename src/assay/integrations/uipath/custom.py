@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from assay._util import jsondata
 from assay.errors import EvaluationError
 from assay.integrations.uipath.evaluators.base_evaluator import BaseEvaluator
 from assay.integrations.uipath.models.models import (
@@ -116,7 +117,7 @@ def check_type_file(file: Path, cls: type[Any]) -> None:
         raise ValueError(f"type file {file} not found (UiPath's 'uipath register evaluator' "
                          "writes it to evaluations/evaluators/custom/types/)")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = jsondata.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"type file {file}:{exc.lineno}:{exc.colno}: invalid JSON: "
                          f"{exc.msg}") from None

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from assay._util import jsondata
 from assay.run.sources.base import SourcedTrace, SourceError, TraceQuery
 from assay.types.spans import Span, TraceFormatError, from_dict, normalize_trace, otlp_id
 
@@ -73,7 +74,7 @@ class FileSource:
         except orjson.JSONDecodeError:
             pass
         try:  # JSON Lines
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            return [jsondata.loads(line) for line in text.splitlines() if line.strip()]
         except ValueError as exc:
             raise SourceError(self.name, f"is neither JSON nor JSON Lines ({exc})") from None
 
