@@ -17,6 +17,8 @@ import pytest
 from sqlalchemy import (
     JSON,
     Column,
+    Connection,
+    Engine,
     Float,
     Integer,
     MetaData,
@@ -377,11 +379,8 @@ def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
         conn.execute(text("DROP TABLE human_labels"))
         for table in ("judge_batches", "judge_batch_requests"):  # 0010's
             conn.execute(text(f"DROP TABLE {table}"))
-        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
-                          "SET version_num = '0005_browse_indexes'"))
-    engine.dispose()
-    store = RunStore(url)
-    assert _versions(url) == [migrations.revisions()[-1]]
+        _back_to(conn, "0005_browse_indexes")
+    store = _upgraded(url, engine)
     with store.transaction() as conn:
         assert conn.execute(select_text).fetchall() == written
     assert len(written) == 30 and all(t.startswith(c) for c, t in written)
@@ -420,11 +419,8 @@ def test_upgrading_folds_the_search_text_that_was_only_lower_cased(new_store):
         for case_id in ids:
             conn.execute(text("UPDATE case_search SET text = :t WHERE case_id = :c"),
                          {"t": f"{case_id}\nﬁle\n\na\n".lower(), "c": case_id})
-        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
-                          "SET version_num = '0012_judge_batch_files'"))
-    engine.dispose()
-    store = RunStore(url)
-    assert _versions(url) == [migrations.revisions()[-1]]
+        _back_to(conn, "0012_judge_batch_files")
+    store = _upgraded(url, engine)
 
     def found(query: str) -> list[str]:
         return sorted(r.case_id for r in queries.case_page(
@@ -434,6 +430,68 @@ def test_upgrading_folds_the_search_text_that_was_only_lower_cased(new_store):
     assert found("plain") == ["\uff30\uff2c\uff21\uff29\uff2e-2"]
     assert found("FILE") == sorted(ids)
     assert found("ASCII-3") == ["ascii-3"]
+    store.close()
+
+
+def _back_to(conn: Connection, revision: str) -> None:
+    """The store recorded at ``revision`` (before 0014), its executions table as it was
+    then: no latency column, no index of it (the test drops the other tables it needs
+    gone)."""
+    conn.execute(text("DROP INDEX ix_executions_run_latency"))
+    conn.execute(text("ALTER TABLE executions DROP COLUMN latency_ms"))
+    conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} SET version_num = :revision"),
+                 {"revision": revision})
+
+
+def _upgraded(url: str, engine: Engine) -> RunStore:
+    """The store at ``url`` opened again (``engine`` let go first), upgraded to the head."""
+    engine.dispose()
+    store = RunStore(url)
+    assert _versions(url) == [migrations.revisions()[-1]]
+    return store
+
+
+def test_upgrading_fills_the_latency_of_executions_stored_before_it(new_store):
+    """A store at 0013 with runs in it gets each execution's latency in the new column,
+    as the JSON holds it (NULL where it holds none, or anything but a number), and a sort
+    by latency reads them in the order the JSON gave."""
+    from assay.store import queries
+    from assay.testing.runs import write_run
+
+    url = new_store()
+    store = RunStore(url)
+    runs = [write_run(store, 40, seed=1), write_run(store, 25, seed=2)]
+    store.close()
+    engine = create_engine(url)
+    json_cast = "CAST(:value AS json)" if engine.dialect.name == "postgresql" else ":value"
+    damaged = {"case-000003": '{"input": "q", "latency_ms": null}',
+               "case-000004": '{"input": "q", "latency_ms": "fast"}',
+               "case-000005": '{"input": "q"}', "case-000006": '{"input": "q", '
+               '"latency_ms": 12}', "case-000007": '{"input": "q", "latency_ms": 1e400}'}
+    with engine.begin() as conn:
+        for case_id, value in damaged.items():
+            conn.execute(text(f"UPDATE executions SET execution = {json_cast} WHERE "
+                              "run_id = :run AND case_id = :case"),
+                         {"value": value, "run": runs[0], "case": case_id})
+        conn.execute(text("DELETE FROM executions WHERE case_id = 'case-000008'"))
+        stored = {(r, c, k): e for r, c, k, e in conn.execute(text(
+            "SELECT run_id, case_id, repeat, CAST(execution AS TEXT) FROM executions"))}
+        _back_to(conn, "0013_case_search_casefold")
+    store = _upgraded(url, engine)
+    with store.transaction() as conn:
+        filled = {(r, c, k): v for r, c, k, v in conn.execute(text(
+            "SELECT run_id, case_id, repeat, latency_ms FROM executions"))}
+    assert filled.keys() == stored.keys() and len(filled) == 63
+    for key, execution in stored.items():
+        latency = json.loads(execution).get("latency_ms")
+        if key[1] in damaged and key[0] == runs[0]:
+            latency = {"case-000006": 12.0}.get(key[1])  # 1e400 is no double
+        assert filled[key] == latency, (key, execution)
+    sort = queries.CaseSort.LATENCY_DESC
+    order = [r.case_id for r in queries.case_page(store, runs[1], queries.CaseFilter(),
+                                                  sort, limit=100)[0]]
+    latency = {c: v for (r, c, _), v in filled.items() if r == runs[1]}
+    assert order == [*sorted(latency, key=lambda c: (-(latency[c] or 0), c)), "case-000008"]
     store.close()
 
 

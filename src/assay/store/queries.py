@@ -49,7 +49,6 @@ from assay.store.runs import (
     Unreadable,
     _case_record,
     check_row,
-    json_number_sql,
     lease_deadline,
     not_number_sql,
     read_run,
@@ -517,72 +516,75 @@ CountCache = dict[tuple[Any, ...], dict[Any, int]]
 (a finished run)."""
 
 
-def _page_keys(conn: Any, conditions: list[ColumnElement[bool]], sort: CaseSort,
-               where: CaseFilter, limit: int, offset: int,
+def _sources(run_id: str, sort: CaseSort, where: CaseFilter) -> tuple[Any, list[
+        tuple[Any, _Segment]]]:
+    """:func:`_segments`, each with the rows it reads from (the run's cases, or those joined
+    to the value a sort is by): what every reader of a page of cases pages through. A sort by
+    a value of another table (an evaluator's value, the agent's latency) is its cases with
+    the value, by it (then by key, ascending), then those without, by key."""
+    cr = schema.case_results
+    if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
+        sc = schema.scores
+        joined = cr.outerjoin(sc, and_(sc.c.run_id == cr.c.run_id,
+                                       sc.c.case_id == cr.c.case_id,
+                                       sc.c.repeat == cr.c.repeat,
+                                       sc.c.evaluator == where.evaluator))
+        key = _ordered([cr.c.case_id, cr.c.repeat])
+        return None, [
+            (joined, _Segment(0, sc.c.value.is_not(None),
+                              [(sc.c.value, sort is CaseSort.SCORE_DESC), *key])),
+            (joined, _Segment(1, sc.c.value.is_(None), key))]
+    if sort in (CaseSort.LATENCY, CaseSort.LATENCY_DESC):
+        return None, _by_latency(run_id, sort is CaseSort.LATENCY_DESC)
+    group, segments = _segments(sort, where)
+    return group, [(cr, segment) for segment in segments]
+
+
+def _by_latency(run_id: str, descending: bool) -> list[tuple[Any, _Segment]]:
+    """A sort by the agent's latency: the cases whose execution holds one, by it, read in
+    order from ``ix_executions_run_latency`` (the column, migration 0014, never the JSON),
+    then the others (no execution, or none measured), by key."""
+    cr, ex = schema.case_results, schema.executions
+    on = and_(ex.c.run_id == cr.c.run_id, ex.c.case_id == cr.c.case_id,
+              ex.c.repeat == cr.c.repeat)
+    # The executions' own key orders the timed cases (the same values as the cases' key
+    # through the join), so that the index gives the order with no sort.
+    timed = _Segment(0, and_(ex.c.run_id == run_id, ex.c.latency_ms.is_not(None)),
+                     [(ex.c.latency_ms, descending), *_ordered([ex.c.case_id, ex.c.repeat])])
+    untimed = _Segment(1, ex.c.latency_ms.is_(None), _ordered([cr.c.case_id, cr.c.repeat]))
+    return [(cr.join(ex, on), timed), (cr.outerjoin(ex, on), untimed)]
+
+
+def _page_keys(conn: Any, conditions: list[ColumnElement[bool]], group: Any,
+               parts: list[tuple[Any, _Segment]], limit: int, offset: int,
                counts: dict[Any, int] | None) -> tuple[list[tuple[str, int]], int,
                                                        dict[Any, int]]:
-    """The (case id, repeat) keys of one page, how many rows match in all, and the segment
-    sizes (to be cached by a caller that may)."""
+    """The (case id, repeat) keys of one page of ``parts`` (:func:`_sources`), how many rows
+    match in all, and the segment sizes (to be cached by a caller that may)."""
     cr = schema.case_results
-    group, segments = _segments(sort, where)
     if counts is None:
         if group is None:  # each segment counted on its own
             counts = {}
-            for segment in segments:
-                counts[segment.key] = int(conn.execute(select(func.count()).select_from(cr)
-                                                       .where(*segment.where(conditions)))
-                                          .scalar_one())
+            for source, segment in parts:
+                counts[segment.key] = int(conn.execute(select(func.count()).select_from(
+                    source).where(*segment.where(conditions))).scalar_one())
         else:  # a column that the index is in order of: one pass, no sorting
             counts = {k: int(n) for k, n in conn.execute(
                 select(group, func.count()).select_from(cr).where(*conditions)
                 .group_by(group))}
     keys: list[tuple[str, int]] = []
     total = 0
-    for segment in segments:
+    for source, segment in parts:
         count = counts.get(segment.key, 0)
         start = max(0, offset - total)
         wanted = limit - len(keys)
         if wanted > 0 and start < count:
             keys += [(r.case_id, r.repeat) for r in conn.execute(
-                select(cr.c.case_id, cr.c.repeat).where(*segment.where(conditions))
+                select(cr.c.case_id, cr.c.repeat).select_from(source)
+                .where(*segment.where(conditions))
                 .order_by(*segment.order).limit(wanted).offset(start))]
         total += count
     return keys, total, counts
-
-
-def _keys_by_evaluator(conn: Any, run_id: str, conditions: list[ColumnElement[bool]],
-                       evaluator: str, descending: bool, limit: int,
-                       offset: int) -> tuple[list[tuple[str, int]], int]:
-    """A page ordered by one evaluator's value (cases without a value from it last)."""
-    cr, sc = schema.case_results, schema.scores
-    joined = cr.outerjoin(sc, and_(sc.c.run_id == cr.c.run_id, sc.c.case_id == cr.c.case_id,
-                                   sc.c.repeat == cr.c.repeat, sc.c.evaluator == evaluator))
-    return _keys_by_value(conn, conditions, joined, sc.c.value, descending, limit, offset)
-
-
-def _keys_by_latency(conn: Any, dialect: str, conditions: list[ColumnElement[bool]],
-                     descending: bool, limit: int,
-                     offset: int) -> tuple[list[tuple[str, int]], int]:
-    """A page ordered by the agent's latency (cases without one last)."""
-    cr, ex = schema.case_results, schema.executions
-    joined = cr.outerjoin(ex, and_(ex.c.run_id == cr.c.run_id, ex.c.case_id == cr.c.case_id,
-                                   ex.c.repeat == cr.c.repeat))
-    return _keys_by_value(conn, conditions, joined,
-                          json_number_sql(ex.c.execution, "latency_ms", dialect),
-                          descending, limit, offset)
-
-
-def _keys_by_value(conn: Any, conditions: list[ColumnElement[bool]], joined: Any,
-                   value: Any, descending: bool, limit: int,
-                   offset: int) -> tuple[list[tuple[str, int]], int]:
-    """A page of the cases joined to ``value``, ordered by it (nulls last), then by key."""
-    cr = schema.case_results
-    total = int(conn.execute(select(func.count()).select_from(cr).where(*conditions))
-                .scalar_one())
-    rows = conn.execute(select(cr.c.case_id, cr.c.repeat).select_from(joined).where(
-        *conditions).order_by(value.is_(None), value.desc() if descending else value.asc(),
-                              cr.c.case_id, cr.c.repeat).limit(limit).offset(offset))
-    return [(r.case_id, r.repeat) for r in rows], total
 
 
 def case_page(store: RunStore, run_id: str, where: CaseFilter,
@@ -612,22 +614,16 @@ def _case_page(store: RunStore, run_id: str, where: CaseFilter, sort: CaseSort, 
                preview: int) -> tuple[list[CaseRow], int]:
     store.flush()
     conditions = _case_conditions(run_id, where)
+    group, parts = _sources(run_id, sort, where)
     with store.transaction() as conn:
-        if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
-            keys, total = _keys_by_evaluator(conn, run_id, conditions, where.evaluator,
-                                             sort is CaseSort.SCORE_DESC, limit, offset)
-        elif sort in (CaseSort.LATENCY, CaseSort.LATENCY_DESC):
-            keys, total = _keys_by_latency(conn, store.dialect, conditions,
-                                           sort is CaseSort.LATENCY_DESC, limit, offset)
-        else:
-            cache_key = (run_id, repr(where), sort.value)
-            found = None if cache is None else cache.get(cache_key)
-            keys, total, counts = _page_keys(conn, conditions, sort, where, limit, offset,
-                                             found)
-            if cache is not None and found is None:
-                cache[cache_key] = counts
-                while len(cache) > 1024:
-                    cache.pop(next(iter(cache)))
+        cache_key = (run_id, repr(where), sort.value)
+        found = None if cache is None else cache.get(cache_key)
+        keys, total, counts = _page_keys(conn, conditions, group, parts, limit, offset,
+                                         found)
+        if cache is not None and found is None:
+            cache[cache_key] = counts
+            while len(cache) > 1024:
+                cache.pop(next(iter(cache)))
         return _page_rows(conn, run_id, keys, preview), total
 
 
@@ -653,7 +649,7 @@ def _case_pages(store: RunStore, run_id: str, where: CaseFilter, sort: CaseSort,
                 preview: int) -> Iterator[list[CaseRow]]:
     cr = schema.case_results
     conditions = _case_conditions(run_id, where)
-    for source, segment in _keyset_segments(sort, where, store.dialect):
+    for source, segment in _keyset_segments(run_id, sort, where, store.dialect):
         last: tuple[Any, ...] | None = None
         while True:
             store.flush()
@@ -671,39 +667,13 @@ def _case_pages(store: RunStore, run_id: str, where: CaseFilter, sort: CaseSort,
             last = tuple(found[-1][2:])
 
 
-def _keyset_segments(sort: CaseSort, where: CaseFilter,
+def _keyset_segments(run_id: str, sort: CaseSort, where: CaseFilter,
                      dialect: str) -> list[tuple[Any, _Segment]]:
-    """``sort`` as :func:`case_page` orders it, in segments whose every order column holds a
-    value (what a keyset needs), each with the rows it reads from: a nullable segment is
-    split where the database puts its NULLs (:func:`_without_nulls`), and a sort by a value
-    of another table (an evaluator's, the latency) is its cases with the value, then those
-    without, by key, as :func:`_keys_by_value` orders them."""
-    cr = schema.case_results
-    if where.evaluator is not None and sort in (CaseSort.SCORE, CaseSort.SCORE_DESC):
-        sc = schema.scores
-        joined = cr.outerjoin(sc, and_(sc.c.run_id == cr.c.run_id,
-                                       sc.c.case_id == cr.c.case_id,
-                                       sc.c.repeat == cr.c.repeat,
-                                       sc.c.evaluator == where.evaluator))
-        return _by_value(joined, sc.c.value, sort is CaseSort.SCORE_DESC)
-    if sort in (CaseSort.LATENCY, CaseSort.LATENCY_DESC):
-        ex = schema.executions
-        joined = cr.outerjoin(ex, and_(ex.c.run_id == cr.c.run_id,
-                                       ex.c.case_id == cr.c.case_id,
-                                       ex.c.repeat == cr.c.repeat))
-        return _by_value(joined, json_number_sql(ex.c.execution, "latency_ms", dialect),
-                         sort is CaseSort.LATENCY_DESC)
-    return [(cr, part) for segment in _segments(sort, where)[1]
+    """``sort`` as :func:`case_page` orders it (:func:`_sources`), in segments whose every
+    order column holds a value (what a keyset needs): a nullable segment is split where the
+    database puts its NULLs (:func:`_without_nulls`)."""
+    return [(source, part) for source, segment in _sources(run_id, sort, where)[1]
             for part in _without_nulls(segment, dialect)]
-
-
-def _by_value(joined: Any, value: Any, descending: bool) -> list[tuple[Any, _Segment]]:
-    """The order of :func:`_keys_by_value` as two segments: the cases with a value, by it
-    (then by key, ascending), then the cases without one, by key."""
-    cr = schema.case_results
-    key = [cr.c.case_id, cr.c.repeat]
-    return [(joined, _Segment(0, value.is_not(None), [(value, descending), *_ordered(key)])),
-            (joined, _Segment(1, value.is_(None), _ordered(key)))]
 
 
 def _without_nulls(segment: _Segment, dialect: str) -> list[_Segment]:
@@ -734,7 +704,10 @@ def _after(query: Any, segment: _Segment, last: tuple[Any, ...] | None) -> Any:
     for i, (column, descending) in enumerate(segment.columns):
         ties = [c == v for c, v in zip(columns[:i], last[:i], strict=False)]
         beyond.append(and_(*ties, column < last[i] if descending else column > last[i]))
-    return query.where(or_(*beyond))
+    # Every row after ``last`` is at or beyond its first value: said on its own too, it is
+    # a range the index seeks to, where the alternatives alone would scan from the start.
+    first, descending = segment.columns[0]
+    return query.where(first <= last[0] if descending else first >= last[0], or_(*beyond))
 
 
 def _page_rows(conn: Connection, run_id: str, keys: list[tuple[str, int]],

@@ -26,6 +26,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import math
 import os
 import re
 import secrets
@@ -529,10 +530,12 @@ class RunStore:
 
     def record_execution(self, run_id: str, case_id: str, repeat: int,
                          execution: Execution) -> None:
-        """Queue an execution; RecordRejected (nothing queued) when it cannot be stored."""
+        """Queue an execution; RecordRejected (nothing queued) when it cannot be stored.
+        Its latency goes in a column too (:func:`latency_column`), for sorting by it."""
         self._queue("executions", {
             "run_id": run_id, "case_id": case_id, "repeat": repeat,
-            "execution": encode(execution), "created_at": time.time()})
+            "execution": encode(execution), "created_at": time.time(),
+            "latency_ms": latency_column(execution.latency_ms)})
 
     def record_score(self, run_id: str, case_id: str, repeat: int, score: Score) -> None:
         """Queue a score; RecordRejected (nothing queued) when it cannot be stored."""
@@ -1058,17 +1061,11 @@ def not_number_sql(column: Any, dialect: str) -> Any:
     return literal(False)
 
 
-def json_number_sql(data: Any, name: str, dialect: str) -> Any:
-    """A JSON number field as SQL to sort by, none of whose values is read as 0: on SQLite
-    the value as stored (text sorts after every number), on PostgreSQL the number, or NULL
-    when it is not one (which a cast would refuse with the whole query). The row itself is
-    read by :func:`check_row`."""
-    from sqlalchemy import Float, case, func
-
-    if dialect == "sqlite":
-        return func.json_extract(data, f"$.{name}", type_=Float)
-    return case((func.json_typeof(data[name]) == "number", data[name].as_float()),
-                else_=None)
+def latency_column(latency_ms: float | None) -> float | None:
+    """What ``executions.latency_ms`` holds for an execution's latency: the number, or None
+    where its JSON holds null (no latency, or one that is not finite, which JSON cannot
+    spell): the column and the JSON always say the same."""
+    return latency_ms if latency_ms is not None and math.isfinite(latency_ms) else None
 
 
 def run_columns() -> list[Any]:

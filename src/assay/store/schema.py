@@ -71,6 +71,9 @@ executions = Table(
     Column("repeat", Integer, primary_key=True),
     Column("execution", JSON, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("latency_ms", Float, doc="the execution's latency_ms when it is a number, else "
+           "NULL (migration 0014): what a sort by latency reads, through "
+           "``ix_executions_run_latency``, instead of every execution's JSON"),
 )
 
 scores = Table(
@@ -221,6 +224,8 @@ Index("ix_case_results_run_verdict_score", case_results.c.run_id, case_results.c
       case_results.c.score, case_results.c.case_id, case_results.c.repeat)
 Index("ix_case_results_run_score", case_results.c.run_id, case_results.c.score,
       case_results.c.case_id, case_results.c.repeat)
+Index("ix_executions_run_latency", executions.c.run_id, executions.c.latency_ms,
+      executions.c.case_id, executions.c.repeat)
 Index("ix_case_results_run_created_at", case_results.c.run_id, case_results.c.created_at)
 Index("ix_scores_state", scores.c.run_id, scores.c.case_id, scores.c.repeat, scores.c.evaluator,
       scores.c.value, scores.c.error_code, scores.c.passed)

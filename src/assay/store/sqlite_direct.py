@@ -50,7 +50,9 @@ SCHEMA: tuple[str, ...] = (
     "id, case_id, repeat)\n)",
     "CREATE TABLE executions (\n\trun_id VARCHAR(40) NOT NULL, \n\tcase_id VARCHAR(500) N"
     "OT NULL, \n\trepeat INTEGER NOT NULL, \n\texecution JSON NOT NULL, \n\tcreated_at FL"
-    "OAT NOT NULL, \n\tPRIMARY KEY (run_id, case_id, repeat)\n)",
+    "OAT NOT NULL, \n\tlatency_ms FLOAT, \n\tPRIMARY KEY (run_id, case_id, repeat)\n)",
+    "CREATE INDEX ix_executions_run_latency ON executions (run_id, latency_ms, case_id, repe"
+    "at)",
     "CREATE TABLE human_labels (\n\tid VARCHAR(40) NOT NULL, \n\trun_id VARCHAR(40) NOT N"
     "ULL, \n\tcase_id VARCHAR(500) NOT NULL, \n\trepeat INTEGER NOT NULL, \n\tevaluator V"
     "ARCHAR(200) NOT NULL, \n\tagrees BOOLEAN NOT NULL, \n\tvalue TEXT, \n\tjudge_value F"
