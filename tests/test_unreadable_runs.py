@@ -517,6 +517,38 @@ def test_a_resume_names_a_finished_case_whose_repeat_is_damaged(tmp_path, value,
     kept.close()
 
 
+@pytest.mark.parametrize("table", ["executions", "scores"])
+@pytest.mark.parametrize(("value", "said"), [
+    ("first", "its repeat column holds the text 'first', not a whole number"),
+    (0.5, "its repeat column holds float 0.5, not a whole number")])
+def test_a_plain_resume_names_a_damaged_repeat_before_the_run_is_touched(
+        tmp_path, table, value, said):
+    """A finished case's execution or score whose repeat is damaged was met only once the
+    resume had marked the run running again: the run ended failed. It is named before."""
+    import sqlite3
+
+    from assay.store.runs import CaseUnreadable
+    from tests.test_evaluate import ROWS, agent
+    from tests.test_resume_and_default_store import stopped_after_one
+
+    store = tmp_path / "runs.db"
+    run_id = stopped_after_one(store, evaluators=["exact_match"])
+    db = sqlite3.connect(store)
+    assert db.execute(f"UPDATE {table} SET repeat = ? WHERE run_id = ? AND case_id = 'fr'",
+                      (value, run_id)).rowcount == 1
+    db.commit()
+    db.close()
+    url = f"sqlite:///{store}"
+    before = RunStore(url).run_record(run_id)
+    assert before.status is RunStatus.INTERRUPTED
+    with pytest.raises(CaseUnreadable) as refused:
+        assay.resume(run_id, data=ROWS, store=store, target=agent)
+    message = refused.value.message
+    assert message.startswith("case 'fr' (repeat ") and \
+        f"of run {run_id} cannot be read: {said}" in message, message
+    assert RunStore(url).run_record(run_id) == before  # not running, not failed
+
+
 CREATED_SAID = "created_at: its column holds the text 'yesterday', not a number"
 
 

@@ -321,9 +321,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     suite, config, policy, given = _reopened(
         run_store, stored, data, target, evaluators, on_warning, concurrency=concurrency,
         judge_model=judge_model, cache=cache, budget_usd=budget_usd, wait=wait)
-    # A stored case that cannot be told finished is named before the run is touched (its
-    # status, its error scores), not once it is running again.
-    run_store.case_keys(stored.id)
+    _check_stored_rows(run_store, stored.id)
     if retry_errors:
         forgotten = run_store.forget_errors(stored.id)
         if on_notice:
@@ -335,6 +333,17 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        owns_given=given is not None and not isinstance(target, Target),
                        resume=stored)
     return await session.execute(progress, on_record, on_start, keep, on_inputs)
+
+
+def _check_stored_rows(run_store: RunStore, run_id: str) -> None:
+    """:class:`~assay.store.runs.CaseUnreadable` naming a stored row of the run that the
+    resume would fail on (its repeat not a whole number, its JSON not JSON, a number in it
+    not a number: :func:`~assay.store.runs.check_row`'s rule), found in the database before
+    the run is touched (its status, its error scores): once it is running again, the
+    runner's read of its executions and scores met it, and the run ended failed."""
+    from assay.store.queries import CaseFilter, check_cases
+
+    check_cases(run_store, run_id, CaseFilter())
 
 
 def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: TargetLike,
