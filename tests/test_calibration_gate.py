@@ -139,3 +139,37 @@ async def test_a_suite_asks_for_the_gate_in_its_metadata(tmp_path, mock_model):
                        r"Extra inputs are not permitted"):
         await evaluate_async(load_any(suite_file, None), target=lambda q: "answer",
                              store=f"sqlite:///{tmp_path}/runs.db", judge_model=mock_model)
+
+
+async def test_a_calibration_whose_time_is_text_is_listed_with_no_time(
+        tmp_path, mock_model, mock_server):
+    """A calibration's ``created_at`` holding text (SQLite's REAL column takes it) failed
+    every reader of the calibrations with "cannot be read", the gate's included: it reads
+    as no time, named, by the rule every stored time goes through, and sorts after the
+    calibrations whose time is known."""
+    from sqlalchemy import text
+
+    store = f"sqlite:///{tmp_path}/runs.db"
+    first = await calibrate_async(LABELLED, judge=JUDGE, judge_model=mock_model, store=store,
+                                  resamples=0)
+    second = await calibrate_async(LABELLED, judge=JUDGE, judge_model=mock_model,
+                                   store=store, resamples=0)
+    runs = open_store(store)
+    with runs.transaction() as conn:
+        conn.execute(text("UPDATE calibrations SET created_at = 'yesterday' WHERE id = :id"),
+                     {"id": second.id})
+    listed = {c.id: c for c in calibrations.find(runs)}
+    said = "created_at: its column holds the text 'yesterday', not a number"
+    assert (listed[second.id].created_at, listed[second.id].unreadable) == (None, said)
+    assert listed[first.id].created_at == first.created_at
+    assert listed[first.id].unreadable is None
+    assert [c.id for c in calibrations.find(runs)] == [first.id, second.id]
+    found = calibrations.latest(runs, first.judge.key)
+    assert found is not None and found.id == first.id
+    with runs.transaction() as conn:
+        conn.execute(text("UPDATE calibrations SET created_at = 'yesterday'"))
+    changed = {**JUDGE, "prompt": ALWAYS_PASS + "\nBe strict."}
+    stale = await run_with(store, mock_model, CalibrationGate(min_accuracy=0.5), changed)
+    (failure,) = stale.summary.gate_failures
+    assert "its calibration is stale" in failure and "(made at an unknown time, judge " \
+        "'correct')" in failure and "1970" not in failure, failure

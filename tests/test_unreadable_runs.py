@@ -552,15 +552,20 @@ def test_a_plain_resume_names_a_damaged_repeat_before_the_run_is_touched(
 CREATED_SAID = "created_at: its column holds the text 'yesterday', not a number"
 
 
-def _created_as_text(tmp_path: Path) -> tuple[str, str, str]:
-    """Two runs, the first's created_at then holding text (SQLite's REAL column takes it)."""
+def _created_as_text(tmp_path: Path, table: str = "runs") -> tuple[str, str, str]:
+    """Two runs of two suites, each its suite's baseline, the first's created_at in
+    ``table`` (runs, baselines) then holding text (SQLite's REAL column takes it)."""
+    from assay.store.baselines import set_baseline
+
     url = f"sqlite:///{tmp_path}/runs.db"
     store = RunStore(url)
-    bad = write_run(store, 2, seed=1, created_at=1_000_000.0)
-    good = write_run(store, 2, seed=2, created_at=1_000_100.0)
+    bad = write_run(store, 2, suite="alpha", seed=1, created_at=1_000_000.0)
+    good = write_run(store, 2, suite="beta", seed=2, created_at=1_000_100.0)
+    set_baseline(store, bad)
+    set_baseline(store, good)
     with store.transaction() as conn:
-        conn.execute(text("UPDATE runs SET created_at = 'yesterday' WHERE id = :id"),
-                     {"id": bad})
+        conn.execute(text(f"UPDATE {table} SET created_at = 'yesterday' WHERE "
+                          f"{'id' if table == 'runs' else 'run_id'} = :id"), {"id": bad})
     store.close()
     return url, bad, good
 
@@ -610,3 +615,46 @@ def test_assay_runs_lists_a_run_whose_created_at_is_text_without_a_date(tmp_path
     as_json = {r["id"]: r for r in json.loads(run_assay(
         ["runs", "--json", "--store", url], cwd=tmp_path, env=env, timeout=120).stdout)}
     assert as_json[bad]["created_at"] is None and CREATED_SAID in as_json[bad]["unreadable"]
+
+
+def test_a_baseline_whose_time_is_text_is_listed_with_no_time(tmp_path):
+    """Such a baseline failed every reader of it with a validation traceback (the CLI's
+    ``assay baseline show``, and the REST API's run detail of every run of its suite); it
+    reads as no time, named, by the rule a run's created_at goes through."""
+    from assay.store.baselines import get_baseline, list_baselines
+
+    url, bad, good = _created_as_text(tmp_path, "baselines")
+    store = RunStore(url)
+    listed = {b.run_id: b for b in list_baselines(store)}
+    assert (listed[bad].created_at, listed[bad].unreadable) == (None, CREATED_SAID)
+    assert listed[good].created_at is not None and listed[good].unreadable is None
+    found = get_baseline(store, "alpha", "calculator-agent")
+    assert found is not None and found.run_id == bad and found.created_at is None
+    store.close()
+    env = {**os.environ, "COLUMNS": "200", "TZ": "UTC"}
+    shown = run_assay(["baseline", "show", "--store", url], cwd=tmp_path, env=env,
+                      timeout=120)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+    line = next(line for line in shown.stdout.splitlines() if bad in line)
+    assert f"(since an unknown time: {CREATED_SAID})" in line and "1970" not in line, line
+    assert "since 20" in next(line for line in shown.stdout.splitlines() if good in line)
+    as_json = {b["run_id"]: b for b in json.loads(run_assay(
+        ["baseline", "show", "--json", "--store", url], cwd=tmp_path, env=env,
+        timeout=120).stdout)}
+    assert as_json[bad]["created_at"] is None and as_json[bad]["unreadable"] == CREATED_SAID
+
+
+def test_the_api_serves_the_runs_of_a_baseline_whose_time_is_text(tmp_path):
+    pytest.importorskip("fastapi")
+    from tests.server_support import serve
+
+    url, bad, good = _created_as_text(tmp_path, "baselines")
+    with serve(url) as served, served.client() as api:
+        for path, params in [(f"/runs/{bad}", {}), ("/runs/baseline", {"suite": "alpha",
+                                                                        "target": "calculator-agent"}),
+                             (f"/runs/{good}", {})]:
+            answer = api.get(path, params=params)
+            assert answer.status_code == 200, (path, answer.text[:300])
+        assert api.get(f"/runs/{bad}").json()["is_baseline"] is True
+        assert {r["id"]: r["is_baseline"] for r in api.get("/runs").json()["items"]} == {
+            bad: True, good: True}

@@ -110,7 +110,8 @@ def _missing(gate: CalibrationGate, evaluator: Evaluator, identity: JudgeIdentit
     if earlier:
         old = earlier[0]
         changes = identity.changes_from(old.report.judge) or ["the judge changed"]
-        when = datetime.fromtimestamp(old.created_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        when = "made at an unknown time" if old.created_at is None else \
+            datetime.fromtimestamp(old.created_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
         return (f"{who}: its calibration is stale: calibration {old.id}{on} ({when}, "
                 f"judge {old.judge_name!r}) was made before {'; '.join(changes)}. "
                 f"Calibrate it again: {how}")

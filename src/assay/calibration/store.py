@@ -8,13 +8,13 @@ judge's models are kept as they may be shown (a password in a URL is hidden).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
 from assay.calibration.report import CalibrationReport
 from assay.store import schema
 from assay.store.errors import StoreError
-from assay.store.runs import RunStore, encode
+from assay.store.runs import RunStore, encode, known_number, not_number_sql
 
 
 class StoredCalibration(BaseModel):
@@ -32,8 +32,12 @@ class StoredCalibration(BaseModel):
     kappa: float | None = None
     accuracy: float | None = None
     run_id: str | None = None
-    created_at: float
+    created_at: float | None = Field(description=(
+        "when it was made (epoch seconds); null only when the stored value cannot be read, "
+        "which ``unreadable`` names"))
     report: CalibrationReport
+    unreadable: str | None = Field(default=None, description="why a stored field cannot be "
+                                   "read; the other fields hold what could be")
 
 
 def save(store: RunStore, report: CalibrationReport) -> None:
@@ -53,9 +57,14 @@ def save(store: RunStore, report: CalibrationReport) -> None:
 def find(store: RunStore, *, key: str | None = None, name: str | None = None,
          judge_type: str | None = None, set_name: str | None = None,
          limit: int = 20) -> list[StoredCalibration]:
-    """Calibrations matching every filter given, newest first."""
+    """Calibrations matching every filter given, newest first; one whose time cannot be
+    read (:func:`~assay.store.runs.known_number`) is not known to be newer than any, and
+    comes after those that can (SQLite sorts text above every number)."""
     table = schema.calibrations
-    query = select(table).order_by(table.c.created_at.desc()).limit(limit)
+    newest = table.c.created_at.desc()
+    order = [not_number_sql(table.c.created_at, "sqlite"), newest] \
+        if store.dialect == "sqlite" else [newest]  # PostgreSQL's numbers are numbers
+    query = select(table).order_by(*order).limit(limit)
     if key is not None:
         query = query.where(table.c.judge_key == key)
     if name is not None:
@@ -68,8 +77,11 @@ def find(store: RunStore, *, key: str | None = None, name: str | None = None,
         rows = [dict(r._mapping) for r in conn.execute(query).fetchall()]
     found = []
     for row in rows:
+        problems: list[str] = []
+        row["created_at"] = known_number(row["created_at"], "created_at", problems)
         try:
-            found.append(StoredCalibration.model_validate(row))
+            found.append(StoredCalibration.model_validate(
+                {**row, "unreadable": "; ".join(problems) or None}))
         except ValidationError as exc:
             raise StoreError(f"the run store {store.display_url}: calibration {row.get('id')!r} "
                              f"cannot be read ({exc.errors()[0]['msg']}); it was written by "

@@ -26,7 +26,9 @@ app.add_typer(baseline_app, name="baseline")
 
 
 def _line(found: Baseline) -> str:
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(found.created_at))
+    when = f"an unknown time: {for_terminal(found.unreadable or '')}" \
+        if found.created_at is None else \
+        time.strftime("%Y-%m-%d %H:%M", time.localtime(found.created_at))
     target = f", target {for_terminal(found.target)}" if found.target else ""
     return f"suite {for_terminal(found.suite)}{target}: run {for_terminal(found.run_id)} " \
            f"(since {when})"

@@ -7,13 +7,14 @@ one, since an interrupted run has no whole-run figures to compare with.
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import and_, delete, select
 
 from assay.errors import ConfigError
 from assay.store import schema
-from assay.store.runs import RunStore
+from assay.store.runs import RunStore, known_number
 from assay.types.records import RunRecord, RunStatus
 
 
@@ -23,7 +24,20 @@ class Baseline(BaseModel):
     suite: str
     target: str | None
     run_id: str
-    created_at: float
+    created_at: float | None = Field(description=(
+        "when it was set (epoch seconds); null only when the stored value cannot be read, "
+        "which ``unreadable`` names"))
+    unreadable: str | None = Field(default=None, description="why a stored field cannot be "
+                                   "read; the other fields hold what could be")
+
+    @classmethod
+    def of(cls, row: Any) -> Baseline:
+        """A stored baseline row as read by the store's rule for a stored time
+        (:func:`~assay.store.runs.known_number`)."""
+        problems: list[str] = []
+        created = known_number(row.created_at, "created_at", problems)
+        return cls(suite=row.suite, target=row.target or None, run_id=row.run_id,
+                   created_at=created, unreadable="; ".join(problems) or None)
 
 
 def scope_of(run: RunRecord) -> tuple[str, str]:
@@ -55,10 +69,7 @@ def get_baseline(store: RunStore, suite: str, target: str | None = None) -> Base
         row = conn.execute(select(schema.baselines).where(and_(
             schema.baselines.c.suite == suite,
             schema.baselines.c.target == (target or "")))).first()
-    if row is None:
-        return None
-    return Baseline(suite=row.suite, target=row.target or None, run_id=row.run_id,
-                    created_at=row.created_at)
+    return None if row is None else Baseline.of(row)
 
 
 def baseline_for(store: RunStore, run_id: str) -> Baseline | None:
@@ -70,8 +81,7 @@ def list_baselines(store: RunStore) -> list[Baseline]:
     with store.transaction() as conn:
         rows = conn.execute(select(schema.baselines).order_by(
             schema.baselines.c.suite, schema.baselines.c.target)).fetchall()
-    return [Baseline(suite=r.suite, target=r.target or None, run_id=r.run_id,
-                     created_at=r.created_at) for r in rows]
+    return [Baseline.of(r) for r in rows]
 
 
 def clear_baseline(store: RunStore, suite: str, target: str | None = None) -> bool:

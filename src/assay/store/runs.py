@@ -1138,7 +1138,7 @@ def read_run(row: Mapping[Any, Any], now: float | None) -> RunRecord:
     summary_data = _decoded(row.get("summary"), "summary", problems)
     summary = None if summary_data is None else _field(RunSummary, summary_data, "summary",
                                                        problems)
-    created = _field(float, row.get("created_at"), "created_at", problems, required=True)
+    created = known_number(row.get("created_at"), "created_at", problems)
     finished = row.get("finished_at")
     finished = _field(float, finished, "finished_at", problems) if finished is not None \
         else None
@@ -1270,6 +1270,15 @@ def _field(kind: Any, value: Any, name: str, problems: list[str],
     except (ValueError, TypeError) as exc:
         problems.append(f"{name}: {_problem(exc)}")
     return None
+
+
+def known_number(value: Any, name: str, problems: list[str]) -> float | None:
+    """A number every row of its table holds (when it was made: a run's, a baseline's, a
+    calibration's ``created_at``), by :func:`stored_number`'s rule: None, and a problem
+    naming ``name`` and what it holds, when the store holds anything else (text, NULL).
+    Such a time reads as unknown, never as 0 (shown as 1970), and never fails its reader."""
+    found: float | None = _field(float, value, name, problems, required=True)
+    return found
 
 
 def _problem(error: ValueError | TypeError) -> str:
