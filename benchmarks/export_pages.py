@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from server_latency import build, served  # noqa: E402
 
-SORTS = ("problems", "-score", "case", "-finished", "latency")
+SORTS = ("problems", "-score", "case", "-finished", "latency", "-latency")
 
 
 def main() -> None:
