@@ -338,14 +338,13 @@ def _previous_revision(url: str) -> None:
     """The store at ``url`` as the previous assay left it: no batch tables, at 0009."""
     from sqlalchemy import create_engine, text
 
-    from assay.store import migrations
+    from tests.test_store_migrations import back_to
 
     engine = create_engine(url)
     with engine.begin() as conn:
         for table in ("judge_batches", "judge_batch_requests"):
             conn.execute(text(f"DROP TABLE {table}"))
-        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
-                          "SET version_num = '0009_run_identity_labels'"))
+        back_to(conn, "0009_run_identity_labels")
     engine.dispose()
 
 
@@ -387,7 +386,7 @@ def _at(url: str, revision: str) -> None:
     (0010) or without an input file (0010, 0011)."""
     from sqlalchemy import create_engine, text
 
-    from assay.store import migrations
+    from tests.test_store_migrations import back_to
 
     dropped = {"0010_judge_batches": ("input_file", "token"),
                "0011_judge_batch_tokens": ("input_file",)}[revision]
@@ -395,8 +394,7 @@ def _at(url: str, revision: str) -> None:
     with engine.begin() as conn:
         for column in dropped:
             conn.execute(text(f"ALTER TABLE judge_batches DROP COLUMN {column}"))
-        conn.execute(text(f"UPDATE {migrations.VERSION_TABLE} "
-                          f"SET version_num = '{revision}'"))
+        back_to(conn, revision)
     engine.dispose()
 
 

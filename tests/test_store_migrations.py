@@ -379,7 +379,7 @@ def test_upgrading_fills_the_search_text_of_cases_stored_before_it(new_store):
         conn.execute(text("DROP TABLE human_labels"))
         for table in ("judge_batches", "judge_batch_requests"):  # 0010's
             conn.execute(text(f"DROP TABLE {table}"))
-        _back_to(conn, "0005_browse_indexes")
+        back_to(conn, "0005_browse_indexes")
     store = _upgraded(url, engine)
     with store.transaction() as conn:
         assert conn.execute(select_text).fetchall() == written
@@ -419,7 +419,7 @@ def test_upgrading_folds_the_search_text_that_was_only_lower_cased(new_store):
         for case_id in ids:
             conn.execute(text("UPDATE case_search SET text = :t WHERE case_id = :c"),
                          {"t": f"{case_id}\nﬁle\n\na\n".lower(), "c": case_id})
-        _back_to(conn, "0012_judge_batch_files")
+        back_to(conn, "0012_judge_batch_files")
     store = _upgraded(url, engine)
 
     def found(query: str) -> list[str]:
@@ -433,7 +433,7 @@ def test_upgrading_folds_the_search_text_that_was_only_lower_cased(new_store):
     store.close()
 
 
-def _back_to(conn: Connection, revision: str) -> None:
+def back_to(conn: Connection, revision: str) -> None:
     """The store recorded at ``revision`` (before 0014), its executions table as it was
     then: no latency column, no index of it (the test drops the other tables it needs
     gone)."""
@@ -476,7 +476,7 @@ def test_upgrading_fills_the_latency_of_executions_stored_before_it(new_store):
         conn.execute(text("DELETE FROM executions WHERE case_id = 'case-000008'"))
         stored = {(r, c, k): e for r, c, k, e in conn.execute(text(
             "SELECT run_id, case_id, repeat, CAST(execution AS TEXT) FROM executions"))}
-        _back_to(conn, "0013_case_search_casefold")
+        back_to(conn, "0013_case_search_casefold")
     store = _upgraded(url, engine)
     with store.transaction() as conn:
         filled = {(r, c, k): v for r, c, k, v in conn.execute(text(
