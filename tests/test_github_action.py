@@ -201,3 +201,19 @@ def test_compare_and_report_write_their_markdown_to_the_step_summary(tmp_path):
     into_store = run_assay(["compare", base, cand, "--store", url], cwd=tmp_path,
                            env={**env, "GITHUB_STEP_SUMMARY": str(tmp_path / "runs.db")})
     assert into_store.returncode == 2 and "output_is_input" in into_store.stderr
+
+
+def test_a_case_failed_by_its_policys_score_is_annotated_on_the_policys_scale():
+    """A case that failed with no evaluator failing (Connexity's overall score under its
+    threshold) was annotated "score 0.650", where every surface shows "65.0 /100"."""
+    from assay.run.display import scale_for
+    from assay.types.records import RunSummary
+
+    record = CaseRecord(case_id="c", case=Case(id="c", input="q"),
+                        execution=Execution(input="q", output="a"), verdict=Verdict.FAIL,
+                        score=0.65)
+    scale = scale_for(RunSummary(scoring="connexity"))
+    [line] = failure_annotations([record], scale=scale)
+    assert line.endswith(f"::verdict fail, {scale.name} 65.0 /100"), line
+    [plain] = failure_annotations([record])
+    assert plain.endswith("::verdict fail, score 0.650"), plain

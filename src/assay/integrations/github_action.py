@@ -193,11 +193,14 @@ class Action:
 
     def _annotate(self, run_id: str) -> None:
         from assay.report.github import failure_annotations
+        from assay.run.display import scale_for
         from assay.store.runs import RunStore
 
         store = RunStore(self.url)
         try:
-            for line in failure_annotations(store.case_records(run_id), self.workspace):
+            scale = scale_for(store.run_record(run_id))
+            for line in failure_annotations(store.case_records(run_id), self.workspace,
+                                            scale=scale):
                 print(line)
         finally:
             store.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 from assay._util.control_chars import printable
 from assay._util.redact import scrub
 from assay.errors import ConfigError
-from assay.types import numbers
+from assay.run.policies.base import Scale
 from assay.types.records import CaseRecord, Verdict
 
 SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
@@ -57,21 +57,23 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _reason(record: CaseRecord) -> str:
+def _reason(record: CaseRecord, scale: Scale) -> str:
     if record.error:
         return f"the agent failed: {record.error}"
     bad = [s for s in record.scores if s.error is not None or s.passed is False]
-    if not bad:
-        return f"verdict {record.verdict.value}, score {numbers.score(record.score)}"
+    if not bad:  # failed by its policy's score alone, shown on the policy's scale
+        return f"verdict {record.verdict.value}, {scale.name} {scale.shown(record.score)}"
     return "; ".join(f"{s.name}: " + (f"error {s.error.code}" if s.error else
                                       s.rationale or "failed") for s in bad[:3])
 
 
 def failure_annotations(records: Iterable[CaseRecord], root: Path | None = None,
-                limit: int = MAX_ANNOTATIONS) -> list[str]:
+                limit: int = MAX_ANNOTATIONS, scale: Scale | None = None) -> list[str]:
     """An ``::error`` workflow command for each case that failed or errored (the first
     ``limit``), at the suite file and line that define it (relative to ``root``, the
-    workspace, when inside it)."""
+    workspace, when inside it); a case score is shown on ``scale``, the run's policy's
+    (:func:`assay.run.display.scale_for`), as every surface shows it."""
+    scale = scale or Scale()
     found = []
     for record in records:
         if record.verdict not in (Verdict.FAIL, Verdict.ERROR):
@@ -86,7 +88,7 @@ def failure_annotations(records: Iterable[CaseRecord], root: Path | None = None,
             properties.insert(0, f"file={escape_property(path.as_posix())}")
             if source.line is not None:
                 properties.insert(1, f"line={source.line}")
-        message = scrub(_reason(record))[:MESSAGE_CHARS]
+        message = scrub(_reason(record, scale))[:MESSAGE_CHARS]
         found.append(f"::error {','.join(properties)}::{escape_data(message)}")
         if len(found) >= limit:
             break
