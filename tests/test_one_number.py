@@ -206,13 +206,16 @@ def test_a_rate_is_a_percent_and_a_missing_value_a_dash():
     assert numbers.usd(-0.0) == "$0.0000" and numbers.plain(-0.0) == "0"
 
 
-OUTCOMES = {"judge": "error judge_output_invalid", "context": "n/a", "exact": "1.000"}
-"""An evaluator that erred, one that did not apply and one that scored, as every surface
-says them: an error is never shown as a missing figure."""
+OUTCOMES = {"judge": "error judge_output_invalid", "context": "n/a", "exact": "1.000",
+            "length": "measured 12"}
+"""An evaluator that erred, one that did not apply, one that scored and one that measured,
+as every surface says them: an error is never shown as a missing figure, and a measurement
+(counted apart from the skips by every summary) never as not applicable."""
 
 
 def _outcomes_run(url: str) -> str:
-    """A completed run of one case with the three kinds of score of :data:`OUTCOMES`."""
+    """A completed run of one case with the four kinds of score of :data:`OUTCOMES`."""
+    from assay.judges.feedback import measured
     from assay.testing.runs import store_case
     from assay.types.execution import Execution
     from assay.types.records import Case, CaseRecord
@@ -224,7 +227,8 @@ def _outcomes_run(url: str) -> str:
         run_id = store.create_run("outcomes", {"suite_name": "outcomes"})
         scores = [Score.failed("judge", "judge_output_invalid", "the answer was not JSON"),
                   Score.not_applicable("context", "the case has no context"),
-                  Score(name="exact", value=1.0, passed=True)]
+                  Score(name="exact", value=1.0, passed=True),
+                  measured("length", 12, "number")]
         store_case(store, CaseRecord(run_id=run_id, case_id="c1", case=Case(id="c1", input="q"),
                                      execution=Execution(output="a"), scores=scores, score=1.0,
                                      verdict=Verdict.ERROR))
@@ -271,6 +275,13 @@ def test_an_evaluators_error_and_skip_read_the_same_on_every_surface(tmp_path):
     with serve(url) as served, served.client() as client:
         row = client.get(f"/runs/{run_id}/cases").json()["items"][0]
         assert row["display"]["scores"] == OUTCOMES
+        skipped = {name: client.get(f"/runs/{run_id}/cases", params={
+            "evaluator": name, "evaluator_state": "skipped"}).json()["total"]
+            for name in ("context", "length")}
+        assert skipped == {"context": 1, "length": 0}  # as the histograms count them
+        histograms = client.get(f"/runs/{run_id}/histograms").json()
+        assert (histograms["evaluator_skips"], histograms["evaluator_measurements"]) == \
+            ({"context": 1, "length": 0, "judge": 0}, {"length": 1})
         case = client.get(f"/runs/{run_id}/case", params={"case_id": "c1"}).json()
         names = [s["name"] for s in case["record"]["scores"]]
         shown = [s["value"] for s in case["display"]["scores"]]

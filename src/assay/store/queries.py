@@ -112,16 +112,19 @@ class ScoreCell(_View):
     """One evaluator's score on a case, as a page of cases shows it (the full score is on the
     case)."""
 
-    state: str = Field(description="value, error or skipped")
+    state: str = Field(description="value, error, measured (a value off the 0-1 scale, "
+                       "which is no skip) or skipped")
     value: float | None = None
     passed: bool | None = None
     error_code: str | None = None
+    raw: int | float | str | None = Field(
+        default=None, description="what a measurement measured (a text's first characters)")
 
     @property
     def shown(self) -> str:
         """The score as every surface shows it (:attr:`assay.types.Score.shown`)."""
         return numbers.outcome(self.value, self.error_code if self.state == "error" else None,
-                               self.state == "skipped")
+                               self.state == "skipped", self.state == "measured", self.raw)
 
 
 class CaseRow(_View):
@@ -431,8 +434,10 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
             match.append(sc.c.value.is_not(None))
         elif state is EvaluatorState.ERROR:
             match.append(sc.c.error_code.is_not(None))
-        elif state is EvaluatorState.SKIPPED:
-            match += [sc.c.value.is_(None), sc.c.error_code.is_(None)]
+        elif state is EvaluatorState.SKIPPED:  # a measurement is no skip
+            match += [sc.c.value.is_(None), sc.c.error_code.is_(None),
+                      func.coalesce(measurement_sql(sc.c.error_code, sc.c.score), False)
+                      .is_(False)]
         elif state in (EvaluatorState.PASSED, EvaluatorState.FAILED):
             match += [sc.c.value.is_not(None),
                       sc.c.passed.is_(state is EvaluatorState.PASSED)]
@@ -741,14 +746,16 @@ def _page_rows(conn: Connection, run_id: str, keys: list[tuple[str, int]],
         for s in conn.execute(select(
                 sc.c.case_id, sc.c.repeat, sc.c.evaluator, sc.c.value, sc.c.error_code,
                 sc.c.passed, _preview(sc.c.score["rationale"], preview).label("rationale"),
-                _preview(sc.c.score["error"]["message"], preview).label("message")).where(
+                _preview(sc.c.score["error"]["message"], preview).label("message"),
+                measurement_sql(sc.c.error_code, sc.c.score).label("measured"),
+                _preview(sc.c.score["raw"], numbers.MEASURED_CHARS).label("raw")).where(
                 sc.c.run_id == run_id, sc.c.case_id.in_(ids))):
             _read(SCORE, run_id, s)
-            state = "value" if s.value is not None else \
-                "error" if s.error_code is not None else "skipped"
+            state = _cell_state(s.value, s.error_code, bool(s.measured))
             cells.setdefault((s.case_id, s.repeat), {})[s.evaluator] = ScoreCell(
                 state=state, value=s.value, passed=s.passed if state == "value" else None,
-                error_code=s.error_code)
+                error_code=s.error_code,
+                raw=_measured_raw(s.raw) if state == "measured" else None)
             reasons[(s.case_id, s.repeat, s.evaluator)] = _shorten(
                 s.message if state == "error" else s.rationale, preview)
     page = []
@@ -824,6 +831,29 @@ def failing_evaluator(cells: dict[str, ScoreCell]) -> str | None:
     if not valued:
         return None
     return min(valued, key=lambda v: (v[1], v[0]))[2]
+
+
+def _cell_state(value: float | None, error_code: str | None, measured: bool) -> str:
+    """A stored score's state as a page of cases shows it: a value, an error, a measurement
+    (counted apart from skips, as a run's summary counts it) or a skip."""
+    if value is not None:
+        return "value"
+    if error_code is not None:
+        return "error"
+    return "measured" if measured else "skipped"
+
+
+def _measured_raw(text: str | None) -> int | float | str | None:
+    """A measurement's value from the start of its JSON text: the number or text it is, or
+    the text as cut when it was cut."""
+    if not text or text == "null":
+        return None
+    try:
+        found = jsondata.loads(text)
+    except ValueError:
+        return _shorten(text, numbers.MEASURED_CHARS)
+    return found if isinstance(found, (int, float, str)) else _shorten(text,
+                                                                        numbers.MEASURED_CHARS)
 
 
 def _preview(value: Any, chars: int = PREVIEW_CHARS) -> Any:

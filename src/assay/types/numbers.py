@@ -21,8 +21,9 @@ all show numbers through these functions, so the same figure reads the same ever
 - a zero has no sign: ``-0.0`` (which arithmetic makes: ``0 * -1``, a tiny drop rounded) reads
   ``0.000`` as ``0.0`` does, as a stored value does (a database keeps no sign of zero), and a
   change that rounds to nothing reads ``+0.000``;
-- an evaluator's outcome on a case is its score (``0.850``), ``error CODE`` when it erred, or
-  ``n/a`` when it did not apply: an error is never shown as a missing figure.
+- an evaluator's outcome on a case is its score (``0.850``), ``error CODE`` when it erred,
+  ``measured 12`` when it measured (a value off the 0-1 scale, which is no skip), or ``n/a``
+  when it did not apply: an error is never shown as a missing figure.
 
 Each surface labels its figures; the web UI shows the strings the API sends (made here), so
 the browser never formats a figure itself.
@@ -56,19 +57,41 @@ def score(value: float | None) -> str:
 
 
 NOT_APPLICABLE = "n/a"
+MEASURED = "measured"
+MEASURED_CHARS = 40
+"""The most of a measured value an outcome shows (a category can be any text)."""
 
 
-def outcome(value: float | None, error_code: str | None = None, skipped: bool = False) -> str:
-    """An evaluator's outcome on a case: ``0.850``, ``error judge_output_invalid`` or ``n/a``.
+def outcome(value: float | None, error_code: str | None = None, skipped: bool = False,
+            measured: bool = False, raw: object = None) -> str:
+    """An evaluator's outcome on a case: ``0.850``, ``error judge_output_invalid``,
+    ``measured 12`` or ``n/a``.
 
     Every surface that shows one score of a case (the terminal, reports, the API's display
-    fields) says it this way, so an error reads as an error everywhere, never as ``-``.
+    fields) says it this way, so an error reads as an error everywhere, never as ``-``, and a
+    measurement (``measured``: kept as ``raw``, off the 0-1 scale) reads as what it measured,
+    never as ``n/a``: every summary counts it apart from the skips.
     """
     if error_code is not None:
         return f"error {error_code}"
+    if measured:
+        return measured_text(raw)
     if skipped:
         return NOT_APPLICABLE
     return score(value)
+
+
+def measured_text(raw: object) -> str:
+    """A measurement's value on a case: ``measured 12``, ``measured 4.5``, ``measured
+    positive`` (a number with its own digits, a text cut), ``measured`` when none was kept."""
+    if raw is None:
+        return MEASURED
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return f"{MEASURED} {plain(raw)}"
+    text = str(raw)
+    if len(text) > MEASURED_CHARS:
+        text = text[:MEASURED_CHARS] + "…"
+    return f"{MEASURED} {text}"
 
 
 def score_delta(delta: float | None) -> str:

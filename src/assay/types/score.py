@@ -108,9 +108,10 @@ class Score(_Model):
 
     @property
     def shown(self) -> str:
-        """The score as every surface shows it: ``0.850``, ``error CODE`` or ``n/a``."""
+        """The score as every surface shows it: ``0.850``, ``error CODE``, ``measured 12``
+        or ``n/a`` (:func:`assay.types.numbers.outcome`)."""
         return numbers.outcome(self.value, None if self.error is None else self.error.code,
-                               self.skipped is not None)
+                               self.skipped is not None, self.measurement, self.raw)
 
     @property
     def ok(self) -> bool:
