@@ -1236,3 +1236,17 @@ def test_a_score_with_no_pass_or_fail_of_its_own_is_not_shown_as_passed(browser,
         assert "s-pass" not in (tone.get_attribute("class") or "")
         correct = page.locator('.score-card[data-evaluator="correct"] .head .badge')
         assert "b-fail" in (correct.get_attribute("class") or "")
+
+
+def test_an_evaluators_measurements_show_as_the_api_sends_them(browser, tmp_path):
+    """The run page's evaluator table says what an evaluator measured, and a case's cell its
+    measured value, as every other surface does (not an evaluator with nothing counted, nor
+    a cell that reads not applicable)."""
+    from tests.test_one_number import _measured_run
+
+    with _one_run(browser, tmp_path, lambda _store: _measured_run(
+            f"sqlite:///{tmp_path}/runs.db")) as (served, page, run_id):
+        page.goto(f"{served}/#/run/{run_id}")
+        row = page.locator("#evaluators tbody tr", has_text="length")
+        expect(row.locator("td.measured")).to_have_text("2 value(s): mean 10, min 5, max 15")
+        expect(page.locator("#cases tbody tr", has_text="c2")).to_contain_text("measured 15")

@@ -309,3 +309,61 @@ def test_a_score_of_negative_zero_reads_as_zero_on_every_surface(tmp_path):
         case = client.get(f"/runs/{result.run_id}/case", params={"case_id": "c1"}).json()
     assert row["display"]["scores"] == {"signed": "0.000"}
     assert [s["value"] for s in case["display"]["scores"]] == ["0.000"]
+
+
+def _measured_run(url: str) -> str:
+    """A completed run of two cases, each scored by ``exact`` and measured by ``length``
+    (5 and 15), with its summary as the runner builds it."""
+    from assay.judges.feedback import measured
+    from assay.testing.runs import store_case
+    from assay.types.execution import Execution
+    from assay.types.records import Case, CaseRecord, SummaryBuilder
+    from assay.types.score import Score
+    from assay.types.verdict import Verdict
+
+    store = RunStore(url)
+    try:
+        run_id = store.create_run("measured", {"suite_name": "measured"})
+        builder = SummaryBuilder()
+        for case_id, length in (("c1", 5), ("c2", 15)):
+            record = CaseRecord(
+                run_id=run_id, case_id=case_id, case=Case(id=case_id, input="q"),
+                execution=Execution(output="a"), score=1.0, verdict=Verdict.PASS,
+                scores=[Score(name="exact", value=1.0, passed=True),
+                        measured("length", length, "number")])
+            store_case(store, record)
+            builder.add(record)
+        summary = builder.build()
+        summary.passed = True
+        store.flush()
+        store.set_status(run_id, "completed", summary.model_dump(mode="json"))
+    finally:
+        store.close()
+    return run_id
+
+
+def test_an_evaluators_measurements_read_the_same_on_every_surface(tmp_path):
+    """The count and figures of what an evaluator measured: the terminal said them, while
+    Markdown's evaluator table and the web UI's showed such an evaluator as nothing counted
+    (0 scored, 0 skipped) and JUnit's properties left it out."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _measured_run(url)
+    want = "2 value(s): mean 10, min 5, max 15"
+    text = _cli("show", run_id, "--summary", "--store", url)
+    assert f"length: measured {want}; a measurement counts in no verdict" in text, text
+    lines = _cli("report", run_id, "--markdown", "-", "--store", url).splitlines()
+    rows = {row["evaluator"]: row for row in _table(lines, "| evaluator |")}
+    assert (rows["length"]["measured"], rows["length"]["scored"], rows["exact"]["measured"]) \
+        == (want, "0", "0 value(s)")
+    store = RunStore(url)
+    try:
+        path = tmp_path / "junit.xml"
+        write_report("junit", EvaluationResult(store, store.run_record(run_id)), path)
+    finally:
+        store.close()
+    properties = {p.get("name"): p.get("value") for p in ET.parse(path).getroot().iter("property")}
+    assert properties["assay.evaluator.length.measured"] == want
+    assert "assay.evaluator.exact.measured" not in properties
+    assert html_report(url, run_id, tmp_path)[0]["measured"] == {"length": want}
+    with serve(url) as served, served.client() as client:
+        assert client.get(f"/runs/{run_id}").json()["display"]["measured"] == {"length": want}

@@ -224,9 +224,10 @@ def _properties(suite: ET.Element, summary: RunSummary) -> None:
     """The run's figures as the suite's ``<properties>``, shown as every surface shows them
     (:func:`assay.run.display.run_display`); a figure the run has none of is left out."""
     shown = run_display(summary).model_dump()
-    evaluators = shown.pop("evaluators")
+    evaluators, measured = shown.pop("evaluators"), shown.pop("measured")
     found = [(f"assay.{key}", value) for key, value in shown.items()]
     found += [(f"assay.evaluator.{name}.mean", value) for name, value in evaluators.items()]
+    found += [(f"assay.evaluator.{name}.measured", value) for name, value in measured.items()]
     properties = _element(suite, "properties")
     for name, value in found:
         if value != numbers.MISSING:

@@ -71,11 +71,14 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
     for note in verdict_notes(run):
         lines += [f"> {md_text(note, 400)}", ""]
     if s.evaluators:
-        lines += ["| evaluator | mean | scored | passed | failed | errors | skipped |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+        measured = bool(shown.measured)  # the column only when an evaluator measured
+        lines += ["| evaluator | mean | scored | passed | failed | errors | skipped |"
+                  + (" measured |" if measured else ""),
+                  "|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if measured else "")]
         for name, e in s.evaluators.items():
             lines.append(f"| {md_text(name)} | {shown.evaluators[name]} | {e.scored} | "
-                         f"{e.passed} | {e.failed} | {e.errors} | {e.skipped} |")
+                         f"{e.passed} | {e.failed} | {e.errors} | {e.skipped} |"
+                         + (f" {shown.measured.get(name, '0 value(s)')} |" if measured else ""))
         lines.append("")
     where = queries.CaseFilter(verdicts=list(queries.VERDICT_ORDER[:3]))
     rows, total = queries.case_page(store, run.id, where, limit=problems)

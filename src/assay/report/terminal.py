@@ -162,11 +162,11 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         if e.skipped:
             counts.append(f"{e.skipped} not applicable")
         if e.measured and not e.scored:
-            lines.append(f"  {for_terminal(name)}: {_measured(e)}")
+            lines.append(f"  {for_terminal(name)}: {_measured(name, e, shown)}")
             continue
         lines.append(f"  {for_terminal(name)}: mean {shown.evaluators[name]} "
                      f"({', '.join(counts)}; {e.passed} passed, {e.failed} failed)"
-                     + (f"; {_measured(e)}" if e.measured else ""))
+                     + (f"; {_measured(name, e, shown)}" if e.measured else ""))
     for name, metric in summary.dataset_metrics.items():
         for part in (metric, *metric.parts):
             label = name if part is metric else part.name
@@ -190,13 +190,10 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
     return lines
 
 
-def _measured(e: EvaluatorSummary) -> str:
-    """An evaluator's measurements, on their own scale: count, and mean, min and max of the
-    numeric ones."""
-    text = f"measured {e.measured} value(s)"
-    if e.measured_mean is not None:
-        text += (f": mean {numbers.plain(e.measured_mean)}, min "
-                 f"{numbers.plain(e.measured_min)}, max {numbers.plain(e.measured_max)}")
+def _measured(name: str, e: EvaluatorSummary, shown: RunDisplay) -> str:
+    """An evaluator's measurements, on their own scale (:attr:`RunDisplay.measured`), with
+    its errors and skips."""
+    text = f"measured {shown.measured[name]}"
     counts = [f"{e.errors} error(s)"] if e.errors else []
     if e.skipped:
         counts.append(f"{e.skipped} not applicable")

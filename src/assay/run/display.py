@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.run.policies import scale_of
 from assay.run.policies.base import Scale
 from assay.types import numbers
-from assay.types.records import RunRecord, RunSummary
+from assay.types.records import EvaluatorSummary, RunRecord, RunSummary
 
 
 class RunDisplay(BaseModel):
@@ -45,6 +45,10 @@ class RunDisplay(BaseModel):
     max_error_rate: str
     evaluators: dict[str, str] = Field(default_factory=dict,
                                        description="each evaluator's mean value (0-1)")
+    measured: dict[str, str] = Field(
+        default_factory=dict, description="each evaluator that measured: how many values, "
+        "and the numeric ones' mean, min and max on their own scale ('12 value(s): mean "
+        "2.25, min 2, max 5'); counted in no verdict, apart from values, errors and skips")
 
 
 def scale_for(run: RunRecord | RunSummary | None) -> Scale:
@@ -82,7 +86,19 @@ def run_display(summary: RunSummary) -> RunDisplay:
         cases_dimension=numbers.percent(_hundredths(summary.cases_pass_rate_pct)),
         cases_threshold=numbers.percent(_hundredths(summary.cases_pass_threshold)),
         max_error_rate=numbers.percent(summary.max_error_rate),
-        evaluators={name: numbers.score(e.mean) for name, e in summary.evaluators.items()})
+        evaluators={name: numbers.score(e.mean) for name, e in summary.evaluators.items()},
+        measured={name: measured_figures(e) for name, e in summary.evaluators.items()
+                  if e.measured})
 
 
-__all__ = ["RunDisplay", "run_display", "scale_for"]
+def measured_figures(e: EvaluatorSummary) -> str:
+    """An evaluator's measurements as every surface shows them: their count, and the mean,
+    min and max of the numeric ones on their own scale (never a 0-1 score's digits)."""
+    text = f"{numbers.count(e.measured)} value(s)"
+    if e.measured_mean is not None:
+        text += (f": mean {numbers.plain(e.measured_mean)}, min "
+                 f"{numbers.plain(e.measured_min)}, max {numbers.plain(e.measured_max)}")
+    return text
+
+
+__all__ = ["RunDisplay", "measured_figures", "run_display", "scale_for"]

@@ -715,9 +715,12 @@
       h("ul", {}, sm.gate_failures.map((g) => h("li", {}, g)))) : null;
     const notes = sm && sm.notes.length ? h("div", { class: "panel warn" }, h("ul", {}, sm.notes.map((n) => h("li", {}, n)))) : null;
 
+    // Measurements (values off the 0-1 scale) as the API shows them, apart from the scores.
+    const measuredShown = shownRun && shownRun.measured && Object.keys(shownRun.measured).length;
     const evalTable = evaluators.length ? h("div", { class: "panel" }, h("h2", {}, "Evaluators"),
       h("div", { class: "table-wrap" }, h("table", { id: "evaluators" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Mean"), h("th", { class: "num" }, "Scored"),
-        h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Skipped"))),
+        h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Skipped"),
+        measuredShown ? h("th", {}, "Measured") : null)),
       h("tbody", {}, evaluators.map((e) => h("tr", {},
         h("td", {}, h("a", { href: link({ evaluator: e.name, evaluator_state: "", verdict: [], score_bin: "" }) }, e.name)),
         h("td", { class: "nowrap" }, meter(e.mean), figure(shownRun && shownRun.evaluators, e.name)),
@@ -725,7 +728,8 @@
         h("td", { class: "num" }, e.passed ? h("a", { href: link({ evaluator: e.name, evaluator_state: "passed", verdict: [], score_bin: "" }) }, fmt.int(e.passed)) : "0"),
         h("td", { class: "num" }, e.failed ? h("a", { href: link({ evaluator: e.name, evaluator_state: "failed", verdict: [], score_bin: "" }) }, fmt.int(e.failed)) : "0"),
         h("td", { class: "num" }, e.errors ? h("a", { href: link({ evaluator: e.name, evaluator_state: "error", verdict: [], score_bin: "" }) }, fmt.int(e.errors)) : "0"),
-        h("td", { class: "num" }, fmt.int(e.skipped)))))))) : null;
+        h("td", { class: "num" }, fmt.int(e.skipped)),
+        measuredShown ? h("td", { class: "nowrap measured" }, shownRun.measured[e.name] || "0 value(s)") : null)))))) : null;
 
     const binLink = (evaluator) => (i) => link({ evaluator: evaluator || "", evaluator_state: "", score_bin: String(i), verdict: [] });
     const charts = h("div", { class: "panel" }, h("h2", {}, "Score distributions"), h("p", { class: "muted small" }, "Click a bar to list its cases."),
