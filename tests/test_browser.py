@@ -1250,3 +1250,18 @@ def test_an_evaluators_measurements_show_as_the_api_sends_them(browser, tmp_path
         row = page.locator("#evaluators tbody tr", has_text="length")
         expect(row.locator("td.measured")).to_have_text("2 value(s): mean 10, min 5, max 15")
         expect(page.locator("#cases tbody tr", has_text="c2")).to_contain_text("measured 15")
+
+
+def test_a_runs_dataset_metrics_show_as_the_api_sends_them(browser, tmp_path):
+    """The run page lists the run's dataset-level metrics, an error among them, as every
+    other surface says them."""
+    from tests.test_one_number import DATASET, _dataset_run
+
+    with _one_run(browser, tmp_path, lambda _store: _dataset_run(
+            f"sqlite:///{tmp_path}/runs.db")) as (served, page, run_id):
+        page.goto(f"{served}/#/run/{run_id}")
+        rows = page.locator("#dataset-metrics tbody tr")
+        expect(rows).to_have_count(len(DATASET))
+        assert {rows.nth(i).locator("td").nth(0).inner_text():
+                rows.nth(i).locator("td").nth(1).inner_text()
+                for i in range(len(DATASET))} == DATASET

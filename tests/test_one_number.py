@@ -23,11 +23,13 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app as cli_app
+from assay.report.markdown import md_text
 from assay.report.reporters import write_report
 from assay.run.result import EvaluationResult
 from assay.store.runs import RunStore
 from assay.testing.runs import write_scored_run
 from assay.types import numbers
+from assay.types.score import Score
 from tests.server_support import serve
 
 FIGURES = {
@@ -129,8 +131,10 @@ def markdown(url: str, run_id: str, policy: str) -> tuple[dict[str, str], list[s
     return found, [r["score"] for r in _table(lines, "| case | verdict |")]
 
 
-def junit(url: str, run_id: str, tmp_path: Path) -> tuple[dict[str, str], list[str]]:
-    """The suite's properties the ``junit`` reporter writes, and the cases' scores."""
+def junit(url: str, run_id: str, tmp_path: Path
+          ) -> tuple[dict[str, str], list[str], dict[str, str]]:
+    """The suite's properties the ``junit`` reporter writes, and the cases' scores; and
+    every property, by its whole name."""
     store = RunStore(url)
     try:
         path = tmp_path / f"{run_id}.xml"
@@ -143,7 +147,7 @@ def junit(url: str, run_id: str, tmp_path: Path) -> tuple[dict[str, str], list[s
     found = {key.removeprefix("assay."): value for key, value in properties.items()
              if key.startswith("assay.") and not key.startswith("assay.evaluator.")}
     scores = [_match(r"score (.+?)$", out.text or "") for out in root.iter("system-out")]
-    return found, scores
+    return found, scores, properties
 
 
 def html_report(url: str, run_id: str, tmp_path: Path) -> tuple[dict[str, str], list[str]]:
@@ -170,7 +174,7 @@ def test_a_runs_figures_read_the_same_on_every_surface(stored, api, policy, tmp_
     found, problems = markdown(url, run_id, policy)
     _same(found, want, "Markdown")
     assert problems == [FAILED_CASE[policy]] * 3
-    found, scores = junit(url, run_id, tmp_path)
+    found, scores, _ = junit(url, run_id, tmp_path)
     _same(found, want, "JUnit")
     assert sorted(scores) == sorted([FAILED_CASE[policy]] * 3 + [PASSED_CASE[policy]] * 17)
     found, scores = html_report(url, run_id, tmp_path)
@@ -311,35 +315,45 @@ def test_a_score_of_negative_zero_reads_as_zero_on_every_surface(tmp_path):
     assert [s["value"] for s in case["display"]["scores"]] == ["0.000"]
 
 
-def _measured_run(url: str) -> str:
-    """A completed run of two cases, each scored by ``exact`` and measured by ``length``
-    (5 and 15), with its summary as the runner builds it."""
-    from assay.judges.feedback import measured
+def _passed_run(url: str, suite: str, scores: dict[str, list[Score]],
+                dataset_metrics: dict[str, Score] | None = None) -> str:
+    """A completed, passed run of the cases ``scores`` names (each passed with a case score
+    of 1.0, judged by its scores), with its summary as the runner builds it and the
+    ``dataset_metrics`` the runner adds to it."""
     from assay.testing.runs import store_case
     from assay.types.execution import Execution
     from assay.types.records import Case, CaseRecord, SummaryBuilder
-    from assay.types.score import Score
     from assay.types.verdict import Verdict
 
     store = RunStore(url)
     try:
-        run_id = store.create_run("measured", {"suite_name": "measured"})
+        run_id = store.create_run(suite, {"suite_name": suite})
         builder = SummaryBuilder()
-        for case_id, length in (("c1", 5), ("c2", 15)):
+        for case_id, judged in scores.items():
             record = CaseRecord(
                 run_id=run_id, case_id=case_id, case=Case(id=case_id, input="q"),
                 execution=Execution(output="a"), score=1.0, verdict=Verdict.PASS,
-                scores=[Score(name="exact", value=1.0, passed=True),
-                        measured("length", length, "number")])
+                scores=judged)
             store_case(store, record)
             builder.add(record)
         summary = builder.build()
         summary.passed = True
+        summary.dataset_metrics = dataset_metrics or {}
         store.flush()
         store.set_status(run_id, "completed", summary.model_dump(mode="json"))
     finally:
         store.close()
     return run_id
+
+
+def _measured_run(url: str) -> str:
+    """A run of two cases, each scored by ``exact`` and measured by ``length`` (5, 15)."""
+    from assay.judges.feedback import measured
+
+    return _passed_run(url, "measured", {
+        case_id: [Score(name="exact", value=1.0, passed=True),
+                  measured("length", length, "number")]
+        for case_id, length in (("c1", 5), ("c2", 15))})
 
 
 def test_an_evaluators_measurements_read_the_same_on_every_surface(tmp_path):
@@ -355,15 +369,41 @@ def test_an_evaluators_measurements_read_the_same_on_every_surface(tmp_path):
     rows = {row["evaluator"]: row for row in _table(lines, "| evaluator |")}
     assert (rows["length"]["measured"], rows["length"]["scored"], rows["exact"]["measured"]) \
         == (want, "0", "0 value(s)")
-    store = RunStore(url)
-    try:
-        path = tmp_path / "junit.xml"
-        write_report("junit", EvaluationResult(store, store.run_record(run_id)), path)
-    finally:
-        store.close()
-    properties = {p.get("name"): p.get("value") for p in ET.parse(path).getroot().iter("property")}
+    properties = junit(url, run_id, tmp_path)[2]
     assert properties["assay.evaluator.length.measured"] == want
     assert "assay.evaluator.exact.measured" not in properties
     assert html_report(url, run_id, tmp_path)[0]["measured"] == {"length": want}
     with serve(url) as served, served.client() as client:
         assert client.get(f"/runs/{run_id}").json()["display"]["measured"] == {"length": want}
+
+
+DATASET = {"precision": "0.667 (2 of 3 predicted yes were yes)",
+           "recall": "error no_positive: no case expected yes"}
+"""A run's dataset-level metrics as every surface says them: an error is never left out."""
+
+
+def _dataset_run(url: str) -> str:
+    """A run of one case with a dataset-level metric that has a value and one that erred."""
+    return _passed_run(url, "dataset", {"c1": [Score(name="exact", value=1.0, passed=True)]},
+                       {"precision": Score(name="precision", value=2 / 3,
+                                           rationale="2 of 3 predicted yes were yes"),
+                        "recall": Score.failed("recall", "no_positive",
+                                               "no case expected yes")})
+
+
+def test_a_runs_dataset_metrics_read_the_same_on_every_surface(tmp_path):
+    """The terminal said a run's dataset-level metrics (and their errors); Markdown, JUnit's
+    properties and the web UI (the REST API's display, the HTML report) left them out."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _dataset_run(url)
+    text = _cli("show", run_id, "--summary", "--store", url)
+    for name, shown in DATASET.items():
+        assert f"dataset metric {name}: {shown}" in text, text
+    lines = _cli("report", run_id, "--markdown", "-", "--store", url).splitlines()
+    assert {row["dataset metric"]: row["value"] for row in _table(lines, "| dataset metric |")} \
+        == {name: md_text(shown, 400) for name, shown in DATASET.items()}  # Markdown-escaped
+    properties = junit(url, run_id, tmp_path)[2]
+    assert {name: properties[f"assay.dataset_metric.{name}"] for name in DATASET} == DATASET
+    assert html_report(url, run_id, tmp_path)[0]["dataset_metrics"] == DATASET
+    with serve(url) as served, served.client() as client:
+        assert client.get(f"/runs/{run_id}").json()["display"]["dataset_metrics"] == DATASET

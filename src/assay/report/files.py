@@ -225,9 +225,11 @@ def _properties(suite: ET.Element, summary: RunSummary) -> None:
     (:func:`assay.run.display.run_display`); a figure the run has none of is left out."""
     shown = run_display(summary).model_dump()
     evaluators, measured = shown.pop("evaluators"), shown.pop("measured")
+    dataset = shown.pop("dataset_metrics")
     found = [(f"assay.{key}", value) for key, value in shown.items()]
     found += [(f"assay.evaluator.{name}.mean", value) for name, value in evaluators.items()]
     found += [(f"assay.evaluator.{name}.measured", value) for name, value in measured.items()]
+    found += [(f"assay.dataset_metric.{name}", value) for name, value in dataset.items()]
     properties = _element(suite, "properties")
     for name, value in found:
         if value != numbers.MISSING:

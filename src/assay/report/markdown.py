@@ -80,6 +80,11 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
                          f"{e.passed} | {e.failed} | {e.errors} | {e.skipped} |"
                          + (f" {shown.measured.get(name, '0 value(s)')} |" if measured else ""))
         lines.append("")
+    if shown.dataset_metrics:
+        lines += ["| dataset metric | value |", "|---|---|"]
+        lines += [f"| {md_text(name)} | {md_text(text, 400)} |"
+                  for name, text in shown.dataset_metrics.items()]
+        lines.append("")
     where = queries.CaseFilter(verdicts=list(queries.VERDICT_ORDER[:3]))
     rows, total = queries.case_page(store, run.id, where, limit=problems)
     if rows:

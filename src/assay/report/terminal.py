@@ -167,21 +167,8 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         lines.append(f"  {for_terminal(name)}: mean {shown.evaluators[name]} "
                      f"({', '.join(counts)}; {e.passed} passed, {e.failed} failed)"
                      + (f"; {_measured(name, e, shown)}" if e.measured else ""))
-    for name, metric in summary.dataset_metrics.items():
-        for part in (metric, *metric.parts):
-            label = name if part is metric else part.name
-            if part.error is not None:
-                lines.append(f"dataset metric {for_terminal(label)}: error "
-                             f"{for_terminal(part.error.code)}: "
-                             f"{for_terminal(part.error.message)}")
-            elif part.value is None:
-                matrix = (part.details or {}).get("confusionMatrix")
-                lines.append(f"dataset metric {for_terminal(label)}: "
-                             + (_matrix_text(matrix, (part.details or {}).get("classes"))
-                                if matrix is not None else for_terminal(part.skipped)))
-            else:
-                lines.append(f"dataset metric {for_terminal(label)}: "
-                             f"{numbers.score(part.value)} ({for_terminal(part.rationale)})")
+    lines += [f"dataset metric {for_terminal(name)}: {for_terminal(text)}"
+              for name, text in shown.dataset_metrics.items()]
     if summary.latency_p50_ms is not None:
         lines.append(f"agent latency p50 {shown.latency_p50}, p95 {shown.latency_p95}, mean "
                      f"{shown.latency_mean}, max {shown.latency_max}")
@@ -204,18 +191,6 @@ def _measured(name: str, e: EvaluatorSummary, shown: RunDisplay) -> str:
 def note_lines(notes: list[str]) -> list[str]:
     """A run's notes (:func:`assay.run.result.verdict_notes`), one line of markup each."""
     return [f"[yellow]note[/]: {for_terminal(note)}" for note in notes]
-
-
-def _matrix_text(matrix: Any, classes: Any) -> str:
-    """A confusion matrix on one line, each row named by its predicted class:
-    ``rows predicted, columns expected (a, b): a 3 1; b 0 2``."""
-    names = list(classes) if isinstance(classes, list) else []
-    if not isinstance(matrix, list) or not all(isinstance(r, list) for r in matrix):
-        return f"confusion matrix {for_terminal(matrix)}"
-    rows = "; ".join(
-        (f"{for_terminal(names[i])} " if i < len(names) else "")
-        + " ".join(for_terminal(n) for n in row) for i, row in enumerate(matrix))
-    return f"rows predicted, columns expected ({for_terminal(names)}): {rows}"
 
 
 def _gate(passed: bool | None) -> str:

@@ -12,12 +12,17 @@ dimensions as points of 100 and a percent, beside their thresholds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._util.control_chars import printable
 from assay.run.policies import scale_of
 from assay.run.policies.base import Scale
 from assay.types import numbers
 from assay.types.records import EvaluatorSummary, RunRecord, RunSummary
+from assay.types.score import Score
 
 
 class RunDisplay(BaseModel):
@@ -49,6 +54,10 @@ class RunDisplay(BaseModel):
         default_factory=dict, description="each evaluator that measured: how many values, "
         "and the numeric ones' mean, min and max on their own scale ('12 value(s): mean "
         "2.25, min 2, max 5'); counted in no verdict, apart from values, errors and skips")
+    dataset_metrics: dict[str, str] = Field(
+        default_factory=dict, description="each dataset-level metric and each of its parts, "
+        "by name: '0.667 (precision 2/3)', 'error CODE: message', a confusion matrix, or why "
+        "it has no value")
 
 
 def scale_for(run: RunRecord | RunSummary | None) -> Scale:
@@ -88,7 +97,43 @@ def run_display(summary: RunSummary) -> RunDisplay:
         max_error_rate=numbers.percent(summary.max_error_rate),
         evaluators={name: numbers.score(e.mean) for name, e in summary.evaluators.items()},
         measured={name: measured_figures(e) for name, e in summary.evaluators.items()
-                  if e.measured})
+                  if e.measured},
+        dataset_metrics=dataset_figures(summary.dataset_metrics))
+
+
+def dataset_figures(metrics: Mapping[str, Score]) -> dict[str, str]:
+    """The run's dataset-level metrics as every surface shows them, each followed by its
+    parts (a per-class F1's classes): a value with its rationale, an error with its code and
+    message (never a missing figure), a confusion matrix, or why there is no value."""
+    shown: dict[str, str] = {}
+    for name, metric in metrics.items():
+        for part in (metric, *metric.parts):
+            shown[name if part is metric else part.name] = _dataset_text(part)
+    return shown
+
+
+def _dataset_text(metric: Score) -> str:
+    if metric.error is not None:
+        return f"error {metric.error.code}: {metric.error.message}"
+    if metric.value is None:
+        matrix = (metric.details or {}).get("confusionMatrix")
+        if matrix is not None:
+            return _matrix_text(matrix, (metric.details or {}).get("classes"))
+        return printable(metric.skipped)
+    value = numbers.score(metric.value)
+    return f"{value} ({printable(metric.rationale)})" if metric.rationale else value
+
+
+def _matrix_text(matrix: Any, classes: Any) -> str:
+    """A confusion matrix on one line, each row named by its predicted class:
+    ``rows predicted, columns expected (a, b): a 3 1; b 0 2``."""
+    names = list(classes) if isinstance(classes, list) else []
+    if not isinstance(matrix, list) or not all(isinstance(r, list) for r in matrix):
+        return f"confusion matrix {printable(matrix)}"
+    rows = "; ".join(
+        (f"{printable(names[i])} " if i < len(names) else "")
+        + " ".join(printable(n) for n in row) for i, row in enumerate(matrix))
+    return f"rows predicted, columns expected ({printable(names)}): {rows}"
 
 
 def measured_figures(e: EvaluatorSummary) -> str:
@@ -101,4 +146,4 @@ def measured_figures(e: EvaluatorSummary) -> str:
     return text
 
 
-__all__ = ["RunDisplay", "measured_figures", "run_display", "scale_for"]
+__all__ = ["RunDisplay", "dataset_figures", "measured_figures", "run_display", "scale_for"]

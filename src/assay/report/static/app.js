@@ -731,6 +731,12 @@
         h("td", { class: "num" }, fmt.int(e.skipped)),
         measuredShown ? h("td", { class: "nowrap measured" }, shownRun.measured[e.name] || "0 value(s)") : null)))))) : null;
 
+    // The run's dataset-level metrics, as the API shows them (values, errors, matrices).
+    const datasetShown = shownRun && shownRun.dataset_metrics ? Object.entries(shownRun.dataset_metrics) : [];
+    const datasetPanel = datasetShown.length ? h("div", { class: "panel", id: "dataset-metrics" }, h("h2", {}, "Dataset metrics"),
+      h("div", { class: "table-wrap" }, h("table", {}, h("tbody", {}, datasetShown.map(([name, text]) =>
+        h("tr", {}, h("td", {}, name), h("td", {}, text))))))) : null;
+
     const binLink = (evaluator) => (i) => link({ evaluator: evaluator || "", evaluator_state: "", score_bin: String(i), verdict: [] });
     const charts = h("div", { class: "panel" }, h("h2", {}, "Score distributions"), h("p", { class: "muted small" }, "Click a bar to list its cases."),
       h("div", { class: "hist-grid" },
@@ -757,6 +763,7 @@
       familyPanel(run),
       agreementPanel(run, agreement),
       h("div", { class: "grid" }, evalTable, charts),
+      datasetPanel,
       casesPanel(run, page, state, filter, evaluators, link, hist.bin_labels),
       h("details", { class: "panel" }, h("summary", {}, "Config snapshot"), h("pre", { id: "config" }, JSON.stringify(run.config, null, 2))));
   }
