@@ -29,6 +29,7 @@ from assay.run.result import EvaluationResult
 from assay.store.runs import RunStore
 from assay.testing.runs import write_scored_run
 from assay.types import numbers
+from assay.types.execution import Execution
 from assay.types.score import Score
 from tests.server_support import serve
 
@@ -316,12 +317,12 @@ def test_a_score_of_negative_zero_reads_as_zero_on_every_surface(tmp_path):
 
 
 def _passed_run(url: str, suite: str, scores: dict[str, list[Score]],
-                dataset_metrics: dict[str, Score] | None = None) -> str:
+                dataset_metrics: dict[str, Score] | None = None,
+                execution: Execution | None = None) -> str:
     """A completed, passed run of the cases ``scores`` names (each passed with a case score
-    of 1.0, judged by its scores), with its summary as the runner builds it and the
-    ``dataset_metrics`` the runner adds to it."""
+    of 1.0, judged by its scores, the agent's ``execution`` its own), with its summary as
+    the runner builds it and the ``dataset_metrics`` the runner adds to it."""
     from assay.testing.runs import store_case
-    from assay.types.execution import Execution
     from assay.types.records import Case, CaseRecord, SummaryBuilder
     from assay.types.verdict import Verdict
 
@@ -332,8 +333,8 @@ def _passed_run(url: str, suite: str, scores: dict[str, list[Score]],
         for case_id, judged in scores.items():
             record = CaseRecord(
                 run_id=run_id, case_id=case_id, case=Case(id=case_id, input="q"),
-                execution=Execution(output="a"), score=1.0, verdict=Verdict.PASS,
-                scores=judged)
+                execution=execution or Execution(output="a"), score=1.0,
+                verdict=Verdict.PASS, scores=judged)
             store_case(store, record)
             builder.add(record)
         summary = builder.build()
@@ -407,3 +408,30 @@ def test_a_runs_dataset_metrics_read_the_same_on_every_surface(tmp_path):
     assert html_report(url, run_id, tmp_path)[0]["dataset_metrics"] == DATASET
     with serve(url) as served, served.client() as client:
         assert client.get(f"/runs/{run_id}").json()["display"]["dataset_metrics"] == DATASET
+
+
+def test_a_conversations_columns_read_the_same_in_every_row_of_it(tmp_path):
+    """What stopped a multi-turn case, its agent turns and the agent's latency over them:
+    ``assay show --json`` (and the output files) had them, ``result.rows()`` (and so
+    ``to_pandas``) left them out."""
+    from assay.types.execution import ConversationInfo
+    from assay.types.messages import Message
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    conversation = ConversationInfo(stop_reason="user_ended", agent_turns=3, user_turns=3,
+                                    turn_latencies_ms=[120.0, 480.0, 300.0])
+    run_id = _passed_run(url, "chat", {"c1": [Score(name="exact", value=1.0, passed=True)]},
+                         execution=Execution(output="bye", latency_ms=900.0,
+                                             conversation=conversation,
+                                             messages=[Message(role="user", content="hi"),
+                                                       Message(role="assistant", content="bye")]))
+    want = {"stop_reason": "user_ended", "agent_turns": 3, "agent_latency_p50_ms": 300,
+            "agent_latency_p95_ms": 480.0, "agent_latency_max_ms": 480.0}
+    shown = json.loads(_cli("show", run_id, "--json", "--store", url).splitlines()[0])
+    assert {key: shown.get(key) for key in want} == want
+    store = RunStore(url)
+    try:
+        row = EvaluationResult(store, store.run_record(run_id)).rows()[0]
+    finally:
+        store.close()
+    assert {key: row.get(key) for key in want} == want

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from assay.traces.summary import trace_summary
-from assay.types.records import CaseRecord, EvaluatorSpec, case_latency
+from assay.types.records import CaseRecord, EvaluatorSpec, conversation_columns
 from assay.types.score import Score, verdict_band
 
 AGENT_REQUEST_KINDS = frozenset({"command", "agent"})
@@ -117,16 +117,10 @@ def agentv_row(record: CaseRecord, dataset: str = "",
     }
     if record.overall_score is not None:
         row["overall_score"] = record.overall_score
-    conversation = record.execution.conversation
-    if conversation is not None:
-        latency = case_latency(record.execution)
-        row.update({"stop_reason": conversation.stop_reason,
-                    "agent_turns": conversation.agent_turns,
-                    "agent_latency_p50_ms": latency.p50_ms,
-                    "agent_latency_p95_ms": latency.p95_ms,
-                    "agent_latency_max_ms": latency.max_ms,
-                    "transcript": [m.model_dump(mode="json", exclude_none=True)
-                                   for m in record.execution.messages]})
+    if record.execution.conversation is not None:
+        row.update(conversation_columns(record))
+        row["transcript"] = [m.model_dump(mode="json", exclude_none=True)
+                             for m in record.execution.messages]
     conversation_id = record.case.metadata.get("conversation_id")
     if conversation_id is not None:
         row["conversation_id"] = conversation_id

@@ -15,7 +15,15 @@ from assay._util.user_paths import user_path
 from assay.run.display import RunDisplay, run_display, scale_for
 from assay.types.config import RecordedRunConfig
 from assay.types.json import dump_json
-from assay.types.records import CaseRecord, RunRecord, RunSnapshot, RunStatus, RunSummary, Verdict
+from assay.types.records import (
+    CaseRecord,
+    RunRecord,
+    RunSnapshot,
+    RunStatus,
+    RunSummary,
+    Verdict,
+    conversation_columns,
+)
 from assay.types.score import Score
 
 if TYPE_CHECKING:
@@ -175,7 +183,9 @@ class EvaluationResult:
     def rows(self) -> list[dict[str, Any]]:
         """One flat dict per (case, repeat). With a naming, the columns of that naming
         (see :mod:`assay.run.policies.databricks.naming`). Otherwise: id, repeat, input, expected, output,
-        score, verdict, target error, then ``<evaluator>/value|raw|label|passed|rationale|
+        score, verdict, target error, latency, for a multi-turn case what stopped it, its
+        agent turns and the agent's latency over them (as ``assay show --json`` and the
+        output files have them), then ``<evaluator>/value|raw|label|passed|rationale|
         error|skipped`` columns."""
         naming = self.naming
         if naming is not None:
@@ -299,6 +309,7 @@ def _row(record: CaseRecord) -> dict[str, Any]:
         "expected_output": record.expected_output, "output": record.output,
         "score": record.score, "verdict": record.verdict.value, "target": record.target,
         "target_error": record.execution.error, "latency_ms": record.execution.latency_ms,
+        **conversation_columns(record),
     }
     for s in record.scores:
         row[f"{s.name}/value"] = s.value

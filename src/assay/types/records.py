@@ -545,6 +545,20 @@ def case_latency(execution: Execution) -> CaseLatency:
                        max_ms=values[-1])
 
 
+def conversation_columns(record: CaseRecord) -> dict[str, Any]:
+    """How a multi-turn case went, as the columns of every row of a case (``assay show
+    --json``, the output files, :meth:`assay.EvaluationResult.rows`): what stopped it, its
+    agent turns, and the agent's latency over its turns (:func:`case_latency`, the figures
+    the run's latency is made of); {} for a one-shot case."""
+    conversation = record.execution.conversation
+    if conversation is None:
+        return {}
+    latency = case_latency(record.execution)
+    return {"stop_reason": conversation.stop_reason, "agent_turns": conversation.agent_turns,
+            "agent_latency_p50_ms": latency.p50_ms, "agent_latency_p95_ms": latency.p95_ms,
+            "agent_latency_max_ms": latency.max_ms}
+
+
 class RunLatency(_Record):
     """A run's agent latency: statistics of its executions' median turn latencies."""
 
