@@ -1250,6 +1250,12 @@ def test_an_evaluators_measurements_show_as_the_api_sends_them(browser, tmp_path
         row = page.locator("#evaluators tbody tr", has_text="length")
         expect(row.locator("td.measured")).to_have_text("2 value(s): mean 10, min 5, max 15")
         expect(page.locator("#cases tbody tr", has_text="c2")).to_contain_text("measured 15")
+        # the case page's card says measured, as the server names its state: it was badged
+        # "not applicable", which the page decided itself from the score's skip reason
+        page.goto(f"{served}/#/case/{run_id}?case_id=c2")
+        card = page.locator('.score-card[data-evaluator="length"]')
+        expect(card.locator(".head .badge").first).to_have_text("measured")
+        expect(card.locator(".big")).to_have_text("measured 15")
 
 
 def test_a_runs_dataset_metrics_show_as_the_api_sends_them(browser, tmp_path):

@@ -1107,13 +1107,17 @@
 
   function scoreCard(sc, display, labelling) {
     const shownScore = display || { parts: [] };
-    const state = sc.error ? "error" : sc.skipped !== null && sc.skipped !== undefined ? "skipped" : sc.passed === false ? "fail" : sc.passed ? "pass" : "scored";
+    // what became of the evaluator is the server's (views.score_state); shown, not decided
+    const outcome = shownScore.state || "scored";
+    const state = { failed: "fail", passed: "pass" }[outcome] || outcome;
+    const BADGES = { error: ["error", "error"], measured: ["measured", "none"], skipped: ["not applicable", "skipped"], failed: ["failed", "fail"], passed: ["passed", "pass"], scored: ["scored", "none"] };
+    const [badgeText, badgeKind] = BADGES[outcome] || BADGES.scored;
     const d = Object.assign({}, sc.details || {});
     const request = d.judge_request; const answer = d.judge_answer !== undefined ? d.judge_answer : d.raw_output;
     delete d.judge_request; delete d.judge_answer; delete d.raw_output; delete d.blamed_turns; delete d.chunk_ratings;
     return h("div", { class: "score-card s-" + state, "data-evaluator": sc.name },
       h("div", { class: "head" }, h("span", { class: "name" }, sc.name),
-        sc.error ? badge("error", "error") : sc.skipped !== null && sc.skipped !== undefined ? badge("not applicable", "skipped") : badge(sc.passed === false ? "failed" : sc.passed ? "passed" : "scored", sc.passed === false ? "fail" : sc.passed ? "pass" : "none"),
+        badge(badgeText, badgeKind),
         sc.blocking ? badge("blocking", "fail") : null,
         h("span", { class: "big" }, figure(shownScore, "value"))),
       h("dl", { class: "kv" },
