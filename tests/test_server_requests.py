@@ -316,6 +316,18 @@ def test_a_run_request_takes_only_json_types(tmp_path, field, value):
         assert field in _error(client.post("/runs", json=body), 400, "invalid_parameter")
 
 
+def test_a_suite_path_the_system_cannot_look_up_is_a_404_naming_it(tmp_path):
+    """A symlink loop and a name longer than the system takes raised from the path's lookup
+    (a 500, and the connection dropped); each is a suite that is not there."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with serve(f"sqlite:///{tmp_path}/runs.db", suite_roots=[tmp_path]) as served, \
+            served.client() as client:
+        for suite in ["loop", "loop/EVAL.yaml", "a" * 300, "a/" * 400]:
+            detail = _error(client.post("/runs", json={"suite": suite}), 404, "unknown_suite")
+            assert detail.startswith(f"no suite {suite[:80]!r}"), detail
+        assert client.get("/runs").json()["total"] == 0
+
+
 @pytest.mark.parametrize(("content", "content_type", "said"), [
     (b"{not json", "application/json", "is not JSON (Expecting property name enclosed in "
      "double quotes at character 1)"),

@@ -271,18 +271,27 @@ def suite_under(suite: str, roots: list[Path]) -> Path:
     LaunchRefused for any other path."""
     given = Path(suite)
     for root in roots:
-        base = root.resolve()
-        try:
-            candidate = (base / given).resolve()
-        except (OSError, ValueError):  # a path the system cannot even look up
-            break
-        if candidate != base and base not in candidate.parents:
-            continue
-        if candidate.exists():
+        candidate = _inside(root.resolve(), given)
+        if candidate is not None:
             return candidate
     raise LaunchRefused(404, "unknown_suite",
                         f"no suite {quoted(suite)} under the server's suite root(s); give a "
                         "path relative to a root (assay serve --suites DIR)")
+
+
+def _inside(base: Path, given: Path) -> Path | None:
+    """``given`` resolved against ``base`` when it is an existing path inside it; None for
+    any other, and for a path the system cannot look up: a symlink loop (a RuntimeError of
+    ``resolve`` before Python 3.13), a name longer than the system takes, a NUL (OSError or
+    ValueError of ``exists``). A request names such a path as easily as any other, so it
+    is a suite that is not there, never the server's failure."""
+    try:
+        candidate = (base / given).resolve()
+        if candidate != base and base not in candidate.parents:
+            return None
+        return candidate if candidate.exists() else None
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 class Launcher:
