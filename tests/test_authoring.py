@@ -104,6 +104,40 @@ def test_convert_results_to_yaml(tmp_path):
     assert list(yaml.safe_load_all((tmp_path / "results.yaml").read_text())) == rows
 
 
+HOSTILE_TEXT = ["a: b # c", "*anchor", "&a x", "!!python/object/apply:os.system ['x']",
+                "- x", "? x", "'q\"", "null", "yes", "1e3", "--- x\n...\n", " lead\nline",
+                "tab\tx\n", "a\x85b", "first\x85\nsecond\n", "a\u2028b", "\ufeffx"]
+"""Text a YAML writer could turn into a tag, an anchor, another type or other text; NEL
+(U+0085) was read back as a line break (``a b``)."""
+
+
+def test_convert_writes_every_text_as_itself(tmp_path):
+    from assay.authoring.convert import convert
+    from assay.report.files import row_yaml
+
+    rows = [{"id": f"c{i}{text}", "input": text, "expected_outcome": text}
+            for i, text in enumerate(HOSTILE_TEXT)]
+    source = tmp_path / "hostile.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    written = convert(source)  # refused, nothing kept, while NEL came back as a space
+    assert yaml.safe_load(written[0].read_text(encoding="utf-8"))["evalcases"] == rows
+    results = [{"eval_id": text, "score": 0.5, "answer": text} for text in HOSTILE_TEXT]
+    text = b"".join(row_yaml(row, i == 0) for i, row in enumerate(results))
+    assert list(yaml.safe_load_all(text.decode())) == results
+    from assay.authoring.rubrics import with_rubrics
+
+    drafted = [{"id": "r", "expected_outcome": text} for text in HOSTILE_TEXT]
+    for suite in ("evalcases:\n  - id: a\n    input: q\n",  # the rubrics inserted
+                  "evalcases:\n  - {id: a, input: q}\n"):  # the file written anew
+        (tmp_path / "EVAL.yaml").write_text(suite)
+        made = yaml.safe_load(with_rubrics(tmp_path / "EVAL.yaml", {"a": drafted}))
+        assert made["evalcases"][0]["rubrics"] == drafted
+    from assay.cli.align import _config_text
+
+    aligned = {"type": "llm_judge", "examples": HOSTILE_TEXT}  # an aligned judge's file
+    assert yaml.safe_load(_config_text(aligned, tmp_path / "judge.yaml")) == aligned
+
+
 # -- assay generate rubrics --------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from assay._util import jsondata
+from assay._util import jsondata, yaml_text
 from assay._util.jsonlines import json_lines
 from assay._util.user_paths import user_path
 from assay.authoring.versions import CONVERTERS, first_difference, meaning, version_of
@@ -31,21 +31,21 @@ from assay.suites.model import Suite
 CASE_KEYS = ("evalcases", "cases")
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(yaml_text.Dumper):
     """YAML as a person writes it: text of several lines as a ``|`` block."""
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     if "\n" in value and not any(line != line.rstrip() for line in value.splitlines()):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+        return yaml_text.text_node(dumper, value, style="|")
+    return yaml_text.text_node(dumper, value)
 
 
 _Dumper.add_representer(str, _text)
 
 
 def _dump_yaml(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return yaml_text.dump(data, dumper=_Dumper)
 
 
 FORMATS = ("v2", "v4", "jsonl")

@@ -130,8 +130,7 @@ def with_rubrics(source: Path, drafts: dict[str, list[dict[str, Any]]]) -> str:
     suite whole."""
     import copy
 
-    import yaml
-
+    from assay._util import yaml_text
     from assay._util.yaml_source import YamlSyntaxError, load_yaml, load_yaml_file
 
     loaded = load_yaml_file(source)
@@ -148,14 +147,14 @@ def with_rubrics(source: Path, drafts: dict[str, list[dict[str, Any]]]) -> str:
         kept = False
     if kept and text is not None:
         return text
-    return yaml.safe_dump(wanted, sort_keys=False, allow_unicode=True, width=100)
+    return yaml_text.dump(wanted)
 
 
 def _inserted(text: str, loaded: Any, key: str,
               drafts: dict[str, list[dict[str, Any]]]) -> str | None:
     """``text`` with each drafted case's rubrics inserted after its ``id`` line; None where
     a case's id has no line of its own to follow (flow style)."""
-    import yaml
+    from assay._util import yaml_text
 
     lines = text.splitlines(keepends=True)
     inserts: list[tuple[int, str]] = []
@@ -169,8 +168,7 @@ def _inserted(text: str, loaded: Any, key: str,
                 "{" in line[:mark.column]:
             return None
         indent = " " * (mark.column - 1)
-        block = yaml.safe_dump({"rubrics": items}, sort_keys=False, allow_unicode=True,
-                               width=100)
+        block = yaml_text.dump({"rubrics": items})
         inserts.append((mark.line, "".join(indent + row + "\n" for row in block.splitlines())))
     for line_number, block in sorted(inserts, reverse=True):
         lines.insert(line_number, block)

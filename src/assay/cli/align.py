@@ -123,9 +123,9 @@ def align(
 def _config_text(config: dict[str, Any], path: Path) -> bytes:
     if path.suffix.lower() == ".json":
         return json.dumps(config, indent=2, ensure_ascii=False).encode()
-    import yaml
+    from assay._util import yaml_text
 
-    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True).encode()
+    return yaml_text.dump(config).encode()
 
 
 __all__ = ["align"]

@@ -80,10 +80,10 @@ ROW_FORMATS = ("jsonl", "yaml")
 def row_yaml(row: Any, first: bool) -> bytes:
     """One row as a YAML document (``---`` before it), from the same strict JSON as a JSONL
     line, so both formats hold the same values."""
-    import yaml
+    from assay._util import yaml_text
 
     plain = json.loads(row_line(row))
-    text = yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, width=float("inf"))
+    text = yaml_text.dump(plain, width=float("inf"))
     return (("---\n" if first else "\n---\n") + text).encode("utf-8", "backslashreplace")
 
 
