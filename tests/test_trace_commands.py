@@ -71,6 +71,11 @@ def test_assay_run_judges_traces_and_writes_the_verdicts_back(tmp_path: Path) ->
     pytest.param(["run", "--traces", "phoenix:http://127.0.0.1:9", "--judges", "safety"],
                  "reading spans failed", marks=pytest.mark.traces),  # Phoenix's real client
     (["run", "--traces", "store", "--judges", "safety"], "no traces to judge"),
+    (["watch", "store", "--judges", "safety", "--since", "9" * 400 + "d", "--once"],
+     "not a time a date can hold"),  # -inf, judging every trace ever received
+    pytest.param(["watch", "phoenix:http://127.0.0.1:9", "--judges", "safety", "--since",
+                  "1000000w", "--once"], "--since '1000000w': not a time a date can hold",
+                 marks=pytest.mark.traces),  # year -17139: a traceback from the source
     (["watch", "store", "--once"], "needs evaluators"),
     (["watch", "store", "--judges", "safety", "--period", "month", "--once"], "period"),
 ])

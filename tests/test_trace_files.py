@@ -122,6 +122,9 @@ def test_what_a_file_lacks_is_said_and_bad_files_are_clear_errors(tmp_path: Path
     with pytest.raises(ConfigError, match="a time ago"):
         parse_time("yesterday")
     assert parse_time("2h", now=10_000) == 10_000 - 7200
+    for never in (float("nan"), float("inf"), 10**400, "99999999w"):  # a suite's .nan too
+        with pytest.raises(ConfigError, match="not a time a date can hold"):
+            parse_time(never, "since")
 
 
 def test_a_skewed_span_and_a_long_trace_are_said_per_trace(tmp_path: Path) -> None:

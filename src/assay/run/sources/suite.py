@@ -29,9 +29,23 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 def parse_time(value: Any, where: str = "--since", now: float | None = None) -> float | None:
     """Seconds since the epoch from seconds, a datetime, an ISO 8601 date or date-time (UTC
-    unless it says), or a time ago (``30m``, ``24h``, ``7d``)."""
+    unless it says), or a time ago (``30m``, ``24h``, ``7d``); a time a date can hold (year
+    1 to 9999), since a trace source asks for its traces by date (Phoenix) or whole
+    milliseconds (MLflow): ``99999w`` ago, ``.nan`` or ``.inf`` would fail there, after
+    the source was opened, as a traceback."""
     if value is None or value == "":
         return None
+    try:
+        seconds = _seconds(value, where, now)
+        datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, ValueError, OSError):  # 10**400 is not even a float
+        raise ConfigError(f"{where} {str(value)[:60]!r}: not a time a date can hold (years 1 "
+                          "to 9999)", code="invalid_time") from None
+    return seconds
+
+
+def _seconds(value: Any, where: str, now: float | None) -> float:
+    """``value`` as seconds since the epoch, not yet known to be a date's."""
     if isinstance(value, bool):
         raise ConfigError(f"{where} {value!r}: expected a time", code="invalid_time")
     if isinstance(value, int | float):
@@ -44,11 +58,12 @@ def parse_time(value: Any, where: str = "--since", now: float | None = None) -> 
         return (time.time() if now is None else now) - float(match.group(1)) * \
             _UNITS[match.group(2)]
     try:
-        return parse_time(datetime.fromisoformat(text.strip().replace("Z", "+00:00")), where)
+        written = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ConfigError(f"{where} {text[:60]!r}: expected an ISO 8601 date or date-time "
                           "(2026-11-01, 2026-11-01T12:00:00Z), seconds since 1970, or a time "
                           "ago (30m, 24h, 7d)", code="invalid_time") from None
+    return _seconds(written, where, now)
 
 
 @dataclass
