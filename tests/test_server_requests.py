@@ -333,6 +333,10 @@ def test_a_suite_path_the_system_cannot_look_up_is_a_404_naming_it(tmp_path):
      "double quotes at character 1)"),
     (b'{"name": "x"} trailing', "application/json", "is not JSON (Extra data at character 14)"),
     (b"\xff\xfe", "application/json", "is not JSON (Expecting value at character 0)"),
+    (b"[" * 100_000 + b"]" * 100_000, "application/json",  # was the framework's 400, saying
+     "is not JSON (nested deeper than the decoder can read)"),  # only "error parsing the body"
+    (b'{"repeat": ' + b"9" * 5000 + b"}", "application/json", "is not JSON (Exceeds the "
+     "limit (4300 digits) for integer string conversion: value has 5000 digits)"),
     (b"", "application/json", "is empty"),
     (b"[]", "application/json", "is a JSON array"),
     (b"null", "application/json", "is a JSON null"),

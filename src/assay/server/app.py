@@ -413,6 +413,23 @@ def _as_sent(openapi: dict[str, Any]) -> dict[str, Any]:
 BODY_EXPECTED = "a JSON object, sent with 'Content-Type: application/json'"
 
 
+def _unread_body(exc: Exception) -> str | None:
+    """What was wrong with a JSON body the decoder stopped on without a JSONDecodeError (the
+    framework's 400 says only "There was an error parsing the body"): nesting past the
+    decoder's recursion, a number of more digits than Python converts; None for any other
+    error. Said as every body that is not JSON is (:func:`_problem`)."""
+    cause = exc.__cause__
+    if not isinstance(exc, StarletteHTTPException) or exc.status_code != 400:
+        return None
+    if isinstance(cause, RecursionError):
+        why = "nested deeper than the decoder can read"
+    elif isinstance(cause, ValueError):  # the advice after ';' is Python's, not the sender's
+        why = str(cause).split(";")[0]
+    else:
+        return None
+    return f"the request body is not JSON ({why}): expected {BODY_EXPECTED}"
+
+
 def _problem(error: Any) -> str:
     """One validation error as a person is told it: the parameter or body field by name,
     what was wrong and what was given. A body that is not JSON, or not an object, is named as
@@ -561,6 +578,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        unread = _unread_body(exc)
+        if unread is not None:
+            return JSONResponse({"detail": unread, "code": "invalid_parameter"},
+                                status_code=400)
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
         return JSONResponse({"detail": detail, "code": code}, status_code=exc.status_code,
