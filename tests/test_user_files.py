@@ -77,6 +77,23 @@ def test_a_quote_never_closed_is_named_at_its_row_not_read_as_the_rest_of_the_fi
     one_line_error(done, f"labels.csv line {line}: not a CSV row")
 
 
+def test_a_csv_column_named_twice_is_an_error_not_a_cell_dropped(tmp_path):
+    """A row is read as a mapping, so of two columns of one name the last was kept and the
+    other dropped without a word: ``label,label`` with ``pass,fail`` was a 'fail' label."""
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,input,output,label,label\n1,q,a,pass,fail\n", encoding="utf-8")
+    expected = f"{labels} line 1: the column 'label' is named twice; expected each column once"
+    with pytest.raises(CalibrationDataError) as found:
+        load_labelled(labels)
+    assert found.value.message == expected
+    with pytest.raises(DatasetError) as refused:
+        suite_from_file(labels)
+    assert expected in str(refused.value)
+    done = assay(tmp_path, "calibrate", str(labels), "--judge", "exact_match", "--store",
+                 f"sqlite:///{tmp_path}/runs.db")
+    one_line_error(done, "labels.csv line 1: the column 'label' is named twice")
+
+
 # -- assay convert -----------------------------------------------------------------------------
 
 

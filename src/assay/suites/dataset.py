@@ -16,13 +16,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from assay._util import jsondata
+from assay._util.control_chars import quoted
 from assay._util.gc_pause import gc_paused
 from assay._util.limits import json_surrogate_problem
 from assay._util.validation import field_problems
@@ -478,7 +479,7 @@ def csv_records(path: Path, error: Callable[[str], Exception]
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle, strict=True)
-            _ = reader.fieldnames  # the header, read before the first row
+            _refuse_repeated_columns(path, reader.fieldnames or [], error)  # read first
             while True:
                 start = reader.line_num + 1
                 row = next(reader, None)
@@ -499,6 +500,19 @@ def csv_records(path: Path, error: Callable[[str], Exception]
         raise error(f"{path} line {start}: not a CSV row: "
                     + ("a quoted cell is never closed (a \" with no closing \")" if unclosed
                        else str(exc))) from None
+
+
+def _refuse_repeated_columns(path: Path, names: Sequence[str],
+                             error: Callable[[str], Exception]) -> None:
+    """A header that names a column twice is an error: a row is read as a mapping, so the
+    last of the two cells would be kept and the other dropped without a word (``label,
+    label`` with ``pass,fail`` read as ``fail``)."""
+    seen: set[str] = set()
+    for name in names:
+        if name and name in seen:
+            raise error(f"{path} line 1: the column {quoted(name)} is named twice; expected "
+                        "each column once")
+        seen.add(name)
 
 
 def csv_cell(cell: str | None) -> Any:
