@@ -435,3 +435,24 @@ def test_a_conversations_columns_read_the_same_in_every_row_of_it(tmp_path):
     finally:
         store.close()
     assert {key: row.get(key) for key in want} == want
+
+
+def test_an_evaluators_outcome_on_a_case_reads_the_same_on_the_case_and_compare_pages(
+        tmp_path):
+    """The compare page's case view showed a measurement as 'not applicable' with '-', and
+    an error as its bare code, where the case page shows 'measured 15' and 'error CODE';
+    and the case page's badge was decided by the web UI itself. One rule, Score.outcome and
+    Score.shown, for both."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    first, second = _measured_run(url), _measured_run(url)
+    with serve(url) as served, served.client() as client:
+        page = client.get(f"/runs/{second}/case", params={"case_id": "c2"}).json()
+        compared = client.get("/runs/compare/case", params={
+            "baseline_run_id": first, "candidate_run_id": second, "case_id": "c2"}).json()
+    shown = {s["name"]: s for s in compared["candidate"]["scores"]}
+    cards = dict(zip([s["name"] for s in page["record"]["scores"]],
+                     page["display"]["scores"], strict=True))
+    for name, state, value in (("length", "measured", "measured 15"),
+                               ("exact", "passed", "1.000")):
+        assert (shown[name]["state"], shown[name]["value"]) == (state, value)
+        assert (cards[name]["state"], cards[name]["value"]) == (state, value)

@@ -10,7 +10,7 @@ their change in words.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 from rich.console import Console
@@ -22,7 +22,8 @@ from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal, plain_for_terminal
 from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
 from assay.types import numbers
-from assay.types.records import CaseRecord, RunSummary
+from assay.types.records import CaseRecord, RunSummary, case_overall
+from assay.types.score import Outcome, Score
 
 STATUS_STYLE = {"regression": "red", "improvement": "green", "unchanged": "white",
                 "error": "magenta"}
@@ -253,7 +254,7 @@ class ScoreLine(BaseModel):
 
     name: str
     value: str
-    state: Literal["passed", "failed", "scored", "error", "not applicable"]
+    state: Outcome
     rationale: str | None = None
 
 
@@ -291,25 +292,17 @@ def _cut(text: str) -> str:
     return text if len(text) <= SIDE_CHARS else text[:SIDE_CHARS] + cut_marker(len(text))
 
 
-def _score_line(score: Any) -> ScoreLine:
-    state: Literal["passed", "failed", "scored", "error", "not applicable"]
-    if score.error is not None:
-        state, value = "error", score.error.code
-    elif score.value is None:
-        state, value = "not applicable", numbers.MISSING
-    else:
-        state = "passed" if score.passed else "failed" if score.passed is False else "scored"
-        value = numbers.score(score.value)
-    return ScoreLine(name=score.name, value=value, state=state, rationale=score.rationale)
+def _score_line(score: Score) -> ScoreLine:
+    """A score as the case page shows it: its outcome and its value, by the one rule."""
+    return ScoreLine(name=score.name, value=score.shown, state=score.outcome,
+                     rationale=score.rationale)
 
 
 def case_side(record: CaseRecord) -> CaseSideView:
     """One run's record of a case, shown."""
-    from assay.run.policies.base import points
-
     return CaseSideView(
         run_id=record.run_id, repeat=record.repeat, verdict=record.verdict.value,
-        score=numbers.points(points(record)), output=_cut(as_text(record.output)),
+        score=numbers.points(case_overall(record)), output=_cut(as_text(record.output)),
         error=record.error, latency=numbers.milliseconds(record.execution.latency_ms),
         scores=[_score_line(s) for s in record.scores])
 

@@ -124,22 +124,11 @@ class ScoreDisplay(BaseModel):
     """A score's figures, shown, and its parts' (a multi-metric judge's metrics)."""
 
     value: str
-    state: str = Field(default="scored", description="error, measured, skipped (not "
-                       "applicable), failed, passed or scored (a value no threshold held)")
+    state: str = Field(default="scored", description="what became of the evaluator "
+                       "(Score.outcome): error, measured, not applicable, failed, passed or "
+                       "scored (a value no threshold held)")
     latency: str
     parts: list[ScoreDisplay] = Field(default_factory=list)
-
-
-def score_state(score: Score) -> str:
-    """What became of an evaluator on a case, as every surface names it: an error is an
-    error, a measurement is no skip (it is counted apart), a skip is not applicable."""
-    if score.error is not None:
-        return "error"
-    if score.measurement:
-        return "measured"
-    if score.value is None:
-        return "skipped"
-    return "failed" if score.passed is False else "passed" if score.passed else "scored"
 
 
 class CaseDisplay(BaseModel):
@@ -159,7 +148,7 @@ class CaseDisplay(BaseModel):
 
 
 def _score_display(score: Score) -> ScoreDisplay:
-    return ScoreDisplay(value=score.shown, state=score_state(score),
+    return ScoreDisplay(value=score.shown, state=score.outcome,
                         latency=numbers.milliseconds(score.latency_ms),
                         parts=[_score_display(part) for part in score.parts])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     Field,
@@ -32,6 +32,9 @@ class ScoreState(StrEnum):
     ERROR = "error"
     SKIPPED = "skipped"
 
+
+Outcome = Literal["error", "measured", "not applicable", "failed", "passed", "scored"]
+"""What became of an evaluator on a case (:attr:`Score.outcome`)."""
 
 MEASUREMENT = "measurement"
 """The ``details`` key that marks a score as a measurement (see :attr:`Score.measurement`)."""
@@ -105,6 +108,19 @@ class Score(_Model):
         if self.value is not None:
             return ScoreState.VALUE
         return ScoreState.ERROR if self.error is not None else ScoreState.SKIPPED
+
+    @property
+    def outcome(self) -> Outcome:
+        """What became of the evaluator on its case, as every surface names it: ``error``,
+        ``measured`` (a measurement is no skip: it is counted apart), ``not applicable``,
+        ``failed``, ``passed`` or ``scored`` (a value no threshold held)."""
+        if self.error is not None:
+            return "error"
+        if self.measurement:
+            return "measured"
+        if self.value is None:
+            return "not applicable"
+        return "failed" if self.passed is False else "passed" if self.passed else "scored"
 
     @property
     def shown(self) -> str:

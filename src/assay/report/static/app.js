@@ -1105,13 +1105,15 @@
       label.comment ? h("div", {}, label.comment) : null);
   }
 
+  // the badge colour of each outcome a score's display names (Score.outcome)
+  const OUTCOME_KIND = { error: "error", "not applicable": "skipped", failed: "fail", passed: "pass" };
+
   function scoreCard(sc, display, labelling) {
     const shownScore = display || { parts: [] };
-    // what became of the evaluator is the server's (views.score_state); shown, not decided
+    // what became of the evaluator is the server's (Score.outcome); shown, not decided
     const outcome = shownScore.state || "scored";
-    const state = { failed: "fail", passed: "pass" }[outcome] || outcome;
-    const BADGES = { error: ["error", "error"], measured: ["measured", "none"], skipped: ["not applicable", "skipped"], failed: ["failed", "fail"], passed: ["passed", "pass"], scored: ["scored", "none"] };
-    const [badgeText, badgeKind] = BADGES[outcome] || BADGES.scored;
+    const state = { failed: "fail", passed: "pass", "not applicable": "skipped" }[outcome] || outcome;
+    const badgeText = outcome; const badgeKind = OUTCOME_KIND[outcome] || "none";
     const d = Object.assign({}, sc.details || {});
     const request = d.judge_request; const answer = d.judge_answer !== undefined ? d.judge_answer : d.raw_output;
     delete d.judge_request; delete d.judge_answer; delete d.raw_output; delete d.blamed_turns; delete d.chunk_ratings;
@@ -1321,7 +1323,7 @@
       s ? [h("div", { class: "meta" }, badge(s.verdict), h("span", {}, "score ", h("strong", {}, s.score)), h("span", {}, "latency " + s.latency)),
         s.error ? h("div", { class: "panel error" }, s.error) : null,
         h("pre", { class: "output" }, s.output || "(no output)"),
-        h("ul", { class: "score-lines" }, s.scores.map((sc) => h("li", { class: "s-" + sc.state.replace(/ /g, "-") }, h("strong", {}, sc.name), " ", badge(sc.state, sc.state === "passed" ? "pass" : sc.state === "failed" ? "fail" : sc.state === "error" ? "error" : "skipped"), " ", sc.value,
+        h("ul", { class: "score-lines" }, s.scores.map((sc) => h("li", { class: "s-" + sc.state.replace(/ /g, "-") }, h("strong", {}, sc.name), " ", badge(sc.state, OUTCOME_KIND[sc.state] || "none"), " ", sc.value,
           sc.rationale ? h("div", { class: "muted rationale" }, sc.rationale) : null)))] : h("p", { class: "muted" }, "Not in this run."));
     return h("div", {},
       h("div", { class: "grid" }, h("div", {}, h("h3", {}, "Input"), h("pre", {}, sides.input)), sides.expected !== null && sides.expected !== undefined ? h("div", {}, h("h3", {}, "Expected"), h("pre", {}, sides.expected)) : null),

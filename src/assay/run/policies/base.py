@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from assay.types import numbers
-from assay.types.records import CaseRecord, RunSummary, Verdict, case_latency
+from assay.types.records import CaseRecord, RunSummary, Verdict, case_latency, case_overall
 from assay.types.score import Score
 from assay.types.verdict import exceeds, reaches
 
@@ -178,20 +178,13 @@ class CaseSide:
     @classmethod
     def of(cls, records: list[CaseRecord]) -> CaseSide:
         passes = [r.verdict is Verdict.PASS for r in records]
-        scores = [v for r in records if (v := points(r)) is not None]
+        scores = [v for r in records if (v := case_overall(r)) is not None]
         latencies = [v for r in records if (v := case_latency(r.execution).p50_ms) is not None]
         return cls(records=records, executions=len(records),
                    errored=all(r.verdict is Verdict.ERROR for r in records),
                    passed=all(passes), pass_fraction=sum(passes) / len(passes),
                    score=statistics.fmean(scores) if scores else None,
                    latency_ms=statistics.fmean(latencies) if latencies else None)
-
-
-def points(record: CaseRecord) -> float | None:
-    """A case's score on the 0-100 scale: its policy's own, else the 0-1 score x 100."""
-    if record.overall_score is not None:
-        return record.overall_score
-    return record.score * 100 if record.score is not None else None
 
 
 @dataclass(frozen=True)
@@ -337,6 +330,9 @@ def weighted_mean(evaluators: Sequence[Evaluator],
         return None, valued, errors
     return weighted / total_weight, valued, errors
 
+
+points = case_overall
+"""The name a case's 0-100 score had here; the rule is :func:`assay.types.records.case_overall`."""
 
 __all__ = ["LATENCY_FLOOR_MS", "CaseOutcome", "CaseSide", "CompareThresholds", "LatencyPairs",
            "Reason", "RunFigures", "RunFold", "Scale", "ScoringPolicy", "Status",
