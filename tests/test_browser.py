@@ -1271,3 +1271,19 @@ def test_a_runs_dataset_metrics_show_as_the_api_sends_them(browser, tmp_path):
         assert {rows.nth(i).locator("td").nth(0).inner_text():
                 rows.nth(i).locator("td").nth(1).inner_text()
                 for i in range(len(DATASET))} == DATASET
+
+
+def test_a_runs_repeats_show_as_the_api_sends_them(browser, tmp_path):
+    """The run page of a run with repeats says pass^k and how many cases are flaky, as
+    every other surface says it; a run without repeats shows no such line."""
+    from tests.test_one_number import REPEATS, _passed_run, _repeats_run
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    with _one_run(browser, tmp_path, lambda _store: _repeats_run(url)) as (served, page,
+                                                                          run_id):
+        once = _passed_run(url, "once", {"c1": []})
+        page.goto(f"{served}/#/run/{run_id}")
+        expect(page.locator("#repeats .figure")).to_have_text(REPEATS)
+        page.goto(f"{served}/#/run/{once}")
+        expect(page.locator("#run-title")).to_have_text(once)
+        expect(page.locator("#repeats")).to_have_count(0)

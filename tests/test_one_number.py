@@ -456,3 +456,69 @@ def test_an_evaluators_outcome_on_a_case_reads_the_same_on_the_case_and_compare_
                                ("exact", "passed", "1.000")):
         assert (shown[name]["state"], shown[name]["value"]) == (state, value)
         assert (cards[name]["state"], cards[name]["value"]) == (state, value)
+
+
+REPEATS = "5 cases x 3 repeats: 3 passed every repeat (pass^3 60.0%), 1 flaky, 1 never passed"
+"""What every surface says of :func:`_repeats_run`'s run: 10 of 15 executions passed (66.7%),
+but only 3 of its 5 cases passed every time."""
+
+
+def _repeats_run(url: str) -> str:
+    """A run of five cases, three repeats each, by an agent that answers ``a``, ``b`` and
+    ``c`` right every time, ``flaky [bold]1`` right only on its first call and ``never`` never."""
+    import assay
+
+    calls: dict[str, int] = {}
+
+    def agent(question: str) -> str:
+        calls[question] = calls.get(question, 0) + 1
+        if question == "never" or (question == "flaky [bold]1" and calls[question] > 1):
+            return "wrong"
+        return "right"
+
+    rows = [{"id": question, "input": question, "expected_output": "right"}
+            for question in ("a", "b", "c", "flaky [bold]1", "never")]
+    result = assay.evaluate(rows, target=agent, evaluators=["exact_match"], repeat=3,
+                            concurrency=1, store=url)
+    assert result.summary.passed_count == 10
+    return result.run_id
+
+
+def test_a_runs_repeats_read_the_same_on_every_surface(tmp_path):
+    """A run with repeats kept each case's summary over its repeats, but no surface showed
+    it: a pass rate of 66.7% hid that one case in five passes only sometimes. Every surface
+    now says pass^k and how many cases are flaky, and the terminal names the flaky ones."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _repeats_run(url)
+    text = _cli("show", run_id, "--summary", "--store", url)
+    assert f"repeats: {REPEATS}\n  flaky: flaky [bold]1\n" in text, text
+    markdown_text = _cli("report", run_id, "--markdown", "-", "--store", url)
+    assert f"Repeats: {md_text(REPEATS, 400)}\n" in markdown_text, markdown_text
+    assert junit(url, run_id, tmp_path)[2]["assay.repeats"] == REPEATS
+    assert html_report(url, run_id, tmp_path)[0]["repeats"] == REPEATS
+    with serve(url) as served, served.client() as client:
+        assert client.get(f"/runs/{run_id}").json()["display"]["repeats"] == REPEATS
+        listed = next(r for r in client.get("/runs").json()["items"] if r["id"] == run_id)
+        assert listed["display"]["repeats"] == REPEATS
+
+
+def test_a_run_without_repeats_says_none_and_the_terminal_names_five_flaky_cases():
+    """A run without repeats keeps no case summaries: its figure is missing (``-``), which
+    the terminal and Markdown leave out and JUnit writes no property for. A run stopped
+    part-way repeated its cases unevenly: its repeats are a range. The terminal names the
+    first five flaky cases and counts the rest."""
+    from assay.report.terminal import repeats_lines
+    from assay.run.display import repeats_figure, run_display
+    from assay.types.records import CaseSummary, RunSummary
+
+    assert repeats_figure({}) == numbers.MISSING
+    assert repeats_lines(RunSummary(), run_display(RunSummary())) == []
+    flaky = {f"c{i}": CaseSummary(executions=3, passed=1, pass_fraction=1 / 3, flaky=True)
+             for i in range(7)}
+    cases = {**flaky, "short": CaseSummary(executions=2, passed=2, pass_fraction=1.0,
+                                           pass_all=True)}
+    summary = RunSummary(case_summary=cases)
+    want = "8 cases x 2 to 3 repeats: 1 passed every repeat (pass^k 12.5%), 7 flaky, " \
+           "0 never passed"
+    assert repeats_lines(summary, run_display(summary)) == [
+        f"repeats: {want}", "  flaky: c0, c1, c2, c3, c4 and 2 more"]

@@ -20,6 +20,7 @@ from assay._util.redact import scrub
 from assay.run.display import run_display, scale_for
 from assay.store import queries
 from assay.store.runs import RunStore
+from assay.types import numbers
 from assay.types.records import RunRecord
 
 PROBLEMS_SHOWN = 20
@@ -61,6 +62,8 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
         lines += [f"Dimensions: metrics {shown.metrics_dimension} (threshold "
                   f"{shown.metrics_threshold}), cases {shown.cases_dimension} (threshold "
                   f"{shown.cases_threshold}); estimated cost {shown.cost}", ""]
+    if shown.repeats != numbers.MISSING:
+        lines += [f"Repeats: {md_text(shown.repeats, 400)}", ""]
     verdicts = ", ".join(f"{n} {md_text(v)}" for v, n in sorted(s.verdicts.items()))
     lines += [f"Verdicts: {verdicts or 'none'}", ""]
     if s.gate_failures:

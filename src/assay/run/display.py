@@ -7,7 +7,8 @@ all take a run's figures from :func:`run_display`. Each string is made by
 the run (:func:`scale_for`): the pass rate as a percent (``85.0%``), the mean score as
 ``0.850``, or ``85.0 /100`` under Connexity's 0-100 scale; latency over the executions'
 median turn (the figures a comparison weighs) in milliseconds; cost in dollars; the two run
-dimensions as points of 100 and a percent, beside their thresholds.
+dimensions as points of 100 and a percent, beside their thresholds; a run with repeats, its
+cases over their repeats (:func:`repeats_figure`: pass^k and how many are flaky).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from assay._util.control_chars import printable
 from assay.run.policies import scale_of
 from assay.run.policies.base import Scale
 from assay.types import numbers
-from assay.types.records import EvaluatorSummary, RunRecord, RunSummary
+from assay.types.records import CaseSummary, EvaluatorSummary, RunRecord, RunSummary
 from assay.types.score import Score
 
 
@@ -48,6 +49,12 @@ class RunDisplay(BaseModel):
     cases_dimension: str = Field(description="passed executions over all executions")
     cases_threshold: str
     max_error_rate: str
+    repeats: str = Field(
+        description="a run with repeats: its cases over their "
+        "repeats, how many passed every repeat (pass^k: those over all cases), how many are "
+        "flaky (passed in some repeats, not others) and how many never passed ('5 cases x 3 "
+        "repeats: 3 passed every repeat (pass^3 60.0%), 1 flaky, 1 never passed'); '-' for "
+        "a run without repeats")
     evaluators: dict[str, str] = Field(default_factory=dict,
                                        description="each evaluator's mean value (0-1)")
     measured: dict[str, str] = Field(
@@ -95,10 +102,35 @@ def run_display(summary: RunSummary) -> RunDisplay:
         cases_dimension=numbers.percent(_hundredths(summary.cases_pass_rate_pct)),
         cases_threshold=numbers.percent(_hundredths(summary.cases_pass_threshold)),
         max_error_rate=numbers.percent(summary.max_error_rate),
+        repeats=repeats_figure(summary.case_summary),
         evaluators={name: numbers.score(e.mean) for name, e in summary.evaluators.items()},
         measured={name: measured_figures(e) for name, e in summary.evaluators.items()
                   if e.measured},
         dataset_metrics=dataset_figures(summary.dataset_metrics))
+
+
+def repeats_figure(cases: Mapping[str, CaseSummary]) -> str:
+    """A run's cases over their repeats, as every surface shows them: a pass rate over
+    executions hides a case that passes one time in three, which pass^k (the cases that
+    passed every repeat, over all cases) and the count of flaky cases show. ``-`` for a run
+    without repeats (whose summary keeps no case summaries). A run stopped part-way may
+    have repeated its cases unevenly: its repeats are a range and its rate pass^k."""
+    if not cases:
+        return numbers.MISSING
+    counts = [c.executions for c in cases.values()]
+    low, high = min(counts), max(counts)
+    repeats, k = (str(high), str(high)) if low == high else (f"{low} to {high}", "k")
+    every = sum(c.pass_all for c in cases.values())
+    flaky = sum(c.flaky for c in cases.values())
+    never = sum(c.passed == 0 for c in cases.values())
+    return (f"{numbers.count(len(cases))} cases x {repeats} repeats: {numbers.count(every)} "
+            f"passed every repeat (pass^{k} {numbers.percent(every / len(cases))}), "
+            f"{numbers.count(flaky)} flaky, {numbers.count(never)} never passed")
+
+
+def flaky_cases(cases: Mapping[str, CaseSummary]) -> list[str]:
+    """The ids of the cases that passed in some repeats and not in others, in id order."""
+    return sorted(case_id for case_id, c in cases.items() if c.flaky)
 
 
 def dataset_figures(metrics: Mapping[str, Score]) -> dict[str, str]:
@@ -146,4 +178,5 @@ def measured_figures(e: EvaluatorSummary) -> str:
     return text
 
 
-__all__ = ["RunDisplay", "dataset_figures", "measured_figures", "run_display", "scale_for"]
+__all__ = ["RunDisplay", "dataset_figures", "flaky_cases", "measured_figures", "repeats_figure",
+           "run_display", "scale_for"]

@@ -711,6 +711,10 @@
         "This run has no summary (it is " + run.status + (run.abandoned ? ": its process stopped" : "") + ").",
         run.resume_command ? [" Resume it with ", h("code", { id: "resume-command" }, run.resume_command)] : null);
 
+    // A run with repeats: its cases over their repeats (pass^k, flaky), as the API says it.
+    const repeatsShown = figure(shownRun, "repeats");
+    const repeats = sm && repeatsShown !== MISSING ? h("div", { class: "panel", id: "repeats" }, h("strong", {}, "Repeats"), " ", h("span", { class: "figure" }, repeatsShown)) : null;
+
     const gates = sm && sm.gate_failures.length ? h("div", { class: "panel error", id: "gate-failures" }, h("strong", {}, "Gates failed"),
       h("ul", {}, sm.gate_failures.map((g) => h("li", {}, g)))) : null;
     const notes = sm && sm.notes.length ? h("div", { class: "panel warn" }, h("ul", {}, sm.notes.map((n) => h("li", {}, n)))) : null;
@@ -759,7 +763,7 @@
       run.config.description ? h("p", { class: "description" }, run.config.description) : null,
       identityEditor(run),
       livePanel(run),
-      gates, notes, summary,
+      gates, notes, summary, repeats,
       familyPanel(run),
       agreementPanel(run, agreement),
       h("div", { class: "grid" }, evalTable, charts),
