@@ -1284,6 +1284,7 @@ def test_a_runs_repeats_show_as_the_api_sends_them(browser, tmp_path):
         once = _passed_run(url, "once", {"c1": []})
         page.goto(f"{served}/#/run/{run_id}")
         expect(page.locator("#repeats .figure")).to_have_text(REPEATS)
+        _shot(page, tmp_path, "run-repeats")
         page.goto(f"{served}/#/run/{once}")
         expect(page.locator("#run-title")).to_have_text(once)
         expect(page.locator("#repeats")).to_have_count(0)
