@@ -931,7 +931,6 @@ def _json_load(text: str | bytes) -> Any:
     decoded = text if isinstance(text, str) else text.decode("utf-8", "replace")
     try:
         if _LONG_INTEGER.search(decoded):
-
             return jsondata.loads(text)
         return orjson.loads(text)
     except ValueError as exc:  # orjson's and json's decode errors are both ValueErrors
