@@ -842,6 +842,9 @@ def test_labels_given_on_case_pages_calibrate_the_judge(browser, tmp_path, mock_
             page.goto(f"{served.url}/#/case/{run.run_id}?case_id=c{i}")
             page.wait_for_selector(".label-box")
             box = page.locator(".score-card[data-evaluator='graded'] .label-box")
+            # the page routes by its hash: until case c{i} is drawn, the box found may be the
+            # last case's, which already holds its one label
+            expect(box.locator("ul.labels li")).to_have_count(0)
             if i == 0:
                 box.locator(".label-agree").click()
                 expect(box.locator("[role=status]")).to_contain_text("name")
@@ -849,6 +852,7 @@ def test_labels_given_on_case_pages_calibrate_the_judge(browser, tmp_path, mock_
             box.locator(".label-comment").fill(f"checked <b>{i}</b>")
             box.locator(".label-agree" if i < 3 else ".label-disagree").click()
             expect(box.locator("ul.labels li")).to_have_count(1)
+            expect(box.locator("ul.labels li")).to_contain_text(f"checked <b>{i}</b>")
             assert "alice" in box.locator("ul.labels li").inner_text()
             if i == 3:  # the correct verdict, in the words every surface uses
                 assert "should be pass" in box.locator("ul.labels li").inner_text()
