@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from assay.report.terminal import NOT_PASSED, chosen_cases
+from assay.report.terminal import chosen_cases, not_passed
 from assay.store.runs import RunStore
 from assay.testing.runs import write_run
 from tests.assay_process import run_assay
@@ -18,7 +18,7 @@ def test_show_lists_only_the_cases_that_did_not_pass_and_at_most_limit(tmp_path)
     run_id = write_run(store, 40, quality=0.9, seed=11)
     records = store.case_records(run_id)
     store.close()
-    problems = [r.case_id for r in records if r.verdict in NOT_PASSED]
+    problems = [r.case_id for r in records if not_passed(r)]
     assert 3 < len(problems) < len(records)
     env = {"COLUMNS": "250"}
     shown = run_assay(["show", run_id, "--store", url, "--failed", "--limit", "3"],
@@ -29,8 +29,10 @@ def test_show_lists_only_the_cases_that_did_not_pass_and_at_most_limit(tmp_path)
     assert f"3 of {len(problems)} cases that did not pass shown (40 in the run)" in shown.stdout
     rows = run_assay(["show", run_id, "--store", url, "--failed", "--json"], cwd=tmp_path,
                      env=env)
-    verdicts = [json.loads(line)["verdict"] for line in rows.stdout.splitlines()]
-    assert len(verdicts) == len(problems) and "pass" not in verdicts
+    listed_rows = [json.loads(line) for line in rows.stdout.splitlines()]
+    assert sorted(r["eval_id"] for r in listed_rows) == sorted(problems)
+    for row in listed_rows:  # a pass is listed only for an evaluator that could not score it
+        assert row["verdict"] != "pass" or any(e["error"] for e in row["evaluator_results"])
     first = run_assay(["show", run_id, "--store", url, "--json", "--limit", "5"],
                       cwd=tmp_path, env=env)
     assert [json.loads(x)["eval_id"] for x in first.stdout.splitlines()] == \
@@ -96,3 +98,65 @@ def test_a_look_alike_run_id_is_shown_escaped_by_every_command(tmp_path):
         done = run_assay([*command, "--store", store], timeout=120)
         assert done.returncode != 0, done.stdout
         assert "\\u0430" in done.stderr and "\u0430" not in done.stderr, (command, done.stderr)
+
+
+def test_a_case_an_evaluator_could_not_score_is_one_of_the_runs_failures_everywhere(tmp_path):
+    """A case that passed on one evaluator while another could not score it fails the run
+    (the default gate ``max_errors`` is 0), so every surface that picks a run's failures
+    picks it: ``assay show --failed`` (which listed no case beside "gate fail" with no
+    reason), ``--rerun-failed`` (which kept the error, so the re-run failed its gate again)
+    and the GitHub annotations."""
+    import assay
+    from assay.report.github import failure_annotations
+
+    broken = {"now": True}
+
+    def flaky_check(outputs: str) -> bool:
+        if broken["now"]:
+            raise RuntimeError("the checker could not reach its service")
+        return True
+
+    rows = [{"id": "a", "input": "Paris", "expected_output": "Paris"},
+            {"id": "b", "input": "Lyon", "expected_output": "Lyon"},
+            {"id": "c", "input": "Rome", "expected_output": "Roma"}]
+    url = f"sqlite:///{tmp_path}/runs.db"
+    first = assay.evaluate(rows, target=echo, evaluators=["exact_match", flaky_check],
+                           store=url)
+    assert not first.passed and "could not be computed" in (first.reason or "")
+    assert {r.case_id: r.verdict.value for r in first.records} == {
+        "a": "pass", "b": "pass", "c": "fail"}
+    assert [r.case_id for r in first.records if r.failed_or_errored] == ["a", "b", "c"]
+
+    shown = run_assay(["show", first.run_id, "--store", url, "--failed"], cwd=tmp_path,
+                      env={"COLUMNS": "250"})
+    assert shown.returncode == 0, shown.stderr
+    for case_id in ("a", "b", "c"):
+        assert f"│ {case_id} " in shown.stdout
+    assert "gate failed: 3 evaluator score(s) could not be computed" in shown.stdout
+
+    annotations = failure_annotations(first.records)
+    assert len(annotations) == 3
+    assert "title=case a pass (an evaluator error)" in annotations[0]
+    assert "flaky_check: error" in annotations[0]
+
+    broken["now"] = False
+    again = assay.rerun_failed(first.run_id, store=url, target=echo, data=rows,
+                               evaluators=["exact_match", flaky_check])
+    assert sorted(r.case_id for r in again.records) == ["a", "b", "c"]
+    assert all(not s.error for r in again.records for s in r.scores)
+    assert again.summary.evaluator_errors == 0
+
+
+def test_show_failed_of_a_run_with_no_failure_says_so_rather_than_an_empty_table(tmp_path):
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    run_id = write_run(store, 4, quality=1.0, seed=1)
+    store.close()
+    shown = run_assay(["show", run_id, "--store", url, "--failed"], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "no failed, borderline or errored case" in shown.stdout
+    assert "┏" not in shown.stdout
+
+
+def echo(question: str) -> str:
+    return question

@@ -102,7 +102,8 @@ def show(
         False, "--summary", help="Print the run's summary (with --json: as one JSON object) "
         "instead of its cases."),
     failed: bool = typer.Option(False, "--failed", help="Only the cases that did not pass "
-                                "(failed, borderline or in error)."),
+                                "(failed, borderline, in error, or with an evaluator that "
+                                "could not score them)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many cases."),
 ) -> None:
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
@@ -149,7 +150,11 @@ def show(
 
         for line in progress_of(runs, run.id).lines():
             console.print(plain_for_terminal(line), highlight=False, markup=False)
-    console.print(cases_table(records, run=run))
+    if records:
+        console.print(cases_table(records, run=run))
+    else:
+        console.print("no failed, borderline or errored case" if failed else "no cases",
+                      highlight=False)
     if left_out:
         console.print(left_out, highlight=False)
     summary = run.summary
@@ -158,6 +163,9 @@ def show(
         console.print(f"pass rate {shown.pass_rate}; mean score {shown.mean_score}; verdicts "
                       f"{counts_text(summary.verdicts)}; gate "
                       f"{'pass' if summary.passed else 'fail'}", highlight=False)
+        for failure in summary.gate_failures:  # why it failed, as `assay run` said it
+            console.print(f"  gate failed: {plain_for_terminal(failure)}", highlight=False,
+                          markup=False)
     for line in note_lines(notes):
         console.print(line, highlight=False)
 

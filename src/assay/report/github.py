@@ -69,16 +69,20 @@ def _reason(record: CaseRecord, scale: Scale) -> str:
 
 def failure_annotations(records: Iterable[CaseRecord], root: Path | None = None,
                 limit: int = MAX_ANNOTATIONS, scale: Scale | None = None) -> list[str]:
-    """An ``::error`` workflow command for each case that failed or errored (the first
+    """An ``::error`` workflow command for each case that failed or errored
+    (:attr:`~assay.types.records.CaseRecord.failed_or_errored`: an evaluator error too; the first
     ``limit``), at the suite file and line that define it (relative to ``root``, the
     workspace, when inside it); a case score is shown on ``scale``, the run's policy's
     (:func:`assay.run.display.scale_for`), as every surface shows it."""
     scale = scale or Scale()
     found = []
     for record in records:
-        if record.verdict not in (Verdict.FAIL, Verdict.ERROR):
+        if not record.failed_or_errored:
             continue
-        properties = [f"title={escape_property(f'case {record.case_id} {record.verdict.value}')}"]
+        title = f"case {record.case_id} {record.verdict.value}"
+        if record.verdict not in (Verdict.FAIL, Verdict.ERROR):
+            title += " (an evaluator error)"
+        properties = [f"title={escape_property(title)}"]
         source = record.source
         if source is not None:
             path = Path(source.file)

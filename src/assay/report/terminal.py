@@ -297,15 +297,18 @@ def _score_cell(score: Any) -> str:
     return f"{score.name}: {score.shown}"
 
 
-NOT_PASSED = frozenset({Verdict.FAIL, Verdict.BORDERLINE, Verdict.ERROR})
-"""The verdicts ``--failed`` keeps: every case that did not pass and was not skipped."""
+def not_passed(record: CaseRecord) -> bool:
+    """A case ``--failed`` keeps: one that failed or errored
+    (:attr:`~assay.types.records.CaseRecord.failed_or_errored`, an evaluator error
+    included), and one that is borderline, which passes the gates but is worth a look."""
+    return record.failed_or_errored or record.verdict is Verdict.BORDERLINE
 
 
 def chosen_cases(records: list[CaseRecord], failed: bool = False,
                  limit: int | None = None) -> tuple[list[CaseRecord], str | None]:
     """The cases a listing shows: those that did not pass when ``failed``, the first
     ``limit`` of them; and a line saying how many were left out (None when none were)."""
-    kept = [r for r in records if r.verdict in NOT_PASSED] if failed else records
+    kept = [r for r in records if not_passed(r)] if failed else records
     shown = kept if limit is None else kept[:limit]
     what = "cases that did not pass" if failed else "cases"
     if len(shown) == len(records):

@@ -65,7 +65,6 @@ from assay.types.records import (
     RunSnapshot,
     RunStatus,
     RunSummary,
-    Verdict,
 )
 
 if TYPE_CHECKING:
@@ -407,7 +406,7 @@ async def _rerun(run_store: RunStore, stored: RunRecord, parts: tuple[
     suite, config, policy, given = parts
     config.run_id = None  # a new run: never the id the re-run one was given (--run-id)
     records = run_store.case_records(stored.id)
-    kept = [r for r in records if r.verdict not in (Verdict.FAIL, Verdict.ERROR)]
+    kept = [r for r in records if not r.failed_or_errored]
     if on_notice:
         on_notice(f"re-running the failures of run {stored.id}: {len(records) - len(kept)} "
                   f"failed or errored, {len(kept)} kept as they are")

@@ -126,6 +126,16 @@ class CaseRecord(_Record):
     def score_named(self, name: str) -> Score | None:
         return next((s for s in self.scores if s.name == name), None)
 
+    @property
+    def failed_or_errored(self) -> bool:
+        """Whether the case counts against the run: its verdict is fail or error, or one of
+        its evaluators could not score it (an error is never a pass, even beside other
+        evaluators that passed it, and the default gate ``max_errors`` counts it). The one
+        rule by which ``assay show --failed``, ``--rerun-failed``, the GitHub annotations
+        and JUnit's failures and errors pick a run's failures."""
+        return (self.verdict in (Verdict.FAIL, Verdict.ERROR)
+                or any(s.error is not None for s in self.scores))
+
 
 class EvaluatorSummary(_Record):
     """One evaluator over a run (or any scores, :func:`aggregate`): how many values, errors,
