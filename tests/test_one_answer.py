@@ -463,3 +463,41 @@ def test_a_candidate_that_failed_any_gate_of_its_own_fails_the_comparison(tmp_pa
         answer = client.get("/runs/compare", params={"baseline_run_id": first.run_id,
                                                      "candidate_run_id": second.run_id}).json()
     assert answer["exit_status"] == 1 and answer["headline_text"].startswith("no regression, but")
+
+
+def test_a_counted_reason_whose_test_is_not_significant_says_it_may_be_noise(tmp_path):
+    """By AgentV's and Connexity's rule a reason counts by its threshold alone, so one case
+    of twenty that flipped is "regression detected"; every surface that lists the reasons
+    says what the paired test found (the terminal printed only "p=1.0000", the Markdown of a
+    pull-request comment not even that), and with --require-significance it is not counted."""
+    from assay.report.comparison import comparison_markdown, reason_rows
+    from assay.report.markdown import md_text
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    rows = _rows(20)
+    answers = {r["id"]: r["expected_output"] for r in rows}
+    base = assay.evaluate(rows, target=lambda q: answers_for(q, rows, answers),
+                          evaluators=["exact_match"], store=url)
+    answers[rows[0]["id"]] = "something else"
+    cand = assay.evaluate(rows, target=lambda q: answers_for(q, rows, answers),
+                          evaluators=["exact_match"], store=url)
+    compared = assay.compare(base.run_id, cand.run_id, store=url)
+    assert compared.verdict.regression_detected
+    [passed] = [r for r in reason_rows(compared) if r.text.startswith("pass rate dropped")]
+    assert passed.significance == "p=1.0000, not significant at 0.05: it may be noise"
+    markdown = comparison_markdown(compared)
+    assert f"- {md_text(passed.text)} ({md_text(passed.significance)})" in markdown
+    shown = CliRunner().invoke(cli_app, ["compare", base.run_id, cand.run_id, "--store", url],
+                               env={"COLUMNS": "300"})
+    assert shown.exit_code == 1
+    assert "not significant at 0.05: it may be noise" in shown.output
+    strict = CliRunner().invoke(cli_app, ["compare", base.run_id, cand.run_id, "--store", url,
+                                          "--require-significance", "0.05",
+                                          "--no-fail-on-thresholds"],
+                                env={"COLUMNS": "300"})
+    assert strict.exit_code == 0, strict.output
+    assert "not significant at 0.05: not counted" in strict.output
+
+
+def answers_for(question: str, rows: list[dict[str, Any]], answers: dict[str, str]) -> str:
+    return next(answers[r["id"]] for r in rows if r["input"] == question)

@@ -16,11 +16,12 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from assay.analysis.compare import Comparison
+from assay.analysis.compare import DEFAULT_ALPHA, Comparison
 from assay.analysis.significance import PairedComparison
 from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal, plain_for_terminal
 from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
+from assay.run.policies.base import Reason
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary, case_overall
 from assay.types.score import Outcome, Score
@@ -123,13 +124,32 @@ class ReasonRow(BaseModel):
     p_value: str | None = None
     significant: bool | None = None
     counted: bool = True
+    significance: str = Field(
+        default="", description="what its paired test says, as every surface shows it: "
+        "'p=0.0574, not significant at 0.05: it may be noise', 'p=0.0012, significant at "
+        "0.05', or with --require-significance '..., not counted'; '' when it has no test")
 
 
 def reason_rows(result: Comparison) -> list[ReasonRow]:
-    """The verdict's reasons as every surface lists them."""
+    """The verdict's reasons as every surface lists them. A reason counts by the
+    comparison's thresholds alone unless ``--require-significance`` is given (AgentV's and
+    Connexity's rule), so a counted reason whose test is not significant says so: two runs of
+    the same noisy agent can drop a few points by chance, and the reader should know."""
+    level = numbers.plain(result.verdict.require_significance or DEFAULT_ALPHA)
     return [ReasonRow(text=r.text, p_value=None if r.p_value is None
                       else numbers.p_value(r.p_value), significant=r.significant,
-                      counted=r.counted) for r in result.verdict.reason_details]
+                      counted=r.counted, significance=_significance_text(r, level))
+            for r in result.verdict.reason_details]
+
+
+def _significance_text(reason: Reason, level: str) -> str:
+    if reason.p_value is None or reason.significant is None:
+        return ""
+    text = f"p={numbers.p_value(reason.p_value)}, "
+    if reason.significant:
+        return text + f"significant at {level}"
+    return text + f"not significant at {level}: " + (
+        "it may be noise" if reason.counted else "not counted")
 
 
 def case_rows(result: Comparison, limit: int | None = None) -> list[CaseRow]:
@@ -239,7 +259,7 @@ def thresholds_text(result: Comparison) -> str:
     text = "regression when: " + "; ".join(parts)
     if result.verdict.require_significance is not None:
         text += ("; a reason counts only when significant at "
-                 f"{numbers.p_value(result.verdict.require_significance)}")
+                 f"{numbers.plain(result.verdict.require_significance)}")
     return text
 
 
@@ -355,9 +375,8 @@ def print_comparison(console: Console, result: Comparison,
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {for_terminal(warning)}", highlight=False)
     for reason in reason_rows(result):
-        p = "" if reason.p_value is None else f"; p={reason.p_value}"
-        tag = "" if reason.counted else " (not significant: not counted)"
-        console.print(f"[red]reason[/]: {for_terminal(reason.text + p + tag)}", highlight=False)
+        tested = f" ({reason.significance})" if reason.significance else ""
+        console.print(f"[red]reason[/]: {for_terminal(reason.text + tested)}", highlight=False)
     gates = result.candidate_gates
     if gates.gate_failures:
         console.print("candidate's own gates failed: "
@@ -387,6 +406,11 @@ def comparison_markdown(result: Comparison, fail_on_thresholds: bool = True,
                          f"{case.candidate} | {case.change} |")
         if len(worst) > cases_shown:
             lines.append(f"\n{len(worst) - cases_shown} more not listed.")
+    reasons = reason_rows(result)
+    if reasons:
+        lines += ["", "**Reasons**", ""] + [
+            f"- {md_text(r.text)}" + (f" ({md_text(r.significance)})" if r.significance else "")
+            for r in reasons]
     for warning in result.warnings:
         lines.append(f"\n> {md_text(warning)}")
     lines += ["", md_text(thresholds_text(result))]

@@ -1226,8 +1226,9 @@
     const d = cmp.aggregate;
     const here = (changes) => route("compare", null, Object.assign({}, form, { status: view.status, q: view.q, sort: view.sort, limit: view.limit, offset: 0 }, changes));
     const totals = { regression: d.total_regressions, error: d.total_errors, improvement: d.total_improvements, unchanged: d.total_unchanged };
+    // The paired test's verdict is the server's one string (ReasonRow.significance), as the terminal and Markdown show it.
     const reasonLine = (r) => h("li", {}, r.text,
-      r.p_value !== null && r.p_value !== undefined ? h("span", { class: "muted" }, ` · p = ${r.p_value}`) : null, " ",
+      r.significance ? h("span", { class: "muted reason-significance" }, ` · ${r.significance}`) : null, " ",
       r.significant === null || r.significant === undefined ? null : r.significant ? badge("significant", "regression") : badge("not significant", "unchanged"),
       r.counted ? null : [" ", badge("not counted", "skipped")]);
     const runLink = (run) => h("a", { href: route("run", run.id), class: "run-link" }, run.name || run.id);
