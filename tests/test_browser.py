@@ -1301,3 +1301,29 @@ def test_a_runs_repeats_show_as_the_api_sends_them(browser, tmp_path):
         page.goto(f"{served}/#/run/{once}")
         expect(page.locator("#run-title")).to_have_text(once)
         expect(page.locator("#repeats")).to_have_count(0)
+
+
+def test_a_runs_cost_tokens_and_stop_reasons_show_as_the_api_sends_them(
+        browser, tmp_path, mock_server, mock_model, monkeypatch):
+    """The run page showed the judge's cost alone: not the run's cost (which names a part
+    whose cost is unknown), the agent's and the simulated user's tokens, nor what stopped
+    its conversations. It shows them as the API's display fields say them."""
+    from tests.test_run_cost import SIMULATOR_UNKNOWN, conversation_run
+
+    monkeypatch.setenv("OPENAI_BASE_URL", mock_server.url)  # the judge, priced
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    url = f"sqlite:///{tmp_path}/runs.db"
+    with _one_run(browser, tmp_path, lambda _store: conversation_run(
+            url, tmp_path, mock_model).run_id) as (served, page, run_id):
+        shown = httpx.get(f"{served}/runs/{run_id}").json()["display"]
+        assert SIMULATOR_UNKNOWN.fullmatch(shown["cost"]), shown["cost"]
+        page.goto(f"{served}/#/run/{run_id}")
+        expect(page.locator("#cost-card .value")).to_have_text(shown["cost"])
+        expect(page.locator("#cost-card .sub")).to_have_text(
+            f"agent {shown['agent_tokens']} tokens · simulated user "
+            f"{shown['simulator_tokens']} tokens")
+        assert shown["agent_tokens"] == "50" and shown["simulator_tokens"] != "-"
+        expect(page.locator("#judge-card .sub")).to_have_text(
+            f"{shown['judge_tokens']} tokens · {shown['judge_cost']}")
+        expect(page.locator("#stop-reasons .figure")).to_have_text("user_ended 1")
+        _shot(page, tmp_path, "run-cost")

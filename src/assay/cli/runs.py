@@ -109,7 +109,13 @@ def show(
     """Show a run: per-case scores, verdicts, hits, misses and reasoning."""
     from assay.report.rows import agentv_row
     from assay.report.safe_text import for_terminal, plain_for_terminal
-    from assay.report.terminal import cases_table, chosen_cases, counts_text, note_lines
+    from assay.report.terminal import (
+        cases_table,
+        chosen_cases,
+        counts_text,
+        note_lines,
+        spend_lines,
+    )
     from assay.run.display import run_display
     from assay.run.result import verdict_notes
     from assay.store.runs import RunStore
@@ -163,6 +169,8 @@ def show(
         console.print(f"pass rate {shown.pass_rate}; mean score {shown.mean_score}; verdicts "
                       f"{counts_text(summary.verdicts)}; gate "
                       f"{'pass' if summary.passed else 'fail'}", highlight=False)
+        for line in spend_lines(shown):
+            console.print(line, highlight=False)
         for failure in summary.gate_failures:  # why it failed, as `assay run` said it
             console.print(f"  gate failed: {plain_for_terminal(failure)}", highlight=False,
                           markup=False)

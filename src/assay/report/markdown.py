@@ -61,7 +61,11 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
     if s.metrics_pass_threshold is not None or s.cases_pass_threshold is not None:
         lines += [f"Dimensions: metrics {shown.metrics_dimension} (threshold "
                   f"{shown.metrics_threshold}), cases {shown.cases_dimension} (threshold "
-                  f"{shown.cases_threshold}); estimated cost {shown.cost}", ""]
+                  f"{shown.cases_threshold})", ""]
+    lines += [f"Run cost: {shown.cost}; tokens: agent {shown.agent_tokens}, simulated "
+              f"user {shown.simulator_tokens}, judge {shown.judge_tokens}", ""]
+    if shown.stop_reasons != numbers.MISSING:
+        lines += [f"Conversations stopped: {md_text(shown.stop_reasons, 400)}", ""]
     if shown.repeats != numbers.MISSING:
         lines += [f"Repeats: {md_text(shown.repeats, 400)}", ""]
     verdicts = ", ".join(f"{n} {md_text(v)}" for v, n in sorted(s.verdicts.items()))

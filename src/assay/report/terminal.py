@@ -174,6 +174,7 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         lines.append(f"agent latency p50 {shown.latency_p50}, p95 {shown.latency_p95}, mean "
                      f"{shown.latency_mean}, max {shown.latency_max}")
     lines.extend(dimension_lines(summary, shown))
+    lines.extend(spend_lines(shown))
     lines.extend(note_lines(summary.notes if notes is None else notes))
     return lines
 
@@ -217,8 +218,8 @@ def _gate(passed: bool | None) -> str:
 
 
 def dimension_lines(summary: RunSummary, shown: RunDisplay | None = None) -> list[str]:
-    """The run's executions both ways (errors in and out of the pass rate), its two
-    dimensions and who spent what; shown when the run has dimensions."""
+    """The run's executions both ways (errors in and out of the pass rate) and its two
+    dimensions; shown when the run has dimensions."""
     if summary.metrics_pass_threshold is None and summary.cases_pass_threshold is None \
             and summary.scoring == "default":
         return []
@@ -232,12 +233,17 @@ def dimension_lines(summary: RunSummary, shown: RunDisplay | None = None) -> lis
         f"{_gate(summary.metrics_passed)}; cases dimension {shown.cases_dimension} (threshold "
         f"{shown.cases_threshold}): {_gate(summary.cases_passed)}",
     ]
-    agent, sim = summary.agent_usage, summary.simulator_usage
-    if agent.total_tokens or sim.calls or sim.cached_calls:
-        lines.append(f"tokens: agent {agent.total_tokens}, simulated user {sim.total_tokens}, "
-                     f"judge {summary.usage.total_tokens}; estimated cost {shown.cost}")
-    if summary.stop_reasons:
-        lines.append("conversations stopped: " + counts_text(summary.stop_reasons))
+    return lines
+
+
+def spend_lines(shown: RunDisplay) -> list[str]:
+    """What the run spent, by who spent it: its cost (naming each part whose cost is
+    unknown, :attr:`RunDisplay.cost`) and each part's tokens, then what stopped its
+    conversations. ``assay show RUN`` prints them below its cases, the summary in it."""
+    lines = [f"run cost {shown.cost}; tokens: agent {shown.agent_tokens}, simulated user "
+             f"{shown.simulator_tokens}, judge {shown.judge_tokens}"]
+    if shown.stop_reasons != numbers.MISSING:
+        lines.append(f"conversations stopped: {for_terminal(shown.stop_reasons)}")
     return lines
 
 

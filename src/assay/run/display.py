@@ -6,9 +6,11 @@ all take a run's figures from :func:`run_display`. Each string is made by
 :mod:`assay.types.numbers`, and a case score is shown on the scale of the policy that judged
 the run (:func:`scale_for`): the pass rate as a percent (``85.0%``), the mean score as
 ``0.850``, or ``85.0 /100`` under Connexity's 0-100 scale; latency over the executions'
-median turn (the figures a comparison weighs) in milliseconds; cost in dollars; the two run
-dimensions as points of 100 and a percent, beside their thresholds; a run with repeats, its
-cases over their repeats (:func:`repeats_figure`: pass^k and how many are flaky).
+median turn (the figures a comparison weighs) in milliseconds; cost in dollars, the run's
+naming each part (agent, simulated user, judge) whose cost is unknown; each part's tokens;
+what stopped its conversations; the two run dimensions as points of 100 and a percent,
+beside their thresholds; a run with repeats, its cases over their repeats
+(:func:`repeats_figure`: pass^k and how many are flaky).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from assay.run.policies.base import Scale
 from assay.types import numbers
 from assay.types.records import CaseSummary, EvaluatorSummary, RunRecord, RunSummary
 from assay.types.score import Score
+from assay.types.usage import Usage
 
 
 class RunDisplay(BaseModel):
@@ -42,8 +45,18 @@ class RunDisplay(BaseModel):
     latency_mean: str
     latency_max: str
     judge_cost: str
-    cost: str = Field(description="the agent's, the simulated user's and the judge's costs "
-                      "that are known")
+    cost: str = Field(description="the run's cost: the agent's, the simulated user's and the "
+                      "judge's costs that are known, summed, then the parts that spent at an "
+                      "unknown cost ('$0.0123 + unknown (agent)'; 'unknown (agent, judge)' "
+                      "when none is known)")
+    agent_tokens: str = Field(description="the tokens the agent reported; '-' when it "
+                              "reported none")
+    simulator_tokens: str = Field(description="the simulated user's tokens; '-' for a run "
+                                  "without one")
+    judge_tokens: str = Field(description="the judge's tokens (cause analysis included); "
+                              "'-' for a run that made no judge call")
+    stop_reasons: str = Field(description="what stopped the conversations, counted "
+                              "('max_turns 2, user_ended 4'); '-' for a run without one")
     metrics_dimension: str = Field(description="the mean case score on the 0-100 scale")
     metrics_threshold: str
     cases_dimension: str = Field(description="passed executions over all executions")
@@ -96,7 +109,12 @@ def run_display(summary: RunSummary) -> RunDisplay:
         latency_mean=numbers.milliseconds(summary.latency_avg_ms),
         latency_max=numbers.milliseconds(summary.latency_max_ms),
         judge_cost=numbers.cost(summary.usage.cost),
-        cost=numbers.cost(summary.estimated_cost_usd),
+        cost=numbers.cost_parts(summary.estimated_cost_usd, summary.cost_unknown),
+        agent_tokens=tokens(summary.agent_usage),
+        simulator_tokens=tokens(summary.simulator_usage),
+        judge_tokens=tokens(summary.usage),
+        stop_reasons=numbers.counts({printable(reason): n
+                                     for reason, n in summary.stop_reasons.items()}),
         metrics_dimension=numbers.points(summary.weighted_metrics_score_pct),
         metrics_threshold=numbers.points(summary.metrics_pass_threshold),
         cases_dimension=numbers.percent(_hundredths(summary.cases_pass_rate_pct)),
@@ -107,6 +125,14 @@ def run_display(summary: RunSummary) -> RunDisplay:
         measured={name: measured_figures(e) for name, e in summary.evaluators.items()
                   if e.measured},
         dataset_metrics=dataset_figures(summary.dataset_metrics))
+
+
+def tokens(usage: Usage) -> str:
+    """A part's tokens (prompt and completion): ``-`` for a part that made no call (an agent
+    that reported no usage), so a missing figure never reads as ``0``."""
+    if not (usage.calls or usage.cached_calls):
+        return numbers.MISSING
+    return numbers.count(usage.total_tokens)
 
 
 def repeats_figure(cases: Mapping[str, CaseSummary]) -> str:
@@ -179,4 +205,4 @@ def measured_figures(e: EvaluatorSummary) -> str:
 
 
 __all__ = ["RunDisplay", "dataset_figures", "flaky_cases", "measured_figures", "repeats_figure",
-           "run_display", "scale_for"]
+           "run_display", "scale_for", "tokens"]

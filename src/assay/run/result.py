@@ -257,7 +257,7 @@ class EvaluationResult:
         s = self.summary
         shown = run_display(s)
         lines = [f"run {self.run_id} ({self.run.suite}): {s.cases} cases, pass rate "
-                 f"{shown.pass_rate}, mean score {shown.mean_score}, "
+                 f"{shown.pass_rate}, mean score {shown.mean_score}, cost {shown.cost}, "
                  + ("passed" if s.passed else f"failed: {self.reason}")]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
@@ -272,7 +272,7 @@ class EvaluationResult:
         kept = " (in memory: not stored)" if self.in_memory else ""
         head = (f"<p><b>run {esc(self.run_id)}</b>{kept} · {esc(self.run.suite)} · "
                 f"{s.cases} cases · pass rate {shown.pass_rate} · mean score "
-                f"{esc(shown.mean_score)} · {gate}</p>")
+                f"{esc(shown.mean_score)} · cost {esc(shown.cost)} · {gate}</p>")
         head += "".join(f"<p style=color:#a60><b>note</b>: {esc(note)}</p>"
                         for note in self.notes)
         names = list(s.evaluators)

@@ -13,7 +13,9 @@ all show numbers through these functions, so the same figure reads the same ever
   says which way in words: ``+13 ms (slower)``;
 - money is dollars with four decimals under $1 (``$0.0123``), six under a hundredth of a
   cent (``$0.000045``: one cheap call is not free), else two; a cost whose price is
-  unknown is ``unknown``, never ``$0``;
+  unknown is ``unknown``, never ``$0``; a total over parts (a run's agent, simulated user
+  and judge) names the parts whose cost is unknown after the known sum:
+  ``$0.0123 + unknown (agent)``, or ``unknown (agent, judge)`` when none is known;
 - a p-value has four decimals, and below that says so: ``0.0312``, ``< 0.0001``;
 - a value on a scale assay does not define (a measurement, an aggregate named by another
   framework's key, which its criteria compare) keeps its own digits, six at most: ``12.5``;
@@ -32,6 +34,7 @@ the browser never formats a figure itself.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import TypeGuard
 
 MISSING = "-"
@@ -148,6 +151,30 @@ def cost(value: float | None) -> str:
     return usd(value) if _ok(value) else "unknown"
 
 
+def cost_parts(known: float | None, unknown: Sequence[str] = ()) -> str:
+    """A total over parts whose costs are summed where known (a run's agent, simulated user
+    and judge), naming the parts that spent but whose cost is unknown: a sum that left one
+    out would read as complete. ``$0.0123 + unknown (agent)``; ``unknown (agent, judge)``
+    when no part's cost is known; :func:`cost` when every part's is."""
+    if not unknown:
+        return cost(known)
+    parts = f"unknown ({', '.join(unknown)})"
+    return f"{usd(known)} + {parts}" if _ok(known) else parts
+
+
+NOT_COMPARABLE = "not comparable"
+"""A change between two figures of which one (or both) leaves a part out (a cost with an
+unknown part): no difference of the known parts is a measured change."""
+
+
+def counts(named: Mapping[str, int]) -> str:
+    """Counts by name, in name order: ``max_turns 2, user_ended 4``; ``-`` for none. The
+    names are shown as given: a surface escapes them for its medium."""
+    if not named:
+        return MISSING
+    return ", ".join(f"{name} {count(n)}" for name, n in sorted(named.items()))
+
+
 def usd_change(delta: float | None) -> str:
     """A change of cost with its direction in words: ``+$0.0100 (more)``."""
     if not _ok(delta):
@@ -176,6 +203,7 @@ def count(value: int | None) -> str:
     return f"{value:,}" if value is not None else MISSING
 
 
-__all__ = ["MISSING", "count", "latency_change", "milliseconds", "milliseconds_delta", "p_value", "percent",
+__all__ = ["MISSING", "NOT_COMPARABLE", "cost", "cost_parts", "count", "counts",
+           "latency_change", "milliseconds", "milliseconds_delta", "p_value", "percent",
            "percent_points", "plain", "points", "points_delta", "score", "score_delta", "usd",
            "usd_change"]

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from assay.types.case import Case
 from assay.types.config import RecordedRunConfig
@@ -341,6 +341,10 @@ class RunSummary(BaseModel):
     simulator_usage: Usage = Field(default_factory=Usage)
     estimated_cost_usd: float | None = Field(
         default=None, description="agent, simulated user and judge costs that are known")
+    cost_unknown: list[str] = Field(
+        default_factory=list, description="the parts (agent, simulated user, judge) that "
+        "spent calls whose cost is unknown, in whole or in part: estimated_cost_usd leaves "
+        "them out, and every surface names them after it ('$0.0123 + unknown (agent)')")
     stop_reasons: dict[str, int] = Field(default_factory=dict)
     cause_analyses: int = Field(default=0, description="failed cases analysed for their "
                                 "cause (--cause-analysis); their calls are in usage too")
@@ -348,6 +352,16 @@ class RunSummary(BaseModel):
     case_summary: dict[str, CaseSummary] = Field(default_factory=dict)
     assessments: AssessmentSummary | None = Field(
         default=None, description="the agent-judge view of the run, when a naming was chosen")
+
+    @model_validator(mode="after")
+    def _named_unknown_costs(self) -> RunSummary:
+        """A summary stored before ``cost_unknown`` existed names the parts its usages say
+        have an unknown cost (an agent that priced some of its executions only cannot be
+        told from them): its total must not read as complete either."""
+        if "cost_unknown" not in self.model_fields_set:
+            self.cost_unknown = unknown_cost_parts(self.agent_usage, self.simulator_usage,
+                                                   self.usage)
+        return self
 
     def count(self, verdict: Verdict) -> int:
         return self.verdicts.get(verdict.value, 0)
@@ -488,6 +502,8 @@ class SummaryBuilder:
         agent = self.agent_usage.model_copy()
         if agent.calls and not self.agent_costs:
             agent.cost = None  # no agent reported a cost: unknown, not free
+        unknown = unknown_cost_parts(agent, self.simulator_usage, self.usage,
+                                     agent_unpriced=agent.calls - self.agent_costs)
         # A usage counts when it spent or saved something: calls answered from the cache
         # cost nothing, a known $0 (a fully cached re-run is free, not of unknown cost).
         costs = [u.cost for u in (self.usage, agent, self.simulator_usage)
@@ -509,7 +525,7 @@ class SummaryBuilder:
             cases_pass_rate_pct=passed / self.cases * 100 if self.cases else None,
             **run_latency(list(self.case_p50s)).model_dump(),
             agent_usage=agent, simulator_usage=self.simulator_usage,
-            estimated_cost_usd=math.fsum(costs) if costs else None,
+            estimated_cost_usd=math.fsum(costs) if costs else None, cost_unknown=unknown,
             stop_reasons=dict(self.stop_reasons), cause_analyses=self.analyses,
             cause_analysis_usage=self.analysis_usage,
             case_summary={case_id: CaseSummary(
@@ -517,6 +533,26 @@ class SummaryBuilder:
                 pass_fraction=a[1] / a[0], pass_all=a[1] == a[0], flaky=0 < a[1] < a[0],
                 mean_overall_score=a[3] / a[4] if a[4] else None)
                 for case_id, a in self.per_case.items()})
+
+
+COST_PARTS = ("agent", "simulated user", "judge")
+"""The parts of a run that spend, in the order a run's cost names them."""
+
+
+def unknown_cost_parts(agent: Usage, simulator: Usage, judge: Usage,
+                       agent_unpriced: int = 0) -> list[str]:
+    """The parts of a run (:data:`COST_PARTS`) that made calls whose cost is unknown: a
+    judge model with no known price, a simulated user's likewise, an agent that reported
+    its tokens but not its cost (``agent_unpriced``: executions that did, when some others
+    priced theirs). A run's estimated cost sums the known costs only, so without these names
+    it would read as a complete total. A part that made no call spent nothing to price."""
+    unpriced = {"agent": agent_unpriced > 0 or _unpriced(agent),
+                "simulated user": _unpriced(simulator), "judge": _unpriced(judge)}
+    return [part for part in COST_PARTS if unpriced[part]]
+
+
+def _unpriced(usage: Usage) -> bool:
+    return usage.cost is None and bool(usage.calls or usage.cached_calls)
 
 
 def case_overall(record: CaseRecord) -> float | None:

@@ -634,8 +634,10 @@
     return h("span", { class: "export" }, h("span", { class: "muted" }, "export "), button("csv"), " ", button("json"));
   }
 
-  function card(label, value, sub) {
-    return h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "value" }, value), sub ? h("div", { class: "sub" }, sub) : null);
+  // A figure in words (a cost naming a part whose cost is unknown) is set smaller, whole.
+  function card(label, value, sub, id) {
+    const wordy = typeof value === "string" && value.length > 12;
+    return h("div", { class: "card", id }, h("div", { class: "label" }, label), h("div", { class: wordy ? "value wordy" : "value" }, value), sub ? h("div", { class: "sub" }, sub) : null);
   }
 
   // A run's name, tags and notes, changed in place (PATCH /runs/{id}).
@@ -706,7 +708,9 @@
       card("Mean score", figure(shownRun, "mean_score"), `${fmt.int(sm.scored)} scored`),
       card("Errors", fmt.int(sm.evaluator_errors), `${fmt.int(sm.target_errors)} agent · ${fmt.int(sm.evaluator_skips)} skipped`),
       card("Latency", figure(shownRun, "latency_p50"), "p95 " + figure(shownRun, "latency_p95")),
-      card("Judge", fmt.int(sm.usage.calls) + " calls", `${fmt.int(sm.usage.prompt_tokens + sm.usage.completion_tokens)} tokens · ${figure(shownRun, "judge_cost")}`)) :
+      card("Judge", fmt.int(sm.usage.calls) + " calls", `${figure(shownRun, "judge_tokens")} tokens · ${figure(shownRun, "judge_cost")}`, "judge-card"),
+      // The run's cost names each part whose cost is unknown; tokens by who spent them.
+      card("Run cost", figure(shownRun, "cost"), `agent ${figure(shownRun, "agent_tokens")} tokens · simulated user ${figure(shownRun, "simulator_tokens")} tokens`, "cost-card")) :
       run.status === "running" ? null : h("div", { class: "panel warn" }, run.unreadable ? "This run's stored row cannot be read: " + run.unreadable :
         "This run has no summary (it is " + run.status + (run.abandoned ? ": its process stopped" : "") + ").",
         run.resume_command ? [" Resume it with ", h("code", { id: "resume-command" }, run.resume_command)] : null);
@@ -714,6 +718,9 @@
     // A run with repeats: its cases over their repeats (pass^k, flaky), as the API says it.
     const repeatsShown = figure(shownRun, "repeats");
     const repeats = sm && repeatsShown !== MISSING ? h("div", { class: "panel", id: "repeats" }, h("strong", {}, "Repeats"), " ", h("span", { class: "figure" }, repeatsShown)) : null;
+    // What stopped a run's conversations (a simulated user's), counted as the API says it.
+    const stopsShown = figure(shownRun, "stop_reasons");
+    const stops = sm && stopsShown !== MISSING ? h("div", { class: "panel", id: "stop-reasons" }, h("strong", {}, "Conversations stopped"), " ", h("span", { class: "figure" }, stopsShown)) : null;
 
     const gates = sm && sm.gate_failures.length ? h("div", { class: "panel error", id: "gate-failures" }, h("strong", {}, "Gates failed"),
       h("ul", {}, sm.gate_failures.map((g) => h("li", {}, g)))) : null;
@@ -763,7 +770,7 @@
       run.config.description ? h("p", { class: "description" }, run.config.description) : null,
       identityEditor(run),
       livePanel(run),
-      gates, notes, summary, repeats,
+      gates, notes, summary, repeats, stops,
       familyPanel(run),
       agreementPanel(run, agreement),
       h("div", { class: "grid" }, evalTable, charts),
