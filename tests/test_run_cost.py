@@ -3,7 +3,8 @@
 A run's estimated cost sums the agent's, the simulated user's and the judge's costs that are
 known. A part that made calls at an unknown cost (an agent that reports its tokens but not its
 cost, a model with no known price) is named after the sum on every surface
-(``$0.0123 + unknown (agent)``, ``unknown (agent, judge)``). The runs are real: an
+(``$0.0123 + unknown (agent)``, ``unknown (agent, judge)``), and a comparison does not
+present a change of such partial sums as a measured change of cost. The runs are real: an
 agent in-process, the judge and the simulated user on the project's mock server
 (``openai:gpt-4o-mini`` is priced, the mock server's own model name is not), stored in SQLite.
 """
@@ -14,7 +15,7 @@ import json
 import re
 import sqlite3
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from typer.testing import CliRunner
 
 import assay
 from assay.cli import app as cli_app
+from assay.report.comparison import figure_rows
 from assay.run.display import run_display
 from assay.store.runs import RunStore
 from assay.targets.conversation import STOP_SIGNAL
@@ -254,3 +256,66 @@ def test_a_part_that_made_no_call_shows_no_tokens_and_nothing_spent_reads_as_suc
     assert numbers.cost_parts(12.5, []) == "$12.50"
     escaped = run_display(RunSummary(stop_reasons={"\x1b[2J": 1, "max_turns": 1234}))
     assert escaped.stop_reasons == r"\x1b[2J 1, max_turns 1,234"
+
+
+# -- a comparison of runs whose costs leave a part out -------------------------------------
+
+
+@pytest.fixture
+def compared_runs(openai_on_mock, tmp_path) -> Iterator[tuple[str, str, str]]:
+    """(the store, a baseline whose agent priced nothing, a candidate whose agent priced
+    one execution of two): the candidate's partial sum is higher by that one execution."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    baseline = _run(url, PRICED, _never).run_id
+    candidate = _run(url, PRICED, _first).run_id
+    yield url, baseline, candidate
+
+
+WHY = "the cost is not compared: the baseline's agent cost and the candidate's agent cost " \
+      "are unknown"
+
+
+def test_a_cost_change_of_runs_with_an_unknown_part_is_not_a_measured_change(compared_runs):
+    """The candidate's known costs were higher by one execution's agent cost, which a
+    comparison showed as the cost's change (``+$0.0020 (more)``) and, with a cost gate,
+    as a regression ("cost rose 3000%"), though both runs' agent costs are unknown. Now
+    every surface says the change is not comparable, why, and that the gate was not
+    checked; the JSON has no delta."""
+    url, baseline, candidate = compared_runs
+    result = assay.compare(baseline, candidate, store=url,
+                           thresholds={"max_cost_increase_pct": 0.1})
+    assert result.aggregate.cost_delta_usd is None
+    assert not result.verdict.regression_detected, result.verdict.reasons
+    cost = next(row for row in figure_rows(result) if row.label == "cost")
+    assert AGENT_UNKNOWN.fullmatch(cost.baseline) and AGENT_UNKNOWN.fullmatch(cost.candidate)
+    assert (cost.change, cost.direction) == ("not comparable", "unknown")
+    warning = f"{WHY}; the cost gate (a rise over 10.0%) was not checked"
+    assert result.warnings == [warning]
+    text = _cli("compare", baseline, candidate, "--store", url,
+                "--max-cost-increase-pct", "0.1")
+    flat = " ".join(text.split())
+    assert "not comparable" in flat and warning in flat, text
+    assert "(more)" not in text and "cost rose" not in text
+    markdown = _cli("compare", baseline, candidate, "--store", url, "--markdown")
+    assert "not comparable" in markdown and "the cost is not compared" in markdown
+    found = json.loads(_cli("compare", baseline, candidate, "--store", url, "--json"))
+    assert found["aggregate"]["cost_delta_usd"] is None
+    assert found["candidate"]["cost_unknown"] == ["agent"]
+    with serve(url) as served, served.client() as client:
+        page = client.get("/runs/compare", params={
+            "baseline_run_id": baseline, "candidate_run_id": candidate}).json()
+    shown = json.dumps(page)
+    assert "not comparable" in shown and WHY in shown
+
+
+def test_runs_whose_costs_are_known_in_full_are_compared_as_before(openai_on_mock, tmp_path):
+    """Two runs that priced every part: their change of cost is measured, with no warning;
+    one whose agent priced only part of its executions is not compared on cost."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    partly, full, again = (_run(url, PRICED, priced).run_id
+                           for priced in (_first, _always, _always))
+    assert assay.compare(partly, full, store=url).aggregate.cost_delta_usd is None
+    known = assay.compare(full, again, store=url)
+    assert known.aggregate.cost_delta_usd == 0.0 and known.warnings == []
+    row = next(row for row in figure_rows(known) if row.label == "cost")
+    assert row.change == numbers.usd_change(0.0) and "unknown" not in row.baseline

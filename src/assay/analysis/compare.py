@@ -46,6 +46,7 @@ from assay.run.policies.base import (
     RunFigures,
     ScoringPolicy,
     Status,
+    cost_not_comparable,
 )
 from assay.store.errors import StoreError
 from assay.types import numbers
@@ -304,7 +305,7 @@ def figures(records: Sequence[CaseRecord]) -> RunFigures:
                       latency_avg_ms=summary.latency_avg_ms,
                       latency_p95_ms=summary.latency_p95_ms,
                       latency_measured=summary.latency.count,
-                      cost_usd=summary.estimated_cost_usd,
+                      cost_usd=summary.estimated_cost_usd, cost_unknown=summary.cost_unknown,
                       total_executions=summary.total_executions,
                       passed_count=summary.passed_count, error_count=summary.error_count)
 
@@ -417,7 +418,8 @@ def compare_records(baseline: RunRecord, candidate: RunRecord,
         avg_score_delta=_delta(base_figures.avg_score, cand_figures.avg_score),
         latency_avg_delta_ms=_delta(base_figures.latency_avg_ms, cand_figures.latency_avg_ms),
         latency_p95_delta_ms=_delta(base_figures.latency_p95_ms, cand_figures.latency_p95_ms),
-        cost_delta_usd=_delta(base_figures.cost_usd, cand_figures.cost_usd, 6),
+        cost_delta_usd=None if cost_not_comparable(base_figures, cand_figures)
+        else _delta(base_figures.cost_usd, cand_figures.cost_usd, 6),
         total_regressions=counts["regression"], total_improvements=counts["improvement"],
         total_unchanged=counts["unchanged"], total_errors=counts["error"],
         per_metric_aggregate_deltas=metric_aggregate_deltas(*metric_rows))
@@ -434,7 +436,8 @@ def compare_records(baseline: RunRecord, candidate: RunRecord,
         baseline_only_test_cases=only_base, candidate_only_test_cases=only_cand,
         significance=significance, config_diff=diff, comparable=not found,
         comparability=[d.text for d in found], differences=found, candidate_gates=gates,
-        warnings=_warnings(baseline, candidate, diff, found))
+        warnings=_warnings(baseline, candidate, diff, found)
+        + _cost_warnings(base_figures, cand_figures, options))
 
 
 def load_run(store: Any, run_id: str, role: str) -> tuple[RunRecord, list[CaseRecord]]:
@@ -627,6 +630,20 @@ def _warnings(baseline: RunRecord, candidate: RunRecord, diff: ConfigDiff,
     if diff.tools_diff.changed:
         warnings.append("the agent's tools changed")
     return warnings
+
+
+def _cost_warnings(before: RunFigures, after: RunFigures,
+                   options: CompareOptions) -> list[str]:
+    """Why the runs' costs are not compared (:func:`cost_not_comparable`), and that a cost
+    gate asked for was not checked: a gate that could not be checked must not read as
+    passed."""
+    why = cost_not_comparable(before, after)
+    if why is None:
+        return []
+    gate = options.thresholds.max_cost_increase_pct
+    unchecked = "" if gate is None else \
+        f"; the cost gate (a rise over {numbers.percent(gate)}) was not checked"
+    return [f"the cost is not compared: {why}{unchecked}"]
 
 
 def _judged_the_same_outputs(baseline: RunRecord, candidate: RunRecord) -> bool:

@@ -21,7 +21,7 @@ from assay.analysis.significance import PairedComparison
 from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal, plain_for_terminal
 from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
-from assay.run.policies.base import Reason
+from assay.run.policies.base import Reason, cost_not_comparable
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary, case_overall
 from assay.types.score import Outcome, Score
@@ -111,10 +111,21 @@ def figure_rows(result: Comparison) -> list[FigureRow]:
                   candidate=numbers.milliseconds(c.latency_p95_ms),
                   change=numbers.latency_change(d.latency_p95_delta_ms),
                   direction=_direction(d.latency_p95_delta_ms, False)),
-        FigureRow(label="cost", baseline=numbers.cost(b.cost_usd),
-                  candidate=numbers.cost(c.cost_usd), change=numbers.usd_change(d.cost_delta_usd),
-                  direction=_direction(d.cost_delta_usd, False)),
+        cost_row(result),
     ]
+
+
+def cost_row(result: Comparison) -> FigureRow:
+    """The runs' costs, each naming the parts whose cost is unknown; their change only when
+    both are known in full, else ``not comparable`` (:func:`cost_not_comparable`): a change of
+    partial sums is no measured change."""
+    b, c, d = result.baseline, result.candidate, result.aggregate
+    comparable = cost_not_comparable(b, c) is None
+    return FigureRow(label="cost", baseline=numbers.cost_parts(b.cost_usd, b.cost_unknown),
+                     candidate=numbers.cost_parts(c.cost_usd, c.cost_unknown),
+                     change=numbers.usd_change(d.cost_delta_usd) if comparable
+                     else numbers.NOT_COMPARABLE,
+                     direction=_direction(d.cost_delta_usd, False))
 
 
 class ReasonRow(BaseModel):

@@ -142,7 +142,9 @@ class RunFigures(BaseModel):
     latency_avg_ms: float | None = None
     latency_p95_ms: float | None = None
     latency_measured: int = Field(default=0, description="executions with a latency")
-    cost_usd: float | None = None
+    cost_usd: float | None = Field(default=None, description="the costs that are known")
+    cost_unknown: list[str] = Field(default_factory=list, description="the parts that spent "
+                                    "at an unknown cost, which cost_usd leaves out")
     total_executions: int = 0
     passed_count: int = 0
     error_count: int = 0
@@ -263,7 +265,8 @@ def run_regressions(before: RunFigures, after: RunFigures, pairs: LatencyPairs,
     - the pass rate dropped by more than ``max_pass_rate_drop``;
     - the average score (0-100) dropped by more than ``max_avg_score_drop`` points;
     - the agent got slower: see :func:`latency_regressed`;
-    - the cost rose by more than ``max_cost_increase_pct`` (when set).
+    - the cost rose by more than ``max_cost_increase_pct`` (when set, and when both runs'
+      costs are known in full: :func:`cost_not_comparable`).
     """
     found: list[Reason] = []
     b, c = before.pass_rate, after.pass_rate
@@ -281,10 +284,26 @@ def run_regressions(before: RunFigures, after: RunFigures, pairs: LatencyPairs,
         found.append(slower)
     b, c = before.cost_usd, after.cost_usd
     if t.max_cost_increase_pct is not None and b is not None and c is not None and b > 0 and \
+            cost_not_comparable(before, after) is None and \
             exceeds((c - b) / b, t.max_cost_increase_pct):
         found.append(Reason(check="cost", text=f"cost rose {numbers.percent((c - b) / b)} "
                                                 f"({numbers.usd(b)} → {numbers.usd(c)})"))
     return found
+
+
+def cost_not_comparable(before: RunFigures, after: RunFigures) -> str | None:
+    """Why the two runs' costs cannot be compared, or None when they can: a run whose cost
+    leaves out a part (an agent that reported no cost, a judge model with no known price)
+    has only a partial sum, and a change of partial sums is no measured change of cost. The
+    one rule of the cost's change, its regression and how every surface shows it."""
+    unknown = [(role, figures.cost_unknown) for role, figures in
+               (("baseline", before), ("candidate", after)) if figures.cost_unknown]
+    if not unknown:
+        return None
+    sides = [f"the {role}'s {' and '.join(parts)} cost{'s' if len(parts) > 1 else ''}"
+             for role, parts in unknown]
+    plural = len(unknown) > 1 or len(unknown[0][1]) > 1
+    return f"{' and '.join(sides)} {'are' if plural else 'is'} unknown"
 
 
 def latency_regressed(before: RunFigures, after: RunFigures, pairs: LatencyPairs,
@@ -336,5 +355,5 @@ points = case_overall
 
 __all__ = ["LATENCY_FLOOR_MS", "CaseOutcome", "CaseSide", "CompareThresholds", "LatencyPairs",
            "Reason", "RunFigures", "RunFold", "Scale", "ScoringPolicy", "Status",
-           "latency_regressed", "parse_fraction", "points", "run_regressions",
+           "cost_not_comparable", "latency_regressed", "parse_fraction", "points", "run_regressions",
            "weighted_mean"]
