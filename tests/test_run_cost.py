@@ -142,11 +142,11 @@ def test_every_surface_shows_the_part_whose_cost_is_unknown(openai_on_mock, tmp_
     shown = result.display.cost
     assert AGENT_UNKNOWN.fullmatch(shown), shown
     tokens = f"tokens: agent 30, simulated user -, judge {result.display.judge_tokens}"
-    line = f"run cost {shown}; {tokens}\n"
+    line = f"total cost {shown}; {tokens}\n"
     assert line in _cli("show", result.run_id, "--summary", "--store", url)
     assert line in _cli("show", result.run_id, "--store", url)
     markdown = _cli("report", result.run_id, "--markdown", "-", "--store", url)
-    assert f"Run cost: {shown}; {tokens}\n" in markdown, markdown
+    assert f"Total cost: {shown}; {tokens}\n" in markdown, markdown
     assert junit(url, result.run_id, tmp_path)[2]["assay.cost"] == shown
     assert html_report(url, result.run_id, tmp_path)[0]["cost"] == shown
     with serve(url) as served, served.client() as client:
@@ -174,7 +174,7 @@ def test_a_summary_stored_without_the_unknown_parts_names_them_from_its_usages(
     finally:
         store.close()
     assert summary is not None and summary.cost_unknown == ["agent", "judge"]
-    assert "run cost unknown (agent, judge);" in _cli("show", run_id, "--summary",
+    assert "total cost unknown (agent, judge);" in _cli("show", run_id, "--summary",
                                                        "--store", url)
     assert RunSummary().cost_unknown == []
     spent = RunSummary(simulator_usage=Usage(calls=2, cost=None),
@@ -235,7 +235,7 @@ def test_a_conversations_cost_tokens_and_stop_reasons_show_in_the_run(
     assert (shown.agent_tokens, shown.stop_reasons) == ("50", "user_ended 1")
     assert shown.simulator_tokens == numbers.count(summary.simulator_usage.total_tokens)
     text = _cli("show", result.run_id, "--store", url)
-    assert (f"run cost {shown.cost}; tokens: agent 50, simulated user {shown.simulator_tokens}"
+    assert (f"total cost {shown.cost}; tokens: agent 50, simulated user {shown.simulator_tokens}"
             f", judge {shown.judge_tokens}\nconversations stopped: user_ended 1\n") in text, text
     with serve(url) as served, served.client() as client:
         display = client.get(f"/runs/{result.run_id}").json()["display"]
@@ -278,7 +278,7 @@ WHY = "the cost is not compared: the baseline's agent cost and the candidate's a
 def test_a_cost_change_of_runs_with_an_unknown_part_is_not_a_measured_change(compared_runs):
     """The candidate's known costs were higher by one execution's agent cost, which a
     comparison showed as the cost's change (``+$0.0020 (more)``) and, with a cost gate,
-    as a regression ("cost rose 3000%"), though both runs' agent costs are unknown. Now
+    as a regression ("cost rose 1559.5%"), though both runs' agent costs are unknown. Now
     every surface says the change is not comparable, why, and that the gate was not
     checked; the JSON has no delta."""
     url, baseline, candidate = compared_runs

@@ -62,7 +62,7 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
         lines += [f"Dimensions: metrics {shown.metrics_dimension} (threshold "
                   f"{shown.metrics_threshold}), cases {shown.cases_dimension} (threshold "
                   f"{shown.cases_threshold})", ""]
-    lines += [f"Run cost: {shown.cost}; tokens: agent {shown.agent_tokens}, simulated "
+    lines += [f"Total cost: {shown.cost}; tokens: agent {shown.agent_tokens}, simulated "
               f"user {shown.simulator_tokens}, judge {shown.judge_tokens}", ""]
     if shown.stop_reasons != numbers.MISSING:
         lines += [f"Conversations stopped: {md_text(shown.stop_reasons, 400)}", ""]

@@ -240,7 +240,7 @@ def spend_lines(shown: RunDisplay) -> list[str]:
     """What the run spent, by who spent it: its cost (naming each part whose cost is
     unknown, :attr:`RunDisplay.cost`) and each part's tokens, then what stopped its
     conversations. ``assay show RUN`` prints them below its cases, the summary in it."""
-    lines = [f"run cost {shown.cost}; tokens: agent {shown.agent_tokens}, simulated user "
+    lines = [f"total cost {shown.cost}; tokens: agent {shown.agent_tokens}, simulated user "
              f"{shown.simulator_tokens}, judge {shown.judge_tokens}"]
     if shown.stop_reasons != numbers.MISSING:
         lines.append(f"conversations stopped: {for_terminal(shown.stop_reasons)}")

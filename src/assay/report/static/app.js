@@ -710,7 +710,7 @@
       card("Latency", figure(shownRun, "latency_p50"), "p95 " + figure(shownRun, "latency_p95")),
       card("Judge", fmt.int(sm.usage.calls) + " calls", `${figure(shownRun, "judge_tokens")} tokens · ${figure(shownRun, "judge_cost")}`, "judge-card"),
       // The run's cost names each part whose cost is unknown; tokens by who spent them.
-      card("Run cost", figure(shownRun, "cost"), `agent ${figure(shownRun, "agent_tokens")} tokens · simulated user ${figure(shownRun, "simulator_tokens")} tokens`, "cost-card")) :
+      card("Total cost", figure(shownRun, "cost"), `agent ${figure(shownRun, "agent_tokens")} tokens · simulated user ${figure(shownRun, "simulator_tokens")} tokens`, "cost-card")) :
       run.status === "running" ? null : h("div", { class: "panel warn" }, run.unreadable ? "This run's stored row cannot be read: " + run.unreadable :
         "This run has no summary (it is " + run.status + (run.abandoned ? ": its process stopped" : "") + ").",
         run.resume_command ? [" Resume it with ", h("code", { id: "resume-command" }, run.resume_command)] : null);
