@@ -169,11 +169,11 @@ def show(
         console.print(f"pass rate {shown.pass_rate}; mean score {shown.mean_score}; verdicts "
                       f"{counts_text(summary.verdicts)}; gate "
                       f"{'pass' if summary.passed else 'fail'}", highlight=False)
-        for line in spend_lines(shown):
-            console.print(line, highlight=False)
         for failure in summary.gate_failures:  # why it failed, as `assay run` said it
             console.print(f"  gate failed: {plain_for_terminal(failure)}", highlight=False,
                           markup=False)
+        for line in spend_lines(shown):
+            console.print(line, highlight=False)
     for line in note_lines(notes):
         console.print(line, highlight=False)
 
