@@ -1327,3 +1327,28 @@ def test_a_runs_cost_tokens_and_stop_reasons_show_as_the_api_sends_them(
             f"{shown['judge_tokens']} tokens · {shown['judge_cost']}")
         expect(page.locator("#stop-reasons .figure")).to_have_text("user_ended 1")
         _shot(page, tmp_path, "run-cost")
+
+
+def test_the_compare_page_shows_each_runs_repeats(browser, tmp_path):
+    """The compare page showed neither run's repeats: a candidate with one flaky case in
+    five read as its pass rate alone. Each run with repeats now shows its cases over their
+    repeats and its flaky cases, as its run page does; a run without repeats shows no such
+    line, and a pair of runs without repeats no panel."""
+    from tests.test_one_number import FLAKY, REPEATS, _repeats_run
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    with _one_run(browser, tmp_path, lambda _store: _repeats_run(url)) as (served, page,
+                                                                          run_id):
+        once, again = _repeats_run(url, repeat=1), _repeats_run(url, repeat=1)
+        page.goto(f"{served}/#/compare?baseline={once}&candidate={run_id}")
+        side = page.locator("#compare-repeats li[data-side=candidate]")
+        expect(side.locator(".figure")).to_have_text(REPEATS)
+        expect(side.locator(".flaky-cases")).to_have_text(FLAKY)
+        expect(page.locator("#compare-repeats li")).to_have_count(1)
+        _shot(page, tmp_path, "compare-repeats")
+        page.goto(f"{served}/#/compare?baseline={run_id}&candidate={once}")
+        expect(page.locator("#compare-repeats li[data-side=baseline] .figure")).to_have_text(
+            REPEATS)
+        page.goto(f"{served}/#/compare?baseline={once}&candidate={again}")
+        expect(page.locator(".runs-compared")).to_contain_text(again)
+        expect(page.locator("#compare-repeats")).to_have_count(0)

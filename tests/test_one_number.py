@@ -463,9 +463,14 @@ REPEATS = "5 cases x 3 repeats: 3 passed every repeat (pass^3 60.0%), 1 flaky, 1
 but only 3 of its 5 cases passed every time."""
 
 
-def _repeats_run(url: str) -> str:
-    """A run of five cases, three repeats each, by an agent that answers ``a``, ``b`` and
-    ``c`` right every time, ``flaky [bold]1`` right only on its first call and ``never`` never."""
+FLAKY = "flaky [bold]1"
+"""The flaky case of :func:`_repeats_run`'s run, as every surface names it."""
+
+
+def _repeats_run(url: str, repeat: int = 3) -> str:
+    """A run of five cases, ``repeat`` repeats each, by an agent that answers ``a``, ``b``
+    and ``c`` right every time, ``flaky [bold]1`` right only on its first call and ``never``
+    never (with one repeat, a run of the same cases without repeats)."""
     import assay
 
     calls: dict[str, int] = {}
@@ -478,9 +483,9 @@ def _repeats_run(url: str) -> str:
 
     rows = [{"id": question, "input": question, "expected_output": "right"}
             for question in ("a", "b", "c", "flaky [bold]1", "never")]
-    result = assay.evaluate(rows, target=agent, evaluators=["exact_match"], repeat=3,
+    result = assay.evaluate(rows, target=agent, evaluators=["exact_match"], repeat=repeat,
                             concurrency=1, store=url)
-    assert result.summary.passed_count == 10
+    assert result.summary.passed_count == (10 if repeat == 3 else 4)
     return result.run_id
 
 
@@ -491,13 +496,16 @@ def test_a_runs_repeats_read_the_same_on_every_surface(tmp_path):
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     run_id = _repeats_run(url)
     text = _cli("show", run_id, "--summary", "--store", url)
-    assert f"repeats: {REPEATS}\n  flaky: flaky [bold]1\n" in text, text
+    assert f"repeats: {REPEATS}\n  flaky: {FLAKY}\n" in text, text
     markdown_text = _cli("report", run_id, "--markdown", "-", "--store", url)
-    assert f"Repeats: {md_text(REPEATS, 400)}\n" in markdown_text, markdown_text
-    assert junit(url, run_id, tmp_path)[2]["assay.repeats"] == REPEATS
+    assert f"Repeats: {md_text(REPEATS, 400)}\n\nFlaky: {md_text(FLAKY, 400)}\n" \
+        in markdown_text, markdown_text
+    properties = junit(url, run_id, tmp_path)[2]
+    assert (properties["assay.repeats"], properties["assay.flaky"]) == (REPEATS, FLAKY)
     assert html_report(url, run_id, tmp_path)[0]["repeats"] == REPEATS
     with serve(url) as served, served.client() as client:
-        assert client.get(f"/runs/{run_id}").json()["display"]["repeats"] == REPEATS
+        display = client.get(f"/runs/{run_id}").json()["display"]
+        assert (display["repeats"], display["flaky"]) == (REPEATS, FLAKY)
         listed = next(r for r in client.get("/runs").json()["items"] if r["id"] == run_id)
         assert listed["display"]["repeats"] == REPEATS
 
@@ -508,11 +516,12 @@ def test_a_run_without_repeats_says_none_and_the_terminal_names_five_flaky_cases
     part-way repeated its cases unevenly: its repeats are a range. The terminal names the
     first five flaky cases and counts the rest."""
     from assay.report.terminal import repeats_lines
-    from assay.run.display import repeats_figure, run_display
+    from assay.run.display import flaky_figure, repeats_figure, run_display
     from assay.types.records import CaseSummary, RunSummary
 
     assert repeats_figure({}) == numbers.MISSING
-    assert repeats_lines(RunSummary(), run_display(RunSummary())) == []
+    assert flaky_figure({}) == numbers.MISSING
+    assert repeats_lines(run_display(RunSummary())) == []
     flaky = {f"c{i}": CaseSummary(executions=3, passed=1, pass_fraction=1 / 3, flaky=True)
              for i in range(7)}
     cases = {**flaky, "short": CaseSummary(executions=2, passed=2, pass_fraction=1.0,
@@ -520,5 +529,68 @@ def test_a_run_without_repeats_says_none_and_the_terminal_names_five_flaky_cases
     summary = RunSummary(case_summary=cases)
     want = "8 cases x 2 to 3 repeats: 1 passed every repeat (pass^k 12.5%), 7 flaky, " \
            "0 never passed"
-    assert repeats_lines(summary, run_display(summary)) == [
+    assert run_display(summary).flaky == "c0, c1, c2, c3, c4 and 2 more"
+    assert repeats_lines(run_display(summary)) == [
         f"repeats: {want}", "  flaky: c0, c1, c2, c3, c4 and 2 more"]
+
+
+def test_a_runs_repeats_show_under_its_cases_and_nothing_without_repeats(tmp_path):
+    """``assay show RUN`` (its cases, then its figures) said the pass rate of a run with
+    repeats but not pass^k nor which case is flaky, which ``--summary`` said. It says both
+    now; a run without repeats shows no repeats line at all (no ``-``)."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id, once = _repeats_run(url), _repeats_run(url, repeat=1)
+    text = _cli("show", run_id, "--store", url)
+    assert f"\nrepeats: {REPEATS}\n  flaky: {FLAKY}\n" in text, text
+    plain = _cli("show", once, "--store", url)
+    assert "pass rate 80.0%" in plain
+    assert "repeats" not in plain and "  flaky:" not in plain, plain
+
+
+def test_a_results_repr_print_and_notebook_table_say_its_repeats(tmp_path):
+    """A result's ``repr``, ``print`` and notebook table gave the pass rate of a run with
+    repeats, not pass^k nor its flaky cases, which the terminal summary and the reports
+    gave. They say both now, escaped in the notebook's HTML; a result without repeats says
+    nothing of them."""
+    import html
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id, once = _repeats_run(url), _repeats_run(url, repeat=1)
+    store = RunStore(url)
+    try:
+        result = EvaluationResult(store, store.run_record(run_id))
+        plain = EvaluationResult(store, store.run_record(once))
+        assert f", repeats={REPEATS!r}" in repr(result)
+        assert f"\nrepeats: {REPEATS}\nflaky: {FLAKY}" in str(result)
+        table = result._repr_html_()
+        assert f"<p><b>repeats</b>: {html.escape(REPEATS)}</p>" in table
+        assert f"<p><b>flaky</b>: {html.escape(FLAKY)}</p>" in table
+        for shown in (repr(plain), str(plain), plain._repr_html_()):
+            assert "repeats" not in shown and "flaky</b>" not in shown, shown
+    finally:
+        store.close()
+
+
+def test_a_failed_case_run_with_repeats_says_whether_it_is_flaky_under_pytest(tmp_path):
+    """``assert_case`` with repeats named each failing repeat, but not that the case passed
+    in others: a flaky case read as a failing one. Its failure now ends with the case's
+    repeats as a run's summary says them."""
+    from assay.integrations.pytest_plugin import assert_case, suite_cases
+
+    suite = tmp_path / "EVAL.yaml"
+    suite.write_text("evalcases:\n  - id: flaky\n    input: q\n    expected_output: right\n"
+                     "execution:\n  evaluators:\n    - name: exact\n      type: exact_match\n",
+                     encoding="utf-8")
+    calls: list[str] = []
+
+    def agent(question: str) -> str:
+        calls.append(question)
+        return "right" if len(calls) == 1 else "wrong"
+
+    item = suite_cases(suite)[0].values[0]
+    with pytest.raises(AssertionError) as failed:
+        assert_case(item, store=":memory:", target=agent, repeat=3, concurrency=1)
+    message = str(failed.value)
+    assert message.endswith(
+        "\nrepeats: 1 cases x 3 repeats: 0 passed every repeat (pass^3 0.0%), 1 flaky, "
+        "0 never passed\nflaky: flaky"), message

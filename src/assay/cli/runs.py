@@ -114,6 +114,7 @@ def show(
         chosen_cases,
         counts_text,
         note_lines,
+        repeats_lines,
         spend_lines,
     )
     from assay.run.display import run_display
@@ -173,6 +174,8 @@ def show(
             console.print(f"  gate failed: {plain_for_terminal(failure)}", highlight=False,
                           markup=False)
         for line in spend_lines(shown):
+            console.print(line, highlight=False)
+        for line in repeats_lines(shown):
             console.print(line, highlight=False)
     for line in note_lines(notes):
         console.print(line, highlight=False)

@@ -224,12 +224,14 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
     ``judge_model=``, ``repeat=``, ``agent_retries=``, ``retry=``...). The case passes when
     every run of it (each repeat) has a passing verdict by the suite's scoring policy and the
     run meets its gates. An evaluator error is a JudgeError, unless the agent failed (a
-    failure, saying why); a failure names each failing
-    repeat with its verdict and failing evaluators, and every failed gate; a case that
+    failure, saying why); a failure names each failing repeat with its verdict and failing
+    evaluators, and every failed gate, and, run with repeats, says whether the case is flaky
+    as a run's summary says it (:func:`~assay.run.display.repeats_shown`); a case that
     nothing scored (every evaluator not applicable, or only measuring) fails. Returns the
     first repeat's record. A suite's ``execution.batch`` is the one setting not followed: a
     test needs its verdict now, so its judge calls are live unless ``options`` say
     ``batch=True`` (with ``batch_wait=True``, the test waits for the batches)."""
+    from assay.run.display import repeats_shown
     from assay.run.evaluate import evaluate
 
     with _judging():
@@ -239,8 +241,9 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
                 for line in _failures(record, len(result.records), result.reason)]
     problems += [f"gate failed: {g}" for g in result.summary.gate_failures]
     if problems or not result.passed:
-        raise AssertionError(shown("\n".join(problems or [
-            f"case {param.item.case.id} did not pass: {result.reason}"])))
+        problems = problems or [f"case {param.item.case.id} did not pass: {result.reason}"]
+        problems += [f"{label}: {text}" for label, text in repeats_shown(result.display)]
+        raise AssertionError(shown("\n".join(problems)))
     return result.records[0]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from assay._util.control_chars import printable
 from assay._util.redact import scrub
-from assay.run.display import run_display, scale_for
+from assay.run.display import repeats_shown, run_display, scale_for
 from assay.store import queries
 from assay.store.runs import RunStore
 from assay.types import numbers
@@ -66,8 +66,8 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
               f"user {shown.simulator_tokens}, judge {shown.judge_tokens}", ""]
     if shown.stop_reasons != numbers.MISSING:
         lines += [f"Conversations stopped: {md_text(shown.stop_reasons, 400)}", ""]
-    if shown.repeats != numbers.MISSING:
-        lines += [f"Repeats: {md_text(shown.repeats, 400)}", ""]
+    for label, text in repeats_shown(shown):
+        lines += [f"{label.capitalize()}: {md_text(text, 400)}", ""]
     verdicts = ", ".join(f"{n} {md_text(v)}" for v, n in sorted(s.verdicts.items()))
     lines += [f"Verdicts: {verdicts or 'none'}", ""]
     if s.gate_failures:

@@ -23,7 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from assay.report.safe_text import for_terminal
-from assay.run.display import RunDisplay, flaky_cases, run_display, scale_for
+from assay.run.display import RunDisplay, repeats_shown, run_display, scale_for
 from assay.types import numbers
 from assay.types.records import (
     AssessmentSummary,
@@ -145,7 +145,7 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         f"cases {summary.cases} ({verdicts}); pass rate {shown.pass_rate}; mean score "
         f"{shown.mean_score} over {summary.scored} scored; evaluator errors "
         f"{summary.evaluator_errors}{skips}",
-        *repeats_lines(summary, shown),
+        *repeats_lines(shown),
         f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries"
         f"{f', {u.batch_calls} through batch APIs at the batch rate' if u.batch_calls else ''}"
         "); tokens "
@@ -179,22 +179,12 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
     return lines
 
 
-FLAKY_SHOWN = 5
-"""The most flaky case ids the summary names (the rest are counted)."""
-
-
-def repeats_lines(summary: RunSummary, shown: RunDisplay) -> list[str]:
-    """A run with repeats: its cases over their repeats (:attr:`RunDisplay.repeats`) and the
-    first flaky cases' ids, so a case that passes only sometimes is named, not averaged away."""
-    if shown.repeats == numbers.MISSING:
-        return []
-    lines = [f"repeats: {for_terminal(shown.repeats)}"]
-    flaky = flaky_cases(summary.case_summary)
-    if flaky:
-        more = len(flaky) - FLAKY_SHOWN
-        lines.append("  flaky: " + ", ".join(for_terminal(c) for c in flaky[:FLAKY_SHOWN])
-                     + (f" and {numbers.count(more)} more" if more > 0 else ""))
-    return lines
+def repeats_lines(shown: RunDisplay) -> list[str]:
+    """A run with repeats: its cases over their repeats and the first flaky cases' ids
+    (:func:`~assay.run.display.repeats_shown`), so a case that passes only sometimes is
+    named, not averaged away; nothing for a run without repeats."""
+    return [f"{'  ' if label == 'flaky' else ''}{label}: {for_terminal(text)}"
+            for label, text in repeats_shown(shown)]
 
 
 def _measured(name: str, e: EvaluatorSummary, shown: RunDisplay) -> str:

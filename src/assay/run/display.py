@@ -10,7 +10,8 @@ median turn (the figures a comparison weighs) in milliseconds; cost in dollars, 
 naming each part (agent, simulated user, judge) whose cost is unknown; each part's tokens;
 what stopped its conversations; the two run dimensions as points of 100 and a percent,
 beside their thresholds; a run with repeats, its cases over their repeats
-(:func:`repeats_figure`: pass^k and how many are flaky).
+(:func:`repeats_figure`: pass^k and how many are flaky) and the
+first flaky cases' ids (:func:`flaky_figure`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from assay.types import numbers
 from assay.types.records import CaseSummary, EvaluatorSummary, RunRecord, RunSummary
 from assay.types.score import Score
 from assay.types.usage import Usage
+
+FLAKY_SHOWN = 5
+"""The most flaky case ids a run's figures name (the rest are counted)."""
 
 
 class RunDisplay(BaseModel):
@@ -68,6 +72,10 @@ class RunDisplay(BaseModel):
         "flaky (passed in some repeats, not others) and how many never passed ('5 cases x 3 "
         "repeats: 3 passed every repeat (pass^3 60.0%), 1 flaky, 1 never passed'); '-' for "
         "a run without repeats")
+    flaky: str = Field(
+        description=f"a run with repeats: the ids of its first {FLAKY_SHOWN} flaky cases, "
+        "in id order, and how many more ('c0, c1, c2, c3, c4 and 2 more'); '-' when no case "
+        "is flaky")
     evaluators: dict[str, str] = Field(default_factory=dict,
                                        description="each evaluator's mean value (0-1)")
     measured: dict[str, str] = Field(
@@ -121,6 +129,7 @@ def run_display(summary: RunSummary) -> RunDisplay:
         cases_threshold=numbers.percent(_hundredths(summary.cases_pass_threshold)),
         max_error_rate=numbers.percent(summary.max_error_rate),
         repeats=repeats_figure(summary.case_summary),
+        flaky=flaky_figure(summary.case_summary),
         evaluators={name: numbers.score(e.mean) for name, e in summary.evaluators.items()},
         measured={name: measured_figures(e) for name, e in summary.evaluators.items()
                   if e.measured},
@@ -157,6 +166,29 @@ def repeats_figure(cases: Mapping[str, CaseSummary]) -> str:
 def flaky_cases(cases: Mapping[str, CaseSummary]) -> list[str]:
     """The ids of the cases that passed in some repeats and not in others, in id order."""
     return sorted(case_id for case_id, c in cases.items() if c.flaky)
+
+
+def flaky_figure(cases: Mapping[str, CaseSummary]) -> str:
+    """The first flaky cases' ids, as every surface shows them, so a case that passes only
+    sometimes is named, not averaged away; the rest are counted. ``-`` when no case is
+    flaky (a run without repeats has none)."""
+    flaky = flaky_cases(cases)
+    if not flaky:
+        return numbers.MISSING
+    more = len(flaky) - FLAKY_SHOWN
+    return (", ".join(printable(c) for c in flaky[:FLAKY_SHOWN])
+            + (f" and {numbers.count(more)} more" if more > 0 else ""))
+
+
+def repeats_shown(shown: RunDisplay) -> list[tuple[str, str]]:
+    """A run with repeats: its repeats figure and, when a case is flaky, the flaky cases'
+    ids, each with its label; nothing for a run without repeats (no ``-`` to read past)."""
+    if shown.repeats == numbers.MISSING:
+        return []
+    found = [("repeats", shown.repeats)]
+    if shown.flaky != numbers.MISSING:
+        found.append(("flaky", shown.flaky))
+    return found
 
 
 def dataset_figures(metrics: Mapping[str, Score]) -> dict[str, str]:
@@ -204,5 +236,6 @@ def measured_figures(e: EvaluatorSummary) -> str:
     return text
 
 
-__all__ = ["RunDisplay", "dataset_figures", "flaky_cases", "measured_figures", "repeats_figure",
-           "run_display", "scale_for", "tokens"]
+__all__ = ["FLAKY_SHOWN", "RunDisplay", "dataset_figures", "flaky_cases", "flaky_figure",
+           "measured_figures", "repeats_figure", "repeats_shown", "run_display",
+           "scale_for", "tokens"]

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay._util.user_paths import user_path
-from assay.run.display import RunDisplay, run_display, scale_for
+from assay.run.display import RunDisplay, repeats_shown, run_display, scale_for
+from assay.types import numbers
 from assay.types.config import RecordedRunConfig
 from assay.types.json import dump_json
 from assay.types.records import (
@@ -245,20 +246,25 @@ class EvaluationResult:
         return verdict_notes(self.run)
 
     def __repr__(self) -> str:
+        """The result in one line; a run with repeats adds its repeats figure
+        (:attr:`RunDisplay.repeats`), a run without leaves it out."""
         s = self.summary
-        mean = run_display(s).mean_score
+        shown = run_display(s)
         kept = ", in_memory=True" if self.in_memory else ""
+        repeats = "" if shown.repeats == numbers.MISSING else f", repeats={shown.repeats!r}"
         notes = f", notes={self.notes!r}" if self.notes else ""
-        return (f"EvaluationResult(run_id={self.run_id!r}, cases={s.cases}, mean_score={mean}, "
-                f"passed={s.passed}{kept}{notes})")
+        return (f"EvaluationResult(run_id={self.run_id!r}, cases={s.cases}, "
+                f"mean_score={shown.mean_score}, passed={s.passed}{kept}{repeats}{notes})")
 
     def __str__(self) -> str:
-        """The result as ``print`` shows it: one line for the run, then each note."""
+        """The result as ``print`` shows it: one line for the run, its repeats (a run with
+        repeats: :func:`~assay.run.display.repeats_shown`), then each note."""
         s = self.summary
         shown = run_display(s)
         lines = [f"run {self.run_id} ({self.run.suite}): {s.cases} cases, pass rate "
                  f"{shown.pass_rate}, mean score {shown.mean_score}, cost {shown.cost}, "
                  + ("passed" if s.passed else f"failed: {self.reason}")]
+        lines += [f"{label}: {text}" for label, text in repeats_shown(shown)]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -273,6 +279,8 @@ class EvaluationResult:
         head = (f"<p><b>run {esc(self.run_id)}</b>{kept} · {esc(self.run.suite)} · "
                 f"{s.cases} cases · pass rate {shown.pass_rate} · mean score "
                 f"{esc(shown.mean_score)} · cost {esc(shown.cost)} · {gate}</p>")
+        head += "".join(f"<p><b>{label}</b>: {esc(text)}</p>"
+                        for label, text in repeats_shown(shown))
         head += "".join(f"<p style=color:#a60><b>note</b>: {esc(note)}</p>"
                         for note in self.notes)
         names = list(s.evaluators)

@@ -716,8 +716,8 @@
         run.resume_command ? [" Resume it with ", h("code", { id: "resume-command" }, run.resume_command)] : null);
 
     // A run with repeats: its cases over their repeats (pass^k, flaky), as the API says it.
-    const repeatsShown = figure(shownRun, "repeats");
-    const repeats = sm && repeatsShown !== MISSING ? h("div", { class: "panel", id: "repeats" }, h("strong", {}, "Repeats"), " ", h("span", { class: "figure" }, repeatsShown)) : null;
+    const repeatsShown = sm ? repeatsLine(shownRun) : null;
+    const repeats = repeatsShown ? h("div", { class: "panel", id: "repeats" }, h("strong", {}, "Repeats"), " ", repeatsShown) : null;
     // What stopped a run's conversations (a simulated user's), counted as the API says it.
     const stopsShown = figure(shownRun, "stop_reasons");
     const stops = sm && stopsShown !== MISSING ? h("div", { class: "panel", id: "stop-reasons" }, h("strong", {}, "Conversations stopped"), " ", h("span", { class: "figure" }, stopsShown)) : null;
@@ -1169,6 +1169,17 @@
     return h("datalist", { id: "run-choices" }, page.items.map((r) => h("option", { value: r.id }, runLabel(r))));
   }
 
+  // A run's cases over their repeats (pass^k, how many flaky) and its first flaky cases, as
+  // the API shows them (display.repeats, display.flaky); null for a run without repeats, so
+  // no page shows a "-" for them.
+  function repeatsLine(shown) {
+    const line = figure(shown, "repeats");
+    if (line === MISSING) return null;
+    const flaky = figure(shown, "flaky");
+    return [h("span", { class: "figure" }, line),
+      flaky === MISSING ? null : h("span", { class: "flaky" }, " · flaky: ", h("span", { class: "flaky-cases" }, flaky))];
+  }
+
   function directionClass(direction) {
     return direction === "worse" ? "delta-neg" : direction === "better" ? "delta-pos" : "";
   }
@@ -1264,8 +1275,13 @@
             t.warnings.length ? h("div", { class: "muted" }, t.warnings.join("; ")) : null)))))) :
         h("p", { class: "muted", id: "significance" }, "No case is in both runs: nothing to test."));
 
+    // Each run with repeats: its cases over their repeats, as its own run page shows them.
+    const sideRepeats = [["baseline", b], ["candidate", c]].map(([side, run]) => [side, repeatsLine(run.display)]).filter(([, shown]) => shown);
+    const repeats = sideRepeats.length ? h("div", { class: "panel", id: "compare-repeats" }, h("h2", {}, "Repeats"),
+      h("ul", {}, sideRepeats.map(([side, shown]) => h("li", { "data-side": side }, h("strong", {}, side), " ", shown)))) : null;
+
     const cases = compareCases(cmp, form, view, here, totals);
-    return h("div", { class: "wide" }, head, verdict, h("div", { class: "grid" }, figures, evaluators), cases, significance, configDiffPanel(cmp.config_diff));
+    return h("div", { class: "wide" }, head, verdict, repeats, h("div", { class: "grid" }, figures, evaluators), cases, significance, configDiffPanel(cmp.config_diff));
   }
 
   function compareCases(cmp, form, view, here, totals) {
