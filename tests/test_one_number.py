@@ -318,7 +318,7 @@ def test_a_score_of_negative_zero_reads_as_zero_on_every_surface(tmp_path):
 
 def _passed_run(url: str, suite: str, scores: dict[str, list[Score]],
                 dataset_metrics: dict[str, Score] | None = None,
-                execution: Execution | None = None) -> str:
+                execution: Execution | None = None, naming: str | None = None) -> str:
     """A completed, passed run of the cases ``scores`` names (each passed with a case score
     of 1.0, judged by its scores, the agent's ``execution`` its own), with its summary as
     the runner builds it and the ``dataset_metrics`` the runner adds to it."""
@@ -328,7 +328,10 @@ def _passed_run(url: str, suite: str, scores: dict[str, list[Score]],
 
     store = RunStore(url)
     try:
-        run_id = store.create_run(suite, {"suite_name": suite})
+        config: dict[str, object] = {"suite_name": suite}
+        if naming is not None:
+            config["run"] = {"naming": naming}
+        run_id = store.create_run(suite, config)
         builder = SummaryBuilder()
         for case_id, judged in scores.items():
             record = CaseRecord(
@@ -414,27 +417,61 @@ def test_a_conversations_columns_read_the_same_in_every_row_of_it(tmp_path):
     """What stopped a multi-turn case, its agent turns and the agent's latency over them:
     ``assay show --json`` (and the output files) had them, ``result.rows()`` (and so
     ``to_pandas``) left them out."""
-    from assay.types.execution import ConversationInfo
-    from assay.types.messages import Message
-
     url = f"sqlite:///{tmp_path / 'runs.db'}"
-    conversation = ConversationInfo(stop_reason="user_ended", agent_turns=3, user_turns=3,
-                                    turn_latencies_ms=[120.0, 480.0, 300.0])
-    run_id = _passed_run(url, "chat", {"c1": [Score(name="exact", value=1.0, passed=True)]},
-                         execution=Execution(output="bye", latency_ms=900.0,
-                                             conversation=conversation,
-                                             messages=[Message(role="user", content="hi"),
-                                                       Message(role="assistant", content="bye")]))
-    want = {"stop_reason": "user_ended", "agent_turns": 3, "agent_latency_p50_ms": 300,
-            "agent_latency_p95_ms": 480.0, "agent_latency_max_ms": 480.0}
+    run_id = _conversation_run(url)
     shown = json.loads(_cli("show", run_id, "--json", "--store", url).splitlines()[0])
-    assert {key: shown.get(key) for key in want} == want
+    assert {key: shown.get(key) for key in CONVERSATION} == CONVERSATION
     store = RunStore(url)
     try:
         row = EvaluationResult(store, store.run_record(run_id)).rows()[0]
     finally:
         store.close()
-    assert {key: row.get(key) for key in want} == want
+    assert {key: row.get(key) for key in CONVERSATION} == CONVERSATION
+
+
+CONVERSATION = {"stop_reason": "user_ended", "agent_turns": 3, "agent_latency_p50_ms": 300,
+                "agent_latency_p95_ms": 480.0, "agent_latency_max_ms": 480.0}
+"""The conversation columns of :func:`_conversation_run`'s case, in every row of it."""
+
+
+def _conversation_run(url: str, naming: str | None = None) -> str:
+    """A run of one three-turn conversation (agent turns of 120, 480 and 300 ms), its rows
+    in ``naming``."""
+    from assay.types.execution import ConversationInfo
+    from assay.types.messages import Message
+
+    conversation = ConversationInfo(stop_reason="user_ended", agent_turns=3, user_turns=3,
+                                    turn_latencies_ms=[120.0, 480.0, 300.0])
+    return _passed_run(url, f"chat-{naming}", {"c1": [Score(name="exact", value=1.0,
+                                                             passed=True)]},
+                       execution=Execution(output="bye", latency_ms=900.0,
+                                           conversation=conversation,
+                                           messages=[Message(role="user", content="hi"),
+                                                     Message(role="assistant", content="bye")]),
+                       naming=naming)
+
+
+@pytest.mark.parametrize("naming", ["databricks", "mlflow"])
+def test_a_conversations_columns_are_in_its_rows_in_either_naming(tmp_path, naming):
+    """``rows()`` (and ``to_pandas``, ``result_df``) of a run reported in Databricks' or
+    MLflow's names left out what stopped a conversation, its agent turns and the agent's
+    latency over them, which its rows in assay's names have. Neither family names these
+    columns: they keep assay's names, after the naming's own (whose latency columns, the
+    whole execution's, are unchanged)."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _conversation_run(url, naming)
+    store = RunStore(url)
+    try:
+        result = EvaluationResult(store, store.run_record(run_id))
+        assert result.naming == naming
+        row = result.rows()[0]
+    finally:
+        store.close()
+    assert {key: row.get(key) for key in CONVERSATION} == CONVERSATION
+    assert list(row)[-len(CONVERSATION):] == list(CONVERSATION)
+    whole = {"databricks": ("agent/latency_seconds", 0.9),
+             "mlflow": ("execution_duration", 900)}[naming]
+    assert row[whole[0]] == whole[1]
 
 
 def test_an_evaluators_outcome_on_a_case_reads_the_same_on_the_case_and_compare_pages(

@@ -17,6 +17,10 @@
     (trace, client_request_id, state, request_time, execution_duration, request, response,
     trace_metadata, tags, spans, assessments: see :mod:`.mlflow_trace`), then inputs, outputs
 
+Both end with a multi-turn case's conversation columns under assay's own names
+(``stop_reason``, ``agent_turns``, ``agent_latency_p50_ms``, ``agent_latency_p95_ms``,
+``agent_latency_max_ms``): neither family names them.
+
 A missing input is not an error: in ``databricks`` names its reason is the error message (as
 Databricks reports its code-1001 errors, which it does not count either); in ``mlflow`` names
 the value is None and the reason is the rationale, with no error columns.
@@ -48,7 +52,7 @@ from assay.run.policies.databricks.catalog import (
 from assay.run.policies.databricks.mlflow_trace import trace_columns, trace_id
 from assay.traces.retrieval import retrieved_context
 from assay.types.case import Case
-from assay.types.records import CaseRecord
+from assay.types.records import CaseRecord, conversation_columns
 from assay.types.score import Score
 
 OVERALL = "response/overall_assessment"
@@ -74,10 +78,18 @@ def request_id(record: CaseRecord) -> str:
 
 def named_row(record: CaseRecord, catalog: Catalog, naming: str,
               chunk_errors: str = "exclude") -> dict[str, Any]:
-    """One case record as a row in ``naming`` (``databricks`` or ``mlflow``)."""
+    """One case record as a row in ``naming`` (``databricks`` or ``mlflow``), ending with a
+    multi-turn case's conversation columns (:func:`conversation_columns`) under assay's own
+    names, as its rows in no naming have them: neither Databricks nor MLflow has a column
+    for what stopped a conversation, its agent turns or the agent's latency over its turns
+    (Databricks' ``agent/latency_seconds`` and MLflow's ``execution_duration`` are the
+    whole execution's time, which the row has already)."""
     if naming == "mlflow":
-        return mlflow_row(record, catalog, chunk_errors)
-    return databricks_row(record, catalog, chunk_errors)
+        row = mlflow_row(record, catalog, chunk_errors)
+    else:
+        row = databricks_row(record, catalog, chunk_errors)
+    row.update(conversation_columns(record))
+    return row
 
 
 def databricks_row(record: CaseRecord, catalog: Catalog,
