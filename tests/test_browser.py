@@ -504,8 +504,8 @@ def _run_page_figures(page: Any) -> dict[str, str]:
               page.locator(".card").nth(i).locator(".sub").text_content())
              for i in range(page.locator(".card").count())}
     return {"pass_rate": cards["Pass rate"][0], "mean_score": cards["Mean score"][0],
-            "latency_p50": cards["Latency"][0],
-            "latency_p95": cards["Latency"][1].split("p95 ")[-1].strip(),
+            "latency_p50": cards["Turn latency"][0],
+            "latency_p95": cards["Turn latency"][1].split("p95 ")[-1].strip(),
             "judge_cost": cards["Judge"][1].split("· ")[-1].strip(),
             "evaluator": page.locator("#evaluators tbody tr td").nth(1).inner_text().strip(),
             "worst_case": page.locator("#cases tbody tr").first.locator("td").nth(2)

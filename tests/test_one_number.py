@@ -88,8 +88,8 @@ def terminal(url: str, run_id: str, policy: str) -> dict[str, str]:
     found = {
         "pass_rate": _match(r"^cases \d+ .*; pass rate (\S+);", text),
         "mean_score": _match(r"; mean score (.+?) over \d+ scored", text),
-        "latency_p50": _match(r"^agent latency p50 (.+?), p95", text),
-        "latency_p95": _match(r"^agent latency p50 .+?, p95 (.+?), mean", text),
+        "latency_p50": _match(r"^agent turn latency p50 (.+?), p95", text),
+        "latency_p95": _match(r"^agent turn latency p50 .+?, p95 (.+?), mean", text),
         "judge_cost": _match(r"^judge calls .*; cost (\S+)$", text),
     }
     if policy == "connexity":
@@ -125,7 +125,7 @@ def markdown(url: str, run_id: str, policy: str) -> tuple[dict[str, str], list[s
     lines = text.splitlines()
     row = _table(lines, "| cases |")[0]
     found = {"pass_rate": row["pass rate"], "mean_score": row["mean score"],
-             "latency_p50": row["latency p50"], "latency_p95": row["latency p95"],
+             "latency_p50": row["turn latency p50"], "latency_p95": row["turn latency p95"],
              "judge_cost": row["judge cost"]}
     if policy == "connexity":
         found.update(_dimensions(text, "^Dimensions: metrics", ", cases"))
@@ -631,3 +631,34 @@ def test_a_failed_case_run_with_repeats_says_whether_it_is_flaky_under_pytest(tm
     assert message.endswith(
         "\nrepeats: 1 cases x 3 repeats: 0 passed every repeat (pass^3 0.0%), 1 flaky, "
         "0 never passed\nflaky: flaky"), message
+
+
+def test_the_two_latencies_are_named_apart_on_every_surface(tmp_path):
+    """A run keeps two latencies: ``latency`` (each execution's whole time, a conversation's
+    turns together) and ``latency_*_ms`` (each execution's median turn), and both were
+    called latency: the terminal's 'agent latency', Markdown's 'latency p50', the
+    comparison's 'latency, mean' and the REST schema (no description) gave a reader of a
+    conversation's 300 ms no way to tell it from its 900 ms. Every surface now calls the
+    run's figures agent turn latency, and the REST schema says which is which; the stored
+    names and the API's fields are unchanged."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id, again = _conversation_run(url), _conversation_run(url)
+    text = _cli("show", run_id, "--summary", "--store", url)
+    assert "\nagent turn latency p50 300 ms, p95 -, mean 300 ms, max 300 ms\n" in text, text
+    row = _table(_cli("report", run_id, "--markdown", "-", "--store", url).splitlines(),
+                 "| cases |")[0]
+    assert (row["turn latency p50"], row["turn latency p95"]) == ("300 ms", "-")
+    with serve(url) as served, served.client() as client:
+        summary = client.get(f"/runs/{run_id}").json()["summary"]
+        assert (summary["latency"]["p50_ms"], summary["latency_p50_ms"]) == (900.0, 300.0)
+        schema = client.get("/openapi.json").json()["components"]["schemas"]["RunSummary"]
+        compared = client.get("/runs/compare", params={"baseline_run_id": run_id,
+                                                       "candidate_run_id": again}).json()
+    fields = schema["properties"]
+    assert fields["latency"]["description"].startswith("execution time, not the run's latency")
+    for name in ("latency_p50_ms", "latency_p95_ms", "latency_avg_ms", "latency_max_ms"):
+        assert fields[name]["description"].startswith("agent turn latency: "), name
+    labels = {f["label"]: f["baseline"] for f in compared["figures"]}
+    assert labels["agent turn latency, mean"] == "300 ms"
+    assert "agent turn latency (Wilcoxon)" in \
+        {r["label"] for r in compared["significance_rows"]}

@@ -21,6 +21,7 @@ from assay.analysis.significance import PairedComparison
 from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal, plain_for_terminal
 from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
+from assay.run.display import TURN_LATENCY
 from assay.run.policies.base import Reason, cost_not_comparable
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary, case_overall
@@ -53,7 +54,8 @@ class CaseRow(BaseModel):
     passed: str
     direction: Direction = "unknown"
     latency_change: str = Field(default=numbers.MISSING, description="the change of the "
-                                "case's mean agent latency")
+                                "case's agent turn latency (the mean of its executions' "
+                                "median turn)")
 
 
 class SignificanceRow(BaseModel):
@@ -103,11 +105,11 @@ def figure_rows(result: Comparison) -> list[FigureRow]:
                   candidate=numbers.points(c.avg_score),
                   change=numbers.points_delta(d.avg_score_delta),
                   direction=_direction(d.avg_score_delta, True)),
-        FigureRow(label="latency, mean", baseline=numbers.milliseconds(b.latency_avg_ms),
+        FigureRow(label=f"{TURN_LATENCY}, mean", baseline=numbers.milliseconds(b.latency_avg_ms),
                   candidate=numbers.milliseconds(c.latency_avg_ms),
                   change=numbers.latency_change(d.latency_avg_delta_ms),
                   direction=_direction(d.latency_avg_delta_ms, False)),
-        FigureRow(label="latency, p95", baseline=numbers.milliseconds(b.latency_p95_ms),
+        FigureRow(label=f"{TURN_LATENCY}, p95", baseline=numbers.milliseconds(b.latency_p95_ms),
                   candidate=numbers.milliseconds(c.latency_p95_ms),
                   change=numbers.latency_change(d.latency_p95_delta_ms),
                   direction=_direction(d.latency_p95_delta_ms, False)),
@@ -186,7 +188,7 @@ def case_rows(result: Comparison, limit: int | None = None) -> list[CaseRow]:
 _TESTS: dict[str, tuple[str, Callable[[float | None], str], bool]] = {
     "cases": ("pass/fail (McNemar)", numbers.percent_points, True),
     "score": ("score, 0-100 (Wilcoxon)", numbers.points_delta, True),
-    "latency": ("agent latency (Wilcoxon)", numbers.latency_change, False),
+    "latency": (f"{TURN_LATENCY} (Wilcoxon)", numbers.latency_change, False),
 }
 """Each test's label, how its difference reads, and whether higher is better."""
 

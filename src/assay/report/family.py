@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from assay.run.display import TURN_LATENCY
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunRecord, RunSummary
 from assay.types.score import Score
@@ -242,7 +243,7 @@ def dimensions(summary: RunSummary) -> list[DimensionLine]:
             passed=None if rate is None else not exceeds(rate, summary.max_error_rate)))
     if lines and summary.latency_p50_ms is not None:
         lines.append(DimensionLine(
-            name="agent latency, p50 (p95)",
+            name=f"{TURN_LATENCY}, p50 (p95)",
             value=f"{numbers.milliseconds(summary.latency_p50_ms)} "
                   f"({numbers.milliseconds(summary.latency_p95_ms)})", threshold=""))
     return lines

@@ -52,8 +52,8 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
     if s is None:
         return "\n".join(lines) + "\n"
     shown = run_display(s)
-    lines += ["| cases | pass rate | mean score | errors | skipped | latency p50 | latency p95 "
-              "| judge cost |",
+    lines += ["| cases | pass rate | mean score | errors | skipped | turn latency p50 "
+              "| turn latency p95 | judge cost |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|",
               f"| {s.cases} | {shown.pass_rate} | {shown.mean_score} | "
               f"{s.evaluator_errors} evaluator, {s.target_errors} agent | {s.evaluator_skips} | "

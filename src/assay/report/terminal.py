@@ -23,7 +23,13 @@ from rich.progress import (
 from rich.table import Table
 
 from assay.report.safe_text import for_terminal
-from assay.run.display import RunDisplay, repeats_shown, run_display, scale_for
+from assay.run.display import (
+    TURN_LATENCY,
+    RunDisplay,
+    repeats_shown,
+    run_display,
+    scale_for,
+)
 from assay.types import numbers
 from assay.types.records import (
     AssessmentSummary,
@@ -171,7 +177,7 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
     lines += [f"dataset metric {for_terminal(name)}: {for_terminal(text)}"
               for name, text in shown.dataset_metrics.items()]
     if summary.latency_p50_ms is not None:
-        lines.append(f"agent latency p50 {shown.latency_p50}, p95 {shown.latency_p95}, mean "
+        lines.append(f"{TURN_LATENCY} p50 {shown.latency_p50}, p95 {shown.latency_p95}, mean "
                      f"{shown.latency_mean}, max {shown.latency_max}")
     lines.extend(dimension_lines(summary, shown))
     lines.extend(spend_lines(shown))

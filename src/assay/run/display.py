@@ -29,6 +29,13 @@ from assay.types.records import CaseSummary, EvaluatorSummary, RunRecord, RunSum
 from assay.types.score import Score
 from assay.types.usage import Usage
 
+TURN_LATENCY = "agent turn latency"
+"""What every surface calls a run's latency figures (``RunSummary.latency_*_ms``, shown as
+``RunDisplay.latency_*``): statistics over each execution's median turn latency, the figures
+a comparison weighs. A run's summary also keeps ``RunSummary.latency`` (a
+:class:`~assay.types.records.LatencySummary`), each execution's whole time, which a
+conversation's turns add up to: no surface calls that one latency."""
+
 FLAKY_SHOWN = 5
 """The most flaky case ids a run's figures name (the rest are counted)."""
 
@@ -43,11 +50,14 @@ class RunDisplay(BaseModel):
     pass_rate_excl_errors: str = Field(description="passed over the cases with a result")
     error_rate: str
     mean_score: str = Field(description="the mean case score, on its policy's scale")
-    latency_p50: str = Field(description="agent latency: the median of the executions' "
+    latency_p50: str = Field(description="agent turn latency: the median of the executions' "
+                             "median turn (RunSummary.latency_p50_ms)")
+    latency_p95: str = Field(description="agent turn latency: the p95 of the executions' "
+                             "median turn; '-' under 20 executions")
+    latency_mean: str = Field(description="agent turn latency: the mean of the executions' "
+                              "median turn")
+    latency_max: str = Field(description="agent turn latency: the slowest execution's "
                              "median turn")
-    latency_p95: str = Field(description="'-' under 20 executions")
-    latency_mean: str
-    latency_max: str
     judge_cost: str
     cost: str = Field(description="the run's cost: the agent's, the simulated user's and the "
                       "judge's costs that are known, summed, then the parts that spent at an "
@@ -236,6 +246,6 @@ def measured_figures(e: EvaluatorSummary) -> str:
     return text
 
 
-__all__ = ["FLAKY_SHOWN", "RunDisplay", "dataset_figures", "flaky_cases", "flaky_figure",
+__all__ = ["FLAKY_SHOWN", "TURN_LATENCY", "RunDisplay", "dataset_figures", "flaky_cases", "flaky_figure",
            "measured_figures", "repeats_figure", "repeats_shown", "run_display",
            "scale_for", "tokens"]

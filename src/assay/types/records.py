@@ -231,15 +231,22 @@ def aggregate(scores: Iterable[Score]) -> EvaluatorSummary:
     return tally.summary(name)
 
 
+def _turn_latency(statistic: str, note: str = "") -> Any:
+    """A run's latency figure (None when no execution has a latency), described as every
+    surface labels it, apart from :class:`LatencySummary`'s whole-execution time."""
+    return Field(default=None, description=f"agent turn latency: {statistic} of each "
+                 f"execution's median turn latency (ms)" + (f"; {note}" if note else ""))
+
+
 class LatencySummary(_Record):
     """Agent latency over a run's executions, each execution's whole time (a conversation's
     from its first turn to its last), in milliseconds (None when none was measured). What a
     run shows as its latency is the ``latency_*_ms`` figures of :class:`RunSummary`, over each
     execution's median turn; the two agree for one-shot cases but for whole milliseconds."""
 
-    count: int = 0
-    p50_ms: float | None = None
-    p95_ms: float | None = None
+    count: int = Field(default=0, description="executions with a latency")
+    p50_ms: float | None = Field(default=None, description="the median execution's whole time")
+    p95_ms: float | None = Field(default=None, description="None under 20 executions")
     mean_ms: float | None = None
     max_ms: float | None = None
 
@@ -302,7 +309,12 @@ class RunSummary(BaseModel):
     target_errors: int = 0
     usage: Usage = Field(default_factory=Usage)
     evaluators: dict[str, EvaluatorSummary] = Field(default_factory=dict)
-    latency: LatencySummary = Field(default_factory=LatencySummary)
+    latency: LatencySummary = Field(
+        default_factory=LatencySummary, description="execution time, not the run's latency: "
+        "statistics of each execution's whole time (a conversation's turns together); the "
+        "run's latency, which every surface shows and a comparison weighs, is "
+        "latency_p50_ms, latency_p95_ms, latency_avg_ms and latency_max_ms (agent turn "
+        "latency). The two agree for one-shot cases")
     dataset_metrics: dict[str, Score] = Field(default_factory=dict)
     gate_failures: list[str] = Field(default_factory=list)
     passed: bool = False
@@ -330,12 +342,14 @@ class RunSummary(BaseModel):
     cases_pass_threshold: float | None = None
     cases_passed: bool | None = None
     max_error_rate: float | None = None
-    # Agent latency over the run: the statistics of each execution's median turn latency.
-    latency_p50_ms: float | None = None
-    latency_p95_ms: float | None = Field(default=None,
-                                         description="None under 20 executions")
-    latency_avg_ms: float | None = None
-    latency_max_ms: float | None = None
+    # Agent turn latency over the run: the statistics of each execution's median turn
+    # latency (``latency`` above is each execution's whole time).
+    latency_p50_ms: float | None = _turn_latency("the median", "the run's latency on every "
+                                                 "surface")
+    latency_p95_ms: float | None = _turn_latency("the p95", "None under 20 executions")
+    latency_avg_ms: float | None = _turn_latency("the mean", "what a comparison's latency "
+                                                 "check weighs")
+    latency_max_ms: float | None = _turn_latency("the largest")
     # Tokens and cost by who spent them; the judge's are ``usage``.
     agent_usage: Usage = Field(default_factory=Usage)
     simulator_usage: Usage = Field(default_factory=Usage)

@@ -707,7 +707,7 @@
       card("Pass rate", figure(shownRun, "pass_rate"), `${(sm.verdicts.pass || 0)} passed`),
       card("Mean score", figure(shownRun, "mean_score"), `${fmt.int(sm.scored)} scored`),
       card("Errors", fmt.int(sm.evaluator_errors), `${fmt.int(sm.target_errors)} agent · ${fmt.int(sm.evaluator_skips)} skipped`),
-      card("Latency", figure(shownRun, "latency_p50"), "p95 " + figure(shownRun, "latency_p95")),
+      card("Turn latency", figure(shownRun, "latency_p50"), "p95 " + figure(shownRun, "latency_p95")),
       card("Judge", fmt.int(sm.usage.calls) + " calls", `${figure(shownRun, "judge_tokens")} tokens · ${figure(shownRun, "judge_cost")}`, "judge-card"),
       // The run's cost names each part whose cost is unknown; tokens by who spent them.
       card("Total cost", figure(shownRun, "cost"), `agent ${figure(shownRun, "agent_tokens")} tokens · simulated user ${figure(shownRun, "simulator_tokens")} tokens`, "cost-card")) :
@@ -1331,7 +1331,7 @@
       h("div", { class: "toolbar" }, chips, search, STATIC ? null : sort, pageSize(view.limit, (n) => go(here({ limit: n }))),
         exportButtons("/runs/compare/export", compareQuery(form, view), "comparison-" + b.id + "-" + c.id)),
       h("div", { class: "table-wrap" }, h("table", { id: "case-deltas", class: "nav" }, h("thead", {}, h("tr", {}, h("th", {}, "Status"), h("th", {}, "Case"),
-        h("th", { class: "num" }, "Baseline (0-100)"), h("th", { class: "num" }, "Candidate (0-100)"), h("th", { class: "num" }, "Change"), h("th", {}, "Passed"), h("th", { class: "num" }, "Latency"), h("th", {}, ""))),
+        h("th", { class: "num" }, "Baseline (0-100)"), h("th", { class: "num" }, "Candidate (0-100)"), h("th", { class: "num" }, "Change"), h("th", {}, "Passed"), h("th", { class: "num" }, "Turn latency"), h("th", {}, ""))),
         h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No case matches."))))),
       pagerView,
       cmp.baseline_only_test_cases.length || cmp.candidate_only_test_cases.length ? h("p", { class: "muted" }, `only in the baseline: ${fmt.int(cmp.baseline_only_test_cases.length)}; only in the candidate: ${fmt.int(cmp.candidate_only_test_cases.length)}`) : null);
