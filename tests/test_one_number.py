@@ -662,3 +662,24 @@ def test_the_two_latencies_are_named_apart_on_every_surface(tmp_path):
     assert labels["agent turn latency, mean"] == "300 ms"
     assert "agent turn latency (Wilcoxon)" in \
         {r["label"] for r in compared["significance_rows"]}
+
+
+def test_a_comparison_says_each_runs_repeats_in_the_terminal_and_markdown(tmp_path):
+    """``assay compare`` (terminal and Markdown, the step summary's too) and ``assay report
+    --compare`` showed each run's pass rate but not its repeats: a candidate with a flaky
+    case read as a lower pass rate. Each run with repeats now says pass^k and its flaky
+    cases, as its own summary and the compare page do; a run without repeats says nothing."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    once, run_id = _repeats_run(url, repeat=1), _repeats_run(url)
+    compared = CliRunner().invoke(cli_app, ["compare", once, run_id, "--store", url])
+    assert compared.exit_code == 1, compared.output
+    assert f"\ncandidate repeats: {REPEATS}\ncandidate flaky: {FLAKY}\n" in compared.output, \
+        compared.output
+    assert "baseline repeats" not in compared.output
+    want = f"\n- candidate repeats: {md_text(REPEATS, 400)}\n- candidate flaky: " \
+           f"{md_text(FLAKY, 400)}\n"
+    markdown_text = CliRunner().invoke(cli_app, ["compare", once, run_id, "--markdown",
+                                                 "--store", url]).output
+    assert want in markdown_text and "baseline repeats" not in markdown_text, markdown_text
+    report = _cli("report", run_id, "--compare", once, "--markdown", "-", "--store", url)
+    assert want in report, report

@@ -48,9 +48,10 @@ def report(
     text = None
     if baseline is not None:
         from assay.analysis.compare import compare_stored
-        from assay.report.comparison import comparison_markdown
+        from assay.report.comparison import comparison_markdown, stored_summaries
 
-        text = comparison_markdown(compare_stored(runs, baseline.id, run.id))
+        compared = compare_stored(runs, baseline.id, run.id)
+        text = comparison_markdown(compared, summaries=stored_summaries(runs, compared))
     if html is not None:
         write_html(runs, run, html, max_cases, baseline=baseline)
     if markdown is not None:

@@ -406,10 +406,10 @@ def _baseline(result: Any, runs: Any, set_it: bool, compare_it: bool) -> bool:
                           "RUN, or --set-baseline)", highlight=False, markup=False)
         else:
             from assay.analysis.compare import compare_stored
-            from assay.report.comparison import print_comparison
+            from assay.report.comparison import print_comparison, stored_summaries
 
             comparison = compare_stored(runs, found.run_id, result.run_id)
-            print_comparison(console, comparison)
+            print_comparison(console, comparison, summaries=stored_summaries(runs, comparison))
             regressed = bool(comparison.exit_code())  # as the printed verdict says
     if set_it:
         if result.passed and not regressed:

@@ -260,6 +260,7 @@ def compare(
 
     from assay.analysis.compare import CompareOptions, CompareThresholds, compare_stored
     from assay.analysis.compare_files import agentv_summary, compare_files, fails
+    from assay.report.comparison import Summaries, stored_summaries
     from assay.run.policies.base import parse_fraction
     from assay.store.runs import RunStore
 
@@ -290,6 +291,7 @@ def compare(
             raise ConfigError("--cause-analysis reads stored runs: give run ids, not files")
         inputs = {Path(baseline): "the baseline", Path(candidate): "the candidate"}
         result: Comparison = compare_files(Path(baseline), Path(candidate), options)
+        summaries: Summaries = (None, None)  # results files keep no summary
     else:
         runs = RunStore(store_url(store), must_exist=True)
         inputs = runs.input_files()
@@ -309,6 +311,7 @@ def compare(
             raise ConfigError("give two runs to compare (RUN_A RUN_B), or one with "
                               "--against-baseline")
         result = compare_stored(runs, baseline, candidate, options)
+        summaries = stored_summaries(runs, result)
         if cause_analysis:
             _analyse(runs, result, judge_model)
     failed = fails(result, exit_rule, fail_on_thresholds)  # type: ignore[arg-type]
@@ -320,11 +323,11 @@ def compare(
     elif markdown:
         from assay.report.comparison import comparison_markdown
 
-        print(comparison_markdown(result, fail_on_thresholds), end="")
+        print(comparison_markdown(result, fail_on_thresholds, summaries=summaries), end="")
     else:
         from assay.report.comparison import print_comparison
 
-        print_comparison(console, result, fail_on_thresholds)
+        print_comparison(console, result, fail_on_thresholds, summaries)
         if cause_analysis:
             _print_causes(result)
         if exit_rule == "agentv":  # the last line is the verdict the exit code gives
@@ -342,7 +345,8 @@ def compare(
         from assay.report.comparison import comparison_markdown
         from assay.report.github import append_step_summary
 
-        append_step_summary(comparison_markdown(result, fail_on_thresholds), inputs)
+        append_step_summary(comparison_markdown(result, fail_on_thresholds,
+                                                summaries=summaries), inputs)
     if failed:
         raise typer.Exit(EXIT_GATE_FAILED)
 

@@ -10,7 +10,7 @@ their change in words.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 from rich.console import Console
@@ -21,11 +21,18 @@ from assay.analysis.significance import PairedComparison
 from assay.report.markdown import md_text
 from assay.report.safe_text import for_terminal, plain_for_terminal
 from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
-from assay.run.display import TURN_LATENCY
+from assay.run.display import TURN_LATENCY, repeats_shown, run_display
 from assay.run.policies.base import Reason, cost_not_comparable
 from assay.types import numbers
 from assay.types.records import CaseRecord, RunSummary, case_overall
 from assay.types.score import Outcome, Score
+
+if TYPE_CHECKING:
+    from assay.store.runs import RunStore
+
+Summaries = tuple[RunSummary | None, RunSummary | None]
+"""The baseline's and the candidate's stored summaries (None for a run read from a results
+file, which keeps none)."""
 
 STATUS_STYLE = {"regression": "red", "improvement": "green", "unchanged": "white",
                 "error": "magenta"}
@@ -128,6 +135,22 @@ def cost_row(result: Comparison) -> FigureRow:
                      change=numbers.usd_change(d.cost_delta_usd) if comparable
                      else numbers.NOT_COMPARABLE,
                      direction=_direction(d.cost_delta_usd, False))
+
+
+def stored_summaries(store: RunStore, result: Comparison) -> Summaries:
+    """The compared runs' stored summaries, for what a comparison shows of each run."""
+    return (store.run_record(result.baseline_run_id).summary,
+            store.run_record(result.candidate_run_id).summary)
+
+
+def repeats_rows(summaries: Summaries) -> list[tuple[str, str, str]]:
+    """Each compared run with repeats: its side, then its repeats figure and its flaky cases
+    (:func:`~assay.run.display.repeats_shown`), as its own summary and the compare page show
+    them; nothing for a run without repeats."""
+    return [(side, label, text)
+            for side, summary in zip(("baseline", "candidate"), summaries, strict=True)
+            if summary is not None
+            for label, text in repeats_shown(run_display(summary))]
 
 
 class ReasonRow(BaseModel):
@@ -355,9 +378,10 @@ def case_sides(case_id: str, baseline: CaseRecord | None,
         candidate=case_side(candidate) if candidate else None, diff=diff, diff_cut=cut)
 
 
-def print_comparison(console: Console, result: Comparison,
-                     fail_on_thresholds: bool = True) -> None:
-    """Print a comparison on the terminal."""
+def print_comparison(console: Console, result: Comparison, fail_on_thresholds: bool = True,
+                     summaries: Summaries = (None, None)) -> None:
+    """Print a comparison on the terminal, with each run's repeats from ``summaries``
+    (:func:`repeats_rows`)."""
     title = f"{for_terminal(result.baseline_run_id)} → {for_terminal(result.candidate_run_id)}"
     if result.matched_only:
         title += " (matched cases only)"
@@ -369,6 +393,8 @@ def print_comparison(console: Console, result: Comparison,
         table.add_row(row.label, row.baseline, row.candidate,
                       f"[{colour[row.direction]}]{row.change}[/]")
     console.print(table)
+    for side, label, text in repeats_rows(summaries):
+        console.print(f"{side} {label}: {for_terminal(text)}", highlight=False)
     cases = Table(title=f"cases (scored by the {result.policy} policy, 0-100)")
     for column in ("case", "status", "baseline", "candidate", "change", "passed"):
         cases.add_column(column, overflow="fold")
@@ -402,14 +428,19 @@ def print_comparison(console: Console, result: Comparison,
 
 
 def comparison_markdown(result: Comparison, fail_on_thresholds: bool = True,
-                        cases_shown: int = 20) -> str:
-    """A comparison as Markdown, for a pull-request comment or a step summary."""
+                        cases_shown: int = 20, summaries: Summaries = (None, None)) -> str:
+    """A comparison as Markdown, for a pull-request comment or a step summary, with each
+    run's repeats from ``summaries`` (:func:`repeats_rows`)."""
     lines = [f"### {md_text(result.headline(fail_on_thresholds))}", "",
              f"`{md_text(result.baseline_run_id)}` → `{md_text(result.candidate_run_id)}` "
              f"({md_text(result.policy)} policy)", "",
              "| | baseline | candidate | change |", "|---|---:|---:|---:|"]
     for row in figure_rows(result):
         lines.append(f"| {row.label} | {row.baseline} | {row.candidate} | {row.change} |")
+    repeats = repeats_rows(summaries)
+    if repeats:
+        lines.append("")
+        lines += [f"- {side} {label}: {md_text(text, 400)}" for side, label, text in repeats]
     worst = [r for r in case_rows(result) if r.status in ("regression", "error")]
     if worst:
         lines += ["", "| case | status | baseline | candidate | change |",
@@ -433,4 +464,5 @@ def comparison_markdown(result: Comparison, fail_on_thresholds: bool = True,
 __all__ = ["CaseRow", "CaseSideView", "CaseSides", "DiffLine", "EvaluatorRow", "FigureRow",
            "ReasonRow", "SignificanceRow", "as_text", "case_rows", "case_side", "case_sides",
            "comparison_markdown", "evaluator_rows", "figure_rows", "print_comparison",
-           "reason_rows", "significance_rows", "text_diff", "thresholds_text"]
+           "reason_rows", "repeats_rows", "significance_rows", "stored_summaries", "text_diff",
+           "thresholds_text"]
