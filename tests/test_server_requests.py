@@ -357,6 +357,24 @@ def test_a_body_that_is_not_a_json_object_is_named_as_the_body_with_what_was_exp
     assert client.get(f"/runs/{run}").json()["name"] is None
 
 
+@pytest.mark.parametrize("content", [b'{"name": "a", "name": "b"}',
+                                     b'{"suite": "EVAL.yaml", "filter": "x", "filter": "y"}'])
+def test_a_body_naming_a_key_twice_is_refused_naming_the_key(api, content):
+    """The decoder kept the last of the two values without a word: a run started on one of
+    two suites, a run renamed to one of two names."""
+    client, run = api
+    key = "name" if b'"name"' in content else "filter"
+    for method, path in [("PATCH", f"/runs/{run}"), ("POST", "/runs")]:
+        detail = _error(client.request(method, path, content=content,
+                                       headers={"content-type": "application/json"}),
+                        400, "invalid_parameter")
+        assert detail.startswith(f"the request body names a key twice (duplicate key "
+                                 f"'{key}' at character {content.rindex(key.encode()) - 1})"), \
+            (method, path, detail)
+    assert client.get(f"/runs/{run}").json()["name"] is None
+    assert client.get("/runs").json()["total"] == 1, "no run started"
+
+
 @pytest.mark.parametrize("change", [{"echo_headers": "yes"}, {"logprobs": 1},
                                     {"seed": "3"}, {"latency_ms": "5"}])
 def test_the_mock_servers_config_takes_only_json_types(other_server, change):

@@ -9,9 +9,12 @@ instead of an exception that stops a run (or a row the store cannot write).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
+import json.decoder
+import json.scanner
 import math
 import re
 from typing import Any
@@ -219,3 +222,131 @@ def loads(text: str | bytes, **options: Any) -> Any:
     except RecursionError:  # a JSONDecodeError, so readers that locate one locate this too
         raise json.JSONDecodeError("JSON nested deeper than the decoder can read",
                                    text if isinstance(text, str) else "", 0) from None
+
+
+class DuplicateKey(json.JSONDecodeError):
+    """An object that names a key twice: JSON readers keep the last value without a word, so
+    the text says two things at once (``{"score": 5, "score": 1}``). A JSONDecodeError at the
+    second occurrence of the key, so every reader that locates invalid JSON (line, column,
+    character) locates this too; ``key`` is the key."""
+
+    def __init__(self, key: str, doc: str, pos: int) -> None:
+        from assay._util.control_chars import quoted
+
+        self.what = f"duplicate key {quoted(key)}"
+        super().__init__(f"{self.what}: expected each key once in an object", doc, pos)
+        self.key = key
+
+    def __str__(self) -> str:
+        """Where, as a line of a file is told it (a column) or as a document (line and
+        column)."""
+        one_line = "\n" not in self.doc.rstrip()
+        at = f"column {self.colno}" if one_line else f"line {self.lineno} column {self.colno}"
+        return f"{self.what} at {at}: expected each key once in an object"
+
+
+def not_json(exc: ValueError) -> str:
+    """What a reader of a file says of a value it could not take as JSON: the repeated key
+    and where (:class:`DuplicateKey`), else ``not JSON:`` and why."""
+    return str(exc) if isinstance(exc, DuplicateKey) else f"not JSON: {exc}"
+
+
+class _Repeated(ValueError):
+    """Raised inside the decoder when an object repeats ``key``; ``position`` is where the
+    repetition starts, once known."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+        self.position: int | None = None
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict, or :class:`_Repeated` for the first key named twice."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Repeated(key)
+            seen.add(key)
+    return found
+
+
+def loads_unique(text: str | bytes, **options: Any) -> Any:
+    """:func:`loads`, refusing an object that names a key twice (:class:`DuplicateKey`, at the
+    second occurrence): for what assay acts on, where the last value silently winning would
+    be a wrong answer (a judge's answer, a suite file, a request body)."""
+    return loads(text, cls=UniqueDecoder, **options)
+
+
+class UniqueDecoder(json.JSONDecoder):
+    """A JSON decoder that refuses an object naming a key twice (:class:`DuplicateKey`).
+
+    The C decoder reads the text once; only text that repeats a key is read again, by the
+    pure-Python decoder, to find where."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(object_pairs_hook=_unique_pairs, **options)
+        self._options = options
+
+    def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
+        try:
+            return super().raw_decode(s, idx)
+        except _Repeated as exc:
+            raise DuplicateKey(exc.key, s, _repeat_position(s, idx, self._options)) from None
+
+
+def _repeat_position(text: str, start: int, options: dict[str, Any]) -> int:
+    """Where the first repeated key of the JSON value at ``start`` begins (``start`` when it
+    cannot be found)."""
+    decoder: Any = json.JSONDecoder(object_pairs_hook=_unique_pairs, **options)
+    decoder.parse_object = _located_object
+    decoder.scan_once = _PY_SCANNER(decoder)  # the C scanner reads objects itself
+    try:
+        decoder.raw_decode(text, start)
+    except _Repeated as exc:
+        return start if exc.position is None else exc.position
+    except (ValueError, RecursionError):
+        pass
+    return start
+
+
+_PY_SCANNER: Any = getattr(json.scanner, "py_make_scanner")  # noqa: B009 (untyped)
+_OBJECT: Any = getattr(json.decoder, "JSONObject")  # noqa: B009
+_SCAN_STRING: Any = getattr(json.decoder, "scanstring")  # noqa: B009
+_SPACE: Any = getattr(json.decoder, "WHITESPACE")  # noqa: B009
+
+
+def _located_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, *args: Any
+                    ) -> tuple[dict[str, Any], int]:
+    """The decoder's own object reader, noting where the key of an object that repeats one
+    starts (the innermost such object: nested objects end, and are checked, first)."""
+    try:
+        found: tuple[dict[str, Any], int] = _OBJECT(s_and_end, strict, scan_once, *args)
+    except _Repeated as exc:
+        if exc.position is None:
+            with contextlib.suppress(ValueError, StopIteration, IndexError):
+                exc.position = _second_key(s_and_end[0], s_and_end[1], exc.key, strict)
+        raise
+    return found
+
+
+def _second_key(text: str, position: int, key: str, strict: bool) -> int | None:
+    """Where ``key`` appears the second time among the keys of the object whose body starts
+    at ``position`` (after its ``{``); None when it does not."""
+    plain: Any = json.JSONDecoder(strict=strict)
+    seen = False
+    space = _SPACE.match
+    while True:
+        position = space(text, position).end()
+        if text[position:position + 1] != '"':
+            return None
+        name, after = _SCAN_STRING(text, position + 1, strict)
+        if name == key:
+            if seen:
+                return position
+            seen = True
+        after = space(text, after).end() + 1  # past the ':'
+        _, after = plain.scan_once(text, space(text, after).end())
+        position = space(text, after).end() + 1  # past the ',' (or the '}': then stopped)

@@ -230,9 +230,9 @@ def _rows(source: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
     for number, line in json_lines(_text_of(source)):
         try:
-            row = jsondata.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise ConfigError(f"{source} line {number}: not JSON: {exc}",
+            row = jsondata.loads_unique(line)
+        except ValueError as exc:  # nesting past the decoder's recursion included
+            raise ConfigError(f"{source} line {number}: {jsondata.not_json(exc)}",
                               code="invalid_suite") from None
         if not isinstance(row, dict):
             raise ConfigError(f"{source} line {number}: expected a JSON object, not "

@@ -95,13 +95,13 @@ def read_json(path: Path) -> Any:
     """A JSON document from a file, gzipped or not; an error naming the file if unreadable."""
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        return jsondata.loads(raw)
+        return jsondata.loads_unique(raw)
     except FileNotFoundError:
         raise CalibrationDataError(f"{path}: no such file") from None
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise CalibrationDataError(f"{path}: cannot be read: {exc}") from None
     except ValueError as exc:
-        raise CalibrationDataError(f"{path}: not JSON: {exc}") from None
+        raise CalibrationDataError(f"{path}: {jsondata.not_json(exc)}") from None
 
 
 def read_json_lines(path: Path, limit: int | None = None) -> list[tuple[int, Any]]:
@@ -119,9 +119,10 @@ def read_json_lines(path: Path, limit: int | None = None) -> list[tuple[int, Any
         if limit is not None and len(rows) >= limit:
             break
         try:
-            rows.append((number, jsondata.loads(line)))
+            rows.append((number, jsondata.loads_unique(line)))
         except ValueError as exc:
-            raise CalibrationDataError(f"{path} line {number}: not JSON: {exc}") from None
+            raise CalibrationDataError(f"{path} line {number}: {jsondata.not_json(exc)}") \
+                from None
     return rows
 
 

@@ -23,9 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-import orjson
 from pydantic import BaseModel, ValidationError
 
+from assay._util import jsondata
+from assay._util.jsondata import DuplicateKey, UniqueDecoder
 from assay.llm.engine import JudgeEngine
 from assay.llm.providers.base import StructuredMode
 from assay.llm.types import (
@@ -52,8 +53,6 @@ MAX_OBJECT_STARTS = 100
 end of the text or down to the decoder's recursion limit, so an answer of nested ``{"a":``
 without end took seconds per 100 KB; an answer whose object is not among the first hundred
 is asked for again."""
-_LONG_INTEGER = re.compile(r"\d{19}")
-"""orjson turns integers beyond 64 bits into (rounded) floats; such answers take the slow path."""
 REASK_ECHO_CHARS = 4000
 """How much of an invalid answer a re-ask quotes back: enough to correct it, never a flood."""
 RAW_KEPT_CHARS = 8000
@@ -261,28 +260,37 @@ def _with_instruction(messages: list[dict[str, Any]], instruction: str
 def extract_json(text: str) -> Any:
     """The first JSON object in ``text``: fenced, bare, or surrounded by prose.
 
+    An object that names a key twice (``{"score": 5, "score": 1}``) is ambiguous, not the
+    last value: :class:`~assay._util.jsondata.DuplicateKey` (a ValueError naming the key), so
+    the answer is asked for again and then is an error, never a verdict.
+
     Bounded in time whatever the text: linear in its length, with at most
     :data:`MAX_OBJECT_STARTS` places tried per candidate. Nesting deeper than the decoder can
     go is no object (a ValueError, as for any other text that holds none)."""
-    if not _LONG_INTEGER.search(text):
-        try:
-            return orjson.loads(text)  # the common case: the whole answer is the JSON
-        except orjson.JSONDecodeError:
-            pass
+    try:
+        return jsondata.loads_unique(text)  # the common case: the whole answer is the JSON
+    except DuplicateKey:
+        raise
+    except ValueError:
+        pass
     stripped = text.strip()
     fenced = _FENCE.search(stripped)
     candidates = [fenced.group(1).strip()] if fenced else []
     candidates.append(stripped)
-    decoder = json.JSONDecoder(strict=False)  # tolerate raw newlines inside strings
+    decoder = UniqueDecoder(strict=False)  # tolerate raw newlines inside strings
     for candidate in candidates:
         try:
             return decoder.decode(candidate)
+        except DuplicateKey:
+            raise
         except (ValueError, RecursionError):
             pass
         for start in itertools.islice(_OBJECT_START.finditer(candidate), MAX_OBJECT_STARTS):
             try:
                 value, _ = decoder.raw_decode(candidate, start.start())
                 return value
+            except DuplicateKey:
+                raise
             except (ValueError, RecursionError):  # the decoder recurses: no object here
                 continue
     raise ValueError(f"no JSON object found in the answer: {text[:200]!r}")

@@ -22,7 +22,7 @@ import itertools
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -38,6 +38,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from assay._util import jsondata
 from assay._util.control_chars import quoted
 from assay._util.redact import (
     register,
@@ -413,6 +414,29 @@ def _as_sent(openapi: dict[str, Any]) -> dict[str, Any]:
 BODY_EXPECTED = "a JSON object, sent with 'Content-Type: application/json'"
 
 
+class _UniqueKeysRequest(Request):
+    """A request whose JSON body may not name a key twice: ``{"suite": "a", "suite": "b"}``
+    says two things, and the decoder would keep the last without a word. The refusal is a
+    JSONDecodeError, so it is answered as every body that is not JSON is (:func:`_problem`),
+    naming the key."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = json.loads(await self.body(), cls=jsondata.UniqueDecoder)
+        return self._json
+
+
+class _UniqueKeysRoute(APIRoute):
+    """Every route of the API reads its JSON body as :class:`_UniqueKeysRequest`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def unique_keys(request: Request) -> Response:
+            return await handler(_UniqueKeysRequest(request.scope, request.receive))
+        return unique_keys
+
+
 def _unread_body(exc: Exception) -> str | None:
     """What was wrong with a JSON body the decoder stopped on without a JSONDecodeError (the
     framework's 400 says only "There was an error parsing the body"): nesting past the
@@ -440,6 +464,10 @@ def _problem(error: Any) -> str:
         if error.get("type") == "json_invalid":
             why = (error.get("ctx") or {}).get("error", "invalid JSON")
             at = f" at character {loc[1]}" if len(loc) > 1 else ""
+            if why.startswith("duplicate key "):  # jsondata.DuplicateKey's own words
+                said = why.split(": expected")[0]
+                return f"the request body names a key twice ({said}{at}): expected " \
+                    f"{BODY_EXPECTED}, each key once"
             return f"the request body is not JSON ({why}{at}): expected {BODY_EXPECTED}"
         if len(loc) == 1:
             what = "is empty" if error.get("type") == "missing" else \
@@ -530,6 +558,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
                       "error is JSON with 'detail' and 'code' (an OTLP export sent as protobuf "
                       "is answered a protobuf google.rpc.Status). Send 'Authorization: Bearer "
                       "TOKEN' when the server has a token (ASSAY_SERVER_TOKEN)."))
+    app.router.route_class = _UniqueKeysRoute
     app.openapi = lambda: app.openapi_schema or _documented(app)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.launcher = launcher

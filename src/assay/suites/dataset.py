@@ -534,9 +534,9 @@ def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                row = jsondata.loads(line)
+                row = jsondata.loads_unique(line)
             except ValueError as exc:
-                raise DatasetError(f"{path}:{number}: not JSON: {exc}") from None
+                raise DatasetError(f"{path}:{number}: {jsondata.not_json(exc)}") from None
             if not isinstance(row, dict):
                 raise DatasetError(f"{path}:{number}: a row must be a JSON object")
             unpaired = json_surrogate_problem(line, row)

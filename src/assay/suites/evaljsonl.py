@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay._util.jsondata import DuplicateKey, UniqueDecoder
 from assay._util.jsonlines import json_lines
 from assay._util.limits import DEPTH_EXPECTED, depth_message, json_surrogate_problem, too_deep
 from assay._util.yaml_source import (
@@ -44,7 +45,10 @@ CHUNK_CASES = 2000
 def parse_case_line(line: str, file: str, number: int) -> tuple[Any, Problem | None]:
     """One line's JSON value, or the located problem that stops it being a case."""
     try:
-        case = json.loads(line)
+        case = json.loads(line, cls=UniqueDecoder)
+    except DuplicateKey as exc:
+        return None, Problem(file, number, exc.colno, exc.what,
+                             "each key once in an object")
     except json.JSONDecodeError as exc:
         return None, Problem(file, number, exc.colno, f"invalid JSON: {exc.msg}",
                              "one JSON object per line")

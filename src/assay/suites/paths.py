@@ -90,7 +90,9 @@ def parse_input_overrides(text: str) -> dict[str, dict[str, Any]]:
     (``ast.literal_eval``) also takes."""
     value: Any
     try:
-        value = jsondata.loads(text)
+        value = jsondata.loads_unique(text)
+    except jsondata.DuplicateKey as exc:
+        raise ConfigError(f"--input-overrides {text!r}: {exc}", code="invalid_option") from None
     except ValueError:
         try:
             value = ast.literal_eval(text.strip())

@@ -53,6 +53,7 @@ from typing import Any
 
 from pydantic import AliasChoices, ValidationError
 
+from assay._util.jsondata import UniqueDecoder
 from assay._util.limits import DEPTH_EXPECTED, depth_message, json_surrogate_problem, too_deep
 from assay._util.redact import scrubbed_logger
 from assay.errors import ConfigError, EvaluationError
@@ -163,7 +164,7 @@ def read_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise _fail("invalid_json", str(path), f"not UTF-8 text: {exc.reason}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, cls=UniqueDecoder)  # a key named twice: located
         deep = too_deep(data)
     except json.JSONDecodeError as exc:
         raise _fail("invalid_json", f"{path}:{exc.lineno}:{exc.colno}",

@@ -24,6 +24,9 @@ Faults (``--fault KIND=RATE``, or ``MockConfig.faults``):
     a chatty answer in prose with the score in words, no JSON
 ``bool_score``
     the JSON answer with every ``score`` turned into ``true`` (a type a lax parser accepts)
+``duplicate_score``
+    the JSON answer with ``score`` named again at its end, with another value (an answer a
+    lax parser reads as its last value)
 
 ``MockConfig.prompt_cache`` (``--prompt-cache``) reports prompt-cache reads and writes in the
 usage, as OpenAI (``prompt_tokens_details.cached_tokens``) and Anthropic
@@ -64,7 +67,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay._util.listening import bound_port, listen
 from assay.errors import ConfigError
-from assay.llm.providers.scripted import answer, as_prose, quoting, with_bool_scores
+from assay.llm.providers.scripted import (
+    answer,
+    as_prose,
+    quoting,
+    with_bool_scores,
+    with_duplicate_score,
+)
 from assay.testing.mock_batches import BatchEndpoints
 
 CREDENTIAL_HEADERS = ("Authorization", "api-key", "x-api-key")
@@ -74,7 +83,7 @@ DEFAULT_PORT = 8766
 """Not ``assay serve``'s 8765: both run at once with their defaults."""
 
 FAULT_KINDS = ("429", "500", "503", "hang", "drop", "invalid_json", "truncated", "empty_choices",
-               "401", "huge", "drip", "prose", "bool_score")
+               "401", "huge", "drip", "prose", "bool_score", "duplicate_score")
 
 
 class MockConfig(BaseModel):
@@ -405,6 +414,9 @@ class MockServer:
                                 content_type="application/json")
         if fault == "bool_score":
             return web.Response(body=orjson.dumps(with_bool_scores(answer(payload))),
+                                content_type="application/json")
+        if fault == "duplicate_score":
+            return web.Response(body=orjson.dumps(with_duplicate_score(answer(payload))),
                                 content_type="application/json")
         if fault == "hang":
             await asyncio.sleep(self.config.hang_s)

@@ -108,12 +108,16 @@ async def run_json_command(argv: list[str], payload: Any, *, cwd: str | None,
 
 
 def _parse_stdout(stdout: bytes, stderr: bytes, what: str) -> dict[str, Any]:
-    """The whole stdout as a JSON object, else its last non-empty line (after log lines)."""
+    """The whole stdout as a JSON object, else its last non-empty line (after log lines). An
+    object that names a key twice is an error, not its last value."""
     text = stdout.decode("utf-8", errors="replace").strip()
     lines = [line for line in text.splitlines() if line.strip()]
     for candidate in (text, lines[-1] if lines else ""):
         try:
-            value = jsondata.loads(candidate)
+            value = jsondata.loads_unique(candidate)
+        except jsondata.DuplicateKey as exc:  # ambiguous: which score did it mean?
+            raise EvaluationError("code_judge_bad_output", _with_stderr(
+                f"{what} printed an ambiguous JSON object: {exc}", stderr)) from None
         except ValueError:
             continue
         if isinstance(value, dict):

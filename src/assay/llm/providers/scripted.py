@@ -293,6 +293,22 @@ def with_bool_scores(response: dict[str, Any]) -> dict[str, Any]:
     return _edit_answer(response, edit)
 
 
+def with_duplicate_score(response: dict[str, Any]) -> dict[str, Any]:
+    """The JSON answer with its ``score`` named a second time, with another value: a judge
+    that changes its mind within one answer (``{"score": 5, ..., "score": 1}``)."""
+    def edit(text: str) -> str:
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+        if not isinstance(value, dict) or "score" not in value:
+            return text
+        first = value["score"]
+        other = (not first) if isinstance(first, bool) else 0 if first else 1
+        return f'{orjson.dumps(value).decode()[:-1]},"score":{orjson.dumps(other).decode()}}}'
+    return _edit_answer(response, edit)
+
+
 def quoting(response: dict[str, Any], quote: str) -> dict[str, Any]:
     """The answer with ``quote`` added to its text: to every string field of a JSON answer
     (its justification, reasoning...), after a plain text answer."""
