@@ -34,6 +34,7 @@ from typing import Any
 
 import typer
 
+from assay._util.case_filter import refuse_bad_filter
 from assay.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, app, console, err_console, friendly_errors
 from assay.cli.run import (
     AGENT_TIMEOUT_HELP,
@@ -124,6 +125,7 @@ def eval_command(
     from assay.types.config import Gates, RunConfig, settings_error
 
     del enable_mocker_cache  # accepted: mocked answers go through the response cache
+    refuse_bad_filter(eval_id, "--eval-id")
     if output_format not in ROW_FORMATS:
         raise ConfigError(f"--output-format {output_format!r}: expected jsonl or yaml")
     entrypoint, suites = expand(list(paths or []))

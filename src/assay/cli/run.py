@@ -18,6 +18,7 @@ from typing import Any
 
 import typer
 
+from assay._util.case_filter import refuse_bad_filter
 from assay._util.user_paths import user_path
 from assay.cli.app import (
     EXIT_GATE_FAILED,
@@ -70,8 +71,9 @@ def run(
         None, "--concurrency", "-c", "--workers", min=1,
         help="Cases (and judge calls) in flight at once [default: 8, or the resumed run's]."),
     filter_glob: str | None = typer.Option(
-        None, "--filter", "--eval-id", help="Only case ids matching; with --traces, which "
-        "traces: MLflow's filter_string for mlflow:, else KEY=VALUE pairs (name, status, "
+        None, "--filter", "--eval-id", help="Only case ids matching this glob (*, ?, [a-z]; "
+        "[[] for a literal [; a '[' left open is an error); with --traces, which traces: "
+        "MLflow's filter_string for mlflow:, else KEY=VALUE pairs (name, status, "
         "service or a root span attribute) separated by commas."),
     traces: str | None = typer.Option(
         None, "--traces", help="Judge traces instead of running an agent: store, store:URL, "
@@ -249,6 +251,8 @@ def run(
     if judge_model is not None and not judge_model.strip():
         raise ConfigError("--judge-model is empty; give a model such as openai:gpt-4o-mini, "
                           "or leave it out for the default")
+    if traces is None:  # with --traces it is the trace source's filter, not a glob
+        refuse_bad_filter(filter_glob, "--filter")
     if wait and batch is False:
         raise ConfigError("--wait waits for a batch run: leave out --no-batch")
     if batch is not None and (resume or rerun_failed):

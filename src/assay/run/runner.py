@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import fnmatch
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from assay._util import case_filter
 from assay._util.gc_pause import gc_relaxed
 from assay._util.user_code import error_text, user_code
 from assay.errors import ConfigError, EvaluationError
@@ -65,7 +65,7 @@ def select_cases(suite: Suite, config: RunConfig) -> Iterator[SuiteCase]:
     wanted = set(config.case_ids) if config.case_ids is not None else None
     adjust = case_adjuster(suite, config)
     for item in suite.iter_cases():
-        if config.filter and not fnmatch.fnmatchcase(item.case.id, config.filter):
+        if config.filter and not case_filter.matches(item.case.id, config.filter):
             continue
         if wanted is None or item.case.id in wanted:
             yield item if adjust is None else adjust(item)

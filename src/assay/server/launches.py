@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
+from assay._util.case_filter import case_filter_problem
 from assay._util.control_chars import quoted
 from assay._util.redact import scrub, scrub_json
 from assay.errors import EvaluationError
@@ -74,7 +75,10 @@ class RunRequest(BaseModel):
         "--allow-judge-model) or its default judge")
     concurrency: WholeNumber | None = Field(default=None, ge=1, le=256)
     repeat: WholeNumber | None = Field(default=None, ge=1, le=100)
-    filter: str | None = Field(default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS)
+    filter: str | None = Field(
+        default=None, max_length=500, pattern=NO_CONTROL_CHARACTERS,
+        description="only case ids matching this glob, as assay run --filter (*, ?, [a-z]; "
+        "[[] for a literal [): a '[' left open or a backwards range is a 400")
     batch: bool | None = Field(
         default=None, description="send the judge calls through the providers' batch APIs at "
         "half the price (assay run --batch): the run is left waiting for batch (its stream "
@@ -82,6 +86,16 @@ class RunRequest(BaseModel):
         "the suite's execution.batch, else false")
 
     _numbers = field_validator("concurrency", "repeat", mode="before")(json_number)
+
+    @field_validator("filter")
+    @classmethod
+    def _a_glob(cls, value: str | None) -> str | None:
+        """The check ``assay run --filter`` gives it too: a pattern that cannot select what
+        it says is refused before a run starts."""
+        problem = None if value is None else case_filter_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 class LaunchRefused(Exception):
