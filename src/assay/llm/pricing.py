@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from assay._util import jsondata
+from assay._util.control_chars import quoted
 from assay.errors import ConfigError
 
 MILLION = 1_000_000
@@ -148,15 +149,26 @@ def as_price(value: Any, where: str) -> Price:
         value = [value.get("prompt"), value.get("completion"), value.get("cache_read"),
                  value.get("cache_write")]
     if not isinstance(value, list | tuple) or not 2 <= len(value) <= 4 or any(
-            v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0
-                               or v != v or v == float("inf")) for v in value) or None in \
-            value[:2]:
+            v is not None and not _a_rate(v) for v in value) or None in value[:2]:
         raise ConfigError(
             f"{where}: expected [usd_per_1m_prompt, usd_per_1m_completion] (optionally "
-            "followed by the cached-read and cache-write rates), each a number of at least 0",
-            code="invalid_prices")
+            "followed by the cached-read and cache-write rates), each a number from 0 to "
+            f"{MAX_RATE:,.0f}", code="invalid_prices")
     rates = [None if v is None else float(v) for v in value] + [None, None]
     return Price(rates[0], rates[1], rates[2], rates[3])  # type: ignore[arg-type]
+
+
+MAX_RATE = 1_000_000.0
+"""The most a price may be, in USD per one million tokens (a dollar a token): a larger one is a
+mistake, and a rate near the float's limit made costs infinite (shown, stored and gated on as
+unknown) or, as an integer past it, stopped the run with an OverflowError."""
+
+
+def _a_rate(value: Any) -> bool:
+    """Whether ``value`` is a rate: a number (not a boolean) from 0 to :data:`MAX_RATE`; NaN
+    is none (it compares false with everything)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and \
+        0 <= value <= MAX_RATE
 
 
 def _from_env() -> dict[str, Price]:
@@ -164,14 +176,14 @@ def _from_env() -> dict[str, Price]:
     if not path:
         return {}
     try:
-        data = jsondata.loads(Path(path).read_text())
+        data = jsondata.loads_unique(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"ASSAY_PRICES={path}: cannot read it as JSON ({exc})",
                           code="invalid_prices") from None
     if not isinstance(data, dict):
         raise ConfigError(f'ASSAY_PRICES={path}: expected a JSON object of {{"model": '
                           "[usd_per_1m_prompt, usd_per_1m_completion]}", code="invalid_prices")
-    return {str(k): as_price(v, f"ASSAY_PRICES={path}: {k!r}") for k, v in data.items()}
+    return {str(k): as_price(v, f"ASSAY_PRICES={path}: {quoted(k)}") for k, v in data.items()}
 
 
 def published_price(model: str, source: PriceSource) -> Price | None:
