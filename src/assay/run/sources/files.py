@@ -89,18 +89,15 @@ class FileSource:
             if not (isinstance(export, Mapping) and "resourceSpans" in export):
                 loose.append(export)
                 continue
-            for r, resource in enumerate(export.get("resourceSpans") or []):
-                for scope in (resource or {}).get("scopeSpans") or []:
-                    for raw in (scope or {}).get("spans") or []:
-                        trace_id = otlp_id(raw.get("traceId")) if isinstance(raw, Mapping) \
-                            else None
-                        key = trace_id or ""
-                        try:
-                            grouped.setdefault(key, []).append(from_dict(
-                                raw, f"resourceSpans[{r}] span {raw.get('name', '?')!r}"))
-                        except (TraceFormatError, AttributeError) as exc:
-                            notes.setdefault(key, []).append(
-                                f"a span cannot be read: {getattr(exc, 'message', exc)}")
+            for r, raw in self._spans_of(export):
+                trace_id = otlp_id(raw.get("traceId")) if isinstance(raw, Mapping) else None
+                key = trace_id or ""
+                try:
+                    grouped.setdefault(key, []).append(from_dict(
+                        raw, f"resourceSpans[{r}] span {raw.get('name', '?')!r}"))
+                except (TraceFormatError, AttributeError) as exc:
+                    notes.setdefault(key, []).append(
+                        f"a span cannot be read: {getattr(exc, 'message', exc)}")
         if loose:
             try:
                 grouped.setdefault("", []).extend(normalize_trace(loose))
@@ -113,6 +110,39 @@ class FileSource:
             yield SourcedTrace(trace_id or self.path.stem, spans, self.name, found)
         for trace_id in notes.keys() - grouped.keys():
             yield SourcedTrace(trace_id or self.path.stem, [], self.name, notes[trace_id])
+
+    def _spans_of(self, export: Mapping[str, Any]) -> Iterator[tuple[int, Any]]:
+        """(resource index, span) for each span of one OTLP export; a part that is not the
+        object or list OTLP says (``resourceSpans[0]`` a number, ``scopeSpans`` text) is
+        an error naming it, as the receiver answers such a request (a missing or null
+        part is none)."""
+        for r, resource in enumerate(self._listed(export.get("resourceSpans"),
+                                                  "resourceSpans")):
+            where = f"resourceSpans[{r}]"
+            for s, scope in enumerate(self._listed(self._part(resource, where).get(
+                    "scopeSpans"), f"{where}.scopeSpans")):
+                spans = self._part(scope, f"{where}.scopeSpans[{s}]").get("spans")
+                for raw in self._listed(spans, f"{where}.scopeSpans[{s}].spans"):
+                    yield r, raw
+
+    def _listed(self, value: Any, where: str) -> list[Any]:
+        """``value`` when it is a list, [] when it is missing; an error naming ``where``."""
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise SourceError(self.name, f"{where} is not a list: expected an OTLP trace "
+                              "export ({\"resourceSpans\": [{\"scopeSpans\": [{\"spans\": "
+                              "[...]}]}]})")
+        return value
+
+    def _part(self, value: Any, where: str) -> Mapping[str, Any]:
+        """``value`` when it is an object, {} when it is missing; an error naming ``where``."""
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise SourceError(self.name, f"{where} is not an object: expected an OTLP "
+                              "trace export")
+        return value
 
     # -- Langfuse --------------------------------------------------------------------------
 

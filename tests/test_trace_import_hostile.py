@@ -1,0 +1,54 @@
+"""A trace file whose parts are not the shapes OTLP says is an error naming the file and the
+part, from the library and from ``assay run --traces``: never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli.app import app
+from assay.run.sources import SourceError, TraceQuery, open_source
+from assay.run.sources.suite import read_traces
+from tests.test_trace_commands import EVAL
+
+SPAN = {"traceId": "0123456789abcdef0123456789abcdef", "spanId": "0123456789abcdef",
+        "name": "agent", "startTimeUnixNano": "1790000000000000000",
+        "endTimeUnixNano": "1790000001000000000",
+        "attributes": [{"key": "output.value", "value": {"stringValue": "a"}}]}
+
+
+@pytest.mark.parametrize(("export", "said"), [
+    ({"resourceSpans": [5]}, "resourceSpans[0] is not an object"),
+    ({"resourceSpans": "abc"}, "resourceSpans is not a list"),
+    ({"resourceSpans": [{"scopeSpans": [5]}]}, "resourceSpans[0].scopeSpans[0] is not an "
+     "object"),
+    ({"resourceSpans": [{"scopeSpans": {"spans": []}}]},
+     "resourceSpans[0].scopeSpans is not a list"),
+    ({"resourceSpans": [{"scopeSpans": [{"spans": [SPAN]}]}, {"scopeSpans": [{"spans": 7}]}]},
+     "resourceSpans[1].scopeSpans[0].spans is not a list"),
+])
+def test_an_otlp_file_of_the_wrong_shape_is_an_error_naming_the_part(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: object, said: str) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    with pytest.raises(SourceError) as raised:
+        read_traces(open_source(f"otlp:{path}"), TraceQuery())
+    assert said in str(raised.value) and str(path) in str(raised.value)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "EVAL.yaml").write_text(EVAL)
+    result = CliRunner().invoke(app, ["run", "EVAL.yaml", "--traces", f"otlp:{path}",
+                                      "--store", f"sqlite:///{tmp_path / 'runs.db'}"])
+    assert result.exit_code == 2, result.output
+    assert said in " ".join(result.output.split()), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_an_otlp_file_with_missing_parts_is_read_as_having_none(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"resourceSpans": [None, {"scopeSpans": None},
+                                                  {"scopeSpans": [{"spans": [SPAN]}]}]}))
+    (case,) = read_traces(open_source(f"otlp:{path}"), TraceQuery())
+    assert case.trace.trace_id == SPAN["traceId"]
