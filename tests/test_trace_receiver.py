@@ -203,6 +203,36 @@ def test_without_the_token_nothing_is_stored(tmp_path):
     assert len(list_traces(RunStore(url))) == 1
 
 
+def test_a_huge_text_in_an_array_an_event_or_a_name_is_cut_and_said_too(tmp_path):
+    """Only a top-level text attribute was cut: the same 3 MB sent as an array's item, a
+    key-value list's value, an event's attribute or the span's name was stored whole."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    huge = "q" * 3_000_000
+    trace_id, spans = agent_trace("question", "a")
+    root = spans[0]
+    root["name"] = huge
+    root["attributes"] += [
+        {"key": "tags", "value": {"arrayValue": {"values": [{"stringValue": "ok"},
+                                                            {"stringValue": huge}]}}},
+        {"key": "doc", "value": {"kvlistValue": {"values": [
+            {"key": "body", "value": {"stringValue": huge}}]}}}]
+    root["events"] = [{"name": "prompt", "timeUnixNano": root["startTimeUnixNano"],
+                       "attributes": [{"key": "payload", "value": {"stringValue": huge}}]}]
+    with serve(url) as served:
+        assert _post(served.url, orjson.dumps(export(*spans))).status_code == 200
+    (stored,) = [s for s in trace_spans(RunStore(url), trace_id)[0]
+                 if s.span_id == root["spanId"]]
+    assert len(stored.name) == 1_000_000
+    assert stored.attributes["tags"] == ["ok", "q" * 1_000_000]
+    assert len(stored.attributes["doc"]["body"]) == 1_000_000
+    assert len(stored.events[0]["attributes"]["payload"]) == 1_000_000
+    assert stored.attributes["assay.cut_attributes"] == [
+        f"{where} (cut from 3000000 characters)"
+        for where in ("tags[1]", "doc.body", "events[0].payload", "the span's name")]
+    (case,) = _readings(url).values()
+    assert any("4 attribute value(s) were cut" in n for n in case.reading.notes)  # type: ignore[attr-defined]
+
+
 def _with(base: dict[str, object], **fields: object) -> dict[str, object]:
     return {**base, **fields}
 

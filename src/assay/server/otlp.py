@@ -11,8 +11,9 @@ the store cannot take (no trace id, no span id, a time that is not a time, a kin
 not one of OTLP's SpanKind) is rejected alone, counted in the answer's ``partialSuccess``
 with the first reasons, and the batch's other spans are stored. A span sent again is taken
 when it is the span stored under its ids (an exporter retrying) and rejected, naming both
-ids, when it differs from it. An attribute value longer than :data:`MAX_ATTRIBUTE_CHARS` is
-cut to that length and the span lists it under ``assay.cut_attributes``, so one huge prompt
+ids, when it differs from it. A text longer than :data:`MAX_ATTRIBUTE_CHARS` (an attribute's
+value, an item of an array or key-value list of one, an event's attribute, the span's name)
+is cut to that length and the span lists it under ``assay.cut_attributes``, so one huge prompt
 cannot fill the store. Decoding and storing run on a worker thread: the server keeps
 answering other exporters meanwhile.
 """
@@ -428,15 +429,33 @@ def _time_problem(span: Span) -> str | None:
 
 
 def _bounded(span: Span) -> Span:
-    """The span with every attribute value longer than :data:`MAX_ATTRIBUTE_CHARS` cut to it,
-    each cut listed under :data:`CUT_ATTRIBUTE`."""
-    long = [k for k, v in span.attributes.items()
-            if isinstance(v, str) and len(v) > MAX_ATTRIBUTE_CHARS]
-    if not long:
+    """The span with every text longer than :data:`MAX_ATTRIBUTE_CHARS` cut to it, each cut
+    listed under :data:`CUT_ATTRIBUTE`: an attribute's value, text within an array or a
+    key-value list of one, an event's attribute and the span's name alike (one huge prompt
+    sent as ``[prompt]`` or as an event filled the store as one sent as text did not)."""
+    cuts: list[str] = []
+    attributes = _cut(span.attributes, "", cuts)
+    events = [{**event, "attributes": _cut(event["attributes"], f"events[{i}].", cuts)}
+              if isinstance(event.get("attributes"), dict) else event
+              for i, event in enumerate(span.events)]
+    name = _cut(span.name, "the span's name", cuts)
+    if not cuts:
         return span
-    attributes = dict(span.attributes)
-    for key in long:
-        attributes[key] = attributes[key][:MAX_ATTRIBUTE_CHARS]
-    attributes[CUT_ATTRIBUTE] = [f"{k} (cut from {len(span.attributes[k])} characters)"
-                                 for k in long]
-    return span.model_copy(update={"attributes": attributes})
+    attributes[CUT_ATTRIBUTE] = cuts
+    return span.model_copy(update={"attributes": attributes, "events": events, "name": name})
+
+
+def _cut(value: Any, path: str, cuts: list[str]) -> Any:
+    """``value`` with every text in it longer than :data:`MAX_ATTRIBUTE_CHARS` cut, each cut
+    noted in ``cuts`` by where it is (``input.value``, ``tags[2]``, ``events[0].payload``)."""
+    if isinstance(value, str):
+        if len(value) <= MAX_ATTRIBUTE_CHARS:
+            return value
+        cuts.append(f"{path} (cut from {len(value)} characters)")
+        return value[:MAX_ATTRIBUTE_CHARS]
+    if isinstance(value, dict):
+        return {key: _cut(item, f"{path}{key}" if not path or path.endswith(".")
+                          else f"{path}.{key}", cuts) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cut(item, f"{path}[{i}]", cuts) for i, item in enumerate(value)]
+    return value
