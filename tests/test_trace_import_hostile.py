@@ -52,3 +52,24 @@ def test_an_otlp_file_with_missing_parts_is_read_as_having_none(tmp_path: Path) 
                                                   {"scopeSpans": [{"spans": [SPAN]}]}]}))
     (case,) = read_traces(open_source(f"otlp:{path}"), TraceQuery())
     assert case.trace.trace_id == SPAN["traceId"]
+
+
+@pytest.mark.traces  # Phoenix's real client (no server: no span is annotated)
+def test_writeback_shows_a_trace_id_holding_escapes_without_obeying_them(tmp_path: Path) -> None:
+    """A trace id is the source's text: ``assay writeback`` printed it raw in its problems,
+    so an id holding a terminal escape retitled or cleared the terminal."""
+    import assay
+
+    path = tmp_path / "export.json"
+    evil = "evil\x1b]0;pwned\x07\x1b[2J"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": evil, "name": "agent", "attributes": SPAN["attributes"]}]}]}]}))
+    store = tmp_path / "runs.db"
+    run = assay.evaluate(traces=f"otlp:{path}", store=store, evaluators=[
+        {"type": "contains", "search_text": "a", "name": "a"}])
+    result = CliRunner().invoke(app, ["writeback", run.run_id, "--to",
+                                      "phoenix:http://127.0.0.1:9", "--store",
+                                      f"sqlite:///{store}"])
+    assert result.exit_code == 0, result.output
+    assert "trace evil\\x1b]0;pwned\\x07\\x1b[2J: its root span is not known" in result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output

@@ -103,6 +103,7 @@ def writeback(
     import orjson
 
     from assay.report.outputs import check_outputs, write_atomic
+    from assay.report.safe_text import plain_for_terminal
     from assay.run.sources.writeback import write_back
     from assay.store.runs import open_store
 
@@ -123,7 +124,8 @@ def writeback(
         return
     result = write_back(runs, run.id, to)
     assert not isinstance(result, dict)
-    console.print(f"run {run.id} -> {result.target}: {result.summary()}", highlight=False,
-                  markup=False)
+    # The trace ids and the source's errors are the source's text: shown, never obeyed.
+    console.print(plain_for_terminal(f"run {run.id} -> {result.target}: {result.summary()}"),
+                  highlight=False, markup=False)
     for problem in result.problems[:20]:
-        console.print(f"  {problem}", highlight=False, markup=False)
+        console.print(f"  {plain_for_terminal(problem)}", highlight=False, markup=False)
