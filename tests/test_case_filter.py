@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import assay
 from assay._util.case_filter import case_filter_problem
 from assay.cli.app import app
+from assay.errors import ConfigError
 from tests.server_support import serve
 
 SUITE = """evalcases:
@@ -56,6 +58,17 @@ def test_a_bad_filter_is_the_same_located_error_on_the_command_line(
     assert "Traceback" not in result.output
     assert not (tmp_path / "runs.db").exists() or "case-1" not in (
         tmp_path / "runs.db").read_bytes().decode("latin-1")
+
+
+@pytest.mark.parametrize(("pattern", "said"), BAD)
+def test_a_bad_filter_given_to_the_library_is_the_same_error(tmp_path: Path, pattern: str,
+                                                             said: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        assay.evaluate([{"id": "case-1", "input": "hi", "output": "hi",
+                         "expected_output": "hi"}], evaluators=["exact_match"],
+                       filter=pattern, store=tmp_path / "runs.db")
+    assert str(raised.value).startswith(f"filter '{pattern}': {said}")
+    assert raised.value.code == "invalid_option"
 
 
 @pytest.mark.parametrize("pattern", ["case-*", "case-[0-9]", "[[]x", "[]]", "[!a-c]*", "?"])

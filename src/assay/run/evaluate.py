@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from assay._util.case_filter import refuse_bad_filter
 from assay._util.git import git_tree
 from assay._util.redact import REDACTED
 from assay._util.user_code import user_code
@@ -153,6 +154,7 @@ async def evaluate_async(
     ``quality_criteria``...; see :mod:`assay.run.policies.databricks`) are RunConfig fields too.
     """
     config = _config(config, options)
+    refuse_bad_filter(config.filter, "filter")  # as assay run --filter and POST /runs
     if traces is not None:
         data = _traces_data(traces, data, config, store, name, trace_filter, since, until)
     elif (trace_filter, since, until) != (None, None, None):
