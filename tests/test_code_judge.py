@@ -113,6 +113,7 @@ async def test_crash_is_an_error_with_the_stderr_tail(engine_factory):
     ("print('{\"hits\": []}')", "score: Field required"),
     ("print('{\"score\": 0.5, \"hits\": \"one\"}')", "hits"),
     ("pass", "got '<nothing>'"),
+    ("print('{\"score\": 1, \"score\": 0}')", "ambiguous JSON object: duplicate key 'score'"),
 ])
 async def test_bad_output_is_an_error_never_zero(engine_factory, code, expect):
     score = await _inline(code).evaluate(CASE, Execution(output="x"), _ctx(engine_factory))
