@@ -100,8 +100,12 @@ def test_a_runs_cost_names_each_part_whose_cost_is_unknown(
     It now names those parts, and the run's cost says them after the known sum."""
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     judge_model = mock_model if judge == "mock" else judge
-    summary = _run(url, judge_model, priced).summary
+    result = _run(url, judge_model, priced)
+    summary = result.summary
     assert summary.cost_unknown == unknown
+    # the figures for code: the whole cost, or None rather than a partial sum
+    assert result.assay_metrics["cost_usd"] == (None if unknown else summary.estimated_cost_usd)
+    assert result.assay_metrics["agent_tokens"] == 30
     assert summary.agent_usage.calls == 2 and summary.usage.calls == 2
     if agent_known is None:
         assert summary.estimated_cost_usd is None

@@ -139,7 +139,8 @@ class EvaluationResult:
         """Aggregate figures as one flat dict. With a naming, the aggregates in its names
         (``response/llm_judged/correctness/rating/percentage``, ``correctness/mean``...; a key
         with no value is left out, as Databricks and MLflow do). Otherwise assay's: counts,
-        mean score, pass rate, usage, and per evaluator ``<name>/mean``, ``/scored``,
+        mean score, pass rate, usage (``cost_usd``: the run's whole cost, None when a part of
+        it is unknown, as :attr:`RunSummary.cost_unknown` names), and per evaluator ``<name>/mean``, ``/scored``,
         ``/errors``, ``/skipped``, ``/pass_rate``, and for one that measures
         ``<name>/measured/count``, ``/measured/mean``, ``/measured/min`` and ``/measured/max``
         (on the measurements' own scale: never mixed into the 0-1 figures) (also
@@ -164,6 +165,11 @@ class EvaluationResult:
             "target_errors": s.target_errors, "judge_calls": s.usage.calls,
             "judge_cached_calls": s.usage.cached_calls,
             "judge_tokens": s.usage.total_tokens, "judge_cost": s.usage.cost,
+            "agent_tokens": s.agent_usage.total_tokens,
+            "simulator_tokens": s.simulator_usage.total_tokens,
+            # the run's whole cost, or None when a part of it is unknown: a partial sum
+            # read as the whole is the figure the run's display refuses to show alone
+            "cost_usd": None if s.cost_unknown else s.estimated_cost_usd,
             "latency_p50_ms": s.latency_p50_ms, "latency_p95_ms": s.latency_p95_ms,
         }
         for name, e in s.evaluators.items():
