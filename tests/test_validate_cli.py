@@ -80,7 +80,7 @@ BROKEN: list[tuple[str, str, str]] = [
               type: llm_judgee
         evalcases: [{id: a, input: x}]
         """,
-     "4:13: unknown evaluator type 'llm_judgee' (expected: one of "),
+     "4:13: unknown evaluator type 'llm_judgee' (did you mean 'llm_judge'?) (expected: one of "),
     ("missing prompt file", """
         execution:
           evaluators:

@@ -47,6 +47,14 @@ def evaluator_class(kind: Any) -> type[Any] | None:
     return found
 
 
+def unknown_type(kind: str) -> str:
+    """The words for an evaluator type that is not registered, with the name meant when one
+    is close (``contain``: did you mean 'contains'?), as every reader of evaluators says it."""
+    from assay._util.names import did_you_mean
+
+    return f"unknown evaluator type {kind!r}" + did_you_mean(kind, REGISTRY.names("evaluator"))
+
+
 def build(config: dict[str, Any], where: str = "evaluator") -> Any:
     """Build an evaluator from ``{"type": ..., **fields}``; raise a readable error."""
     kind = config.get("type")
@@ -54,7 +62,7 @@ def build(config: dict[str, Any], where: str = "evaluator") -> Any:
     if cls is None:
         raise EvaluationError(
             "unknown_evaluator_type",
-            f"{where}: unknown evaluator type {kind!r}; "
+            f"{where}: {unknown_type(str(kind))}; "
             f"known: {', '.join(REGISTRY.names('evaluator'))}",
         )
     fields = {k: v for k, v in config.items() if k != "type"}

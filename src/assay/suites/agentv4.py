@@ -43,10 +43,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay._util.names import did_you_mean
 from assay._util.yaml_source import PathKey
 from assay.judges.base import Evaluator
 from assay.judges.deterministic.assertions import CHECKS, assertion_name
 from assay.judges.registry import evaluator_class
+from assay.registry import REGISTRY
 from assay.suites.evaluator_config import type_name
 from assay.suites.evalyaml import _last_assistant, _SuiteChecker
 from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
@@ -329,7 +331,8 @@ class V4Checker(_SuiteChecker):
         if ours is None:
             if evaluator_class(kind) is not None:  # assay's own judges, kept as they are
                 return self.evaluators.build(raw, where)
-            self.log.add((*where, "type"), f"unknown grader type {kind!r}",
+            meant = did_you_mean(spelled, [*GRADERS, *REGISTRY.names("evaluator")])
+            self.log.add((*where, "type"), f"unknown grader type {kind!r}{meant}",
                          "one of " + ", ".join(sorted(GRADERS)) + ", or an assay evaluator "
                          "type", value=True)
             return None

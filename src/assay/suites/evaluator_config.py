@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from assay._util.yaml_source import PathKey, ProblemLog
 from assay.errors import ConfigError, EvaluationError, TemplateError
 from assay.judges.base import Evaluator
-from assay.judges.registry import EVALUATORS, evaluator_class
+from assay.judges.registry import EVALUATORS, evaluator_class, unknown_type
 from assay.llm.models import parse_model
 from assay.targets.config import TargetsFile
 
@@ -93,7 +93,7 @@ class EvaluatorBuilder:
             self._check_weight(raw, path)
             return None
         if evaluator_class(kind) is None:
-            self.log.add((*path, "type"), f"unknown evaluator type {kind!r}",
+            self.log.add((*path, "type"), unknown_type(kind),
                          "one of " + ", ".join(self.known()), value=True)
             self._check_weight(raw, path)
             return None

@@ -47,7 +47,7 @@ from assay._util.yaml_source import (
 )
 from assay.errors import ConfigError, ErrorCategory, EvaluationError
 from assay.judges.base import Evaluator
-from assay.judges.registry import EVALUATORS, evaluator_class
+from assay.judges.registry import EVALUATORS, evaluator_class, unknown_type
 from assay.llm.models import parse_model
 from assay.suites.agentv_config import GuidelineConfig, load_guideline_config
 from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
@@ -557,7 +557,7 @@ class _SuiteChecker:
                          "goes under execution: evaluators:)")
             return False
         if evaluator_class(kind) is None:
-            self.log.add((*path, "evaluator"), f"unknown evaluator type {kind!r}",
+            self.log.add((*path, "evaluator"), unknown_type(kind),
                          "one of " + ", ".join(self.evaluators.known()), value=True)
             return False
         return kind
