@@ -705,6 +705,33 @@ def test_a_broken_targets_file_is_reported_with_its_own_problems(tmp_path: Path)
         assert "".join(out.split()).count(f"{targets}:5:4:") == 1, out
 
 
+def test_a_mistyped_target_beside_an_unset_secret_lists_the_targets_there_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unset secret of another target hides no target's name: the typo is answered with
+    the names there are, not blamed on the secret (examples/suite's targets have one)."""
+    from assay.errors import ConfigError
+    from assay.targets.config import read_targets
+
+    monkeypatch.delenv("AGENT_TOKEN", raising=False)
+    suite = agent_project(tmp_path, "def answer(q):\n    return q\n", """
+        targets:
+          - {name: agent, provider: python, function: agent:answer}
+          - name: service
+            provider: http
+            url: https://agent.internal/v1/chat/completions
+            headers: {Authorization: "Bearer ${{ AGENT_TOKEN }}"}
+        """)
+    suite.write_text(suite.read_text().replace("target: agent", "target: agnet"))
+    for code, out in (run_cli(tmp_path, str(suite)), cli("validate", str(suite))):
+        assert code == 2, out
+        assert has(out, f"{suite}:2:11: unknown target 'agnet' (expected: one of agent, "
+                   "service"), out
+        assert "is not defined in" not in out, out
+    found = read_targets(tmp_path / ".assay" / "targets.yaml", strict=False)
+    with pytest.raises(ConfigError, match=r"unknown target 'agnet'.*defined: agent, service"):
+        found.require("agnet")
+
+
 def test_a_module_that_exits_at_import_is_a_clear_error(tmp_path: Path) -> None:
     agent_project(tmp_path, "import sys\nsys.exit(4)\n\ndef answer(q):\n    return q\n")
     code, out = assay_process(tmp_path, "run", "EVAL.yaml", "--store",

@@ -431,14 +431,16 @@ def unknown_target(log: ProblemLog, where: PathKey, name: str, targets: TargetsF
                    expected: str) -> None:
     """Report a target name the targets file does not define. When the file has problems of
     its own, the target may be in a part that could not be read: those problems are reported
-    too, located in the targets file, rather than a bare "one of none"."""
-    if not targets.problems:
+    too, located in the targets file, rather than a bare "one of none". An unset secret of a
+    target that was read hides no name, so it leaves the plain "unknown target"."""
+    unread = targets.unread_problems()
+    if not unread:
         log.add(where, f"unknown target {name!r}", expected, value=True)
         return
     log.add(where, f"target {name!r} is not defined in {targets.path}, which has "
-            f"{len(targets.problems)} problem(s) of its own (reported with it)",
+            f"{len(unread)} problem(s) of its own (reported with it)",
             "a targets file without problems that defines this target", value=True)
-    log.extend(targets.problems)
+    log.extend(unread)
 
 
 def type_name(value: Any) -> str:

@@ -250,6 +250,13 @@ class TargetsFile:
     def names(self) -> list[str]:
         return list(self.targets)
 
+    def unread_problems(self) -> list[Problem]:
+        """The problems that may hide a target (a part of the file that could not be read):
+        every problem but the unset secrets of targets that were read, whose names are known,
+        so a mistyped target name is still answered with the names there are."""
+        read = {p for config in self.targets.values() for p in config.missing_secrets}
+        return [p for p in self.problems if p not in read]
+
     def get(self, name: str) -> TargetConfig | None:
         """The named target, or None."""
         return self.targets.get(name)
@@ -261,10 +268,11 @@ class TargetsFile:
         found = self.targets.get(name)
         if found is None:
             where = f" in {self.path}" if self.path else ""
-            if self.problems:
-                lines = "\n".join(f"  {p}" for p in self.problems)
+            unread = self.unread_problems()
+            if unread:
+                lines = "\n".join(f"  {p}" for p in unread)
                 raise ConfigError(f"target {name!r} is not defined{where}, which has "
-                                  f"{len(self.problems)} problem(s):\n{lines}",
+                                  f"{len(unread)} problem(s):\n{lines}",
                                   code="invalid_targets")
             known = ", ".join(self.targets) or "none"
             raise ConfigError(f"unknown target {name!r}{where}; defined: {known}",
