@@ -239,6 +239,18 @@ def test_bad_evaluators_and_options_are_clear_errors():
         assay.evaluate([{**ROWS[0], "output": "x"}], target=agent, evaluators=["exact_match"])
 
 
+def test_an_unknown_key_of_an_evaluator_dict_is_named_with_the_keys_it_takes():
+    """As a suite file's problem says it: the key, the type and the keys there are, not
+    pydantic's "Extra inputs are not permitted"."""
+    with pytest.raises(EvaluationError) as info:
+        assay.evaluate(ROWS, evaluators=[{"type": "contains", "value": "Paris"}],
+                       store=":memory:")
+    assert info.value.code == "invalid_evaluator_config"
+    assert "evaluators[0] (contains): unknown key 'value' for evaluator type 'contains' " \
+        "(expected: one of type, name, weight" in info.value.message, info.value.message
+    assert "search_text" in info.value.message and "Extra inputs" not in info.value.message
+
+
 def test_evaluate_a_jsonl_file_of_rows_and_a_csv(tmp_path):
     jsonl = tmp_path / "data.jsonl"
     jsonl.write_text("".join(json.dumps({**r, "output": ANSWERS[r["input"]]}) + "\n"

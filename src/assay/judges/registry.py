@@ -69,8 +69,27 @@ def build(config: dict[str, Any], where: str = "evaluator") -> Any:
     try:
         return cls.model_validate(fields)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or kind}: "
-            f"{str(e['msg']).removeprefix('Value error, ')}" for e in exc.errors())
+        problems = "; ".join(_problem(cls, kind, e) for e in exc.errors())
         raise EvaluationError("invalid_evaluator_config",
                               f"{where} ({kind}): {problems}") from None
+
+
+def field_names(cls: type[Any]) -> list[str]:
+    """The keys an evaluator type's configuration takes (``type`` first), as written: the
+    names a problem with an unknown key lists."""
+    names = ["type"]
+    for name, info in cls.model_fields.items():
+        names.append(info.alias if isinstance(info.alias, str) else name)
+    return names
+
+
+def _problem(cls: type[Any], kind: Any, error: Any) -> str:
+    """One validation error of an evaluator's configuration, in the words a suite file's
+    problem uses: an unknown key is named with the keys there are, not pydantic's "Extra
+    inputs are not permitted"."""
+    loc = tuple(error["loc"])
+    if error["type"] == "extra_forbidden" and len(loc) == 1:
+        return (f"unknown key {loc[0]!r} for evaluator type {kind!r} (expected: one of "
+                f"{', '.join(field_names(cls))})")
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{'.'.join(str(p) for p in loc) or kind}: {message}"

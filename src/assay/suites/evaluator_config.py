@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from assay._util.yaml_source import PathKey, ProblemLog
 from assay.errors import ConfigError, EvaluationError, TemplateError
 from assay.judges.base import Evaluator
-from assay.judges.registry import EVALUATORS, evaluator_class, unknown_type
+from assay.judges.registry import EVALUATORS, evaluator_class, field_names, unknown_type
 from assay.llm.models import parse_model
 from assay.targets.config import TargetsFile
 
@@ -176,7 +176,7 @@ class EvaluatorBuilder:
                         return False
                     fields[key] = config.pop(key)
                     origins[key] = (*path, "config", key)
-        known = set(_field_names(cls))
+        known = set(field_names(cls))
         for key in list(fields):
             if key in known or key in ("config", "prompt"):
                 continue
@@ -416,7 +416,7 @@ class EvaluatorBuilder:
         dotted = ".".join(str(p) for p in loc)
         if error["type"] == "extra_forbidden":
             self.log.add(where, f"unknown key {loc[-1]!r} for evaluator type {kind!r}",
-                         "one of " + ", ".join(_field_names(cls)) if len(loc) == 1 else None)
+                         "one of " + ", ".join(field_names(cls)) if len(loc) == 1 else None)
         elif error["type"] == "missing":
             self.log.add(path, f"{kind} evaluator needs {dotted!r}",
                          _describe(cls, head) if len(loc) == 1 else None)
@@ -457,13 +457,6 @@ def _number(value: Any) -> bool:
 
 def _has(entry: Any, key: str) -> bool:
     return isinstance(entry, dict) and key in entry
-
-
-def _field_names(cls: type[BaseModel]) -> list[str]:
-    names = ["type"]
-    for name, info in cls.model_fields.items():
-        names.append(info.alias if isinstance(info.alias, str) else name)
-    return names
 
 
 def _describe(cls: type[BaseModel], field: str) -> str | None:
