@@ -683,3 +683,18 @@ def test_a_comparison_says_each_runs_repeats_in_the_terminal_and_markdown(tmp_pa
     assert want in markdown_text and "baseline repeats" not in markdown_text, markdown_text
     report = _cli("report", run_id, "--compare", once, "--markdown", "-", "--store", url)
     assert want in report, report
+
+
+def test_a_runs_judge_tokens_read_the_same_on_both_lines_of_its_summary():
+    """The judge's tokens are counts on every line of the terminal summary: its judge line
+    said ``4018 prompt + 232 completion`` beside ``judge 4,250`` on the run's cost line."""
+    from rich.text import Text
+
+    from assay.report.terminal import summary_lines
+    from assay.types.records import RunSummary
+    from assay.types.usage import Usage
+
+    summary = RunSummary(usage=Usage(calls=10, prompt_tokens=4018, completion_tokens=232))
+    text = "\n".join(Text.from_markup(line).plain for line in summary_lines(summary))
+    assert "tokens 4,018 prompt + 232 completion;" in text, text
+    assert "judge 4,250" in text, text

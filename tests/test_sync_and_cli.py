@@ -82,6 +82,17 @@ def test_cli_judge_prints_score_rationale_tokens_and_cost(mock_server, tmp_path)
     assert data["scale"] == "0-100" and data["usage"]["prompt_tokens"] > 0
 
 
+def test_cli_judge_counts_its_tokens_as_a_runs_summary_does(mock_server, tmp_path):
+    """Tokens are counts with thousands separated (``2,024 prompt``), as the run summary's
+    ``judge 4,250``; the judge's line printed ``2024``."""
+    env = {"ASSAY_CACHE_DIR": str(tmp_path), "OPENAI_BASE_URL": mock_server.url,
+           "OPENAI_API_KEY": "sk-test"}
+    out = _run(["judge", "-e", "Paris is the capital. " * 300, "-a", "Paris",
+                "--model", "openai:gpt-4o-mini"], env)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"tokens +\d,\d{3} prompt \+ \d+ completion;", out.stdout), out.stdout
+
+
 def test_cli_judge_bounds_its_retries_as_assay_run_does(mock_server, tmp_path):
     """A failing endpoint costs ``--max-attempts`` calls, not the default six and their
     backoff; the score is an error (exit 1), not a zero."""

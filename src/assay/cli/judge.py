@@ -105,7 +105,8 @@ def _print_score(score: CaseScore) -> None:
         console.print(f"rationale {for_terminal(score.rationale)}", highlight=False)
     usage = score.usage
     console.print(
-        f"tokens    {usage.prompt_tokens} prompt + {usage.completion_tokens} completion; "
+        f"tokens    {numbers.count(usage.prompt_tokens)} prompt + "
+        f"{numbers.count(usage.completion_tokens)} completion; "
         f"calls {usage.calls} (+{usage.cached_calls} cached); cost {numbers.cost(usage.cost)}",
         highlight=False)
     if score.judge_model:

@@ -731,7 +731,8 @@ def print_dry_run(result: Any, label: str = "") -> None:
     est = result.estimate
     console.print(f"{label}dry run: {result.summary.cases} case(s); {est.calls} judge call(s) "
                   f"at most (+{est.cached} answered from the cache, not counted); about "
-                  f"{est.prompt_tokens} prompt + {est.completion_tokens} completion tokens; "
+                  f"{numbers.count(est.prompt_tokens)} prompt + "
+                  f"{numbers.count(est.completion_tokens)} completion tokens; "
                   f"cost {numbers.cost(est.cost)}; nothing stored", highlight=False,
                   markup=False)
     for model, n in sorted(est.by_model.items()):

@@ -155,7 +155,8 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
         f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries"
         f"{f', {u.batch_calls} through batch APIs at the batch rate' if u.batch_calls else ''}"
         "); tokens "
-        f"{u.prompt_tokens} prompt + {u.completion_tokens} completion; cost {shown.judge_cost}",
+        f"{numbers.count(u.prompt_tokens)} prompt + {numbers.count(u.completion_tokens)} "
+        f"completion; cost {shown.judge_cost}",
     ]
     if summary.cause_analyses:
         a = summary.cause_analysis_usage
