@@ -105,6 +105,28 @@ def test_an_unfinished_stored_run_is_refused_first_as_not_completed(store_url):
     store.close()
 
 
+def test_assay_compare_names_each_option_as_its_keyword_not_the_cli_flag(tmp_path):
+    """``assay.compare`` takes ``allow_incomplete=True``; a refusal there named the command
+    line's ``--allow-incomplete``, which a Python caller cannot pass."""
+    import assay
+
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    _stored_run(store, "base", SIXTY, "completed")
+    _stored_run(store, "cand", SIXTY, "interrupted")
+    _stored_run(store, "fewer", SIXTY[:8], "completed")
+    with pytest.raises(RunNotCompleted) as unfinished:
+        assay.compare("base", "cand", store=store)
+    assert unfinished.value.message.endswith("compare it anyway with allow_incomplete=True")
+    with pytest.raises(IncomparableRuns) as refused:
+        assay.compare("base", "fewer", store=store)
+    assert refused.value.message.endswith("Compare them anyway with "
+                                          "allow_different_cases=True"), refused.value.message
+    assert "--" not in refused.value.message
+    assert assay.compare("base", "fewer", store=store, allow_different_cases=True).comparable \
+        is False  # the keyword the message names is the one that works
+    store.close()
+
+
 # -- the command ---------------------------------------------------------------------------
 
 

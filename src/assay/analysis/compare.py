@@ -82,13 +82,14 @@ class RunNotCompleted(EvaluationError):
 
     status_code = 400
 
-    def __init__(self, role: str, run_id: str, status: str) -> None:
+    def __init__(self, role: str, run_id: str, status: str,
+                 option: str = "--allow-incomplete") -> None:
         self.detail = f"{role.capitalize()} run is not completed (status: {status})"
         super().__init__("run_not_completed",
-                         f"{self.detail}: run {run_id}; compare it anyway with "
-                         "--allow-incomplete")
+                         f"{self.detail}: run {run_id}; compare it anyway with {option}")
         self.role = role
         self.run_id = run_id
+        self.status = status
 
 
 class Difference(BaseModel):
@@ -106,11 +107,12 @@ class IncomparableRuns(EvaluationError):
 
     status_code = 400
 
-    def __init__(self, differences: list[Difference], nothing_shared: bool = False) -> None:
+    def __init__(self, differences: list[Difference], nothing_shared: bool = False,
+                 option: Callable[[str], str] | None = None) -> None:
         self.differences = differences
         self.reasons = [d.text for d in differences]
         self.nothing_shared = nothing_shared
-        self.detail = self.said(lambda allow: "--" + allow.replace("_", "-"))
+        self.detail = self.said(option or (lambda allow: "--" + allow.replace("_", "-")))
         super().__init__("incomparable_runs", self.detail)
 
     def said(self, option: Callable[[str], str]) -> str:
@@ -487,7 +489,18 @@ def compare(baseline: Any, candidate: Any, *, store: Any = None,
     from assay.store.runs import run_id_of, store_for
 
     runs = store_for([baseline, candidate], store)
-    return compare_stored(runs, run_id_of(baseline), run_id_of(candidate), parsed)
+    try:
+        return compare_stored(runs, run_id_of(baseline), run_id_of(candidate), parsed)
+    except RunNotCompleted as exc:  # named as this function takes it, not as the CLI's flag
+        raise RunNotCompleted(exc.role, exc.run_id, exc.status,
+                              _keyword("allow_incomplete")) from None
+    except IncomparableRuns as exc:
+        raise IncomparableRuns(exc.differences, exc.nothing_shared, _keyword) from None
+
+
+def _keyword(allow: str) -> str:
+    """An option that allows a difference, as :func:`compare` takes it."""
+    return f"{allow}=True"
 
 
 # -- the parts ----------------------------------------------------------------------------
