@@ -13,6 +13,9 @@ from assay.llm import EngineConfig, JudgeEngine, parse_model
 
 @pytest.mark.parametrize("text, code, needle", [
     ("gpt-4o", "unknown_model", "no provider prefix"),
+    # LiteLLM's, Inspect's and promptfoo's way of writing a model: the same one, as assay's
+    ("openai/gpt-4o-mini", "unknown_model", "did you mean 'openai:gpt-4o-mini'?"),
+    ("Anthropic/claude-3-5-haiku", "unknown_model", "did you mean 'anthropic:claude-3-5-haiku'"),
     ("bogus:gpt-4o", "unknown_provider", "unknown provider 'bogus'"),
     ("openai:", "unknown_model", "names no model"),
     ("http://127.0.0.1:9/v1", "unknown_model", "#MODEL"),
@@ -24,6 +27,12 @@ def test_unknown_model_strings(text, code, needle):
     assert info.value.code == code
     assert needle in info.value.message
     assert "Accepted:" in info.value.message and "openai:MODEL" in info.value.message
+
+
+def test_a_bare_model_with_a_slash_gets_no_suggestion_unless_a_provider_leads():
+    with pytest.raises(ConfigError) as info:
+        parse_model("meta-llama/Llama-3-8B")
+    assert "did you mean" not in info.value.message
 
 
 def test_model_forms_parse():

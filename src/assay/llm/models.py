@@ -146,8 +146,8 @@ def parse_model(text: str) -> ModelSpec:
     shown = redact_url(value)
     if not sep:
         raise ConfigError(
-            _explain(f"model {shown!r} has no provider prefix"), code="unknown_model"
-        )
+            _explain(f"model {shown!r} has no provider prefix{_slash_hint(value)}"),
+            code="unknown_model")
     provider = provider.lower()
     if provider not in KNOWN_PROVIDERS and not _plugin_provider(provider):
         raise ConfigError(
@@ -292,6 +292,15 @@ def ollama_host_url(host: str) -> str:
     if not path.endswith("/v1"):
         path += "/v1"
     return f"{parts.scheme or 'http'}://{hostname}:{port or default_port}{path}"
+
+
+def _slash_hint(value: str) -> str:
+    """For ``openai/gpt-4o-mini`` (LiteLLM's, Inspect's and promptfoo's way of writing a
+    model), the same model as assay writes it; else nothing."""
+    provider, slash, model = value.partition("/")
+    if not slash or not model.strip() or provider.lower() not in KNOWN_PROVIDERS:
+        return ""
+    return f" (did you mean {f'{provider.lower()}:{model}'!r}? assay writes PROVIDER:MODEL)"
 
 
 def _explain(problem: str) -> str:
