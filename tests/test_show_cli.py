@@ -160,3 +160,23 @@ def test_show_failed_of_a_run_with_no_failure_says_so_rather_than_an_empty_table
 
 def echo(question: str) -> str:
     return question
+
+
+def test_runs_limit_is_at_least_one_as_show_limit_is(tmp_path):
+    """``assay runs -n 0`` printed an empty table of a store that holds runs, and ``-n -1``
+    every run (SQLite's LIMIT -1): the limit is bounded as ``assay show --limit`` is."""
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    store = RunStore(url)
+    newest = [write_run(store, 2, quality=0.9, seed=s) for s in (1, 2)][-1]
+    store.close()
+    for bad in ("0", "-1"):
+        refused = CliRunner().invoke(app, ["runs", "--store", url, "-n", bad])
+        assert refused.exit_code == 2, refused.output
+        assert "--limit" in refused.output and "greater than or equal to 1" in refused.output, \
+            refused.output
+    one = CliRunner().invoke(app, ["runs", "--store", url, "-n", "1", "--json"])
+    assert [r["id"] for r in json.loads(one.output)] == [newest]

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 @friendly_errors
 def list_runs(
     store: str | None = typer.Option(None, "--store", help="Run store URL."),
-    limit: int = typer.Option(20, "--limit", "-n"),
-    as_json: bool = typer.Option(False, "--json"),
+    limit: int = typer.Option(20, "--limit", "-n", min=1,
+                              help="At most this many runs, the newest."),
+    as_json: bool = typer.Option(False, "--json", help="Print the runs as a JSON list."),
 ) -> None:
     """List stored runs, newest first (a run that cannot be read is listed, saying why)."""
     from assay.report.terminal import run_notes, runs_table
