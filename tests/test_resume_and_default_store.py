@@ -124,6 +124,24 @@ def test_a_run_kept_in_memory_says_so_when_only_its_id_is_given(mock_server):
     assert assay.compare(kept, again).candidate_run_id == again.run_id
 
 
+def test_two_runs_kept_in_memory_compare_by_their_results(mock_server, tmp_path):
+    """Each run kept in memory has a store of its own, so no ``store=`` holds both: passing
+    the results, as the guide says, compares them (it said "the runs given are in different
+    stores: give store="), and so does a run in memory with one on disk."""
+    before = assay.evaluate(ROWS, target=agent, evaluators=["exact_match"], store=":memory:",
+                            gates=OPEN)
+    after = assay.evaluate(ROWS, target=lambda q: "wrong", evaluators=["exact_match"],
+                           store=":memory:", gates=OPEN)
+    assert before.store is not after.store
+    comparison = assay.compare(before, after)
+    assert (comparison.baseline_run_id, comparison.candidate_run_id) == (before.run_id,
+                                                                         after.run_id)
+    assert comparison.verdict.regression_detected
+    on_disk = assay.evaluate(ROWS, target=agent, evaluators=["exact_match"], gates=OPEN,
+                             store=f"sqlite:///{tmp_path}/runs.db")
+    assert assay.compare(before, on_disk).aggregate.total_regressions == 0
+
+
 @pytest.mark.process
 def test_a_run_made_from_python_is_listed_by_assay_runs(tmp_path):
     """No store given: the run lands in ``.assay/runs.db`` under the working directory, where

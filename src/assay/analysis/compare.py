@@ -455,12 +455,14 @@ def load_run(store: Any, run_id: str, role: str) -> tuple[RunRecord, list[CaseRe
 
 
 def compare_stored(store: Any, baseline: str, candidate: str,
-                   options: CompareOptions | None = None) -> Comparison:
-    """Compare two runs of ``store`` by id (a unique prefix will do). An unfinished run is
-    refused first as :class:`RunNotCompleted` (the baseline first), unless allowed."""
+                   options: CompareOptions | None = None,
+                   candidate_store: Any = None) -> Comparison:
+    """Compare two runs of ``store`` by id (a unique prefix will do); the candidate is read
+    from ``candidate_store`` when given. An unfinished run is refused first as
+    :class:`RunNotCompleted` (the baseline first), unless allowed."""
     options = options or CompareOptions()
     base, before = load_run(store, baseline, "baseline")
-    cand, after = load_run(store, candidate, "candidate")
+    cand, after = load_run(candidate_store or store, candidate, "candidate")
     if not options.allow_incomplete:
         for role, run in (("baseline", base), ("candidate", cand)):
             if run.status is not RunStatus.COMPLETED:
@@ -486,16 +488,30 @@ def compare(baseline: Any, candidate: Any, *, store: Any = None,
         parsed = CompareOptions.model_validate({**options, "thresholds": thresholds or {}})
     except ValueError as exc:
         raise ConfigError(f"comparison options: {exc}") from None
-    from assay.store.runs import run_id_of, store_for
+    from assay.store.runs import run_id_of
 
-    runs = store_for([baseline, candidate], store)
+    before, after = _stores(baseline, candidate, store)
     try:
-        return compare_stored(runs, run_id_of(baseline), run_id_of(candidate), parsed)
+        return compare_stored(before, run_id_of(baseline), run_id_of(candidate), parsed,
+                              after)
     except RunNotCompleted as exc:  # named as this function takes it, not as the CLI's flag
         raise RunNotCompleted(exc.role, exc.run_id, exc.status,
                               _keyword("allow_incomplete")) from None
     except IncomparableRuns as exc:
         raise IncomparableRuns(exc.differences, exc.nothing_shared, _keyword) from None
+
+
+def _stores(baseline: Any, candidate: Any, store: Any) -> tuple[Any, Any]:
+    """Where each run is read: two results (not ids) from their own stores, since two runs
+    kept in memory (``store=":memory:"``) are never in one store; else the one store that
+    holds both (:func:`~assay.store.runs.store_for`)."""
+    from assay.store.runs import store_for
+
+    results = [r for r in (baseline, candidate) if not isinstance(r, str)]
+    if store is None and len(results) == 2 and all(r.store is not None for r in results):
+        return baseline.store, candidate.store
+    runs = store_for([baseline, candidate], store)
+    return runs, runs
 
 
 def _keyword(allow: str) -> str:
