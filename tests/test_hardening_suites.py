@@ -705,15 +705,11 @@ def test_a_broken_targets_file_is_reported_with_its_own_problems(tmp_path: Path)
         assert "".join(out.split()).count(f"{targets}:5:4:") == 1, out
 
 
-def test_a_mistyped_target_beside_an_unset_secret_lists_the_targets_there_are(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An unset secret of another target hides no target's name: the typo is answered with
-    the names there are, not blamed on the secret (examples/suite's targets have one)."""
-    from assay.errors import ConfigError
-    from assay.targets.config import read_targets
-
+def project_with_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A suite of the target ``agent``, whose targets file also holds ``service``, a target
+    whose secret (``AGENT_TOKEN``) is not set, as examples/suite's targets do."""
     monkeypatch.delenv("AGENT_TOKEN", raising=False)
-    suite = agent_project(tmp_path, "def answer(q):\n    return q\n", """
+    return agent_project(tmp_path, "def answer(q):\n    return q\n", """
         targets:
           - {name: agent, provider: python, function: agent:answer}
           - name: service
@@ -721,6 +717,16 @@ def test_a_mistyped_target_beside_an_unset_secret_lists_the_targets_there_are(
             url: https://agent.internal/v1/chat/completions
             headers: {Authorization: "Bearer ${{ AGENT_TOKEN }}"}
         """)
+
+
+def test_a_mistyped_target_beside_an_unset_secret_lists_the_targets_there_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unset secret of another target hides no target's name: the typo is answered with
+    the names there are, not blamed on the secret (examples/suite's targets have one)."""
+    from assay.errors import ConfigError
+    from assay.targets.config import read_targets
+
+    suite = project_with_a_secret(tmp_path, monkeypatch)
     suite.write_text(suite.read_text().replace("target: agent", "target: agnet"))
     for code, out in (run_cli(tmp_path, str(suite)), cli("validate", str(suite))):
         assert code == 2, out
@@ -730,6 +736,24 @@ def test_a_mistyped_target_beside_an_unset_secret_lists_the_targets_there_are(
     found = read_targets(tmp_path / ".assay" / "targets.yaml", strict=False)
     with pytest.raises(ConfigError, match=r"unknown target 'agnet'.*defined: agent, service"):
         found.require("agnet")
+
+
+def test_validate_counts_another_targets_unset_secret_as_a_note_as_run_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A suite with a problem of its own: ``assay run`` lists that one problem, so
+    ``assay validate`` shows the unset secret of a target beside it as a note, not as a
+    second problem; a valid suite that does not use the target notes it too."""
+    suite = project_with_a_secret(tmp_path, monkeypatch)
+    targets = tmp_path / ".assay" / "targets.yaml"
+    code, out = cli("validate", str(suite))
+    assert code == 0 and has(out, f"note (target not used by this suite): {targets}:"), out
+    suite.write_text(suite.read_text().replace("exact_match", "exact_mach"))
+    code, out = cli("validate", str(suite))
+    assert code == 2, out
+    assert has(out, f"note (checked once the suite's own problems are fixed): {targets}:"), out
+    assert has(out, "unknown evaluator type 'exact_mach'"), out
+    code, out = run_cli(tmp_path, str(suite))
+    assert code == 2 and has(out, "has 1 problem(s)") and "AGENT_TOKEN" not in out, out
 
 
 def test_a_module_that_exits_at_import_is_a_clear_error(tmp_path: Path) -> None:

@@ -48,12 +48,11 @@ def validate(
         if found is not None and found.path is not None and found.path not in reported:
             reported.add(found.path)
             # An unset secret matters only to a run that uses its target, as in `assay run`.
-            unused = unused_secrets(found, suite)
+            notes = secret_notes(found, suite)
             for problem in found.problems:
                 printed.add(str(problem))
-                prefix = "note (target not used by this suite): " if problem in unused else ""
-                typer.echo(printable(f"{prefix}{problem}"))
-            failed = failed or any(p not in unused for p in found.problems)
+                typer.echo(printable(f"{notes.get(problem, '')}{problem}"))
+            failed = failed or any(p not in notes for p in found.problems)
         for problem in problems:
             if str(problem) not in printed:
                 typer.echo(printable(problem))
@@ -87,11 +86,19 @@ def preflight(suite: Suite, targets: Path | None) -> tuple[str, str] | None:
     return None
 
 
-def unused_secrets(targets: TargetsFile, suite: Suite | None) -> set[Any]:
-    """The unset-secret problems of targets the suite does not use (none for a suite that
-    could not be read: then every problem counts)."""
+def secret_notes(targets: TargetsFile, suite: Suite | None) -> dict[Any, str]:
+    """The unset-secret problems that are only notes, each with the words that say why: a
+    target the suite does not use; or, for a suite that could not be read (its own problems
+    fail it), a target it may not use, which `assay run` does not list among the suite's
+    problems either."""
     if suite is None:
-        return set()
+        return {p: "note (checked once the suite's own problems are fixed): "
+                for config in targets.targets.values() for p in config.missing_secrets}
+    return {p: "note (target not used by this suite): " for p in unused_secrets(targets, suite)}
+
+
+def unused_secrets(targets: TargetsFile, suite: Suite) -> set[Any]:
+    """The unset-secret problems of targets the suite does not use."""
     used = {name for name in suite.facts().targets if name}
     for name in list(used):
         config = targets.get(name)
