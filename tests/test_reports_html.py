@@ -213,3 +213,30 @@ def test_assay_run_writes_html_and_markdown_reports(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"case_id":"c1"' in (tmp_path / "out" / "report.html").read_text()
     assert "has\\_echo" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_the_markdown_lists_a_passing_case_an_evaluator_could_not_score(tmp_path):
+    """A pass beside an evaluator's error is among the run's failures (the gate counts it,
+    ``assay show --failed`` and JUnit list it): the Markdown's problem cases list it too,
+    saying which evaluator could not score it, where it listed only verdicts."""
+    import assay
+    from assay.types.config import Gates
+
+    @assay.scorer
+    def picky(outputs) -> bool:
+        if outputs == "half":
+            raise ValueError("cannot read this one")
+        return True
+
+    rows = [{"id": i, "input": "q", "output": i, "expected_output": e}
+            for i, e in (("fine", "fine"), ("half", "half"), ("wrong", "right"))]
+    result = assay.evaluate(rows, evaluators=["exact_match", picky],
+                            store=f"sqlite:///{tmp_path}/runs.db", gates=Gates(max_failed=None))
+    listed = {r.case_id for r in result.records if r.failed_or_errored}
+    assert listed == {"half", "wrong"} and result.records[1].verdict is Verdict.PASS
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    text = render_markdown(store, store.run_record(result.run_id))
+    store.close()
+    assert "2 case(s) with errors, failures or borderline scores" in text, text
+    assert "| half | pass | 1.000 | picky: error " in text, text
+    assert "| fine |" not in text

@@ -92,7 +92,8 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
         lines += [f"| {md_text(name)} | {md_text(text, 400)} |"
                   for name, text in shown.dataset_metrics.items()]
         lines.append("")
-    where = queries.CaseFilter(verdicts=list(queries.VERDICT_ORDER[:3]))
+    where = queries.CaseFilter(verdicts=list(queries.VERDICT_ORDER[:3]),
+                               with_evaluator_errors=True)
     rows, total = queries.case_page(store, run.id, where, limit=problems)
     if rows:
         scale = scale_for(run)
@@ -103,9 +104,17 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
             name = r.case_id + (f" #{r.repeat}" if r.repeat else "")
             lines.append(f"| {md_text(name, 80)} | {md_text(r.verdict.value)} | "
                          f"{scale.shown(r.score)} | "
-                         f"{md_text(r.target_error or r.output_preview, 160)} |")
+                         f"{md_text(r.target_error or _evaluator_error(r) or r.output_preview, 160)} |")
         lines += ["", "</details>", ""]
     return "\n".join(lines) + "\n"
+
+
+def _evaluator_error(row: queries.CaseRow) -> str | None:
+    """The first evaluator that could not score the case, as its score is shown
+    (``sim: error missing_expected_output``): what keeps a case that passed among the
+    problems; None when every evaluator scored it."""
+    return next((f"{name}: {cell.shown}" for name, cell in row.scores.items()
+                 if cell.state == "error"), None)
 
 
 def write_markdown(store: RunStore, run: RunRecord, path: Path) -> None:

@@ -231,6 +231,10 @@ class CaseFilter:
     ConfigError here, before any query (see :func:`search.check_query`)."""
 
     verdicts: Sequence[Verdict] = ()
+    with_evaluator_errors: bool = False
+    """With ``verdicts``: also a case one of whose evaluators could not score it, whatever its
+    verdict, as :attr:`~assay.types.records.CaseRecord.failed_or_errored` counts it (a pass
+    beside an evaluator's error is not a pass)."""
     evaluator: str | None = None
     evaluator_state: EvaluatorState | None = None
     text: str | None = None
@@ -423,7 +427,13 @@ def _case_conditions(run_id: str, where: CaseFilter) -> list[ColumnElement[bool]
     cr = schema.case_results
     conditions: list[ColumnElement[bool]] = [cr.c.run_id == run_id]
     if where.verdicts:
-        conditions.append(cr.c.verdict.in_([v.value for v in where.verdicts]))
+        kept: ColumnElement[bool] = cr.c.verdict.in_([v.value for v in where.verdicts])
+        if where.with_evaluator_errors:
+            sc = schema.scores
+            kept = or_(kept, tuple_(cr.c.case_id, cr.c.repeat).in_(
+                select(sc.c.case_id, sc.c.repeat).where(sc.c.run_id == run_id,
+                                                        sc.c.error_code.is_not(None))))
+        conditions.append(kept)
     if where.evaluator is not None or where.evaluator_state is not None:
         sc = schema.scores
         match: list[ColumnElement[bool]] = [sc.c.run_id == run_id]
@@ -496,7 +506,8 @@ def _segments(sort: CaseSort, where: CaseFilter) -> tuple[Any, list[_Segment]]:
     cr = schema.case_results
     key = [cr.c.case_id, cr.c.repeat]
     if sort is CaseSort.PROBLEMS:
-        wanted = [v for v in VERDICT_ORDER if not where.verdicts or v in where.verdicts]
+        wanted = [v for v in VERDICT_ORDER if not where.verdicts or v in where.verdicts
+                  or where.with_evaluator_errors]  # a pass with an error is kept, last
         # A text search scans the search table: once for all verdicts, not once for each.
         return cr.c.verdict if where.text else None, [
             _Segment(v.value, cr.c.verdict == v.value, _ordered([cr.c.score, *key]),
