@@ -425,16 +425,27 @@ def test_latencies_of_0_and_1_ms_are_compared_as_numbers_not_as_pass_fail(tmp_pa
 
 
 def test_a_rescore_of_a_run_is_not_said_to_have_changed_its_suite(tmp_path):
-    """A rescore judges the run's own stored outputs: comparing the two (or two rescores of
-    one run) must not warn that the suite changed, which it did not."""
+    """A rescore judges the run's own stored outputs: comparing it with that run, with
+    another rescore of it, with a rescore of that rescore or with any other run of the same
+    suite must not warn that the suite changed, which it did not. A rescore judged by other
+    evaluators did change what decides results, and says so."""
     store = f"sqlite:///{tmp_path / 'rescore.db'}"
-    first = assay.evaluate(_rows(), target=quick_agent, evaluators=["contains"], store=store)
+    first, other = (assay.evaluate(_rows(), target=quick_agent, evaluators=["contains"],
+                                   store=store) for _ in range(2))
     again = [assay.rescore(first.run_id, store=store) for _ in range(2)]
+    twice = assay.rescore(again[0].run_id, store=store)
     for baseline, candidate in ((first.run_id, again[0].run_id),
-                                (again[0].run_id, again[1].run_id)):
+                                (again[0].run_id, again[1].run_id),
+                                (other.run_id, again[0].run_id),
+                                (again[0].run_id, other.run_id),
+                                (other.run_id, twice.run_id)):
         compared = assay.compare(baseline, candidate, store=store)
         assert not compared.verdict.regression_detected, compared.verdict.reasons
         assert not any("suite changed" in w for w in compared.warnings), compared.warnings
+    judged_otherwise = assay.rescore(first.run_id, store=store, evaluators=["exact_match"])
+    compared = assay.compare(other.run_id, judged_otherwise.run_id, store=store,
+                             allow_different_evaluators=True)
+    assert any("suite changed" in w for w in compared.warnings), compared.warnings
 
 
 def test_a_candidate_that_failed_any_gate_of_its_own_fails_the_comparison(tmp_path):

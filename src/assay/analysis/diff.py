@@ -271,6 +271,7 @@ def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: s
     b_extra, c_extra = baseline.model_extra or {}, candidate.model_extra or {}
     b_agent, c_agent = b_extra.get("agent") or {}, c_extra.get("agent") or {}
     b_run, c_run = _settings(baseline.run), _settings(candidate.run)
+    before, after = baseline.suite_version(), candidate.suite_version()
     run_changes = [change for key in sorted(set(b_run) | set(c_run))
                    if key not in ("judge_model", "scoring")
                    if (change := _change(f"run.{key}", b_run.get(key), c_run.get(key)))]
@@ -301,10 +302,8 @@ def config_diff(baseline: RunSnapshot, candidate: RunSnapshot, baseline_cases: s
             removed=sorted(baseline_cases - candidate_cases),
             common=len(baseline_cases & candidate_cases),
             same_suite=baseline.suite_name == candidate.suite_name,
-            version_changed=bool(baseline.suite_hash and candidate.suite_hash and
-                                 baseline.suite_hash != candidate.suite_hash),
-            baseline_version=baseline.suite_hash[:12],
-            candidate_version=candidate.suite_hash[:12]))
+            version_changed=bool(before and after and before != after),
+            baseline_version=before[:12], candidate_version=after[:12]))
 
 
 __all__ = ["ConfigDiff", "FieldChange", "PromptDiff", "ToolsDiff", "config_diff",

@@ -531,7 +531,9 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
                           "or --judge-model)", code="missing_judge")
     suite, config, policy = settle(suite, config)
     session = _Session(suite, config, policy, run_store, None, None, rescored_from=stored.id,
-                       evaluators_given=evaluators is not None)
+                       evaluators_given=evaluators is not None,
+                       source_suite_hash=None if evaluators is not None
+                       else stored.config.suite_version())
     return await session.execute(progress, on_record, None, keep, on_inputs)
 
 
@@ -816,6 +818,7 @@ class _Session:
                  store: RunStore | None, engine: JudgeEngine | None, given: Target | None, *,
                  owns_given: bool = False, resume: RunRecord | None = None,
                  rescored_from: str | None = None, evaluators_given: bool = False,
+                 source_suite_hash: str | None = None,
                  find_targets: bool = True, run_id: str | None = None,
                  seed: tuple[str, list[CaseRecord]] | None = None) -> None:
         self.suite = suite
@@ -847,6 +850,8 @@ class _Session:
                                       find_file=find_targets)
         self.resume = resume
         self.rescored_from = rescored_from
+        self.source_suite_hash = source_suite_hash
+        """A rescore's source suite's fingerprint (:meth:`RunSnapshot.suite_version`)."""
         self.seed = seed
         """(the run re-run, its records kept as they are) for a re-run of its failures."""
 
@@ -967,6 +972,8 @@ class _Session:
         extra: dict[str, Any] = {}
         if self.rescored_from:
             extra["rescored_from"] = self.rescored_from
+        if self.source_suite_hash:
+            extra["source_suite_hash"] = self.source_suite_hash
         if self.seed is not None:
             extra["rerun_of"] = self.seed[0]
         if self.python_target is not None:

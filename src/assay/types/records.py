@@ -692,6 +692,15 @@ class RunSnapshot(BaseModel):
     agent_version: str | None = Field(default=None, description="the version of the agent "
                                       "under test, as the run or its suite gave it")
 
+    def suite_version(self) -> str:
+        """The fingerprint a comparison checks for "the suite changed": a rescore's own
+        fingerprint covers the recorded outputs its cases carry, so one that kept its run's
+        evaluators records its source suite's (``source_suite_hash``), and is then compared
+        like with like with any run of that suite; one judged by other evaluators keeps its
+        own, so that change still shows."""
+        source = (self.model_extra or {}).get("source_suite_hash")
+        return source if isinstance(source, str) and source else self.suite_hash
+
 
 class RunRecord(_Record):
     """A stored run: its id, suite, status, how it was made and (once finished) its summary,
