@@ -180,3 +180,33 @@ def test_runs_limit_is_at_least_one_as_show_limit_is(tmp_path):
             refused.output
     one = CliRunner().invoke(app, ["runs", "--store", url, "-n", "1", "--json"])
     assert [r["id"] for r in json.loads(one.output)] == [newest]
+
+
+def test_an_interrupted_run_lists_the_cases_it_stored_on_every_surface(tmp_path):
+    """A run stopped before its summary was written listed blank cases in ``assay runs``
+    although its results were stored: the command line, ``GET /runs`` and the web UI (which
+    renders the run list's ``cases``) show the same count, by one rule."""
+    from typer.testing import CliRunner
+
+    from assay.cli import app as cli_app
+    from assay.store.queries import RunFilter, list_runs
+    from assay.types.records import RunStatus
+    from tests.server_support import serve
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store = RunStore(url)
+    stopped = write_run(store, 12, status=RunStatus.RUNNING, seed=1)
+    store.set_status(stopped, RunStatus.INTERRUPTED.value)
+    finished = write_run(store, 5, seed=2)
+    store.close()
+    shown = CliRunner().invoke(cli_app, ["runs", "--store", url], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    row = next(line for line in shown.output.splitlines() if stopped in line)
+    assert "12 stored" in row, shown.output
+    assert "stored" not in next(line for line in shown.output.splitlines() if finished in line)
+    items, _ = list_runs(RunStore(url), RunFilter())
+    assert {item.id: item.cases for item in items} == {stopped: "12 stored", finished: "5"}
+    with serve(url) as served, served.client() as client:
+        listed = client.get("/runs").json()["items"]
+    assert {item["id"]: item["cases"] for item in listed} == {stopped: "12 stored",
+                                                              finished: "5"}

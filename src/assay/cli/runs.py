@@ -33,7 +33,8 @@ def list_runs(
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return
-    console.print(runs_table(records))
+    console.print(runs_table(records, runs.stored_case_counts(
+        [r.id for r in records if r.summary is None])))
     for line in run_notes(records, store_option_of(runs)):
         console.print(line, highlight=False, soft_wrap=True)
 

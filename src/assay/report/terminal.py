@@ -8,6 +8,7 @@ and no markup in data is interpreted.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -258,8 +259,13 @@ def aggregate_lines(found: AssessmentSummary) -> list[str]:
     return lines
 
 
-def runs_table(runs: list[RunRecord]) -> Table:
-    """Stored runs, one a row; a run whose row cannot be read shows as ``unreadable``."""
+def runs_table(runs: list[RunRecord], stored_cases: Mapping[str, int] | None = None) -> Table:
+    """Stored runs, one a row; a run whose row cannot be read shows as ``unreadable``, and
+    one without a summary the case results it stored (``stored_cases``, by run id; see
+    :func:`~assay.store.queries.cases_shown`)."""
+    from assay.store.queries import cases_shown
+
+    stored = stored_cases or {}
     table = Table(title="runs")
     table.add_column("run", no_wrap=True)
     for col in ("suite", "status", "created", "cases", "mean", "gate"):
@@ -270,7 +276,8 @@ def runs_table(runs: list[RunRecord]) -> Table:
         table.add_row(for_terminal(r.id), for_terminal(r.suite), status,
                       numbers.MISSING if r.created_at is None else
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
-                      "" if s is None else str(s.cases),
+                      cases_shown(s, stored.get(r.id, 0) if stored_cases is not None
+                                  else None),
                       "" if s is None else run_display(s).mean_score,
                       "" if s is None else ("pass" if s.passed else "fail"))
     return table

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy import (
     Integer,
     Text,
@@ -151,6 +151,15 @@ class CaseRow(_View):
         "the case's score on its policy's own 0-100 scale, when the policy has one"))
 
 
+def cases_shown(summary: RunSummary | None, stored_cases: int | None) -> str:
+    """A run's cases as every list of runs shows them: its summary's count, else (a run
+    stopped, or not yet finished, before its summary was written) the case results it has
+    stored, so that what is known is never a blank."""
+    if summary is not None:
+        return str(summary.cases)
+    return numbers.MISSING if stored_cases is None else f"{stored_cases} stored"
+
+
 class RunItem(_View):
     """A run in a list of runs: its record without the config snapshot, plus what lists show."""
 
@@ -176,12 +185,24 @@ class RunItem(_View):
     git: GitState | None = None
     agent_version: str | None = None
 
+    stored_cases: int | None = Field(default=None, description="for a run without a "
+                                     "summary (one interrupted, or still running): how many "
+                                     "case results it has stored")
+
+    @computed_field(description="the cases column of a list of runs "  # type: ignore[prop-decorator]
+                    "(:func:`cases_shown`)")
+    @property
+    def cases(self) -> str:
+        return cases_shown(self.summary, self.stored_cases)
+
     @classmethod
-    def of(cls, run: RunRecord, baselines: set[str]) -> RunItem:
+    def of(cls, run: RunRecord, baselines: set[str],
+           stored_cases: int | None = None) -> RunItem:
         summary = run.summary
         config = run.config
         return cls(id=run.id, suite=run.suite, status=run.status, created_at=run.created_at,
                    finished_at=run.finished_at, target=run_target(run), summary=summary,
+                   stored_cases=None if summary is not None else stored_cases,
                    pass_rate=None if summary is None else summary.pass_rate,
                    is_baseline=run.id in baselines, unreadable=run.unreadable,
                    abandoned=run.abandoned, name=run.name, tags=run.tags, notes=run.notes,
@@ -333,7 +354,9 @@ def list_runs(store: RunStore, where: RunFilter, limit: int = 50,
             page = select(*run_columns()).where(and_(true_(), *conditions)).offset(offset)
         rows = with_tags(conn, conn.execute(page.order_by(*newest).limit(limit)).fetchall())
         baselines = {r.run_id for r in conn.execute(select(schema.baselines.c.run_id))}
-    return [RunItem.of(read_run(r, now), baselines) for r in rows], int(total)
+    found = [read_run(r, now) for r in rows]
+    stored = store.stored_case_counts([r.id for r in found if r.summary is None])
+    return [RunItem.of(r, baselines, stored.get(r.id, 0)) for r in found], int(total)
 
 
 def _runs_holding(conn: Connection, conditions: list[ColumnElement[bool]],

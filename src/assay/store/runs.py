@@ -790,6 +790,22 @@ class RunStore:
         return func.json_remove(column, *("$." + ".".join(path) for path in paths),
                                 type_=JSON)
 
+    def stored_case_counts(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """How many case results each of these runs has stored (a run with none is not
+        named): what a list shows for a run that stopped before its summary was written."""
+        from sqlalchemy import func, select
+
+        from assay.store import schema
+
+        if not run_ids:
+            return {}
+        results = schema.case_results
+        self.flush()
+        with self.transaction() as conn:
+            return {str(run_id): int(count) for run_id, count in conn.execute(
+                select(results.c.run_id, func.count()).where(
+                    results.c.run_id.in_(list(run_ids))).group_by(results.c.run_id))}
+
     def score_count(self, run_id: str) -> int:
         from sqlalchemy import select
 
