@@ -240,3 +240,32 @@ def test_the_markdown_lists_a_passing_case_an_evaluator_could_not_score(tmp_path
     assert "2 case(s) with errors, failures or borderline scores" in text, text
     assert "| half | pass | 1.000 | picky: error " in text, text
     assert "| fine |" not in text
+
+
+def test_report_names_each_file_it_wrote_on_standard_error(tmp_path):
+    """``assay report --html FILE`` printed nothing on success: it names the file (and a
+    Markdown file) on standard error, so standard output keeps only a Markdown report
+    written there; a missing folder is created, as ``assay run --output`` creates one."""
+    from typer.testing import CliRunner
+
+    from assay.cli import app as cli_app
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store = RunStore(url)
+    run_id = write_run(store, 3)
+    store.close()
+    page, notes = tmp_path / "new" / "folder" / "report.html", tmp_path / "notes.md"
+    shown = CliRunner().invoke(cli_app, ["report", run_id, "--html", str(page), "--markdown",
+                                         str(notes), "--store", url],
+                               env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    assert page.is_file() and notes.is_file()
+    assert shown.stdout == ""
+    assert shown.stderr.splitlines() == [f"HTML report written to {page}",
+                                         f"Markdown report written to {notes}"]
+    to_stdout = CliRunner().invoke(cli_app, ["report", run_id, "--html", str(page),
+                                             "--markdown", "-", "--store", url],
+                                   env={"COLUMNS": "400", "GITHUB_STEP_SUMMARY": ""})
+    assert to_stdout.exit_code == 0, to_stdout.output
+    assert to_stdout.stdout == notes.read_text(encoding="utf-8")
+    assert to_stdout.stderr.splitlines() == [f"HTML report written to {page}"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from assay._util.user_paths import user_path
-from assay.cli.app import app, friendly_errors
+from assay.cli.app import app, err_console, friendly_errors
 from assay.cli.run import store_url
 from assay.errors import ConfigError
 
@@ -18,7 +18,8 @@ from assay.errors import ConfigError
 def report(
     run_id: str = typer.Argument(..., metavar="RUN"),
     html: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML report "
-                                     "(works opened from disk, no network)."),
+                                     "(works opened from disk, no network); missing folders "
+                                     "are created, as for assay run --output."),
     markdown: str | None = typer.Option(None, "--markdown", help="Write a Markdown summary "
                                         "to this file, or '-' for standard output (append it "
                                         "to $GITHUB_STEP_SUMMARY)."),
@@ -31,7 +32,8 @@ def report(
         "pull-request comment). Runs that differ must be alike, as for assay compare."),
 ) -> None:
     """Render a stored run for people: an HTML file for CI artifacts, Markdown for reviews.
-    Markdown is also appended to $GITHUB_STEP_SUMMARY when it is set."""
+    Markdown is also appended to $GITHUB_STEP_SUMMARY when it is set. Each file written is
+    named on standard error (standard output may carry the Markdown)."""
     from assay.report.github import append_step_summary
     from assay.report.html import write_html
     from assay.report.markdown import render_markdown
@@ -54,10 +56,21 @@ def report(
         text = comparison_markdown(compared, summaries=stored_summaries(runs, compared))
     if html is not None:
         write_html(runs, run, html, max_cases, baseline=baseline)
+        _written("HTML report", html)
     if markdown is not None:
         text = text if text is not None else render_markdown(runs, run)
         if md_path is not None:
             write_atomic(md_path, text.encode("utf-8"), "Markdown report")
+            _written("Markdown report", md_path)
         else:
             sys.stdout.write(text)
         append_step_summary(text, runs.input_files())
+
+
+def _written(label: str, path: Path) -> None:
+    """Name a file the command wrote, on standard error: a report on standard output stays
+    only the report."""
+    from assay.report.safe_text import plain_for_terminal
+
+    err_console.print(f"{label} written to {plain_for_terminal(str(path))}", highlight=False,
+                      markup=False, soft_wrap=True)
