@@ -71,6 +71,25 @@ def test_a_bash_line_may_say_the_exit_code_it_ends_with():
                                  ("assay judge -e 'a # b'      -a x", (2,))]
 
 
+def test_the_examples_import_only_what_they_use():
+    """A reader copies an example's imports: one it never uses (``assert_case`` in
+    examples/pytest, once) reads as part of what the example needs."""
+    import ast
+
+    unused = []
+    for path in sorted((ROOT / "examples").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {(alias.asname or alias.name).split(".")[0]: node.lineno
+                    for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+                    for alias in node.names if alias.name != "*"}
+        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        exported = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)}  # __all__ entries, string annotations
+        unused += [f"{path.relative_to(ROOT)}:{line}: {name}"
+                   for name, line in imported.items() if name not in used | exported]
+    assert not unused, unused
+
+
 def test_the_files_shown_are_the_files_they_name():
     shown = [b for b in BLOCKS if b.kind == "file"]
     for block in shown:

@@ -1,7 +1,7 @@
 import pytest
 
 from assay import Case, ExactMatch
-from assay.integrations.pytest_plugin import assert_case, assert_passes, suite_cases
+from assay.integrations.pytest_plugin import assert_passes, suite_cases
 
 
 def test_the_capital():
