@@ -210,3 +210,25 @@ def test_an_interrupted_run_lists_the_cases_it_stored_on_every_surface(tmp_path)
         listed = client.get("/runs").json()["items"]
     assert {item["id"]: item["cases"] for item in listed} == {stopped: "12 stored",
                                                               finished: "5"}
+
+
+def _header(table) -> list[str]:
+    return [str(column.header) for column in table.columns]
+
+
+def test_the_cases_table_shows_hits_and_misses_only_when_an_evaluator_gave_some(tmp_path):
+    from assay.report.terminal import cases_table
+
+    store = RunStore(f"sqlite:///{tmp_path}/runs.db")
+    records = store.case_records(write_run(store, 3, quality=1.0, seed=2))
+    store.close()
+    for record in records:
+        for score in record.scores:
+            score.hits, score.misses = [], []
+    assert _header(cases_table(records)) == ["case", "score", "verdict", "evaluators",
+                                             "reasoning"]
+    records[1].scores[0].misses = ["no refund policy named"]
+    table = cases_table(records)
+    assert "hits / misses" in _header(table)
+    cells = table.columns[_header(table).index("hits / misses")]._cells
+    assert cells[0] == "" and "no refund policy named" in cells[1]

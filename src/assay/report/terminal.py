@@ -332,10 +332,14 @@ def chosen_cases(records: list[CaseRecord], failed: bool = False,
 def cases_table(records: list[CaseRecord], verbose: bool = True,
                 run: RunRecord | None = None) -> Table:
     """The cases, one a row; the case score on ``run``'s policy's scale (assay's 0-1 when
-    not given), each evaluator's on 0-1."""
+    not given), each evaluator's on 0-1. The hits and misses column is left out when no
+    evaluator of these cases gave any (most do not), rather than shown empty on every row."""
     scale = scale_for(run)
     table = Table(title="cases", show_lines=verbose)
-    for col in ("case", "score", "verdict", "evaluators", "hits / misses", "reasoning"):
+    with_hits = any(s.hits or s.misses for r in records for s in r.scores)
+    columns = ["case", "score", "verdict", "evaluators"]
+    columns += ["hits / misses"] if with_hits else []
+    for col in [*columns, "reasoning"]:
         table.add_column(col, overflow="fold")
     for r in records:
         evals = "\n".join(_score_cell(s) for s in r.scores)
@@ -344,8 +348,8 @@ def cases_table(records: list[CaseRecord], verbose: bool = True,
         reasoning = " | ".join(f"{s.name}: {s.rationale}" for s in r.scores if s.rationale)
         name = r.case_id if not r.repeat else f"{r.case_id}#{r.repeat}"
         verdict = r.verdict.value
-        table.add_row(for_terminal(name), scale.shown(r.score),
-                      f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]",
-                      for_terminal(evals), for_terminal(hm),
-                      for_terminal(reasoning or r.execution.error or ""))
+        cells = [for_terminal(name), scale.shown(r.score),
+                 f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]", for_terminal(evals)]
+        cells += [for_terminal(hm)] if with_hits else []
+        table.add_row(*cells, for_terminal(reasoning or r.execution.error or ""))
     return table
