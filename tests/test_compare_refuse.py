@@ -198,3 +198,12 @@ def test_changed_evaluators_are_named_briefly_never_as_whole_settings():
     assert "evaluators.exact added (exact_match)" in message, message
     assert "Grade the answer" not in message and "{'" not in message, message
     assert len(message) < 600, message
+
+
+def test_a_run_compared_with_itself_is_warned_about_not_refused():
+    records = _records(SIXTY)
+    same = compare_records(_run("run-a"), _run("run-a"), records, records)
+    assert same.exit_code() == 0
+    assert any("same run (run-a)" in w for w in same.warnings)
+    other = compare_records(_run("run-a"), _run("run-b"), records, records)
+    assert not any("same run" in w for w in other.warnings)

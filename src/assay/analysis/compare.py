@@ -640,7 +640,13 @@ def _weigh(details: list[Reason], significance: dict[str, PairedComparison],
 
 def _warnings(baseline: RunRecord, candidate: RunRecord, diff: ConfigDiff,
               found: list[Difference]) -> list[str]:
+    """What a reader of the comparison should know before trusting it: allowed differences,
+    suites that changed, and a run compared with itself (a mistyped id, most often), which
+    can only ever say "no regression"."""
     warnings = [f"{d.text} (allowed)" for d in found]
+    if baseline.id == candidate.id:
+        warnings.append(f"the baseline and the candidate are the same run ({baseline.id}): "
+                        "nothing can differ")
     eval_set = diff.eval_set
     if not eval_set.same_suite:
         warnings.append(f"the runs are of different suites ({baseline.suite!r} and "
