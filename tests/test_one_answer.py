@@ -485,13 +485,7 @@ def test_a_counted_reason_whose_test_is_not_significant_says_it_may_be_noise(tmp
     from assay.report.markdown import md_text
 
     url = f"sqlite:///{tmp_path}/runs.db"
-    rows = _rows(20)
-    answers = {r["id"]: r["expected_output"] for r in rows}
-    base = assay.evaluate(rows, target=lambda q: answers_for(q, rows, answers),
-                          evaluators=["exact_match"], store=url)
-    answers[rows[0]["id"]] = "something else"
-    cand = assay.evaluate(rows, target=lambda q: answers_for(q, rows, answers),
-                          evaluators=["exact_match"], store=url)
+    base, cand = _one_of_twenty_worse(url)
     compared = assay.compare(base.run_id, cand.run_id, store=url)
     assert compared.verdict.regression_detected
     [passed] = [r for r in reason_rows(compared) if r.text.startswith("pass rate dropped")]
@@ -510,5 +504,59 @@ def test_a_counted_reason_whose_test_is_not_significant_says_it_may_be_noise(tmp
     assert "not significant at 0.05: not counted" in strict.output
 
 
+def _one_of_twenty_worse(url: str) -> tuple[Any, Any]:
+    """Two stored runs of twenty cases by ``exact_match``: the second answers one wrongly."""
+    rows = _rows(20)
+    answers = {r["id"]: r["expected_output"] for r in rows}
+    base = assay.evaluate(rows, target=lambda q: answers_for(q, rows, answers),
+                          evaluators=["exact_match"], store=url)
+    answers[rows[0]["id"]] = "something else"
+    cand = assay.evaluate(rows, target=lambda q: answers_for(q, rows, answers),
+                          evaluators=["exact_match"], store=url)
+    return base, cand
+
+
 def answers_for(question: str, rows: list[dict[str, Any]], answers: dict[str, str]) -> str:
     return next(answers[r["id"]] for r in rows if r["input"] == question)
+
+
+def test_no_regression_beside_a_case_that_got_worse_says_why(tmp_path):
+    """A case that got worse is not a regression unless the policy's rule counts it on the
+    runs' figures; the headline said "no regression (1 case(s) regressed, ...)", which read
+    as a contradiction. Every surface now says why it is not counted: its test was not
+    significant, or the figures stayed within the thresholds."""
+    from assay.report.comparison import comparison_markdown
+    from assay.report.markdown import md_text
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+    base, cand = _one_of_twenty_worse(url)
+    noise = ("no regression by the default policy's rule: 1 case got worse, not enough to "
+             "count (not significant at 0.05: pass rate dropped 5.0 pt (100.0% → 95.0%)) "
+             "(1 case(s) regressed, 0 improved, 19 unchanged, 0 error(s))")
+    strict = assay.compare(base.run_id, cand.run_id, store=url, require_significance=0.05)
+    assert strict.headline(fail_on_thresholds=False) == noise
+    assert comparison_markdown(strict, fail_on_thresholds=False).startswith(
+        f"### {md_text(noise)}\n")
+    shown = CliRunner().invoke(cli_app, ["compare", base.run_id, cand.run_id, "--store", url,
+                                         "--require-significance", "0.05",
+                                         "--no-fail-on-thresholds"], env={"COLUMNS": "400"})
+    assert shown.exit_code == 0 and shown.output.strip().splitlines()[-1] == noise
+    gated = CliRunner().invoke(cli_app, ["compare", base.run_id, cand.run_id, "--store", url,
+                                         "--require-significance", "0.05"],
+                               env={"COLUMNS": "400"})
+    assert gated.exit_code == 1
+    assert gated.output.strip().splitlines()[-1].endswith(
+        "; but the candidate failed its own gates (1 case(s) regressed, 0 improved, "
+        "19 unchanged, 0 error(s))")
+    loose = ["--max-pass-rate-drop", "0.1", "--max-avg-score-drop", "10"]
+    within = CliRunner().invoke(cli_app, ["compare", base.run_id, cand.run_id, "--store", url,
+                                          "--json", "--no-fail-on-thresholds", *loose])
+    assert json.loads(within.output)["headline"] == (
+        "no regression by the default policy's rule: 1 case got worse, not enough to count "
+        "(the runs' figures stayed within the thresholds) (1 case(s) regressed, 0 improved, "
+        "19 unchanged, 0 error(s))")
+    with serve(url) as served, served.client() as client:
+        answer = client.get("/runs/compare", params={
+            "baseline_run_id": base.run_id, "candidate_run_id": cand.run_id,
+            "require_significance": 0.05}).json()
+    assert answer["headline_text"].startswith(noise.split(" (1 case(s)")[0] + "; but the")

@@ -266,15 +266,35 @@ class Comparison(BaseModel):
         return 1 if fail_on_thresholds and self.candidate_gates.failed else 0
 
     def headline(self, fail_on_thresholds: bool = True) -> str:
-        """The verdict in one line, as every surface states it."""
+        """The verdict in one line, as every surface states it. A regression is the
+        policy's verdict on the runs' figures, not any case that got worse; so when cases got
+        worse and it found none, the line says why (:meth:`why_not_counted`): a bare "no
+        regression" beside "1 case(s) regressed" read as a contradiction."""
         counts = self.aggregate
         cases = (f"{counts.total_regressions} case(s) regressed, {counts.total_improvements} "
                  f"improved, {counts.total_unchanged} unchanged, {counts.total_errors} error(s)")
         if self.verdict.regression_detected:
             return f"regression detected: {'; '.join(self.verdict.reasons)} ({cases})"
+        said = "no regression"
+        if counts.total_regressions:
+            worse = numbers.count_of(counts.total_regressions, "case")
+            said += (f" by the {self.policy} policy's rule: {worse} got worse, not enough to "
+                     f"count ({self.why_not_counted()});")
+        else:
+            said += ","
         if self.exit_code(fail_on_thresholds):
-            return f"no regression, but the candidate failed its own gates ({cases})"
-        return f"no regression ({cases})"
+            return f"{said} but the candidate failed its own gates ({cases})"
+        return f"{said.rstrip(',;')} ({cases})"
+
+    def why_not_counted(self) -> str:
+        """Why the runs' figures are no regression by the policy's rule: each reason found
+        whose paired test was not significant (with ``require_significance``), else that
+        the figures stayed within the thresholds."""
+        uncounted = [r.text for r in self.verdict.reason_details if not r.counted]
+        if uncounted:
+            level = numbers.plain(self.verdict.require_significance)
+            return f"not significant at {level}: {'; '.join(uncounted)}"
+        return "the runs' figures stayed within the thresholds"
 
 
 RunComparison = Comparison

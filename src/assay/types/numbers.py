@@ -203,7 +203,13 @@ def count(value: int | None) -> str:
     return f"{value:,}" if value is not None else MISSING
 
 
-__all__ = ["MISSING", "NOT_COMPARABLE", "cost", "cost_parts", "count", "counts",
+def count_of(value: int, noun: str) -> str:
+    """A count with its noun, singular for one: ``1 case``, ``1,000 cases``; so a count
+    never reads ``1 case(s)``."""
+    return f"{count(value)} {noun}{'' if value == 1 else 's'}"
+
+
+__all__ = ["MISSING", "NOT_COMPARABLE", "cost", "cost_parts", "count", "count_of", "counts",
            "latency_change", "milliseconds", "milliseconds_delta", "p_value", "percent",
            "percent_points", "plain", "points", "points_delta", "score", "score_delta", "usd",
            "usd_change"]
