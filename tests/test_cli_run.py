@@ -144,6 +144,29 @@ def test_filter_repeat_and_dry_run(project, mock_server):
     assert sorted((r["eval_id"], r["repeat"]) for r in rows) == [("jp", 0), ("jp", 1)]
 
 
+def test_max_failed_counts_cases_not_repeats(project, mock_server):
+    """One case that failed in each of 3 repeats is one failing case: the gate said "3
+    case(s) failed", counting executions. ``max_failed`` counts cases, and the gate says how
+    many of their repeats failed, the same in ``assay run``, ``assay show`` and Markdown."""
+    bad = assay(project, "run", "EVAL.yaml", "--repeat", "3", "--junit", "junit.xml",
+                env={"AGENT_VERSION": "bad"})
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    gate = "1 case failed (3 of 3 repeats; allowed 0)"
+    assert f"gate failed: {gate}" in bad.stdout
+    assert "executions 9 (fail 3, pass 6)" in bad.stdout  # the verdicts are per repeat
+    run_id = _run_id(bad.stdout)
+    assert f"gate failed: {gate}" in assay(project, "show", run_id,
+                                           env={"COLUMNS": "250"}).stdout
+    markdown = assay(project, "report", run_id, "--markdown", "-").stdout
+    assert "- 1 case failed \\(3 of 3 repeats; allowed 0\\)" in markdown
+    assert "| executions | pass rate |" in markdown
+    suite = ET.parse(project / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("9", "3")
+    allowed = assay(project, "run", "EVAL.yaml", "--repeat", "3", "--max-failed", "1",
+                    env={"AGENT_VERSION": "bad"})
+    assert allowed.returncode == 0 and "all gates passed" in allowed.stdout, allowed.stdout
+
+
 def test_gates_and_configuration_errors(project, mock_server):
     low = assay(project, "run", "EVAL.yaml", "--min-score", "1.01")
     assert low.returncode == 2  # an impossible gate is a usage error

@@ -115,7 +115,9 @@ def run(
     min_score: float | None = typer.Option(None, "--min-score", min=0.0, max=1.0,
                                            help="Gate: mean case score at least this."),
     max_failed: int | None = typer.Option(0, "--max-failed", min=0,
-                                          help="Gate: at most this many failing cases."),
+                                          help="Gate: at most this many failing cases (with "
+                                          "--repeat, a case that failed in any repeat counts "
+                                          "once)."),
     max_errors: int | None = typer.Option(0, "--max-errors", min=0,
                                           help="Gate: at most this many evaluator errors."),
     retry_errors: bool = typer.Option(False, "--retry-errors",

@@ -17,7 +17,7 @@ from typing import Any
 
 from assay._util.control_chars import printable
 from assay._util.redact import scrub
-from assay.run.display import repeats_shown, run_display, scale_for
+from assay.run.display import executions_named, repeats_shown, run_display, scale_for
 from assay.store import queries
 from assay.store.runs import RunStore
 from assay.types import numbers
@@ -52,10 +52,10 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
     if s is None:
         return "\n".join(lines) + "\n"
     shown = run_display(s)
-    lines += ["| cases | pass rate | mean score | errors | skipped | turn latency p50 "
-              "| turn latency p95 | judge cost |",
+    lines += [f"| {executions_named(s)} | pass rate | mean score | errors | skipped "
+              "| turn latency p50 | turn latency p95 | judge cost |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|",
-              f"| {s.cases} | {shown.pass_rate} | {shown.mean_score} | "
+              f"| {numbers.count(s.cases)} | {shown.pass_rate} | {shown.mean_score} | "
               f"{s.evaluator_errors} evaluator, {s.target_errors} agent | {s.evaluator_skips} | "
               f"{shown.latency_p50} | {shown.latency_p95} | {shown.judge_cost} |", ""]
     if s.metrics_pass_threshold is not None or s.cases_pass_threshold is not None:

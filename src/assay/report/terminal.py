@@ -27,6 +27,7 @@ from assay.report.safe_text import for_terminal
 from assay.run.display import (
     TURN_LATENCY,
     RunDisplay,
+    executions_named,
     repeats_shown,
     run_display,
     scale_for,
@@ -149,7 +150,8 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
     if summary.measurements:
         skips += f", measurements {summary.measurements}"
     lines = [
-        f"cases {summary.cases} ({verdicts}); pass rate {shown.pass_rate}; mean score "
+        f"{executions_named(summary)} {numbers.count(summary.cases)} ({verdicts}); pass rate "
+        f"{shown.pass_rate}; mean score "
         f"{shown.mean_score} over {summary.scored} scored; evaluator errors "
         f"{summary.evaluator_errors}{skips}",
         *repeats_lines(shown),

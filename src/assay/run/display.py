@@ -154,6 +154,13 @@ def tokens(usage: Usage) -> str:
     return numbers.count(usage.total_tokens)
 
 
+def executions_named(summary: RunSummary) -> str:
+    """What a run's verdict counts count: ``cases``, or ``executions`` for a run with
+    repeats, whose cases the repeats figure counts; a case failed in 3 repeats is one
+    case (the ``max_failed`` gate's) and three executions."""
+    return "executions" if summary.case_summary else "cases"
+
+
 def repeats_figure(cases: Mapping[str, CaseSummary]) -> str:
     """A run's cases over their repeats, as every surface shows them: a pass rate over
     executions hides a case that passes one time in three, which pass^k (the cases that

@@ -107,8 +107,9 @@ class Gates(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     min_mean_score: float | None = Field(default=None, ge=0, le=1)
-    max_failed: int | None = Field(default=0, ge=0,
-                                   description="cases with verdict fail; None: no limit")
+    max_failed: int | None = Field(
+        default=0, ge=0, description="cases with verdict fail; with repeats a case fails "
+        "when any of its repeats failed, and counts once; None: no limit")
     max_errors: int | None = Field(
         default=0, ge=0, description="evaluator scores that could not be computed; an error "
         "is never a pass, even when a case's other evaluators scored it")

@@ -14,7 +14,7 @@ import statistics
 from array import array
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -257,6 +257,7 @@ class CaseSummary(_Record):
     executions: int = 0
     passed: int = 0
     errors: int = 0
+    failed: int = Field(default=0, description="executions with the verdict fail")
     pass_fraction: float = 0.0
     pass_all: bool = False
     flaky: bool = Field(default=False, description="passed in some repeats, not in others")
@@ -293,6 +294,16 @@ class AssessmentSummary(_Record):
     gate: str = Field(default="assertions", description="what decided the run: assertions "
                       "(every value passes, no error) or criteria (the quality criteria met "
                       "and no error)")
+
+
+class FailedCases(NamedTuple):
+    """The cases of a run that failed (:meth:`RunSummary.failed_cases`)."""
+
+    cases: int
+    executions: int
+    """their executions with the verdict fail"""
+    of: int
+    """all their executions (their repeats)"""
 
 
 class RunSummary(BaseModel):
@@ -380,6 +391,17 @@ class RunSummary(BaseModel):
     def count(self, verdict: Verdict) -> int:
         return self.verdicts.get(verdict.value, 0)
 
+    def failed_cases(self) -> FailedCases:
+        """The cases that failed, counted once however many of their repeats failed: a case
+        fails when any of its repeats has the verdict ``fail``, as pass^k passes a case only
+        when every repeat passed. Without repeats each execution is a case."""
+        if not self.case_summary:
+            failed = self.count(Verdict.FAIL)
+            return FailedCases(cases=failed, executions=failed, of=failed)
+        failing = [c for c in self.case_summary.values() if c.failed]
+        return FailedCases(cases=len(failing), executions=sum(c.failed for c in failing),
+                           of=sum(c.executions for c in failing))
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def pass_rate(self) -> float | None:
@@ -440,7 +462,7 @@ class SummaryBuilder:
         self.stop_reasons: dict[str, int] = {}
         self.analyses = 0
         self.analysis_usage = Usage()
-        # case id -> [executions, passed, errors, overall total, overall count]; kept only
+        # case id -> [executions, passed, errors, overall total, overall count, failed]; kept
         # when cases repeat (one entry per case would grow with a million-case run)
         self.per_case: dict[str, list[float]] = {}
         self.track_cases = track_cases
@@ -477,10 +499,11 @@ class SummaryBuilder:
         if self.track_cases:
             acc_case = self.per_case.get(record.case_id)
             if acc_case is None:
-                acc_case = self.per_case[record.case_id] = [0, 0, 0, 0.0, 0]
+                acc_case = self.per_case[record.case_id] = [0, 0, 0, 0.0, 0, 0]
             acc_case[0] += 1
             acc_case[1] += record.verdict is Verdict.PASS
             acc_case[2] += record.verdict is Verdict.ERROR
+            acc_case[5] += record.verdict is Verdict.FAIL
             if overall is not None:
                 acc_case[3] += overall
                 acc_case[4] += 1
@@ -543,7 +566,7 @@ class SummaryBuilder:
             stop_reasons=dict(self.stop_reasons), cause_analyses=self.analyses,
             cause_analysis_usage=self.analysis_usage,
             case_summary={case_id: CaseSummary(
-                executions=int(a[0]), passed=int(a[1]), errors=int(a[2]),
+                executions=int(a[0]), passed=int(a[1]), errors=int(a[2]), failed=int(a[5]),
                 pass_fraction=a[1] / a[0], pass_all=a[1] == a[0], flaky=0 < a[1] < a[0],
                 mean_overall_score=a[3] / a[4] if a[4] else None)
                 for case_id, a in self.per_case.items()})

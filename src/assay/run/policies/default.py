@@ -21,7 +21,7 @@ from assay.registry import scoring_policy
 from assay.run.policies.base import CaseOutcome, RunFold, ScoringPolicy, weighted_mean
 from assay.run.policies.dimensions import dimension_failures
 from assay.types import numbers
-from assay.types.records import RunSummary, Verdict
+from assay.types.records import FailedCases, RunSummary, Verdict
 from assay.types.score import Score
 from assay.types.verdict import reaches
 
@@ -70,12 +70,15 @@ class CountGates(RunFold):
 
 
 def count_gate_failures(summary: RunSummary, config: RunConfig) -> list[str]:
-    """The gates of ``config.gates`` that ``summary`` fails."""
+    """The gates of ``config.gates`` that ``summary`` fails. ``max_failed`` counts cases,
+    not executions: with repeats a case fails when any of its repeats failed, and counts
+    once (:meth:`RunSummary.failed_cases`), so ``--repeat 3`` does not turn one failing case
+    into three."""
     gates = config.gates
     failures: list[str] = []
-    failed = summary.count(Verdict.FAIL)
-    if gates.max_failed is not None and failed > gates.max_failed:
-        failures.append(f"{failed} case(s) failed (allowed {gates.max_failed})")
+    failed = summary.failed_cases()
+    if gates.max_failed is not None and failed.cases > gates.max_failed:
+        failures.append(_failed_text(summary, failed, gates.max_failed))
     if gates.max_errors is not None and summary.evaluator_errors > gates.max_errors:
         unscored = summary.count(Verdict.ERROR)
         failures.append(
@@ -86,6 +89,16 @@ def count_gate_failures(summary: RunSummary, config: RunConfig) -> list[str]:
         failures.append(f"mean score {numbers.score(summary.mean_score)} is below the gate "
                         f"{numbers.score(gates.min_mean_score)}")
     return failures
+
+
+def _failed_text(summary: RunSummary, failed: FailedCases, allowed: int) -> str:
+    """``1 case failed (allowed 0)``; with repeats, how many of those cases' repeats failed:
+    ``1 case failed (3 of 3 repeats; allowed 0)``."""
+    cases = f"{numbers.count_of(failed.cases, 'case')} failed"
+    if not summary.case_summary:
+        return f"{cases} (allowed {numbers.count(allowed)})"
+    return (f"{cases} ({numbers.count(failed.executions)} of {numbers.count(failed.of)} "
+            f"repeats; allowed {numbers.count(allowed)})")
 
 
 __all__ = ["CountGates", "DefaultPolicy", "count_gate_failures"]
