@@ -146,19 +146,48 @@ def test_every_surface_shows_the_part_whose_cost_is_unknown(openai_on_mock, tmp_
     shown = result.display.cost
     assert AGENT_UNKNOWN.fullmatch(shown), shown
     tokens = f"tokens: agent 30, simulated user -, judge {result.display.judge_tokens}"
-    line = f"total cost {shown}; {tokens}\n"
-    assert line in _cli("show", result.run_id, "--summary", "--store", url)
-    assert line in _cli("show", result.run_id, "--store", url)
-    markdown = _cli("report", result.run_id, "--markdown", "-", "--store", url)
-    assert f"Total cost: {shown}; {tokens}\n" in markdown, markdown
-    assert junit(url, result.run_id, tmp_path)[2]["assay.cost"] == shown
-    assert html_report(url, result.run_id, tmp_path)[0]["cost"] == shown
-    with serve(url) as served, served.client() as client:
-        assert client.get(f"/runs/{result.run_id}").json()["display"]["cost"] == shown
-        listed = client.get("/runs").json()["items"][0]
-        assert listed["display"]["cost"] == shown
+    _every_surface_shows(url, result.run_id, f"{shown}; {tokens}", tmp_path)
     assert f"cost {shown}" in str(result)
     assert f"cost {shown}" in result._repr_html_()
+
+
+def _every_surface_shows(url: str, run_id: str, spent: str, tmp_path: Path) -> None:
+    """``spent`` (the run's cost and tokens) in ``assay show`` and its ``--summary``, in
+    Markdown, JUnit's properties, the HTML report and the REST API's display fields."""
+    shown = spent.split(";")[0]
+    line = f"total cost {spent}\n"
+    assert line in _cli("show", run_id, "--summary", "--store", url)
+    assert line in _cli("show", run_id, "--store", url)
+    markdown = _cli("report", run_id, "--markdown", "-", "--store", url)
+    assert f"Total cost: {spent}\n" in markdown, markdown
+    assert junit(url, run_id, tmp_path)[2]["assay.cost"] == shown
+    assert html_report(url, run_id, tmp_path)[0]["cost"] == shown
+    with serve(url) as served, served.client() as client:
+        assert client.get(f"/runs/{run_id}").json()["display"]["cost"] == shown
+        listed = client.get("/runs").json()["items"][0]
+        assert listed["display"]["cost"] == shown
+
+
+def test_a_run_that_made_no_paid_call_costs_a_known_zero(tmp_path):
+    """A run of deterministic checks (no judge call, an agent that reports no usage) showed
+    "total cost unknown" beside "judge cost $0.0000". A part that made no call costs a known
+    $0, so the run's cost is $0.0000 on every surface, also from a summary stored before
+    (whose total was left empty); the total is unknown only when a part that spent has no
+    price."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = assay.evaluate(ROWS, target=lambda question: question,
+                            evaluators=["exact_match"], store=url)
+    summary = result.summary
+    assert (summary.usage.calls, summary.agent_usage.calls) == (0, 0)
+    assert (summary.estimated_cost_usd, summary.cost_unknown) == (0.0, [])
+    assert result.display.judge_cost == result.display.cost == "$0.0000"
+    assert result.assay_metrics["cost_usd"] == 0.0
+    spent = "$0.0000; tokens: agent -, simulated user -, judge -"
+    _every_surface_shows(url, result.run_id, spent, tmp_path)
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        db.execute("UPDATE runs SET summary = json_set(summary, '$.estimated_cost_usd', "
+                   "json('null')) WHERE id = ?", (result.run_id,))
+    _every_surface_shows(url, result.run_id, spent, tmp_path)
 
 
 def test_a_summary_stored_without_the_unknown_parts_names_them_from_its_usages(
@@ -250,8 +279,8 @@ def test_a_conversations_cost_tokens_and_stop_reasons_show_in_the_run(
 
 
 def test_a_part_that_made_no_call_shows_no_tokens_and_nothing_spent_reads_as_such():
-    """A part that made no call has no tokens to show (``-``, never ``0``); a run whose
-    parts spent nothing known, and none at an unknown cost, keeps its one word."""
+    """A part that made no call has no tokens to show (``-``, never ``0``); a bare summary
+    (what a run without one is shown with, whose spending is not known) keeps its one word."""
     shown = run_display(RunSummary())
     assert (shown.agent_tokens, shown.simulator_tokens, shown.judge_tokens,
             shown.stop_reasons, shown.cost) == ("-", "-", "-", "-", "unknown")

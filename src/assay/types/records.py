@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Any, Literal, NamedTuple
 
@@ -365,7 +365,9 @@ class RunSummary(BaseModel):
     agent_usage: Usage = Field(default_factory=Usage)
     simulator_usage: Usage = Field(default_factory=Usage)
     estimated_cost_usd: float | None = Field(
-        default=None, description="agent, simulated user and judge costs that are known")
+        default=None, description="agent, simulated user and judge costs that are known (a "
+        "part that made no call costs a known $0); None only when no part that spent has a "
+        "known cost and some part's is unknown (see known_cost)")
     cost_unknown: list[str] = Field(
         default_factory=list, description="the parts (agent, simulated user, judge) that "
         "spent calls whose cost is unknown, in whole or in part: estimated_cost_usd leaves "
@@ -386,6 +388,12 @@ class RunSummary(BaseModel):
         if "cost_unknown" not in self.model_fields_set:
             self.cost_unknown = unknown_cost_parts(self.agent_usage, self.simulator_usage,
                                                    self.usage)
+        if self.estimated_cost_usd is None and not self.cost_unknown and \
+                "estimated_cost_usd" in self.model_fields_set:
+            # stored before known_cost's rule: no part spent at an unknown cost and none at a
+            # known one, so the run cost a known $0 (a bare RunSummary() stands for a run
+            # with no summary, whose cost is not known, and keeps None)
+            self.estimated_cost_usd = 0.0
         return self
 
     def count(self, verdict: Verdict) -> int:
@@ -541,10 +549,6 @@ class SummaryBuilder:
             agent.cost = None  # no agent reported a cost: unknown, not free
         unknown = unknown_cost_parts(agent, self.simulator_usage, self.usage,
                                      agent_unpriced=agent.calls - self.agent_costs)
-        # A usage counts when it spent or saved something: calls answered from the cache
-        # cost nothing, a known $0 (a fully cached re-run is free, not of unknown cost).
-        costs = [u.cost for u in (self.usage, agent, self.simulator_usage)
-                 if u.cost is not None and (u.calls or u.cached_calls or u.cost)]
         return RunSummary(
             cases=self.cases, scored=self.scored,
             mean_score=self.score_total / self.scored if self.scored else None,
@@ -562,7 +566,8 @@ class SummaryBuilder:
             cases_pass_rate_pct=passed / self.cases * 100 if self.cases else None,
             **run_latency(list(self.case_p50s)).model_dump(),
             agent_usage=agent, simulator_usage=self.simulator_usage,
-            estimated_cost_usd=math.fsum(costs) if costs else None, cost_unknown=unknown,
+            estimated_cost_usd=known_cost((self.usage, agent, self.simulator_usage), unknown),
+            cost_unknown=unknown,
             stop_reasons=dict(self.stop_reasons), cause_analyses=self.analyses,
             cause_analysis_usage=self.analysis_usage,
             case_summary={case_id: CaseSummary(
@@ -574,6 +579,17 @@ class SummaryBuilder:
 
 COST_PARTS = ("agent", "simulated user", "judge")
 """The parts of a run that spend, in the order a run's cost names them."""
+
+
+def known_cost(parts: Sequence[Usage], unknown: Sequence[str]) -> float | None:
+    """The known costs of a run's parts (agent, simulated user, judge), summed: the one rule
+    of a run's total. A part that made no call spent nothing, a known $0, so a run of
+    deterministic checks costs $0, not an unknown beside a judge cost of $0; calls answered
+    from the cache cost nothing either (a fully cached re-run is free). None only when no
+    part has a known cost and some part spent at an unknown one (``unknown``,
+    :func:`unknown_cost_parts`): every surface then reads ``unknown (agent)``."""
+    costs = [u.cost for u in parts if u.cost is not None and (u.calls or u.cached_calls or u.cost)]
+    return None if unknown and not costs else math.fsum(costs)
 
 
 def unknown_cost_parts(agent: Usage, simulator: Usage, judge: Usage,
