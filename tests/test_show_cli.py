@@ -182,6 +182,20 @@ def test_runs_limit_is_at_least_one_as_show_limit_is(tmp_path):
     assert [r["id"] for r in json.loads(one.output)] == [newest]
 
 
+def _stopped_and_finished(tmp_path: Path, finished_cases: int) -> tuple[str, str, str]:
+    """A store of two runs: one interrupted after storing 12 case results, before its
+    summary, and one finished with ``finished_cases``; the store's URL and the runs' ids."""
+    from assay.types.records import RunStatus
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store = RunStore(url)
+    stopped = write_run(store, 12, status=RunStatus.RUNNING, seed=1)
+    store.set_status(stopped, RunStatus.INTERRUPTED.value)
+    finished = write_run(store, finished_cases, seed=2)
+    store.close()
+    return url, stopped, finished
+
+
 def test_an_interrupted_run_lists_the_cases_it_stored_on_every_surface(tmp_path):
     """A run stopped before its summary was written listed blank cases in ``assay runs``
     although its results were stored: the command line, ``GET /runs`` and the web UI (which
@@ -190,15 +204,9 @@ def test_an_interrupted_run_lists_the_cases_it_stored_on_every_surface(tmp_path)
 
     from assay.cli import app as cli_app
     from assay.store.queries import RunFilter, list_runs
-    from assay.types.records import RunStatus
     from tests.server_support import serve
 
-    url = f"sqlite:///{tmp_path / 'runs.db'}"
-    store = RunStore(url)
-    stopped = write_run(store, 12, status=RunStatus.RUNNING, seed=1)
-    store.set_status(stopped, RunStatus.INTERRUPTED.value)
-    finished = write_run(store, 5, seed=2)
-    store.close()
+    url, stopped, finished = _stopped_and_finished(tmp_path, 5)
     shown = CliRunner().invoke(cli_app, ["runs", "--store", url], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
     row = next(line for line in shown.output.splitlines() if stopped in line)
@@ -232,3 +240,32 @@ def test_the_cases_table_shows_hits_and_misses_only_when_an_evaluator_gave_some(
     assert "hits / misses" in _header(table)
     cells = table.columns[_header(table).index("hits / misses")]._cells
     assert cells[0] == "" and "no refund policy named" in cells[1]
+def test_every_list_of_runs_gives_the_stored_count_and_says_why_the_mean_is_missing(tmp_path):
+    """``assay runs --json`` lacked the stored case count its table showed; the table left an
+    interrupted run's mean and gate blank, and counted a summary's cases as ``1000`` where
+    every other count reads ``1,000``. Every list now gives the count as a field
+    (``stored_cases``, ``cases``), shows ``-`` for a mean and gate no summary holds, and says
+    why below the table."""
+    from typer.testing import CliRunner
+
+    from assay.cli import app as cli_app
+    from tests.server_support import serve
+
+    url, stopped, finished = _stopped_and_finished(tmp_path, 1200)
+    shown = CliRunner().invoke(cli_app, ["runs", "--store", url], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    cells = {run_id: [c.strip() for c in next(x for x in lines if run_id in x).split("│")]
+             for run_id in (stopped, finished)}
+    assert cells[stopped][5:8] == ["12 stored", "-", "-"], shown.output
+    assert cells[finished][5] == "1,200", shown.output
+    assert f"interrupted {stopped} (no summary yet, so no mean or gate): resume with " \
+        in shown.output
+    as_json = CliRunner().invoke(cli_app, ["runs", "--store", url, "--json"])
+    listed = {r["id"]: (r["stored_cases"], r["cases"]) for r in json.loads(as_json.output)}
+    want = {stopped: (12, "12 stored"), finished: (None, "1,200")}
+    assert listed == want
+    with serve(url) as served, served.client() as client:
+        items = client.get("/runs").json()["items"]
+    assert {i["id"]: (i["stored_cases"], i["cases"]) for i in items} == want
+    assert {i["id"]: i["display"] is None for i in items} == {stopped: True, finished: False}

@@ -26,15 +26,17 @@ def list_runs(
 ) -> None:
     """List stored runs, newest first (a run that cannot be read is listed, saying why)."""
     from assay.report.terminal import run_notes, runs_table
+    from assay.store.queries import listed_cases
     from assay.store.runs import RunStore
 
     runs = RunStore(store_url(store), must_exist=True)
     records = runs.run_records(limit)
+    stored = runs.stored_case_counts([r.id for r in records if r.summary is None])
     if as_json:
-        print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
+        print(json.dumps([{**r.model_dump(mode="json"), **listed_cases(r, stored)}
+                          for r in records], indent=2))
         return
-    console.print(runs_table(records, runs.stored_case_counts(
-        [r.id for r in records if r.summary is None])))
+    console.print(runs_table(records, stored))
     for line in run_notes(records, store_option_of(runs)):
         console.print(line, highlight=False, soft_wrap=True)
 

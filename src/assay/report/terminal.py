@@ -263,8 +263,8 @@ def aggregate_lines(found: AssessmentSummary) -> list[str]:
 
 def runs_table(runs: list[RunRecord], stored_cases: Mapping[str, int] | None = None) -> Table:
     """Stored runs, one a row; a run whose row cannot be read shows as ``unreadable``, and
-    one without a summary the case results it stored (``stored_cases``, by run id; see
-    :func:`~assay.store.queries.cases_shown`)."""
+    one without a summary the case results it stored (``stored_cases``, by run id), and
+    ``-`` for its mean and gate (see :func:`~assay.store.queries.cases_shown`)."""
     from assay.store.queries import cases_shown
 
     stored = stored_cases or {}
@@ -280,14 +280,15 @@ def runs_table(runs: list[RunRecord], stored_cases: Mapping[str, int] | None = N
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
                       cases_shown(s, stored.get(r.id, 0) if stored_cases is not None
                                   else None),
-                      "" if s is None else run_display(s).mean_score,
-                      "" if s is None else ("pass" if s.passed else "fail"))
+                      numbers.MISSING if s is None else run_display(s).mean_score,
+                      numbers.MISSING if s is None else ("pass" if s.passed else "fail"))
     return table
 
 
 def run_notes(runs: list[RunRecord], store: str | None = None) -> list[str]:
     """What a list of runs must add below its table: why each unreadable run cannot be read,
-    and how to resume each run that stopped before completing."""
+    and how to resume each run that stopped before completing (and, when it has no summary,
+    why its mean and gate read ``-``)."""
     lines = []
     for r in runs:
         if r.unreadable:
@@ -300,6 +301,8 @@ def run_notes(runs: list[RunRecord], store: str | None = None) -> list[str]:
                          f"{for_terminal(command)}")
         elif command is not None:
             why = ", its process stopped" if r.abandoned else ""
+            if r.summary is None:
+                why = " (no summary yet, so no mean or gate)" + why
             lines.append(f"[yellow]{r.status.value}[/] {for_terminal(r.id)}{why}: resume with "
                          f"{for_terminal(command)}")
     return lines

@@ -10,7 +10,7 @@ user (a search, a case id) reaches SQL only as a bound parameter, with LIKE wild
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -154,10 +154,20 @@ class CaseRow(_View):
 def cases_shown(summary: RunSummary | None, stored_cases: int | None) -> str:
     """A run's cases as every list of runs shows them: its summary's count, else (a run
     stopped, or not yet finished, before its summary was written) the case results it has
-    stored, so that what is known is never a blank."""
+    stored, so that what is known is never a blank. Its mean and gate are
+    :data:`~assay.types.numbers.MISSING` then: a mean of the cases stored so far would read
+    as the run's, and no gate was checked."""
     if summary is not None:
-        return str(summary.cases)
-    return numbers.MISSING if stored_cases is None else f"{stored_cases} stored"
+        return numbers.count(summary.cases)
+    return numbers.MISSING if stored_cases is None else f"{numbers.count(stored_cases)} stored"
+
+
+def listed_cases(run: RunRecord, stored: Mapping[str, int]) -> dict[str, Any]:
+    """What a list of runs says of a run's cases beside its record (``assay runs --json``),
+    as :class:`RunItem` says it over the REST API: ``stored_cases`` (a run without a
+    summary: the case results it stored, from ``stored``, by run id) and ``cases``."""
+    kept = None if run.summary is not None else stored.get(run.id, 0)
+    return {"stored_cases": kept, "cases": cases_shown(run.summary, kept)}
 
 
 class RunItem(_View):

@@ -480,7 +480,7 @@
         h("td", { class: "git-cell" }, r.git ? h("a", { href: route("runs", null, Object.assign({}, filters, { branch: r.git.branch, offset: 0 })), class: "mono", title: r.git.commit }, gitText(r.git)) : h("span", { class: "muted" }, "—"),
           r.agent_version ? h("div", { class: "muted" }, "agent " + r.agent_version) : null),
         h("td", {}, r.unreadable ? h("span", { title: r.unreadable }, badge("unreadable", "error")) : badge(r.status)), h("td", {}, r.status === "completed" ? gateBadge(sm) : badge("—", "none")),
-        h("td", { class: "num" }, sm ? fmt.int(sm.cases) : r.cases),
+        h("td", { class: "num" }, r.cases),
         h("td", { class: "num" }, meter(r.pass_rate), figure(r.display, "pass_rate")),
         h("td", { class: "num" }, figure(r.display, "mean_score")),
         h("td", { class: "num" }, fmt.time(r.created_at)));
