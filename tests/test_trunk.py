@@ -465,8 +465,11 @@ def test_runs_json_prints_the_typed_records(tmp_path) -> None:
     done = CliRunner().invoke(app, ["runs", "--store", url, "--json"])
     assert done.exit_code == 0, done.output
     (run,) = json.loads(done.output)
+    # the record, and what every list of runs says of its cases (as GET /runs does)
     assert set(run) == {"id", "suite", "status", "created_at", "finished_at", "config",
-                        "summary", "unreadable", "abandoned", "name", "tags", "notes"}
+                        "summary", "unreadable", "abandoned", "name", "tags", "notes",
+                        "stored_cases", "cases"}
+    assert (run["stored_cases"], run["cases"]) == (0, "0 stored")
     assert run["config"]["run"]["concurrency"] == 4 and run["config"]["run"]["old"] is True
     assert RunSnapshot.model_validate(run["config"]).run.concurrency == 4
 
