@@ -88,6 +88,8 @@ def _answer_line(provider: str, custom_id: str, outcome: str) -> str:
     ("[1, 2, 3]", "is not a JSON object"),
     ('{"result": {"type": "succeeded"}, "response": null}', "names no custom_id"),
     ('{"custom_id": 7}', "names no custom_id"),
+    ('{"custom_id": "$custom_id", "custom_id": "other"}',
+     "duplicate key 'custom_id' at column"),
 ])
 def test_a_results_line_that_cannot_be_read_loses_no_other_answer_and_is_named(
         provider, mock_server, tmp_path, line, said):
@@ -134,6 +136,24 @@ def test_a_request_answered_twice_differently_trusts_neither_and_is_sent_live(
     assert done.summary.usage.batch_calls == len(ROWS) - 1
     assert "answered 2 times, differently" in _notes(done), done.summary.notes
     assert "sent live" in _notes(done)
+
+
+def test_an_answer_naming_a_key_twice_is_not_used_and_its_request_is_sent_live(
+        provider, mock_server, tmp_path):
+    """A results line whose answer names its content's key twice says two things: it is
+    that request's error, located (line and column), the request is sent live, and every
+    other answer of the file is used."""
+    mock_server.configure(batch_repeated_keys=1)
+    store = tmp_path / "runs.db"
+    done = _resumed(store, _waiting(store, provider))
+    assert done.run.status is RunStatus.COMPLETED
+    _every_score_given(done)
+    assert mock_server.stats.requests == 1  # that request, live
+    assert done.summary.usage.batch_calls == len(ROWS) - 1
+    key = "choices" if provider == "openai" else "content"
+    assert "line 1 of " in _notes(done) and f"duplicate key '{key}' at column" \
+        in _notes(done), done.summary.notes
+    assert "sent live" in _notes(done) and KEY not in _notes(done)
 
 
 def test_a_request_the_batch_failed_is_sent_live_and_the_run_says_why(

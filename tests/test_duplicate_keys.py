@@ -31,6 +31,33 @@ async def test_a_judge_answer_naming_its_score_twice_is_an_error_naming_the_key(
     assert score.value is None
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_provider_answer_naming_a_key_twice_is_that_calls_error_naming_the_key(
+        engine_factory, mock_server: RunningServer, mock_model: str,
+        monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
+    """A chat answer whose body names ``choices`` (``content``) twice says two things: the
+    call fails naming the key and where, the score is an error (never the verdict of the
+    copy a reader happened to keep), and the next call is judged as ever."""
+    model = mock_model
+    if provider == "anthropic":
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", mock_server.url.removesuffix("/v1"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        model = "anthropic:claude-3-5-haiku-latest"
+    key = "choices" if provider == "openai" else "content"
+    mock_server.configure(faults={"repeated_key": 1.0})
+    engine = engine_factory(cache_mode="off", default_model=model)
+    case = Case(id="c", expected_output="Paris is the capital of France")
+    judge, execution = SemanticSimilarity(), Execution(output="Paris is the capital")
+    score = await judge.evaluate(case, execution, EvalContext(engine))
+    assert score.error is not None, f"a verdict from an ambiguous answer: {score.value}"
+    assert score.value is None
+    assert f"names a key twice, so it says two things: duplicate key '{key}' at column" \
+        in score.error.message, score.error.message
+    mock_server.configure(faults={})
+    again = await judge.evaluate(case, execution, EvalContext(engine))
+    assert again.error is None and again.value is not None
+
+
 @pytest.mark.parametrize("text", [
     '{"score": 5, "reasoning": "fine", "score": 1}',
     'My verdict:\n```json\n{"score": 5,\n "score": 1}\n```',

@@ -213,13 +213,14 @@ class BatchEndpoints:
 
     def _finish_openai(self, batch: MockBatch, outcomes: list[str], end: str) -> None:
         now = int(time.time())
-        out, errors = [], []
+        out: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
         for (custom_id, body), outcome in zip(batch.requests, outcomes, strict=True):
             line: dict[str, Any] = {"id": f"batch_req_{uuid.uuid4().hex[:16]}",
                                     "custom_id": custom_id, "response": None, "error": None}
             if outcome == "succeeded":
                 line["response"] = {"status_code": 200, "request_id": uuid.uuid4().hex,
-                                    "body": answer(body)}
+                                    "body": self._answer(answer(body), len(out))}
                 out.append(line)
                 continue
             if outcome == "errored":
@@ -244,6 +245,15 @@ class BatchEndpoints:
         if errors:
             body["error_file_id"] = self._file(errors)
         body["request_counts"].update(completed=len(out), failed=len(errors))
+
+    def _answer(self, response: dict[str, Any], index: int) -> Any:
+        """The ``index``-th answer of a batch as its results give it: naming a key twice
+        (``batch_repeated_keys``), as raw JSON, or as it is."""
+        from assay.testing.mock_server import repeated_key
+
+        if index < self.server.config.batch_repeated_keys:
+            return orjson.Fragment(repeated_key(response))
+        return response
 
     def _file(self, lines: list[dict[str, Any]], extra: bytes = b"") -> str:
         file_id = f"file-{uuid.uuid4().hex[:24]}"
@@ -295,7 +305,8 @@ class BatchEndpoints:
         for (custom_id, params), outcome in zip(batch.requests, outcomes, strict=True):
             result: dict[str, Any] = {"type": outcome}
             if outcome == "succeeded":
-                result["message"] = _to_anthropic_response(answer(params))
+                result["message"] = self._answer(_to_anthropic_response(answer(params)),
+                                                 counts.get("succeeded", 0))
             elif outcome == "errored":
                 result["error"] = {"type": "error", "error": {
                     "type": "invalid_request_error", "message": "mock: this request errored"}}

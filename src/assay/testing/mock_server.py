@@ -83,7 +83,8 @@ DEFAULT_PORT = 8766
 """Not ``assay serve``'s 8765: both run at once with their defaults."""
 
 FAULT_KINDS = ("429", "500", "503", "hang", "drop", "invalid_json", "truncated", "empty_choices",
-               "401", "huge", "drip", "prose", "bool_score", "duplicate_score")
+               "401", "huge", "drip", "prose", "bool_score", "duplicate_score",
+               "repeated_key")
 
 
 class MockConfig(BaseModel):
@@ -150,6 +151,9 @@ class MockConfig(BaseModel):
         default_factory=list, description="raw lines added at the end of every finished "
         "batch's results (OpenAI's output file, Anthropic's results), as a broken or hostile "
         "provider gives them; '$custom_id' in a line is the batch's first request's custom id")
+    batch_repeated_keys: int = Field(
+        default=0, ge=0, description="the first requests of each batch whose answer, if it "
+        "succeeds, names its content's key twice in the results (see repeated_key)")
     batch_body: dict[str, Any] = Field(
         default_factory=dict, description="fields laid over every batch object the server "
         "answers with (created, retrieved, cancelled, listed), as a broken or hostile "
@@ -349,6 +353,9 @@ class MockServer:
             fault = self._pick_fault(body)
             if fault is not None:
                 stats.faults[fault] += 1
+                if fault == "repeated_key":
+                    return web.Response(body=repeated_key(from_openai(answer(payload))),
+                                        content_type="application/json")
                 return await self._fault(request, fault, payload)
             stats.completed += 1
             response = answer(payload)
@@ -520,6 +527,15 @@ async def _stream(request: web.Request, full: dict[str, Any]) -> web.StreamRespo
     await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
     return response
+
+
+def repeated_key(response: dict[str, Any]) -> bytes:
+    """An answer as JSON naming its content's key twice: ``choices`` (chat completions) or
+    ``content`` (Anthropic's Messages) once more ahead of the real one, holding an empty
+    list. A reader that keeps the last value sees the real answer and nothing amiss, as a
+    broken proxy that merges two answers would leave it."""
+    key = "choices" if "choices" in response else "content"
+    return b"{" + orjson.dumps(key) + b":[]," + orjson.dumps(response)[1:]
 
 
 def _with_marker(response: dict[str, Any], marker: str) -> dict[str, Any]:

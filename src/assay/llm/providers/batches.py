@@ -49,6 +49,7 @@ from urllib.parse import urlencode
 import orjson
 from yarl import URL
 
+from assay._util import jsondata
 from assay._util.control_chars import printable
 from assay._util.redact import redact_url
 from assay.llm.batch import (
@@ -148,7 +149,10 @@ async def result_lines(url: str, lines: AsyncIterator[bytes | None],
 
 def _result_line(line: bytes, n: int, where: str,
                  answer: Callable[[dict[str, Any], str], BatchAnswer]) -> BatchAnswer:
-    """The answer of line ``n`` of a results file (see :func:`result_lines`)."""
+    """The answer of line ``n`` of a results file (see :func:`result_lines`). A line naming
+    a key twice is its request's error, saying where (its request is sent live, as one the
+    batch failed); when the key is ``custom_id`` the request it answers cannot be told, and
+    the line is one naming no request."""
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -157,6 +161,11 @@ def _result_line(line: bytes, n: int, where: str,
         return BatchAnswer(None, error=f"line {n} of {where} is not a JSON object")
     if not isinstance(value.get("custom_id"), str) or not value["custom_id"]:
         return BatchAnswer(None, error=f"line {n} of {where} names no custom_id")
+    try:
+        jsondata.refuse_repeated_keys(line)
+    except jsondata.DuplicateKey as exc:  # the line says two things: neither is an answer
+        named = None if exc.key == "custom_id" else value["custom_id"]
+        return BatchAnswer(named, error=f"line {n} of {where}: {exc}")
     return answer(value, value["custom_id"])
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from assay._util import jsondata
 from assay._util.redact import redact_url, url_credentials
 from assay.llm.types import (
     BadResponse,
@@ -117,13 +118,24 @@ async def post_json_value(url: str, body: dict[str, object], headers: dict[str, 
 
 
 def decode_json(url: str, payload: bytes) -> object:
-    """The JSON value of an answer from ``url``; :class:`BadResponse` when it is not JSON."""
+    """The JSON value of an answer from ``url``; :class:`BadResponse` when it is not JSON, or
+    when it names a key twice in one object (``{"choices": [...], "choices": [...]}``): which
+    of the two a reader keeps is its own choice, so the answer says two things and neither
+    is judged. orjson reads the answer (strictly: no NaN, no lone surrogates) and
+    :func:`~assay._util.jsondata.refuse_repeated_keys` looks for a repeated key, ~10 us of a
+    call."""
     try:
-        return orjson.loads(payload)
+        found = orjson.loads(payload)
     except orjson.JSONDecodeError:
         raise BadResponse(
             f"{redact_url(url)} answered with a body that is not JSON: {payload[:200]!r}"
         ) from None
+    try:
+        jsondata.refuse_repeated_keys(payload)
+    except jsondata.DuplicateKey as exc:
+        raise BadResponse(f"{redact_url(url)} answered with JSON that names a key twice, "
+                          f"so it says two things: {exc}") from None
+    return found
 
 
 async def exchange(method: str, url: str, data: bytes | None, headers: dict[str, str],
