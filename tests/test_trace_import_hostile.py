@@ -54,6 +54,44 @@ def test_an_otlp_file_with_missing_parts_is_read_as_having_none(tmp_path: Path) 
     assert case.trace.trace_id == SPAN["traceId"]
 
 
+def _said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path) -> str:
+    """What reading the trace file at ``path`` says, from the library and from ``assay run
+    --traces`` alike (exit code 2, no traceback)."""
+    with pytest.raises(SourceError) as raised:
+        read_traces(open_source(f"otlp:{path}"), TraceQuery())
+    said = str(raised.value)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "EVAL.yaml").write_text(EVAL)
+    result = CliRunner().invoke(app, ["run", "EVAL.yaml", "--traces", f"otlp:{path}",
+                                      "--store", f"sqlite:///{tmp_path / 'runs.db'}"])
+    assert result.exit_code == 2, result.output
+    assert "".join(said.split()) in "".join(result.output.split()), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    return said
+
+
+def test_an_otlp_file_naming_a_key_twice_is_an_error_naming_the_file_and_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A span naming its traceId twice says two things (which a reader keeps is its own
+    choice): the file is not read, and the error names it, the line, the column and the
+    key."""
+    path = tmp_path / "export.json"
+    spans = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [SPAN]}]}]}, indent=1)
+    path.write_text(spans.replace('"traceId": ', f'"traceId": "{"f" * 32}",\n  "traceId": '))
+    said = _said(tmp_path, monkeypatch, path)
+    assert f"otlp:{path}: line 9 column 3: duplicate key 'traceId'" in said, said
+
+
+def test_a_jsonl_trace_file_naming_a_key_twice_is_an_error_naming_the_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "export.jsonl"
+    line = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [SPAN]}]}]})
+    path.write_text(line + "\n\n" + line.replace('"name": "agent"',
+                                                  '"name": "agent", "name": "other"') + "\n")
+    said = _said(tmp_path, monkeypatch, path)
+    assert f"otlp:{path}: line 3 column " in said and "duplicate key 'name'" in said, said
+
+
 @pytest.mark.traces  # Phoenix's real client (no server: no span is annotated)
 def test_writeback_shows_a_trace_id_holding_escapes_without_obeying_them(tmp_path: Path) -> None:
     """A trace id is the source's text: ``assay writeback`` printed it raw in its problems,

@@ -292,6 +292,23 @@ def test_malformed_values_and_times_reject_their_span_alone_naming_the_field(
     assert [t.trace_id for t in list_traces(RunStore(url))] == [good_id]
 
 
+def test_a_json_body_naming_a_key_twice_is_refused_naming_the_key(tmp_path):
+    """A span naming its traceId twice says two things: the body is refused (400, naming the
+    key and where), nothing of it stored, and the receiver keeps answering."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    good_id, good = agent_trace("q", "a")
+    body = orjson.dumps(export(*good))
+    twice = body.replace(b'"traceId":', b'"traceId":"' + b"f" * 32 + b'","traceId":', 1)
+    with serve(url) as served:
+        refused = _post(served.url, twice)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["code"] == "invalid_otlp"
+        assert "the body names a key twice: duplicate key 'traceId' at column" \
+            in refused.json()["detail"]
+        assert _post(served.url, body).status_code == 200
+    assert [t.trace_id for t in list_traces(RunStore(url))] == [good_id]
+
+
 def test_ids_that_are_not_otlp_ids_are_rejected_and_never_become_case_ids(tmp_path):
     """A trace id is a case id once judged: one that is a path, holds a NUL, a newline or an
     escape, or is not 16 bytes of hex, is rejected naming the field (it was stored)."""

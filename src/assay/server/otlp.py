@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from assay._util import jsondata
 from assay._util.control_chars import printable, quoted
 from assay._util.limits import depth_message, too_deep
 from assay.server.security import ASGIApp, Message, Receive, Scope, Send, rewriting_json
@@ -312,6 +313,10 @@ def _decode_json(body: bytes) -> Decoded:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise OtlpRefused(400, "invalid_otlp", f"the body is not JSON: {exc}") from None
+    try:  # a span that says two things (two traceIds) is stored as neither
+        jsondata.refuse_repeated_keys(body)
+    except jsondata.DuplicateKey as exc:
+        raise OtlpRefused(400, "invalid_otlp", f"the body names a key twice: {exc}") from None
     if not isinstance(data, Mapping) or not isinstance(
             data.get("resourceSpans", data.get("resource_spans", [])), list):
         raise OtlpRefused(400, "invalid_otlp", "the body is not an OTLP trace export: "

@@ -70,13 +70,35 @@ class FileSource:
                               "trace file may be: split the export, or send its spans to "
                               "assay serve's OTLP receiver (POST /v1/traces)")
         try:
-            return orjson.loads(text)
+            found = orjson.loads(text)
         except orjson.JSONDecodeError:
-            pass
-        try:  # JSON Lines
-            return [jsondata.loads(line) for line in text.splitlines() if line.strip()]
+            return self._lines(text)
+        try:
+            jsondata.refuse_repeated_keys(text)
+        except jsondata.DuplicateKey as exc:
+            raise self._repeated(exc, exc.lineno) from None
+        return found
+
+    def _lines(self, text: bytes) -> list[Any]:
+        """The values of a JSON Lines file; an error naming the line of one that names a
+        key twice."""
+        values = []
+        try:
+            for number, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    try:
+                        values.append(jsondata.loads_unique(line))
+                    except jsondata.DuplicateKey as exc:
+                        raise self._repeated(exc, number) from None
         except ValueError as exc:
             raise SourceError(self.name, f"is neither JSON nor JSON Lines ({exc})") from None
+        return values
+
+    def _repeated(self, exc: jsondata.DuplicateKey, line: int) -> SourceError:
+        """A file naming a key twice in one object says two things (which a reader keeps is
+        its own choice): it is not read, and the error says where."""
+        return SourceError(self.name, f"line {line} column {exc.colno}: {exc.what}: expected "
+                           "each key once in an object")
 
     # -- OTLP ------------------------------------------------------------------------------
 
