@@ -3,6 +3,7 @@ part, from the library and from ``assay run --traces``: never a traceback."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -92,18 +93,61 @@ def test_a_jsonl_trace_file_naming_a_key_twice_is_an_error_naming_the_line(
     assert f"otlp:{path}: line 3 column " in said and "duplicate key 'name'" in said, said
 
 
+def _export(*spans: object) -> str:
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]})
+
+
+@pytest.mark.parametrize(("ids", "said"), [
+    ({"traceId": "../../etc/passwd"}, "traceId '../../etc/passwd' is not an id: expected 32 "
+     "hex digits (16 bytes), not all zero"),
+    ({"traceId": "a\x00b\n\x1b[31m"}, "traceId 'a\\x00b\\n\\x1b[31m' is not an id"),
+    ({"traceId": "0" * 32}, f"traceId '{'0' * 32}' is not an id"),
+    ({"traceId": "ab" * 17}, f"traceId '{'ab' * 17}' is not an id"),
+    ({"spanId": "zz" * 8}, "spanId 'zzzzzzzzzzzzzzzz' is not an id: expected 16 hex digits"),
+    ({"spanId": None}, "spanId '' is not an id"),
+    ({"parentSpanId": "../x"}, "parentSpanId '../x' is not an id"),
+    ({"traceId": "../x", "startTimeUnixNano": "soon"}, "traceId '../x' is not an id"),
+])
+def test_an_otlp_file_span_whose_ids_are_not_otlp_ids_is_an_error_naming_the_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ids: dict[str, object],
+        said: str) -> None:
+    """A trace id from a file becomes a case id as one the receiver stores does: the file is
+    held to the receiver's rule (hex, 32 digits for a trace, 16 for a span, not all zero),
+    the error naming the file, the record (a JSON Lines file's line) and the field."""
+    bad = {**SPAN, **ids}
+    path = tmp_path / "export.json"
+    path.write_text(_export(SPAN, bad))
+    where = "resourceSpans[0].scopeSpans[0].spans[1]"
+    assert f"otlp:{path}: {where}: {said}" in _said(tmp_path, monkeypatch, path)
+    lines = tmp_path / "export.jsonl"
+    lines.write_text(f"{_export(SPAN)}\n\n{_export(bad)}\n")
+    assert f"otlp:{lines}: line 3: resourceSpans[0].scopeSpans[0].spans[0]: {said}" \
+        in _said(tmp_path, monkeypatch, lines)
+
+
+def test_otlp_ids_as_the_receiver_takes_them_are_read_from_a_file(tmp_path: Path) -> None:
+    """Upper-case hex, ``0x`` hex and base64 ids are OTLP ids, as the receiver reads them."""
+    path = tmp_path / "export.json"
+    upper = {**SPAN, "traceId": SPAN["traceId"].upper(), "spanId": "0x" + "AB" * 8,
+             "parentSpanId": base64.b64encode(bytes(range(1, 9))).decode()}
+    path.write_text(_export(upper))
+    (case,) = read_traces(open_source(f"otlp:{path}"), TraceQuery())
+    assert case.trace.trace_id == SPAN["traceId"]
+
+
 @pytest.mark.traces  # Phoenix's real client (no server: no span is annotated)
 def test_writeback_shows_a_trace_id_holding_escapes_without_obeying_them(tmp_path: Path) -> None:
     """A trace id is the source's text: ``assay writeback`` printed it raw in its problems,
-    so an id holding a terminal escape retitled or cleared the terminal."""
+    so an id holding a terminal escape retitled or cleared the terminal. (A Langfuse export's
+    ids are Langfuse's text; an OTLP file's are held to OTLP's rule.)"""
     import assay
 
     path = tmp_path / "export.json"
     evil = "evil\x1b]0;pwned\x07\x1b[2J"
-    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": evil, "name": "agent", "attributes": SPAN["attributes"]}]}]}]}))
+    path.write_text(json.dumps([{"traceId": evil, "type": "SPAN", "name": "agent",
+                                 "output": "a"}]))  # no span id: its root span is not known
     store = tmp_path / "runs.db"
-    run = assay.evaluate(traces=f"otlp:{path}", store=store, evaluators=[
+    run = assay.evaluate(traces=f"langfuse:{path}", store=store, evaluators=[
         {"type": "contains", "search_text": "a", "name": "a"}])
     result = CliRunner().invoke(app, ["writeback", run.run_id, "--to",
                                       "phoenix:http://127.0.0.1:9", "--store",

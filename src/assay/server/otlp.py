@@ -20,7 +20,6 @@ answering other exporters meanwhile.
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from assay.types.spans import (
     TraceFormatError,
     finite_or_text,
     from_dict,
+    ids_problem,
     otlp_id,
 )
 
@@ -51,10 +51,6 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 MAX_REASONS = 5
 MAX_REASON_CHARS = 300
-TRACE_ID_BYTES = 16
-SPAN_ID_BYTES = 8
-"""OTLP's ids: a trace's is 16 bytes, a span's 8, written in hex; all zero is no id."""
-_HEX = re.compile("[0-9a-f]+")
 LATEST_TIME = (2 ** 64 - 1) / 1e9
 """The latest time OTLP can say: its times are 64-bit nanoseconds since 1970 (to 2554)."""
 
@@ -384,11 +380,8 @@ def _add(decoded: Decoded, trace_id: str | None, span_id: str | None, service: A
     except TraceFormatError as exc:
         decoded.reject(exc.message)
         return
-    problem = _id_problem("traceId", trace_id, TRACE_ID_BYTES) or \
-        _id_problem("spanId", span_id, SPAN_ID_BYTES) or \
-        (_id_problem("parentSpanId", span.parent_id, SPAN_ID_BYTES) if span.parent_id
-         else None)
-    problem = problem or _kind_problem(kind, span) or _time_problem(span)
+    problem = ids_problem(trace_id, span_id, span.parent_id) or _kind_problem(kind, span) \
+        or _time_problem(span)
     if problem is None and (too_deep(span.attributes) or too_deep(span.events)):
         problem = f"its attribute values: {depth_message()}"
     if problem is not None:
@@ -396,16 +389,6 @@ def _add(decoded: Decoded, trace_id: str | None, span_id: str | None, service: A
         return
     decoded.spans.append(ReceivedSpan(trace_id, _bounded(span),
                                       str(service) if service is not None else None))
-
-
-def _id_problem(name: str, value: str, size: int) -> str | None:
-    """What is wrong with an id of ``size`` bytes (None: nothing). OTLP's ids are hex of a
-    fixed length, so a stored trace id (a case id, once judged) is never a path, a control
-    character or text for a terminal."""
-    if len(value) == 2 * size and _HEX.fullmatch(value) and value.strip("0"):
-        return None
-    return (f"{name} {quoted(value)} is not an id: expected {2 * size} hex digits "
-            f"({size} bytes), not all zero")
 
 
 def _kind_problem(sent: Any, span: Span) -> str | None:

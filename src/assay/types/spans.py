@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay._util import jsondata
+from assay._util.control_chars import quoted
 from assay._util.jsonlines import json_lines
 from assay._util.limits import MAX_DEPTH, depth_message
 from assay.errors import EvaluationError
@@ -339,6 +340,31 @@ def otlp_id(value: Any) -> str | None:
     except (binascii.Error, ValueError):
         return text
     return raw.hex() if len(raw) in (8, 16) else text
+
+
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+"""OTLP's ids: a trace's is 16 bytes, a span's 8, written in hex; all zero is no id."""
+_LOWER_HEX = re.compile("[0-9a-f]+")
+
+
+def id_problem(name: str, value: str, size: int) -> str | None:
+    """What is wrong with the id ``name`` (``traceId``) of ``size`` bytes, as :func:`otlp_id`
+    read it (None: nothing). OTLP's ids are hex of a fixed length, so a stored trace id (a
+    case id, once judged) is never a path, a control character or text for a terminal,
+    whether it came to the receiver or in a file."""
+    if len(value) == 2 * size and _LOWER_HEX.fullmatch(value) and value.strip("0"):
+        return None
+    return (f"{name} {quoted(value)} is not an id: expected {2 * size} hex digits "
+            f"({size} bytes), not all zero")
+
+
+def ids_problem(trace_id: str, span_id: str, parent_id: str | None) -> str | None:
+    """What is wrong with an OTLP span's ids, as :func:`otlp_id` read them (None: nothing):
+    the one rule of ``assay serve``'s receiver and of OTLP trace files."""
+    return id_problem("traceId", trace_id, TRACE_ID_BYTES) or \
+        id_problem("spanId", span_id, SPAN_ID_BYTES) or \
+        (id_problem("parentSpanId", parent_id, SPAN_ID_BYTES) if parent_id else None)
 
 
 def _kind(value: Any) -> str | None:

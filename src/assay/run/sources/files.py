@@ -23,7 +23,16 @@ import orjson
 
 from assay._util import jsondata
 from assay.run.sources.base import SourcedTrace, SourceError, TraceQuery
-from assay.types.spans import Span, TraceFormatError, from_dict, normalize_trace, otlp_id
+from assay.types.spans import (
+    TRACE_ID_BYTES,
+    Span,
+    TraceFormatError,
+    from_dict,
+    id_problem,
+    ids_problem,
+    normalize_trace,
+    otlp_id,
+)
 
 LANGFUSE_KINDS = {"GENERATION": "LLM", "TOOL": "TOOL", "RETRIEVER": "RETRIEVER",
                   "AGENT": "AGENT", "CHAIN": "CHAIN", "EMBEDDING": "EMBEDDING",
@@ -49,13 +58,15 @@ class FileSource:
         return False
 
     def traces(self, query: TraceQuery, **_: Any) -> Iterator[SourcedTrace]:
-        data = self._load()
+        data, lines = self._load()
         if self.kind == "langfuse":
             yield from self._langfuse(data)
         else:
-            yield from self._otlp(data)
+            yield from self._otlp(data, lines)
 
-    def _load(self) -> Any:
+    def _load(self) -> tuple[Any, list[int] | None]:
+        """The file's JSON value, and for JSON Lines the line number of each of its values
+        (None for a JSON file)."""
         try:
             with self.path.open("rb") as fh:
                 # Not a regular file (a device, a pipe) may never end: never read one.
@@ -77,12 +88,12 @@ class FileSource:
             jsondata.refuse_repeated_keys(text)
         except jsondata.DuplicateKey as exc:
             raise self._repeated(exc, exc.lineno) from None
-        return found
+        return found, None
 
-    def _lines(self, text: bytes) -> list[Any]:
-        """The values of a JSON Lines file; an error naming the line of one that names a
-        key twice."""
-        values = []
+    def _lines(self, text: bytes) -> tuple[list[Any], list[int]]:
+        """The values of a JSON Lines file and the number of each one's line; an error
+        naming the line of one that names a key twice."""
+        values, numbers = [], []
         try:
             for number, line in enumerate(text.splitlines(), 1):
                 if line.strip():
@@ -90,9 +101,10 @@ class FileSource:
                         values.append(jsondata.loads_unique(line))
                     except jsondata.DuplicateKey as exc:
                         raise self._repeated(exc, number) from None
+                    numbers.append(number)
         except ValueError as exc:
             raise SourceError(self.name, f"is neither JSON nor JSON Lines ({exc})") from None
-        return values
+        return values, numbers
 
     def _repeated(self, exc: jsondata.DuplicateKey, line: int) -> SourceError:
         """A file naming a key twice in one object says two things (which a reader keeps is
@@ -102,24 +114,32 @@ class FileSource:
 
     # -- OTLP ------------------------------------------------------------------------------
 
-    def _otlp(self, data: Any) -> Iterator[SourcedTrace]:
+    def _otlp(self, data: Any, lines: list[int] | None) -> Iterator[SourcedTrace]:
         exports = data if isinstance(data, list) else [data]
         grouped: dict[str, list[Span]] = {}
         notes: dict[str, list[str]] = {}
         loose: list[Any] = []
-        for export in exports:
+        for index, export in enumerate(exports):
             if not (isinstance(export, Mapping) and "resourceSpans" in export):
                 loose.append(export)
                 continue
-            for r, raw in self._spans_of(export):
+            record = f"line {lines[index]}: " if lines else \
+                f"[{index}]." if isinstance(data, list) else ""
+            for where, raw in self._spans_of(export):
                 trace_id = otlp_id(raw.get("traceId")) if isinstance(raw, Mapping) else None
                 key = trace_id or ""
+                self._check(trace_id and id_problem("traceId", key, TRACE_ID_BYTES),
+                            record + where)
                 try:
-                    grouped.setdefault(key, []).append(from_dict(
-                        raw, f"resourceSpans[{r}] span {raw.get('name', '?')!r}"))
+                    span = from_dict(raw, f"{where.split('.')[0]} span "
+                                          f"{raw.get('name', '?')!r}")
                 except (TraceFormatError, AttributeError) as exc:
                     notes.setdefault(key, []).append(
                         f"a span cannot be read: {getattr(exc, 'message', exc)}")
+                    continue
+                self._check(trace_id and ids_problem(key, span.span_id or "", span.parent_id),
+                            record + where)
+                grouped.setdefault(key, []).append(span)
         if loose:
             try:
                 grouped.setdefault("", []).extend(normalize_trace(loose))
@@ -133,8 +153,17 @@ class FileSource:
         for trace_id in notes.keys() - grouped.keys():
             yield SourcedTrace(trace_id or self.path.stem, [], self.name, notes[trace_id])
 
-    def _spans_of(self, export: Mapping[str, Any]) -> Iterator[tuple[int, Any]]:
-        """(resource index, span) for each span of one OTLP export; a part that is not the
+    def _check(self, problem: str | None, where: str) -> None:
+        """An error naming the file, the record and the field when a span's ids break OTLP's
+        rule (:func:`~assay.types.spans.ids_problem`, as the receiver applies it): a trace
+        id becomes a case id once judged. A span without a trace id is none of its
+        concern (the file is then read as one trace named by the file)."""
+        if problem:
+            raise SourceError(self.name, f"{where}: {problem}")
+
+    def _spans_of(self, export: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+        """(where, span) for each span of one OTLP export (``resourceSpans[0].scopeSpans[1]
+        .spans[2]``); a part that is not the
         object or list OTLP says (``resourceSpans[0]`` a number, ``scopeSpans`` text) is
         an error naming it, as the receiver answers such a request (a missing or null
         part is none)."""
@@ -144,8 +173,8 @@ class FileSource:
             for s, scope in enumerate(self._listed(self._part(resource, where).get(
                     "scopeSpans"), f"{where}.scopeSpans")):
                 spans = self._part(scope, f"{where}.scopeSpans[{s}]").get("spans")
-                for raw in self._listed(spans, f"{where}.scopeSpans[{s}].spans"):
-                    yield r, raw
+                for i, raw in enumerate(self._listed(spans, f"{where}.scopeSpans[{s}].spans")):
+                    yield f"{where}.scopeSpans[{s}].spans[{i}]", raw
 
     def _listed(self, value: Any, where: str) -> list[Any]:
         """``value`` when it is a list, [] when it is missing; an error naming ``where``."""
