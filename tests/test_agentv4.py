@@ -14,8 +14,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 import assay
+from assay.cli.app import app
 from assay.judges.code.inline import InlineCode
 from assay.judges.deterministic.assertions import TextAssertion
 from assay.judges.llm.llm_judge import LLMJudge
@@ -221,6 +223,43 @@ def test_each_grader_type_becomes_the_evaluator_that_does_it(tmp_path):
     assert by_name["js"].language == "javascript"
     assert by_name["code-grader"].script == ["python3", "check.py", "--strict"]  # no shell
     assert by_name["assay_own"].type == "semantic_similarity"
+
+
+@pytest.mark.parametrize("how", ["parent", "absolute", "link"])
+def test_a_prompt_file_outside_the_suites_folder_is_refused_unless_allowed(
+        tmp_path, monkeypatch, how):
+    """``file://../secret`` (or an absolute path, or a link out of the folder) would send a
+    file of the machine to the judge: a located problem naming the way to allow it, and with
+    ASSAY_ALLOW_OUTSIDE_FILES=1 the file is read."""
+    monkeypatch.delenv("ASSAY_ALLOW_OUTSIDE_FILES", raising=False)
+    secret = write(tmp_path / "secret.md", "SECRET-4242 {{output}}\n")
+    folder = tmp_path / "suite"
+    ref = {"parent": "../secret.md", "absolute": str(secret), "link": "prompts/p.md"}[how]
+    if how == "link":
+        (folder / "prompts").mkdir(parents=True)
+        (folder / "prompts" / "p.md").symlink_to(secret)
+    suite = write(folder / "EVAL.yaml", f"""
+        tests:
+          - id: t
+            criteria: Says hello
+            input: hi
+            assertions:
+              - {{type: llm-grader, name: g, prompt: "file://{ref}"}}
+        """)
+    column = suite.read_text().splitlines()[5].index('"file://') + 1
+    [problem] = check_any(suite, targets=False)[1]
+    assert (problem.line, problem.column) == (6, column), problem
+    assert f"file://{ref} is outside the suite's folder {folder}" in problem.message
+    assert "set ASSAY_ALLOW_OUTSIDE_FILES=1 to allow files outside it" in problem.message
+    assert "SECRET-4242" not in str(problem)
+    result = CliRunner().invoke(app, ["validate", str(suite)])
+    out = "".join(result.output.split())
+    assert result.exit_code == 2 and "".join(f"{suite}:6:{column}".split()) in out, out
+    assert "ASSAY_ALLOW_OUTSIDE_FILES=1" in out
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    monkeypatch.setenv("ASSAY_ALLOW_OUTSIDE_FILES", "1")
+    [grader] = load_any(suite, targets=False).cases[0].evaluators or []
+    assert isinstance(grader, LLMJudge) and grader.prompt.startswith("SECRET-4242")
 
 
 def test_text_criteria_are_one_rubric_weighted_by_their_number(tmp_path):

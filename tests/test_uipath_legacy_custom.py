@@ -282,6 +282,40 @@ def test_a_class_that_does_not_fit_is_a_clear_error(custom_project, edit, messag
     assert "Traceback" not in info.value.message
 
 
+@pytest.mark.parametrize("how", ["parent", "absolute", "link", "type file"])
+def test_a_custom_evaluator_file_outside_the_evaluators_folder_is_refused_unless_allowed(
+        custom_project, monkeypatch, how):
+    """``file://../../x.py`` (or an absolute path, or a link out of the folder) would run a
+    file from anywhere on the machine as an evaluator: an error naming the evaluator file,
+    the field and the way to allow it; with ASSAY_ALLOW_OUTSIDE_FILES=1 it runs."""
+    monkeypatch.delenv("ASSAY_ALLOW_OUTSIDE_FILES", raising=False)
+    evaluators = custom_project / "evaluations" / "evaluators"
+    elsewhere = custom_project.parent / "elsewhere"
+    elsewhere.mkdir()
+    moved = elsewhere / ("types.json" if how == "type file" else "keyword_overlap.py")
+    inside = evaluators / "custom" / ("types/keyword-overlap-evaluator-types.json"
+                                      if how == "type file" else "keyword_overlap.py")
+    inside.rename(moved)
+    ref = {"parent": "../../../elsewhere/keyword_overlap.py", "absolute": str(moved),
+           "link": "keyword_overlap.py", "type file": "../../../elsewhere/types.json"}[how]
+    if how == "link":
+        inside.symlink_to(moved)
+    definition = evaluators / "keyword-overlap-evaluator.json"
+    key = "evaluatorTypeId" if how == "type file" else "evaluatorSchema"
+    data = json.loads(definition.read_text())
+    data[key] = f"file://{ref}" + ("" if how == "type file" else ":KeywordOverlapEvaluator")
+    definition.write_text(json.dumps(data))
+    eval_set = custom_project / "evaluations" / "eval-sets" / "geography.json"
+    with pytest.raises(EvaluationError) as info:
+        load_eval_set(eval_set)
+    assert f"{definition}: $.{key}: file://{ref} is outside the suite's folder {evaluators}" \
+        in info.value.message
+    assert "set ASSAY_ALLOW_OUTSIDE_FILES=1 to allow" in info.value.message
+    monkeypatch.setenv("ASSAY_ALLOW_OUTSIDE_FILES", "1")
+    result = assay.evaluate(eval_set, target=lambda inputs: {"answer": "Paris is the capital"})
+    assert {r.case_id: r.scores[0].value for r in result.records}["france"] == 0.5
+
+
 def test_missing_file_and_type_file(custom_project):
     evaluators = custom_project / "evaluations" / "evaluators"
     (evaluators / "custom" / "types" / "keyword-overlap-evaluator-types.json").unlink()

@@ -28,4 +28,32 @@ def user_url(url: str) -> str:
     return url
 
 
-__all__ = ["user_path", "user_url"]
+ALLOW_OUTSIDE_FILES = "ASSAY_ALLOW_OUTSIDE_FILES"
+"""Set to ``1``, a suite's ``file://`` references may name files outside its folder."""
+
+
+def outside_folder(written: str, file: Path, folder: Path) -> str | None:
+    """Why ``file`` (written ``written`` in a suite file, as ``file://written``) is not read:
+    it resolves, symlinks followed, outside the suite's ``folder``, and
+    ``ASSAY_ALLOW_OUTSIDE_FILES=1`` does not allow that; None when it may be read.
+
+    A suite comes from wherever its repository does (a pull request, a shared project), and
+    what it names is sent to a judge model, run as an evaluator or shown in a report:
+    ``file://../../etc/passwd``, an absolute path or a link out of the folder would take a
+    file of the machine along. The one rule of every ``file://`` a suite holds."""
+    if os.environ.get(ALLOW_OUTSIDE_FILES) == "1":
+        return None
+    root = folder.resolve()
+    try:
+        resolved = file.resolve()
+    except (OSError, RuntimeError):  # a loop of links: never inside
+        resolved = None
+    if resolved is not None and resolved.is_relative_to(root):
+        return None
+    shown = "a loop of symbolic links" if resolved is None else str(resolved)
+    return (f"file://{written} is outside the suite's folder {root} (it is {shown}): keep "
+            f"the file in the suite's folder, or set {ALLOW_OUTSIDE_FILES}=1 to allow files "
+            "outside it")
+
+
+__all__ = ["ALLOW_OUTSIDE_FILES", "outside_folder", "user_path", "user_url"]

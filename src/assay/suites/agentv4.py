@@ -44,6 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from assay._util.names import did_you_mean
+from assay._util.user_paths import outside_folder
 from assay._util.yaml_source import PathKey
 from assay.judges.base import Evaluator
 from assay.judges.deterministic.assertions import CHECKS, assertion_name
@@ -438,6 +439,11 @@ class V4Checker(_SuiteChecker):
             if not file.is_file():
                 self.log.add((*where, "prompt"), f"prompt file {relative} not found (looked "
                              f"in {file.parent})", "file://path relative to the suite file",
+                             value=True)
+                return None
+            outside = outside_folder(relative, file, self.base_dir)
+            if outside is not None:
+                self.log.add((*where, "prompt"), outside, "file://path in the suite's folder",
                              value=True)
                 return None
             fields["prompt"] = relative

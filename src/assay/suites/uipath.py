@@ -56,6 +56,7 @@ from pydantic import AliasChoices, ValidationError
 from assay._util.jsondata import UniqueDecoder
 from assay._util.limits import DEPTH_EXPECTED, depth_message, json_surrogate_problem, too_deep
 from assay._util.redact import scrubbed_logger
+from assay._util.user_paths import outside_folder
 from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, build, evaluator_class
@@ -304,16 +305,24 @@ def _custom(path: Path, data: dict[str, Any], ident: str) -> EvaluatorDef:
         problem = _fail("invalid_suite_file", where, str(exc))
         return EvaluatorDef(ident, ident, CUSTOM_TYPE, str(type_id), path, problem=problem)
     directory = path.parent
+    code = locate_custom_file(file, directory)
     type_file = None
+    named = [("evaluatorSchema", file, code)]
     if isinstance(type_id, str) and type_id.startswith(FILE_PREFIX):
         written = type_id[len(FILE_PREFIX):]
-        type_file = str(locate_custom_file(written, directory) if not (
-            directory / "custom" / written).exists() else directory / "custom" / written)
+        found = locate_custom_file(written, directory) if not (
+            directory / "custom" / written).exists() else directory / "custom" / written
+        type_file = str(found)
+        named.append(("evaluatorTypeId", written, found))
+    for key, written, found in named:
+        outside = outside_folder(written, found, directory)
+        if outside is not None:
+            problem = _fail("invalid_suite_file", f"{path}: $.{key}", outside)
+            return EvaluatorDef(ident, ident, CUSTOM_TYPE, str(type_id), path, problem=problem)
     config = data.get("evaluatorConfig") or {}
     name = str(config.get("name") if isinstance(config, dict) and config.get("name")
                else data.get("name") or ident)
-    fixed = {"file": str(locate_custom_file(file, directory).absolute()),
-             "class_name": class_name, "type_file": type_file,
+    fixed = {"file": str(code.absolute()), "class_name": class_name, "type_file": type_file,
              "evaluator": {k: v for k, v in data.items() if k != "evaluatorSchema"}}
     return EvaluatorDef(ident, name, CUSTOM_TYPE, str(type_id), path, fixed=fixed)
 
