@@ -8,7 +8,8 @@ annotated with a dataclass, a pydantic model or a TypedDict gets that type built
 input, as ``uipath eval`` builds ``main(input: EchoIn)``'s (:mod:`assay.targets.typed_io`).
 It may be sync or async, and may return text, a dict, a dataclass or pydantic model (its
 fields; checked against a declared structured return type), or an :class:`Execution` (to
-report messages, traces or usage too). Sync
+report messages, traces or usage too). A ``None`` result is the case's error (a forgotten
+``return``), unless the function declares it may return None. Sync
 functions run in a daemon thread (:mod:`assay._util.blocking`) so a slow agent never blocks the event
 loop, and one that hangs past its timeout is abandoned instead of keeping the process alive. The module is
 imported with the suite's directory on the path, and ``agent.py:run`` names a file directly.
@@ -34,6 +35,7 @@ from assay.targets.inputs import elapsed_ms, plain_input
 from assay.targets.typed_io import (
     TypeMismatch,
     build_value,
+    may_return_none,
     output_data,
     parameter_types,
     return_type,
@@ -71,6 +73,9 @@ class CallableTarget(Target):
         self.typed = {} if self.wants_case else parameter_types(fn)
         """Parameters whose declared type is built from the input (dataclass, model...)."""
         self.returns = return_type(fn)
+        self.answers_none = may_return_none(fn)
+        """Whether a ``None`` result is an answer (the function declares it may return
+        None), not a forgotten ``return``."""
         self.label = getattr(fn, "__qualname__", None) or type(fn).__name__
 
     @classmethod
@@ -102,6 +107,12 @@ class CallableTarget(Target):
             return Execution(input=case.input, latency_ms=elapsed_ms(started),
                              error=f"agent function {raised(exc)}")
         latency = took if took is not None else elapsed_ms(started)
+        if result is None and not self.answers_none:
+            # Judged, a missing answer would be a low score the agent never earned.
+            return Execution(input=case.input, latency_ms=latency,
+                             error=f"agent function {self.label} returned None: did it forget "
+                             "to return its answer? (declare '-> None' or '-> str | None' "
+                             "when answering nothing is meant)")
         if self.returns is not None and not isinstance(result, Execution):
             try:
                 result = output_data(self.returns, result, f"the output of {self.label}")

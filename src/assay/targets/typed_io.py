@@ -27,8 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
-__all__ = ["TypeMismatch", "as_data", "build_value", "is_structured", "output_data",
-           "parameter_types", "return_type"]
+__all__ = ["TypeMismatch", "as_data", "build_value", "is_structured", "may_return_none",
+           "output_data", "parameter_types", "return_type"]
 
 
 class TypeMismatch(ValueError):
@@ -60,6 +60,14 @@ def parameter_types(fn: Callable[..., Any]) -> dict[str, type]:
     """Parameter name -> its structured annotation, for the parameters that have one."""
     return {name: hint for name, hint in _hints(fn).items()
             if name != "return" and is_structured(hint)}
+
+
+def may_return_none(fn: Callable[..., Any]) -> bool:
+    """Whether the function declares that it may answer nothing (``-> None``,
+    ``-> str | None``): only then is a ``None`` result an answer rather than a forgotten
+    ``return``."""
+    hint = _hints(fn).get("return", inspect.Signature.empty)
+    return hint is type(None) or type(None) in typing.get_args(hint)
 
 
 def return_type(fn: Callable[..., Any]) -> type | None:
