@@ -18,7 +18,9 @@ import pytest
 import assay
 from assay.errors import ConfigError
 from assay.llm.batch import BatchLimits
+from assay.llm.models import ModelSpec
 from assay.llm.providers.batches import OpenAIBatches
+from assay.llm.providers.openai_http import OpenAIHTTPProvider
 from assay.store.batches import batch_requests, run_batches
 from assay.store.runs import RunStore
 from assay.types.records import RunStatus
@@ -261,6 +263,19 @@ def test_requests_are_split_by_the_providers_limits(openai, tmp_path, monkeypatc
     assert len(_batch(tmp_path / "other.db", cache="off").batch.batches) == len(ROWS)
     done = assay.resume(waiting.run_id, store=store, data=ROWS)
     assert done.run.status is RunStatus.COMPLETED and done.summary.usage.batch_calls == 4
+
+
+@pytest.mark.slow
+async def test_the_mock_takes_a_batch_file_past_64_mb_as_openai_does(openai):
+    """A batch of 5,000 answers of 20 KB is a file of about 100 MB: OpenAI takes up to
+    200 MB (assay splits there), so the mock server must not refuse it (it answered 413
+    past 64 MB, and no batch run of that size could be measured against it)."""
+    provider = OpenAIHTTPProvider(ModelSpec("openai", "gpt-4o-mini"), openai.url, KEY, None)
+    entry = {"custom_id": "big", "method": "POST", "url": "/v1/chat/completions",
+             "body": {"model": "gpt-4o-mini",
+                      "messages": [{"role": "user", "content": "x" * (70 << 20)}]}}
+    file_id = await OpenAIBatches(provider).upload([entry], "big", timeout=120)
+    assert file_id and openai.stats.files_uploaded == 1
 
 
 @pytest.mark.parametrize("judge", ["mock", "vllm:some-model", "fake:judge"])

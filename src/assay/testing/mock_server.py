@@ -271,7 +271,9 @@ class MockServer:
         self._rng = random.Random(self.config.seed)
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._witness])
+        # As large a body as a provider takes: Anthropic's largest batch (256 MB), and an
+        # OpenAI batch file (200 MB) with its multipart form around it.
+        app = web.Application(client_max_size=257 * 1024 * 1024, middlewares=[self._witness])
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_post("/chat/completions", self.chat)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self.chat)
