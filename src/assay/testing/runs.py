@@ -13,9 +13,10 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
+from assay.run.policies.default import count_gate_failures
 from assay.store.runs import RunStore
 from assay.types.case import Case
-from assay.types.config import RecordedRunConfig
+from assay.types.config import RecordedRunConfig, RunConfig
 from assay.types.execution import Execution, RetrievedDocument
 from assay.types.messages import FunctionCall, Message, ToolCall
 from assay.types.records import (
@@ -130,10 +131,8 @@ def write_run(store: RunStore, cases: int, *, suite: str = "math", quality: floa
         builder.add(record)
     store.flush()
     summary = builder.build()
-    if summary.count(Verdict.FAIL) or summary.evaluator_errors:
-        summary.gate_failures = [
-            f"{summary.count(Verdict.FAIL)} failed case(s) > max_failed 0",
-            f"{summary.evaluator_errors} evaluator error(s) > max_errors 0"]
+    # the default gates' own rule and words, as a real run states them
+    summary.gate_failures = count_gate_failures(summary, RunConfig())
     summary.passed = not summary.gate_failures and summary.scored > 0
     store.set_status(run_id, status.value,
                      summary.model_dump(mode="json") if status is not RunStatus.RUNNING
