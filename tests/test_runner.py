@@ -331,3 +331,40 @@ async def test_slots_added_as_the_executor_grows_end_as_the_first_ones_do(
         with pytest.raises(asyncio.CancelledError):
             await run
     assert len(executor.tasks) == 3 and all(task.done() for task in executor.tasks)
+
+
+def test_case_records_read_in_pages_are_every_record_in_order(store_url):
+    """Read 20 at a time, a run's records are those read whole, in the same order (finished
+    order, ties by case id and repeat), and the read holds a page of answers, not them all."""
+    import tracemalloc
+
+    from assay.types.records import CaseRecord
+
+    store = RunStore(store_url)
+    run_id = store.create_run("s", {})
+    for i in range(200):
+        case = Case(id=f"c{i % 13}-{i}", input="q")
+        for repeat in range(2):
+            execution = Execution(output=f"{i} " + "b" * 20_000)
+            score = Score(name="e", value=i / 200)
+            store.record_execution(run_id, case.id, repeat, execution)
+            store.record_score(run_id, case.id, repeat, score)
+            store.record_case(CaseRecord(run_id=run_id, case_id=case.id, case=case,
+                                         repeat=repeat, execution=execution, scores=[score],
+                                         score=score.value, verdict="fail"))
+    store.flush()
+    store.read_page = 20
+    paged = []
+    tracemalloc.start()
+    try:
+        for record in store.iter_case_records(run_id):
+            paged.append((record.case_id, record.repeat, hash(record.execution.output),
+                          [s.value for s in record.scores]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 2**20, f"400 answers of 20 KB read in pages peaked at {peak / 2**20:.1f} MiB"
+    whole = [(r.case_id, r.repeat, hash(r.execution.output), [s.value for s in r.scores])
+             for r in store.case_records(run_id)]
+    assert paged == whole and len(paged) == 400
+    store.close()

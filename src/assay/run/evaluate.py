@@ -1087,7 +1087,7 @@ class _Session:
                 return result
             outcome = found
             if self.batches() and on_record is not None:  # told once the run is whole
-                for record in store.case_records(run_id):
+                for record in store.iter_case_records(run_id):  # a page at a time
                     with user_code("the on_record hook"):
                         on_record(record)
             outcome.summary.notes = [*self.notes(), *outcome.summary.notes]

@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -266,6 +266,8 @@ class RunStore:
         """A store in memory: it lives as long as this object, and nothing else can read it."""
         self._fresh: set[str] = set()
         """Runs this store created and recorded nothing for yet: nothing of them is stored."""
+        self.read_page = READ_PAGE
+        """How many cases a read in pages holds at once (see :data:`READ_PAGE`)."""
         # A SQLite file whose schema is current is opened with sqlite3 alone, and SQLAlchemy
         # imported when first needed, once the run's first calls are out (see _Connections).
         self.direct = self.path is not None and self._schema_is_current()
@@ -726,29 +728,63 @@ class RunStore:
         figures and comparisons are computed from reads ten times faster."""
         executions = self.executions(run_id, light=light)
         scores = self.scores(run_id, light=light)
-        records = []
-        for row in self._case_rows(run_id):
-            key = (row["case_id"], row["repeat"])
-            try:
-                records.append(_case_record(run_id, row, executions.get(key),
-                                            scores.get(key, {})))
-            except ValueError as exc:
-                raise CaseUnreadable(run_id, *key, exc) from None
-        return records
+        return [self._record_of(run_id, row, executions, scores)
+                for row in self._case_rows(run_id)]
 
-    def executions(self, run_id: str, *,
-                   light: bool = False) -> dict[tuple[str, int], Execution]:
+    def iter_case_records(self, run_id: str) -> Iterator[CaseRecord]:
+        """A run's case records in the order the cases finished (as :meth:`case_records`,
+        ties in case id and repeat order), ``read_page`` at a time: a run of thousands
+        of long answers is read whole without holding them all, three queries a page."""
         if run_id in self._fresh:
+            return
+        self.flush()
+        after: tuple[float, str, int] | None = None
+        while True:
+            rows = self._case_page(run_id, after)
+            if not rows:
+                return
+            keys = {(row["case_id"], row["repeat"]) for row in rows}
+            executions = self.executions(run_id, keys=keys)
+            scores = self.scores(run_id, keys=keys)
+            for row in rows:
+                yield self._record_of(run_id, row, executions, scores)
+            last = rows[-1]
+            after = (last["created_at"], last["case_id"], last["repeat"])
+            del rows, executions, scores  # the next page replaces this one, not joins it
+
+    @staticmethod
+    def _record_of(run_id: str, row: dict[str, Any],
+                   executions: Mapping[tuple[str, int], Execution],
+                   scores: Mapping[tuple[str, int], dict[str, Score]]) -> CaseRecord:
+        """A case record from its row and its case's execution and scores;
+        :class:`CaseUnreadable` naming the case when it does not read."""
+        key = (row["case_id"], row["repeat"])
+        try:
+            return _case_record(run_id, row, executions.get(key), scores.get(key, {}))
+        except ValueError as exc:
+            raise CaseUnreadable(run_id, *key, exc) from None
+
+    def executions(self, run_id: str, *, light: bool = False,
+                   keys: Collection[tuple[str, int]] | None = None
+                   ) -> dict[tuple[str, int], Execution]:
+        """A run's stored executions by (case id, repeat); with ``keys``, only those (one
+        query for a page of cases: what a resume reads as it goes, see
+        :meth:`iter_case_records`)."""
+        if run_id in self._fresh or (keys is not None and not keys):
             return {}
-        rows = self._run_rows(run_id, "executions", "execution", (), LIGHT_EXECUTION, light)
+        rows = self._run_rows(run_id, "executions", "execution", (), LIGHT_EXECUTION, light,
+                              keys)
         return {(r.case_id, r.repeat): _stored(Execution, r._mapping, run_id) for r in rows}
 
-    def scores(self, run_id: str, *,
-               light: bool = False) -> dict[tuple[str, int], dict[str, Score]]:
-        if run_id in self._fresh:
+    def scores(self, run_id: str, *, light: bool = False,
+               keys: Collection[tuple[str, int]] | None = None
+               ) -> dict[tuple[str, int], dict[str, Score]]:
+        """A run's stored scores by (case id, repeat) and evaluator; ``keys`` as for
+        :meth:`executions`."""
+        if run_id in self._fresh or (keys is not None and not keys):
             return {}
         rows = self._run_rows(run_id, "scores", "score", ("evaluator", "value"), LIGHT_SCORE,
-                               light)
+                              light, keys)
         found: dict[tuple[str, int], dict[str, Score]] = {}
         for r in rows:
             found.setdefault((r.case_id, r.repeat), {})[r.evaluator] = _stored(
@@ -756,26 +792,38 @@ class RunStore:
         return found
 
     def _run_rows(self, run_id: str, table: str, json: str, columns: tuple[str, ...],
-                   light_paths: Sequence[tuple[str, ...]], light: bool) -> list[Any]:
+                  light_paths: Sequence[tuple[str, ...]], light: bool,
+                  keys: Collection[tuple[str, int]] | None = None) -> list[Any]:
         """A run's rows of ``table``: case id, repeat, ``columns`` and its JSON column
         ``json`` (with ``light``, without the members at ``light_paths``). A light read that
-        meets a row that is not JSON reads again whole, so that the row's case is named."""
+        meets a row that is not JSON reads again whole, so that the row's case is named.
+
+        With ``keys`` only their rows are read, by their case ids (one statement, whatever
+        the backend) and nothing is flushed: a page of a resume reads rows stored before it
+        began, and a paged read flushed when it began."""
         from sqlalchemy import select
 
         from assay.store import schema
 
-        self.flush()
         found = getattr(schema, table)
         column = self._without(found.c[json], light_paths) if light else found.c[json]
+        where = found.c.run_id == run_id
+        if keys is None:
+            self.flush()
+        else:
+            where = where & found.c.case_id.in_(sorted({case_id for case_id, _ in keys}))
         try:
             with self.transaction() as conn:
-                return list(conn.execute(select(
+                rows = list(conn.execute(select(
                     found.c.case_id, found.c.repeat, *(found.c[c] for c in columns),
-                    column.label(json)).where(found.c.run_id == run_id)).fetchall())
+                    column.label(json)).where(where)).fetchall())
         except RowsNotJSON:
             if not light:
                 raise
-            return self._run_rows(run_id, table, json, columns, light_paths, False)
+            return self._run_rows(run_id, table, json, columns, light_paths, False, keys)
+        if keys is None:
+            return rows
+        return [r for r in rows if (r.case_id, r.repeat) in keys]  # another repeat's
 
     def _without(self, column: Any, paths: Sequence[tuple[str, ...]]) -> Any:
         """A JSON column with the members at ``paths`` removed, in the database."""
@@ -829,10 +877,36 @@ class RunStore:
                 schema.case_results.c.created_at)).fetchall()
         return [dict(r._mapping) for r in rows]
 
+    def _case_page(self, run_id: str, after: tuple[float, str, int] | None
+                   ) -> list[dict[str, Any]]:
+        """The next page (``read_page``) of a run's case rows in the order they finished (then
+        case id and repeat), those after ``after`` (created at, case id, repeat): a keyset,
+        so each page is one query however far into the run it is."""
+        from sqlalchemy import and_, or_, select
+
+        from assay.store import schema
+
+        table = schema.case_results
+        where = table.c.run_id == run_id
+        if after is not None:
+            at, case_id, repeat = after
+            where = where & or_(table.c.created_at > at, and_(
+                table.c.created_at == at, or_(table.c.case_id > case_id, and_(
+                    table.c.case_id == case_id, table.c.repeat > repeat))))
+        with self.transaction() as conn:
+            rows = conn.execute(select(table).where(where).order_by(
+                table.c.created_at, table.c.case_id, table.c.repeat).limit(self.read_page)
+            ).fetchall()
+        return [dict(r._mapping) for r in rows]
+
     def close(self) -> None:
         self.flush()
         self._connections.dispose()
 
+
+READ_PAGE = 500
+"""How many cases a read in pages holds at once (:meth:`RunStore.iter_case_records`, a
+resume): a bounded memory, in a few queries rather than one a case."""
 
 LIGHT_EXECUTION = (("messages",), ("trace",), ("output",), ("input",),
                    ("retrieved_context",))
