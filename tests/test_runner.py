@@ -333,6 +333,60 @@ async def test_slots_added_as_the_executor_grows_end_as_the_first_ones_do(
     assert len(executor.tasks) == 3 and all(task.done() for task in executor.tasks)
 
 
+class LongAnswers(Target):
+    """Answers each case with ``kb`` KB of text, counting calls."""
+
+    name = "long"
+
+    def __init__(self, kb: int) -> None:
+        self.calls = 0
+        self.kb = kb
+
+    async def run(self, case: Case) -> Execution:
+        self.calls += 1
+        return Execution(input=case.input, output=f"{case.id} " + "a" * (self.kb * 1024))
+
+
+async def _peak_of_resume(store_url: str, n: int, kb: int, engine: JudgeEngine
+                          ) -> int:
+    """A run of ``n`` cases answered in ``kb`` KB each, stored whole, then resumed by a store
+    opened anew (pages of 100 cases) with nothing left to run: the resume's traced peak in
+    bytes."""
+    import tracemalloc
+
+    suite = Suite(name="long", evaluators=[Contains(search_text="case")], cases=[
+        SuiteCase(case=Case(id=f"case-{i:05d}", input=f"q{i}")) for i in range(n)])
+    first = RunStore(store_url)
+    run_id = first.create_run("long", {})
+    await Runner(suite, lambda _n: LongAnswers(kb), engine, first, RunConfig(concurrency=20)
+                 ).run(run_id, keep=False)
+    first.close()
+    store = RunStore(store_url)
+    store.read_page = 100
+    target = LongAnswers(kb)
+    seen: list[str] = []
+    runner = Runner(suite, lambda _n: target, engine, store, RunConfig(concurrency=20),
+                    on_record=lambda r: seen.append(r.case_id))
+    tracemalloc.start()
+    try:
+        outcome = await runner.run(run_id, keep=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert target.calls == 0 and outcome.summary.cases == n  # every case was stored
+    assert seen == [f"case-{i:05d}" for i in range(n)]  # in the suite's order, as before
+    store.close()
+    return peak
+
+
+async def test_a_resume_holds_a_page_of_stored_answers_not_all_of_them(store_url,
+                                                                       engine_factory):
+    """2,000 stored answers of 20 KB (40 MB of text): the resume reads them 100 at a time
+    (about 2 MB), not all at once."""
+    peak = await _peak_of_resume(store_url, 2000, 20, engine_factory())
+    assert peak < 15 * 2**20, f"a resume peaked at {peak / 2**20:.0f} MiB"
+
+
 def test_case_records_read_in_pages_are_every_record_in_order(store_url):
     """Read 20 at a time, a run's records are those read whole, in the same order (finished
     order, ties by case id and repeat), and the read holds a page of answers, not them all."""

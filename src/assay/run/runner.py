@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import itertools
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from assay.llm.engine import JudgeEngine
 from assay.run.budget import Budget, record_cost
 from assay.run.policies import policy_for
 from assay.run.policies.base import ScoringPolicy
-from assay.store.runs import RecordRejected, RunStore
+from assay.store.runs import READ_PAGE, RecordRejected, RunStore
 from assay.suites.model import Suite, SuiteCase
 from assay.targets.base import Target, sampling
 from assay.types.case import Case
@@ -262,8 +263,6 @@ class Runner:
         """
         total = count_cases(self.suite, self.config) * self.config.repeat
         store = self.store
-        stored_exec = store.executions(run_id) if store else {}
-        stored_scores = store.scores(run_id) if store else {}
         stored_cases = store.case_keys(run_id) if store else set()
         kept: list[CaseRecord] = []
         summary = SummaryBuilder(track_cases=self.config.repeat > 1)
@@ -285,12 +284,12 @@ class Runner:
                     self.on_record(record)  # error naming it, the records stored kept
             self.progress.advance(record)
 
-        work = ((item, r) for item in select_cases(self.suite, self.config)
-                for r in range(self.config.repeat))
+        work = stored_pages(store, run_id, ((item, r) for item in select_cases(
+            self.suite, self.config) for r in range(self.config.repeat)))
         budget = Budget(self.config.budget_usd) if self.config.budget_usd else None
 
         async def worker() -> None:
-            for item, repeat in work:
+            for item, repeat, execution, have in work:
                 evaluators = self.suite.evaluators_for(item)
                 for evaluator in evaluators:
                     metric = dataset_metric(evaluator)
@@ -298,8 +297,6 @@ class Runner:
                             and metric.name not in reducers:
                         reducers[metric.name] = (metric, [])
                 key = (item.case.id, repeat)
-                have = stored_scores.pop(key, {})
-                execution = stored_exec.pop(key, None)
                 if execution is not None:
                     evaluators = self.suite.evaluators_after(item, execution)
                 if key in stored_cases and execution is not None and \
@@ -532,6 +529,26 @@ class Runner:
         if self.store is not None and not self.config.dry_run:
             with contextlib.suppress(RecordRejected):  # its parts were checked one by one
                 self.store.record_case(record)
+
+
+Resumed = tuple[SuiteCase, int, Execution | None, dict[str, Score]]
+"""A case and repeat to run, with what a stopped run stored of it: its execution (None when
+it has none) and its scores by evaluator."""
+
+
+def stored_pages(store: RunStore | None, run_id: str,
+                 work: Iterator[tuple[SuiteCase, int]]) -> Iterator[Resumed]:
+    """Each (case, repeat) of ``work`` in turn with its stored execution and scores, read a
+    page of the store's ``read_page`` cases at a time (two queries a page): a resume holds one page
+    of stored answers, not every answer of the run, and does not ask once a case."""
+    size = store.read_page if store else READ_PAGE
+    while page := list(itertools.islice(work, size)):
+        keys = {(item.case.id, repeat) for item, repeat in page}
+        executions = store.executions(run_id, keys=keys) if store else {}
+        scores = store.scores(run_id, keys=keys) if store else {}
+        for item, repeat in page:
+            key = (item.case.id, repeat)
+            yield item, repeat, executions.pop(key, None), scores.pop(key, {})
 
 
 def agent_timeout(config: RunConfig, target: Target) -> float:
