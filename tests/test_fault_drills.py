@@ -376,10 +376,17 @@ def fault_accounting(stored: Stored, stats: dict[str, Any], errors: Counter[str]
     truncated answer is an answer (re-asked, not retried). The scores account for it all."""
     faults = Counter(stats["faults"])
     assert stats["requests"] == stats["completed"] + stats["fault_total"]
-    assert retries_reported(stored) == stats["fault_total"] - faults["truncated"] - errors[
-        "retries_exhausted"]
     calls = sum(v[2]["usage"]["calls"] for k, v in stored.values.items() if k[1] == "similar")
-    assert calls == stats["completed"] + faults["truncated"]
+    # On a machine whose CPU is taken by other work, an attempt can outlast its call timeout
+    # through no fault of the server's: a good answer read too late (a completed request to
+    # the server, a timed-out attempt to assay, so one completed request that is no call), or
+    # a request still unsent when its time ran out (a retry the server never saw). Those are
+    # the only ways the counts may part: each accounts for one retry more, and only a few.
+    outlasted = stats["completed"] + faults["truncated"] - calls
+    expected = stats["fault_total"] - faults["truncated"] - errors["retries_exhausted"]
+    late = retries_reported(stored) - expected
+    slack = max(3, stats["completed"] // 50)
+    assert 0 <= outlasted <= late <= slack, (outlasted, late, calls, stats)
 
 
 def retries_reported(stored: Stored) -> int:
