@@ -30,9 +30,9 @@ from tests.test_evaluate import ANSWERS, ROWS, agent
 OPEN = Gates(max_failed=None)
 
 
-def stopped_after_one(store: Path, **options: object) -> str:
-    """A run of ROWS by a Python function that is stopped (as Ctrl-C stops it) during its
-    second case: the id of the interrupted run."""
+def stopped_after_one(store: Path, data: list[dict[str, str]] = ROWS, **options: object) -> str:
+    """A run of ``data`` (ROWS) by a Python function that is stopped (as Ctrl-C stops it)
+    during its second case: the id of the interrupted run."""
     calls: list[str] = []
 
     async def stopping(question: str) -> str:
@@ -42,8 +42,8 @@ def stopped_after_one(store: Path, **options: object) -> str:
         return ANSWERS[question]
 
     with pytest.raises((asyncio.CancelledError, KeyboardInterrupt)):
-        assay.evaluate(ROWS, target=stopping, store=store, concurrency=1, gates=OPEN,
-                       **options)  # type: ignore[arg-type]
+        assay.evaluate(data, target=stopping, store=store, concurrency=1,
+                       **{"gates": OPEN, **options})  # type: ignore[arg-type]
     (run,) = RunStore(f"sqlite:///{store}").run_records()
     assert run.status is RunStatus.INTERRUPTED
     return run.id
@@ -161,3 +161,18 @@ def test_a_run_made_from_python_is_listed_by_assay_runs(tmp_path):
     assert listed.returncode == 0 and run_id in listed.stdout, listed.stdout + listed.stderr
     rescored = run_assay(["rescore", run_id], cwd=tmp_path, env=env, timeout=120)
     assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+
+
+def test_a_resume_counts_the_finished_case_the_suite_no_longer_has(tmp_path):
+    """A case stored before the suite dropped it is a finished result the resume keeps: the
+    run's figures and gate count it, as the rows ``assay show`` lists do."""
+    store = tmp_path / "runs.db"
+    failing_first = [ROWS[1], ROWS[0], ROWS[2]]  # 'es' is stored (failed), then the stop
+    run_id = stopped_after_one(store, failing_first, evaluators=["exact_match"], gates=Gates())
+    resumed = assay.resume(run_id, data=[ROWS[0], ROWS[2]], store=store, target=agent)
+    stored = RunStore(f"sqlite:///{store}").case_records(run_id)
+    assert sorted(r.case_id for r in stored) == ["de", "es", "fr"]
+    s = resumed.summary
+    assert s.cases == len(stored) == 3 and s.verdicts.get("fail") == 1
+    assert s.passed is False and s.gate_failures
+    assert sorted(r.case_id for r in resumed.records) == ["de", "es", "fr"]

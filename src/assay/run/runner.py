@@ -52,6 +52,18 @@ class Progress(Protocol):
     def advance(self, record: CaseRecord) -> None: ...
 
 
+def _unselected(store: RunStore | None, run_id: str,
+                keys: set[tuple[str, int]]) -> list[CaseRecord]:
+    """The stored case records of ``run_id`` under ``keys``: finished results of cases the
+    suite no longer selects (a resume after a case was removed or renamed, a re-run of
+    failures whose copied results the suite dropped). They are kept, as the resume says, so
+    they count in the run's summary and gates, and every surface that lists the run's rows
+    (assay show, the results file, compare) agrees with its figures."""
+    if store is None or not keys:
+        return []
+    return [r for r in store.iter_case_records(run_id) if (r.case_id, r.repeat) in keys]
+
+
 class _NoProgress:
     def start(self, total: int, done: int, label: str = "") -> None:
         pass
@@ -286,6 +298,7 @@ class Runner:
 
         work = stored_pages(store, run_id, ((item, r) for item in select_cases(
             self.suite, self.config) for r in range(self.config.repeat)))
+        leftover = set(stored_cases)  # finished cases the suite's selection has not reached
         budget = Budget(self.config.budget_usd) if self.config.budget_usd else None
 
         async def worker() -> None:
@@ -297,6 +310,7 @@ class Runner:
                             and metric.name not in reducers:
                         reducers[metric.name] = (metric, [])
                 key = (item.case.id, repeat)
+                leftover.discard(key)
                 if execution is not None:
                     evaluators = self.suite.evaluators_after(item, execution)
                 if key in stored_cases and execution is not None and \
@@ -345,10 +359,12 @@ class Runner:
                 timer.cancel()
             if store:
                 store.flush()  # what finished is written, however the run ends
+        for record in _unselected(store, run_id, leftover):
+            report(record)
         if keep:
             order = {(item.case.id, r): i for i, item in enumerate(
                 select_cases(self.suite, self.config)) for r in range(self.config.repeat)}
-            kept.sort(key=lambda r: order.get((r.case_id, r.repeat), 0))
+            kept.sort(key=lambda r: order.get((r.case_id, r.repeat), len(order)))
         result = summary.build()
         for name, (metric, scores) in reducers.items():
             reduced = metric.reduce(scores)
