@@ -131,6 +131,31 @@ def test_rescore_judges_stored_executions_without_running_the_agent(mock_model, 
     assert [r.score for r in same.records] == [r.score for r in first.records]
 
 
+def test_a_rescore_of_a_repeated_run_counts_and_compares_as_its_source(tmp_path):
+    """A rescore judged each repeat as a case of its own ('es#1'): its --max-failed gate
+    counted a case failing in both repeats twice, and compare refused it beside its source
+    (cases only in the rescore). It keeps the repeats, and so the source's figures."""
+    seen: list[str] = []
+
+    def flaky(question: str) -> str:  # Spain fails in both repeats, France in the first
+        seen.append(question)
+        if question == "capital of France?" and seen.count(question) == 1:
+            return "Lyon"
+        return ANSWERS[question]
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    first = assay.evaluate(ROWS, target=flaky, evaluators=["exact_match"], store=store,
+                           repeat=2, concurrency=1, gates=Gates(max_failed=2))
+    again = assay.rescore(first.run_id, store=store)
+    assert len(seen) == 6  # the agent was not run again
+    assert again.summary.cases == first.summary.cases
+    assert again.summary.failed_cases() == first.summary.failed_cases()
+    assert again.summary.passed is first.summary.passed is True
+    assert {(r.case_id, r.repeat, r.verdict) for r in again.records} == \
+        {(r.case_id, r.repeat, r.verdict) for r in first.records}
+    assert assay.compare(first.run_id, again.run_id, store=store).comparable
+
+
 def test_cli_and_evaluate_give_identical_stored_records(tmp_path, mock_model, mock_server):
     suite = tmp_path / "suite"
     suite.mkdir()

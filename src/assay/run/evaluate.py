@@ -521,8 +521,10 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
     on what it did in the original run (a failed execution stays failed)."""
     run_store = store_for([run], store)
     stored = run_store.run_record(run_id_of(run))
+    records = run_store.case_records(stored.id)
     base = stored.config.run.runnable(stored.id).model_copy(
-        update={"target": None, "repeat": 1, "filter": None, "cache": None})
+        update={"target": None, "filter": None, "cache": None,
+                "repeat": _rescore_repeats(records) if records else 1})
     config = _config(config or base, options)
     suite = _rescore_suite(run_store, stored, evaluators)
     if suite.judge_target and REDACTED in suite.judge_target and not config.judge_model:
@@ -533,7 +535,8 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
     session = _Session(suite, config, policy, run_store, None, None, rescored_from=stored.id,
                        evaluators_given=evaluators is not None,
                        source_suite_hash=None if evaluators is not None
-                       else stored.config.suite_version())
+                       else stored.config.suite_version(),
+                       executions=records if config.repeat > 1 else None)
     return await session.execute(progress, on_record, None, keep, on_inputs)
 
 
@@ -700,10 +703,13 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
     if not records:
         raise ConfigError(f"run {stored.id} has no stored cases to rescore",
                           code="empty_run")
+    repeats = _rescore_repeats(records)
     cases = []
     for record in records:
+        if repeats > 1 and record.repeat:
+            continue  # its case is its repeat 0's; its execution is stored for the run
         case = record.case.model_copy(
-            update={"id": record.case_id if record.repeat == 0
+            update={"id": record.case_id if record.repeat == 0 or repeats > 1
                     else f"{record.case_id}#{record.repeat}"})
         case_evaluators = None
         if evaluators is None and record.evaluators is not None:
@@ -721,6 +727,17 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
                   metadata={"rescored_from": stored.id}, judge_target=_recorded_judge(stored),
                   agent=AgentInfo.model_validate(agent) if isinstance(agent, dict) else None)
     return suite if evaluators is None else with_evaluators(suite, evaluators)
+
+
+def _rescore_repeats(records: Sequence[CaseRecord]) -> int:
+    """The repeats a rescore of ``records`` keeps: the source run's count when every case has
+    every repeat stored, so the rescore counts cases as its source did (a case failing in
+    any repeat counts once for --max-failed) and compares with it case by case; else 1,
+    each stored repeat then a case of its own ('id#2')."""
+    keys = {(r.case_id, r.repeat) for r in records}
+    count = max(r.repeat for r in records) + 1
+    ids = {case_id for case_id, _ in keys}
+    return count if len(keys) == len(ids) * count else 1
 
 
 def _recorded_judge(stored: RunRecord) -> str | None:
@@ -820,7 +837,8 @@ class _Session:
                  rescored_from: str | None = None, evaluators_given: bool = False,
                  source_suite_hash: str | None = None,
                  find_targets: bool = True, run_id: str | None = None,
-                 seed: tuple[str, list[CaseRecord]] | None = None) -> None:
+                 seed: tuple[str, list[CaseRecord]] | None = None,
+                 executions: list[CaseRecord] | None = None) -> None:
         self.suite = suite
         self.run_id = run_id
         """The id a new run takes (None: a new id); an online evaluation names its
@@ -854,6 +872,10 @@ class _Session:
         """A rescore's source suite's fingerprint (:meth:`RunSnapshot.suite_version`)."""
         self.seed = seed
         """(the run re-run, its records kept as they are) for a re-run of its failures."""
+        self.executions = executions
+        """The records whose executions a rescore of a run with repeats judges, each stored
+        under its (case, repeat) before the run starts, so the runner judges it as a resume
+        judges a stored execution (the suite's case holds only one)."""
 
     def inputs(self) -> dict[Path, str]:
         """Every file this run uses, each with what it is: the suite's (its file, what its
@@ -1070,6 +1092,8 @@ class _Session:
                     tags=self.config.tags, notes=self.config.notes)
                 if self.seed is not None:
                     self._copy(store, run_id, self.seed[1])
+                if self.executions:
+                    self._copy(store, run_id, self.executions, executions_only=True)
             lease = store.hold_lease(run_id)
             if on_start is not None:
                 with user_code("the on_start hook"):
@@ -1156,11 +1180,15 @@ class _Session:
         return executor
 
     @staticmethod
-    def _copy(store: RunStore, run_id: str, records: list[CaseRecord]) -> None:
+    def _copy(store: RunStore, run_id: str, records: list[CaseRecord],
+              executions_only: bool = False) -> None:
         """Store ``records`` (of another run) as results of ``run_id``, as they are: the
-        runner then reports them without running them again."""
+        runner then reports them without running them again; ``executions_only``: only
+        what their agent did, which the runner then judges without running the agent."""
         for record in records:
             store.record_execution(run_id, record.case_id, record.repeat, record.execution)
+            if executions_only:
+                continue
             for score in record.scores:
                 store.record_score(run_id, record.case_id, record.repeat, score)
             store.record_case(record.model_copy(update={"run_id": run_id}))
