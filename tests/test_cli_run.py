@@ -199,15 +199,42 @@ def test_resume_with_retry_errors_recomputes_failed_judgements(project, mock_ser
         == (0,)
 
 
-def test_a_resume_names_a_finished_case_whose_repeat_is_damaged(project, mock_server):
-    """`assay run --resume` ran such a case again, silently, beside its damaged row."""
+def _interrupted_run(project: Path, change: str) -> tuple[str, sqlite3.Connection]:
+    """A completed run of the suite, marked interrupted and changed by the SQL ``change``
+    (its id, and the store's database)."""
     done = assay(project, "run", "EVAL.yaml")
     assert done.returncode == 0, done.stdout + done.stderr
-    run_id = _run_id(done.stdout)
     db = sqlite3.connect(project / ".assay" / "runs.db")
     db.execute("UPDATE runs SET status = 'interrupted'")
-    db.execute("UPDATE case_results SET repeat = 'first' WHERE case_id = 'fr'")
+    db.execute(change)
     db.commit()
+    return _run_id(done.stdout), db
+
+
+def test_a_resume_refuses_the_options_of_a_new_run(project, mock_server):
+    """`assay run --resume RUN --dry-run` ran the rest of the run, and --repeat, --filter or
+    a gate beside --resume or --rerun-failed was dropped without a word: the run's recorded
+    choices are what a resume runs with."""
+    run_id, db = _interrupted_run(project, "DELETE FROM case_results WHERE case_id = 'ke'")
+    requests = mock_server.stats.requests
+    dry = assay(project, "run", "--resume", run_id, "--dry-run", "--repeat", "3")
+    assert dry.returncode == 2, dry.stdout + dry.stderr
+    assert dry.stderr == (
+        "error [invalid_config]: --repeat, --dry-run choose for a new run; --resume runs with "
+        "the choices the run recorded (leave them out, or start a new run)\n")
+    assert mock_server.stats.requests == requests  # nothing was judged
+    assert db.execute("SELECT status FROM runs").fetchone() == ("interrupted",)
+    rerun = assay(project, "run", "--rerun-failed", run_id, "--max-failed", "3")
+    assert rerun.returncode == 2 and "--max-failed chooses for a new run; --rerun-failed" \
+        in rerun.stderr, rerun.stdout + rerun.stderr
+    resumed = assay(project, "run", "--resume", run_id, "-c", "2", "--cache", "off")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+
+
+def test_a_resume_names_a_finished_case_whose_repeat_is_damaged(project, mock_server):
+    """`assay run --resume` ran such a case again, silently, beside its damaged row."""
+    run_id, db = _interrupted_run(
+        project, "UPDATE case_results SET repeat = 'first' WHERE case_id = 'fr'")
     requests = mock_server.stats.requests
     resumed = assay(project, "run", "--resume", run_id)
     assert resumed.returncode == 2, resumed.stdout + resumed.stderr

@@ -61,6 +61,7 @@ def store_option_of(runs: Any) -> str | None:
 @app.command()
 @friendly_errors
 def run(
+    ctx: typer.Context,
     suite_path: Path | None = typer.Argument(
         None, metavar="SUITE", help="EVAL.yaml, JSONL, CSV, Parquet, or a UiPath project."),
     target: str | None = typer.Option(None, "--target", help="Target name (or model string)."),
@@ -264,6 +265,8 @@ def run(
         raise ConfigError("--retry-errors goes with --resume RUN_ID")
     if resume and rerun_failed:
         raise ConfigError("give --resume RUN_ID or --rerun-failed RUN_ID, not both")
+    if (resume or rerun_failed) and traces is None:
+        _refuse_new_run_options(ctx, "--resume" if resume else "--rerun-failed")
     if resume is None and rerun_failed is None and suite_path is None and traces is None:
         raise ConfigError("give a SUITE file, --traces SOURCE, --resume RUN_ID or "
                           "--rerun-failed RUN_ID")
@@ -375,6 +378,34 @@ def run(
                       markup=False)
     _print_result(result, runs, lambda: _baseline(result, runs, set_baseline,
                                                   compare_to_baseline), failures)
+
+
+AGAIN_OPTIONS = frozenset({
+    "suite_path", "judge_model", "concurrency", "output", "uipath_output", "junit", "report",
+    "resume", "rerun_failed", "store", "cache", "retry_errors", "set_baseline",
+    "compare_to_baseline", "output_format", "results_file", "no_report", "budget_usd", "wait",
+    "batch"})
+"""The options of ``assay run`` that a resume (or a re-run of failures) takes: this
+invocation's own (its outputs, cache, budget, concurrency, judge given again). Every other
+choice is the stored run's, recorded when it started."""
+
+
+def _refuse_new_run_options(ctx: typer.Context, flag: str) -> None:
+    """ConfigError naming each option given on the command line that only a new run takes:
+    a resume runs with the stored run's recorded choices, so ``--dry-run``, ``--repeat``,
+    ``--filter``, a gate or a timeout given beside it would otherwise be dropped without a
+    word (``--resume RUN --dry-run`` ran the rest of the run)."""
+    def typed(name: str) -> bool:
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name == "COMMANDLINE"
+
+    given = [param.opts[0] for param in ctx.command.params
+             if param.name and param.name not in AGAIN_OPTIONS and typed(param.name)]
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)} {'chooses' if len(given) == 1 else 'choose'} for a new run; "
+            f"{flag} runs with the choices the run recorded (leave "
+            f"{'it' if len(given) == 1 else 'them'} out, or start a new run)")
 
 
 def _print_waiting(result: Any, runs: Any, resumed: bool) -> None:
