@@ -144,7 +144,7 @@ def test_unstorable_outputs_become_case_errors_and_every_other_case_is_stored(tm
     for line in lines:
         json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in JSONL"))
     resumed = assay_cli(root, "run", "--resume", RunStore(store).run_records()[0].id,
-                        "--store", store, "--max-failed", "10", "--max-errors", "10")
+                        "--store", store)  # its recorded gates: --max-failed 10 --max-errors 10
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
 
 
