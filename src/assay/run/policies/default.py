@@ -81,9 +81,10 @@ def count_gate_failures(summary: RunSummary, config: RunConfig) -> list[str]:
         failures.append(_failed_text(summary, failed, gates.max_failed))
     if gates.max_errors is not None and summary.evaluator_errors > gates.max_errors:
         unscored = summary.count(Verdict.ERROR)
+        what = "execution(s)" if summary.case_summary else "case(s)"  # repeats: executions
         failures.append(
             f"{summary.evaluator_errors} evaluator score(s) could not be computed, "
-            f"{unscored} case(s) left with no score (allowed {gates.max_errors} errors)")
+            f"{unscored} {what} left with no score (allowed {gates.max_errors} errors)")
     if gates.min_mean_score is not None and (
             summary.mean_score is None or not reaches(summary.mean_score, gates.min_mean_score)):
         failures.append(f"mean score {numbers.score(summary.mean_score)} is below the gate "
