@@ -463,3 +463,20 @@ def test_the_latency_metrics_are_the_figures_every_surface_shows():
     assert (m["latency_p50_ms"], m["latency_p95_ms"]) == (s.latency_p50_ms, s.latency_p95_ms)
     assert m["latency_p95_ms"] is None and run_display(s).latency_p95 == "-"
     assert s.latency.p95_ms is None  # the run's one rule for a p95: none under 20 values
+
+
+@pytest.mark.parametrize(("text", "columns", "message"), [
+    ("id,question\na,x\n", None, "unknown column(s) 'question_text'"),
+    ("id,input\na,x\n", {"input": "q"}, "no column 'q' (mapped to input); columns: id, input"),
+    ("id,input\na,x\na,y\n", None, "duplicate id 'a'"),
+])
+def test_a_bad_row_of_a_file_names_the_file_and_line(tmp_path, text, columns, message):
+    """A CSV's row is found where it is: the file and line, as every other problem of a row
+    says it; the line the reader notes down is no column the user has."""
+    data = tmp_path / "rows.csv"
+    data.write_text(text.replace("question", "question_text"))
+    with pytest.raises(ConfigError) as info:
+        assay.evaluate(data, evaluators=["exact_match"], columns=columns, store=":memory:")
+    line = text.count("\n")
+    assert f"({data.resolve()}:{line})" in info.value.message, info.value.message
+    assert message in info.value.message and "__line__" not in info.value.message

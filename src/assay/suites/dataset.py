@@ -121,8 +121,9 @@ def _suite_from_rows(rows: Iterable[Any], name: str, mapping: Mapping[str, str |
         case_id = item.case.id
         if case_id in seen:
             if mapping.get("id") is not None or _explicit_id(row):
-                raise DatasetError(f"row {index}: duplicate id {case_id!r} (first in row "
-                                   f"{seen[case_id]}); ids must be unique")
+                line = item.source.line if item.source is not None else None
+                raise DatasetError(f"{_where(index, source, line)}: duplicate id {case_id!r} "
+                                   f"(first in row {seen[case_id]}); ids must be unique")
             item.case.id = _unique(case_id, seen)
         seen[item.case.id] = index
         cases.append(item)
@@ -277,12 +278,15 @@ def _row_case(row: dict[str, Any], index: int, mapping: Mapping[str, str | None]
               source: Path | None) -> SuiteCase:
     values: dict[str, Any] = {}
     used: set[str] = set()
+    line = row.get("__line__") if isinstance(row.get("__line__"), int) else None
+    where = _where(index, source, line)
     for field in FIELDS:
         column = mapping.get(field)
         if column is not None:
             if column not in row:
-                raise DatasetError(f"row {index}: no column {column!r} (mapped to {field}); "
-                                   f"columns: {', '.join(map(str, row)) or 'none'}")
+                names = [str(k) for k in row if k != "__line__"]
+                raise DatasetError(f"{where}: no column {column!r} (mapped to {field}); "
+                                   f"columns: {', '.join(names) or 'none'}")
             candidates: tuple[str, ...] = (column,)
         else:
             candidates = COLUMN_NAMES[field]
@@ -297,16 +301,20 @@ def _row_case(row: dict[str, Any], index: int, mapping: Mapping[str, str | None]
     if unknown:
         accepted = "; ".join(f"{f}: {', '.join(n)}" for f, n in COLUMN_NAMES.items())
         raise DatasetError(
-            f"row {index}: unknown column(s) {', '.join(repr(u) for u in unknown)}. "
+            f"{where}: unknown column(s) {', '.join(repr(u) for u in unknown)}. "
             f"Recognised columns, by field: {accepted}. Map others with "
             "columns={'input': 'my_column'}, or put extra values in a 'metadata' dict")
-    line = row.get("__line__") if isinstance(row.get("__line__"), int) else None
-    return _case(values, index, source, line)
+    return _case(values, where, source, line)
 
 
-def _case(values: dict[str, Any], index: int, source: Path | None,
+def _where(index: int, source: Path | None, line: int | None) -> str:
+    """A row as every error about it names it: its index, and the file and line it came
+    from, so a mistake in a CSV or JSONL file is found where it is."""
+    return f"row {index}" + (f" ({source}:{line})" if source and line else "")
+
+
+def _case(values: dict[str, Any], where: str, source: Path | None,
           line: int | None) -> SuiteCase:
-    where = f"row {index}" + (f" ({source}:{line})" if source and line else "")
     raw_input = values.get("input", "")
     if isinstance(raw_input, list):
         raw_input = _messages(raw_input, where, "input")
