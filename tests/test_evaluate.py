@@ -480,3 +480,26 @@ def test_a_bad_row_of_a_file_names_the_file_and_line(tmp_path, text, columns, me
     line = text.count("\n")
     assert f"({data.resolve()}:{line})" in info.value.message, info.value.message
     assert message in info.value.message and "__line__" not in info.value.message
+
+
+@assay.scorer
+def _says_paris(outputs) -> bool:
+    return "Paris" in outputs
+
+
+@pytest.mark.parametrize("one", ["exact_match", ExactMatch(), {"type": "exact_match"},
+                                 _says_paris], ids=["name", "instance", "dict", "scorer"])
+def test_one_evaluator_alone_is_a_list_of_one(one):
+    """evaluators="exact_match" was iterated into its letters ('unknown evaluator type
+    'e''), ExactMatch() into its fields ('a tuple is not an evaluator'), a dict into its keys,
+    and a scorer function raised a TypeError traceback: one alone is that one, in a run, a
+    rescore and a resume alike."""
+    rows = [{"id": "fr", "input": "Capital of France?", "output": "Paris",
+             "expected_output": "Paris"}]
+    result = assay.evaluate(rows, evaluators=one)
+    assert result.passed and len(result.records[0].scores) == 1
+    again = assay.rescore(result.run_id, evaluators=one)
+    assert again.passed and len(again.records[0].scores) == 1
+    assert assay.evaluate(rows, scorers=one).passed
+    with pytest.raises(ConfigError, match="evaluators: a int is not an evaluator or a list"):
+        assay.evaluate(rows, evaluators=3)

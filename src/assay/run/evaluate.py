@@ -80,6 +80,8 @@ a list of dicts or :class:`~assay.Case` objects, a pandas DataFrame, or MLflow's
 
 TargetLike = Target | Callable[..., Any] | str | None
 EvaluatorLike = Evaluator | str | Mapping[str, Any] | Callable[..., Any]
+Evaluators = EvaluatorLike | Sequence[EvaluatorLike]
+"""What ``evaluators=`` (and ``scorers=``) takes: a list of evaluators, or one alone."""
 StoreLike = RunStore | str | Path | None
 """An open store, a store URL, a path to a SQLite file, ``":memory:"``, or None: the default
 store on disk (``$ASSAY_STORE_URL``, else ``.assay/runs.db``)."""
@@ -93,10 +95,10 @@ before anything runs: the command checks its outputs against them there."""
 
 
 def evaluate(data: Data = None, *, target: TargetLike = None,
-             evaluators: Sequence[EvaluatorLike] | None = None,
+             evaluators: Evaluators | None = None,
              config: RunConfig | None = None, store: StoreLike = None,
              columns: Mapping[str, str] | None = None, name: str | None = None,
-             scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
+             scorers: Evaluators | None = None, predict_fn: TargetLike = None,
              traces: Any = None, trace_filter: str | None = None, since: Any = None,
              until: Any = None, **options: Any) -> EvaluationResult:
     """Evaluate ``data`` and return the stored, gated run. See :func:`evaluate_async`."""
@@ -109,13 +111,13 @@ def evaluate(data: Data = None, *, target: TargetLike = None,
 
 async def evaluate_async(
         data: Data = None, *, target: TargetLike = None,
-        evaluators: Sequence[EvaluatorLike] | None = None, config: RunConfig | None = None,
+        evaluators: Evaluators | None = None, config: RunConfig | None = None,
         store: StoreLike = None, columns: Mapping[str, str] | None = None,
         name: str | None = None, engine: JudgeEngine | None = None,
         progress: Progress | None = None,
         on_record: Callable[[CaseRecord], None] | None = None,
         on_start: Callable[[RunRecord], None] | None = None, keep: bool = True,
-        scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
+        scorers: Evaluators | None = None, predict_fn: TargetLike = None,
         on_inputs: OnInputs | None = None, traces: Any = None,
         trace_filter: str | None = None, since: Any = None, until: Any = None,
         **options: Any) -> EvaluationResult:
@@ -128,7 +130,7 @@ async def evaluate_async(
             a :class:`Target`, a target name from the targets file or a model string; None
             judges the outputs in the data, or runs the suite's own target.
         evaluators: evaluator instances, registered type names, ``{"type": ...}`` dicts, or
-            scorer functions; None uses the suite's own.
+            scorer functions, in a list or one alone; None uses the suite's own.
         config: the run's :class:`RunConfig`; ``options`` override its fields by name
             (``judge_model=``, ``concurrency=``, ``repeat=``, ``gates=``...).
         store: see :data:`StoreLike`. None keeps the run on disk in the default store, where
@@ -185,9 +187,9 @@ def check(data: Data = None, **kwargs: Any) -> Suite:
 
 async def check_async(
         data: Data = None, *, target: TargetLike = None,
-        evaluators: Sequence[EvaluatorLike] | None = None, config: RunConfig | None = None,
+        evaluators: Evaluators | None = None, config: RunConfig | None = None,
         columns: Mapping[str, str] | None = None, name: str | None = None,
-        scorers: Sequence[EvaluatorLike] | None = None, predict_fn: TargetLike = None,
+        scorers: Evaluators | None = None, predict_fn: TargetLike = None,
         **options: Any) -> Suite:
     """Everything :func:`evaluate_async` checks before its first call, with the same
     arguments, and nothing more: the data loads, the run's options and agent judges, the
@@ -204,7 +206,7 @@ async def check_async(
     return session.suite
 
 
-async def judge_case_async(evaluators: Sequence[EvaluatorLike], case: Case,
+async def judge_case_async(evaluators: Evaluators, case: Case,
                            execution: Execution, *, config: RunConfig | None = None,
                            engine: JudgeEngine | None = None,
                            judge_model: str | None = None) -> CaseRecord:
@@ -225,10 +227,10 @@ async def judge_case_async(evaluators: Sequence[EvaluatorLike], case: Case,
     return outcome.records[0]
 
 
-def _new_session(data: Data, target: TargetLike, evaluators: Sequence[EvaluatorLike] | None,
+def _new_session(data: Data, target: TargetLike, evaluators: Evaluators | None,
                  config: RunConfig, store: StoreLike, columns: Mapping[str, str] | None,
                  name: str | None, engine: JudgeEngine | None,
-                 scorers: Sequence[EvaluatorLike] | None,
+                 scorers: Evaluators | None,
                  predict_fn: TargetLike) -> _Session:
     """The session of a new run of ``data``: loaded, prepared and refused where the
     arguments contradict each other, not yet checked against its targets and judges."""
@@ -242,7 +244,7 @@ def _new_session(data: Data, target: TargetLike, evaluators: Sequence[EvaluatorL
             not isinstance(target, Target):
         target = data.agent(target)  # MLflow's predict_fn(input=[...], **context)
     if scorers is not None:
-        evaluators = [*(evaluators or []), *scorers]
+        evaluators = [*evaluator_list(evaluators or []), *evaluator_list(scorers, "scorers")]
     suite = load_data(data, columns=columns, config=config, name=name)
     if evaluators is not None:
         suite = with_evaluators(suite, evaluators)
@@ -267,7 +269,7 @@ def resume(run: RunLike, **kwargs: Any) -> EvaluationResult:
 
 async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = None,
                        target: TargetLike = None,
-                       evaluators: Sequence[EvaluatorLike] | None = None,
+                       evaluators: Evaluators | None = None,
                        retry_errors: bool = False, concurrency: int | None = None,
                        judge_model: str | None = None, cache: CacheMode | None = None,
                        budget_usd: float | None = None,
@@ -348,7 +350,7 @@ def _check_stored_rows(run_store: RunStore, run_id: str) -> None:
 
 
 def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: TargetLike,
-              evaluators: Sequence[EvaluatorLike] | None,
+              evaluators: Evaluators | None,
               on_warning: Callable[[str], None] | None, *, concurrency: int | None,
               judge_model: str | None, cache: CacheMode | None, budget_usd: float | None,
               wait: bool | None = None
@@ -473,7 +475,7 @@ def _resumed_target(stored: RunRecord, target: TargetLike) -> Target | None:
 
 
 def _resumed_evaluators(suite: Suite, stored: RunRecord,
-                        given: Sequence[EvaluatorLike] | None,
+                        given: Evaluators | None,
                         recorded: bool = False) -> Suite:
     """The suite judged as the run was: by its recorded evaluators when the run was given
     its evaluators (``evaluators=``), the data names none, or ``recorded`` (a rescore), else
@@ -485,7 +487,7 @@ def _resumed_evaluators(suite: Suite, stored: RunRecord,
     evaluators = _rebuild_evaluators(stored) if own else list(suite.evaluators)
     if given is not None:
         built = {e.name: e for e in (as_evaluator(v, f"evaluators[{i}]")
-                                     for i, v in enumerate(given))}
+                                     for i, v in enumerate(evaluator_list(given)))}
         names = [e.name for e in evaluators]
         unknown = [n for n in built if n not in names]
         if unknown:
@@ -509,7 +511,7 @@ def rescore(run: RunLike, **kwargs: Any) -> EvaluationResult:
 
 
 async def rescore_async(run: RunLike, *, store: StoreLike = None,
-                        evaluators: Sequence[EvaluatorLike] | None = None,
+                        evaluators: Evaluators | None = None,
                         config: RunConfig | None = None,
                         progress: Progress | None = None,
                         on_record: Callable[[CaseRecord], None] | None = None,
@@ -601,9 +603,10 @@ def load_data(data: Data, *, columns: Mapping[str, str] | None = None,
                       code="invalid_data")
 
 
-def with_evaluators(suite: Suite, evaluators: Sequence[EvaluatorLike]) -> Suite:
+def with_evaluators(suite: Suite, evaluators: Evaluators) -> Suite:
     """The suite judged by ``evaluators`` instead of its own (per-case ones included)."""
-    built = [as_evaluator(e, f"evaluators[{i}]") for i, e in enumerate(evaluators)]
+    built = [as_evaluator(e, f"evaluators[{i}]")
+             for i, e in enumerate(evaluator_list(evaluators))]
     if not built:
         raise ConfigError("evaluators is empty: give at least one evaluator")
     names = [e.name for e in built]
@@ -629,6 +632,20 @@ def _without_own_evaluators(item: SuiteCase) -> SuiteCase:
     if item.evaluators is None:
         return item
     return item.model_copy(update={"evaluators": None})
+
+
+def evaluator_list(value: Evaluators, where: str = "evaluators") -> list[EvaluatorLike]:
+    """``value`` as a list of evaluators: one evaluator alone (``evaluators="exact_match"``,
+    ``evaluators=ExactMatch()``, a scorer function, a config dict) is a list of that one, as
+    Inspect's ``scorer=`` takes one, instead of a sequence iterated into a string's letters,
+    a model's fields or a dict's keys. ConfigError for what is neither."""
+    if isinstance(value, Evaluator | str | Mapping) or callable(value):
+        return [value]
+    if isinstance(value, Iterable):
+        return list(value)
+    raise ConfigError(f"{where}: a {type(value).__name__} is not an evaluator or a list of "
+                      "them (give an Evaluator, a type name, a config dict or a scorer "
+                      "function, or a list of these)", code="invalid_evaluator")
 
 
 def as_evaluator(value: EvaluatorLike, where: str = "evaluator") -> Evaluator:
@@ -695,7 +712,7 @@ def _build_spec(spec: dict[str, Any]) -> Evaluator:
 
 
 def _rescore_suite(run_store: RunStore, stored: RunRecord,
-                   evaluators: Sequence[EvaluatorLike] | None, check: bool = True) -> Suite:
+                   evaluators: Evaluators | None, check: bool = True) -> Suite:
     """A run's stored executions as a suite of recorded cases, judged by ``evaluators`` or by
     the run's own (rebuilt from their recorded specs; ``check``: ConfigError when one of
     them needs its Python function given again)."""
