@@ -235,7 +235,10 @@ def test_a_target_that_raises_or_returns_non_data_is_that_cases_error(mock_model
 @pytest.mark.parametrize(("rows", "message"), [
     ([{"id": "a", "question_text": "x"}], "unknown column(s) 'question_text'"),
     ([{"id": "a", "input": 42}], "row 0, column input: int is not accepted"),
-    ([{"id": "a\x00b", "input": "x"}], "row 0, column id: a NUL character is not accepted"),
+    ([{"id": "a\x00b", "input": "x"}], "row 0, column id: the id holds a NUL character"),
+    # a blank id was kept: a case no table, report or --case-id could name (EVAL.yaml refuses it)
+    ([{"id": "", "input": "x"}], "row 0, column id: the id is blank (expected a unique name"),
+    ([{"id": "a", "input": "x"}, {"id": "  ", "input": "y"}], "row 1, column id: the id is blank"),
     ([{"id": "a", "input": "x"}, {"id": "a", "input": "y"}], "row 1: duplicate id 'a'"),
     ([], "the data has no rows"),
     (["not a dict"], "row 0: a str, not a dict"),

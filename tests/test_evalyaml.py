@@ -411,17 +411,24 @@ def test_a_streamed_jsonl_suite_gets_its_facts_from_the_validating_pass(
     assert facts.fingerprint and not facts.duplicate_names
 
 
-def test_a_case_id_with_a_nul_character_is_refused_at_its_line(tmp_path: Path) -> None:
-    """No database keeps NUL in a key (PostgreSQL refuses it, failing a run's batch of
-    results), so the suite check refuses it, naming the line."""
+@pytest.mark.parametrize(("written", "problem"), [
+    # no database keeps NUL in a key (PostgreSQL refuses it, failing a run's batch of results)
+    ("b\\u0000", "case id holds a NUL character"),
+    # an empty id was 'case id must be non-empty text, not text': it is text, and blank
+    ("  ", "case id is blank"),
+])
+def test_a_case_id_no_run_can_keep_is_refused_at_its_line(tmp_path: Path, written: str,
+                                                         problem: str) -> None:
+    """The suite check refuses an id that names nothing or that no store keeps, naming the
+    line and saying what is wrong with it."""
     write(tmp_path, "c.yaml", "execution:\n  evaluators:\n    - {type: exact_match}\n")
-    path = write(tmp_path, "c.jsonl", """
-        {"id": "a", "input": "x"}
-        {"id": "b\\u0000", "input": "y"}
+    path = write(tmp_path, "c.jsonl", f"""
+        {{"id": "a", "input": "x"}}
+        {{"id": "{written}", "input": "y"}}
     """)
     rendered = [str(p) for p in validate_suite(path)]
     assert len(rendered) == 1
-    assert rendered[0].startswith(f"{tmp_path / 'c.jsonl'}:2: case id holds a NUL character")
+    assert rendered[0].startswith(f"{tmp_path / 'c.jsonl'}:2: {problem}"), rendered
 
 
 def test_jsonl_problems_name_file_and_line(tmp_path: Path) -> None:

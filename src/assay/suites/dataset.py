@@ -28,7 +28,7 @@ from assay._util.gc_pause import gc_paused
 from assay._util.limits import json_surrogate_problem
 from assay._util.validation import field_problems
 from assay.errors import ConfigError
-from assay.suites.model import Suite, SuiteCase
+from assay.suites.model import Suite, SuiteCase, id_problem
 from assay.types.case import Case
 from assay.types.execution import Execution
 from assay.types.json import dump_json
@@ -328,8 +328,9 @@ def _case(values: dict[str, Any], where: str, source: Path | None,
     elif not isinstance(case_id, str | int) or isinstance(case_id, bool):
         raise DatasetError(f"{where}, column id: {type(case_id).__name__} is not accepted "
                            "(expected text or a whole number)")
-    elif isinstance(case_id, str) and "\x00" in case_id:  # PostgreSQL refuses it as text
-        raise DatasetError(f"{where}, column id: a NUL character is not accepted in an id")
+    elif isinstance(case_id, str) and (problem := id_problem(case_id)) is not None:
+        raise DatasetError(f"{where}, column id: the id {problem} (expected a unique name, "
+                           "or no id for one made from the input)")
     try:
         case = Case.model_validate({
             "id": str(case_id), "input": raw_input if raw_input is not None else "",

@@ -51,7 +51,14 @@ from assay.judges.registry import EVALUATORS, evaluator_class, unknown_type
 from assay.llm.models import parse_model
 from assay.suites.agentv_config import GuidelineConfig, load_guideline_config
 from assay.suites.evaluator_config import EvaluatorBuilder, type_name, unknown_target
-from assay.suites.model import WEIGHTLESS, FactsGatherer, Suite, SuiteCase, weightless
+from assay.suites.model import (
+    WEIGHTLESS,
+    FactsGatherer,
+    Suite,
+    SuiteCase,
+    id_problem,
+    weightless,
+)
 from assay.targets.config import TargetsFile, load_targets_for, read_targets
 from assay.types.case import (
     AgentInfo,
@@ -707,13 +714,14 @@ class _SuiteChecker:
         value = raw["id"]
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
-        if not isinstance(value, str) or not value.strip():
-            self.log.add((*path, "id"), f"case id must be non-empty text, not "
-                         f"{type_name(raw['id'])}", "a unique name", value=True)
+        if not isinstance(value, str):
+            self.log.add((*path, "id"), f"case id must be text, not {type_name(raw['id'])}",
+                         "a unique name", value=True)
             return None
-        if "\x00" in value:  # no database stores it as text (PostgreSQL refuses it)
-            self.log.add((*path, "id"), "case id holds a NUL character",
-                         "a unique name without NUL characters", value=True)
+        problem = id_problem(value)
+        if problem is not None:
+            self.log.add((*path, "id"), f"case id {problem}",
+                         "a unique name, not blank and without NUL characters", value=True)
             return None
         mark = self.log.source.locate((*path, "id"), value=True)
         first = self.seen_ids.get(value)

@@ -29,6 +29,17 @@ WEIGHTLESS = ("every evaluator of this case has weight 0, so the case would have
 """The problem, and what is expected instead, when no evaluator of a case counts."""
 
 
+def id_problem(case_id: str) -> str | None:
+    """Why ``case_id`` cannot name a case, or None: every format's one rule. A blank id
+    names nothing a person can find in a table, a report or ``--case-id``; a NUL no database
+    stores as text (PostgreSQL refuses it)."""
+    if not case_id.strip():
+        return "is blank"
+    if "\x00" in case_id:
+        return "holds a NUL character"
+    return None
+
+
 def weightless(evaluators: list[Evaluator]) -> bool:
     """Whether a case judged by ``evaluators`` has no score to compute: the case score is the
     weighted mean over evaluators, and an evaluator with weight 0 is reported but not
