@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -185,6 +186,23 @@ async def test_custom_service_receives_the_documented_request_shape(engine_facto
         "justification", "score"}
     assert request["max_tokens"] == 1000 and request["temperature"] == 0.0
     assert score.usage.prompt_tokens == 10 and score.usage.cost is None
+
+
+async def test_a_plain_function_service_is_called_in_a_thread_not_awaited(engine_factory):
+    """register_service with a ``def`` (not ``async def``) failed every call with 'object
+    dict can't be used in 'await' expression': its answer is judged, and it runs off the
+    event loop's thread, holding up no other call."""
+    threads: list[threading.Thread] = []
+
+    def service(**request: Any) -> dict[str, Any]:
+        threads.append(threading.current_thread())
+        return {"choices": [{"message": {"role": "assistant",
+                                         "content": '{"justification": "ok", "score": 90}'}}]}
+
+    score = await SemanticSimilarity(model=register_service("plain-def", service)).evaluate(
+        *_pair("x"), EvalContext(engine_factory(cache_mode="off")))
+    assert score.ok and score.value == pytest.approx(0.9), score.error
+    assert threads and threading.current_thread() not in threads
 
 
 async def test_provider_refusing_json_schema_degrades_to_tools_then_prompt(engine_factory):

@@ -1,4 +1,5 @@
-"""``custom:NAME``: any async callable a user registers as an LLM service.
+"""``custom:NAME``: any callable a user registers as an LLM service: async, or a plain
+function, which runs in a worker thread so that it holds up no other call.
 
 The callable receives the request dict in the shape UiPath documents for a custom LLM service:
 ``model``, ``messages`` (system and user), ``response_format`` (a JSON schema named
@@ -16,6 +17,7 @@ be a dict or a JSON string, on the call or under ``function``.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -26,7 +28,7 @@ from assay.llm.models import ModelSpec
 from assay.llm.providers.base import Provider, StructuredMode, register_provider
 from assay.llm.types import BadResponse, ChatRequest, ChatResponse
 
-LLMService = Callable[..., Awaitable[Any]]
+LLMService = Callable[..., Awaitable[Any]] | Callable[..., Any]
 RequestShape = Callable[[dict[str, Any]], dict[str, Any]]
 """Rewrites the request a service receives into another framework's shape (UiPath's)."""
 _SERVICES: dict[str, tuple[LLMService, StructuredMode, RequestShape | None]] = {}
@@ -46,6 +48,13 @@ def register_service(name: str, service: LLMService,
     return f"custom:{name}"
 
 
+def _is_async(service: LLMService) -> bool:
+    """Whether calling ``service`` gives an awaitable without running it: an ``async def``, a
+    partial of one, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(service) or \
+        inspect.iscoroutinefunction(type(service).__call__)
+
+
 class CustomProvider(Provider):
     def __init__(self, spec: ModelSpec, service: LLMService, mode: StructuredMode,
                  request_shape: RequestShape | None = None) -> None:
@@ -57,6 +66,18 @@ class CustomProvider(Provider):
         self._pass_dict = len(params) == 1 and params[0].kind in (
             inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
         ) and params[0].name not in ("model", "messages")
+        self._in_thread = not _is_async(service)
+
+    async def _call(self, body: dict[str, Any]) -> Any:
+        """The service's answer to ``body``: a plain function (``def``, not ``async def``)
+        was awaited as it returned, 'object dict can't be used in 'await' expression' on
+        every call; it runs in a worker thread, and what it returns is awaited only when it
+        is awaitable."""
+        def call() -> Any:
+            return self.service(body) if self._pass_dict else self.service(**body)
+
+        result = await asyncio.to_thread(call) if self._in_thread else call()
+        return await result if inspect.isawaitable(result) else result
 
     async def complete(self, request: ChatRequest, timeout: float) -> ChatResponse:
         body: dict[str, Any] = dict(request)
@@ -65,7 +86,7 @@ class CustomProvider(Provider):
         body.setdefault("temperature", 0.0)
         if self.request_shape is not None:  # user code: the engine calls complete() as such
             body = self.request_shape(body)
-        result = await (self.service(body) if self._pass_dict else self.service(**body))
+        result = await self._call(body)
         result = plain(result)
         if not isinstance(result, dict):
             raise BadResponse(
