@@ -62,6 +62,25 @@ def test_resuming_a_completed_evaluate_run_with_its_rows_rewrites_nothing(tmp_pa
     assert [r.score for r in again.records] == [r.score for r in done.records]
 
 
+def test_a_resume_of_rows_asks_for_the_data_and_the_function_at_once(tmp_path):
+    """A run made from rows by a function was told 'give it again, assay.resume(ID,
+    target=agent)'; that call then met 'has no suite path; give the suite': the one error
+    names both, and the call it shows is the one that works."""
+    store = tmp_path / "runs.db"
+    run_id = stopped_after_one(store, evaluators=["exact_match"])
+    whole = f"assay.resume({run_id!r}, data=rows, target=stopping)"
+    for given, code, missing in [({}, "missing_target", "its data (rows or a DataFrame, not "
+                                  "a suite file) and the Python function 'stopping'"),
+                                 ({"target": agent}, "missing_suite", "its data"),
+                                 ({"data": ROWS}, "missing_target", "Python function")]:
+        with pytest.raises(ConfigError) as refused:
+            assay.resume(run_id, store=store, **given)
+        assert refused.value.code == code and missing in refused.value.message
+        assert refused.value.message.endswith(whole), refused.value.message
+    resumed = assay.resume(run_id, store=store, data=ROWS, target=agent)
+    assert resumed.run.status is RunStatus.COMPLETED
+
+
 def test_a_resumed_evaluate_run_keeps_its_evaluators_and_asks_for_its_function(tmp_path):
     store = tmp_path / "runs.db"
     run_id = stopped_after_one(store, evaluators=["exact_match"])

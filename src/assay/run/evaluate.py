@@ -366,19 +366,17 @@ def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: Target
         if v is not None}  # a judge URL's password the run could not keep, say
     changes["budget_usd"] = budget_usd  # this invocation's own budget (None: none)
     config = _config(config, changes)
-    given = _resumed_target(stored, target)
-    config.cache = cache  # this invocation's own mode, not the recorded one
     source_run = getattr(snapshot, "rescored_from", None)
+    _refuse_what_is_missing(stored, data is None, target)
+    given = as_target(target)
+    config.cache = cache  # this invocation's own mode, not the recorded one
     if data is None and source_run:  # a rescore: its cases are the source run's executions
         suite = _rescore_suite(run_store, run_store.run_record(source_run), None,
                                check=False)  # judged by the rescore's own evaluators
         suite = _resumed_evaluators(suite, stored, evaluators, recorded=True)
     else:
         if data is None:
-            if not snapshot.suite_path:
-                raise ConfigError(f"run {stored.id} has no suite path; give the suite to "
-                                  "run it again", code="missing_suite")
-            data = Path(snapshot.suite_path)
+            data = Path(str(snapshot.suite_path))
         suite = _resumed_evaluators(load_data(data, config=config), stored, evaluators)
     suite, config, policy = _prepare_again(suite, config)
     if snapshot.suite_hash and suite.fingerprint() != snapshot.suite_hash and on_warning:
@@ -461,17 +459,28 @@ def _recorded_inputs(store: RunStore, run: RunRecord) -> dict[Path, str]:
     return found
 
 
-def _resumed_target(stored: RunRecord, target: TargetLike) -> Target | None:
-    """The target given again for a resume; ConfigError when the run's target was a Python
-    function (or object), which its record cannot hold, and none is given."""
-    given = as_target(target)
+def _refuse_what_is_missing(stored: RunRecord, reads_data: bool, target: TargetLike) -> None:
+    """ConfigError naming at once all that a run's record cannot hold and the resume was not
+    given again: its data, when it was made from rows or a DataFrame (no suite path), and
+    its target, when that was a Python function. Named one at a time, the call the first
+    error showed (``assay.resume(ID, target=agent)``) met the second."""
+    missing: list[str] = []
+    arguments = [repr(stored.id)]  # the whole call that works, what was given included
+    if not stored.config.suite_path and not getattr(stored.config, "rescored_from", None):
+        arguments.append("data=rows")
+        if reads_data:
+            missing.append("its data (rows or a DataFrame, not a suite file)")
     function = (stored.config.model_extra or {}).get("python_target")
-    if function and target is None:
+    if function:
+        arguments.append(f"target={function}")
+        if target is None:
+            missing.append(f"the Python function {function!r} it ran as its target")
+    if missing:
         raise ConfigError(
-            f"run {stored.id} ran the Python function {function!r} as its target, which a run "
-            f"store cannot hold: give it again, assay.resume({stored.id!r}, "
-            f"target={function})", code="missing_target")
-    return given
+            f"run {stored.id} needs what a run store cannot hold: {' and '.join(missing)}; "
+            f"give {'them' if len(missing) > 1 else 'it'} again, "
+            f"assay.resume({', '.join(arguments)})",
+            code="missing_target" if function and target is None else "missing_suite")
 
 
 def _resumed_evaluators(suite: Suite, stored: RunRecord,
