@@ -641,6 +641,17 @@ def test_validate_accepts_the_uipath_projects_run_accepts(tmp_path: Path) -> Non
     assert code == 2 and has(out, f"{tmp_path / 'missing'}: no such file or directory"), out
 
 
+@pytest.mark.parametrize(("ident", "problem"), [("  ", "is blank"),
+                                                 ("a\x00b", "holds a NUL character")])
+def test_a_uipath_evaluation_id_follows_the_id_rule_of_every_format(tmp_path: Path, ident: str,
+                                                                    problem: str) -> None:
+    """A blank id or one with a NUL was taken from an eval set, where EVAL.yaml and data
+    rows refuse it: a case no table can name, a key no database stores as text."""
+    eval_set = uipath_project(tmp_path, [{"id": ident, "inputs": {"q": 1}}])
+    code, out = cli("validate", str(eval_set))
+    assert code == 2 and has(out, f"$.evaluations[0].id: the id {problem}"), out
+
+
 def test_evaluator_models_are_checked_at_load_with_a_location(tmp_path: Path) -> None:
     suite = write(tmp_path, "models.yaml", """
         execution:

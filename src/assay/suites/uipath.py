@@ -61,7 +61,7 @@ from assay.errors import ConfigError, EvaluationError
 from assay.judges.base import Evaluator
 from assay.judges.registry import EVALUATORS, build, evaluator_class
 from assay.llm.models import at_judge_service, parse_model
-from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, weightless
+from assay.suites.model import WEIGHTLESS, Suite, SuiteCase, id_problem, weightless
 from assay.types.case import Case
 
 log = scrubbed_logger(__name__)
@@ -603,6 +603,9 @@ def _case(item: dict[str, Any], where: str, expected: Any,
     ident = item.get("id")
     if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
         raise _fail("invalid_suite_file", f"{where}.id", "each evaluation needs an 'id'")
+    problem = id_problem(str(ident))  # EVAL.yaml's and a data row's rule
+    if problem is not None:
+        raise _fail("invalid_suite_file", f"{where}.id", f"the id {problem}")
     metadata: dict[str, Any] = {"name": str(item.get("name") or ident)}
     instructions = _simulation_instructions(item)
     if instructions:
