@@ -311,8 +311,9 @@ def _quickstart(where: Path) -> Path:
     return where / "EVAL.yaml"
 
 
-def test_the_cli_submits_exits_zero_and_a_later_process_collects(openai, tmp_path):
-    openai.configure(batch_polls=1)
+def _submitted(openai: Any, tmp_path: Path) -> tuple[dict[str, str], list[str], str]:
+    """The quickstart submitted with ``assay run --batch``: the environment and options the
+    later commands share, and the waiting run's id."""
     suite = _quickstart(tmp_path)
     env = {**__import__("os").environ, "OPENAI_BASE_URL": openai.url, "OPENAI_API_KEY": KEY,
            "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
@@ -320,7 +321,12 @@ def test_the_cli_submits_exits_zero_and_a_later_process_collects(openai, tmp_pat
     first = run_assay(["run", str(suite), "--batch", *common], cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr
     assert "waiting for batch" in first.stdout and "assay run --resume" in first.stdout
-    run_id = first.stdout.split("assay run --resume ")[1].split()[0]
+    return env, common, first.stdout.split("assay run --resume ")[1].split()[0]
+
+
+def test_the_cli_submits_exits_zero_and_a_later_process_collects(openai, tmp_path):
+    openai.configure(batch_polls=1)
+    env, common, run_id = _submitted(openai, tmp_path)
     listed = run_assay(["runs", "--store", str(tmp_path / "runs.db")], cwd=tmp_path, env=env)
     assert "waiting for batch" in listed.stdout
     waiting = run_assay(["run", "--resume", run_id, *common], cwd=tmp_path, env=env)
@@ -334,6 +340,25 @@ def test_the_cli_submits_exits_zero_and_a_later_process_collects(openai, tmp_pat
     assert "through batch APIs at the batch rate" in done.stdout
     assert "all gates passed" in done.stdout
     assert openai.stats.requests == 0
+
+
+@pytest.mark.timeout(60)
+def test_a_resume_waits_checking_as_often_as_its_poll_interval_says(openai, tmp_path):
+    """How often to check the batches is the invocation's: `--resume RUN --wait
+    --poll-interval S` was refused as a new run's option, and beside it the run's recorded
+    60 s was used (the Python `poll_s` the same)."""
+    openai.configure(batch_polls=3)
+    env, common, run_id = _submitted(openai, tmp_path)
+    done = run_assay(["run", "--resume", run_id, "--wait", "--poll-interval", "0.05",
+                      *common], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all gates passed" in done.stdout and openai.stats.requests == 0
+    openai.configure(batch_polls=3)
+    store = tmp_path / "rows.db"
+    waiting = _batch(store)
+    assert waiting.waiting
+    finished = assay.resume(waiting.run_id, store=store, data=ROWS, wait=True, poll_s=0.01)
+    assert finished.run.status is RunStatus.COMPLETED and finished.passed
 
 
 def test_the_api_shows_a_waiting_run(openai, tmp_path):

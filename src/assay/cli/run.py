@@ -299,7 +299,8 @@ def run(
             budget_usd=budget_usd, progress=progress,
             on_record=reports.on_record, on_start=on_start, on_warning=_warn,
             on_notice=_notice, keep=False, on_inputs=reports.open,
-            wait=True if wait else None)
+            wait=True if wait else None,
+            poll_s=poll_interval if _typed(ctx, "poll_interval") else None)
     else:
         try:
             config = RunConfig(
@@ -384,7 +385,7 @@ AGAIN_OPTIONS = frozenset({
     "suite_path", "judge_model", "concurrency", "output", "uipath_output", "junit", "report",
     "resume", "rerun_failed", "store", "cache", "retry_errors", "set_baseline",
     "compare_to_baseline", "output_format", "results_file", "no_report", "budget_usd", "wait",
-    "batch"})
+    "poll_interval", "batch"})
 """The options of ``assay run`` that a resume (or a re-run of failures) takes: this
 invocation's own (its outputs, cache, budget, concurrency, judge given again). Every other
 choice is the stored run's, recorded when it started."""
@@ -395,17 +396,19 @@ def _refuse_new_run_options(ctx: typer.Context, flag: str) -> None:
     a resume runs with the stored run's recorded choices, so ``--dry-run``, ``--repeat``,
     ``--filter``, a gate or a timeout given beside it would otherwise be dropped without a
     word (``--resume RUN --dry-run`` ran the rest of the run)."""
-    def typed(name: str) -> bool:
-        source = ctx.get_parameter_source(name)
-        return source is not None and source.name == "COMMANDLINE"
-
     given = [param.opts[0] for param in ctx.command.params
-             if param.name and param.name not in AGAIN_OPTIONS and typed(param.name)]
+             if param.name and param.name not in AGAIN_OPTIONS and _typed(ctx, param.name)]
     if given:
         raise ConfigError(
             f"{', '.join(given)} {'chooses' if len(given) == 1 else 'choose'} for a new run; "
             f"{flag} runs with the choices the run recorded (leave "
             f"{'it' if len(given) == 1 else 'them'} out, or start a new run)")
+
+
+def _typed(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not its default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
 
 
 def _print_waiting(result: Any, runs: Any, resumed: bool) -> None:

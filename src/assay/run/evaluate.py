@@ -281,7 +281,8 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        keep: bool = True,
                        on_inputs: OnInputs | None = None,
                        rerun_failed: bool = False,
-                       wait: bool | None = None) -> EvaluationResult:
+                       wait: bool | None = None,
+                       poll_s: float | None = None) -> EvaluationResult:
     """Resume ``run`` (an id, or the result that made it; in ``store``, else the result's
     store, else the default one): what the store has is kept, the rest runs with the run's own
     recorded config (its target override, judge, thresholds and gates) and evaluators;
@@ -304,7 +305,9 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     A run waiting for its batches (``batch=True``) has them checked: still waiting, the result
     says where they are (:attr:`EvaluationResult.batch`) and nothing changes; done, the cases
     are judged from their answers and the run completes (see :mod:`assay.run.batch`).
-    ``wait`` (None: the run's own ``batch_wait``) waits for the batches instead."""
+    ``wait`` (None: the run's own ``batch_wait``) waits for the batches instead, checking
+    them every ``poll_s`` seconds (None: the run's own ``batch_poll_s``): both are this
+    invocation's, not what a result means."""
     run_store = store_for([run], store)
     stored = run_store.run_record(run_id_of(run))
     if rerun_failed:  # a new run, not this one finished (see rerun_failed_async)
@@ -313,7 +316,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                               "it has stopped", code="run_running")
         parts = _reopened(run_store, stored, data, target, evaluators, on_warning,
                           concurrency=concurrency, judge_model=judge_model, cache=cache,
-                          budget_usd=budget_usd, wait=wait)
+                          budget_usd=budget_usd, wait=wait, poll_s=poll_s)
         owned = parts[3] is not None and not isinstance(target, Target)
         session = await _rerun(run_store, stored, parts, owned, on_notice)
         return await session.execute(progress, on_record, on_start, keep, on_inputs)
@@ -323,7 +326,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
         return _as_stored(run_store, stored, progress, on_record, on_start, keep, on_inputs)
     suite, config, policy, given = _reopened(
         run_store, stored, data, target, evaluators, on_warning, concurrency=concurrency,
-        judge_model=judge_model, cache=cache, budget_usd=budget_usd, wait=wait)
+        judge_model=judge_model, cache=cache, budget_usd=budget_usd, wait=wait, poll_s=poll_s)
     _check_stored_rows(run_store, stored.id)
     if retry_errors:
         forgotten = run_store.forget_errors(stored.id)
@@ -353,7 +356,7 @@ def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: Target
               evaluators: Evaluators | None,
               on_warning: Callable[[str], None] | None, *, concurrency: int | None,
               judge_model: str | None, cache: CacheMode | None, budget_usd: float | None,
-              wait: bool | None = None
+              wait: bool | None = None, poll_s: float | None = None
               ) -> tuple[Suite, RunConfig, ScoringPolicy, Target | None]:
     """A stored run's suite, config, policy and given target, ready to run again: what a
     resume and a re-run of its failures share (see :func:`resume_async` for the rules)."""
@@ -362,7 +365,7 @@ def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: Target
     changes: dict[str, Any] = {
         k: v for k, v in (("concurrency", concurrency), ("judge_model", judge_model),
                           ("target", target if isinstance(target, str) else None),
-                          ("batch_wait", wait))
+                          ("batch_wait", wait), ("batch_poll_s", poll_s))
         if v is not None}  # a judge URL's password the run could not keep, say
     changes["budget_usd"] = budget_usd  # this invocation's own budget (None: none)
     config = _config(config, changes)
