@@ -106,6 +106,15 @@ class ResponseCache:
             ).fetchone()
         return orjson.loads(row[0]) if row else None
 
+    def holds_model(self, model: str) -> bool:
+        """Whether any answer of ``model`` (its display name, as :meth:`put` keeps it) is
+        here: what lets a run whose model cannot be reached go on from the cache. One scan of
+        the table, made only then."""
+        with self._lock:
+            return self._db().execute(
+                "SELECT 1 FROM responses WHERE model = ? LIMIT 1", (model,)
+            ).fetchone() is not None
+
     def put(self, key: str, model: str, response: dict[str, Any]) -> None:
         """Keep an answer, with every known secret in it hidden (see :mod:`assay._util.redact`):
         an answer that quotes a key is replayed with a label in its place."""

@@ -40,6 +40,7 @@ from assay.llm.types import (
     CallTimeout,
     ChatRequest,
     ChatResult,
+    NotCached,
     ProviderError,
     RateLimited,
     ResponseTooLarge,
@@ -47,6 +48,11 @@ from assay.llm.types import (
 )
 from assay.types.engine_config import EngineConfig
 from assay.types.usage import Usage
+
+OFFLINE_CODES = frozenset({"unreachable_base_url", "missing_api_key"})
+"""Preflight failures a cached re-run can go on past (see :meth:`JudgeEngine.preflight`):
+the model is fine, only not callable here and now. An unknown model or an invalid URL is
+still refused."""
 
 
 class DryRunSkipped(ProviderError):
@@ -93,6 +99,12 @@ class JudgeEngine:
         so workers together keep a provider's limits (None: this process's own)."""
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._preflighted: set[str] = set()
+        self.offline: dict[str, str] = {}
+        """Models that cannot be called now (no server, no key), by display name, each with
+        why: a run with the response cache on goes on from the cache, and only the calls it
+        does not hold fail (:class:`~assay.llm.types.NotCached`). See :meth:`preflight`."""
+        self.offline_misses = 0
+        """Calls of an offline model that the cache did not hold (each one failed)."""
         self._identities: dict[Provider, dict[str, Any]] = {}
         self._sources: dict[Provider, PriceSource | None] = {}
         self.estimate_batched = False
@@ -138,10 +150,17 @@ class JudgeEngine:
         a provider that may be shown or stored."""
         return self.secrets.scrub(text)
 
-    async def preflight(self, *models: str | None) -> None:
+    async def preflight(self, *models: str | None, offline_ok: bool = True) -> None:
         """Check models can work (known, key present, server reachable) and the response
         cache can be used, before any call; a dry run checks them too, so it fails where the
-        real run would."""
+        real run would.
+
+        A re-run is meant to be free and to work offline: when a model's server cannot be
+        reached or its key is not set, but the cache is read (mode ``use``) and already holds
+        answers of that model, the model is marked :attr:`offline` instead of failing the
+        run. Its cached answers are replayed; a call the cache does not hold fails alone,
+        with the reason, as an error a resume with ``--retry-errors`` computes again.
+        ``offline_ok`` False (a batch run, a cluster's workers) keeps the strict check."""
         if self.cache is not None:
             self.cache.check()
         for model in models or (None,):
@@ -151,8 +170,23 @@ class JudgeEngine:
             try:
                 await provider.preflight()
             except EvaluationError as exc:
-                raise self._scrubbed_config(exc) from None
+                if not (offline_ok and self._may_replay(provider, exc)):
+                    raise self._scrubbed_config(exc) from None
+                self.offline[provider.spec.display] = self.scrub(exc.message)
             self._preflighted.add(provider.spec.name)
+
+    def _may_replay(self, provider: Provider, exc: EvaluationError) -> bool:
+        """Whether a model whose preflight failed with ``exc`` can still answer from the
+        cache: it failed only for want of a server or a key, and the cache is read and holds
+        some answer of this model (an empty cache would turn every call into an error where
+        one clear message before any call is kinder)."""
+        if exc.code not in OFFLINE_CODES or self.cache is None or \
+                self.config.cache_mode != "use":
+            return False
+        try:
+            return self.cache.holds_model(provider.spec.display)
+        except (sqlite3.Error, OSError):
+            return False
 
     def _scrubbed_config(self, exc: EvaluationError) -> EvaluationError:
         exc.message = self.scrub(exc.message)
@@ -194,6 +228,10 @@ class JudgeEngine:
         if self.config.dry_run:
             self._estimate(provider, request)
             raise DryRunSkipped(f"dry run: {name} not called")
+        if self.offline and name in self.offline:
+            self.offline_misses += 1
+            raise NotCached(f"{name}: this call's answer is not in the response cache, and "
+                            f"the model cannot be called now ({self.offline[name]})")
         started = time.perf_counter()
         try:
             response, attempts = await self._call_with_retries(provider, request)

@@ -146,6 +146,14 @@ class RequestRejected(ProviderError):
     retryable = False
 
 
+class NotCached(ProviderError):
+    """The model cannot be called now (no server, no key) and this call's answer is not in
+    the response cache: the run went on from the cache, and only this call failed."""
+
+    code = "not_cached"
+    retryable = False
+
+
 class RetriesExhausted(ProviderError):
     """Every allowed attempt failed; ``last`` is the final failure."""
 

@@ -59,6 +59,7 @@ from assay.types.config import (
 )
 from assay.types.engine_config import CacheMode
 from assay.types.execution import Execution
+from assay.types.numbers import count_of
 from assay.types.records import (
     CaseRecord,
     GitState,
@@ -983,7 +984,9 @@ class _Session:
         if facts.simulated:
             models.add(self.simulator_model())
         if models:  # an all-deterministic suite needs no judge model at all
-            await self.engine.preflight(*models)
+            # A batch run must reach its providers, and a cluster's workers check their own.
+            await self.engine.preflight(*models, offline_ok=not self.batches() and
+                                        self.config.executor != "ray")
         if not self.config.dry_run:
             for target in targets:
                 with user_code(f"target {target.name!r}"):  # a plugin's target may exit
@@ -1256,6 +1259,12 @@ class _Session:
             notes.append("not run, as their status says: " + "; ".join(
                 f"{len(ids)} {status} case(s) ({', '.join(ids[:5])}"
                 f"{', ...' if len(ids) > 5 else ''})" for status, ids in sorted(not_run.items())))
+        for why in self.engine.offline.values():
+            misses = self.engine.offline_misses
+            notes.append(f"offline: {why.rstrip('.')}. Its answers came from the response "
+                         "cache" + (f"; {count_of(misses, 'call')} not in it failed: resume "
+                                    "the run with --retry-errors (retry_errors=True) once the "
+                                    "model can be reached" if misses else ", all of them"))
         if self.engine.cache_problem:
             notes.append(f"{self.engine.cache_problem} ({self.engine.cache_failures} time(s)); "
                          "those answers were asked for again and not kept")
