@@ -130,3 +130,17 @@ async def test_a_batch_run_or_a_cluster_keeps_the_strict_check(tmp_path, monkeyp
     with pytest.raises(ConfigError) as info:
         await engine.preflight(offline_ok=False)
     assert info.value.code == "missing_api_key" and not engine.offline
+
+
+def test_an_offline_dry_run_says_how_many_calls_would_fail(tmp_path):
+    port = _free_port()
+    model = f"http://127.0.0.1:{port}/v1#judge"
+    server = serve_in_thread(port=port)
+    try:
+        _run(ROWS, model, tmp_path / "runs.db")
+    finally:
+        server.stop()
+    more = [*ROWS, {"id": "new", "input": "sky", "expected_output": "blue", "output": "grey"}]
+    dry = _run(more, model, tmp_path / "runs.db", dry_run=True)
+    note = next(n for n in dry.notes if n.startswith("offline: "))
+    assert "1 call not in it would fail" in note

@@ -1260,11 +1260,13 @@ class _Session:
                 f"{len(ids)} {status} case(s) ({', '.join(ids[:5])}"
                 f"{', ...' if len(ids) > 5 else ''})" for status, ids in sorted(not_run.items())))
         for why in self.engine.offline.values():
-            misses = self.engine.offline_misses
+            dry = self.config.dry_run  # a dry run counts the calls it would have made
+            misses = self.engine.estimate.calls if dry else self.engine.offline_misses
             notes.append(f"offline: {why.rstrip('.')}. Its answers came from the response "
-                         "cache" + (f"; {count_of(misses, 'call')} not in it failed: resume "
-                                    "the run with --retry-errors (retry_errors=True) once the "
-                                    "model can be reached" if misses else ", all of them"))
+                         "cache" + (f"; {count_of(misses, 'call')} not in it "
+                                    f"{'would fail' if dry else 'failed'}: resume the run "
+                                    "with --retry-errors (retry_errors=True) once the model "
+                                    "can be reached" if misses else ", all of them"))
         if self.engine.cache_problem:
             notes.append(f"{self.engine.cache_problem} ({self.engine.cache_failures} time(s)); "
                          "those answers were asked for again and not kept")
