@@ -199,6 +199,37 @@ def test_resume_with_retry_errors_recomputes_failed_judgements(project, mock_ser
         == (0,)
 
 
+def test_a_resume_takes_its_own_judge_call_retries(project, mock_server):
+    """A run a slow judge stopped short (every call past --call-timeout) is resumed with a
+    longer --call-timeout, --total-timeout and more --max-attempts for the rest of it:
+    they were refused beside --resume as a new run's options. Each resume is recorded in
+    the run's snapshot with the retry it used; the run's own options stay as recorded."""
+    mock_server.configure(latency_ms=400)
+    slow = assay(project, "run", "EVAL.yaml", "--call-timeout", "0.05", "--total-timeout",
+                 "0.1", "--max-attempts", "1")
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    assert "3 evaluator score(s) could not be computed" in slow.stdout
+    run_id = _run_id(slow.stdout)
+    again = assay(project, "run", "--resume", run_id, "--retry-errors")
+    assert again.returncode == 1, again.stdout + again.stderr  # the recorded 0.05 s still
+    longer = assay(project, "run", "--resume", run_id, "--retry-errors", "--call-timeout",
+                   "5", "--total-timeout", "10", "--max-attempts", "2")
+    assert longer.returncode == 0, longer.stdout + longer.stderr
+    assert "all gates passed" in longer.stdout
+    db = sqlite3.connect(project / ".assay" / "runs.db")
+    snapshot = json.loads(db.execute("SELECT config FROM runs").fetchone()[0])
+    assert snapshot["run"]["retry"]["call_timeout_s"] == 0.05  # as the run started
+    assert [(r["retry"]["call_timeout_s"], r["retry"]["total_timeout_s"],
+             r["retry"]["max_attempts"]) for r in snapshot["resumes"]] == \
+        [(0.05, 0.1, 1), (5.0, 10.0, 2)]
+    listed = json.loads(assay(project, "runs", "--json").stdout)
+    assert listed[0]["config"]["resumes"][1]["retry"]["call_timeout_s"] == 5.0
+    refused = assay(project, "run", "--resume", run_id, "--call-timeout", "5",
+                    "--agent-timeout", "9")
+    assert refused.returncode == 2
+    assert "--agent-timeout chooses for a new run" in refused.stderr, refused.stderr
+
+
 def _interrupted_run(project: Path, change: str) -> tuple[str, sqlite3.Connection]:
     """A completed run of the suite, marked interrupted and changed by the SQL ``change``
     (its id, and the store's database)."""

@@ -14,6 +14,7 @@ from assay import Case, ExactMatch, SemanticSimilarity
 from assay.errors import ConfigError, EvaluationError
 from assay.store.runs import RunStore
 from assay.types.config import Gates
+from assay.types.engine_config import RetryPolicy
 from assay.types.records import Verdict
 from tests.assay_process import run_assay
 
@@ -154,6 +155,29 @@ def test_a_rescore_of_a_repeated_run_counts_and_compares_as_its_source(tmp_path)
     assert {(r.case_id, r.repeat, r.verdict) for r in again.records} == \
         {(r.case_id, r.repeat, r.verdict) for r in first.records}
     assert assay.compare(first.run_id, again.run_id, store=store).comparable
+
+
+def test_a_resume_retries_judge_calls_as_it_is_told(tmp_path, mock_model, mock_server):
+    """``assay.resume(retry=...)`` judges the rest of the run with its own retry policy (a
+    mapping changes the recorded one's fields, a RetryPolicy replaces it): a run a slow
+    judge left in error finishes with a longer call timeout, recorded as that resume's."""
+    mock_server.configure(latency_ms=400)
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    short = RetryPolicy(call_timeout_s=0.05, total_timeout_s=0.1, max_attempts=1)
+    first = assay.evaluate(ROWS, target=agent, evaluators=[SemanticSimilarity()],
+                           judge_model=mock_model, store=store, retry=short, cache="off",
+                           gates=Gates(max_failed=None))
+    assert first.summary.evaluator_errors == 3 and not first.passed
+    with pytest.raises(ConfigError, match="timeout"):
+        assay.resume(first.run_id, store=store, data=ROWS, target=agent, retry_errors=True,
+                     retry={"timeout": 5})
+    done = assay.resume(first.run_id, store=store, data=ROWS, target=agent,
+                        retry_errors=True, retry={"call_timeout_s": 5, "total_timeout_s": 10})
+    assert done.summary.evaluator_errors == 0 and done.passed
+    resumes = done.run.config.model_extra["resumes"]  # type: ignore[index]
+    assert [r["retry"]["call_timeout_s"] for r in resumes] == [5.0]
+    assert resumes[0]["retry"]["max_attempts"] == 1  # the recorded one's, not given
+    assert done.run.config.run.retry == short
 
 
 def test_cli_and_evaluate_give_identical_stored_records(tmp_path, mock_model, mock_server):

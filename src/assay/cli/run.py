@@ -300,7 +300,9 @@ def run(
             on_record=reports.on_record, on_start=on_start, on_warning=_warn,
             on_notice=_notice, keep=False, on_inputs=reports.open,
             wait=True if wait else None,
-            poll_s=poll_interval if _typed(ctx, "poll_interval") else None)
+            poll_s=poll_interval if _typed(ctx, "poll_interval") else None,
+            retry=_retry_given(ctx, max_attempts=max_attempts, call_timeout_s=call_timeout,
+                               total_timeout_s=total_timeout))
     else:
         try:
             config = RunConfig(
@@ -381,20 +383,35 @@ def run(
                                                   compare_to_baseline), failures)
 
 
+RETRY_OPTIONS = {"max_attempts": "max_attempts", "call_timeout_s": "call_timeout",
+                 "total_timeout_s": "total_timeout"}
+"""The :class:`~assay.types.engine_config.RetryPolicy` fields a resume may change, each with
+its option of ``assay run``: a run stopped by a slow provider is resumed with a longer
+timeout or more attempts for the rest of it."""
+
 AGAIN_OPTIONS = frozenset({
     "suite_path", "judge_model", "concurrency", "output", "uipath_output", "junit", "report",
     "resume", "rerun_failed", "store", "cache", "retry_errors", "set_baseline",
     "compare_to_baseline", "output_format", "results_file", "no_report", "budget_usd", "wait",
-    "poll_interval", "batch"})
+    "poll_interval", "batch", *RETRY_OPTIONS.values()})
 """The options of ``assay run`` that a resume (or a re-run of failures) takes: this
-invocation's own (its outputs, cache, budget, concurrency, judge given again). Every other
-choice is the stored run's, recorded when it started."""
+invocation's own (its outputs, cache, budget, concurrency, judge given again, how long and
+how often it retries a judge call). Every other choice is the stored run's, recorded when it
+started."""
+
+
+def _retry_given(ctx: typer.Context, **values: float) -> dict[str, float] | None:
+    """The retry settings given on the command line, by RetryPolicy field (None: none): only
+    those, so that the rest stay the resumed run's recorded ones."""
+    given = {field: values[field] for field, option in RETRY_OPTIONS.items()
+             if _typed(ctx, option)}
+    return given or None
 
 
 def _refuse_new_run_options(ctx: typer.Context, flag: str) -> None:
     """ConfigError naming each option given on the command line that only a new run takes:
     a resume runs with the stored run's recorded choices, so ``--dry-run``, ``--repeat``,
-    ``--filter``, a gate or a timeout given beside it would otherwise be dropped without a
+    ``--filter``, a gate or an agent timeout given beside it would otherwise be dropped without a
     word (``--resume RUN --dry-run`` ran the rest of the run)."""
     given = [param.opts[0] for param in ctx.command.params
              if param.name and param.name not in AGAIN_OPTIONS and _typed(ctx, param.name)]

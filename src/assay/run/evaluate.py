@@ -57,7 +57,7 @@ from assay.types.config import (
     RunConfig,
     settings_error,
 )
-from assay.types.engine_config import CacheMode
+from assay.types.engine_config import CacheMode, RetryPolicy
 from assay.types.execution import Execution
 from assay.types.numbers import count_of
 from assay.types.records import (
@@ -283,7 +283,9 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                        on_inputs: OnInputs | None = None,
                        rerun_failed: bool = False,
                        wait: bool | None = None,
-                       poll_s: float | None = None) -> EvaluationResult:
+                       poll_s: float | None = None,
+                       retry: RetryPolicy | Mapping[str, Any] | None = None
+                       ) -> EvaluationResult:
     """Resume ``run`` (an id, or the result that made it; in ``store``, else the result's
     store, else the default one): what the store has is kept, the rest runs with the run's own
     recorded config (its target override, judge, thresholds and gates) and evaluators;
@@ -308,7 +310,13 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
     are judged from their answers and the run completes (see :mod:`assay.run.batch`).
     ``wait`` (None: the run's own ``batch_wait``) waits for the batches instead, checking
     them every ``poll_s`` seconds (None: the run's own ``batch_poll_s``): both are this
-    invocation's, not what a result means."""
+    invocation's, not what a result means.
+
+    ``retry`` is how this invocation retries a judge call for the rest of the run: a
+    :class:`~assay.types.engine_config.RetryPolicy`, or a mapping of the fields to change in
+    the run's recorded one (``{"call_timeout_s": 600}``); None: the recorded one. A run
+    stopped by a slow provider then finishes with a longer timeout or more attempts. Each
+    resume is recorded in the run's snapshot (``resumes``: when, and the retry it used)."""
     run_store = store_for([run], store)
     stored = run_store.run_record(run_id_of(run))
     if rerun_failed:  # a new run, not this one finished (see rerun_failed_async)
@@ -317,7 +325,7 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
                               "it has stopped", code="run_running")
         parts = _reopened(run_store, stored, data, target, evaluators, on_warning,
                           concurrency=concurrency, judge_model=judge_model, cache=cache,
-                          budget_usd=budget_usd, wait=wait, poll_s=poll_s)
+                          budget_usd=budget_usd, wait=wait, poll_s=poll_s, retry=retry)
         owned = parts[3] is not None and not isinstance(target, Target)
         session = await _rerun(run_store, stored, parts, owned, on_notice)
         return await session.execute(progress, on_record, on_start, keep, on_inputs)
@@ -327,7 +335,8 @@ async def resume_async(run: RunLike, *, store: StoreLike = None, data: Data = No
         return _as_stored(run_store, stored, progress, on_record, on_start, keep, on_inputs)
     suite, config, policy, given = _reopened(
         run_store, stored, data, target, evaluators, on_warning, concurrency=concurrency,
-        judge_model=judge_model, cache=cache, budget_usd=budget_usd, wait=wait, poll_s=poll_s)
+        judge_model=judge_model, cache=cache, budget_usd=budget_usd, wait=wait, poll_s=poll_s,
+        retry=retry)
     _check_stored_rows(run_store, stored.id)
     if retry_errors:
         forgotten = run_store.forget_errors(stored.id)
@@ -357,7 +366,8 @@ def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: Target
               evaluators: Evaluators | None,
               on_warning: Callable[[str], None] | None, *, concurrency: int | None,
               judge_model: str | None, cache: CacheMode | None, budget_usd: float | None,
-              wait: bool | None = None, poll_s: float | None = None
+              wait: bool | None = None, poll_s: float | None = None,
+              retry: RetryPolicy | Mapping[str, Any] | None = None
               ) -> tuple[Suite, RunConfig, ScoringPolicy, Target | None]:
     """A stored run's suite, config, policy and given target, ready to run again: what a
     resume and a re-run of its failures share (see :func:`resume_async` for the rules)."""
@@ -366,7 +376,8 @@ def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: Target
     changes: dict[str, Any] = {
         k: v for k, v in (("concurrency", concurrency), ("judge_model", judge_model),
                           ("target", target if isinstance(target, str) else None),
-                          ("batch_wait", wait), ("batch_poll_s", poll_s))
+                          ("batch_wait", wait), ("batch_poll_s", poll_s),
+                          ("retry", _retry_changed(config.retry, retry)))
         if v is not None}  # a judge URL's password the run could not keep, say
     changes["budget_usd"] = budget_usd  # this invocation's own budget (None: none)
     config = _config(config, changes)
@@ -387,6 +398,18 @@ def _reopened(run_store: RunStore, stored: RunRecord, data: Data, target: Target
         on_warning("the suite changed since this run started; finished results are kept, "
                    "the rest use the new suite")
     return suite, config, policy, given
+
+
+def _retry_changed(recorded: RetryPolicy, given: RetryPolicy | Mapping[str, Any] | None
+                   ) -> dict[str, Any] | None:
+    """The retry policy a resume runs with (see :func:`resume_async`), as the fields
+    :func:`_config` checks: ``given`` whole, or the fields it names over the run's
+    ``recorded`` policy; None when none was given."""
+    if given is None:
+        return None
+    if isinstance(given, RetryPolicy):
+        return given.model_dump()
+    return {**recorded.model_dump(), **given}
 
 
 def rerun_failed(run: RunLike, **kwargs: Any) -> EvaluationResult:
@@ -1116,7 +1139,8 @@ class _Session:
                                  executor=executor)
             if self.resume is not None:
                 run_id = self.resume.id
-                store.set_status(run_id, RunStatus.RUNNING.value)
+                store.set_status(run_id, RunStatus.RUNNING.value, config=self.resume.config
+                                 .resumed(self.config.retry).model_dump(mode="json"))
             else:
                 run_id = store.create_run(
                     self.suite.name, self.snapshot().model_dump(mode="json"),

@@ -460,9 +460,11 @@ class RunStore:
                 _MEMORY_RUNS.pop(next(iter(_MEMORY_RUNS)))
         return run_id
 
-    def set_status(self, run_id: str, status: str, summary: dict[str, Any] | None = None) -> None:
+    def set_status(self, run_id: str, status: str, summary: dict[str, Any] | None = None,
+                   config: dict[str, Any] | None = None) -> None:
         """Record a run's status (and summary); marking it running again (a resume) takes a
-        new lease."""
+        new lease, and records its snapshot again when ``config`` is given (what that
+        resume chose for itself, :meth:`~assay.types.records.RunSnapshot.resumed`)."""
         from sqlalchemy import update
 
         from assay.store import schema
@@ -477,6 +479,8 @@ class RunStore:
             values["lease_expires_at"] = time.time() + lease_seconds()
         if summary is not None:
             values["summary"] = summary
+        if config is not None:
+            values["config"] = config
         with self.transaction() as conn:
             conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(**values))
 

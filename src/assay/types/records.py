@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from array import array
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from assay.types.case import Case
 from assay.types.config import RecordedRunConfig
+from assay.types.engine_config import RetryPolicy
 from assay.types.execution import Execution
 from assay.types.score import Score, ScoreError
 from assay.types.usage import Usage
@@ -739,6 +741,16 @@ class RunSnapshot(BaseModel):
         own, so that change still shows."""
         source = (self.model_extra or {}).get("source_suite_hash")
         return source if isinstance(source, str) and source else self.suite_hash
+
+    def resumed(self, retry: RetryPolicy) -> RunSnapshot:
+        """This snapshot with one more resume recorded (``resumes``: when, and the retry
+        policy it judged the rest of the run with, which is that invocation's own, as
+        ``--call-timeout`` beside ``--resume`` gives it), so that a run finished under
+        other timeouts than it started with says so where its options are shown."""
+        resumes = (self.model_extra or {}).get("resumes")
+        entry = {"at": time.time(), "retry": retry.model_dump(mode="json")}
+        return self.model_copy(update={
+            "resumes": [*(resumes if isinstance(resumes, list) else []), entry]})
 
 
 class RunRecord(_Record):
