@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import textwrap
+from collections.abc import Callable
 
 import pytest
 
@@ -132,18 +134,24 @@ def test_rescore_judges_stored_executions_without_running_the_agent(mock_model, 
     assert [r.score for r in same.records] == [r.score for r in first.records]
 
 
-def test_a_rescore_of_a_repeated_run_counts_and_compares_as_its_source(tmp_path):
-    """A rescore judged each repeat as a case of its own ('es#1'): its --max-failed gate
-    counted a case failing in both repeats twice, and compare refused it beside its source
-    (cases only in the rescore). It keeps the repeats, and so the source's figures."""
-    seen: list[str] = []
-
-    def flaky(question: str) -> str:  # Spain fails in both repeats, France in the first
+def _flaky(seen: list[str]) -> Callable[[str], str]:
+    """The agent: Spain fails in both repeats, France in the first; ``seen`` the questions
+    it was asked."""
+    def flaky(question: str) -> str:
         seen.append(question)
         if question == "capital of France?" and seen.count(question) == 1:
             return "Lyon"
         return ANSWERS[question]
 
+    return flaky
+
+
+def test_a_rescore_of_a_repeated_run_counts_and_compares_as_its_source(tmp_path):
+    """A rescore judged each repeat as a case of its own ('es#1'): its --max-failed gate
+    counted a case failing in both repeats twice, and compare refused it beside its source
+    (cases only in the rescore). It keeps the repeats, and so the source's figures."""
+    seen: list[str] = []
+    flaky = _flaky(seen)
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     first = assay.evaluate(ROWS, target=flaky, evaluators=["exact_match"], store=store,
                            repeat=2, concurrency=1, gates=Gates(max_failed=2))
@@ -155,6 +163,47 @@ def test_a_rescore_of_a_repeated_run_counts_and_compares_as_its_source(tmp_path)
     assert {(r.case_id, r.repeat, r.verdict) for r in again.records} == \
         {(r.case_id, r.repeat, r.verdict) for r in first.records}
     assert assay.compare(first.run_id, again.run_id, store=store).comparable
+
+
+def test_a_rescore_of_an_interrupted_repeated_run_keeps_its_repeats(tmp_path):
+    """A run with repeats that stopped before every repeat of every case was stored was
+    rescored with each repeat a case of its own ('es#1'): its --max-failed gate counted a
+    case failing in both repeats twice, and compare refused it beside its source. It keeps
+    the repeats, judges only the executions stored (a repeat never run is not made up from
+    another's answer), and so counts and compares as its source."""
+    seen: list[str] = []
+    flaky = _flaky(seen)
+    path = tmp_path / "runs.db"
+    store = f"sqlite:///{path}"
+    first = assay.evaluate(ROWS, target=flaky, evaluators=["exact_match"], store=store,
+                           repeat=2, concurrency=1, gates=Gates(max_failed=2))
+    db = sqlite3.connect(path)  # stopped before Germany's second repeat was stored
+    for table in ("case_results", "scores", "executions"):
+        db.execute(f"DELETE FROM {table} WHERE case_id = 'de' AND repeat = 1")
+    db.execute("UPDATE runs SET status = 'interrupted'")
+    db.commit()
+    db.close()
+    source = RunStore(store).case_records(first.run_id)
+    again = assay.rescore(first.run_id, store=store)
+    assert len(seen) == 6  # the agent was not run again
+    assert {(r.case_id, r.repeat, r.verdict) for r in again.records} == \
+        {(r.case_id, r.repeat, r.verdict) for r in source}
+    assert again.summary.cases == 5 and again.summary.failed_cases().cases == 2
+    assert again.summary.passed is first.summary.passed is True
+    compared = assay.compare(first.run_id, again.run_id, store=store, allow_incomplete=True)
+    assert compared.warnings == [f"the baseline {first.run_id} is interrupted, not completed "
+                                 "(allowed)"]  # the same cases, the same repeats
+    db = sqlite3.connect(path)  # the rescore stopped too: its resume judges the same pairs
+    for table in ("case_results", "scores"):
+        db.execute(f"DELETE FROM {table} WHERE run_id = ? AND case_id = 'es' AND repeat = 1",
+                   (again.run_id,))
+    db.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", (again.run_id,))
+    db.commit()
+    db.close()
+    resumed = assay.resume(again.run_id, store=store)
+    assert {(r.case_id, r.repeat, r.verdict) for r in resumed.records} == \
+        {(r.case_id, r.repeat, r.verdict) for r in source}
+    assert resumed.summary.failed_cases().cases == 2 and len(seen) == 6
 
 
 def test_a_resume_retries_judge_calls_as_it_is_told(tmp_path, mock_model, mock_server):

@@ -562,7 +562,7 @@ async def rescore_async(run: RunLike, *, store: StoreLike = None,
     records = run_store.case_records(stored.id)
     base = stored.config.run.runnable(stored.id).model_copy(
         update={"target": None, "filter": None, "cache": None,
-                "repeat": _rescore_repeats(records) if records else 1})
+                "repeat": _rescore_repeats(stored, records) if records else 1})
     config = _config(config or base, options)
     suite = _rescore_suite(run_store, stored, evaluators)
     if suite.judge_target and REDACTED in suite.judge_target and not config.judge_model:
@@ -756,14 +756,17 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
     if not records:
         raise ConfigError(f"run {stored.id} has no stored cases to rescore",
                           code="empty_run")
-    repeats = _rescore_repeats(records)
-    cases = []
+    repeats = _rescore_repeats(stored, records)
+    stored_repeats: dict[str, set[int]] = {}
+    firsts: dict[str, CaseRecord] = {}  # a case is its first stored repeat's
     for record in records:
-        if repeats > 1 and record.repeat:
-            continue  # its case is its repeat 0's; its execution is stored for the run
-        case = record.case.model_copy(
-            update={"id": record.case_id if record.repeat == 0 or repeats > 1
-                    else f"{record.case_id}#{record.repeat}"})
+        stored_repeats.setdefault(record.case_id, set()).add(record.repeat)
+        first = firsts.get(record.case_id)
+        if first is None or record.repeat < first.repeat:
+            firsts[record.case_id] = record
+    cases = []
+    for record in firsts.values():
+        case = record.case.model_copy(update={"id": record.case_id})
         case_evaluators = None
         if evaluators is None and record.evaluators is not None:
             case_evaluators = [_rebuild(e.model_dump()) for e in record.evaluators]
@@ -776,21 +779,23 @@ def _rescore_suite(run_store: RunStore, stored: RunRecord,
     own = _rebuild_evaluators(stored) if evaluators is None else []
     if check:
         _require_functions(own, stored.id, f"assay.rescore({stored.id!r}, ...)")
+    complete = all(len(found) == repeats for found in stored_repeats.values())
     suite = Suite(name=stored.suite, cases=cases, evaluators=own,
                   metadata={"rescored_from": stored.id}, judge_target=_recorded_judge(stored),
-                  agent=AgentInfo.model_validate(agent) if isinstance(agent, dict) else None)
+                  agent=AgentInfo.model_validate(agent) if isinstance(agent, dict) else None,
+                  stored_repeats=None if repeats == 1 or complete else
+                  {case_id: frozenset(found) for case_id, found in stored_repeats.items()})
     return suite if evaluators is None else with_evaluators(suite, evaluators)
 
 
-def _rescore_repeats(records: Sequence[CaseRecord]) -> int:
-    """The repeats a rescore of ``records`` keeps: the source run's count when every case has
-    every repeat stored, so the rescore counts cases as its source did (a case failing in
-    any repeat counts once for --max-failed) and compares with it case by case; else 1,
-    each stored repeat then a case of its own ('id#2')."""
-    keys = {(r.case_id, r.repeat) for r in records}
-    count = max(r.repeat for r in records) + 1
-    ids = {case_id for case_id, _ in keys}
-    return count if len(keys) == len(ids) * count else 1
+def _rescore_repeats(stored: RunRecord, records: Sequence[CaseRecord]) -> int:
+    """The repeats a rescore of run ``stored`` (its stored ``records``) keeps: the source
+    run's, so the rescore counts cases as its source did (a case failing in any repeat
+    counts once for --max-failed) and compares with it case by case, even when the source
+    stopped with some repeats not stored (the suite then names the repeats each case has,
+    :attr:`Suite.stored_repeats`)."""
+    recorded = stored.config.run.repeat if not stored.config.run.unread else 1
+    return max([recorded, *(r.repeat + 1 for r in records)])
 
 
 def _recorded_judge(stored: RunRecord) -> str | None:

@@ -156,6 +156,14 @@ def count_cases(suite: Suite, config: RunConfig) -> int:
     return sum(1 for _ in select_cases(suite, config))
 
 
+def count_executions(suite: Suite, config: RunConfig) -> int:
+    """The (case, repeat) pairs a run of ``suite`` judges (see :meth:`Suite.repeats_of`)."""
+    if suite.stored_repeats is None:
+        return count_cases(suite, config) * config.repeat
+    return sum(len(suite.repeats_of(item.case.id, config.repeat))
+               for item in select_cases(suite, config))
+
+
 def check_evaluator_names(suite: Suite) -> None:
     """Evaluator names key stored scores, so they must be unique within a case."""
     for case_id, duplicates in suite.facts().duplicate_names.items():
@@ -273,7 +281,7 @@ class Runner:
         of cases. Records are reported to ``on_record`` and summarised; with ``keep`` they
         are also returned.
         """
-        total = count_cases(self.suite, self.config) * self.config.repeat
+        total = count_executions(self.suite, self.config)
         store = self.store
         stored_cases = store.case_keys(run_id) if store else set()
         kept: list[CaseRecord] = []
@@ -297,7 +305,8 @@ class Runner:
             self.progress.advance(record)
 
         work = stored_pages(store, run_id, ((item, r) for item in select_cases(
-            self.suite, self.config) for r in range(self.config.repeat)))
+            self.suite, self.config) for r in self.suite.repeats_of(item.case.id,
+                                                                     self.config.repeat)))
         leftover = set(stored_cases)  # finished cases the suite's selection has not reached
         budget = Budget(self.config.budget_usd) if self.config.budget_usd else None
 

@@ -203,6 +203,12 @@ class Suite(BaseModel):
         default=None, exclude=True,
         description="chooses a case's evaluators once its execution is known (the agent "
         "judges' default selection); None: all of them")
+    stored_repeats: dict[str, frozenset[int]] | None = Field(
+        default=None, exclude=True,
+        description="the repeats each case is judged in, when not every one: a rescore of "
+        "a run that stopped before every repeat of every case was stored judges those its "
+        "source stored, and never makes up a missing one from another repeat's answer; "
+        "None: every repeat of the run")
     _facts: SuiteFacts | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -221,6 +227,13 @@ class Suite(BaseModel):
         """The evaluators that judge this execution of the case (see ``select``)."""
         evaluators = self.evaluators_for(item)
         return evaluators if self.select is None else self.select(item, execution, evaluators)
+
+    def repeats_of(self, case_id: str, repeat: int) -> list[int]:
+        """The repeats a run of ``repeat`` repeats judges case ``case_id`` in: every one,
+        unless the suite names its own (:attr:`stored_repeats`)."""
+        if self.stored_repeats is None:
+            return list(range(repeat))
+        return sorted(r for r in self.stored_repeats.get(case_id, ()) if r < repeat)
 
     def iter_cases(self) -> Iterator[SuiteCase]:
         """Every case, streamed from the source when there is one: use this, not ``cases``."""
