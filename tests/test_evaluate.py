@@ -81,6 +81,24 @@ def test_evaluate_a_dataframe_with_recorded_outputs_and_round_trip(mock_model, m
     assert [r.case_id for r in again.records] == ["fr", "es", "de"]
 
 
+def test_a_python_function_target_is_named_in_the_table_and_the_list_of_runs(tmp_path):
+    """``to_pandas()`` gave ``target`` None for a run whose target was a Python function,
+    which its record names (``python_target``, as the resume command does): the table, the
+    list of runs and its target filter name it by that one rule."""
+    pytest.importorskip("pandas")
+    from assay.store.queries import RunFilter, list_runs
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = assay.evaluate(ROWS, target=agent, evaluators=["exact_match"], store=store,
+                            gates=Gates(max_failed=None))
+    assert list(result.to_pandas()["target"]) == ["agent"] * 3
+    assert {row["target"] for row in result.rows()} == {"agent"}
+    runs = RunStore(store)
+    (listed,), total = list_runs(runs, RunFilter(target="agent"))
+    assert (listed.id, listed.target, total) == (result.run_id, "agent", 1)
+    assert list_runs(runs, RunFilter(target="other"))[1] == 0
+
+
 def test_evaluate_works_inside_a_running_event_loop(mock_model, mock_server):
     async def notebook_cell() -> assay.EvaluationResult:
         # a notebook cell runs inside a loop: the sync call must still work

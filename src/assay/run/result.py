@@ -201,7 +201,8 @@ class EvaluationResult:
             catalog = Catalog(self.run.config.evaluators)
             chunk_errors = self.run.config.run.chunk_errors
             return [named_row(r, catalog, naming, chunk_errors) for r in self.records]
-        return [_row(r) for r in self.records]
+        target = self.run.config.target_name
+        return [_row(r, target) for r in self.records]
 
     def to_pandas(self) -> Any:
         """:meth:`rows` as a pandas DataFrame (needs pandas: ``pip install 'assay[pandas]'``)."""
@@ -317,11 +318,14 @@ def verdict_notes(run: RunRecord) -> list[str]:
     return list(dict.fromkeys([*judge_notes(run.config.judge_models), *stored]))
 
 
-def _row(record: CaseRecord) -> dict[str, Any]:
+def _row(record: CaseRecord, run_target: str | None) -> dict[str, Any]:
+    """A case's row of :meth:`EvaluationResult.rows`; its target is its own, else the run's
+    (:attr:`~assay.types.records.RunSnapshot.target_name`: a Python function by name)."""
     row: dict[str, Any] = {
         "case_id": record.case_id, "repeat": record.repeat, "input": record.input,
         "expected_output": record.expected_output, "output": record.output,
-        "score": record.score, "verdict": record.verdict.value, "target": record.target,
+        "score": record.score, "verdict": record.verdict.value,
+        "target": record.target or run_target,
         "target_error": record.execution.error, "latency_ms": record.execution.latency_ms,
         **conversation_columns(record),
     }

@@ -281,8 +281,8 @@ class CaseFilter:
 
 
 def run_target(run: RunRecord) -> str | None:
-    """The target a run ran (its override, else the suite's)."""
-    return run.config.target_override or run.config.target
+    """The target a run ran (:attr:`~assay.types.records.RunSnapshot.target_name`)."""
+    return run.config.target_name
 
 
 def _config_field(dialect: str, *keys: str) -> Any:
@@ -307,8 +307,9 @@ def _config_path(dialect: str, *path: str) -> Any:
 
 
 def _target_column(dialect: str) -> Any:
-    """The run's target as SQL: ``target_override``, else ``target``."""
-    return _config_field(dialect, "target_override", "target")
+    """The run's target as SQL, by :attr:`~assay.types.records.RunSnapshot.target_name`'s
+    rule: ``target_override``, else ``target``, else ``python_target``."""
+    return _config_field(dialect, "target_override", "target", "python_target")
 
 
 def _status_condition(status: RunStatus, now: float | None) -> ColumnElement[bool]:

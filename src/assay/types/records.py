@@ -742,6 +742,15 @@ class RunSnapshot(BaseModel):
         source = (self.model_extra or {}).get("source_suite_hash")
         return source if isinstance(source, str) and source else self.suite_hash
 
+    @property
+    def target_name(self) -> str | None:
+        """The target the run ran, as every surface names it: its override, else the
+        suite's, else the Python function it was given (by its name, ``python_target``: a
+        function cannot be recorded, its name can)."""
+        function = (self.model_extra or {}).get("python_target")
+        return self.target_override or self.target or (
+            function if isinstance(function, str) and function else None)
+
     def resumed(self, retry: RetryPolicy) -> RunSnapshot:
         """This snapshot with one more resume recorded (``resumes``: when, and the retry
         policy it judged the rest of the run with, which is that invocation's own, as
