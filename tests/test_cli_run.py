@@ -212,11 +212,15 @@ def test_a_resume_takes_its_own_judge_call_retries(project, mock_server):
     run_id = _run_id(slow.stdout)
     again = assay(project, "run", "--resume", run_id, "--retry-errors")
     assert again.returncode == 1, again.stdout + again.stderr  # the recorded 0.05 s still
-    longer = assay(project, "run", "--resume", run_id, "--retry-errors", "--call-timeout",
-                   "5", "--total-timeout", "10", "--max-attempts", "2")
+    db = sqlite3.connect(project / ".assay" / "runs.db")  # stopped waiting for the judge:
+    for table in ("scores", "case_results"):  # the answers stored, no judgement yet
+        db.execute(f"DELETE FROM {table}")
+    db.execute("UPDATE runs SET status = 'interrupted'")
+    db.commit()
+    longer = assay(project, "run", "--resume", run_id, "--call-timeout", "5",
+                   "--total-timeout", "10", "--max-attempts", "2")
     assert longer.returncode == 0, longer.stdout + longer.stderr
     assert "all gates passed" in longer.stdout
-    db = sqlite3.connect(project / ".assay" / "runs.db")
     snapshot = json.loads(db.execute("SELECT config FROM runs").fetchone()[0])
     assert snapshot["run"]["retry"]["call_timeout_s"] == 0.05  # as the run started
     assert [(r["retry"]["call_timeout_s"], r["retry"]["total_timeout_s"],
