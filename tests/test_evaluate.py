@@ -152,12 +152,12 @@ def test_rescore_judges_stored_executions_without_running_the_agent(mock_model, 
     assert [r.score for r in same.records] == [r.score for r in first.records]
 
 
-def _flaky(seen: list[str]) -> Callable[[str], str]:
-    """The agent: Spain fails in both repeats, France in the first; ``seen`` the questions
-    it was asked."""
+def _flaky(seen: list[str], france_fails: int = 1) -> Callable[[str], str]:
+    """The agent: Spain fails in both repeats, France the ``france_fails``-th time it is
+    asked; ``seen`` the questions it was asked."""
     def flaky(question: str) -> str:
         seen.append(question)
-        if question == "capital of France?" and seen.count(question) == 1:
+        if question == "capital of France?" and seen.count(question) == france_fails:
             return "Lyon"
         return ANSWERS[question]
 
@@ -222,6 +222,22 @@ def test_a_rescore_of_an_interrupted_repeated_run_keeps_its_repeats(tmp_path):
     assert {(r.case_id, r.repeat, r.verdict) for r in resumed.records} == \
         {(r.case_id, r.repeat, r.verdict) for r in source}
     assert resumed.summary.failed_cases().cases == 2 and len(seen) == 6
+
+
+def test_a_rerun_of_a_repeated_rescores_failures_judges_each_repeats_own_answer(tmp_path):
+    """Re-running the failures of a rescore with repeats judged a failed repeat on its case's
+    first stored answer: France, wrong ('Lyon') only in its second repeat, passed on the
+    first repeat's 'Paris'. Each failed repeat is judged on its own stored answer."""
+    seen: list[str] = []
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    first = assay.evaluate(ROWS, target=_flaky(seen, france_fails=2),
+                           evaluators=["exact_match"], store=store, repeat=2, concurrency=1,
+                           gates=Gates(max_failed=None))
+    rescored = assay.rescore(first.run_id, store=store)
+    again = assay.rerun_failed(rescored.run_id, store=store)
+    assert {(r.case_id, r.repeat, r.output, r.verdict) for r in again.records} == \
+        {(r.case_id, r.repeat, r.output, r.verdict) for r in first.records}
+    assert len(seen) == 6
 
 
 def test_a_resume_retries_judge_calls_as_it_is_told(tmp_path, mock_model, mock_server):

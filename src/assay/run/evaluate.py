@@ -439,8 +439,11 @@ async def _rerun(run_store: RunStore, stored: RunRecord, parts: tuple[
     if on_notice:
         on_notice(f"re-running the failures of run {stored.id}: {len(records) - len(kept)} "
                   f"failed or errored, {len(kept)} kept as they are")
+    rescored = bool(suite.metadata.get("rescored_from"))  # no agent: what it judges is stored
     return _Session(suite, config, policy, run_store, None, given, owns_given=owned,
-                    seed=(stored.id, kept))
+                    seed=(stored.id, kept),
+                    executions=[r for r in records if r.failed_or_errored]
+                    if rescored and config.repeat > 1 else None)
 
 
 def _as_stored(store: RunStore, run: RunRecord, progress: Progress | None,
@@ -931,9 +934,10 @@ class _Session:
         self.seed = seed
         """(the run re-run, its records kept as they are) for a re-run of its failures."""
         self.executions = executions
-        """The records whose executions a rescore of a run with repeats judges, each stored
-        under its (case, repeat) before the run starts, so the runner judges it as a resume
-        judges a stored execution (the suite's case holds only one)."""
+        """The records whose executions a rescore of a run with repeats (or a re-run of its
+        failures) judges, each stored under its (case, repeat) before the run starts, so the
+        runner judges it as a resume judges a stored execution (the suite's case holds only
+        one, which another repeat's judgement must never be made from)."""
 
     def inputs(self) -> dict[Path, str]:
         """Every file this run uses, each with what it is: the suite's (its file, what its
