@@ -357,6 +357,30 @@ def test_a_sidecar_beside_a_csv_file_that_is_not_read_is_an_error(tmp_path, side
         assert done.returncode == 2 and said in shown and "Traceback" not in shown, shown
 
 
+@pytest.mark.parametrize(("sidecar", "said"), [
+    ("naming: databricks\nglobal_guideline: [Be nice]\n",
+     "rows.yaml:2:1: unknown key(s) 'global_guideline' for a data file's sidecar"),
+    ("naming: databricks\nchunk_errors: maybe\n",
+     "rows.yaml:2:1: chunk_errors: Input should be 'exclude' or 'count_as_irrelevant'"),
+    ("naming: databrick\n", "rows.yaml:1:1: naming: Input should be 'databricks' or 'mlflow'")])
+def test_a_mistake_in_a_jsonl_files_run_options_is_named_at_its_line(tmp_path, sidecar, said):
+    """docs/databricks-mlflow.md's ``eval_set.jsonl`` + ``eval_set.yaml``: a typo in one
+    option's name made the data AgentV's cases, refused for 'unknown case key' on every row
+    (21 problems, the typo last); a wrong value printed pydantic's report and its web link,
+    naming no line."""
+    (tmp_path / "rows.jsonl").write_text(json.dumps(
+        {"request_id": "a", "request": "q", "response": "Paris"}) + "\n")
+    (tmp_path / "rows.yaml").write_text(sidecar)
+    with pytest.raises(ConfigError) as refused:
+        assay.evaluate(tmp_path / "rows.jsonl")
+    assert said in str(refused.value)
+    for command in (("run",), ("validate",)):
+        done = run_assay([*command, "rows.jsonl"], cwd=tmp_path, timeout=120)
+        shown = done.stdout + done.stderr
+        assert done.returncode == 2 and said in shown, shown
+        assert "unknown case key" not in shown and "pydantic" not in shown, shown
+
+
 def test_legacy_metric_functions_receive_row_fields_by_name():
     seen: dict[str, Any] = {}
 

@@ -153,8 +153,7 @@ def suite_from_file(path: Path, *, columns: Mapping[str, str] | None = None) -> 
         raise DatasetError(f"{path}: unsupported data file {suffix!r}; expected .csv, "
                            ".parquet or .jsonl")
     suite = suite_from_rows(rows, name=path.stem, columns=columns, source=path.resolve())
-    if suffix != ".jsonl":  # a JSONL file's other sidecar makes it AgentV's (never here)
-        _refuse_a_sidecar_not_read(path)
+    _refuse_a_sidecar_not_read(path)
     sidecar = data_sidecar(path)
     if sidecar is not None:
         suite = _with_sidecar(suite, sidecar)
@@ -167,7 +166,9 @@ def _refuse_a_sidecar_not_read(path: Path) -> None:
     from assay.suites.evaljsonl import sidecar_of
 
     sidecar = sidecar_of(path)
-    reason = None if sidecar is None else _not_run_options(sidecar)
+    if sidecar is None or (path.suffix.lower() == ".jsonl" and not _meant_as_run_options(sidecar)):
+        return  # a JSONL file's other sidecar makes it AgentV's suite (never read here)
+    reason = _not_run_options(sidecar)
     if reason is not None:
         raise DatasetError(f"{reason} (it sits beside {path.name}, whose run options it "
                            "would hold)")
@@ -195,21 +196,37 @@ def _not_run_options(sidecar: Path) -> str | None:
     from assay.errors import EvaluationError
 
     try:  # the bounded loader: a hostile sidecar cannot blow up memory
-        data = load_yaml_file(sidecar).data
+        loaded = load_yaml_file(sidecar)
     except EvaluationError as exc:
         return exc.message
+    data = loaded.data
     if not isinstance(data, dict):
         return f"{sidecar}: expected a mapping of run options, not {type(data).__name__}"
     unknown = [str(k) for k in data if k not in SIDECAR_KEYS]
     if unknown:
         hint = " (a data file's evaluators go at the top level, not under execution:)" \
             if "execution" in data else ""
-        return (f"{sidecar}: unknown key(s) {', '.join(map(repr, unknown))} for a data "
+        return (f"{loaded.source.locate((unknown[0],))}: unknown key(s) "
+                f"{', '.join(map(repr, unknown))} for a data "
                 f"file's sidecar; expected: {', '.join(SIDECAR_KEYS)}{hint}")
     if not any(k in data for k in (*SIDECAR_OPTIONS, "evaluators")):
         return (f"{sidecar}: sets no run option; expected evaluators or one of "
                 f"{', '.join(SIDECAR_OPTIONS)}")
     return None
+
+
+def _meant_as_run_options(sidecar: Path) -> bool:
+    """Whether ``sidecar`` sets a run option or ``evaluators``, keys AgentV's suite files do
+    not have: it is then a data file's run options, and a typo in another of its keys is that
+    file's error (naming the key), not a reason to read the data as AgentV's cases."""
+    from assay._util.yaml_source import load_yaml_file
+    from assay.errors import EvaluationError
+
+    try:
+        data = load_yaml_file(sidecar).data
+    except EvaluationError:
+        return False
+    return isinstance(data, dict) and any(k in data for k in (*SIDECAR_OPTIONS, "evaluators"))
 
 
 def _with_sidecar(suite: Suite, sidecar: Path) -> Suite:
@@ -244,8 +261,9 @@ def looks_like_rows(path: Path) -> bool:
     from assay.suites.evaljsonl import sidecar_of
     from assay.suites.evalyaml import CASE_KEYS
 
-    if sidecar_of(path) is not None:  # run options make it data; anything else, AgentV's
-        return data_sidecar(path) is not None
+    sidecar = sidecar_of(path)
+    if sidecar is not None:  # run options (or a typo in them) make it data; else AgentV's
+        return _meant_as_run_options(sidecar)
     try:
         with path.open(encoding="utf-8") as handle:
             for line in handle:

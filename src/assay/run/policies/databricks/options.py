@@ -3,10 +3,13 @@ at all decides whether :mod:`assay.run.policies.databricks.setup` (and the judge
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from assay.errors import ConfigError
-from assay.types.config import RunConfig
+from assay.types.config import RunConfig, settings_problems
 
 if TYPE_CHECKING:
     from assay.suites.model import Suite
@@ -35,9 +38,29 @@ def with_sidecar(config: RunConfig, suite: Suite) -> RunConfig:
         return config
     try:
         return RunConfig.model_validate({**config.model_dump(), **update})
-    except ValueError as exc:
-        where = suite.metadata.get("run_options_file", "the data's sidecar")
-        raise ConfigError(f"{where}: {exc}", code="invalid_run_options") from None
+    except ValidationError as exc:
+        raise ConfigError(_sidecar_problems(exc, suite.metadata.get("run_options_file")),
+                          code="invalid_run_options") from None
+
+
+def _sidecar_problems(exc: ValidationError, file: object) -> str:
+    """Each option the sidecar got wrong at its line (``data.yaml:2:1: naming: Input should
+    be 'databricks' or 'mlflow'``), as a suite's problems are named, not pydantic's report."""
+    from assay._util.yaml_source import load_yaml_file
+    from assay.errors import EvaluationError
+
+    try:
+        source = load_yaml_file(Path(str(file))).source if file else None
+    except EvaluationError:
+        source = None
+    lines = []
+    for error in exc.errors():
+        key = tuple(str(part) for part in error["loc"])
+        where = str(source.locate(key[:1])) if source is not None and key else \
+            str(file or "the data's sidecar")
+        problem = settings_problems(ValidationError.from_exception_data(exc.title, [error]))  # type: ignore[list-item]
+        lines.append(f"{where}: {problem}")
+    return "; ".join(lines)
 
 
 __all__ = ["OPTIONS", "active", "with_sidecar"]
