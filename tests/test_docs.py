@@ -222,6 +222,71 @@ def test_the_site_builds_strict_with_the_reference_from_the_code(tmp_path):
         assert not fetched, f"{html.relative_to(site)} loads {fetched}"
 
 
+def test_the_commands_shown_name_commands_and_options_that_exist():
+    """Every ``assay ...`` a page shows, in a code span or a bash block (run or not), names a
+    command of the app and only options it takes: a reader copies a synopsis from the prose
+    too, and ``assay compare BASE CAND --policy connexity`` (an option compare never had)
+    met 'No such option'."""
+    import typer
+
+    from assay.cli import app
+
+    root = typer.main.get_command(app)
+    shown = [(page, command) for page in guide_pages() for command in assay_commands(page)]
+    wrong = [f"{page.relative_to(ROOT)}: {command!r}: {problem}" for page, command in shown
+             for problem in command_problems(root, command)]
+    assert not wrong, wrong
+    assert len(shown) >= 100, len(shown)
+
+
+def test_a_command_with_an_option_it_lacks_is_found():
+    """The rule above, on commands made for it."""
+    import typer
+
+    from assay.cli import app
+
+    root = typer.main.get_command(app)
+    assert command_problems(root, "assay compare A B --json --allow-incomplete") == []
+    assert command_problems(root, "assay baseline set RUN --store x.db") == []
+    assert command_problems(root, "assay compare A B --policy connexity") == [
+        "assay compare: no option --policy"]
+    assert command_problems(root, "assay baseline sett RUN") == ["assay baseline: no command 'sett'"]
+
+
+def assay_commands(path: Path) -> list[str]:
+    """The ``assay ...`` commands of a page: code spans that start with ``assay `` (outside its
+    code blocks) and each command of its bash blocks, split at ``|``, ``;``, ``&&``, ``||``."""
+    text = re.sub(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", "", path.read_text(),
+                  flags=re.S | re.M)
+    found = [span for span in (" ".join(m.split()) for m in
+                               re.findall(r"(?<!`)`([^`]+)`(?!`)", text))
+             if span.startswith("assay ")]
+    for block in read_blocks(path):
+        if block.language == "bash":
+            found += [part.strip() for command, _ in shell_lines(block.code)
+                      for part in re.split(r"&&|\|\||;|\|", command)
+                      if part.strip().startswith("assay ")]
+    return found
+
+
+def command_problems(root: object, command: str) -> list[str]:
+    """What in ``command`` the app does not have: a subcommand, or an option (``--x``,
+    ``-x``, ``--x=VALUE``) of the command it names."""
+    words = command.split()[1:]
+    named, path = root, ["assay"]
+    while words and words[0] in getattr(named, "commands", {}):
+        named = named.commands[words[0]]  # type: ignore[attr-defined]
+        path.append(words.pop(0))
+    if hasattr(named, "commands"):
+        return [f"{' '.join(path)}: no command {words[0]!r}"] \
+            if words and not words[0].startswith("-") else []
+    options = {"--help", *(o for p in named.params  # type: ignore[attr-defined]
+                            for o in (*p.opts, *p.secondary_opts))}
+    flags = [word.split("=")[0] for word in words]
+    return [f"{' '.join(path)}: no option {flag}" for flag in flags
+            if re.fullmatch(r"--?[A-Za-z][\w-]*", flag) and flag not in options]
+
+
 def links(path: Path) -> list[str]:
     """The link targets of a Markdown file, outside its code blocks and code spans."""
     text = path.read_text()
