@@ -71,6 +71,10 @@ def test_assay_run_judges_traces_and_writes_the_verdicts_back(tmp_path: Path) ->
     pytest.param(["run", "--traces", "phoenix:http://127.0.0.1:9", "--judges", "safety"],
                  "reading spans failed", marks=pytest.mark.traces),  # Phoenix's real client
     (["run", "--traces", "store", "--judges", "safety"], "no traces to judge"),
+    (["run", "--traces", "store", "--judges", "safety", "--filter", "status=eror"],
+     "--filter 'status=eror': a trace's status is ok or error"),  # was: no traces to judge
+    (["watch", "store", "--judges", "safety", "--filter", "name=agent,status!=failed",
+      "--once"], "not 'failed'"),
     (["watch", "store", "--judges", "safety", "--since", "9" * 400 + "d", "--once"],
      "not a time a date can hold"),  # -inf, judging every trace ever received
     pytest.param(["watch", "phoenix:http://127.0.0.1:9", "--judges", "safety", "--since",
@@ -162,3 +166,14 @@ def _version(store_url: str) -> str:
         (watcher,) = conn.execute(text("SELECT DISTINCT watcher FROM trace_decisions")
                                   ).scalars().all()
     return str(watcher).split("@", 1)[1]
+
+
+def test_a_status_filter_reads_its_value_in_any_case() -> None:
+    """``status=OK`` (OTLP's spelling of the code) is the trace status ``ok``: it matched no
+    trace, since the status compared is lower case, and the run said only that none was
+    found."""
+    from assay.run.sources.base import parse_filters
+
+    assert [(f.key, f.value, f.negated) for f in parse_filters("status=OK, name=agent")] == [
+        ("status", "ok", False), ("name", "agent", False)]
+    assert parse_filters("status!=Error")[0].value == "error"

@@ -66,8 +66,25 @@ def parse_filters(text: str | None, where: str = "--filter") -> list[AttributeFi
                               "KEY!=VALUE (KEY: name, status, service or a root span "
                               "attribute), pairs separated by commas", code="invalid_filter")
         key, op, value = match.groups()
-        found.append(AttributeFilter(key, value.strip("'\""), negated=op == "!="))
+        value = value.strip("'\"")
+        if key == "status":
+            value = _status(value, where)
+        found.append(AttributeFilter(key, value, negated=op == "!="))
     return found
+
+
+TRACE_STATUSES = ("ok", "error")
+"""A trace's ``status`` as a filter reads it: ``error`` when a span failed, else ``ok``."""
+
+
+def _status(value: str, where: str) -> str:
+    """A status filter's value, in any case (``status=ERROR``, as OTLP spells its codes);
+    any other value would match no trace, and the run would say only that none was found."""
+    if value.lower() not in TRACE_STATUSES:
+        raise ConfigError(f"{where} 'status={value[:80]}': a trace's status is "
+                          f"{' or '.join(TRACE_STATUSES)} (error when a span failed), "
+                          f"not {value[:80]!r}", code="invalid_filter")
+    return value.lower()
 
 
 @dataclass(frozen=True)
