@@ -139,6 +139,33 @@ def test_bad_custom_metrics_are_located(stub, tmp_path, custom, metrics, message
     assert code == 2 and has(out, message), out
 
 
+def test_every_bad_metric_choice_is_named_at_its_line(stub, tmp_path):
+    """docs/connexity.md: ``assay validate`` reports every problem at its line. Bad choices in
+    one ``metrics:`` list were one problem, the first, located at the list's first item."""
+    path = write(tmp_path, """\
+        scoring: connexity
+        execution:
+          evaluators:
+            - type: connexity_judge
+              model: "custom:stub"
+              metrics:
+                - {metric: tool_routng, weight: 3}
+                - {metric: empathy}
+                - {metric: task_completion}
+                - {metric: response_delivery, weight: -1}
+        evalcases:
+          - {id: a, input: "q", metadata: {output: x}}
+        """)
+    code, out = cli("validate", str(path))
+    assert code == 2, out
+    for line, message in [(7, "metrics.0: Unknown metric: tool_routng"),
+                          (9, "metrics.2: task_completion requires an explicit weight"),
+                          (10, "metrics.3: Negative weight for metric response_delivery")]:
+        assert has(out, f"suite.yaml:{line}:11: connexity_judge evaluator {message}"), out
+    with pytest.raises(MetricSelectionError, match="Unknown metric: tool_routng"):
+        select_metrics([{"metric": "tool_routng"}, {"metric": "empathy", "weight": -1}])
+
+
 def test_a_clashing_custom_metric_is_an_error_with_no_metrics_selected(stub, tmp_path):
     path = suite(tmp_path, judge=", custom_metrics: [{name: tool_routing, default_weight: 1}]")
     code, out = cli("validate", str(path))

@@ -30,7 +30,8 @@ import functools
 import json
 from typing import Any, ClassVar, Literal, cast
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import Field, ValidationError, create_model, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from assay._util import jsondata
 from assay.judges.base import EvalContext
@@ -41,6 +42,7 @@ from assay.judges.llm.connexity_metrics import (
     MetricDefinition,
     WeightedMetric,
     label,
+    metric_problems,
     overall_score,
     select_metrics,
 )
@@ -290,7 +292,13 @@ class ConnexityJudge(LLMEvaluator):
         custom = info.data.get("custom_metrics")
         if custom is None and "custom_metrics" in info.data:
             return value
-        select_metrics(value, custom or [])  # raises MetricSelectionError (a ValueError)
+        problems = metric_problems(value, custom or [])
+        if problems:  # each at the choice at fault, so a suite's check names every one
+            raise ValidationError.from_exception_data("metrics", [
+                InitErrorDetails(type=PydanticCustomError("metric_selection", problem),
+                                 loc=() if index is None else (index,),
+                                 input=value if index is None or value is None else value[index])
+                for index, problem in problems])
         return value
 
     def selected(self) -> list[WeightedMetric]:

@@ -213,42 +213,69 @@ def available(custom: list[MetricDefinition] | None = None) -> dict[str, MetricD
 
 def select_metrics(choices: list[MetricChoice] | list[dict[str, Any]] | None,
                    custom: list[MetricDefinition] | None = None) -> list[WeightedMetric]:
-    """The metrics to score with renormalised weights, or MetricSelectionError.
+    """The metrics to score with renormalised weights, or MetricSelectionError (the first
+    of :func:`metric_problems`).
 
     No selection (None or empty) means the default set: the predefined scored metrics that
     are in the defaults, and any suite metric marked ``include_in_defaults``.
     """
-    known = available(custom)
+    picked, problems = _pick(choices, custom)
+    if problems:
+        raise MetricSelectionError(problems[0][1])
+    total = math.fsum(weight for _, weight in picked)
+    return [WeightedMetric(metric, weight / total) for metric, weight in picked]
+
+
+def metric_problems(choices: list[MetricChoice] | list[dict[str, Any]] | None,
+                    custom: list[MetricDefinition] | None = None) -> list[tuple[int | None, str]]:
+    """Every reason the selection cannot be scored, each with the index of the choice at
+    fault (None: the selection as a whole), so a suite's check names each at its line."""
+    return _pick(choices, custom)[1]
+
+
+def _pick(choices: list[MetricChoice] | list[dict[str, Any]] | None,
+          custom: list[MetricDefinition] | None
+          ) -> tuple[list[tuple[MetricDefinition, float]], list[tuple[int | None, str]]]:
+    """The chosen metrics with their weights as given, and what is wrong with the choice."""
+    try:
+        known = available(custom)
+    except MetricSelectionError as exc:
+        return [], [(None, str(exc))]
     drafts = {m.name for m in custom or [] if m.is_draft}
     picked: list[tuple[MetricDefinition, float]] = []
+    problems: list[tuple[int | None, str]] = []
     if not choices:
         picked = [(m, m.default_weight) for m in known.values()
                   if m.include_in_defaults and (m.name not in PREDEFINED or not m.is_binary)]
-    else:
-        seen: set[str] = set()
-        for given in choices:
-            choice = given if isinstance(given, MetricChoice) else \
-                MetricChoice.model_validate(given)
-            metric = known.get(choice.metric)
-            if metric is None:
-                why = " (it is a draft)" if choice.metric in drafts else ""
-                raise MetricSelectionError(f"Unknown metric: {choice.metric}{why}")
-            if metric.name in seen:
-                raise MetricSelectionError(f"Metric {metric.name} is selected more than once")
-            seen.add(metric.name)
-            weight = choice.weight
-            if weight is None:
-                if metric.default_weight <= 0:
-                    raise MetricSelectionError(
-                        f"{metric.name} requires an explicit weight when selected")
-                weight = metric.default_weight
-            if weight < 0:
-                raise MetricSelectionError(f"Negative weight for metric {metric.name}")
-            picked.append((metric, weight))
-    total = math.fsum(weight for _, weight in picked)
-    if not picked or total <= 0:
-        raise MetricSelectionError("Metric weights must sum to a positive value")
-    return [WeightedMetric(metric, weight / total) for metric, weight in picked]
+    seen: set[str] = set()
+    for index, given in enumerate(choices or []):
+        choice = given if isinstance(given, MetricChoice) else MetricChoice.model_validate(given)
+        problem = _choice_problem(choice, known.get(choice.metric), drafts, seen)
+        if problem is not None:
+            problems.append((index, problem))
+            continue
+        metric = known[choice.metric]
+        seen.add(metric.name)
+        picked.append((metric, metric.default_weight if choice.weight is None
+                       else choice.weight))
+    if not problems and (not picked or math.fsum(w for _, w in picked) <= 0):
+        problems.append((None, "Metric weights must sum to a positive value"))
+    return picked, problems
+
+
+def _choice_problem(choice: MetricChoice, metric: MetricDefinition | None, drafts: set[str],
+                    seen: set[str]) -> str | None:
+    """What is wrong with one choice of the selection, or None."""
+    if metric is None:
+        why = " (it is a draft)" if choice.metric in drafts else ""
+        return f"Unknown metric: {choice.metric}{why}"
+    if metric.name in seen:
+        return f"Metric {metric.name} is selected more than once"
+    if choice.weight is None and metric.default_weight <= 0:
+        return f"{metric.name} requires an explicit weight when selected"
+    if choice.weight is not None and choice.weight < 0:
+        return f"Negative weight for metric {metric.name}"
+    return None
 
 
 def overall_score(scores: list[tuple[int, float]]) -> float:
@@ -265,4 +292,5 @@ def label(score: int, binary: bool = False) -> str:
 
 
 __all__ = ["LABELS", "PREDEFINED", "MetricChoice", "MetricDefinition", "MetricSelectionError",
-           "WeightedMetric", "available", "label", "overall_score", "select_metrics"]
+           "WeightedMetric", "available", "label", "metric_problems", "overall_score",
+           "select_metrics"]
