@@ -128,6 +128,18 @@ def test_agentv_eval_command_line(tmp_path):
     assert "score distribution:" in text and "top: fast 1.000, flaky 1.000, nope 0.000" in text
 
 
+def test_assay_run_takes_agentv_evals_command_line_too(tmp_path):
+    """docs/agentv.md: ``agentv eval``'s flags work on ``assay run`` as on ``assay eval``;
+    ``--out`` was 'No such option' there."""
+    agentv_project(tmp_path)
+    out = assay(tmp_path, "run", "evals/more/EVAL.yaml", "--eval-id", "f*", "--workers", "2",
+                "--agent-timeout", "2", "--max-retries", "1", "--out", "rows.jsonl",
+                "--max-failed", "5", "--max-errors", "5")
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert [(r["eval_id"], r["score"]) for r in rows] == [("flaky", 1.0)]  # retried once
+
+
 # -- uipath eval habits ----------------------------------------------------------------
 
 

@@ -89,7 +89,7 @@ def run(
         None, "--eval-ids", help="Only these case ids: \"['id1','id2']\" or id1,id2 "
         "(UiPath's option)."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Run every case N times."),
-    output: Path | None = typer.Option(None, "--output", "-o",
+    output: Path | None = typer.Option(None, "--output", "-o", "--out",
                                        help="Write result rows (JSONL) as cases complete."),
     uipath_output: Path | None = typer.Option(None, "--uipath-output", "--output-file",
                                               help="Also write UiPath's output-file shape."),
