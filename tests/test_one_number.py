@@ -600,6 +600,12 @@ def test_a_results_repr_print_and_notebook_table_say_its_repeats(tmp_path):
         assert f", repeats={REPEATS!r}" in repr(result)
         assert f"\nrepeats: {REPEATS}\nflaky: {FLAKY}" in str(result)
         table = result._repr_html_()
+        # what they count is executions, as the terminal says (it said "N cases")
+        executions = result.summary.cases
+        assert f", executions={executions}, " in repr(result)
+        assert f"): {executions} executions, pass rate" in str(result)
+        assert f" · {executions} executions · pass rate" in table
+        assert f"): {plain.summary.cases} cases, pass rate" in str(plain)
         assert f"<p><b>repeats</b>: {html.escape(REPEATS)}</p>" in table
         assert f"<p><b>flaky</b>: {html.escape(FLAKY)}</p>" in table
         for shown in (repr(plain), str(plain), plain._repr_html_()):

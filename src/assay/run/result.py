@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay._util.user_paths import user_path
-from assay.run.display import RunDisplay, repeats_shown, run_display, scale_for
+from assay.run.display import (
+    RunDisplay,
+    executions_named,
+    repeats_shown,
+    run_display,
+    scale_for,
+)
 from assay.types import numbers
 from assay.types.config import RecordedRunConfig
 from assay.types.json import dump_json
@@ -260,7 +266,7 @@ class EvaluationResult:
         kept = ", in_memory=True" if self.in_memory else ""
         repeats = "" if shown.repeats == numbers.MISSING else f", repeats={shown.repeats!r}"
         notes = f", notes={self.notes!r}" if self.notes else ""
-        return (f"EvaluationResult(run_id={self.run_id!r}, cases={s.cases}, "
+        return (f"EvaluationResult(run_id={self.run_id!r}, {executions_named(s)}={s.cases}, "
                 f"mean_score={shown.mean_score}, passed={s.passed}{kept}{repeats}{notes})")
 
     def __str__(self) -> str:
@@ -268,7 +274,7 @@ class EvaluationResult:
         repeats: :func:`~assay.run.display.repeats_shown`), then each note."""
         s = self.summary
         shown = run_display(s)
-        lines = [f"run {self.run_id} ({self.run.suite}): {s.cases} cases, pass rate "
+        lines = [f"run {self.run_id} ({self.run.suite}): {s.cases} {executions_named(s)}, pass rate "
                  f"{shown.pass_rate}, mean score {shown.mean_score}, cost {shown.cost}, "
                  + ("passed" if s.passed else f"failed: {self.reason}")]
         lines += [f"{label}: {text}" for label, text in repeats_shown(shown)]
@@ -284,7 +290,7 @@ class EvaluationResult:
                 f"<span style=color:#b00>failed: {esc('; '.join(s.gate_failures))}</span>")
         kept = " (in memory: not stored)" if self.in_memory else ""
         head = (f"<p><b>run {esc(self.run_id)}</b>{kept} · {esc(self.run.suite)} · "
-                f"{s.cases} cases · pass rate {shown.pass_rate} · mean score "
+                f"{s.cases} {executions_named(s)} · pass rate {shown.pass_rate} · mean score "
                 f"{esc(shown.mean_score)} · cost {esc(shown.cost)} · {gate}</p>")
         head += "".join(f"<p><b>{label}</b>: {esc(text)}</p>"
                         for label, text in repeats_shown(shown))
