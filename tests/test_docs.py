@@ -253,6 +253,20 @@ def test_a_command_with_an_option_it_lacks_is_found():
     assert command_problems(root, "assay baseline sett RUN") == ["assay baseline: no command 'sett'"]
 
 
+def test_the_viewer_guide_names_every_operation_of_the_rest_api(tmp_path):
+    """docs/how-to/viewer.md lists the REST API; the exports, the labels, the agreement and
+    the compared case were served but named nowhere in the guide."""
+    from assay.server.app import create_app
+    from assay.server.settings import ServerSettings
+
+    app = create_app(ServerSettings(store_url=f"sqlite:///{tmp_path}/runs.db"))
+    guide = (ROOT / "docs" / "how-to" / "viewer.md").read_text()
+    named = {re.sub(r"\{run_id\}", "{id}", path) for path in app.openapi()["paths"]}
+    missing = sorted(path for path in named if f"{path}`" not in guide
+                     and f"{path}?" not in guide and f"{path} " not in guide)
+    assert not missing, missing
+
+
 def assay_commands(path: Path) -> list[str]:
     """The ``assay ...`` commands of a page: code spans that start with ``assay `` (outside its
     code blocks) and each command of its bash blocks, split at ``|``, ``;``, ``&&``, ``||``."""
