@@ -125,6 +125,28 @@ async def test_calibrate_reads_a_runs_stored_labels_as_a_file_of_them_would_be_r
     assert stored.statistics["accuracy"].value == pytest.approx(5 / 8)
 
 
+async def test_a_run_whose_judge_reads_the_expected_outcome_calibrates_on_its_labels(
+        tmp_path, mock_model, mock_server):
+    """docs/how-to/viewer.md: people label a run's judge on its case pages and ``assay
+    calibrate --run RUN --evaluator NAME`` measures it against them. A judge whose prompt
+    shows ``{{expected_outcome}}`` (examples/suite's ``quality``) was refused, as if its
+    items had to be judged again: they are not, its stored scores are compared."""
+    url = f"sqlite:///{tmp_path}/runs.db"
+    outcome = {"type": "llm_judge", "name": "graded",
+               "prompt": "{{candidate_answer}} meets {{expected_outcome}}?"}
+    run = await evaluate_async([{"id": f"c{i}", "input": f"q{i}", "output": f"answer {i}",
+                                 "expected_outcomes": [f"says {i}"]} for i in range(4)],
+                               evaluators=[outcome], judge_model=mock_model, store=url)
+    store = RunStore(url)
+    for record in store.case_records(run.run_id):
+        labels.add_label(store, run.run_id, record.case_id, 0, "graded", agrees=True,
+                         author="alice")
+    asked = mock_server.stats.requests
+    stored = await calibrate_async(run=run.run_id, evaluator="graded", store=url, resamples=0)
+    assert mock_server.stats.requests == asked  # no judge was called
+    assert stored.counts.scored == 4 and stored.statistics["accuracy"].value == 1.0
+
+
 @pytest.mark.process
 def test_the_command_calibrates_a_run_against_its_labels(tmp_path, mock_model, mock_server):
     import asyncio

@@ -78,9 +78,11 @@ def needed_fields(evaluator: Evaluator) -> dict[str, str]:
     return needed
 
 
-def check_fit(labelled: LabelledSet, evaluator: Evaluator) -> None:
+def check_fit(labelled: LabelledSet, evaluator: Evaluator, *, judged: bool = True) -> None:
     """Raise :class:`CalibrationDataError` unless ``evaluator`` can be calibrated on
-    ``labelled`` (see the module's description)."""
+    ``labelled`` (see the module's description). ``judged=False``: the items are not judged
+    again (a stored run's own scores are compared with the labels), so only the scale must
+    fit; what the items hold was the run's cases', which the judge has already read."""
     if not labelled.items:
         raise CalibrationDataError(f"{_files(labelled)}: no labelled items")
     scale = judge_scale(evaluator)
@@ -115,6 +117,8 @@ def check_fit(labelled: LabelledSet, evaluator: Evaluator) -> None:
             raise CalibrationDataError(
                 f"{at}: the labels are on {low}-{high}, but {who} rates on "
                 f"{judge_low}-{judge_high}: give the judge \"scale\": [{low}, {high}]")
+    if not judged:
+        return
     needed = needed_fields(evaluator)
     for field, why in needed.items():
         lacking = [item for item in labelled.items if not _has(item, field)]

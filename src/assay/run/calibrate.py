@@ -464,7 +464,7 @@ async def _calibrate_run(run_store: RunStore, run_id: str, labels: str | Path | 
     labelled = LabelledSet(name=Path(str(source)).stem, kind=chosen, items=items,
                            title=f"run {stored.id} with {source}", scale=bounds,
                            files=[str(source)], label_field=label)
-    check_fit(labelled, built)
+    check_fit(labelled, built, judged=False)  # its stored scores: no judge reads the items
     override = stored.config.run.judge_model
     defaults = stored.config.judge_models
     identity = await judge_identity(built, default_model=defaults[0] if len(defaults) == 1
