@@ -240,3 +240,24 @@ def test_an_agent_that_fails_fails_its_test_and_a_judge_that_fails_is_an_error(
     assert "case a: the agent failed [invalid_output]" in text
     assert "ERROR (judge) test_agent.py::test_judge_unreachable" in text
     assert "ERROR (judge) test_agent.py::test_crashing" not in text
+
+
+def test_a_data_file_suite_cases_cannot_read_is_one_line_at_collection(
+        pytester: pytest.Pytester):
+    """docs/how-to/pytest.md's ``suite_cases("rows.csv", columns={"input": "q"})`` with a
+    column the file lacks: the collection error was a traceback through assay's loaders,
+    the reason at its end; it is the reason, naming the file, the row and the column."""
+    pytester.makefile(".csv", rows="id,q,expected_output\na,hello,Paris\n")
+    pytester.makepyfile(test_rows=textwrap.dedent('''
+        import pytest
+        from assay.integrations.pytest_plugin import suite_cases
+
+        @pytest.mark.parametrize("item", suite_cases("rows.csv", columns={"input": "qq"}))
+        def test_row(item):
+            assert item.item.case.input
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    text = result.stdout.str()
+    assert "suite_cases('rows.csv'): row 0 (" in text and "rows.csv:2): no column 'qq'" in text
+    assert "dataset.py" not in text and "Traceback" not in text, text

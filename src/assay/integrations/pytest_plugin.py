@@ -197,11 +197,18 @@ def suite_cases(path: str | Path, *, columns: Mapping[str, str] | None = None) -
     is, so the tests collect from any directory (``pytest examples/pytest`` from the root).
     ``columns`` maps case fields to a data file's columns, as :func:`assay.evaluate` takes
     it."""
+    from assay.errors import EvaluationError
     from assay.run.evaluate import load_data
 
-    suite = load_data(beside_caller(path), columns=columns)
-    return [pytest.param(SuiteItem(suite, item), id=item.case.id)
-            for item in suite.iter_cases()]
+    try:
+        suite = load_data(beside_caller(path), columns=columns)
+    except EvaluationError as exc:
+        refused = exc.message
+    else:
+        return [pytest.param(SuiteItem(suite, item), id=item.case.id)
+                for item in suite.iter_cases()]
+    # the test file's collection error is the line, not a traceback through assay's loaders
+    pytest.fail(f"suite_cases({str(path)!r}): {refused}", pytrace=False)
 
 
 def beside_caller(path: str | Path, depth: int = 2) -> Path:
