@@ -239,6 +239,9 @@ def test_a_filter_matching_nothing_fails_the_gate(tmp_path):
     done = assay_cli(root, "run", "s.jsonl", "--filter", "typo*", "--store", "sqlite://")
     assert done.returncode == 1
     assert "no case was run" in done.stdout and "all gates passed" not in done.stdout
+    assert "cases 0;" in done.stdout and "cases 0 ()" not in done.stdout  # no empty verdicts
+    by_id = assay_cli(root, "run", "s.jsonl", "--eval-id", "typo*", "--store", "sqlite://")
+    assert by_id.returncode == 1 and "--eval-id" in by_id.stdout, by_id.stdout  # as typed
 
 
 def test_a_uipath_eval_set_with_no_evaluations_fails_the_gate(tmp_path):

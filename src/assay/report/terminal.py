@@ -150,7 +150,8 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
     if summary.measurements:
         skips += f", measurements {summary.measurements}"
     lines = [
-        f"{executions_named(summary)} {numbers.count(summary.cases)} ({verdicts}); pass rate "
+        f"{executions_named(summary)} {numbers.count(summary.cases)}"
+        f"{f' ({verdicts})' if verdicts else ''}; pass rate "
         f"{shown.pass_rate}; mean score "
         f"{shown.mean_score} over {summary.scored} scored; evaluator errors "
         f"{summary.evaluator_errors}{skips}",

@@ -612,7 +612,8 @@ def empty_run_failures(summary: RunSummary) -> list[str]:
     """A run with no case, or none scored (every case an error, not applicable, or only
     measured), never passes, whatever its policy."""
     if summary.cases == 0:
-        return ["no case was run (check --filter and the suite's cases)"]
+        return ["no case was run (check the case filter, --filter or --eval-id or "
+                "--eval-ids, filter= or case_ids= in Python, and the suite's cases)"]
     if summary.scored == 0:
         return [no_case_scored(summary)]
     return []
