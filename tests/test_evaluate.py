@@ -613,3 +613,20 @@ def test_one_evaluator_alone_is_a_list_of_one(one):
     assert assay.evaluate(rows, scorers=one).passed
     with pytest.raises(ConfigError, match="evaluators: a int is not an evaluator or a list"):
         assay.evaluate(rows, evaluators=3)
+
+
+def test_an_empty_output_cell_is_no_recorded_output_not_an_empty_answer():
+    """A DataFrame's NaN (or None) in the output column was an answer of nothing: judged, a
+    0 that failed the case. It records nothing, as a row without the column does: the case
+    is a target error, and no judge is asked about an empty answer."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": ["a", "b"], "input": ["q", "q"],
+                          "output": ["Paris", float("nan")],
+                          "expected_output": ["Paris", "Paris"]})
+    result = assay.evaluate(frame, evaluators=["exact_match"], store=":memory:")
+    by_id = {r.case_id: r for r in result.records}
+    assert by_id["a"].scores[0].value == 1.0
+    assert by_id["b"].verdict is Verdict.ERROR and by_id["b"].scores[0].value is None
+    assert by_id["b"].execution is not None
+    assert by_id["b"].execution.error == "no recorded output for case 'b'"
+    assert result.metrics["exact_match/mean"] == 1.0  # over the one answer, not 0.5

@@ -79,7 +79,7 @@ EXPECTATION_KEYS: dict[str, str] = {
 
 EXECUTION_FIELDS = ("output", "messages", "trace", "retrieved_context", "custom_outputs",
                     "tool_calls")
-"""Fields that record what the agent did: a row with any of them is judged as given."""
+"""Fields that record what the agent did: a row with a value in any of them is judged as given."""
 
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -367,7 +367,9 @@ def _case(values: dict[str, Any], where: str, source: Path | None,
     except ValidationError as exc:
         raise DatasetError(f"{where}: {field_problems(exc)}") from None
     execution = None
-    if any(k in values for k in EXECUTION_FIELDS):
+    # a cell left empty (None, a DataFrame's NaN) records nothing: a row whose output cell is
+    # empty has no recorded output, as one without the column has, never the answer ""
+    if any(values.get(k) is not None for k in EXECUTION_FIELDS):
         try:
             messages = _messages(values.get("messages") or [], where, "messages")
             messages += tool_call_messages(values.get("tool_calls"), where)
