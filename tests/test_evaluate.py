@@ -630,3 +630,16 @@ def test_an_empty_output_cell_is_no_recorded_output_not_an_empty_answer():
     assert by_id["b"].execution is not None
     assert by_id["b"].execution.error == "no recorded output for case 'b'"
     assert result.metrics["exact_match/mean"] == 1.0  # over the one answer, not 0.5
+
+
+def test_ids_to_run_that_the_suite_lacks_are_refused_before_any_call():
+    """``--eval-ids "['once','nope']"`` (``case_ids=``) ran 'once' alone and passed: a
+    mistyped id silently ran less. It is refused, naming the ids, as input overrides for
+    unknown cases are."""
+    rows = [{"id": "a", "input": "q", "output": "x", "expected_output": "x"},
+            {"id": "b", "input": "q", "output": "x", "expected_output": "x"}]
+    with pytest.raises(ConfigError, match=r"does not have: 'c', 'd'"):
+        assay.evaluate(rows, evaluators=["exact_match"], case_ids=["a", "c", "d"],
+                       store=":memory:")
+    chosen = assay.evaluate(rows, evaluators=["exact_match"], case_ids=["b"], store=":memory:")
+    assert [r.case_id for r in chosen.records] == ["b"]

@@ -131,8 +131,15 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 
 def check_case_adjustments(suite: Suite, config: RunConfig) -> None:
-    """Refuse, before the first call, input overrides for cases the suite does not have or
-    whose input has no fields, and settings the eval set does not define."""
+    """Refuse, before the first call, ids to run (``case_ids``, ``--eval-ids``) and input
+    overrides for cases the suite does not have, overrides of an input that has no fields,
+    and settings the eval set does not define: a mistyped id would silently run less."""
+    if config.case_ids is not None:
+        known = {item.case.id for item in suite.iter_cases()}
+        unknown = [k for k in config.case_ids if k not in known]
+        if unknown:
+            raise ConfigError(f"case_ids (--eval-ids) name case(s) the suite does not have: "
+                              f"{', '.join(repr(k) for k in unknown)}", code="invalid_config")
     overrides = config.input_overrides or {}
     if config.model_settings_id or config.agent_memory_settings_id:
         from assay.suites.uipath import run_settings
