@@ -203,6 +203,28 @@ def test_compare_and_report_write_their_markdown_to_the_step_summary(tmp_path):
     assert into_store.returncode == 2 and "output_is_input" in into_store.stderr
 
 
+def test_a_runs_markdown_report_goes_to_the_step_summary_too(tmp_path):
+    """docs/ci.md: every command that writes Markdown appends it to $GITHUB_STEP_SUMMARY.
+    ``assay run --report markdown:FILE`` wrote the file and left the summary empty; written
+    straight to the summary file, it is there once."""
+    from tests.assay_process import run_assay
+
+    (tmp_path / "rows.jsonl").write_text(json.dumps(
+        {"id": "a", "input": "q", "output": "Paris", "expected_output": "Paris"}) + "\n")
+    (tmp_path / "rows.yaml").write_text("evaluators:\n  - type: exact_match\n")
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
+    done = run_assay(["run", "rows.jsonl", "--report", "markdown:run.md", "--store",
+                      f"sqlite:///{tmp_path}/runs.db"], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = (tmp_path / "run.md").read_text()
+    assert written.startswith("## assay run ") and summary.read_text() == written
+    summary.unlink()
+    done = run_assay(["run", "rows.jsonl", "--report", f"markdown:{summary}", "--store",
+                      f"sqlite:///{tmp_path}/runs.db"], cwd=tmp_path, env=env)
+    assert done.returncode == 0 and summary.read_text().count("## assay run ") == 1
+
+
 def test_a_case_failed_by_its_policys_score_is_annotated_on_the_policys_scale():
     """A case that failed with no evaluator failing (Connexity's overall score under its
     threshold) was annotated "score 0.650", where every surface shows "65.0 /100"."""

@@ -2,8 +2,9 @@
 ``::error`` annotation on each case that failed, at the line of the suite that defines it.
 
 ``$GITHUB_STEP_SUMMARY`` names the summary file when a step runs under GitHub Actions; every
-command that writes Markdown (``assay compare``, ``assay report --markdown``) appends it there
-too when the variable is set, so a workflow needs no step of its own for it. Annotations are
+command that writes Markdown (``assay compare``, ``assay report --markdown``, ``assay run
+--report markdown:FILE``) appends it there too when the variable is set, so a workflow needs
+no step of its own for it. Annotations are
 workflow commands on standard output: their text is escaped as GitHub reads it (``%``, line
 breaks, and in properties ``:`` and ``,``), so a case's hostile id or output cannot end a
 command early or start another, and other control characters are shown as escapes.

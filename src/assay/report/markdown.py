@@ -12,7 +12,6 @@ shows), and long text is cut. A case id that reads ``<img src=x onerror=...>`` o
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from assay._util.control_chars import printable
@@ -117,7 +116,3 @@ def _evaluator_error(row: queries.CaseRow) -> str | None:
                  if cell.state == "error"), None)
 
 
-def write_markdown(store: RunStore, run: RunRecord, path: Path) -> None:
-    from assay.report.outputs import write_atomic
-
-    write_atomic(path, render_markdown(store, run).encode("utf-8"), "Markdown report")
