@@ -239,3 +239,31 @@ def test_a_case_failed_by_its_policys_score_is_annotated_on_the_policys_scale():
     assert line.endswith(f"::verdict fail, {scale.name} 65.0 /100"), line
     [plain] = failure_annotations([record])
     assert plain.endswith("::verdict fail, score 0.650"), plain
+
+
+def test_a_markdown_report_written_to_the_step_summary_keeps_what_earlier_steps_wrote(
+        tmp_path):
+    """``assay report RUN --markdown $GITHUB_STEP_SUMMARY`` replaced the summary file (the
+    job's earlier steps' summaries lost), then appended the same Markdown again; so did
+    ``assay run --report markdown:$GITHUB_STEP_SUMMARY``."""
+    from tests.assay_process import run_assay
+
+    (tmp_path / "rows.jsonl").write_text(json.dumps(
+        {"id": "a", "input": "q", "output": "Paris", "expected_output": "Paris"}) + "\n")
+    (tmp_path / "rows.yaml").write_text("evaluators:\n  - type: exact_match\n")
+    summary = tmp_path / "summary.md"
+    summary.write_text("## an earlier step\n")
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary)}
+    store = f"sqlite:///{tmp_path}/runs.db"
+    done = run_assay(["run", "rows.jsonl", "--report", f"markdown:{summary}", "--store", store],
+                     cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = summary.read_text()
+    assert text.startswith("## an earlier step\n") and text.count("## assay run ") == 1
+    run_id = json.loads(run_assay(["runs", "--json", "--store", store], cwd=tmp_path,
+                                  env=env).stdout)[0]["id"]
+    done = run_assay(["report", run_id, "--markdown", str(summary), "--store", store],
+                     cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = summary.read_text()
+    assert text.startswith("## an earlier step\n") and text.count("## assay run ") == 2

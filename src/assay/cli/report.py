@@ -34,10 +34,10 @@ def report(
     """Render a stored run for people: an HTML file for CI artifacts, Markdown for reviews.
     Markdown is also appended to $GITHUB_STEP_SUMMARY when it is set. Each file written is
     named on standard error (standard output may carry the Markdown)."""
-    from assay.report.github import append_step_summary
+    from assay.report.github import write_markdown
     from assay.report.html import write_html
     from assay.report.markdown import render_markdown
-    from assay.report.outputs import check_outputs, write_atomic
+    from assay.report.outputs import check_outputs
     from assay.store.runs import RunStore
 
     if html is None and markdown is None:
@@ -59,12 +59,11 @@ def report(
         _written("HTML report", html)
     if markdown is not None:
         text = text if text is not None else render_markdown(runs, run)
-        if md_path is not None:
-            write_atomic(md_path, text.encode("utf-8"), "Markdown report")
-            _written("Markdown report", md_path)
-        else:
+        if md_path is None:
             sys.stdout.write(text)
-        append_step_summary(text, runs.input_files())
+        write_markdown(md_path, text, runs.input_files())
+        if md_path is not None:
+            _written("Markdown report", md_path)
 
 
 def _written(label: str, path: Path) -> None:

@@ -45,6 +45,20 @@ def append_step_summary(markdown: str, inputs: Mapping[Path, str] | None = None)
     return True
 
 
+def write_markdown(path: Path | None, markdown: str,
+                   inputs: Mapping[Path, str] | None = None) -> None:
+    """Write ``markdown`` to ``path`` (None: no file) and append it to the step summary when
+    ``$GITHUB_STEP_SUMMARY`` is set: the one way a command writes Markdown. A ``path`` that
+    is the summary file itself is appended to once, never replaced: the summary holds what
+    the job's earlier steps wrote."""
+    from assay.report.outputs import write_atomic
+
+    given = os.environ.get(SUMMARY_VARIABLE, "").strip()
+    if path is not None and not (given and Path(given).resolve() == Path(path).resolve()):
+        write_atomic(path, markdown.encode("utf-8"), "Markdown report")
+    append_step_summary(markdown, inputs)
+
+
 def escape_data(text: str) -> str:
     """A workflow command's message, escaped as GitHub unescapes it, with every other
     control character shown as its escape (``\x1b``) as the terminal shows it: the job's
@@ -100,5 +114,11 @@ def failure_annotations(records: Iterable[CaseRecord], root: Path | None = None,
     return found
 
 
-__all__ = ["SUMMARY_VARIABLE", "append_step_summary", "escape_data", "escape_property",
-           "failure_annotations"]
+__all__ = [
+    "SUMMARY_VARIABLE",
+    "append_step_summary",
+    "escape_data",
+    "escape_property",
+    "failure_annotations",
+    "write_markdown",
+]

@@ -80,15 +80,9 @@ def write_markdown_report(result: Any, path: Path) -> None:
     """A Markdown summary for a pull-request comment or a GitHub step summary; appended to
     ``$GITHUB_STEP_SUMMARY`` too when it is set, as every command that writes Markdown does
     (unless ``path`` is that file: it is written once)."""
-    import os
-
-    from assay.report.github import SUMMARY_VARIABLE, append_step_summary
+    from assay.report.github import write_markdown
     from assay.report.markdown import render_markdown
-    from assay.report.outputs import write_atomic
 
     store = _stored(result, "markdown")
-    text = render_markdown(store, store.run_record(result.run_id))
-    write_atomic(path, text.encode("utf-8"), "Markdown report")
-    summary = os.environ.get(SUMMARY_VARIABLE, "").strip()
-    if not summary or Path(summary).resolve() != Path(path).resolve():
-        append_step_summary(text, store.input_files())
+    write_markdown(Path(path), render_markdown(store, store.run_record(result.run_id)),
+                   store.input_files())
