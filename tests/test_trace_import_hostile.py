@@ -155,3 +155,46 @@ def test_writeback_shows_a_trace_id_holding_escapes_without_obeying_them(tmp_pat
     assert result.exit_code == 0, result.output
     assert "trace evil\\x1b]0;pwned\\x07\\x1b[2J: its root span is not known" in result.output
     assert "\x1b" not in result.output and "\x07" not in result.output
+
+
+def _judged_file(tmp_path: Path) -> tuple[Path, Path, bytes]:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [SPAN]}]}]}))
+    (tmp_path / "EVAL.yaml").write_text(EVAL)
+    return path, tmp_path / "runs.db", path.read_bytes()
+
+
+@pytest.mark.parametrize("option", ["--output", "--junit", "--report"])
+def test_a_run_never_writes_an_output_over_the_trace_file_it_judges(
+        tmp_path: Path, option: str) -> None:
+    """``assay run --traces otlp:FILE --output FILE`` judged the traces, then replaced them
+    with its result rows: the trace file was not among the files a run uses."""
+    path, store, before = _judged_file(tmp_path)
+    given = f"html:{path}" if option == "--report" else str(path)
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "EVAL.yaml"), "--traces",
+                                      f"otlp:{path}", "--store", f"sqlite:///{store}",
+                                      option, given])
+    assert result.exit_code == 2, result.output
+    assert f"is the trace file of otlp:{path}" in result.output
+    assert path.read_bytes() == before
+
+
+def test_writeback_never_writes_the_verdicts_over_the_trace_file_judged(
+        tmp_path: Path) -> None:
+    """``assay writeback RUN --to otlp:FILE`` with the file the run's traces came from
+    replaced those traces with the verdict spans alone."""
+    import assay
+
+    path, store, before = _judged_file(tmp_path)
+    run = assay.evaluate(traces=f"otlp:{path}", store=store, evaluators=[
+        {"type": "contains", "search_text": "a", "name": "a"}])
+    result = CliRunner().invoke(app, ["writeback", run.run_id, "--to", f"otlp:{path}",
+                                      "--store", f"sqlite:///{store}"])
+    assert result.exit_code == 2, result.output
+    assert f"is the trace file run {run.run_id} judged (otlp:{path})" in result.output
+    assert path.read_bytes() == before
+    out = tmp_path / "verdicts.json"
+    result = CliRunner().invoke(app, ["writeback", run.run_id, "--to", f"otlp:{out}",
+                                      "--store", f"sqlite:///{store}"])
+    assert result.exit_code == 0, result.output
+    assert "gen_ai.evaluation" in out.read_text()

@@ -104,7 +104,7 @@ def writeback(
 
     from assay.report.outputs import check_outputs, write_atomic
     from assay.report.safe_text import plain_for_terminal
-    from assay.run.sources.writeback import write_back
+    from assay.run.sources.writeback import trace_files, write_back
     from assay.store.runs import open_store
 
     runs = open_store(store_url(store))
@@ -114,7 +114,7 @@ def writeback(
         if not address:
             raise ConfigError("--to otlp:FILE.json: give the file to write")
         path = Path(address)
-        check_outputs({"--to": path}, runs.input_files())
+        check_outputs({"--to": path}, {**runs.input_files(), **trace_files(runs, run.id)})
         found = write_back(runs, run.id, to)
         assert isinstance(found, dict)
         write_atomic(path, orjson.dumps(found, option=orjson.OPT_INDENT_2), "--to")

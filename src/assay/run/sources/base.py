@@ -146,6 +146,14 @@ class TraceSource(Protocol):
         ...
 
 
+def source_files(source: TraceSource) -> dict[Path, str]:
+    """The files ``source`` reads, each with what it is (see
+    :data:`assay.report.outputs.Inputs`): what no output of a run judging it may be. A source
+    that reads no local file (a server, a tracking URI) need not say."""
+    found = getattr(source, "input_files", None)
+    return dict(found()) if callable(found) else {}
+
+
 def open_source(spec: str, *, store: Any = None) -> TraceSource:
     """The source ``spec`` names (see :mod:`assay.run.sources`); ``store`` is the run store
     for ``store`` without a URL."""

@@ -57,6 +57,11 @@ class FileSource:
     def filters_itself(self) -> bool:
         return False
 
+    def input_files(self) -> dict[Path, str]:
+        """The export file: a run's outputs may not be it (``--output`` over the traces
+        being judged would destroy them)."""
+        return {self.path: f"the trace file of {self.name}"}
+
     def traces(self, query: TraceQuery, **_: Any) -> Iterator[SourcedTrace]:
         data, lines = self._load()
         if self.kind == "langfuse":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from assay.run.sources.base import SourcedTrace, TraceQuery
@@ -21,6 +22,11 @@ class StoreSource:
 
     def filters_itself(self) -> bool:
         return False
+
+    def input_files(self) -> dict[Path, str]:
+        """The store the traces are read from (another than the run's own, with
+        ``store:URL``): a run's outputs may not be its files."""
+        return self.store.input_files()
 
     def traces(self, query: TraceQuery, settled_before: float | None = None,
                skip: Callable[[Sequence[str]], set[str]] | None = None,

@@ -16,7 +16,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.run.sources.base import SourcedTrace, TraceQuery, TraceSource, open_source, selected
+from assay.run.sources.base import (
+    SourcedTrace,
+    TraceQuery,
+    TraceSource,
+    open_source,
+    selected,
+    source_files,
+)
 from assay.suites.model import Suite, SuiteCase
 from assay.traces.reader import TraceReading
 from assay.types.case import Case
@@ -108,12 +115,14 @@ def traces_suite(cases: Iterable[SuiteCase], source: TraceSource, name: str | No
     if not found:
         raise ConfigError(f"no traces to judge in {source.name} (check the source, --filter "
                           "and --since)", code="no_traces")
+    files = source_files(source)
     if like is None:
         return Suite(name=name or f"traces {source.name}", cases=found,
-                     metadata={"traces": source.name})
+                     metadata={"traces": source.name}, files=files)
     return like.model_copy(update={
         "name": name or like.name, "cases": found, "case_source": None,
-        "metadata": {**like.metadata, "traces": source.name}})
+        "metadata": {**like.metadata, "traces": source.name},
+        "files": {**like.files, **files}})
 
 
 def suite_of_traces(traces: TraceSource | str, query: TraceQuery, *, store: Any = None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from assay.run.sources.base import SourceError
@@ -75,6 +76,20 @@ def verdicts(records: list[CaseRecord]) -> Iterator[Verdict]:
 
 def run_verdicts(store: RunStore, run_id: str) -> list[Verdict]:
     return list(verdicts(store.case_records(run_id)))
+
+
+def trace_files(store: RunStore, run_id: str) -> dict[Path, str]:
+    """The export files ``run_id``'s traces were read from (``otlp:FILE``,
+    ``langfuse:FILE``), each with what it is: an OTLP export of its verdicts written over one
+    would replace the traces with the verdicts."""
+    found: dict[Path, str] = {}
+    for record in store.case_records(run_id):
+        meta = record.case.metadata.get(TRACE_KEY)
+        source = meta.get("source") if isinstance(meta, dict) else None
+        kind, _, address = source.partition(":") if isinstance(source, str) else ("", "", "")
+        if kind in ("otlp", "langfuse") and address:
+            found[Path(address)] = f"the trace file run {run_id} judged ({source})"
+    return found
 
 
 # -- MLflow --------------------------------------------------------------------------------
