@@ -85,12 +85,18 @@ def test_labels_over_the_api(tmp_path):
         assert api.get(f"/runs/{run}/agreement").json()[0]["labelled"] == 2
         for bad, status in (({"agrees": "yes"}, 400), ({"author": ""}, 400),
                             ({"evaluator": "nope"}, 404), ({"case_id": "nope"}, 404),
-                            ({"extra": 1}, 400), ({"value": 2.0}, 400)):
+                            ({"extra": 1}, 400), ({"value": 2.0}, 400),
+                            # agreeing, yet a value: stored and shown, never counted
+                            ({"value": 0.3}, 400), ({"value": False}, 400)):
             body = {"case_id": "case-000001", "evaluator": "correctness", "agrees": True,
                     "author": "bob", **bad}
             answer = api.post(f"/runs/{run}/labels", json=body)
             assert answer.status_code == status, (bad, answer.text)
         assert len(api.get(f"/runs/{run}/labels").json()) == 2
+        both = api.post(f"/runs/{run}/labels", json={
+            "case_id": "case-000001", "evaluator": "correctness", "agrees": True,
+            "value": 0.3, "author": "bob"}).json()
+        assert both["code"] == "invalid_label" and "send agrees false" in both["detail"]
         assert api.post("/runs/nope/labels", json={
             "case_id": "c", "evaluator": "e", "agrees": True, "author": "a"}).status_code == 404
 

@@ -82,7 +82,7 @@ def human_value(label: HumanLabel) -> Any:
     return None if label.judge_passed is None else not label.judge_passed
 
 
-def _checked(author: str, comment: str, value: Any) -> tuple[str, str]:
+def _checked(author: str, comment: str, value: Any, agrees: bool) -> tuple[str, str]:
     author = author.strip()
     if not author or len(author) > MAX_AUTHOR or any(ord(c) < 32 for c in author):
         raise ConfigError(f"a label needs its author: one line of 1 to {MAX_AUTHOR} "
@@ -90,6 +90,12 @@ def _checked(author: str, comment: str, value: Any) -> tuple[str, str]:
     if len(comment) > MAX_COMMENT:
         raise ConfigError(f"a label's comment is at most {MAX_COMMENT:,} characters",
                           code="invalid_label")
+    if agrees and value is not None:
+        # human_value takes the judge's verdict for a label that agrees: a value beside it
+        # would be stored and shown, yet never counted.
+        raise ConfigError(f"a label that agrees with the judge takes no value (got "
+                          f"{quoted(str(value), 60)}): to say what the score should have "
+                          "been, send agrees false with the value", code="invalid_label")
     if value is not None and not isinstance(value, bool | int | float | str):
         raise ConfigError("a label's value is true or false, a number or a label",
                           code="invalid_label")
@@ -102,7 +108,7 @@ def _checked(author: str, comment: str, value: Any) -> tuple[str, str]:
 def add_label(store: RunStore, run_id: str, case_id: str, repeat: int, evaluator: str, *,
               agrees: bool, author: str, value: Any = None, comment: str = "") -> HumanLabel:
     """Label a judge's score on a case (the score must exist); the label as stored."""
-    author, comment = _checked(author, comment, value)
+    author, comment = _checked(author, comment, value, agrees)
     from assay.store.queries import case_record
 
     record = case_record(store, run_id, case_id, repeat)
