@@ -198,3 +198,17 @@ def test_writeback_never_writes_the_verdicts_over_the_trace_file_judged(
                                       "--store", f"sqlite:///{store}"])
     assert result.exit_code == 0, result.output
     assert "gen_ai.evaluation" in out.read_text()
+
+
+def test_a_store_named_to_read_traces_from_must_be_there(tmp_path: Path) -> None:
+    """``--traces store:sqlite:///typo.db`` created that store (and its directories) and
+    judged its no traces: 'no traces to judge', and a new empty file left behind."""
+    from assay.store.errors import StoreError
+
+    missing = tmp_path / "no-such-dir" / "typo.db"
+    with pytest.raises(StoreError, match=f"no run store at {missing}: the file does not exist"):
+        open_source(f"store:sqlite:///{missing}")
+    assert not missing.parent.exists()
+    made = tmp_path / "runs.db"
+    assert open_source("store", store=f"sqlite:///{made}").name.startswith("store:")
+    assert made.is_file()  # the run's own store, made as a run makes it

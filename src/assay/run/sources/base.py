@@ -161,7 +161,7 @@ def open_source(spec: str, *, store: Any = None) -> TraceSource:
     if spec == "store" or kind == "store":
         from assay.run.sources.received import StoreSource
 
-        return StoreSource(rest or store)
+        return StoreSource(rest, must_exist=True) if rest else StoreSource(store)
     if kind == "mlflow":
         from assay.run.sources.mlflow import MlflowSource
 

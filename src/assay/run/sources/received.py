@@ -16,8 +16,10 @@ PAGE = 500
 class StoreSource:
     """The traces received into a run store (``store`` or ``store:URL``)."""
 
-    def __init__(self, store: RunStore | str | None = None) -> None:
-        self.store = open_store(store or None)
+    def __init__(self, store: RunStore | str | None = None, must_exist: bool = False) -> None:
+        """``must_exist``: the store was named to be read (``store:URL``), so a SQLite file
+        that is not there is an error, never a new empty store read as having no traces."""
+        self.store = open_store(store or None, must_exist=must_exist)
         self.name = f"store:{self.store.display_url}"
 
     def filters_itself(self) -> bool:
