@@ -127,6 +127,33 @@ def test_what_a_file_lacks_is_said_and_bad_files_are_clear_errors(tmp_path: Path
             parse_time(never, "since")
 
 
+def test_since_takes_seconds_since_1970_as_a_command_line_writes_them(tmp_path: Path) -> None:
+    """``--since 1790000001`` (seconds since 1970, as the option's help and its error say)
+    was refused: a command line gives text, and text was read only as a date or a time
+    ago."""
+    from typer.testing import CliRunner
+
+    from assay.cli.app import app
+    from assay.store.runs import RunStore
+
+    assert parse_time("1790000001") == 1_790_000_001.0
+    assert parse_time(" 1790000001.5 ") == 1_790_000_001.5
+    assert parse_time("20261101") == dt.datetime(2026, 11, 1, tzinfo=dt.UTC).timestamp()
+    path = tmp_path / "traces.json"
+    path.write_bytes(orjson.dumps(export(*[
+        s for i in range(3) for s in agent_trace(f"q{i}", f"a{i}", start=1_790_000_000 + i)[1]])))
+    (tmp_path / "EVAL.yaml").write_text("execution:\n  evaluators:\n    - {name: a, type: "
+                                        "contains, search_text: a}\ncases:\n  - {id: x, "
+                                        "input: q}\n")
+    store = tmp_path / "runs.db"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "EVAL.yaml"), "--traces",
+                                      f"otlp:{path}", "--since", "1790000001", "--store",
+                                      f"sqlite:///{store}"])
+    assert result.exit_code == 0, result.output
+    (run,) = RunStore(f"sqlite:///{store}").run_records()
+    assert run.summary is not None and run.summary.cases == 2
+
+
 def test_a_skewed_span_and_a_long_trace_are_said_per_trace(tmp_path: Path) -> None:
     skewed = span("ab" * 16, "agent", start=1_790_000_010, end=1_790_000_000,
                   **{"input.value": "q", "output.value": "a"})

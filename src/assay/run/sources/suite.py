@@ -31,6 +31,8 @@ from assay.types.case import Case
 TRACE_KEY = "trace"
 """The case metadata key that names a case's trace."""
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_EPOCH = re.compile(r"^\s*[+-]?[0-9]+(?:\.[0-9]+)?\s*$")
+"""Seconds since 1970 written out (``1790000000``, ``1790000000.5``)."""
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
@@ -67,6 +69,8 @@ def _seconds(value: Any, where: str, now: float | None) -> float:
     try:
         written = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
+        if _EPOCH.match(text):  # as a command line gives seconds: text
+            return float(text)
         raise ConfigError(f"{where} {text[:60]!r}: expected an ISO 8601 date or date-time "
                           "(2026-11-01, 2026-11-01T12:00:00Z), seconds since 1970, or a time "
                           "ago (30m, 24h, 7d)", code="invalid_time") from None
