@@ -212,3 +212,26 @@ def test_a_store_named_to_read_traces_from_must_be_there(tmp_path: Path) -> None
     made = tmp_path / "runs.db"
     assert open_source("store", store=f"sqlite:///{made}").name.startswith("store:")
     assert made.is_file()  # the run's own store, made as a run makes it
+
+
+@pytest.mark.parametrize(("trace_id", "said"), [
+    ({"a": 1}, """item 0 traceId is '{"a": 1}': expected the trace's id as text"""),
+    ("a\x00b", r"item 0 traceId 'a\x00b' holds a NUL character"),
+    ("   ", "item 0 traceId '   ' is blank"),
+])
+def test_a_langfuse_trace_id_no_case_can_have_is_an_error_naming_its_place(
+        tmp_path: Path, trace_id: object, said: str) -> None:
+    """A Langfuse trace id becomes the case's id: an object was read as its Python spelling
+    ("{'a': 1}"), and an id holding a NUL was kept, one PostgreSQL cannot store and the API
+    refuses to look up."""
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps([{"traceId": trace_id, "type": "SPAN", "name": "agent",
+                                 "output": "a"}]))
+    with pytest.raises(SourceError) as caught:
+        read_traces(open_source(f"langfuse:{path}"), TraceQuery())
+    assert said in str(caught.value)
+    nested = tmp_path / "traces.json"
+    nested.write_text(json.dumps([{"id": trace_id, "observations": [
+        {"type": "SPAN", "name": "agent", "output": "a"}]}]))
+    with pytest.raises(SourceError, match="item 0 id"):
+        read_traces(open_source(f"langfuse:{nested}"), TraceQuery())

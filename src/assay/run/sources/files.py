@@ -22,7 +22,9 @@ from typing import Any
 import orjson
 
 from assay._util import jsondata
+from assay._util.control_chars import quoted
 from assay.run.sources.base import SourcedTrace, SourceError, TraceQuery
+from assay.suites.model import id_problem as case_id_problem
 from assay.types.spans import (
     TRACE_ID_BYTES,
     Span,
@@ -213,13 +215,15 @@ class FileSource:
             if not isinstance(item, Mapping):
                 raise SourceError(self.name, f"item {index} is not an object")
             if isinstance(item.get("observations"), list):  # a trace with its observations
-                trace_id = str(item.get("id") or f"{self.path.stem}-{index}")
-                observations = [{**o, "traceId": trace_id} for o in item["observations"]
+                given = self._langfuse_id(item.get("id"), f"item {index} id") or \
+                    f"{self.path.stem}-{index}"
+                observations = [{**o, "traceId": given} for o in item["observations"]
                                 if isinstance(o, Mapping)]
             else:
                 observations = [dict(item)]
             for observation in observations:
-                trace_id = str(observation.get("traceId") or observation.get("trace_id") or "")
+                trace_id = self._langfuse_id(
+                    _first(observation, "traceId", "trace_id"), f"item {index} traceId")
                 if not trace_id:
                     notes.setdefault("", []).append(
                         f"observation {observation.get('id', index)!r} has no traceId: "
@@ -234,6 +238,22 @@ class FileSource:
             yield SourcedTrace(trace_id, spans, self.name, notes.get(trace_id, []))
         if notes.get(""):
             raise SourceError(self.name, "; ".join(notes[""][:3]))
+
+    def _langfuse_id(self, value: Any, where: str) -> str | None:
+        """A Langfuse trace id as the case id it becomes; None for none. One that is not
+        text, or that no case may have (a NUL, blank), is an error naming its place: an
+        object read as its Python spelling, or an id PostgreSQL cannot store, would name a
+        case nobody can find."""
+        if value is None or value == "":
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise SourceError(self.name, f"{where} is {quoted(json.dumps(value), 60)}: "
+                              "expected the trace's id as text")
+        problem = case_id_problem(str(value))
+        if problem is not None:
+            raise SourceError(self.name, f"{where} {quoted(str(value), 60)} {problem}: "
+                              "expected an id a case can have")
+        return str(value)
 
 
 def _first(observation: Mapping[str, Any], *keys: str) -> Any:
