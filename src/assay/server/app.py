@@ -495,6 +495,13 @@ PROBE_PATHS = frozenset({"/health"})
 cache buster): they take no parameter, and refuse none."""
 
 
+def _not_over_http() -> bool:
+    """A handler's option that only assay's own calls set (the export's every row of a
+    comparison): over HTTP it is always False, so a client cannot lift a page's limit, and
+    the query parameter is unknown (400)."""
+    return False
+
+
 def _known_parameters(request: Request) -> None:
     """A query parameter the operation does not take is a 400 naming it and those it takes:
     a misspelt filter (``suit=chat``) would otherwise be ignored, and the answer read as
@@ -707,7 +714,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             case_sort: CaseOrder = CaseOrder.STATUS,
             case_limit: Annotated[int, Query(ge=1, le=CASES_SHOWN)] = CASES_SHOWN,
             case_offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
-            every_case: Annotated[bool, Query(include_in_schema=False)] = False) \
+            every_case: Annotated[bool, Depends(_not_over_http)] = False) \
             -> ServedComparison:
         """Compare a candidate run with a baseline: the candidate's policy's verdict with
         each reason's paired test, the significance of the paired differences (McNemar on
