@@ -129,8 +129,19 @@ def test_an_unreachable_server_and_a_store_of_another_version_are_clear_errors(
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert f"mlflow:{tracking}: opening the tracking store failed" in done.stdout + done.stderr
-    missing = open_source(f"mlflow:sqlite:///{tmp_path}/other.db#nope")
     with pytest.raises(SourceError, match="no experiment is named 'nope'"):
-        read_traces(missing, TraceQuery())
+        read_traces(open_source(f"mlflow:{tracking}#nope"), TraceQuery())
+
+
+def test_a_sqlite_tracking_store_that_is_not_there_is_an_error_and_not_made(
+        tmp_path: Path) -> None:
+    """``mlflow:sqlite:///typo.db`` made that store (MLflow's client creates it, and its
+    folders) and found no traces in it; written back to, it took assessments for traces it
+    does not hold."""
+    missing = tmp_path / "no-such-dir" / "typo.db"
+    with pytest.raises(SourceError, match=f"no MLflow tracking store at {missing}: the file "
+                       "does not exist"):
+        read_traces(open_source(f"mlflow:sqlite:///{missing}"), TraceQuery())
+    assert not missing.parent.exists()
 
 

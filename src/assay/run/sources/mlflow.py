@@ -17,6 +17,7 @@ import contextlib
 import inspect
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 from assay._util.redact import redact_url
@@ -79,6 +80,15 @@ class MlflowSource:
             raise SourceError(self.name, f"{what} failed: {first}") from None
 
     def client(self) -> Any:
+        """MLflow's client of the tracking store; a SQLite store that is not there is an
+        error: MLflow would create it (and its directories), empty, and a mistyped path
+        read as a store without traces, or written back to as one."""
+        if self.tracking_uri.startswith("sqlite:///") and \
+                self.tracking_uri != "sqlite:///:memory:":
+            path = Path(self.tracking_uri.removeprefix("sqlite:///"))
+            if not path.is_file():
+                raise SourceError(self.name, f"no MLflow tracking store at {path}: the file "
+                                  "does not exist")
         mlflow = import_mlflow()
         return self.call("opening the tracking store", mlflow.MlflowClient,
                          tracking_uri=self.tracking_uri)
