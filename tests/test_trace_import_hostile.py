@@ -235,3 +235,18 @@ def test_a_langfuse_trace_id_no_case_can_have_is_an_error_naming_its_place(
         {"type": "SPAN", "name": "agent", "output": "a"}]}]))
     with pytest.raises(SourceError, match="item 0 id"):
         read_traces(open_source(f"langfuse:{nested}"), TraceQuery())
+
+
+def test_a_status_filter_is_ok_or_error_and_any_other_value_is_refused(tmp_path: Path) -> None:
+    """``--filter status=failed`` (or ``status=ERROR``, as Langfuse writes a level) matched
+    no trace: nothing was judged, and ``status!=failed`` judged every trace, both unsaid."""
+    from assay.errors import ConfigError
+
+    path, _, _ = _judged_file(tmp_path)
+    source = open_source(f"otlp:{path}")
+    for said in ("status=failed", "status!=failed", "status=erorr"):
+        with pytest.raises(ConfigError, match=r"a trace's status is ok or error \(error when "
+                                              r"a span failed\), not"):
+            read_traces(source, TraceQuery(filter=said))
+    assert len(read_traces(source, TraceQuery(filter="status=OK"))) == 1
+    assert read_traces(source, TraceQuery(filter="status=ERROR")) == []
