@@ -118,7 +118,7 @@ def test_runs_show_and_compare_exit_codes(project, mock_server):
     shown = assay(project, "show", bad_id, env={"COLUMNS": "250"})
     assert shown.returncode == 0 and "ke" in shown.stdout and "fail" in shown.stdout
     assert "not found" in shown.stdout  # the contains miss is shown
-    assert "verdicts fail 1, pass 2; gate fail" in shown.stdout  # counts, not a dict
+    assert "3 cases: 2 pass, 1 fail, 0 borderline, 0 error, 0 skipped;" in shown.stdout  # counts, not a dict
     regressed = assay(project, "compare", good_id, bad_id)
     assert regressed.returncode == 1, regressed.stdout
     assert "regression detected" in regressed.stdout and "1 case(s) regressed" in regressed.stdout
@@ -153,7 +153,7 @@ def test_max_failed_counts_cases_not_repeats(project, mock_server):
     assert bad.returncode == 1, bad.stdout + bad.stderr
     gate = "1 case failed (3 of 3 repeats; allowed 0)"
     assert f"gate failed: {gate}" in bad.stdout
-    assert "executions 9 (fail 3, pass 6)" in bad.stdout  # the verdicts are per repeat
+    assert "9 executions: 6 pass, 3 fail," in bad.stdout  # the verdicts are per repeat
     run_id = _run_id(bad.stdout)
     assert f"gate failed: {gate}" in assay(project, "show", run_id,
                                            env={"COLUMNS": "250"}).stdout

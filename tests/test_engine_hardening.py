@@ -153,7 +153,7 @@ async def test_retry_errors_after_invalid_judge_output_calls_the_judge_again(
     model = f"{mock_server.url}#judge"
     first = assay(tmp_path, "run", "EVAL.yaml", "--judge-model", model, "--store",
                   "sqlite:///runs.db")
-    assert first.returncode == 1 and "evaluator errors 1" in first.stdout, first.stdout
+    assert first.returncode == 1 and "1 evaluator score: 0 values, 1 error" in first.stdout, first.stdout
     run_id = next(x for x in first.stdout.splitlines() if x.startswith("run ")).split()[1]
     mock_server.configure(faults={})
     second = assay(tmp_path, "run", "--resume", run_id, "--retry-errors", "--store",

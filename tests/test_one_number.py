@@ -86,7 +86,7 @@ def terminal(url: str, run_id: str, policy: str) -> dict[str, str]:
     """The figures ``assay show RUN --summary`` prints."""
     text = _cli("show", run_id, "--summary", "--store", url)
     found = {
-        "pass_rate": _match(r"^cases \d+ .*; pass rate (\S+);", text),
+        "pass_rate": _match(r"^\d+ cases: .*; pass rate (\S+);", text),
         "mean_score": _match(r"; mean score (.+?) over \d+ scored", text),
         "latency_p50": _match(r"^agent turn latency p50 (.+?), p95", text),
         "latency_p95": _match(r"^agent turn latency p50 .+?, p95 (.+?), mean", text),

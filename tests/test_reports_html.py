@@ -237,7 +237,7 @@ def test_the_markdown_lists_a_passing_case_an_evaluator_could_not_score(tmp_path
     store = RunStore(f"sqlite:///{tmp_path}/runs.db")
     text = render_markdown(store, store.run_record(result.run_id))
     store.close()
-    assert "2 case(s) with errors, failures or borderline scores" in text, text
+    assert "2 cases with errors, failures or borderline scores" in text, text
     assert "| half | pass | 1.000 | picky: error " in text, text
     assert "| fine |" not in text
 

@@ -139,7 +139,8 @@ def test_a_run_that_only_measured_says_so_and_does_not_pass() -> None:
 
     lines = summary_lines(result.summary)
     assert "  length: measured 2 value(s): mean 10, min 5, max 15; a measurement counts in no " \
-           "verdict" in lines
+           "verdict (2 evaluator scores: 0 values, 0 errors, 0 not applicable, 2 " \
+           "measurements)" in lines
 
 
 def test_a_pass_if_makes_any_value_a_check_that_fails_its_case() -> None:

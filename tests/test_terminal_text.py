@@ -35,7 +35,7 @@ def test_a_summary_shows_counts_lists_and_matrices_as_text() -> None:
     lines = summary_lines(summary)
     shown = "\n".join(lines)
     assert not PYTHON_REPR.search(shown), shown
-    assert lines[0].startswith("cases 6 (fail 2, pass 4)")
+    assert lines[0].startswith("6 cases: 4 pass, 2 fail, 0 borderline, 0 error, 0 skipped")
     assert "dataset metric f1: rows predicted, columns expected (cat, dog): cat 3 1; dog 0 2" \
         in shown
     assert "conversations stopped: max_turns 2, user_ended 4" in shown

@@ -116,7 +116,6 @@ def show(
     from assay.report.terminal import (
         cases_table,
         chosen_cases,
-        counts_text,
         note_lines,
         repeats_lines,
         spend_lines,
@@ -171,8 +170,8 @@ def show(
     summary = run.summary
     if summary is not None:
         shown = run_display(summary)
-        console.print(f"pass rate {shown.pass_rate}; mean score {shown.mean_score}; verdicts "
-                      f"{counts_text(summary.verdicts)}; gate "
+        console.print(f"{for_terminal(shown.verdicts)}; pass rate {shown.pass_rate}; mean score "
+                      f"{shown.mean_score}; {for_terminal(shown.evaluator_scores)}; gate "
                       f"{'pass' if summary.passed else 'fail'}", highlight=False)
         for failure in summary.gate_failures:  # why it failed, as `assay run` said it
             console.print(f"  gate failed: {plain_for_terminal(failure)}", highlight=False,

@@ -220,16 +220,35 @@ def _skip_reasons(row: dict[str, Any]) -> list[str]:
             if e.get("skipped")] or ["no evaluator applied"]
 
 
-def _properties(suite: ET.Element, summary: RunSummary) -> None:
+def junit_errors(rows: list[dict[str, Any]], errored: set[int]) -> str:
+    """What the suite's ``errors`` count, in words (its ``assay.junit_errors`` property):
+    JUnit has no place for a case that passed while one of its evaluators could not score,
+    and an error is never a pass, so each execution an evaluator could not score is an
+    ``<error>`` whatever its verdict. Its verdicts are counted, so that JUnit's ``errors``
+    beside the run's verdict count of ``error`` is explained, not a second answer."""
+    by_verdict: dict[str, int] = {}
+    for row in rows:
+        if id(row) in errored:
+            verdict = str(row.get("verdict"))
+            by_verdict[verdict] = by_verdict.get(verdict, 0) + 1
+    verdicts = ", ".join(f"{numbers.count(n)} {v}" for v, n in sorted(by_verdict.items()))
+    return (f"{numbers.count_of(len(errored), 'execution')} an evaluator could not score, "
+            f"whatever its verdict{f' (verdicts: {verdicts})' if verdicts else ''}")
+
+
+def _properties(suite: ET.Element, summary: RunSummary, errors: str) -> None:
     """The run's figures as the suite's ``<properties>``, shown as every surface shows them
-    (:func:`assay.run.display.run_display`); a figure the run has none of is left out."""
+    (:func:`assay.run.display.run_display`), and what its ``errors`` count (``errors``,
+    :func:`junit_errors`); a figure the run has none of is left out."""
     shown = run_display(summary).model_dump()
     evaluators, measured = shown.pop("evaluators"), shown.pop("measured")
-    dataset = shown.pop("dataset_metrics")
+    counts, dataset = shown.pop("evaluator_counts"), shown.pop("dataset_metrics")
     found = [(f"assay.{key}", value) for key, value in shown.items()]
     found += [(f"assay.evaluator.{name}.mean", value) for name, value in evaluators.items()]
+    found += [(f"assay.evaluator.{name}.counts", value) for name, value in counts.items()]
     found += [(f"assay.evaluator.{name}.measured", value) for name, value in measured.items()]
     found += [(f"assay.dataset_metric.{name}", value) for name, value in dataset.items()]
+    found.append(("assay.junit_errors", errors))
     properties = _element(suite, "properties")
     for name, value in found:
         if value != numbers.MISSING:
@@ -265,7 +284,7 @@ def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
         skipped=len(skipped), time=f"{sum(_seconds(r) for r in rows):.3f}",
         timestamp=_junit_timestamp(timestamp or (min(stamps) if stamps else None)), id=run_id)
     if summary is not None:
-        _properties(suite, summary)
+        _properties(suite, summary, junit_errors(rows, {k for k, v in errors.items() if v}))
     for row in rows:
         name = row["eval_id"] if not row.get("repeat") else f"{row['eval_id']}#{row['repeat']}"
         case = _element(suite, "testcase", classname=suite_name, name=name,

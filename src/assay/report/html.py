@@ -90,7 +90,8 @@ def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> 
     return {
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         + f" · assay {__version__}"
-        + (f" · {len(rows)} of {total} cases, problems first" if total > len(rows) else ""),
+        + (f" · {len(rows)} of {total} {_counted(run)}, problems first"
+           if total > len(rows) else ""),
         "run": run_detail(run, target, family=run_family(
             run, queries.metric_score_rows(store, run.id) if has_metric_judge(run) else None
         )).model_dump(mode="json"),
@@ -99,6 +100,14 @@ def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> 
         "details": details,
         "fold": casefold_table(),
     }
+
+
+def _counted(run: RunRecord) -> str:
+    """What a report's rows are: cases, or executions for a run with repeats
+    (:func:`~assay.run.display.executions_named`), as the run's figures name them."""
+    from assay.run.display import executions_named
+
+    return "cases" if run.summary is None else executions_named(run.summary)
 
 
 SIDES_SHOWN = 200

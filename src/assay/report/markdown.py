@@ -16,11 +16,12 @@ from typing import Any
 
 from assay._util.control_chars import printable
 from assay._util.redact import scrub
-from assay.run.display import executions_named, repeats_shown, run_display, scale_for
+from assay.run.display import repeats_shown, run_display, scale_for
 from assay.store import queries
 from assay.store.runs import RunStore
 from assay.types import numbers
 from assay.types.records import RunRecord
+from assay.types.score import NOT_APPLICABLE
 
 PROBLEMS_SHOWN = 20
 _LINE_BREAKS = re.compile(r"[\t\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+")
@@ -51,12 +52,13 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
     if s is None:
         return "\n".join(lines) + "\n"
     shown = run_display(s)
-    lines += [f"| {executions_named(s)} | pass rate | mean score | errors | skipped "
+    lines += [f"| {shown.counted} | pass rate | mean score | agent errors "
               "| turn latency p50 | turn latency p95 | judge cost |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|",
+              "|---:|---:|---:|---:|---:|---:|---:|",
               f"| {numbers.count(s.cases)} | {shown.pass_rate} | {shown.mean_score} | "
-              f"{s.evaluator_errors} evaluator, {s.target_errors} agent | {s.evaluator_skips} | "
-              f"{shown.latency_p50} | {shown.latency_p95} | {shown.judge_cost} |", ""]
+              f"{numbers.count(s.target_errors)} | "
+              f"{shown.latency_p50} | {shown.latency_p95} | {shown.judge_cost} |", "",
+              f"{md_text(shown.verdicts, 400)}", "", f"{md_text(shown.evaluator_scores, 400)}", ""]
     if s.metrics_pass_threshold is not None or s.cases_pass_threshold is not None:
         lines += [f"Dimensions: metrics {shown.metrics_dimension} (threshold "
                   f"{shown.metrics_threshold}), cases {shown.cases_dimension} (threshold "
@@ -67,8 +69,6 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
         lines += [f"Conversations stopped: {md_text(shown.stop_reasons, 400)}", ""]
     for label, text in repeats_shown(shown):
         lines += [f"{label.capitalize()}: {md_text(text, 400)}", ""]
-    verdicts = ", ".join(f"{n} {md_text(v)}" for v, n in sorted(s.verdicts.items()))
-    lines += [f"Verdicts: {verdicts or 'none'}", ""]
     if s.gate_failures:
         lines += ["**Gates failed**", ""] + [f"- {md_text(g, 400)}" for g in s.gate_failures]
         lines.append("")
@@ -78,7 +78,7 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
         lines += [f"> {md_text(note, 400)}", ""]
     if s.evaluators:
         measured = bool(shown.measured)  # the column only when an evaluator measured
-        lines += ["| evaluator | mean | scored | passed | failed | errors | skipped |"
+        lines += [f"| evaluator | mean | scored | passed | failed | errors | {NOT_APPLICABLE} |"
                   + (" measured |" if measured else ""),
                   "|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if measured else "")]
         for name, e in s.evaluators.items():
@@ -96,7 +96,8 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
     rows, total = queries.case_page(store, run.id, where, limit=problems)
     if rows:
         scale = scale_for(run)
-        lines += [f"<details><summary>{total} case(s) with errors, failures or borderline "
+        counted = numbers.count_of(total, shown.counted.removesuffix("s"))
+        lines += [f"<details><summary>{counted} with errors, failures or borderline "
                   f"scores{'' if total <= len(rows) else f' (first {len(rows)})'}</summary>", "",
                   "| case | verdict | score | output or error |", "|---|---|---:|---|"]
         for r in rows:

@@ -27,7 +27,6 @@ from assay.report.safe_text import for_terminal
 from assay.run.display import (
     TURN_LATENCY,
     RunDisplay,
-    executions_named,
     repeats_shown,
     run_display,
     scale_for,
@@ -36,13 +35,13 @@ from assay.types import numbers
 from assay.types.records import (
     AssessmentSummary,
     CaseRecord,
-    EvaluatorSummary,
     RunRecord,
     RunStatus,
     RunSummary,
     resume_command,
     status_text,
 )
+from assay.types.score import NOT_APPLICABLE
 from assay.types.usage import Usage
 from assay.types.verdict import Verdict
 
@@ -144,17 +143,11 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
     ``notes`` (:func:`assay.run.result.verdict_notes`; default: the summary's own). Every
     figure is :func:`assay.run.display.run_display`'s, as on every other surface."""
     shown = run_display(summary)
-    verdicts = counts_text(summary.verdicts)
     u = summary.usage
-    skips = f", skipped {summary.evaluator_skips}" if summary.evaluator_skips else ""
-    if summary.measurements:
-        skips += f", measurements {summary.measurements}"
     lines = [
-        f"{executions_named(summary)} {numbers.count(summary.cases)}"
-        f"{f' ({verdicts})' if verdicts else ''}; pass rate "
-        f"{shown.pass_rate}; mean score "
-        f"{shown.mean_score} over {summary.scored} scored; evaluator errors "
-        f"{summary.evaluator_errors}{skips}",
+        f"{for_terminal(shown.verdicts)}; pass rate {shown.pass_rate}; mean score "
+        f"{shown.mean_score} over {numbers.count(summary.scored)} scored {shown.counted}; "
+        f"{for_terminal(shown.evaluator_scores)}",
         *repeats_lines(shown),
         f"judge calls {u.calls} (+{u.cached_calls} cached, {u.retries} retries"
         f"{f', {u.batch_calls} through batch APIs at the batch rate' if u.batch_calls else ''}"
@@ -168,17 +161,14 @@ def summary_lines(summary: RunSummary, notes: list[str] | None = None) -> list[s
                      f"{a.calls} call(s) (+{a.cached_calls} cached); cost "
                      f"{numbers.cost(a.cost)}")
     for name, e in summary.evaluators.items():
-        counts = [f"{e.scored} scored"]
-        if e.errors:
-            counts.append(f"{e.errors} error(s)")
-        if e.skipped:
-            counts.append(f"{e.skipped} not applicable")
+        counts = for_terminal(shown.evaluator_counts[name])
         if e.measured and not e.scored:
-            lines.append(f"  {for_terminal(name)}: {_measured(name, e, shown)}")
+            lines.append(f"  {for_terminal(name)}: measured {shown.measured[name]}; a "
+                         f"measurement counts in no verdict ({counts})")
             continue
-        lines.append(f"  {for_terminal(name)}: mean {shown.evaluators[name]} "
-                     f"({', '.join(counts)}; {e.passed} passed, {e.failed} failed)"
-                     + (f"; {_measured(name, e, shown)}" if e.measured else ""))
+        lines.append(f"  {for_terminal(name)}: mean {shown.evaluators[name]} ({counts})"
+                     + (f"; measured {shown.measured[name]}, counted in no verdict"
+                        if e.measured else ""))
     lines += [f"dataset metric {for_terminal(name)}: {for_terminal(text)}"
               for name, text in shown.dataset_metrics.items()]
     if summary.latency_p50_ms is not None:
@@ -196,17 +186,6 @@ def repeats_lines(shown: RunDisplay) -> list[str]:
     named, not averaged away; nothing for a run without repeats."""
     return [f"{'  ' if label == 'flaky' else ''}{label}: {for_terminal(text)}"
             for label, text in repeats_shown(shown)]
-
-
-def _measured(name: str, e: EvaluatorSummary, shown: RunDisplay) -> str:
-    """An evaluator's measurements, on their own scale (:attr:`RunDisplay.measured`), with
-    its errors and skips."""
-    text = f"measured {shown.measured[name]}"
-    counts = [f"{e.errors} error(s)"] if e.errors else []
-    if e.skipped:
-        counts.append(f"{e.skipped} not applicable")
-    return text + (f" ({', '.join(counts)})" if counts else "") + \
-        "; a measurement counts in no verdict"
 
 
 def note_lines(notes: list[str]) -> list[str]:
@@ -258,7 +237,7 @@ def aggregate_lines(found: AssessmentSummary) -> list[str]:
     for row in found.metrics:
         value = numbers.plain(row.value)
         lines.append(f"  {for_terminal(row.key.ljust(width))}  {value:>8}  ({row.scored} "
-                     f"values, {row.errors} errors, {row.skipped} skipped)")
+                     f"values, {row.errors} errors, {row.skipped} {NOT_APPLICABLE})")
     return lines
 
 

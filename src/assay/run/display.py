@@ -26,8 +26,9 @@ from assay.run.policies import scale_of
 from assay.run.policies.base import Scale
 from assay.types import numbers
 from assay.types.records import CaseSummary, EvaluatorSummary, RunRecord, RunSummary
-from assay.types.score import Score
+from assay.types.score import NOT_APPLICABLE, Score
 from assay.types.usage import Usage
+from assay.types.verdict import Verdict
 
 TURN_LATENCY = "agent turn latency"
 """What every surface calls a run's latency figures (``RunSummary.latency_*_ms``, shown as
@@ -46,6 +47,16 @@ class RunDisplay(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     score_name: str = Field(description="what its policy calls the case score")
+    counted: str = Field(description="what the run's verdicts count: 'cases', or "
+                         "'executions' for a run with repeats (a case and each repeat)")
+    verdicts: str = Field(description="the run's verdicts, counted with their unit ('10 "
+                          "executions: 4 pass, 2 fail, 0 borderline, 2 error, 2 skipped'): a "
+                          "'skipped' execution is one no evaluator applied to")
+    evaluator_scores: str = Field(
+        description="the run's evaluator scores, counted (one per evaluator and execution): "
+        "'20 evaluator scores: 10 values, 6 errors, 4 not applicable' (and measurements, "
+        "when an evaluator measured); the evaluator errors and the not-applicable scores "
+        "every surface shows are these")
     pass_rate: str = Field(description="passed cases over all cases (an error is not a pass)")
     pass_rate_excl_errors: str = Field(description="passed over the cases with a result")
     error_rate: str
@@ -88,6 +99,10 @@ class RunDisplay(BaseModel):
         "is flaky")
     evaluators: dict[str, str] = Field(default_factory=dict,
                                        description="each evaluator's mean value (0-1)")
+    evaluator_counts: dict[str, str] = Field(
+        default_factory=dict, description="each evaluator's scores, counted as "
+        "evaluator_scores counts the run's ('10 evaluator scores: 6 values (4 passed, 2 "
+        "failed), 2 errors, 2 not applicable')")
     measured: dict[str, str] = Field(
         default_factory=dict, description="each evaluator that measured: how many values, "
         "and the numeric ones' mean, min and max on their own scale ('12 value(s): mean "
@@ -118,6 +133,11 @@ def run_display(summary: RunSummary) -> RunDisplay:
     scale = scale_for(summary)
     return RunDisplay(
         score_name=scale.name,
+        counted=executions_named(summary),
+        verdicts=verdict_counts(summary),
+        evaluator_scores=score_counts(
+            sum(e.scored for e in summary.evaluators.values()), summary.evaluator_errors,
+            summary.evaluator_skips, summary.measurements),
         pass_rate=numbers.percent(summary.pass_rate),
         pass_rate_excl_errors=numbers.percent(summary.pass_rate_excl_errors),
         error_rate=numbers.percent(summary.error_rate),
@@ -141,6 +161,7 @@ def run_display(summary: RunSummary) -> RunDisplay:
         repeats=repeats_figure(summary.case_summary),
         flaky=flaky_figure(summary.case_summary),
         evaluators={name: numbers.score(e.mean) for name, e in summary.evaluators.items()},
+        evaluator_counts={name: evaluator_counts(e) for name, e in summary.evaluators.items()},
         measured={name: measured_figures(e) for name, e in summary.evaluators.items()
                   if e.measured},
         dataset_metrics=dataset_figures(summary.dataset_metrics))
@@ -159,6 +180,45 @@ def executions_named(summary: RunSummary) -> str:
     repeats, whose cases the repeats figure counts; a case failed in 3 repeats is one
     case (the ``max_failed`` gate's) and three executions."""
     return "executions" if summary.case_summary else "cases"
+
+
+VERDICTS_SHOWN = (Verdict.PASS, Verdict.FAIL, Verdict.BORDERLINE, Verdict.ERROR,
+                  Verdict.SKIPPED)
+"""The order every surface counts verdicts in."""
+
+
+def verdict_counts(summary: RunSummary) -> str:
+    """The run's verdicts as every surface counts them, with their unit (:func:`executions_named`):
+    ``10 executions: 4 pass, 2 fail, 0 borderline, 2 error, 2 skipped``; a verdict no
+    execution had is counted 0, so the counts always add up to the total."""
+    counts = ", ".join(f"{numbers.count(summary.verdicts.get(v.value, 0))} {v.value}"
+                       for v in VERDICTS_SHOWN)
+    extra = sorted(set(summary.verdicts) - {v.value for v in VERDICTS_SHOWN})
+    counts += "".join(f", {numbers.count(summary.verdicts[v])} {printable(v)}" for v in extra)
+    return f"{numbers.count(summary.cases)} {executions_named(summary)}: {counts}"
+
+
+def score_counts(values: int, errors: int, skipped: int, measured: int = 0,
+                 of_values: str = "") -> str:
+    """Evaluator scores as every surface counts them, each state apart and in one unit:
+    ``20 evaluator scores: 10 values, 6 errors, 4 not applicable`` (a measurement is none of
+    these: counted apart, when there is one). An error is never a value, and a score that
+    did not apply (:data:`~assay.types.score.NOT_APPLICABLE`) is neither. ``of_values``
+    follows the values' count (an evaluator's passed and failed)."""
+    total = values + errors + skipped + measured
+    parts = [numbers.count_of(values, "value") + of_values, numbers.count_of(errors, "error"),
+             f"{numbers.count(skipped)} {NOT_APPLICABLE}"]
+    if measured:
+        parts.append(numbers.count_of(measured, "measurement"))
+    return f"{numbers.count_of(total, 'evaluator score')}: {', '.join(parts)}"
+
+
+def evaluator_counts(e: EvaluatorSummary) -> str:
+    """One evaluator's scores counted as :func:`score_counts` counts a run's, its values
+    split into passed and failed: ``10 evaluator scores: 6 values (4 passed, 2 failed),
+    2 errors, 2 not applicable``."""
+    split = f" ({numbers.count(e.passed)} passed, {numbers.count(e.failed)} failed)"
+    return score_counts(e.scored, e.errors, e.skipped, e.measured, split if e.scored else "")
 
 
 def repeats_figure(cases: Mapping[str, CaseSummary]) -> str:
@@ -253,6 +313,7 @@ def measured_figures(e: EvaluatorSummary) -> str:
     return text
 
 
-__all__ = ["FLAKY_SHOWN", "TURN_LATENCY", "RunDisplay", "dataset_figures", "flaky_cases", "flaky_figure",
+__all__ = ["FLAKY_SHOWN", "TURN_LATENCY", "VERDICTS_SHOWN", "RunDisplay", "dataset_figures",
+           "evaluator_counts", "executions_named", "flaky_cases", "flaky_figure",
            "measured_figures", "repeats_figure", "repeats_shown", "run_display",
-           "scale_for", "tokens"]
+           "scale_for", "score_counts", "tokens", "verdict_counts"]

@@ -152,11 +152,16 @@ class CaseRow(_View):
 
 
 def cases_shown(summary: RunSummary | None, stored_cases: int | None) -> str:
-    """A run's cases as every list of runs shows them: its summary's count, else (a run
+    """A run's cases as every list of runs shows them: its summary's count (a run with
+    repeats: its cases, then its executions, ``5 (10 executions)``, never the executions
+    counted as cases), else (a run
     stopped, or not yet finished, before its summary was written) the case results it has
     stored, so that what is known is never a blank. Its mean and gate are
     :data:`~assay.types.numbers.MISSING` then: a mean of the cases stored so far would read
     as the run's, and no gate was checked."""
+    if summary is not None and summary.case_summary:  # repeats: its cases, and executions
+        return (f"{numbers.count(len(summary.case_summary))} "
+                f"({numbers.count_of(summary.cases, 'execution')})")
     if summary is not None:
         return numbers.count(summary.cases)
     return numbers.MISSING if stored_cases is None else f"{numbers.count(stored_cases)} stored"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import (
     Field,
@@ -35,6 +35,12 @@ class ScoreState(StrEnum):
 
 Outcome = Literal["error", "measured", "not applicable", "failed", "passed", "scored"]
 """What became of an evaluator on a case (:attr:`Score.outcome`)."""
+
+NOT_APPLICABLE: Final = "not applicable"
+"""What every surface calls a score that is neither a value nor an error (its evaluator did
+not apply to the case; ``Score.skipped`` holds why): one score's outcome, and the heading of
+every count of them (:func:`assay.run.display.score_counts`). A case's *verdict* ``skipped``
+(no evaluator applied to it at all) is another thing, counted in cases or executions."""
 
 MEASUREMENT = "measurement"
 """The ``details`` key that marks a score as a measurement (see :attr:`Score.measurement`)."""
@@ -119,7 +125,7 @@ class Score(_Model):
         if self.measurement:
             return "measured"
         if self.value is None:
-            return "not applicable"
+            return NOT_APPLICABLE
         return "failed" if self.passed is False else "passed" if self.passed else "scored"
 
     @property

@@ -703,10 +703,12 @@
 
     const verdictCounts = VERDICTS.map((v) => `${(sm && sm.verdicts[v]) || 0} ${v}`).join(" · ");
     const summary = sm ? h("div", { class: "cards" },
-      card("Cases", fmt.int(sm.cases), verdictCounts),
+      // What the verdicts count (cases, or executions with repeats) and the evaluator
+      // scores' errors and not-applicable ones, in the words the API sends (one rule).
+      card(shownRun && shownRun.counted === "executions" ? "Executions" : "Cases", fmt.int(sm.cases), shownRun ? shownRun.verdicts : verdictCounts),
       card("Pass rate", figure(shownRun, "pass_rate"), `${(sm.verdicts.pass || 0)} passed`),
       card("Mean score", figure(shownRun, "mean_score"), `${fmt.int(sm.scored)} scored`),
-      card("Errors", fmt.int(sm.evaluator_errors), `${fmt.int(sm.target_errors)} agent · ${fmt.int(sm.evaluator_skips)} skipped`),
+      card("Evaluator errors", fmt.int(sm.evaluator_errors), `of ${figure(shownRun, "evaluator_scores")} · ${fmt.int(sm.target_errors)} agent errors`, "errors-card"),
       card("Turn latency", figure(shownRun, "latency_p50"), "p95 " + figure(shownRun, "latency_p95")),
       card("Judge", fmt.int(sm.usage.calls) + " calls", `${figure(shownRun, "judge_tokens")} tokens · ${figure(shownRun, "judge_cost")}`, "judge-card"),
       // The run's cost names each part whose cost is unknown; tokens by who spent them.
@@ -730,7 +732,7 @@
     const measuredShown = shownRun && shownRun.measured && Object.keys(shownRun.measured).length;
     const evalTable = evaluators.length ? h("div", { class: "panel" }, h("h2", {}, "Evaluators"),
       h("div", { class: "table-wrap" }, h("table", { id: "evaluators" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Mean"), h("th", { class: "num" }, "Scored"),
-        h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Skipped"),
+        h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Not applicable"),
         measuredShown ? h("th", {}, "Measured") : null)),
       h("tbody", {}, evaluators.map((e) => h("tr", {},
         h("td", {}, h("a", { href: link({ evaluator: e.name, evaluator_state: "", verdict: [], score_bin: "" }) }, e.name)),
@@ -753,7 +755,7 @@
       h("div", { class: "hist-grid" },
         h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} without a score)`), histogram(hist.cases, hist.bin_labels, "#1d2433", "case scores", binLink(""), state.evaluator ? null : state.score_bin)),
         Object.entries(hist.evaluators).map(([name, bins]) => h("figure", {},
-          h("figcaption", {}, `${name} (${fmt.int(hist.evaluator_errors[name] || 0)} errors, ${fmt.int(hist.evaluator_skips[name] || 0)} skipped` +
+          h("figcaption", {}, `${name} (${fmt.int(hist.evaluator_errors[name] || 0)} errors, ${fmt.int(hist.evaluator_skips[name] || 0)} not applicable` +
             ((hist.evaluator_measurements || {})[name] ? `, ${fmt.int(hist.evaluator_measurements[name])} measured)` : ")")),
           histogram(bins, hist.bin_labels, "#3451b2", name, binLink(name), state.evaluator === name ? state.score_bin : null)))));
 
