@@ -151,8 +151,8 @@ class Finished:
         return (int(found[1]), int(found[2])) if found else (None, None)
 
     def evaluator_errors(self) -> int | None:
-        found = re.search(r"evaluator errors (\d+)", self.stdout)
-        return int(found[1]) if found else None
+        found = re.search(r"evaluator scores?: [\d,]+ values?, ([\d,]+) errors?", self.stdout)
+        return int(found[1].replace(",", "")) if found else None
 
     def problem(self) -> str:
         """The end of stderr/stdout, for a failed run's message."""

@@ -1350,3 +1350,27 @@ def test_the_compare_page_shows_each_runs_repeats(browser, tmp_path):
         page.goto(f"{served}/#/compare?baseline={once}&candidate={again}")
         expect(page.locator(".runs-compared")).to_contain_text(again)
         expect(page.locator("#compare-repeats")).to_have_count(0)
+
+
+def test_a_runs_counts_show_in_their_units_as_the_api_sends_them(browser, tmp_path):
+    """A run with repeats: its card counts executions (it said "Cases"), with the verdicts
+    as every surface counts them; the evaluator scores that did not apply are "not
+    applicable" (they were "skipped", the word of an execution's verdict), counted as
+    evaluator scores."""
+    import assay
+    from tests.test_one_run_everywhere import ROWS, SCORES, VERDICTS, echo, extra, judge
+
+    url = f"sqlite:///{tmp_path}/runs.db"
+
+    def write(_store: RunStore) -> str:
+        return assay.evaluate(ROWS, target=echo, evaluators=[judge, extra], store=url,
+                              repeat=2, cache="off").run_id
+
+    with _one_run(browser, tmp_path, write) as (served, page, run_id):
+        page.goto(f"{served}/#/run/{run_id}")
+        card = page.locator(".card").filter(has_text="Executions")
+        expect(card.locator(".sub")).to_have_text(VERDICTS)
+        expect(page.locator("#errors-card .sub")).to_contain_text(SCORES)
+        expect(page.locator("#evaluators thead")).to_contain_text("Not applicable")
+        expect(page.locator("#evaluators thead")).not_to_contain_text("Skipped")
+        _shot(page, tmp_path, "run-counts")

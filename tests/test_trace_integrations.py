@@ -79,7 +79,7 @@ def test_an_instrumented_agent_exports_to_assay_serve_and_is_judged(
         # 1: the mock judge fails one answer, and the run's gate says so (an answer, not an
         # error, which would be 2)
         assert done.returncode in (0, 1), done.stdout + done.stderr
-        assert "safety: mean 0.500 (2 scored" in done.stdout
+        assert "safety: mean 0.500 (2 evaluator scores: 2 values" in done.stdout
         (run,) = store.run_records()
         records = store.case_records(run.id)
         assert sorted(str(r.execution.input) for r in records) == sorted(QUESTIONS)

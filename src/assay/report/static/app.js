@@ -802,7 +802,7 @@
       evaluators.map((e) => h("option", { value: e.name, selected: e.name === state.evaluator }, e.name)));
     evalSelect.addEventListener("change", () => go(link({ evaluator: evalSelect.value, evaluator_state: evalSelect.value ? state.evaluator_state : "", score_bin: "" })));
     const stateSelect = h("select", { id: "state-filter", "aria-label": "evaluator result", disabled: !state.evaluator },
-      ["", "passed", "failed", "error", "skipped", "value"].map((v) => h("option", { value: v, selected: v === state.evaluator_state }, v || "any result")));
+      ["", "passed", "failed", "error", "skipped", "value"].map((v) => h("option", { value: v, selected: v === state.evaluator_state }, v === "skipped" ? "not applicable" : v || "any result")));
     stateSelect.addEventListener("change", () => go(link({ evaluator_state: stateSelect.value })));
     const sortSelect = h("select", { id: "sort", "aria-label": "sort" },
       [["problems", "problems first"], ["score", "lowest score"], ["-score", "highest score"], ["case", "case id"], ["-case", "case id, descending"],
@@ -1141,7 +1141,7 @@
         sc.judge_model ? [h("dt", {}, "judge"), h("dd", {}, sc.judge_model)] : null,
         sc.latency_ms !== null && sc.latency_ms !== undefined ? [h("dt", {}, "time"), h("dd", {}, figure(shownScore, "latency"))] : null,
         sc.error ? [h("dt", {}, "error"), h("dd", {}, h("strong", {}, sc.error.code), " ", sc.error.message)] : null,
-        sc.skipped !== null && sc.skipped !== undefined ? [h("dt", {}, "skipped"), h("dd", {}, sc.skipped)] : null),
+        sc.skipped !== null && sc.skipped !== undefined ? [h("dt", {}, "not applicable"), h("dd", {}, sc.skipped)] : null),
       sc.rationale ? [h("h3", {}, "Rationale"), h("pre", { class: "rationale" }, sc.rationale)] : null,
       sc.hits.length ? h("ul", { class: "hits" }, sc.hits.map((x) => h("li", {}, x))) : null,
       sc.misses.length ? h("ul", { class: "misses" }, sc.misses.map((x) => h("li", {}, x))) : null,
