@@ -93,6 +93,7 @@ def surfaces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
     with serve(url) as served, served.client() as client:
         found["rest"] = client.get(f"/runs/{run_id}").json()
         found["rest_runs"] = client.get("/runs").json()
+        found["rest_cases"] = client.get(f"/runs/{run_id}/cases").json()
     yield found
 
 
@@ -169,3 +170,15 @@ def test_a_reports_left_out_rows_are_counted_in_their_unit(tmp_path):
     data = report_data(store, store.run_record(result.run_id), max_cases=3)
     store.close()
     assert "3 of 10 executions, problems first" in data["generated"]
+
+
+def test_every_surface_names_a_repeated_execution_alike(surfaces):
+    """The second run of c-err was "c-err#1" in the terminal and JUnit, "c-err #1" in
+    Markdown and the web UI: one name (``execution_name``) everywhere."""
+    name = "c-err#1"
+    assert name in surfaces["show"]
+    assert name in {case.get("name") for case in surfaces["junit"].iter("testcase")}
+    assert "| c-err\\#1 | error |" in surfaces["markdown"]
+    assert name in {row["display"]["name"] for row in surfaces["html"]["cases"]}
+    assert surfaces["html"]["details"][f"{name}"]["display"]["name"] == name
+    assert name in {row["display"]["name"] for row in surfaces["rest_cases"]["items"]}

@@ -21,7 +21,7 @@ import orjson
 
 from assay._util.redact import scrub, scrub_json_bytes
 from assay.report.outputs import AtomicOutput, write_atomic
-from assay.run.display import run_display, scale_for
+from assay.run.display import execution_name, run_display, scale_for
 from assay.types import numbers
 from assay.types.records import RunSummary
 
@@ -286,7 +286,7 @@ def write_junit(path: Path, suite_name: str, rows: list[dict[str, Any]],
     if summary is not None:
         _properties(suite, summary, junit_errors(rows, {k for k, v in errors.items() if v}))
     for row in rows:
-        name = row["eval_id"] if not row.get("repeat") else f"{row['eval_id']}#{row['repeat']}"
+        name = execution_name(row["eval_id"], row.get("repeat") or 0)
         case = _element(suite, "testcase", classname=suite_name, name=name,
                         time=f"{_seconds(row):.3f}",
                         timestamp=_junit_timestamp(row.get("timestamp")),

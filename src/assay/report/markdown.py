@@ -16,7 +16,7 @@ from typing import Any
 
 from assay._util.control_chars import printable
 from assay._util.redact import scrub
-from assay.run.display import repeats_shown, run_display, scale_for
+from assay.run.display import execution_name, repeats_shown, run_display, scale_for
 from assay.store import queries
 from assay.store.runs import RunStore
 from assay.types import numbers
@@ -101,7 +101,7 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
                   f"scores{'' if total <= len(rows) else f' (first {len(rows)})'}</summary>", "",
                   "| case | verdict | score | output or error |", "|---|---|---:|---|"]
         for r in rows:
-            name = r.case_id + (f" #{r.repeat}" if r.repeat else "")
+            name = execution_name(r.case_id, r.repeat)
             lines.append(f"| {md_text(name, 80)} | {md_text(r.verdict.value)} | "
                          f"{scale.shown(r.score)} | "
                          f"{md_text(r.target_error or _evaluator_error(r) or r.output_preview, 160)} |")

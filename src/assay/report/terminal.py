@@ -27,6 +27,7 @@ from assay.report.safe_text import for_terminal
 from assay.run.display import (
     TURN_LATENCY,
     RunDisplay,
+    execution_name,
     repeats_shown,
     run_display,
     scale_for,
@@ -331,7 +332,7 @@ def cases_table(records: list[CaseRecord], verbose: bool = True,
         hm = "\n".join([f"+ [{s.name}] {h}" for s in r.scores for h in s.hits] +
                        [f"- [{s.name}] {m}" for s in r.scores for m in s.misses])
         reasoning = " | ".join(f"{s.name}: {s.rationale}" for s in r.scores if s.rationale)
-        name = r.case_id if not r.repeat else f"{r.case_id}#{r.repeat}"
+        name = execution_name(r.case_id, r.repeat)
         verdict = r.verdict.value
         cells = [for_terminal(name), scale.shown(r.score),
                  f"[{VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]", for_terminal(evals)]

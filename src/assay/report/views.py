@@ -20,7 +20,7 @@ from assay._util.times import iso_utc
 from assay.report.family import CaseFamily, RunFamily, case_family
 from assay.report.text_diff import DIFF_LINES, DiffLine, as_text, text_diff
 from assay.report.trace_view import ToolMatchView, TraceView, tool_matches, trace_view
-from assay.run.display import RunDisplay, run_display, scale_for
+from assay.run.display import RunDisplay, execution_name, run_display, scale_for
 from assay.run.policies.base import Scale
 from assay.store.queries import CaseRow, RunItem
 from assay.traces.retrieval import Retrieval, retrievals
@@ -99,6 +99,8 @@ def list_item(item: RunItem) -> RunListItem:
 class CaseRowDisplay(BaseModel):
     """A case row's figures, shown."""
 
+    name: str = Field(default="", description="the execution as every surface names it: its "
+                      "case id, and '#' and its repeat when not the first ('c1#1')")
     score: str = Field(description="the case score, on its run's policy's scale")
     latency: str
     scores: dict[str, str] = Field(default_factory=dict,
@@ -115,7 +117,7 @@ class ShownCaseRow(CaseRow):
 def shown_rows(rows: list[CaseRow], scale: Scale) -> list[ShownCaseRow]:
     """A page of cases with their figures shown, case scores on ``scale`` (the run's)."""
     return [ShownCaseRow(**dict(row), display=CaseRowDisplay(
-        score=scale.shown(row.score), latency=numbers.milliseconds(row.latency_ms),
+        name=execution_name(row.case_id, row.repeat), score=scale.shown(row.score), latency=numbers.milliseconds(row.latency_ms),
         scores={name: cell.shown for name, cell in row.scores.items()}))
         for row in rows]
 
@@ -134,6 +136,8 @@ class ScoreDisplay(BaseModel):
 class CaseDisplay(BaseModel):
     """A case page's figures, shown."""
 
+    name: str = Field(default="", description="the execution as every surface names it "
+                      "(CaseRowDisplay.name)")
     score: str = Field(description="the case score, on its run's policy's scale")
     latency: str
     scores: list[ScoreDisplay] = Field(default_factory=list,
@@ -207,6 +211,7 @@ def case_detail(record: CaseRecord, run: RunRecord | None = None) -> CaseDetail:
     """A case page; its score on ``run``'s policy's scale (assay's 0-1 when not given)."""
     calls = tool_calls(record.execution)
     display = CaseDisplay(
+        name=execution_name(record.case_id, record.repeat),
         score=scale_for(run).shown(record.score),
         latency=numbers.milliseconds(record.execution.latency_ms),
         scores=[_score_display(score) for score in record.scores],

@@ -182,6 +182,13 @@ def executions_named(summary: RunSummary) -> str:
     return "executions" if summary.case_summary else "cases"
 
 
+def execution_name(case_id: str, repeat: int) -> str:
+    """A case's execution as every surface names it: its id, and after ``#`` its repeat
+    (from 0) when it is not the first: ``c1``, ``c1#1``. The terminal's cases, JUnit's test
+    cases, Markdown's problem cases and the web UI's (``display.name``) all read so."""
+    return case_id if not repeat else f"{case_id}#{repeat}"
+
+
 VERDICTS_SHOWN = (Verdict.PASS, Verdict.FAIL, Verdict.BORDERLINE, Verdict.ERROR,
                   Verdict.SKIPPED)
 """The order every surface counts verdicts in."""
@@ -314,6 +321,6 @@ def measured_figures(e: EvaluatorSummary) -> str:
 
 
 __all__ = ["FLAKY_SHOWN", "TURN_LATENCY", "VERDICTS_SHOWN", "RunDisplay", "dataset_figures",
-           "evaluator_counts", "executions_named", "flaky_cases", "flaky_figure",
+           "evaluator_counts", "execution_name", "executions_named", "flaky_cases", "flaky_figure",
            "measured_figures", "repeats_figure", "repeats_shown", "run_display",
            "scale_for", "score_counts", "tokens", "verdict_counts"]

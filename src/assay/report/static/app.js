@@ -824,7 +824,7 @@
     const caseRows = page.items.map((c) => {
       const href = route("case", run.id, { case_id: c.case_id, repeat: c.repeat });
       const row = h("tr", { "data-case": c.case_id, tabindex: "-1", "data-href": href },
-        h("td", { class: "id" }, h("a", { href }, c.case_id + (c.repeat ? " #" + c.repeat : ""))),
+        h("td", { class: "id" }, h("a", { href }, c.display && c.display.name ? c.display.name : c.case_id)),
         h("td", {}, badge(c.verdict)),
         h("td", { class: "num" }, figure(c.display, "score")),
         names.map((n) => h("td", { class: "num" }, cell(c.scores[n], figure(c.display && c.display.scores, n)))),
@@ -899,7 +899,7 @@
 
     return h("div", {},
       h("div", { class: "crumbs" }, STATIC ? null : [h("a", { href: "#/runs" }, "Runs"), "› "], h("a", { href: route("run", runId) }, run.name || runId), " › ", caseId),
-      h("h1", { id: "case-title" }, caseId + (repeat ? " #" + repeat : "")),
+      h("h1", { id: "case-title" }, shownCase.name || caseId),
       h("div", { class: "meta" }, badge(r.verdict), h("span", {}, "score ", h("strong", {}, figure(shownCase, "score"))),
         r.target ? h("span", {}, "target ", h("strong", {}, r.target)) : null, h("span", {}, "latency " + figure(shownCase, "latency")),
         elsewhere(run, caseId)),
