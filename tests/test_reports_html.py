@@ -269,3 +269,40 @@ def test_report_names_each_file_it_wrote_on_standard_error(tmp_path):
     assert to_stdout.exit_code == 0, to_stdout.output
     assert to_stdout.stdout == notes.read_text(encoding="utf-8")
     assert to_stdout.stderr.splitlines() == [f"HTML report written to {page}"]
+
+
+def test_a_reports_case_details_are_read_a_page_at_a_time(tmp_path):
+    """The HTML report read every record of the run at once to keep the details of the
+    cases it shows: 1,000 answers of 20 KB (20 MB of text) held together for a report of
+    10 cases. It reads them a page at a time, keeping only the cases it shows."""
+    import tracemalloc
+
+    from assay.types.records import SummaryBuilder
+
+    store = RunStore(f"sqlite:///{tmp_path / 'runs.db'}")
+    run_id = store.create_run("s", {})
+    builder = SummaryBuilder()
+    for i in range(1000):
+        case = Case(id=f"c{i:04d}", input="q")
+        execution = Execution(output=f"{i} " + "b" * 20_000)
+        score = Score(name="e", value=1.0 if i % 10 else 0.0)
+        record = CaseRecord(run_id=run_id, case_id=case.id, case=case, execution=execution,
+                            scores=[score], score=score.value,
+                            verdict=Verdict.PASS if i % 10 else Verdict.FAIL)
+        store.record_execution(run_id, case.id, 0, execution)
+        store.record_score(run_id, case.id, 0, score)
+        store.record_case(record)
+        builder.add(record)
+    store.flush()
+    store.set_status(run_id, "completed", builder.build().model_dump(mode="json"))
+    store.read_page = 50
+    run = store.run_record(run_id)
+    tracemalloc.start()
+    try:
+        data = report_data(store, run, max_cases=10)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    store.close()
+    assert sorted(data["details"]) == [f"c{i:04d}#0" for i in range(0, 100, 10)]  # the fails
+    assert peak < 8 * 2**20, f"a report of 10 cases peaked at {peak / 2**20:.1f} MiB"

@@ -199,7 +199,7 @@ class Action:
         store = RunStore(self.url)
         try:
             scale = scale_for(store.run_record(run_id))
-            for line in failure_annotations(store.case_records(run_id), self.workspace,
+            for line in failure_annotations(store.iter_case_records(run_id), self.workspace,
                                             scale=scale):
                 print(line)
         finally:

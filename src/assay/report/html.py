@@ -83,7 +83,7 @@ def report_data(store: RunStore, run: RunRecord, max_cases: int = MAX_CASES) -> 
     details: dict[str, Any] = {}
     wanted = {(r.case_id, r.repeat) for r in rows}
     limit = case_bytes(len(wanted))
-    for record in store.case_records(run.id):
+    for record in store.iter_case_records(run.id):  # a page at a time: never the whole run
         if (record.case_id, record.repeat) in wanted:
             details[f"{record.case_id}#{record.repeat}"] = bounded_case(
                 case_detail(record, run), limit)

@@ -13,7 +13,7 @@ was not applicable (skipped) is not written: it says nothing about the trace.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ class WriteBack:
                 + (f", {len(self.problems)} not written" if self.problems else ""))
 
 
-def verdicts(records: list[CaseRecord]) -> Iterator[Verdict]:
+def verdicts(records: Iterable[CaseRecord]) -> Iterator[Verdict]:
     """What a run says of each trace it judged (cases without a trace are not traces)."""
     for record in records:
         meta = record.case.metadata.get(TRACE_KEY)
@@ -75,7 +75,9 @@ def verdicts(records: list[CaseRecord]) -> Iterator[Verdict]:
 
 
 def run_verdicts(store: RunStore, run_id: str) -> list[Verdict]:
-    return list(verdicts(store.case_records(run_id)))
+    """The run's verdicts, its records read a page at a time: only the verdicts are kept,
+    never the whole run's answers and transcripts."""
+    return list(verdicts(store.iter_case_records(run_id)))
 
 
 def trace_files(store: RunStore, run_id: str) -> dict[Path, str]:
