@@ -1373,4 +1373,7 @@ def test_a_runs_counts_show_in_their_units_as_the_api_sends_them(browser, tmp_pa
         expect(page.locator("#errors-card .sub")).to_contain_text(SCORES)
         expect(page.locator("#evaluators thead")).to_contain_text("Not applicable")
         expect(page.locator("#evaluators thead")).not_to_contain_text("Skipped")
+        expect(page.locator("#evaluators thead")).to_contain_text("Values")
+        expect(page.locator("figcaption").first).to_have_text(
+            "case score (4 executions without a score)")
         _shot(page, tmp_path, "run-counts")

@@ -87,6 +87,8 @@ def surfaces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             cli_app, ["show", run_id, "--store", url, "--json"]).output.splitlines()],
         "runs_json": json.loads(cli.invoke(cli_app, ["runs", "--store", url, "--json"]).output),
         "runs": cli.invoke(cli_app, ["runs", "--store", url]).output,
+        "show_failed": cli.invoke(cli_app, ["show", run_id, "--store", url, "--failed",
+                                            "--limit", "2"]).output,
         "run_summary": " ".join(summary_lines(result.summary)),  # what `assay run` prints
     }
     store.close()
@@ -128,7 +130,8 @@ def test_every_surface_counts_evaluator_scores_in_one_unit_and_one_name(surfaces
     assert (props["assay.evaluator_scores"], props["assay.evaluator.judge.counts"]) == \
         (SCORES, JUDGE)
     markdown = surfaces["markdown"]
-    assert SCORES in markdown and "| errors | not applicable |" in markdown
+    assert SCORES in markdown and "| values | passed | failed | errors | not applicable |" \
+        in markdown
     assert "skipped |" not in markdown  # no column calls a score that did not apply skipped
     show = re.sub(r"\s+", " ", surfaces["show"])
     assert SCORES in show
@@ -182,3 +185,10 @@ def test_every_surface_names_a_repeated_execution_alike(surfaces):
     assert name in {row["display"]["name"] for row in surfaces["html"]["cases"]}
     assert surfaces["html"]["details"][f"{name}"]["display"]["name"] == name
     assert name in {row["display"]["name"] for row in surfaces["rest_cases"]["items"]}
+
+
+def test_assay_show_counts_what_it_left_out_in_executions(surfaces):
+    """``assay show --failed --limit 2`` said "2 of 6 cases that did not pass shown (10 in
+    the run)" of 3 cases in 6 executions."""
+    assert "2 of 6 executions that did not pass shown (10 in the run)" in \
+        re.sub(r"\s+", " ", surfaces["show_failed"])

@@ -120,7 +120,7 @@ def show(
         repeats_lines,
         spend_lines,
     )
-    from assay.run.display import run_display
+    from assay.run.display import executions_named, run_display
     from assay.run.result import verdict_notes
     from assay.store.runs import RunStore
     from assay.types.records import RunStatus, status_text
@@ -145,7 +145,8 @@ def show(
             for line in summary_lines(found, notes):
                 console.print(line, highlight=False)
         return
-    records, left_out = chosen_cases(runs.case_records(run.id), failed, limit)
+    counted = "cases" if run.summary is None else executions_named(run.summary)
+    records, left_out = chosen_cases(runs.case_records(run.id), failed, limit, counted)
     if as_json:
         types = {e.name: e for e in run.config.evaluators}
         for r in records:

@@ -78,7 +78,7 @@ def render_markdown(store: RunStore, run: RunRecord, problems: int = PROBLEMS_SH
         lines += [f"> {md_text(note, 400)}", ""]
     if s.evaluators:
         measured = bool(shown.measured)  # the column only when an evaluator measured
-        lines += [f"| evaluator | mean | scored | passed | failed | errors | {NOT_APPLICABLE} |"
+        lines += [f"| evaluator | mean | values | passed | failed | errors | {NOT_APPLICABLE} |"
                   + (" measured |" if measured else ""),
                   "|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if measured else "")]
         for name, e in s.evaluators.items():

@@ -301,12 +301,15 @@ def not_passed(record: CaseRecord) -> bool:
 
 
 def chosen_cases(records: list[CaseRecord], failed: bool = False,
-                 limit: int | None = None) -> tuple[list[CaseRecord], str | None]:
+                 limit: int | None = None, counted: str = "cases"
+                 ) -> tuple[list[CaseRecord], str | None]:
     """The cases a listing shows: those that did not pass when ``failed``, the first
-    ``limit`` of them; and a line saying how many were left out (None when none were)."""
+    ``limit`` of them; and a line saying how many were left out (None when none were), in
+    ``counted``, what the run's verdicts count (:attr:`RunDisplay.counted`: executions for
+    a run with repeats)."""
     kept = [r for r in records if not_passed(r)] if failed else records
     shown = kept if limit is None else kept[:limit]
-    what = "cases that did not pass" if failed else "cases"
+    what = f"{counted} that did not pass" if failed else counted
     if len(shown) == len(records):
         return shown, None
     note = f"{numbers.count(len(shown))} of {numbers.count(len(kept))} {what} shown"

@@ -731,7 +731,7 @@
     // Measurements (values off the 0-1 scale) as the API shows them, apart from the scores.
     const measuredShown = shownRun && shownRun.measured && Object.keys(shownRun.measured).length;
     const evalTable = evaluators.length ? h("div", { class: "panel" }, h("h2", {}, "Evaluators"),
-      h("div", { class: "table-wrap" }, h("table", { id: "evaluators" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Mean"), h("th", { class: "num" }, "Scored"),
+      h("div", { class: "table-wrap" }, h("table", { id: "evaluators" }, h("thead", {}, h("tr", {}, h("th", {}, "Evaluator"), h("th", {}, "Mean"), h("th", { class: "num" }, "Values"),
         h("th", { class: "num" }, "Passed"), h("th", { class: "num" }, "Failed"), h("th", { class: "num" }, "Errors"), h("th", { class: "num" }, "Not applicable"),
         measuredShown ? h("th", {}, "Measured") : null)),
       h("tbody", {}, evaluators.map((e) => h("tr", {},
@@ -753,7 +753,7 @@
     const binLink = (evaluator) => (i) => link({ evaluator: evaluator || "", evaluator_state: "", score_bin: String(i), verdict: [] });
     const charts = h("div", { class: "panel" }, h("h2", {}, "Score distributions"), h("p", { class: "muted small" }, "Click a bar to list its cases."),
       h("div", { class: "hist-grid" },
-        h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} without a score)`), histogram(hist.cases, hist.bin_labels, "#1d2433", "case scores", binLink(""), state.evaluator ? null : state.score_bin)),
+        h("figure", {}, h("figcaption", {}, `case score (${fmt.int(hist.case_errors)} ${(shownRun && shownRun.counted) || "cases"} without a score)`), histogram(hist.cases, hist.bin_labels, "#1d2433", "case scores", binLink(""), state.evaluator ? null : state.score_bin)),
         Object.entries(hist.evaluators).map(([name, bins]) => h("figure", {},
           h("figcaption", {}, `${name} (${fmt.int(hist.evaluator_errors[name] || 0)} errors, ${fmt.int(hist.evaluator_skips[name] || 0)} not applicable` +
             ((hist.evaluator_measurements || {})[name] ? `, ${fmt.int(hist.evaluator_measurements[name])} measured)` : ")")),
