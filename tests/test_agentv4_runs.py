@@ -177,7 +177,7 @@ def test_budget_usd_on_the_command_line_says_how_to_resume(tmp_path, mock_server
     run_id = out.stdout.split("resume with: assay run --resume ")[1].split()[0]
     again = assay_cli(tmp_path, "run", "--resume", run_id, "--cache", "off")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "cases 4" in again.stdout
+    assert "4 cases: " in again.stdout
 
 
 def test_the_resume_command_prints_a_store_path_with_brackets_as_it_runs(tmp_path, mock_server,
@@ -194,7 +194,7 @@ def test_the_resume_command_prints_a_store_path_with_brackets_as_it_runs(tmp_pat
     command = shlex.split(line.removeprefix("resume with: "))
     again = assay_cli(tmp_path, *command[1:], "--cache", "off")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "cases 4" in again.stdout
+    assert "4 cases: " in again.stdout
 
 
 def test_a_budget_cannot_be_kept_on_an_unknown_cost(tmp_path, mock_server):

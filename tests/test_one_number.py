@@ -371,7 +371,7 @@ def test_an_evaluators_measurements_read_the_same_on_every_surface(tmp_path):
     assert f"length: measured {want}; a measurement counts in no verdict" in text, text
     lines = _cli("report", run_id, "--markdown", "-", "--store", url).splitlines()
     rows = {row["evaluator"]: row for row in _table(lines, "| evaluator |")}
-    assert (rows["length"]["measured"], rows["length"]["scored"], rows["exact"]["measured"]) \
+    assert (rows["length"]["measured"], rows["length"]["values"], rows["exact"]["measured"]) \
         == (want, "0", "0 value(s)")
     properties = junit(url, run_id, tmp_path)[2]
     assert properties["assay.evaluator.length.measured"] == want

@@ -253,7 +253,7 @@ def test_an_output_that_fails_after_the_run_is_reported_after_the_results(tmp_pa
         "evalcases:\n  - {id: a, input: hi, expected_output: hi}\n")
     done = assay(root, "run", "s.yaml", *STORE, "--junit", "reports/j.xml")
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "cases 1" in done.stdout
+    assert "1 case: " in done.stdout
     assert "stored in sqlite:///.assay/runs.db" in done.stdout
     assert "all gates passed" in done.stdout
     assert "error [unwritable_output]: cannot write --junit reports/j.xml" in done.stderr

@@ -202,7 +202,8 @@ def verdict_counts(summary: RunSummary) -> str:
                        for v in VERDICTS_SHOWN)
     extra = sorted(set(summary.verdicts) - {v.value for v in VERDICTS_SHOWN})
     counts += "".join(f", {numbers.count(summary.verdicts[v])} {printable(v)}" for v in extra)
-    return f"{numbers.count(summary.cases)} {executions_named(summary)}: {counts}"
+    counted = numbers.count_of(summary.cases, executions_named(summary).removesuffix("s"))
+    return f"{counted}: {counts}"
 
 
 def score_counts(values: int, errors: int, skipped: int, measured: int = 0,
