@@ -11,6 +11,9 @@ pytestmark = pytest.mark.process
 
 pytest_plugins = ["pytester"]
 
+ONE = "1 evaluator score: 1 value, 0 errors, 0 not applicable;"
+"""A test's one evaluator score with a value, counted as a run's scores are."""
+
 
 def test_assertions_failures_and_judge_errors(pytester: pytest.Pytester, mock_model: str):
     pytester.makepyfile(test_agent=textwrap.dedent(f'''
@@ -42,11 +45,15 @@ def test_assertions_failures_and_judge_errors(pytester: pytest.Pytester, mock_mo
     assert "semantic_similarity could not judge: [judge_output_invalid]" in text
     assert "AssertionError" not in text.split("semantic_similarity could not judge")[1][:200]
     assert "assay judgements" in text
-    assert "test_agent.py::test_similar_enough: 1 judgement(s), 1 call(s)" in text
+    assert f"test_agent.py::test_similar_enough: {ONE} 1 call(s)" in text
+    # a judge that could not answer is counted as an error, never as a judgement like the
+    # others ("1 judgement(s)"): the counts of a run's scores, in its words
+    assert "test_agent.py::test_judge_unusable: 1 evaluator score: 0 values, 1 error, 0 not " \
+        "applicable;" in text
     # a second run is served from the cache
     again = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     again.assert_outcomes(passed=2, failed=1, errors=1)
-    assert "test_agent.py::test_similar_enough: 1 judgement(s), 0 call(s) (+1 cached)" in \
+    assert f"test_agent.py::test_similar_enough: {ONE} 0 call(s) (+1 cached)" in \
         again.stdout.str()
 
 
@@ -67,7 +74,7 @@ def test_the_summary_is_whole_under_xdist(pytester: pytest.Pytester, mock_model:
     text = result.stdout.str()
     assert "assay judgements" in text
     for n in ("one", "two"):
-        assert f"test_agent_{n}.py::test_similar: 1 judgement(s), 1 call(s) (+0 cached)" in text
+        assert f"test_agent_{n}.py::test_similar: {ONE} 1 call(s) (+0 cached)" in text
     assert "total: 2 judge call(s) (+0 from the cache)" in text
 
 

@@ -66,6 +66,9 @@ class _Usage:
     latency_ms: float = 0.0
     judgements: list[str] = field(default_factory=list)
     judges: set[str] = field(default_factory=set)
+    states: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    """The scores judged: values, errors, not applicable, measurements (as
+    :func:`~assay.run.display.score_counts` counts a run's)."""
 
 
 _CURRENT: dict[str, _Usage] = {}
@@ -85,8 +88,18 @@ def _record(score: Any) -> None:
         else usage.cost + score.usage.cost
     usage.latency_ms += score.latency_ms or 0.0
     usage.judgements.append(score.name)
+    usage.states[_state(score)] += 1
     if score.judge_model:
         usage.judges.add(score.judge_model)
+
+
+def _state(score: Any) -> int:
+    """Where ``score`` counts in :attr:`_Usage.states`."""
+    if score.error is not None:
+        return 1
+    if score.measurement:
+        return 3
+    return 0 if score.value is not None else 2
 
 
 def _explain(score: Any, threshold: float | None) -> str:
@@ -306,6 +319,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
             report.assay_usage = {  # type: ignore[attr-defined]
                 "calls": usage.calls, "cached": usage.cached, "cost": usage.cost,
                 "latency_ms": usage.latency_ms, "judgements": len(usage.judgements),
+                "scores": usage.states,
                 "judges": sorted(usage.judges)}
         if call.excinfo is not None and call.excinfo.errisinstance(JudgeError):
             report.assay_judge_error = True  # type: ignore[attr-defined]
@@ -331,12 +345,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                             config: pytest.Config) -> None:
     if not _SUMMARY:
         return
+    from assay.run.display import score_counts
+
     terminalreporter.section("assay judgements")
     total_calls = total_cached = 0
     total_cost: float | None = 0.0
     for nodeid, usage in sorted(_SUMMARY.items()):
+        counted = score_counts(*usage.get("scores", [usage["judgements"], 0, 0, 0]))
         terminalreporter.write_line(
-            f"{nodeid}: {usage['judgements']} judgement(s), {usage['calls']} call(s) "
+            f"{nodeid}: {counted}; {usage['calls']} call(s) "
             f"(+{usage['cached']} cached), cost {numbers.cost(usage['cost'])}, "
             f"{numbers.milliseconds(usage['latency_ms'])}")
         total_calls += usage["calls"]
