@@ -239,7 +239,7 @@ def test_a_filter_matching_nothing_fails_the_gate(tmp_path):
     done = assay_cli(root, "run", "s.jsonl", "--filter", "typo*", "--store", "sqlite://")
     assert done.returncode == 1
     assert "no case was run" in done.stdout and "all gates passed" not in done.stdout
-    assert "cases 0;" in done.stdout and "cases 0 ()" not in done.stdout  # no empty verdicts
+    assert "0 cases: 0 pass" in done.stdout and "cases 0 ()" not in done.stdout  # counted, none empty
     by_id = assay_cli(root, "run", "s.jsonl", "--eval-id", "typo*", "--store", "sqlite://")
     assert by_id.returncode == 1 and "--eval-id" in by_id.stdout, by_id.stdout  # as typed
 
