@@ -22,6 +22,7 @@ import assay
 from assay.analysis.compare import IncomparableRuns
 from assay.cli import app as cli_app
 from assay.report.comparison import case_rows
+from assay.run.policies.base import LATENCY_FLOOR_MS
 from assay.store.runs import RunStore
 from assay.types.case import Case
 from assay.types.execution import Execution
@@ -230,7 +231,15 @@ def test_an_http_agent_against_itself_never_regresses(tmp_path, mock_server):
         second = assay.evaluate(_rows(), target="bot", evaluators=["contains"], store=store,
                                 targets_file=str(tmp_path / "targets.yaml"), cache="off")
         result = assay.compare(first.run_id, second.run_id, store=store)
-        assert not result.verdict.regression_detected, result.verdict.reasons
+        # Only the agent's measured latency may differ: on a loaded machine the second run
+        # can truly be slower, past the floor and the noise, which the latency rule reports.
+        # Every figure that the same answers decide stays the same.
+        said = [r for r in result.verdict.reason_details if r.check != "avg_latency"]
+        assert not said, result.verdict.reasons
+        assert result.aggregate.total_regressions == 0, result.verdict.reasons
+        for latency in (r for r in result.verdict.reason_details if r.check == "avg_latency"):
+            rose = result.aggregate.latency_avg_delta_ms
+            assert rose is not None and rose > LATENCY_FLOOR_MS, latency.text
 
 
 # -- one aggregation, one band ---------------------------------------------------------------
