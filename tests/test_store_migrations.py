@@ -317,6 +317,44 @@ def test_an_unreachable_server_is_a_clear_error_without_the_password():
     assert "s3cret-pw" not in info.value.message
 
 
+def test_a_database_a_store_cannot_be_kept_in_is_named_with_what_can():
+    """``mysql://`` failed with "No module named 'MySQLdb'", as if a driver were missing."""
+    with pytest.raises(StoreError) as info:
+        RunStore("mysql://assay:s3cret-pw@127.0.0.1:1/assay")
+    assert "a run store is SQLite (sqlite:///FILE, or a path) or PostgreSQL" in \
+        info.value.message and "not 'mysql'" in info.value.message
+    assert "s3cret-pw" not in info.value.message
+
+
+def test_postgres_is_read_as_postgresql_as_hosting_platforms_spell_it():
+    """``postgres://`` (a ``DATABASE_URL`` as Heroku or Render give it) failed with SQLAlchemy's
+    "Can't load plugin: sqlalchemy.dialects:postgres"."""
+    from assay._util.user_paths import user_url
+
+    assert user_url("postgres://u:p@h/db") == "postgresql://u:p@h/db"
+    assert user_url("Postgres+psycopg://u:p@h/db") == "postgresql+psycopg://u:p@h/db"
+    assert user_url("postgresql://u:p@h/db") == "postgresql://u:p@h/db"
+    with pytest.raises(StoreError) as info:
+        RunStore("postgres://assay:s3cret-pw@127.0.0.1:1/assay")
+    assert "Can't load plugin" not in info.value.message and "s3cret-pw" not in \
+        info.value.message
+
+
+@pytest.mark.postgres
+def test_a_postgres_url_opens_the_postgresql_store():
+    from sqlalchemy.engine import make_url
+
+    with fresh_database(postgres_url()) as url:
+        spelled = make_url(url).set(drivername="postgres").render_as_string(hide_password=False)
+        assert spelled.startswith("postgres://")
+        store = RunStore(spelled)
+        try:
+            run_id = store.create_run("s", {})
+            assert store.run_record(run_id).id == run_id and store.dialect == "postgresql"
+        finally:
+            store.close()
+
+
 @pytest.mark.slow
 def test_concurrent_assay_runs_on_a_new_store_all_complete(new_store, tmp_path):
     (tmp_path / "agent.py").write_text(

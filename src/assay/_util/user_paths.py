@@ -21,10 +21,16 @@ def user_path(path: str | os.PathLike[str]) -> Path:
 
 
 def user_url(url: str) -> str:
-    """A store URL with the path of a SQLite file expanded as :func:`user_path` does; other
-    URLs (PostgreSQL, a store in memory) as given."""
+    """A store URL with the path of a SQLite file expanded as :func:`user_path` does, and
+    ``postgres://`` read as ``postgresql://`` (the spelling Heroku, Render and others put in
+    ``DATABASE_URL``, which SQLAlchemy no longer takes); other URLs (PostgreSQL, a store in
+    memory) as given."""
     if url.startswith(SQLITE_PREFIX + "~"):
         return SQLITE_PREFIX + str(user_path(url.removeprefix(SQLITE_PREFIX)))
+    scheme, sep, rest = url.partition("://")
+    dialect, plus, driver = scheme.partition("+")
+    if sep and dialect.lower() == "postgres":
+        return f"postgresql{plus}{driver}://{rest}"
     return url
 
 

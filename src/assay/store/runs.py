@@ -107,6 +107,10 @@ def default_url() -> str:
     return os.environ.get("ASSAY_STORE_URL") or DEFAULT_URL
 
 
+STORE_DIALECTS = ("sqlite", "postgresql")
+"""The databases a run store is kept in: its schema and queries are written for these two."""
+
+
 def store_url(store: str | Path | None) -> str:
     """A store URL from a URL, a path to a SQLite file, ``":memory:"``, or None (the
     default)."""
@@ -240,10 +244,15 @@ class RunStore:
         empty store. Whatever only reads runs (show, compare, report, delete) asks for it, so
         a mistyped path says so and leaves no stray file behind."""
         url = user_url(url)
+        register(url_secrets(url))
         self.url = url
         self.display_url = redact_url(url)
         """The URL as it may be shown: a password in it is hidden."""
-        register(url_secrets(url))
+        dialect = url.partition("://")[0].partition("+")[0].lower()
+        if dialect not in STORE_DIALECTS:
+            raise StoreError(f"cannot open the run store {self.display_url!r}: a run store is "
+                             "SQLite (sqlite:///FILE, or a path) or PostgreSQL "
+                             f"(postgresql://...), not {dialect[:40]!r}")
         register_environment()  # what is written here is scrubbed with the keys known now
         self.flush_seconds = flush_seconds
         self.flush_rows = flush_rows
