@@ -247,7 +247,7 @@ def test_assert_case_asserts_every_repeat() -> None:
     answers = iter(["x", "y"])
     suite = Suite(name="s", evaluators=[build({"type": "contains", "search_text": "x"})],
                   cases=[SuiteCase(case=assay.Case(id="a", input="q"))])
-    with pytest.raises(AssertionError, match=r"case a, repeat 2 of 2 fail \(score 0\.000\)"):
+    with pytest.raises(AssertionError, match=r"case a#1 \(of 2 repeats\) fail \(score 0\.000\)"):
         assert_case(_item(suite), store=":memory:", target=lambda _q: next(answers),
                     repeat=2, concurrency=1, gates={"max_failed": None})
 

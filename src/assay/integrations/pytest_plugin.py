@@ -270,8 +270,10 @@ def assert_case(param: SuiteItem, **options: Any) -> Any:
 def _failures(record: Any, repeats: int, reason: str) -> list[str]:
     """What failed in one run of a case (a heading and its failing evaluators), or nothing
     when it passed; a JudgeError for an evaluator that could not judge."""
-    which = f"case {record.case_id}" + (f", repeat {record.repeat + 1} of {repeats}"
-                                        if repeats > 1 else "")
+    from assay.run.display import execution_name
+
+    which = f"case {execution_name(record.case_id, record.repeat)}" + (
+        f" (of {repeats} repeats)" if repeats > 1 else "")  # named as every surface names it
     failed = _agent_failure(record, which)
     if failed is not None:
         for score in record.scores:
