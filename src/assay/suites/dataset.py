@@ -30,6 +30,7 @@ from assay._util.validation import field_problems
 from assay.errors import ConfigError
 from assay.suites.model import Suite, SuiteCase, id_problem
 from assay.types.case import Case
+from assay.types.config import DATA_FILE_OPTIONS
 from assay.types.execution import Execution
 from assay.types.json import dump_json
 from assay.types.messages import Message
@@ -174,8 +175,7 @@ def _refuse_a_sidecar_not_read(path: Path) -> None:
                            "would hold)")
 
 
-SIDECAR_OPTIONS = ("naming", "judges", "global_guidelines", "request_from_messages",
-                   "chunk_errors", "retrieval_per", "quality_criteria")
+SIDECAR_OPTIONS = DATA_FILE_OPTIONS
 """Run options a data file's sidecar may set (CLI flags and Python arguments win)."""
 SIDECAR_KEYS = (*SIDECAR_OPTIONS, "evaluators", "name", "description")
 

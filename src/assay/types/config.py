@@ -85,6 +85,13 @@ class CalibrationGate(BaseModel):
             raise ConfigError(f"{where}: {settings_problems(exc)}") from None
 
 
+DATA_FILE_OPTIONS = ("naming", "judges", "global_guidelines", "request_from_messages",
+                     "chunk_errors", "retrieval_per", "quality_criteria")
+"""The run options a data file's options file may set (``data.csv`` + ``data.yaml``; CLI
+flags and Python arguments win): what the reader accepts (:mod:`assay.suites.dataset`) and
+what the agent-judge policy takes from it (:mod:`assay.run.policies.databricks.options`)."""
+
+
 def settings_problems(exc: ValidationError) -> str:
     """A settings model's validation errors on one line, each as ``field: what is wrong``
     (the field dotted, pydantic's ``Value error,`` prefix dropped)."""

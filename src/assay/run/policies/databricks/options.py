@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from assay.errors import ConfigError
-from assay.types.config import RunConfig, settings_problems
+from assay.types.config import DATA_FILE_OPTIONS, RunConfig, settings_problems
 
 if TYPE_CHECKING:
     from assay.suites.model import Suite
 
-OPTIONS = ("naming", "judges", "global_guidelines", "request_from_messages", "chunk_errors",
-           "retrieval_per",
-           "quality_criteria")
+OPTIONS = DATA_FILE_OPTIONS
 """The run options a data file's sidecar may set (``data.csv`` + ``data.yaml``)."""
 
 
