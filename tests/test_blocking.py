@@ -48,7 +48,8 @@ def test_a_run_whose_sync_agent_hangs_past_its_timeout_still_ends(tmp_path: Path
         pytest.fail("assay run waited for the hung agent instead of ending")
     assert time.monotonic() - started < 60
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 error(s)" in done.stdout and "stored in" in done.stdout  # the summary
+    assert "2 cases: 1 pass, 0 fail, 0 borderline, 1 error," in done.stdout, done.stdout
+    assert "stored in" in done.stdout  # the summary
     rows = (tmp_path / "out.jsonl").read_text().splitlines()
     assert len(rows) == 2  # both cases were written, the stuck one as an error
     assert "agent function timed out after 1s" in (tmp_path / "out.jsonl").read_text()
