@@ -37,6 +37,18 @@ def _run(rows: list[dict[str, Any]], model: str, store: Path, **options: Any) ->
                           store=store, **options)
 
 
+def _cached_then_offline(tmp_path: Path) -> str:
+    """A model whose answers to ``ROWS`` are cached by a run, its server then stopped."""
+    port = _free_port()
+    model = f"http://127.0.0.1:{port}/v1#judge"
+    server = serve_in_thread(port=port)
+    try:
+        _run(ROWS, model, tmp_path / "runs.db")
+    finally:
+        server.stop()
+    return model
+
+
 def test_a_cached_rerun_needs_no_server_and_a_new_case_fails_alone_until_resumed(tmp_path):
     port = _free_port()
     model = f"http://127.0.0.1:{port}/v1#judge"
@@ -85,13 +97,7 @@ def test_an_unreachable_model_with_nothing_cached_is_still_refused_before_any_ca
 
 
 def test_with_the_cache_off_or_refreshed_an_unreachable_model_is_refused(tmp_path):
-    port = _free_port()
-    model = f"http://127.0.0.1:{port}/v1#judge"
-    server = serve_in_thread(port=port)
-    try:
-        _run(ROWS, model, tmp_path / "runs.db")
-    finally:
-        server.stop()
+    model = _cached_then_offline(tmp_path)
     for mode in ("off", "refresh"):
         with pytest.raises(ConfigError) as info:
             _run(ROWS, model, tmp_path / "runs.db", cache=mode)
@@ -133,13 +139,7 @@ async def test_a_batch_run_or_a_cluster_keeps_the_strict_check(tmp_path, monkeyp
 
 
 def test_an_offline_dry_run_says_how_many_calls_would_fail(tmp_path):
-    port = _free_port()
-    model = f"http://127.0.0.1:{port}/v1#judge"
-    server = serve_in_thread(port=port)
-    try:
-        _run(ROWS, model, tmp_path / "runs.db")
-    finally:
-        server.stop()
+    model = _cached_then_offline(tmp_path)
     more = [*ROWS, {"id": "new", "input": "sky", "expected_output": "blue", "output": "grey"}]
     dry = _run(more, model, tmp_path / "runs.db", dry_run=True)
     note = next(n for n in dry.notes if n.startswith("offline: "))
